@@ -1,0 +1,122 @@
+//! Lanes: where ready ops run.
+//!
+//! A lane is a queue plus its worker threads. A CPU device's lane runs its workers *inside*
+//! the device's rayon pool, so an op's inner parallelism (a matmul's `par_iter`, say) uses that
+//! device's threads and no other. A CUDA device has two lanes, compute and copy, so copies
+//! overlap compute.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::op::{execute, OpRef};
+use super::Shared;
+
+/// Identifies a lane of one engine (returned by [`EngineBuilder::lane`](super::EngineBuilder::lane)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaneId(pub(crate) usize);
+
+impl LaneId {
+    /// The lane's index in the order lanes were added.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// How to build a lane.
+#[derive(Clone)]
+pub struct LaneSpec {
+    pub(crate) name: String,
+    pub(crate) workers: usize,
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl LaneSpec {
+    /// A lane served by `workers` dedicated OS threads.
+    pub fn threads(name: impl Into<String>, workers: usize) -> LaneSpec {
+        LaneSpec {
+            name: name.into(),
+            workers: workers.max(1),
+            pool: None,
+        }
+    }
+
+    /// A lane whose `workers` run inside `pool` (at most the pool's size), so ops pushed to
+    /// it run on, and parallelize over, that pool's threads only.
+    pub fn in_pool(name: impl Into<String>, pool: Arc<rayon::ThreadPool>, workers: usize) -> LaneSpec {
+        let workers = workers.clamp(1, pool.current_num_threads().max(1));
+        LaneSpec {
+            name: name.into(),
+            workers,
+            pool: Some(pool),
+        }
+    }
+
+    /// The lane's display name (`cpu:0`, `cuda:0 copy`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+pub(crate) enum Msg {
+    Run(OpRef),
+    Stop,
+}
+
+pub(crate) struct Lane {
+    pub(crate) name: String,
+    pub(crate) tx: Sender<Msg>,
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    pub(crate) workers: usize,
+}
+
+thread_local! {
+    static IN_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True on an engine worker thread (where blocking waits on the engine would deadlock).
+pub(crate) fn in_worker() -> bool {
+    IN_WORKER.with(|w| w.get())
+}
+
+/// Run `f` on the lane's pool when it has one, on the calling thread otherwise.
+pub(crate) fn run_on_lane<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
+fn worker_loop(shared: Arc<Shared>, rx: Receiver<Msg>) {
+    IN_WORKER.with(|w| w.set(true));
+    while let Ok(Msg::Run(op)) = rx.recv() {
+        execute(&shared, op);
+    }
+    IN_WORKER.with(|w| w.set(false));
+}
+
+/// Start the lane's workers. Plain threads are returned for joining; pool workers are rayon
+/// jobs that end when they receive `Msg::Stop`.
+pub(crate) fn start_workers(
+    shared: &Arc<Shared>,
+    index: usize,
+    rx: Receiver<Msg>,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let lane = &shared.lanes[index];
+    let mut handles = Vec::new();
+    for w in 0..lane.workers {
+        let shared2 = shared.clone();
+        let rx2 = rx.clone();
+        match &lane.pool {
+            Some(pool) => pool.spawn(move || worker_loop(shared2, rx2)),
+            None => handles.push(
+                std::thread::Builder::new()
+                    .name(format!("{} worker {w}", lane.name))
+                    .spawn(move || worker_loop(shared2, rx2))?,
+            ),
+        }
+    }
+    Ok(handles)
+}

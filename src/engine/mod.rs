@@ -1,0 +1,532 @@
+//! The asynchronous dependency engine, after MXNet's threaded engine.
+//!
+//! The front end [`push`](Engine::push)es ops, each naming the [`Var`]s it reads and writes and
+//! the [lane](LaneId) it runs on, and returns at once. The engine runs an op when every earlier
+//! conflicting access has finished: reads of a var run together, a write waits for all earlier
+//! accesses and blocks later ones, all in push order. Results are therefore exactly those of
+//! running the ops one by one in push order, while independent ops overlap across lanes.
+//!
+//! [`wait_to_read`](Engine::wait_to_read) and [`wait_all`](Engine::wait_all) are the only points
+//! where the front end blocks; both return the error of a failed op upstream (an op that fails or
+//! panics poisons what it writes, and everything downstream is skipped and inherits the error).
+//!
+//! ```
+//! use parbench::engine::{Engine, LaneSpec, Mode, Var};
+//! use std::sync::{Arc, Mutex};
+//!
+//! let mut b = Engine::builder(Mode::Threaded);
+//! let lane = b.lane(LaneSpec::threads("cpu:0", 1));
+//! let engine = b.build().unwrap();
+//! let (x, data) = (Var::new(), Arc::new(Mutex::new(0)));
+//! let d = data.clone();
+//! engine.push("x = 41 + 1", lane, &[], &[&x], move || { *d.lock().unwrap() = 41 + 1; Ok(()) });
+//! engine.wait_to_read(&x).unwrap();
+//! assert_eq!(*data.lock().unwrap(), 42);
+//! ```
+
+mod error;
+mod lane;
+mod op;
+mod trace;
+mod var;
+
+pub use error::{EngineError, OpError};
+pub use lane::{LaneId, LaneSpec};
+pub use op::Completion;
+pub use trace::TraceRecord;
+pub use var::Var;
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use lane::{in_worker, run_on_lane, Lane, Msg};
+use op::{Body, OpBlock, OpRef};
+use var::{Access, SPIN_LIMIT, YIELD_LIMIT};
+
+/// How pushed ops are executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Ops run on lane workers as soon as their dependencies allow (the default).
+    Threaded,
+    /// Each op runs during `push`, on the pushing thread, and `push` returns when it has
+    /// completed: MXNet's `NaiveEngine`, the baseline that shows what asynchrony buys.
+    Naive,
+}
+
+impl Mode {
+    /// The environment variable that selects the mode when `--engine` is not given.
+    pub const ENV: &'static str = "PARBENCH_ENGINE";
+
+    /// Lower-case name, as accepted by `--engine`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Threaded => "threaded",
+            Mode::Naive => "naive",
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "threaded" => Ok(Mode::Threaded),
+            "naive" => Ok(Mode::Naive),
+            other => Err(format!(
+                "unknown engine mode '{other}' (expected 'threaded' or 'naive')"
+            )),
+        }
+    }
+}
+
+/// A function `wait_all` calls after every op has completed, to synchronize a device (a CUDA
+/// device synchronizes its streams).
+pub type SyncHook = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// Builds an [`Engine`]: choose the mode, add lanes, then [`build`](EngineBuilder::build).
+pub struct EngineBuilder {
+    mode: Mode,
+    lanes: Vec<LaneSpec>,
+    max_inflight: Option<usize>,
+    log_placement: bool,
+    sync_hooks: Vec<SyncHook>,
+}
+
+impl EngineBuilder {
+    /// Add a lane; ops are pushed to it by the returned id.
+    pub fn lane(&mut self, spec: LaneSpec) -> LaneId {
+        self.lanes.push(spec);
+        LaneId(self.lanes.len() - 1)
+    }
+
+    /// Bound the ops pushed and not yet completed: `push` blocks while `n` are pending.
+    /// `None` (the default) is unbounded. `Some(0)` is treated as `Some(1)`.
+    pub fn max_inflight(&mut self, n: Option<usize>) -> &mut Self {
+        self.max_inflight = n.map(|n| n.max(1));
+        self
+    }
+
+    /// Print each op's lane to stderr as it starts (the book's `log_device_placement`).
+    pub fn log_placement(&mut self, on: bool) -> &mut Self {
+        self.log_placement = on;
+        self
+    }
+
+    /// Register a device synchronization for `wait_all`.
+    pub fn on_wait_all(&mut self, hook: SyncHook) -> &mut Self {
+        self.sync_hooks.push(hook);
+        self
+    }
+
+    /// Start the workers. Fails only if the OS refuses a thread.
+    pub fn build(self) -> Result<Engine, std::io::Error> {
+        let mut receivers = Vec::new();
+        let mut lanes = Vec::new();
+        for spec in self.lanes {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            receivers.push(rx);
+            lanes.push(Lane {
+                name: spec.name,
+                tx,
+                pool: spec.pool,
+                workers: spec.workers,
+            });
+        }
+        let shared = Arc::new(Shared {
+            lanes,
+            mode: self.mode,
+            log_placement: self.log_placement,
+            max_inflight: self.max_inflight,
+            pending: AtomicUsize::new(0),
+            max_pending: AtomicUsize::new(0),
+            idle_lock: Mutex::new(()),
+            idle_cv: Condvar::new(),
+            idle_waiters: AtomicUsize::new(0),
+            first_error: Mutex::new(None),
+            tracing: AtomicBool::new(false),
+            trace: Mutex::new(Vec::new()),
+            epoch: Instant::now(),
+            sync_hooks: self.sync_hooks,
+        });
+        let mut threads = Vec::new();
+        if self.mode == Mode::Threaded {
+            for (i, rx) in receivers.into_iter().enumerate() {
+                threads.extend(lane::start_workers(&shared, i, rx)?);
+            }
+        }
+        Ok(Engine {
+            shared: shared.clone(),
+            _owner: Arc::new(Owner {
+                shared,
+                threads: Mutex::new(threads),
+            }),
+        })
+    }
+}
+
+/// A handle to the engine. Clones share the same engine; the workers stop when the last
+/// handle is dropped (after everything pushed has completed).
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+    _owner: Arc<Owner>,
+}
+
+/// Stops the workers when the last [`Engine`] handle goes away. Ops hold `Arc<Shared>`, not
+/// an `Engine`, so this is not kept alive by the work it must wait for.
+struct Owner {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        let on_worker = in_worker();
+        if !on_worker {
+            self.shared.wait_idle();
+        }
+        for lane in &self.shared.lanes {
+            for _ in 0..lane.workers {
+                // A send fails only when the workers are already gone.
+                let _ = lane.tx.send(Msg::Stop);
+            }
+        }
+        if !on_worker {
+            let threads = std::mem::take(&mut *lock(&self.threads));
+            for t in threads {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Start building an engine in the given mode.
+    pub fn builder(mode: Mode) -> EngineBuilder {
+        EngineBuilder {
+            mode,
+            lanes: Vec::new(),
+            max_inflight: None,
+            log_placement: false,
+            sync_hooks: Vec::new(),
+        }
+    }
+
+    /// An engine with `n` lanes of one dedicated thread each, named `lane:0`, `lane:1`, ...
+    /// (handy for tests and for the library's own examples).
+    pub fn with_thread_lanes(mode: Mode, n: usize) -> Result<(Engine, Vec<LaneId>), std::io::Error> {
+        let mut b = Engine::builder(mode);
+        let lanes = (0..n)
+            .map(|i| b.lane(LaneSpec::threads(format!("lane:{i}"), 1)))
+            .collect();
+        Ok((b.build()?, lanes))
+    }
+
+    /// The execution mode.
+    pub fn mode(&self) -> Mode {
+        self.shared.mode
+    }
+
+    /// Push an op whose body completes when it returns. Returns at once in threaded mode.
+    ///
+    /// A var listed in both `reads` and `writes` counts as a write; duplicates are ignored.
+    ///
+    /// # Panics
+    /// If `lane` belongs to another engine (a programming error).
+    pub fn push<F>(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        lane: LaneId,
+        reads: &[&Var],
+        writes: &[&Var],
+        body: F,
+    ) where
+        F: FnOnce() -> Result<(), OpError> + Send + 'static,
+    {
+        self.push_body(name.into(), lane, reads, writes, Body::Sync(Box::new(body)));
+    }
+
+    /// Push an op that completes when its body fires the [`Completion`] (from any thread, at
+    /// any later time): how a device op finishes when its hardware does, without a worker
+    /// blocking on it.
+    pub fn push_async<F>(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        lane: LaneId,
+        reads: &[&Var],
+        writes: &[&Var],
+        body: F,
+    ) where
+        F: FnOnce(Completion) + Send + 'static,
+    {
+        self.push_body(name.into(), lane, reads, writes, Body::Async(Box::new(body)));
+    }
+
+    /// Clear the error carried by `var`, in program order: ops pushed after this see a
+    /// healthy var again (ops pushed before it still see the error).
+    pub fn clear_error(&self, var: &Var, lane: LaneId) {
+        self.push_body("clear-error".into(), lane, &[], &[var], Body::ClearErrors);
+    }
+
+    fn push_body(&self, name: Cow<'static, str>, lane: LaneId, reads: &[&Var], writes: &[&Var], body: Body) {
+        let shared = &self.shared;
+        assert!(
+            lane.0 < shared.lanes.len(),
+            "lane {} does not belong to this engine ({} lanes)",
+            lane.0,
+            shared.lanes.len()
+        );
+        let (reads, writes) = dedupe(reads, writes);
+        shared.acquire_slot();
+        let pushed_ns = if shared.tracing() { shared.now_ns() } else { 0 };
+        let op = Arc::new(OpBlock::new(name, lane.0, reads, writes, body, pushed_ns));
+        for v in &op.reads {
+            if v.append(Access::Read, &op) {
+                op.decrement_wait();
+            }
+        }
+        for v in &op.writes {
+            if v.append(Access::Write, &op) {
+                op.decrement_wait();
+            }
+        }
+        match shared.mode {
+            Mode::Threaded => {
+                if op.decrement_wait() {
+                    shared.dispatch(op);
+                }
+            }
+            Mode::Naive => {
+                let ready = op.decrement_wait();
+                if ready {
+                    shared.dispatch(op.clone());
+                }
+                shared.block_until(|| op.is_finished());
+            }
+        }
+    }
+
+    /// Block until every write to `var` pushed before this call has completed. Returns the
+    /// error of the op that produced the value, if it (or anything upstream) failed.
+    ///
+    /// Called from inside an op it returns [`EngineError::WaitInsideOp`] instead of
+    /// deadlocking the worker.
+    pub fn wait_to_read(&self, var: &Var) -> Result<(), EngineError> {
+        if in_worker() {
+            return Err(EngineError::WaitInsideOp);
+        }
+        var.wait_written()
+    }
+
+    /// Block until everything pushed has completed and every device is synchronized. Returns
+    /// the first error raised by any op since the previous `wait_all` (and forgets it: the
+    /// vars involved keep their own error until cleared or overwritten).
+    pub fn wait_all(&self) -> Result<(), EngineError> {
+        if in_worker() {
+            return Err(EngineError::WaitInsideOp);
+        }
+        self.shared.wait_idle();
+        for hook in &self.shared.sync_hooks {
+            hook().map_err(EngineError::DeviceSync)?;
+        }
+        match lock(&self.shared.first_error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Ops pushed and not yet completed.
+    pub fn pending(&self) -> usize {
+        self.shared.pending.load(Ordering::Acquire)
+    }
+
+    /// The most ops that were pending at once since the last [`reset_max_pending`](Self::reset_max_pending).
+    pub fn max_pending(&self) -> usize {
+        self.shared.max_pending.load(Ordering::Acquire)
+    }
+
+    /// Restart the high-water mark of pending ops.
+    pub fn reset_max_pending(&self) {
+        self.shared
+            .max_pending
+            .store(self.shared.pending.load(Ordering::Acquire), Ordering::Release);
+    }
+
+    /// The configured bound on pending ops.
+    pub fn max_inflight(&self) -> Option<usize> {
+        self.shared.max_inflight
+    }
+
+    /// Names of the lanes, by [`LaneId::index`].
+    pub fn lane_names(&self) -> Vec<String> {
+        self.shared.lanes.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Start or stop recording a [`TraceRecord`] per completed op.
+    pub fn set_tracing(&self, on: bool) {
+        self.shared.tracing.store(on, Ordering::Release);
+    }
+
+    /// Take the trace records gathered so far (in completion order).
+    pub fn take_trace(&self) -> Vec<TraceRecord> {
+        std::mem::take(&mut *lock(&self.shared.trace))
+    }
+
+    /// Nanoseconds since the engine started, on the clock trace records use.
+    pub fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+}
+
+/// Remove duplicate vars, and vars from `reads` that are also written.
+fn dedupe(reads: &[&Var], writes: &[&Var]) -> (Vec<Var>, Vec<Var>) {
+    let mut w: Vec<Var> = Vec::with_capacity(writes.len());
+    for v in writes {
+        if !w.iter().any(|x| x.same(v)) {
+            w.push((*v).clone());
+        }
+    }
+    let mut r: Vec<Var> = Vec::with_capacity(reads.len());
+    for v in reads {
+        if !w.iter().any(|x| x.same(v)) && !r.iter().any(|x| x.same(v)) {
+            r.push((*v).clone());
+        }
+    }
+    (r, w)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// State shared by the front end, the workers and completion callbacks.
+pub(crate) struct Shared {
+    pub(crate) lanes: Vec<Lane>,
+    mode: Mode,
+    pub(crate) log_placement: bool,
+    max_inflight: Option<usize>,
+    pending: AtomicUsize,
+    max_pending: AtomicUsize,
+    idle_lock: Mutex<()>,
+    idle_cv: Condvar,
+    idle_waiters: AtomicUsize,
+    first_error: Mutex<Option<EngineError>>,
+    tracing: AtomicBool,
+    trace: Mutex<Vec<TraceRecord>>,
+    epoch: Instant,
+    sync_hooks: Vec<SyncHook>,
+}
+
+impl Shared {
+    pub(crate) fn tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    pub(crate) fn lane_name(&self, lane: usize) -> &str {
+        &self.lanes[lane].name
+    }
+
+    /// Hand a ready op to its lane (threaded) or run it here (naive).
+    pub(crate) fn dispatch(self: &Arc<Self>, op: OpRef) {
+        let lane = &self.lanes[op.lane];
+        match self.mode {
+            Mode::Threaded => {
+                if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op)) {
+                    // Workers are gone (engine shutting down): run it here so it still completes.
+                    op::execute(self, op);
+                }
+            }
+            Mode::Naive => run_on_lane(lane.pool.as_deref(), || op::execute(self, op)),
+        }
+    }
+
+    /// Count a new pending op, blocking while the `max_inflight` bound is reached.
+    fn acquire_slot(&self) {
+        let now = match self.max_inflight {
+            None => self.pending.fetch_add(1, Ordering::SeqCst) + 1,
+            Some(max) => loop {
+                let p = self.pending.load(Ordering::SeqCst);
+                if p < max {
+                    if self
+                        .pending
+                        .compare_exchange_weak(p, p + 1, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                    {
+                        break p + 1;
+                    }
+                } else {
+                    self.block_until(|| self.pending.load(Ordering::SeqCst) < max);
+                }
+            },
+        };
+        self.max_pending.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// Called once per op, after its dependants were dispatched.
+    pub(crate) fn op_finished(&self) {
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        if self.idle_waiters.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.idle_lock);
+            self.idle_cv.notify_all();
+        }
+    }
+
+    pub(crate) fn record_error(&self, e: &EngineError) {
+        let mut first = lock(&self.first_error);
+        if first.is_none() {
+            *first = Some(e.clone());
+        }
+    }
+
+    pub(crate) fn record_trace(&self, op: &OpBlock, failed: bool) {
+        let ended_ns = self.now_ns();
+        let started = op.started_ns.load(Ordering::Relaxed);
+        let record = TraceRecord {
+            lane: op.lane,
+            lane_name: self.lanes[op.lane].name.clone(),
+            name: op.name.to_string(),
+            pushed_ns: op.pushed_ns,
+            started_ns: if started == 0 { ended_ns } else { started },
+            ended_ns,
+            failed,
+        };
+        lock(&self.trace).push(record);
+    }
+
+    fn wait_idle(&self) {
+        self.block_until(|| self.pending.load(Ordering::SeqCst) == 0);
+    }
+
+    /// Spin, then yield, then sleep until `done()` holds. Every op completion re-checks
+    /// sleepers, so no wake-up is lost: a sleeper registers, re-checks under the lock, and
+    /// `op_finished` takes the same lock before notifying.
+    fn block_until(&self, done: impl Fn() -> bool) {
+        for i in 0..SPIN_LIMIT + YIELD_LIMIT {
+            if done() {
+                return;
+            }
+            if i < SPIN_LIMIT {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut g = lock(&self.idle_lock);
+        self.idle_waiters.fetch_add(1, Ordering::SeqCst);
+        while !done() {
+            g = self.idle_cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        self.idle_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+//! Ops: a body plus the vars it reads and writes, and the life cycle push → ready → run →
+//! complete.
+//!
+//! Readiness is a counter that starts at `deps + 1`: each granted dependency takes one off, and
+//! the pusher takes the last one after registering every dependency, so an op can never fire
+//! while it is still half-registered (MXNet's `OprBlock::wait`).
+//!
+//! Completion is a separate step from "the body returned": an asynchronous body gets a
+//! [`Completion`] it may fire later from any thread (a CUDA event callback, say), so no worker
+//! thread has to block while a device is busy.
+
+use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use super::error::{panic_message, EngineError, OpError};
+use super::var::Var;
+use super::Shared;
+
+pub(crate) type OpRef = Arc<OpBlock>;
+
+/// A synchronous body: the op completes when it returns.
+pub(crate) type SyncBody = Box<dyn FnOnce() -> Result<(), OpError> + Send + 'static>;
+/// An asynchronous body: the op completes when the [`Completion`] is fired.
+pub(crate) type AsyncBody = Box<dyn FnOnce(Completion) + Send + 'static>;
+
+pub(crate) enum Body {
+    Sync(SyncBody),
+    Async(AsyncBody),
+    /// Engine-internal: complete at once and leave the written vars without error.
+    ClearErrors,
+}
+
+pub(crate) struct OpBlock {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) lane: usize,
+    pub(crate) reads: Vec<Var>,
+    pub(crate) writes: Vec<Var>,
+    /// Dependencies still missing, plus one held by the pusher until registration ends.
+    wait: AtomicUsize,
+    body: Mutex<Option<Body>>,
+    /// Set by the first completion; later ones are ignored (exactly-once completion).
+    completed: AtomicBool,
+    /// Set once completion has released every dependant (what the naive mode waits for).
+    finished: AtomicBool,
+    /// Trace clock readings (ns since the engine's epoch); 0 when tracing is off.
+    pub(crate) pushed_ns: u64,
+    pub(crate) started_ns: AtomicU64,
+}
+
+impl OpBlock {
+    pub(crate) fn new(
+        name: Cow<'static, str>,
+        lane: usize,
+        reads: Vec<Var>,
+        writes: Vec<Var>,
+        body: Body,
+        pushed_ns: u64,
+    ) -> OpBlock {
+        let deps = reads.len() + writes.len();
+        OpBlock {
+            name,
+            lane,
+            reads,
+            writes,
+            wait: AtomicUsize::new(deps + 1),
+            body: Mutex::new(Some(body)),
+            completed: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            pushed_ns,
+            started_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Take one dependency off; true when this was the last one and the op is ready.
+    pub(crate) fn decrement_wait(&self) -> bool {
+        self.wait.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
+    fn take_body(&self) -> Option<Body> {
+        self.body.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// The handle an asynchronous op body uses to say it has finished.
+///
+/// Fire it exactly once with [`Completion::complete`], from any thread. Dropping it unfired
+/// completes the op with an error, so an op is never lost and no wait can hang on it.
+pub struct Completion {
+    op: Option<OpRef>,
+    shared: Arc<Shared>,
+    /// The worker that ran the body: if the body panics there, that worker reports the panic
+    /// with its message, so the drop during unwinding must not complete first.
+    executor: ThreadId,
+}
+
+impl Completion {
+    /// Finish the op with the body's result.
+    pub fn complete(mut self, result: Result<(), OpError>) {
+        if let Some(op) = self.op.take() {
+            let error = result.err().map(|e| EngineError::OpFailed {
+                op: op.name.to_string(),
+                message: e.to_string(),
+            });
+            complete(&self.shared, &op, error);
+        }
+    }
+
+    /// The op's name, for messages.
+    pub fn op_name(&self) -> &str {
+        self.op.as_ref().map_or("", |op| &op.name)
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        let Some(op) = self.op.take() else { return };
+        if std::thread::panicking() && std::thread::current().id() == self.executor {
+            // The executing worker catches this panic and completes the op with its message.
+            return;
+        }
+        let error = if std::thread::panicking() {
+            EngineError::OpPanicked {
+                op: op.name.to_string(),
+                message: "panicked while holding its completion handle".into(),
+            }
+        } else {
+            EngineError::CompletionDropped {
+                op: op.name.to_string(),
+            }
+        };
+        complete(&self.shared, &op, Some(error));
+    }
+}
+
+/// The first error carried by a var the op reads or writes (writes count: a write may be a
+/// read-modify-write, so it must not run on garbage either).
+fn inherited_error(op: &OpBlock) -> Option<EngineError> {
+    op.reads
+        .iter()
+        .chain(op.writes.iter())
+        .find_map(|v| v.error())
+}
+
+/// Run a ready op on the current thread. Never panics: a panicking body becomes an error.
+pub(crate) fn execute(shared: &Arc<Shared>, op: OpRef) {
+    let Some(body) = op.take_body() else { return };
+    if let Body::ClearErrors = body {
+        complete(shared, &op, None);
+        return;
+    }
+    if let Some(error) = inherited_error(&op) {
+        complete(shared, &op, Some(error));
+        return;
+    }
+    if shared.tracing() {
+        op.started_ns.store(shared.now_ns(), Ordering::Relaxed);
+    }
+    if shared.log_placement {
+        eprintln!("[placement] {} on {}", op.name, shared.lane_name(op.lane));
+    }
+    match body {
+        Body::Sync(f) => {
+            let error = match catch_unwind(AssertUnwindSafe(f)) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(EngineError::OpFailed {
+                    op: op.name.to_string(),
+                    message: e.to_string(),
+                }),
+                Err(payload) => Some(EngineError::OpPanicked {
+                    op: op.name.to_string(),
+                    message: panic_message(payload.as_ref()),
+                }),
+            };
+            complete(shared, &op, error);
+        }
+        Body::Async(f) => {
+            let completion = Completion {
+                op: Some(op.clone()),
+                shared: shared.clone(),
+                executor: std::thread::current().id(),
+            };
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f(completion))) {
+                // Only reached if the completion was not fired before the panic (else the
+                // exactly-once guard makes this a no-op).
+                let error = EngineError::OpPanicked {
+                    op: op.name.to_string(),
+                    message: panic_message(payload.as_ref()),
+                };
+                complete(shared, &op, Some(error));
+            }
+        }
+        Body::ClearErrors => {}
+    }
+}
+
+/// Release the op's dependencies, record its trace, and dispatch the ops it unblocks.
+pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineError>) {
+    if op.completed.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if shared.tracing() {
+        shared.record_trace(op, error.is_some());
+    }
+    if let Some(e) = &error {
+        shared.record_error(e);
+    }
+    let mut granted = Vec::new();
+    for v in &op.reads {
+        v.complete_read(&mut granted);
+    }
+    for v in &op.writes {
+        v.complete_write(error.as_ref(), &mut granted);
+    }
+    for next in granted {
+        if next.decrement_wait() {
+            shared.dispatch(next);
+        }
+    }
+    op.finished.store(true, Ordering::Release);
+    shared.op_finished();
+}

@@ -1,0 +1,493 @@
+//! Engine tests: ordering, concurrency, errors, back-pressure, and a property test against a
+//! sequential reference. Anything that could hang runs under a watchdog, so a broken engine
+//! fails the test instead of stalling the suite.
+
+use super::*;
+use proptest::prelude::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Run `f` on its own thread; fail if it has not finished within `secs`.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {secs} s: deadlock or lost op"),
+    }
+}
+
+fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
+    Engine::with_thread_lanes(Mode::Threaded, lanes).unwrap()
+}
+
+/// A shared log the ops append to, to observe execution order.
+fn log() -> Arc<Mutex<Vec<&'static str>>> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn note(log: &Arc<Mutex<Vec<&'static str>>>, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
+    let log = log.clone();
+    move || {
+        log.lock().unwrap().push(what);
+        Ok(())
+    }
+}
+
+/// An op body that sleeps, so a wrongly ordered later op would overtake it.
+fn slow_note(
+    log: &Arc<Mutex<Vec<&'static str>>>,
+    what: &'static str,
+) -> impl FnOnce() -> Result<(), OpError> {
+    let log = log.clone();
+    move || {
+        std::thread::sleep(Duration::from_millis(30));
+        log.lock().unwrap().push(what);
+        Ok(())
+    }
+}
+
+#[test]
+fn read_after_write_waits_for_the_write() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let (v, log) = (Var::new(), log());
+        e.push("w", l[0], &[], &[&v], slow_note(&log, "write"));
+        e.push("r", l[1], &[&v], &[], note(&log, "read"));
+        e.wait_all().unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["write", "read"]);
+    });
+}
+
+#[test]
+fn write_after_read_waits_for_the_read() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let (v, log) = (Var::new(), log());
+        e.push("r", l[0], &[&v], &[], slow_note(&log, "read"));
+        e.push("w", l[1], &[], &[&v], note(&log, "write"));
+        e.wait_all().unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["read", "write"]);
+    });
+}
+
+#[test]
+fn write_after_write_keeps_push_order() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let (v, log) = (Var::new(), log());
+        e.push("w1", l[0], &[], &[&v], slow_note(&log, "first"));
+        e.push("w2", l[1], &[], &[&v], note(&log, "second"));
+        e.wait_all().unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["first", "second"]);
+    });
+}
+
+#[test]
+fn a_var_in_reads_and_writes_is_a_write() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let (v, log) = (Var::new(), log());
+        e.push("rw", l[0], &[&v], &[&v, &v], slow_note(&log, "rw"));
+        e.push("r", l[1], &[&v], &[], note(&log, "read"));
+        e.wait_all().unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["rw", "read"]);
+        assert_eq!(v.pushed_writes(), 1);
+    });
+}
+
+#[test]
+fn independent_ops_run_concurrently() {
+    // Each op waits at a two-party barrier: serialized execution would never get past it.
+    within(10, || {
+        let (e, l) = engine(2);
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (a, b) = (Var::new(), Var::new());
+        for (lane, var) in [(l[0], &a), (l[1], &b)] {
+            let barrier = barrier.clone();
+            e.push("meet", lane, &[], &[var], move || {
+                barrier.wait();
+                Ok(())
+            });
+        }
+        e.wait_all().unwrap();
+    });
+}
+
+#[test]
+fn concurrent_readers_of_one_var_run_together() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let v = Var::new();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        for lane in [l[0], l[1]] {
+            let barrier = barrier.clone();
+            e.push("read", lane, &[&v], &[], move || {
+                barrier.wait();
+                Ok(())
+            });
+        }
+        e.wait_all().unwrap();
+    });
+}
+
+#[test]
+fn wait_to_read_sees_the_value_written_before_it() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let v = Var::new();
+        let cell = Arc::new(AtomicU64::new(0));
+        for i in 1..=100u64 {
+            let c = cell.clone();
+            e.push("set", l[0], &[], &[&v], move || {
+                c.store(i, Ordering::SeqCst);
+                Ok(())
+            });
+            e.wait_to_read(&v).unwrap();
+            assert_eq!(cell.load(Ordering::SeqCst), i);
+        }
+    });
+}
+
+#[test]
+fn async_completion_from_another_thread() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let (v, log) = (Var::new(), log());
+        let log2 = log.clone();
+        e.push_async("device op", l[0], &[], &[&v], move |done| {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                log2.lock().unwrap().push("device");
+                done.complete(Ok(()));
+            });
+        });
+        e.push("after", l[0], &[&v], &[], note(&log, "after"));
+        e.wait_to_read(&v).unwrap();
+        e.wait_all().unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["device", "after"]);
+    });
+}
+
+#[test]
+fn errors_reach_every_downstream_var_and_spare_the_rest() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let (a, b, c, other) = (Var::new(), Var::new(), Var::new(), Var::new());
+        e.push("fail", l[0], &[], &[&a], || Err(OpError::msg("disk on fire")));
+        let ran = Arc::new(AtomicBool::new(false));
+        let ran2 = ran.clone();
+        e.push("b = f(a)", l[1], &[&a], &[&b], move || {
+            ran2.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        e.push("c = g(b)", l[0], &[&b], &[&c], || Ok(()));
+        e.push("unrelated", l[1], &[], &[&other], || Ok(()));
+        let expect = EngineError::OpFailed {
+            op: "fail".into(),
+            message: "disk on fire".into(),
+        };
+        assert_eq!(e.wait_to_read(&a), Err(expect.clone()));
+        assert_eq!(e.wait_to_read(&b), Err(expect.clone()));
+        assert_eq!(e.wait_to_read(&c), Err(expect.clone()));
+        assert_eq!(e.wait_to_read(&other), Ok(()));
+        assert!(!ran.load(Ordering::SeqCst), "a dependant of a failed op must be skipped");
+        assert_eq!(e.wait_all(), Err(expect));
+        // The error was reported once; the engine keeps working.
+        assert_eq!(e.wait_all(), Ok(()));
+        let fresh = Var::new();
+        e.push("new work", l[0], &[&other], &[&fresh], || Ok(()));
+        assert_eq!(e.wait_to_read(&fresh), Ok(()));
+        // A poisoned var stays poisoned until cleared, in program order.
+        e.clear_error(&c, l[0]);
+        e.push("c = 1", l[1], &[], &[&c], || Ok(()));
+        assert_eq!(e.wait_to_read(&c), Ok(()));
+        assert_eq!(e.wait_all(), Ok(()));
+    });
+}
+
+#[test]
+fn a_panicking_op_is_an_error_not_a_crash() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let (a, b) = (Var::new(), Var::new());
+        e.push("boom", l[0], &[], &[&a], || panic!("kaboom"));
+        e.push("after", l[0], &[&a], &[&b], || Ok(()));
+        let err = e.wait_to_read(&b).unwrap_err();
+        assert_eq!(
+            err,
+            EngineError::OpPanicked {
+                op: "boom".into(),
+                message: "kaboom".into()
+            }
+        );
+        assert!(e.wait_all().is_err());
+        let c = Var::new();
+        e.push("still alive", l[0], &[], &[&c], || Ok(()));
+        assert_eq!(e.wait_to_read(&c), Ok(()));
+    });
+}
+
+#[test]
+fn a_panicking_async_op_reports_its_message() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let a = Var::new();
+        e.push_async("async boom", l[0], &[], &[&a], |_done| panic!("async kaboom"));
+        assert_eq!(
+            e.wait_to_read(&a),
+            Err(EngineError::OpPanicked {
+                op: "async boom".into(),
+                message: "async kaboom".into()
+            })
+        );
+        let _ = e.wait_all();
+    });
+}
+
+#[test]
+fn a_dropped_completion_completes_with_an_error() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let a = Var::new();
+        e.push_async("forgetful", l[0], &[], &[&a], drop);
+        assert_eq!(
+            e.wait_to_read(&a),
+            Err(EngineError::CompletionDropped {
+                op: "forgetful".into()
+            })
+        );
+        let _ = e.wait_all();
+    });
+}
+
+#[test]
+fn waiting_inside_an_op_is_refused_not_deadlocked() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let (a, b) = (Var::new(), Var::new());
+        let inner = e.clone();
+        let seen = Arc::new(Mutex::new(None));
+        let seen2 = seen.clone();
+        let a2 = a.clone();
+        e.push("waits", l[0], &[], &[&b], move || {
+            *seen2.lock().unwrap() = Some(inner.wait_to_read(&a2));
+            Ok(())
+        });
+        e.wait_all().unwrap();
+        assert_eq!(*seen.lock().unwrap(), Some(Err(EngineError::WaitInsideOp)));
+    });
+}
+
+#[test]
+fn max_inflight_bounds_pending_ops() {
+    within(20, || {
+        const MAX: usize = 3;
+        let mut b = Engine::builder(Mode::Threaded);
+        let lane = b.lane(LaneSpec::threads("cpu:0", 2));
+        b.max_inflight(Some(MAX));
+        let e = b.build().unwrap();
+        // Ops block on a gate, so nothing completes until the test opens it.
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let pushed = Arc::new(AtomicUsize::new(0));
+        let pusher = {
+            let (e, gate, pushed) = (e.clone(), gate.clone(), pushed.clone());
+            std::thread::spawn(move || {
+                for _ in 0..MAX + 5 {
+                    let gate = gate.clone();
+                    e.push("gated", lane, &[], &[&Var::new()], move || {
+                        let (m, cv) = &*gate;
+                        let mut open = m.lock().unwrap();
+                        while !*open {
+                            open = cv.wait(open).unwrap();
+                        }
+                        Ok(())
+                    });
+                    pushed.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        while pushed.load(Ordering::SeqCst) < MAX {
+            std::thread::yield_now();
+        }
+        // With the gate shut, the pusher must stay blocked at MAX pending ops.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(pushed.load(Ordering::SeqCst), MAX);
+        assert_eq!(e.pending(), MAX);
+        {
+            let (m, cv) = &*gate;
+            *m.lock().unwrap() = true;
+            cv.notify_all();
+        }
+        pusher.join().unwrap();
+        e.wait_all().unwrap();
+        assert_eq!(pushed.load(Ordering::SeqCst), MAX + 5);
+        assert_eq!(e.max_pending(), MAX, "the high-water mark must equal the bound");
+    });
+}
+
+#[test]
+fn naive_mode_runs_each_op_during_push() {
+    within(10, || {
+        let (e, l) = Engine::with_thread_lanes(Mode::Naive, 2).unwrap();
+        let v = Var::new();
+        let pusher = std::thread::current().id();
+        let ran_on = Arc::new(Mutex::new(None));
+        let r2 = ran_on.clone();
+        e.push("inline", l[1], &[], &[&v], move || {
+            *r2.lock().unwrap() = Some(std::thread::current().id());
+            Ok(())
+        });
+        // No wait: in naive mode the op has already run, on the pushing thread.
+        assert_eq!(*ran_on.lock().unwrap(), Some(pusher));
+        assert_eq!(e.pending(), 0);
+        e.push("fail", l[0], &[&v], &[&v], || Err(OpError::msg("no")));
+        assert!(e.wait_to_read(&v).is_err());
+        assert!(e.wait_all().is_err());
+    });
+}
+
+#[test]
+fn pool_lanes_run_inside_their_pool() {
+    within(10, || {
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .thread_name(|i| format!("test-pool-{i}"))
+                .build()
+                .unwrap(),
+        );
+        let mut b = Engine::builder(Mode::Threaded);
+        let lane = b.lane(LaneSpec::in_pool("cpu:0", pool.clone(), 1));
+        let e = b.build().unwrap();
+        let v = Var::new();
+        let seen = Arc::new(Mutex::new((None, 0usize)));
+        let s2 = seen.clone();
+        e.push("where", lane, &[], &[&v], move || {
+            *s2.lock().unwrap() = (rayon::current_thread_index(), rayon::current_num_threads());
+            Ok(())
+        });
+        e.wait_all().unwrap();
+        let (index, threads) = *seen.lock().unwrap();
+        assert!(index.is_some(), "the op must run on a thread of the lane's pool");
+        assert_eq!(threads, 2);
+    });
+}
+
+#[test]
+fn trace_records_each_op_with_its_lane() {
+    within(10, || {
+        let (e, l) = engine(2);
+        e.set_tracing(true);
+        let (a, b) = (Var::new(), Var::new());
+        e.push("first", l[0], &[], &[&a], || Ok(()));
+        e.push("second", l[1], &[&a], &[&b], || Ok(()));
+        e.wait_all().unwrap();
+        let mut t = e.take_trace();
+        t.sort_by_key(|r| r.started_ns);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].name.as_str(), t[0].lane_name.as_str()), ("first", "lane:0"));
+        assert_eq!((t[1].name.as_str(), t[1].lane), ("second", 1));
+        assert!(t[0].ended_ns <= t[1].started_ns, "second depends on first");
+        assert!(t.iter().all(|r| r.pushed_ns <= r.started_ns && r.started_ns <= r.ended_ns));
+    });
+}
+
+#[test]
+fn dropping_the_engine_finishes_pending_work() {
+    within(10, || {
+        let done = Arc::new(AtomicUsize::new(0));
+        {
+            let (e, l) = engine(2);
+            for i in 0..100 {
+                let d = done.clone();
+                e.push("count", l[i % 2], &[], &[&Var::new()], move || {
+                    d.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                });
+            }
+        }
+        assert_eq!(done.load(Ordering::SeqCst), 100);
+    });
+}
+
+// ---- property test: the engine gives exactly the result of running ops in push order ----
+
+/// One op of a random program: `dst[w] = f(sum of src[r]) ` for every written var, with an
+/// op-specific constant so that any reordering of conflicting ops changes the result.
+#[derive(Debug, Clone)]
+struct ProgOp {
+    reads: Vec<usize>,
+    writes: Vec<usize>,
+    lane: usize,
+    salt: u64,
+}
+
+fn prog_op(vars: usize, lanes: usize) -> impl Strategy<Value = ProgOp> {
+    (
+        proptest::collection::vec(0..vars, 0..3),
+        proptest::collection::vec(0..vars, 1..3),
+        0..lanes,
+        any::<u64>(),
+    )
+        .prop_map(|(reads, writes, lane, salt)| ProgOp {
+            reads,
+            writes,
+            lane,
+            salt,
+        })
+}
+
+/// The op's effect on plain data, shared by the engine run and the reference.
+fn apply(op: &ProgOp, values: &[AtomicU64]) {
+    let mut acc = op.salt;
+    for &r in op.reads.iter().chain(op.writes.iter()) {
+        acc = acc
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(values[r].load(Ordering::Relaxed));
+    }
+    for &w in &op.writes {
+        values[w].store(acc ^ w as u64, Ordering::Relaxed);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn threaded_engine_matches_sequential_reference(
+        program in proptest::collection::vec(prog_op(5, 3), 1..60),
+    ) {
+        const VARS: usize = 5;
+        let reference: Vec<AtomicU64> = (0..VARS).map(|i| AtomicU64::new(i as u64)).collect();
+        for op in &program {
+            apply(op, &reference);
+        }
+
+        let program2 = program.clone();
+        let result = within(20, move || {
+            let (e, lanes) = Engine::with_thread_lanes(Mode::Threaded, 3).unwrap();
+            let vars: Vec<Var> = (0..VARS).map(|_| Var::new()).collect();
+            let values: Arc<Vec<AtomicU64>> = Arc::new((0..VARS).map(|i| AtomicU64::new(i as u64)).collect());
+            for op in program2 {
+                let reads: Vec<&Var> = op.reads.iter().map(|&i| &vars[i]).collect();
+                let writes: Vec<&Var> = op.writes.iter().map(|&i| &vars[i]).collect();
+                let values = values.clone();
+                let lane = lanes[op.lane];
+                e.push("op", lane, &reads, &writes, move || {
+                    // A little jitter lets later ops overtake when the engine would allow it.
+                    if op.salt % 3 == 0 { std::thread::yield_now(); }
+                    apply(&op, &values);
+                    Ok(())
+                });
+            }
+            e.wait_all().unwrap();
+            values.iter().map(|v| v.load(Ordering::SeqCst)).collect::<Vec<u64>>()
+        });
+        let expected: Vec<u64> = reference.iter().map(|v| v.load(Ordering::SeqCst)).collect();
+        prop_assert_eq!(result, expected);
+    }
+}

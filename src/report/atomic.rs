@@ -1,0 +1,268 @@
+//! Crash-safe replacement of a file's contents.
+//!
+//! Why: a report is written once, at the end of a long run. If the process is killed or the disk
+//! fills part-way, a truncated JSON file that looks like a report is worse than none — and worse
+//! than the previous report it clobbered. So the bytes go to a temporary file in the target's
+//! directory (same filesystem, so `rename` is atomic), are fsynced, and the temporary file is
+//! renamed over the target: a reader sees either the old file or the whole new one, never a mix.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why [`write_atomic`] failed. `Display` is one line naming the target path and the reason,
+/// e.g. `cannot write /nope/x.json: No such file or directory (os error 2)`.
+///
+/// The I/O error is part of the message rather than exposed as `source()`, so that printing an
+/// error chain (`anyhow`'s `{:#}`) does not repeat it; match on [`AtomicWriteError::Io`] to get
+/// at the `io::Error` itself.
+#[derive(Debug, thiserror::Error)]
+pub enum AtomicWriteError {
+    /// The OS refused an operation (creating, writing, syncing or renaming the file).
+    #[error("cannot write {}: {reason}", path.display())]
+    Io { path: PathBuf, reason: io::Error },
+    /// The target is an existing directory; it is left untouched.
+    #[error("cannot write {}: it is a directory", path.display())]
+    IsDirectory { path: PathBuf },
+    /// The path names no file (it ends in `..` or is empty).
+    #[error("cannot write {}: the path does not name a file", path.display())]
+    NoFileName { path: PathBuf },
+}
+
+impl AtomicWriteError {
+    /// The target path the write was for.
+    pub fn path(&self) -> &Path {
+        match self {
+            AtomicWriteError::Io { path, .. }
+            | AtomicWriteError::IsDirectory { path }
+            | AtomicWriteError::NoFileName { path } => path,
+        }
+    }
+}
+
+/// Makes temporary names unique among the writes of this process (the pid separates processes).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces the contents of `path` with `bytes` atomically: via `.{filename}.tmp.{pid}.{counter}`
+/// in the same directory, fsynced, then renamed over `path`.
+///
+/// On failure the temporary file is removed and `path` is as it was (absent, or the old
+/// contents). The directory must exist; it is not created. When `path` already is a file, the
+/// new file takes over its permissions. If `path` is a symbolic link, the link itself is
+/// replaced by the new file. After the rename the directory is fsynced too (on Unix, best
+/// effort: some filesystems refuse to sync directories), so the new name survives a power loss.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    if path.is_dir() {
+        return Err(AtomicWriteError::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| AtomicWriteError::NoFileName {
+            path: path.to_path_buf(),
+        })?;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut temp_name = OsString::from(".");
+    temp_name.push(file_name);
+    temp_name.push(format!(
+        ".tmp.{}.{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = dir.join(temp_name);
+
+    replace_via_temp(&temp, path, bytes).map_err(|reason| AtomicWriteError::Io {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Creates `temp` (which must not exist), fills and syncs it, and renames it over `target`.
+/// Once `temp` has been created, any failure removes it again.
+fn replace_via_temp(temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+    // create_new: never write through a stale file, or a link planted under the temp name.
+    let file = OpenOptions::new().write(true).create_new(true).open(temp)?;
+    let result = fill_and_rename(file, temp, target, bytes);
+    if result.is_err() {
+        // The original error is what matters; a failed cleanup cannot be reported better.
+        let _ = fs::remove_file(temp);
+    }
+    result
+}
+
+fn fill_and_rename(mut file: File, temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+    file.write_all(bytes)?;
+    if let Ok(meta) = fs::metadata(target) {
+        if meta.is_file() {
+            file.set_permissions(meta.permissions())?;
+        }
+    }
+    file.sync_all()?;
+    drop(file);
+    fs::rename(temp, target)
+}
+
+/// Persists the directory entry created by the rename. Best effort, see [`write_atomic`].
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn writes_a_new_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("report.json");
+        write_atomic(&path, b"{\"ok\": true}\n").expect("write");
+        assert_eq!(fs::read(&path).expect("read"), b"{\"ok\": true}\n");
+        assert_eq!(entries(dir.path()), ["report.json"]);
+    }
+
+    #[test]
+    fn overwrites_and_keeps_permissions() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("report.json");
+        write_atomic(&path, b"old contents, longer than the new ones").expect("first write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        write_atomic(&path, b"new").expect("second write");
+        assert_eq!(fs::read(&path).expect("read"), b"new");
+        assert_eq!(entries(dir.path()), ["report.json"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).expect("stat").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_and_creates_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("nope").join("x.json");
+        let err = write_atomic(&path, b"data").expect_err("directory is missing");
+        match &err {
+            AtomicWriteError::Io { reason, .. } => {
+                assert_eq!(reason.kind(), io::ErrorKind::NotFound)
+            }
+            other => panic!("unexpected error {other:?}"),
+        }
+        assert_eq!(err.path(), path);
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            msg,
+            format!(
+                "cannot write {}: No such file or directory (os error 2)",
+                path.display()
+            )
+        );
+        assert!(!path.exists());
+        assert!(entries(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn directory_target_is_rejected_and_untouched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("out");
+        fs::create_dir(&target).expect("mkdir");
+        fs::write(target.join("keep"), b"k").expect("write");
+        let err = write_atomic(&target, b"data").expect_err("is a directory");
+        assert!(
+            matches!(err, AtomicWriteError::IsDirectory { .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("cannot write {}: it is a directory", target.display())
+        );
+        assert!(target.is_dir());
+        assert_eq!(entries(&target), ["keep"]);
+        assert_eq!(entries(dir.path()), ["out"]);
+    }
+
+    #[test]
+    fn path_without_file_name_is_rejected() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("missing").join("..");
+        let err = write_atomic(&path, b"data").expect_err("no file name");
+        assert!(
+            matches!(err, AtomicWriteError::NoFileName { .. }),
+            "{err:?}"
+        );
+        assert!(entries(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn failed_rename_removes_the_temp_file() {
+        // A non-empty directory cannot be replaced by a file, so the rename itself fails after
+        // the temp file was written and synced.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("busy");
+        fs::create_dir(&target).expect("mkdir");
+        fs::write(target.join("inside"), b"x").expect("write");
+        let temp = dir.path().join(".busy.tmp.test");
+        let err = replace_via_temp(&temp, &target, b"data").expect_err("rename fails");
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(!temp.exists(), "temp file left behind");
+        assert_eq!(entries(dir.path()), ["busy"]);
+    }
+
+    #[test]
+    fn existing_temp_name_is_not_clobbered_or_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let temp = dir.path().join(".x.tmp.stale");
+        fs::write(&temp, b"someone else's").expect("write");
+        let err = replace_via_temp(&temp, &dir.path().join("x"), b"data").expect_err("exists");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&temp).expect("read"), b"someone else's");
+    }
+
+    #[test]
+    fn concurrent_writers_leave_one_complete_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("shared.json");
+        let payload = |t: usize| vec![b'a' + t as u8; 64 * 1024 + t];
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    for _ in 0..10 {
+                        write_atomic(path, &payload(t)).expect("write");
+                    }
+                });
+            }
+        });
+        let got = fs::read(&path).expect("read");
+        assert!((0..8).any(|t| got == payload(t)), "torn write");
+        assert_eq!(entries(dir.path()), ["shared.json"]);
+    }
+}

@@ -1,0 +1,356 @@
+//! The environment block of the JSON report.
+//!
+//! Why: a timing means nothing without the machine, compiler and engine that produced it, so
+//! every report carries them. Capturing must never fail or panic — a benchmark on a machine
+//! without `/proc` (or with an odd one) still produces a report, with "unknown" or 0 in the
+//! fields that could not be read.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `rustc --version` of the compiler that built this binary (set by `build.rs`).
+pub const RUSTC: &str = env!("PARBENCH_RUSTC");
+/// Short git commit the binary was built from, `-dirty` if the tree had changes, or "unknown"
+/// when built outside a git checkout (set by `build.rs`).
+pub const GIT_COMMIT: &str = env!("PARBENCH_GIT_COMMIT");
+
+/// Where and how a benchmark ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name, or "unknown".
+    pub host: String,
+    /// e.g. "linux x86_64 6.1.0-18-amd64" (OS and architecture this binary was built for, plus
+    /// the running kernel's release when known).
+    pub os: String,
+    /// CPU model name from `/proc/cpuinfo`, or "unknown".
+    pub cpu_model: String,
+    /// CPUs this process may use (`std::thread::available_parallelism`, which honours affinity
+    /// masks and cgroup quotas — what a thread pool actually gets, not the socket's core count);
+    /// 0 when unknown.
+    pub cores: usize,
+    /// Total physical memory (`MemTotal` of `/proc/meminfo`); 0 when unknown.
+    pub memory_bytes: u64,
+    pub gpu: GpuInfo,
+    /// Compiler that built the binary ([`RUSTC`]).
+    pub rustc: String,
+    /// Execution engine the benchmarks ran on.
+    pub engine: String,
+    /// Command line of this run, so it can be repeated.
+    pub argv: Vec<String>,
+    /// When capture ran: RFC 3339 UTC, whole seconds, e.g. "2023-11-14T22:13:20Z".
+    pub started_at: String,
+}
+
+/// The GPU seen by the run. Serialises as either `{"available": false, "reason": "..."}` or
+/// `{"available": true, "name": .., "driver": .., "cuda": .., "memory_bytes": ..,
+/// "compute_capability": ".."}`: a plain struct whose absent fields are skipped, so the JSON
+/// stays flat and readers need no tag handling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    pub available: bool,
+    /// Why no GPU is used (only when `available` is false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Driver version, e.g. "550.54.15".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// CUDA version supported by the driver, e.g. "12.4".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// e.g. "9.0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_capability: Option<String>,
+}
+
+impl GpuInfo {
+    /// No GPU, and why (e.g. "no CUDA driver found").
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        GpuInfo {
+            available: false,
+            reason: Some(reason.into()),
+            name: None,
+            driver: None,
+            cuda: None,
+            memory_bytes: None,
+            compute_capability: None,
+        }
+    }
+
+    /// A GPU that was found, with every field filled (so the "available" JSON shape is the
+    /// only one this constructor can produce).
+    pub fn detected(
+        name: impl Into<String>,
+        driver: impl Into<String>,
+        cuda: impl Into<String>,
+        memory_bytes: u64,
+        compute_capability: impl Into<String>,
+    ) -> Self {
+        GpuInfo {
+            available: true,
+            reason: None,
+            name: Some(name.into()),
+            driver: Some(driver.into()),
+            cuda: Some(cuda.into()),
+            memory_bytes: Some(memory_bytes),
+            compute_capability: Some(compute_capability.into()),
+        }
+    }
+}
+
+impl Environment {
+    /// Captures the environment of this process now. Never panics; unreadable facts become
+    /// "unknown" or 0. `argv` comes from `std::env::args_os` (non-UTF-8 arguments are converted
+    /// lossily rather than panicking as `std::env::args` would).
+    pub fn capture(engine: &str, gpu: GpuInfo) -> Environment {
+        let unknown = || "unknown".to_string();
+        Environment {
+            host: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
+            os: os_description(read_trimmed("/proc/sys/kernel/osrelease").as_deref()),
+            cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|s| parse_cpu_model(&s))
+                .unwrap_or_else(unknown),
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_bytes: std::fs::read_to_string("/proc/meminfo")
+                .ok()
+                .and_then(|s| parse_mem_total(&s))
+                .unwrap_or(0),
+            gpu,
+            rustc: RUSTC.to_string(),
+            engine: engine.to_string(),
+            argv: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            started_at: rfc3339_utc(SystemTime::now()),
+        }
+    }
+}
+
+/// `t` as an RFC 3339 UTC timestamp with whole seconds (truncated toward the past), e.g.
+/// "2023-11-14T22:13:20Z". Times before 1970 are handled too, so a wrong clock cannot panic.
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => {
+            let d = e.duration();
+            let whole = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+            -whole - i64::from(d.subsec_nanos() > 0)
+        }
+    };
+    rfc3339_from_unix(secs)
+}
+
+/// Unix time (seconds) as an RFC 3339 UTC timestamp, e.g. `0` → "1970-01-01T00:00:00Z".
+/// (Years outside 0..=9999 print with more digits or a sign, which RFC 3339 cannot express.)
+pub fn rfc3339_from_unix(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+/// Proleptic Gregorian (year, month 1..=12, day 1..=31) of the day `days` after 1970-01-01.
+///
+/// Howard Hinnant's `civil_from_days`: shift to a calendar starting on 0000-03-01, so the leap
+/// day is the last day of the year, then split into 400-year eras of 146 097 days.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468; // days since 0000-03-01
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // day of era, [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of March-based year, [0, 365]
+    let mp = (5 * doy + 2) / 153; // month from March, [0, 11]
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// "linux x86_64" from the build target, plus the kernel release when known.
+fn os_description(kernel_release: Option<&str>) -> String {
+    let base = format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+    match kernel_release {
+        Some(release) if !release.is_empty() => format!("{base} {release}"),
+        _ => base,
+    }
+}
+
+/// Contents of a small text file, trimmed; `None` if unreadable or blank.
+fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// The first "model name" of `/proc/cpuinfo` (all cores of a host normally share it).
+fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        let value = value.trim();
+        (key.trim() == "model name" && !value.is_empty()).then(|| value.to_string())
+    })
+}
+
+/// `MemTotal` of `/proc/meminfo` in bytes (the file states kB, meaning KiB).
+fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut fields = line["MemTotal:".len()..].split_whitespace();
+    let value: u64 = fields.next()?.parse().ok()?;
+    match fields.next() {
+        None => Some(value),
+        Some(unit) if unit.eq_ignore_ascii_case("kB") => value.checked_mul(1024),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(951_868_799), "2000-02-29T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(4_107_542_400), "2100-03-01T00:00:00Z"); // 2100: no leap day
+        assert_eq!(rfc3339_from_unix(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(-86_400 * 365), "1969-01-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(253_402_300_799), "9999-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn rfc3339_from_system_time() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_999);
+        assert_eq!(rfc3339_utc(t), "2023-11-14T22:13:20Z");
+        let before = UNIX_EPOCH - Duration::from_millis(500);
+        assert_eq!(rfc3339_utc(before), "1969-12-31T23:59:59Z");
+    }
+
+    /// Walks day by day over 1600-03-01 .. 2873-07-04 (so 400- and 100-year rules are crossed)
+    /// and checks each date follows the previous one under the Gregorian rules, computed
+    /// independently of `civil_from_days`.
+    #[test]
+    fn civil_from_days_is_consecutive_gregorian_calendar() {
+        fn days_in_month(y: i64, m: u32) -> u32 {
+            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            match m {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            }
+        }
+        let start = -135_080; // 1600-03-01
+        let mut prev = civil_from_days(start);
+        assert_eq!(prev, (1600, 3, 1));
+        for days in start + 1..330_000 {
+            let (y, m, d) = civil_from_days(days);
+            let (py, pm, pd) = prev;
+            let expected = if pd < days_in_month(py, pm) {
+                (py, pm, pd + 1)
+            } else if pm < 12 {
+                (py, pm + 1, 1)
+            } else {
+                (py + 1, 1, 1)
+            };
+            assert_eq!((y, m, d), expected, "day {days}");
+            prev = (y, m, d);
+        }
+    }
+
+    #[test]
+    fn gpu_unavailable_json_shape() {
+        let v = serde_json::to_value(GpuInfo::unavailable("no CUDA driver found")).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({"available": false, "reason": "no CUDA driver found"})
+        );
+    }
+
+    #[test]
+    fn gpu_available_json_shape_and_round_trip() {
+        let gpu = GpuInfo::detected("NVIDIA H100", "550.54.15", "12.4", 85_520_809_984, "9.0");
+        let v = serde_json::to_value(&gpu).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "available": true, "name": "NVIDIA H100", "driver": "550.54.15", "cuda": "12.4",
+                "memory_bytes": 85_520_809_984u64, "compute_capability": "9.0"
+            })
+        );
+        let back: GpuInfo = serde_json::from_value(v).expect("parse");
+        assert_eq!(back, gpu);
+        let back: GpuInfo =
+            serde_json::from_str(r#"{"available": false, "reason": "x"}"#).expect("parse");
+        assert_eq!(back, GpuInfo::unavailable("x"));
+    }
+
+    #[test]
+    fn parses_cpuinfo_and_meminfo() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) \
+                       CPU @ 2.20GHz\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            parse_cpu_model(cpuinfo).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        assert_eq!(parse_cpu_model("processor : 0\nmodel name :   \n"), None);
+        assert_eq!(parse_cpu_model(""), None);
+
+        let meminfo = "MemTotal:       16318588 kB\nMemFree:         1000 kB\n";
+        assert_eq!(parse_mem_total(meminfo), Some(16_318_588 * 1024));
+        assert_eq!(parse_mem_total("MemFree: 1 kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: lots kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: 18446744073709551615 kB\n"), None);
+    }
+
+    #[test]
+    fn os_description_shape() {
+        let os = os_description(Some("6.1.0-18-amd64"));
+        assert!(os.starts_with(std::env::consts::OS), "{os}");
+        assert!(os.ends_with(" 6.1.0-18-amd64"), "{os}");
+        assert_eq!(os.split(' ').count(), 3, "{os}");
+        assert_eq!(os_description(None).split(' ').count(), 2);
+    }
+
+    #[test]
+    fn capture_fills_every_field() {
+        let env = Environment::capture("threads", GpuInfo::unavailable("test"));
+        assert_eq!(env.engine, "threads");
+        assert_eq!(env.rustc, RUSTC);
+        assert!(!env.argv.is_empty());
+        assert_eq!(env.started_at.len(), "2023-11-14T22:13:20Z".len());
+        assert!(env.started_at.ends_with('Z') && env.started_at.as_bytes()[10] == b'T');
+        assert!(env.started_at.as_str() >= "2024", "{}", env.started_at);
+        assert!(!env.host.is_empty() && !env.cpu_model.is_empty() && !env.os.is_empty());
+        if cfg!(target_os = "linux") && Path::new("/proc/meminfo").exists() {
+            assert!(env.cores > 0);
+            assert!(env.memory_bytes > 0);
+            assert_ne!(env.host, "unknown");
+        }
+        let json = serde_json::to_string(&env).expect("serialize");
+        let back: Environment = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, env);
+    }
+
+    #[test]
+    fn build_metadata_is_set() {
+        assert!(
+            RUSTC == "unknown" || RUSTC.starts_with("rustc "),
+            "RUSTC = {RUSTC:?}"
+        );
+        assert!(!GIT_COMMIT.is_empty() && !GIT_COMMIT.contains(char::is_whitespace));
+    }
+}
