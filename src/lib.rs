@@ -2,7 +2,14 @@
 //! *Dive into Deep Learning* on a small asynchronous dependency engine.
 //!
 //! The library is usable without the CLI: [`engine::Engine`] is the dependency engine,
-//! [`tensor::Tensor`] a lazy front end over it, [`harness`] the timer and statistics,
-//! [`scenario`] the experiments and [`report`] the table and JSON output.
+//! [`tensor::Tensor`] a lazy front end over it, [`device`] the CPU (and CUDA) devices,
+//! [`harness`] the timer and statistics, [`scenario`] the experiments and [`report`] the
+//! table and JSON output.
 
+pub mod cli;
+pub mod device;
 pub mod engine;
+pub mod harness;
+pub mod report;
+pub mod scenario;
+pub mod tensor;

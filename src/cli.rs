@@ -1,0 +1,342 @@
+//! The command line: parsing, running scenarios, printing and writing reports, exit codes.
+//!
+//! Exit codes: 0 ok, 1 a check failed or a run failed, 2 a usage or input error. Every error
+//! is one line on stderr; clap's own usage errors are cut to their first line too.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::device::{self, RuntimeOptions};
+use crate::engine::Mode;
+use crate::report::{table, write_atomic, Environment, Report};
+use crate::scenario::{self, Params, RunContext, SamplingOverrides, Scenario, ScenarioError};
+
+/// An error in what the user asked for: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Reproduce, measure and explain the computational-performance chapter of Dive into Deep
+/// Learning on a built-in asynchronous dependency engine.
+#[derive(Parser, Debug)]
+#[command(name = "parbench", version, about, long_about = None, disable_help_subcommand = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the scenarios with a line on each.
+    List,
+    /// Run every scenario with its default parameters, into one report.
+    All(CommonArgs),
+    /// Run one scenario: `parbench <scenario> [--param value ...]` (see `parbench list`).
+    #[command(external_subcommand)]
+    Scenario(Vec<OsString>),
+}
+
+/// Options shared by every command that runs scenarios.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CommonArgs {
+    /// Print the JSON report on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to FILE (atomically: a complete file or none).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// No progress bar or notes on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Execution engine: threaded (asynchronous, the default) or naive (each op runs during push).
+    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
+    pub engine: Option<Mode>,
+    /// Bound the ops pending in the engine (push blocks at the bound).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub max_inflight: Option<u64>,
+    /// Threads per CPU device (default: the machine's cores split between the devices).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub cpu_threads: Option<u64>,
+    /// Print each op's lane as it starts (the book's log_device_placement).
+    #[arg(long)]
+    pub log_placement: bool,
+    /// Untimed warm-up rounds before sampling.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub warmup: Option<u64>,
+    /// Measure at least N rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub min_samples: Option<u64>,
+    /// Measure at most N rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_samples: Option<u64>,
+    /// Keep sampling until this many seconds were measured (after --min-samples).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub min_time: Option<Duration>,
+    /// Stop sampling after this many seconds (keeping at least 3 rounds).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub max_time: Option<Duration>,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("expected seconds, got '{s}'"))?;
+    if !v.is_finite() || !(0.0..=86_400.0).contains(&v) {
+        return Err(format!("seconds must be from 0 to 86400, got '{s}'"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl CommonArgs {
+    fn context(&self) -> RunContext {
+        let progress = (!self.quiet && std::io::stderr().is_terminal()).then(progress_bar);
+        RunContext {
+            runtime: RuntimeOptions {
+                mode: Some(self.mode()),
+                max_inflight: self.max_inflight.map(|n| n as usize),
+                log_placement: self.log_placement,
+            },
+            sampling: SamplingOverrides {
+                warmup: self.warmup.map(|n| n as usize),
+                min_samples: self.min_samples.map(|n| n as usize),
+                max_samples: self.max_samples.map(|n| n as usize),
+                min_time: self.min_time,
+                max_time: self.max_time,
+            },
+            cpu_threads: self.cpu_threads.map(|n| n as usize),
+            progress,
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        self.engine.unwrap_or(Mode::Threaded)
+    }
+}
+
+/// A progress bar on stderr, one per scenario, updated after every sampling round.
+fn progress_bar() -> scenario::ProgressFn {
+    use indicatif::{ProgressBar, ProgressStyle};
+    use std::sync::Mutex;
+    let state: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
+    Arc::new(move |name: &str, p| {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = !matches!(&*s, Some((n, _)) if n == name);
+        if fresh {
+            if let Some((_, old)) = s.take() {
+                old.finish_and_clear();
+            }
+            let bar = ProgressBar::new(p.rounds_expected as u64);
+            if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} rounds, eta {eta}") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(name.to_string());
+            *s = Some((name.to_string(), bar));
+        }
+        if let Some((_, bar)) = &*s {
+            bar.set_length(p.rounds_expected as u64);
+            bar.set_position(p.rounds_done as u64);
+            if p.rounds_done >= p.rounds_expected {
+                bar.finish_and_clear();
+            }
+        }
+    })
+}
+
+/// Entry point used by `main`: never panics on user input, always returns an exit code.
+pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            if e.downcast_ref::<UsageError>().is_some() || is_usage(&e) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn is_usage(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<ScenarioError>().is_some_and(ScenarioError::is_usage)
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// Parse with clap; help and version print and exit 0, errors become one-line usage errors.
+fn parse_clap<T>(cmd: clap::Command, args: Vec<OsString>, from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>) -> anyhow::Result<Result<T, ExitCode>> {
+    let help_hint = format!("see '{} --help'", cmd.get_bin_name().unwrap_or(cmd.get_name()));
+    let result = cmd.try_get_matches_from(args).and_then(|m| from(&m));
+    match result {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp
+            | clap::error::ErrorKind::DisplayVersion
+            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                let _ = e.print();
+                Ok(Err(if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                }))
+            }
+            _ => {
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or("invalid arguments");
+                let msg = first.trim_start_matches("error: ").to_string();
+                Err(UsageError(format!("{msg} ({help_hint})")).into())
+            }
+        },
+    }
+}
+
+fn scenarios_help() -> String {
+    let mut s = String::from("Scenarios (parbench <scenario> --help for their options):\n");
+    for sc in scenario::registry() {
+        s.push_str(&format!("  {:<14} {}\n", sc.name(), sc.about()));
+    }
+    s
+}
+
+fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let cmd = Cli::command().after_help(scenarios_help());
+    let cli = match parse_clap(cmd, args, Cli::from_arg_matches)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    match cli.command {
+        Command::List => {
+            print!("{}", scenarios_help());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::All(common) => {
+            let mut plan = Vec::new();
+            for sc in scenario::registry() {
+                plan.push((*sc, Params::parse(sc.name(), sc.params(), &[])?));
+            }
+            run_plan(plan, &common)
+        }
+        Command::Scenario(raw) => run_scenario_command(raw),
+    }
+}
+
+/// The clap command of one scenario: its parameters plus the common options.
+pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
+    let mut cmd = clap::Command::new(sc.name())
+        .bin_name(format!("parbench {}", sc.name()))
+        .about(sc.about());
+    for p in sc.params() {
+        cmd = cmd.arg(
+            clap::Arg::new(p.name)
+                .long(p.flag())
+                .value_name("VALUE")
+                .help(format!("{} [default: {}]", p.help, p.default))
+                .allow_hyphen_values(true)
+                .num_args(1),
+        );
+    }
+    CommonArgs::augment_args(cmd)
+}
+
+fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let name = raw.first().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let Some(sc) = scenario::find(&name) else {
+        let known: Vec<&str> = scenario::registry().iter().map(|s| s.name()).collect();
+        return Err(UsageError(format!(
+            "unknown scenario '{name}' (known: {}; see 'parbench list')",
+            known.join(", ")
+        ))
+        .into());
+    };
+    let parsed = parse_clap(scenario_command(sc), raw, |m| {
+        let common = CommonArgs::from_arg_matches(m)?;
+        let given: Vec<(String, String)> = sc
+            .params()
+            .iter()
+            .filter_map(|p| m.get_one::<String>(p.name).map(|v| (p.name.to_string(), v.clone())))
+            .collect();
+        Ok((common, given))
+    })?;
+    let (common, given) = match parsed {
+        Ok(v) => v,
+        Err(code) => return Ok(code),
+    };
+    let params = Params::parse(sc.name(), sc.params(), &given)?;
+    run_plan(vec![(sc, params)], &common)
+}
+
+/// Refuse an output path that cannot be written, before spending minutes on the benchmark.
+fn check_output_path(path: &Path) -> Result<(), UsageError> {
+    let fail = |why: &str| UsageError(format!("cannot write {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(fail("it is a directory"));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(fail("its directory does not exist"));
+    }
+    let probe = dir.join(format!(".parbench-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(fail(&e.to_string())),
+    }
+}
+
+/// Validate everything, run each scenario, print as they finish, then write the report.
+fn run_plan(plan: Vec<(&'static dyn Scenario, Params)>, common: &CommonArgs) -> anyhow::Result<ExitCode> {
+    let ctx = common.context();
+    for (sc, params) in &plan {
+        ctx.sampling
+            .apply(sc.sampling())
+            .validate()
+            .map_err(UsageError)?;
+        sc.validate(params)?;
+    }
+    if let Some(out) = &common.output {
+        check_output_path(out)?;
+    }
+    let gpu = device::discovery::probe_gpu();
+    let environment = Environment::capture(common.mode().as_str(), gpu);
+    let mut report = Report::new(environment, Vec::new());
+    if !common.json {
+        print!("{}", table::render_environment(&report));
+    }
+    for (sc, params) in plan {
+        let run = sc.run(&params, &ctx)?;
+        if !common.json {
+            print!("{}", table::render_run(&run));
+        }
+        report.runs.push(run);
+    }
+    if common.json {
+        print!("{}", report.to_json());
+    }
+    if let Some(out) = &common.output {
+        write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        if !common.quiet {
+            eprintln!("wrote {}", out.display());
+        }
+    }
+    if report.all_checks_passed() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("error: a correctness check failed (see the report)");
+        Ok(ExitCode::from(1))
+    }
+}

@@ -1,0 +1,79 @@
+//! Memory estimates, checked before anything is allocated: an absurd size must be an error
+//! message, not an OOM kill halfway through a run.
+
+/// Memory the OS says it can give without swapping (`MemAvailable`), if known.
+pub fn available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Human form of a byte count: `1.5 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Fail when `bytes` (already estimated by the caller; `None` when the estimate overflowed)
+/// exceeds 80% of `available`, so the run would swap or be killed.
+pub fn check_fits(what: &str, bytes: Option<u64>, available: Option<u64>) -> Result<(), String> {
+    let Some(bytes) = bytes else {
+        return Err(format!("{what}: the estimated memory overflows a 64-bit byte count"));
+    };
+    match available {
+        Some(avail) if bytes as f64 > 0.8 * avail as f64 => Err(format!(
+            "{what}: needs an estimated {} but only {} of memory is available",
+            human_bytes(bytes),
+            human_bytes(avail)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes of `copies` f32 tensors of `elements` each, `None` on overflow.
+pub fn f32_bytes(elements: u64, copies: u64) -> Option<u64> {
+    elements.checked_mul(4)?.checked_mul(copies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_are_checked_against_what_is_available() {
+        assert!(check_fits("x", Some(100), Some(1000)).is_ok());
+        let e = check_fits("matmul 100000x100000", Some(120 << 30), Some(16 << 30)).unwrap_err();
+        assert_eq!(
+            e,
+            "matmul 100000x100000: needs an estimated 120.0 GiB but only 16.0 GiB of memory is available"
+        );
+        assert!(check_fits("x", None, Some(1)).unwrap_err().contains("overflows"));
+        assert!(check_fits("x", Some(1 << 40), None).is_ok(), "unknown availability is not an error");
+    }
+
+    #[test]
+    fn byte_counts_overflow_to_none() {
+        assert_eq!(f32_bytes(10, 3), Some(120));
+        assert_eq!(f32_bytes(u64::MAX / 2, 3), None);
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
+    }
+
+    #[test]
+    fn this_machine_reports_available_memory() {
+        if std::path::Path::new("/proc/meminfo").exists() {
+            assert!(available_bytes().is_some_and(|b| b > 0));
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Reports: the versioned JSON document and the human table.
+//!
+//! The JSON contract (`"schema": "parbench/1"`) only grows within a version: fields are added,
+//! never renamed or removed, so scripts and baselines keep working.
+
+pub mod atomic;
+pub mod environment;
+pub mod table;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use atomic::write_atomic;
+pub use environment::{Environment, GpuInfo};
+
+use crate::harness::Summary;
+
+/// The schema tag every document carries.
+pub const SCHEMA: &str = "parbench/1";
+
+/// A whole report: what ran, where, and the results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub tool: Tool,
+    pub environment: Environment,
+    pub runs: Vec<RunRecord>,
+}
+
+/// The program that produced the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    pub git_commit: String,
+}
+
+impl Tool {
+    /// This binary.
+    pub fn this() -> Tool {
+        Tool {
+            name: env!("CARGO_PKG_NAME").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: environment::GIT_COMMIT.into(),
+        }
+    }
+}
+
+impl Report {
+    pub fn new(environment: Environment, runs: Vec<RunRecord>) -> Report {
+        Report {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            environment,
+            runs,
+        }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a report always serializes");
+        s.push('\n');
+        s
+    }
+
+    /// True when every check of every run passed.
+    pub fn all_checks_passed(&self) -> bool {
+        self.runs.iter().all(|r| r.checks.iter().all(|c| c.passed))
+    }
+}
+
+/// One scenario run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub scenario: String,
+    /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
+    pub parameters: Map<String, Value>,
+    /// The devices used, as `cpu:0 (1 thread)`.
+    pub devices: Vec<String>,
+    pub variants: Vec<VariantRecord>,
+    /// Figures computed from the variants (speed-ups, model predictions, GFLOP/s). Keys name
+    /// their unit: `_s` seconds, `_bytes` bytes, `gflops`, plain ratios otherwise.
+    pub derived: Map<String, Value>,
+    pub checks: Vec<Check>,
+    /// Conditions of the run a reader must know (fallback devices, mode).
+    pub notes: Vec<String>,
+    /// What the numbers show, in a sentence or three (printed under the table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explanation: Vec<String>,
+}
+
+impl RunRecord {
+    pub fn new(scenario: &str, parameters: Map<String, Value>, devices: Vec<String>) -> RunRecord {
+        RunRecord {
+            scenario: scenario.into(),
+            parameters,
+            devices,
+            variants: Vec::new(),
+            derived: Map::new(),
+            checks: Vec::new(),
+            notes: Vec::new(),
+            explanation: Vec::new(),
+        }
+    }
+
+    /// The median of a variant, by name.
+    pub fn median(&self, variant: &str) -> Option<f64> {
+        self.variants.iter().find(|v| v.name == variant).map(|v| v.summary.median_s)
+    }
+
+    /// Record a derived figure; non-finite values become `null` (JSON has no NaN).
+    pub fn derive(&mut self, key: &str, value: f64) {
+        let v = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);
+        self.derived.insert(key.into(), v);
+    }
+
+    pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {
+        self.checks.push(Check {
+            name: name.into(),
+            passed,
+            detail: detail.into(),
+        });
+    }
+}
+
+/// One variant's samples and statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantRecord {
+    pub name: String,
+    /// A warning or gloss shown next to the variant (e.g. that `push-only` is not the cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// A correctness check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}

@@ -1,0 +1,186 @@
+//! Scenarios: the experiments of the chapter, one file each, and their registry.
+//!
+//! A scenario declares its parameters (so the CLI, suites and sweeps parse them alike), checks
+//! them before anything is allocated, runs its variants through the [`Sampler`], verifies its
+//! results against a sequential reference, and returns a [`RunRecord`].
+
+pub mod async_loop;
+pub mod params;
+
+use std::sync::Arc;
+
+pub use params::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
+
+use crate::device::{DeviceError, RuntimeOptions};
+use crate::engine::EngineError;
+use crate::harness::sampler::Progress;
+use crate::harness::{Sampler, SamplerConfig};
+use crate::report::RunRecord;
+use crate::tensor::TensorError;
+
+/// Why a scenario could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// A parameter is malformed or out of range (a usage error).
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// The parameters are well-formed but cannot be run here, e.g. too much memory (a usage error).
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+impl ScenarioError {
+    /// True for errors in what the user asked for (exit code 2), false for failures while running.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ScenarioError::Param(_) | ScenarioError::Input(_))
+    }
+}
+
+/// Overrides of a scenario's sampling defaults (from the command line or a suite).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SamplingOverrides {
+    pub warmup: Option<usize>,
+    pub min_samples: Option<usize>,
+    pub max_samples: Option<usize>,
+    pub min_time: Option<std::time::Duration>,
+    pub max_time: Option<std::time::Duration>,
+}
+
+impl SamplingOverrides {
+    /// Apply to a scenario's defaults. Raising `min_samples` above the default maximum raises
+    /// the maximum with it, so `--min-samples 500` alone does what it says.
+    pub fn apply(&self, mut c: SamplerConfig) -> SamplerConfig {
+        if let Some(v) = self.warmup {
+            c.warmup = v;
+        }
+        if let Some(v) = self.min_samples {
+            c.min_samples = v;
+            c.max_samples = c.max_samples.max(v);
+        }
+        if let Some(v) = self.max_samples {
+            c.max_samples = v;
+            if self.min_samples.is_none() {
+                c.min_samples = c.min_samples.min(v);
+            }
+        }
+        if let Some(v) = self.min_time {
+            c.min_time = v;
+            c.max_time = c.max_time.max(v);
+        }
+        if let Some(v) = self.max_time {
+            c.max_time = v;
+            if self.min_time.is_none() {
+                c.min_time = c.min_time.min(v);
+            }
+        }
+        c
+    }
+}
+
+/// Callback for sampling progress: (scenario name, progress).
+pub type ProgressFn = Arc<dyn Fn(&str, Progress) + Send + Sync>;
+
+/// Everything a scenario needs besides its parameters.
+#[derive(Clone, Default)]
+pub struct RunContext {
+    pub runtime: RuntimeOptions,
+    pub sampling: SamplingOverrides,
+    /// Threads for CPU devices (`--cpu-threads`); `None` splits the machine's cores.
+    pub cpu_threads: Option<usize>,
+    pub progress: Option<ProgressFn>,
+}
+
+impl RunContext {
+    /// The sampler for `scenario`, with its defaults and the overrides applied.
+    pub fn sample<T>(
+        &self,
+        scenario: &dyn Scenario,
+        variants: &mut [crate::harness::Variant<'_, ScenarioError>],
+        then: impl FnOnce(Vec<crate::harness::Summary>) -> T,
+    ) -> Result<T, ScenarioError> {
+        let config = self.sampling.apply(scenario.sampling());
+        let name = scenario.name();
+        let report = self.progress.clone();
+        let f = move |p: Progress| {
+            if let Some(r) = &report {
+                r(name, p)
+            }
+        };
+        let summaries = Sampler::new(config).with_progress(&f).run(variants)?;
+        Ok(then(summaries))
+    }
+}
+
+/// One experiment.
+pub trait Scenario: Send + Sync {
+    /// The command name (`async`, `cpu-gpu`).
+    fn name(&self) -> &'static str;
+    /// One line for `parbench list`.
+    fn about(&self) -> &'static str;
+    /// Declared parameters with defaults.
+    fn params(&self) -> &'static [ParamSpec];
+    /// Default sampling for this experiment's run time.
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig::default()
+    }
+    /// Reject parameters that cannot run here (memory estimates), before anything is allocated.
+    fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {
+        Ok(())
+    }
+    /// Run the experiment.
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError>;
+}
+
+/// Every scenario, in the order `list` and `all` show them.
+pub fn registry() -> &'static [&'static dyn Scenario] {
+    &[&async_loop::AsyncLoop]
+}
+
+/// Look a scenario up by name.
+pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+    registry().iter().copied().find(|s| s.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn overrides_keep_bounds_consistent() {
+        let base = SamplerConfig::default();
+        let c = SamplingOverrides { min_samples: Some(500), ..Default::default() }.apply(base.clone());
+        assert_eq!((c.min_samples, c.max_samples), (500, 500));
+        let c = SamplingOverrides { max_samples: Some(3), ..Default::default() }.apply(base.clone());
+        assert_eq!((c.min_samples, c.max_samples), (3, 3));
+        let c = SamplingOverrides { max_time: Some(Duration::from_millis(10)), ..Default::default() }.apply(base);
+        assert!(c.min_time <= c.max_time);
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn registry_names_are_unique_and_findable() {
+        let names: Vec<&str> = registry().iter().map(|s| s.name()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        for n in names {
+            assert_eq!(find(n).map(|s| s.name()), Some(n));
+        }
+        assert!(find("nope").is_none());
+    }
+
+    #[test]
+    fn every_default_parses() {
+        for s in registry() {
+            Params::parse(s.name(), s.params(), &[]).unwrap();
+        }
+    }
+}

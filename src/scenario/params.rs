@@ -1,0 +1,228 @@
+//! Scenario parameters: declared once per scenario, parsed the same way from the command line,
+//! suite files and sweep axes, and written to the JSON report under their names.
+
+use serde_json::{Map, Value};
+
+/// The type and bounds of a parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamKind {
+    /// A whole number in `min..=max`.
+    Int { min: u64, max: u64 },
+    /// A tensor shape: 1 to `max_dims` positive dimensions, written `1,2`, `1x2` or `(1, 2)`.
+    Shape { max_dims: usize },
+    /// A real number in `min..=max`.
+    Float { min: f64, max: f64 },
+}
+
+/// One parameter of a scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    /// Name in reports and suites (`cpu_size`); the option is `--cpu-size`.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: ParamKind,
+    pub default: &'static str,
+}
+
+impl ParamSpec {
+    /// The command-line flag, without dashes.
+    pub fn flag(&self) -> String {
+        self.name.replace('_', "-")
+    }
+}
+
+/// A parsed value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(u64),
+    Shape(Vec<usize>),
+    Float(f64),
+}
+
+impl ParamValue {
+    fn to_json(&self) -> Value {
+        match self {
+            ParamValue::Int(v) => Value::from(*v),
+            ParamValue::Shape(s) => Value::from(s.clone()),
+            ParamValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        }
+    }
+}
+
+/// A parameter value that does not parse or is out of range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    #[error("invalid value '{value}' for --{flag}: {reason}")]
+    Invalid { flag: String, value: String, reason: String },
+    #[error("unknown parameter '{name}' for scenario '{scenario}' (it takes: {known})")]
+    Unknown { scenario: String, name: String, known: String },
+}
+
+/// Parse `raw` as a value of `spec`.
+pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError> {
+    let invalid = |reason: String| ParamError::Invalid {
+        flag: spec.flag(),
+        value: raw.to_string(),
+        reason,
+    };
+    let text = raw.trim();
+    match spec.kind {
+        ParamKind::Int { min, max } => {
+            let v: u64 = text
+                .replace('_', "")
+                .parse()
+                .map_err(|_| invalid(format!("expected a whole number from {min} to {max}")))?;
+            if v < min || v > max {
+                return Err(invalid(format!("must be from {min} to {max}")));
+            }
+            Ok(ParamValue::Int(v))
+        }
+        ParamKind::Float { min, max } => {
+            let v: f64 = text
+                .parse()
+                .map_err(|_| invalid(format!("expected a number from {min} to {max}")))?;
+            if !v.is_finite() || v < min || v > max {
+                return Err(invalid(format!("must be from {min} to {max}")));
+            }
+            Ok(ParamValue::Float(v))
+        }
+        ParamKind::Shape { max_dims } => {
+            let inner = text.trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+            let dims: Vec<&str> = inner
+                .split([',', 'x', 'X'])
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .collect();
+            let shape_reason = format!("expected 1 to {max_dims} positive dimensions such as 1,2 or 1000x1000");
+            if dims.is_empty() || dims.len() > max_dims {
+                return Err(invalid(shape_reason));
+            }
+            let mut shape = Vec::with_capacity(dims.len());
+            for d in dims {
+                match d.parse::<usize>() {
+                    Ok(v) if v > 0 => shape.push(v),
+                    _ => return Err(invalid(shape_reason)),
+                }
+            }
+            if shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).is_none() {
+                return Err(invalid("the number of elements overflows".into()));
+            }
+            Ok(ParamValue::Shape(shape))
+        }
+    }
+}
+
+/// The values of every parameter of a scenario, in declaration order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    values: Vec<(&'static str, ParamValue)>,
+}
+
+impl Params {
+    /// Start from the defaults and apply `given` (name, raw value) pairs in order.
+    pub fn parse(scenario: &str, specs: &[ParamSpec], given: &[(String, String)]) -> Result<Params, ParamError> {
+        let mut values = Vec::with_capacity(specs.len());
+        for spec in specs {
+            values.push((spec.name, parse_value(spec, spec.default)?));
+        }
+        for (name, raw) in given {
+            let key = name.replace('-', "_");
+            let Some(i) = specs.iter().position(|s| s.name == key) else {
+                return Err(ParamError::Unknown {
+                    scenario: scenario.into(),
+                    name: name.clone(),
+                    known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+                });
+            };
+            values[i].1 = parse_value(&specs[i], raw)?;
+        }
+        Ok(Params { values })
+    }
+
+    fn get(&self, name: &str) -> &ParamValue {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("scenario asked for undeclared parameter '{name}'"))
+    }
+
+    /// An `Int` parameter. Panics if the scenario did not declare it (a programming error).
+    pub fn int(&self, name: &str) -> u64 {
+        match self.get(name) {
+            ParamValue::Int(v) => *v,
+            other => panic!("parameter '{name}' is not an integer: {other:?}"),
+        }
+    }
+
+    /// A `Shape` parameter.
+    pub fn shape(&self, name: &str) -> &[usize] {
+        match self.get(name) {
+            ParamValue::Shape(v) => v,
+            other => panic!("parameter '{name}' is not a shape: {other:?}"),
+        }
+    }
+
+    /// A `Float` parameter.
+    pub fn float(&self, name: &str) -> f64 {
+        match self.get(name) {
+            ParamValue::Float(v) => *v,
+            other => panic!("parameter '{name}' is not a number: {other:?}"),
+        }
+    }
+
+    /// The values as the report's `parameters` object.
+    pub fn to_json(&self) -> Map<String, Value> {
+        self.values.iter().map(|(n, v)| (n.to_string(), v.to_json())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec { name: "iterations", help: "", kind: ParamKind::Int { min: 1, max: 100 }, default: "10" },
+        ParamSpec { name: "shape", help: "", kind: ParamKind::Shape { max_dims: 3 }, default: "1,2" },
+        ParamSpec { name: "lr", help: "", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.1" },
+    ];
+
+    fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
+        let given: Vec<(String, String)> = given.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        Params::parse("t", SPECS, &given)
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let p = parse(&[("iterations", "42"), ("shape", "(3, 4)")]).unwrap();
+        assert_eq!(p.int("iterations"), 42);
+        assert_eq!(p.shape("shape"), &[3, 4]);
+        assert_eq!(p.float("lr"), 0.1);
+        assert_eq!(parse(&[("shape", "1000x1000")]).unwrap().shape("shape"), &[1000, 1000]);
+        let json = serde_json::to_string(&p.to_json()).unwrap();
+        assert_eq!(json, r#"{"iterations":42,"shape":[3,4],"lr":0.1}"#);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let e = parse(&[("iterations", "0")]).unwrap_err();
+        assert_eq!(e.to_string(), "invalid value '0' for --iterations: must be from 1 to 100");
+        assert!(parse(&[("iterations", "-3")]).is_err());
+        assert!(parse(&[("iterations", "abc")]).is_err());
+        for bad in ["-3", "abc", "0,2", "", "1,2,3,4", "99999999999x99999999999"] {
+            let e = parse(&[("shape", bad)]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("invalid value '{bad}' for --shape")), "{e}");
+        }
+        assert!(parse(&[("lr", "NaN")]).is_err());
+        assert!(parse(&[("lr", "2")]).is_err());
+    }
+
+    #[test]
+    fn unknown_parameters_list_the_known_ones() {
+        let e = parse(&[("iters", "3")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr)"
+        );
+    }
+}
