@@ -192,6 +192,7 @@ mod tests {
             })
             .collect();
         let s = Sampler::new(quick(4, 100)).run(&mut vs).unwrap();
+        drop(vs);
         assert_eq!(s.len(), 3);
         assert!(s.iter().all(|x| x.samples_s.len() == 4));
         let order = order.into_inner();
