@@ -88,7 +88,10 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("expected seconds, got '{s}'"))?;
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected seconds, got '{s}'"))?;
     if !v.is_finite() || !(0.0..=86_400.0).contains(&v) {
         return Err(format!("seconds must be from 0 to 86400, got '{s}'"));
     }
@@ -134,7 +137,9 @@ fn progress_bar() -> scenario::ProgressFn {
                 old.finish_and_clear();
             }
             let bar = ProgressBar::new(p.rounds_expected as u64);
-            if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} rounds, eta {eta}") {
+            if let Ok(style) =
+                ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} rounds, eta {eta}")
+            {
                 bar.set_style(style.progress_chars("=> "));
             }
             bar.set_message(name.to_string());
@@ -166,16 +171,29 @@ pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
 }
 
 fn is_usage(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<ScenarioError>().is_some_and(ScenarioError::is_usage)
+    e.downcast_ref::<ScenarioError>()
+        .is_some_and(ScenarioError::is_usage)
+        || e.downcast_ref::<scenario::ParamError>().is_some()
 }
 
 fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Parse with clap; help and version print and exit 0, errors become one-line usage errors.
-fn parse_clap<T>(cmd: clap::Command, args: Vec<OsString>, from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>) -> anyhow::Result<Result<T, ExitCode>> {
-    let help_hint = format!("see '{} --help'", cmd.get_bin_name().unwrap_or(cmd.get_name()));
+fn parse_clap<T>(
+    cmd: clap::Command,
+    args: Vec<OsString>,
+    from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>,
+) -> anyhow::Result<Result<T, ExitCode>> {
+    let help_hint = format!(
+        "see '{} --help'",
+        cmd.get_bin_name().unwrap_or(cmd.get_name())
+    );
     let result = cmd.try_get_matches_from(args).and_then(|m| from(&m));
     match result {
         Ok(v) => Ok(Ok(v)),
@@ -184,11 +202,14 @@ fn parse_clap<T>(cmd: clap::Command, args: Vec<OsString>, from: impl FnOnce(&cla
             | clap::error::ErrorKind::DisplayVersion
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                 let _ = e.print();
-                Ok(Err(if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                    ExitCode::from(2)
-                } else {
-                    ExitCode::SUCCESS
-                }))
+                Ok(Err(
+                    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::SUCCESS
+                    },
+                ))
             }
             _ => {
                 let rendered = e.render().to_string();
@@ -249,7 +270,10 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
 }
 
 fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let name = raw.first().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = raw
+        .first()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let Some(sc) = scenario::find(&name) else {
         let known: Vec<&str> = scenario::registry().iter().map(|s| s.name()).collect();
         return Err(UsageError(format!(
@@ -263,7 +287,10 @@ fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         let given: Vec<(String, String)> = sc
             .params()
             .iter()
-            .filter_map(|p| m.get_one::<String>(p.name).map(|v| (p.name.to_string(), v.clone())))
+            .filter_map(|p| {
+                m.get_one::<String>(p.name)
+                    .map(|v| (p.name.to_string(), v.clone()))
+            })
             .collect();
         Ok((common, given))
     })?;
@@ -289,7 +316,11 @@ fn check_output_path(path: &Path) -> Result<(), UsageError> {
         return Err(fail("its directory does not exist"));
     }
     let probe = dir.join(format!(".parbench-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
@@ -299,7 +330,10 @@ fn check_output_path(path: &Path) -> Result<(), UsageError> {
 }
 
 /// Validate everything, run each scenario, print as they finish, then write the report.
-fn run_plan(plan: Vec<(&'static dyn Scenario, Params)>, common: &CommonArgs) -> anyhow::Result<ExitCode> {
+fn run_plan(
+    plan: Vec<(&'static dyn Scenario, Params)>,
+    common: &CommonArgs,
+) -> anyhow::Result<ExitCode> {
     let ctx = common.context();
     for (sc, params) in &plan {
         ctx.sampling

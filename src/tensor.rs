@@ -39,11 +39,13 @@ pub struct Tensor {
 }
 
 fn read(buf: &Buffer) -> Result<std::sync::RwLockReadGuard<'_, ArrayD<f32>>, OpError> {
-    buf.read().map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+    buf.read()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
 }
 
 fn write(buf: &Buffer) -> Result<std::sync::RwLockWriteGuard<'_, ArrayD<f32>>, OpError> {
-    buf.write().map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+    buf.write()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
 }
 
 impl Tensor {
@@ -77,25 +79,34 @@ impl Tensor {
     /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
         let s = shape.to_vec();
-        Tensor::produce(engine, device, "ones", shape, move || ArrayD::ones(IxDyn(&s)))
+        Tensor::produce(engine, device, "ones", shape, move || {
+            ArrayD::ones(IxDyn(&s))
+        })
     }
 
     /// Uniform in [0, 1), reproducible from `seed` whatever the thread count.
     pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
         let s = shape.to_vec();
-        Tensor::produce(engine, device, "uniform", shape, move || cpu::uniform(&s, seed))
+        Tensor::produce(engine, device, "uniform", shape, move || {
+            cpu::uniform(&s, seed)
+        })
     }
 
     /// `self + s`, element-wise.
     pub fn add_scalar(&self, s: f32) -> Tensor {
         let out = Tensor::pending(&self.engine, &self.device, &self.shape);
         let (src, dst) = (self.data.clone(), out.data.clone());
-        self.engine
-            .push("add_scalar", self.device.compute, &[&self.var], &[&out.var], move || {
+        self.engine.push(
+            "add_scalar",
+            self.device.compute,
+            &[&self.var],
+            &[&out.var],
+            move || {
                 let y = cpu::add_scalar(&*read(&src)?, s);
                 *write(&dst)? = y;
                 Ok(())
-            });
+            },
+        );
         out
     }
 
@@ -103,7 +114,9 @@ impl Tensor {
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor, TensorError> {
         let (a, b) = (&self.shape[..], &rhs.shape[..]);
         if a.len() != 2 || b.len() != 2 || a[1] != b[0] {
-            return Err(TensorError::Shape(format!("cannot multiply {a:?} by {b:?}")));
+            return Err(TensorError::Shape(format!(
+                "cannot multiply {a:?} by {b:?}"
+            )));
         }
         let out = Tensor::pending(&self.engine, &self.device, &[a[0], b[1]]);
         let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
@@ -184,7 +197,11 @@ mod tests {
         let a = Tensor::uniform(&rt.engine, d, &[3, 5], 1);
         let b = Tensor::uniform(&rt.engine, d, &[5, 7], 2);
         let c = a.matmul(&b).unwrap();
-        let (av, bv, cv) = (a.to_vec().unwrap(), b.to_vec().unwrap(), c.to_vec().unwrap());
+        let (av, bv, cv) = (
+            a.to_vec().unwrap(),
+            b.to_vec().unwrap(),
+            c.to_vec().unwrap(),
+        );
         assert_eq!(c.shape(), &[3, 7]);
         for i in 0..3 {
             for j in 0..7 {

@@ -12,7 +12,11 @@ use super::{add_lanes, Device, DeviceError, DeviceKind};
 use crate::engine::EngineBuilder;
 
 /// Build `cpu:{index}` with `threads` threads and register its lanes.
-pub fn add_cpu_device(builder: &mut EngineBuilder, index: usize, threads: usize) -> Result<Device, DeviceError> {
+pub fn add_cpu_device(
+    builder: &mut EngineBuilder,
+    index: usize,
+    threads: usize,
+) -> Result<Device, DeviceError> {
     let name = format!("cpu:{index}");
     let threads = threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -51,13 +55,15 @@ pub fn uniform(shape: &[usize], seed: u64) -> ArrayD<f32> {
     let n: usize = shape.iter().product();
     let key = splitmix64(seed);
     let mut data = vec![0f32; n];
-    data.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
-        let base = (c << 14) as u64;
-        for (i, x) in chunk.iter_mut().enumerate() {
-            // 24 high bits: exactly representable in f32, so the value is in [0, 1).
-            *x = (splitmix64(key ^ (base + i as u64)) >> 40) as f32 / (1u64 << 24) as f32;
-        }
-    });
+    data.par_chunks_mut(1 << 14)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let base = (c << 14) as u64;
+            for (i, x) in chunk.iter_mut().enumerate() {
+                // 24 high bits: exactly representable in f32, so the value is in [0, 1).
+                *x = (splitmix64(key ^ (base + i as u64)) >> 40) as f32 / (1u64 << 24) as f32;
+            }
+        });
     ArrayD::from_shape_vec(IxDyn(shape), data).expect("length equals the shape's product")
 }
 
@@ -89,9 +95,18 @@ mod tests {
 
     #[test]
     fn uniform_does_not_depend_on_thread_count() {
-        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         let shape = [100_000];
-        assert_eq!(one.install(|| uniform(&shape, 3)), two.install(|| uniform(&shape, 3)));
+        assert_eq!(
+            one.install(|| uniform(&shape, 3)),
+            two.install(|| uniform(&shape, 3))
+        );
     }
 }

@@ -29,7 +29,9 @@ pub fn human_bytes(bytes: u64) -> String {
 /// exceeds 80% of `available`, so the run would swap or be killed.
 pub fn check_fits(what: &str, bytes: Option<u64>, available: Option<u64>) -> Result<(), String> {
     let Some(bytes) = bytes else {
-        return Err(format!("{what}: the estimated memory overflows a 64-bit byte count"));
+        return Err(format!(
+            "{what}: the estimated memory overflows a 64-bit byte count"
+        ));
     };
     match available {
         Some(avail) if bytes as f64 > 0.8 * avail as f64 => Err(format!(
@@ -58,8 +60,13 @@ mod tests {
             e,
             "matmul 100000x100000: needs an estimated 120.0 GiB but only 16.0 GiB of memory is available"
         );
-        assert!(check_fits("x", None, Some(1)).unwrap_err().contains("overflows"));
-        assert!(check_fits("x", Some(1 << 40), None).is_ok(), "unknown availability is not an error");
+        assert!(check_fits("x", None, Some(1))
+            .unwrap_err()
+            .contains("overflows"));
+        assert!(
+            check_fits("x", Some(1 << 40), None).is_ok(),
+            "unknown availability is not an error"
+        );
     }
 
     #[test]

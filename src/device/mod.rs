@@ -107,7 +107,11 @@ pub fn available_cores() -> usize {
 }
 
 /// Add a device's compute lane (inside its pool) and copy lane (its own thread).
-pub(crate) fn add_lanes(builder: &mut EngineBuilder, name: &str, pool: &Arc<rayon::ThreadPool>) -> (LaneId, LaneId) {
+pub(crate) fn add_lanes(
+    builder: &mut EngineBuilder,
+    name: &str,
+    pool: &Arc<rayon::ThreadPool>,
+) -> (LaneId, LaneId) {
     let compute = builder.lane(LaneSpec::in_pool(name, pool.clone(), 1));
     let copy = builder.lane(LaneSpec::threads(format!("{name} copy"), 1));
     (compute, copy)
@@ -129,7 +133,10 @@ mod tests {
     #[test]
     fn runtime_names_its_devices() {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &[1, 2]).unwrap();
-        assert_eq!(rt.describe_devices(), vec!["cpu:0 (1 thread)", "cpu:1 (2 threads)"]);
+        assert_eq!(
+            rt.describe_devices(),
+            vec!["cpu:0 (1 thread)", "cpu:1 (2 threads)"]
+        );
         assert_eq!(
             rt.engine.lane_names(),
             vec!["cpu:0", "cpu:0 copy", "cpu:1", "cpu:1 copy"]

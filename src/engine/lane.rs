@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use super::op::{execute, OpRef};
 use super::Shared;
@@ -45,7 +45,11 @@ impl LaneSpec {
 
     /// A lane whose `workers` run inside `pool` (at most the pool's size), so ops pushed to
     /// it run on, and parallelize over, that pool's threads only.
-    pub fn in_pool(name: impl Into<String>, pool: Arc<rayon::ThreadPool>, workers: usize) -> LaneSpec {
+    pub fn in_pool(
+        name: impl Into<String>,
+        pool: Arc<rayon::ThreadPool>,
+        workers: usize,
+    ) -> LaneSpec {
         let workers = workers.clamp(1, pool.current_num_threads().max(1));
         LaneSpec {
             name: name.into(),
@@ -82,16 +86,35 @@ pub(crate) fn in_worker() -> bool {
 }
 
 /// Run `f` on the lane's pool when it has one, on the calling thread otherwise.
-pub(crate) fn run_on_lane<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+pub(crate) fn run_on_lane<R: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    f: impl FnOnce() -> R + Send,
+) -> R {
     match pool {
         Some(pool) => pool.install(f),
         None => f(),
     }
 }
 
+/// Polls before a worker parks. Waking a parked thread costs tens of microseconds on a VM,
+/// far more than a small op: a worker that just finished one keeps looking for the next
+/// for a few tens of microseconds, so a synchronous round trip does not pay a wake-up.
+const WORKER_SPIN: u32 = 4_000;
+
+fn next_message(rx: &Receiver<Msg>) -> Option<Msg> {
+    for _ in 0..WORKER_SPIN {
+        match rx.try_recv() {
+            Ok(m) => return Some(m),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    rx.recv().ok()
+}
+
 fn worker_loop(shared: Arc<Shared>, rx: Receiver<Msg>) {
     IN_WORKER.with(|w| w.set(true));
-    while let Ok(Msg::Run(op)) = rx.recv() {
+    while let Some(Msg::Run(op)) = next_message(&rx) {
         execute(&shared, op);
     }
     IN_WORKER.with(|w| w.set(false));

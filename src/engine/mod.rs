@@ -218,7 +218,10 @@ impl Engine {
 
     /// An engine with `n` lanes of one dedicated thread each, named `lane:0`, `lane:1`, ...
     /// (handy for tests and for the library's own examples).
-    pub fn with_thread_lanes(mode: Mode, n: usize) -> Result<(Engine, Vec<LaneId>), std::io::Error> {
+    pub fn with_thread_lanes(
+        mode: Mode,
+        n: usize,
+    ) -> Result<(Engine, Vec<LaneId>), std::io::Error> {
         let mut b = Engine::builder(mode);
         let lanes = (0..n)
             .map(|i| b.lane(LaneSpec::threads(format!("lane:{i}"), 1)))
@@ -263,7 +266,13 @@ impl Engine {
     ) where
         F: FnOnce(Completion) + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, Body::Async(Box::new(body)));
+        self.push_body(
+            name.into(),
+            lane,
+            reads,
+            writes,
+            Body::Async(Box::new(body)),
+        );
     }
 
     /// Clear the error carried by `var`, in program order: ops pushed after this see a
@@ -272,7 +281,14 @@ impl Engine {
         self.push_body("clear-error".into(), lane, &[], &[var], Body::ClearErrors);
     }
 
-    fn push_body(&self, name: Cow<'static, str>, lane: LaneId, reads: &[&Var], writes: &[&Var], body: Body) {
+    fn push_body(
+        &self,
+        name: Cow<'static, str>,
+        lane: LaneId,
+        reads: &[&Var],
+        writes: &[&Var],
+        body: Body,
+    ) {
         let shared = &self.shared;
         assert!(
             lane.0 < shared.lanes.len(),
@@ -351,9 +367,10 @@ impl Engine {
 
     /// Restart the high-water mark of pending ops.
     pub fn reset_max_pending(&self) {
-        self.shared
-            .max_pending
-            .store(self.shared.pending.load(Ordering::Acquire), Ordering::Release);
+        self.shared.max_pending.store(
+            self.shared.pending.load(Ordering::Acquire),
+            Ordering::Release,
+        );
     }
 
     /// The configured bound on pending ops.
@@ -439,7 +456,8 @@ impl Shared {
         let lane = &self.lanes[op.lane];
         match self.mode {
             Mode::Threaded => {
-                if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op)) {
+                if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op))
+                {
                     // Workers are gone (engine shutting down): run it here so it still completes.
                     op::execute(self, op);
                 }

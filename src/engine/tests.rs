@@ -29,7 +29,10 @@ fn log() -> Arc<Mutex<Vec<&'static str>>> {
     Arc::new(Mutex::new(Vec::new()))
 }
 
-fn note(log: &Arc<Mutex<Vec<&'static str>>>, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
+fn note(
+    log: &Arc<Mutex<Vec<&'static str>>>,
+    what: &'static str,
+) -> impl FnOnce() -> Result<(), OpError> {
     let log = log.clone();
     move || {
         log.lock().unwrap().push(what);
@@ -177,7 +180,9 @@ fn errors_reach_every_downstream_var_and_spare_the_rest() {
     within(10, || {
         let (e, l) = engine(2);
         let (a, b, c, other) = (Var::new(), Var::new(), Var::new(), Var::new());
-        e.push("fail", l[0], &[], &[&a], || Err(OpError::msg("disk on fire")));
+        e.push("fail", l[0], &[], &[&a], || {
+            Err(OpError::msg("disk on fire"))
+        });
         let ran = Arc::new(AtomicBool::new(false));
         let ran2 = ran.clone();
         e.push("b = f(a)", l[1], &[&a], &[&b], move || {
@@ -194,7 +199,10 @@ fn errors_reach_every_downstream_var_and_spare_the_rest() {
         assert_eq!(e.wait_to_read(&b), Err(expect.clone()));
         assert_eq!(e.wait_to_read(&c), Err(expect.clone()));
         assert_eq!(e.wait_to_read(&other), Ok(()));
-        assert!(!ran.load(Ordering::SeqCst), "a dependant of a failed op must be skipped");
+        assert!(
+            !ran.load(Ordering::SeqCst),
+            "a dependant of a failed op must be skipped"
+        );
         assert_eq!(e.wait_all(), Err(expect));
         // The error was reported once; the engine keeps working.
         assert_eq!(e.wait_all(), Ok(()));
@@ -236,7 +244,9 @@ fn a_panicking_async_op_reports_its_message() {
     within(10, || {
         let (e, l) = engine(1);
         let a = Var::new();
-        e.push_async("async boom", l[0], &[], &[&a], |_done| panic!("async kaboom"));
+        e.push_async("async boom", l[0], &[], &[&a], |_done| {
+            panic!("async kaboom")
+        });
         assert_eq!(
             e.wait_to_read(&a),
             Err(EngineError::OpPanicked {
@@ -325,7 +335,11 @@ fn max_inflight_bounds_pending_ops() {
         pusher.join().unwrap();
         e.wait_all().unwrap();
         assert_eq!(pushed.load(Ordering::SeqCst), MAX + 5);
-        assert_eq!(e.max_pending(), MAX, "the high-water mark must equal the bound");
+        assert_eq!(
+            e.max_pending(),
+            MAX,
+            "the high-water mark must equal the bound"
+        );
     });
 }
 
@@ -372,7 +386,10 @@ fn pool_lanes_run_inside_their_pool() {
         });
         e.wait_all().unwrap();
         let (index, threads) = *seen.lock().unwrap();
-        assert!(index.is_some(), "the op must run on a thread of the lane's pool");
+        assert!(
+            index.is_some(),
+            "the op must run on a thread of the lane's pool"
+        );
         assert_eq!(threads, 2);
     });
 }
@@ -389,10 +406,15 @@ fn trace_records_each_op_with_its_lane() {
         let mut t = e.take_trace();
         t.sort_by_key(|r| r.started_ns);
         assert_eq!(t.len(), 2);
-        assert_eq!((t[0].name.as_str(), t[0].lane_name.as_str()), ("first", "lane:0"));
+        assert_eq!(
+            (t[0].name.as_str(), t[0].lane_name.as_str()),
+            ("first", "lane:0")
+        );
         assert_eq!((t[1].name.as_str(), t[1].lane), ("second", 1));
         assert!(t[0].ended_ns <= t[1].started_ns, "second depends on first");
-        assert!(t.iter().all(|r| r.pushed_ns <= r.started_ns && r.started_ns <= r.ended_ns));
+        assert!(t
+            .iter()
+            .all(|r| r.pushed_ns <= r.started_ns && r.started_ns <= r.ended_ns));
     });
 }
 

@@ -227,9 +227,16 @@ mod tests {
         let mut calls = 0;
         let mut vs = vec![Variant::new("x", || {
             calls += 1;
-            if calls == 3 { Err("broken") } else { Ok(Duration::ZERO) }
+            if calls == 3 {
+                Err("broken")
+            } else {
+                Ok(Duration::ZERO)
+            }
         })];
-        assert_eq!(Sampler::new(quick(5, 5)).run(&mut vs).unwrap_err(), "broken");
+        assert_eq!(
+            Sampler::new(quick(5, 5)).run(&mut vs).unwrap_err(),
+            "broken"
+        );
     }
 
     #[test]

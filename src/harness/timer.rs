@@ -50,8 +50,16 @@ impl Drop for Benchmark<'_> {
             return;
         }
         match self.engine.wait_all() {
-            Ok(()) => println!("{}: {:.4} sec", self.description, self.start.elapsed().as_secs_f64()),
-            Err(e) => println!("{}: failed after {:.4} sec: {e}", self.description, self.start.elapsed().as_secs_f64()),
+            Ok(()) => println!(
+                "{}: {:.4} sec",
+                self.description,
+                self.start.elapsed().as_secs_f64()
+            ),
+            Err(e) => println!(
+                "{}: failed after {:.4} sec: {e}",
+                self.description,
+                self.start.elapsed().as_secs_f64()
+            ),
         }
     }
 }
@@ -81,7 +89,10 @@ mod tests {
             Ok(())
         });
         let t = b.stop().unwrap();
-        assert!(t >= Duration::from_millis(40), "stopped before the work finished: {t:?}");
+        assert!(
+            t >= Duration::from_millis(40),
+            "stopped before the work finished: {t:?}"
+        );
     }
 
     #[test]

@@ -105,7 +105,10 @@ impl RunRecord {
 
     /// The median of a variant, by name.
     pub fn median(&self, variant: &str) -> Option<f64> {
-        self.variants.iter().find(|v| v.name == variant).map(|v| v.summary.median_s)
+        self.variants
+            .iter()
+            .find(|v| v.name == variant)
+            .map(|v| v.summary.median_s)
     }
 
     /// Record a derived figure; non-finite values become `null` (JSON has no NaN).

@@ -22,7 +22,13 @@ pub fn human_time(s: f64) -> String {
     } else {
         (s * 1e9, "ns")
     };
-    let digits = if v.abs() >= 100.0 { 1 } else if v.abs() >= 10.0 { 2 } else { 3 };
+    let digits = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
     format!("{v:.digits$} {unit}")
 }
 
@@ -55,7 +61,10 @@ pub fn render_environment(report: &Report) -> String {
     let gpu = if e.gpu.available {
         format!("GPU: {}", e.gpu.name.as_deref().unwrap_or("available"))
     } else {
-        format!("GPU: unavailable ({})", e.gpu.reason.as_deref().unwrap_or("unknown reason"))
+        format!(
+            "GPU: unavailable ({})",
+            e.gpu.reason.as_deref().unwrap_or("unknown reason")
+        )
     };
     format!(
         "{} {} ({}) on {}: {}, {} cores, {}; engine {}\n{gpu}\n",
@@ -80,7 +89,13 @@ pub fn render_run(run: &RunRecord) -> String {
         .collect();
     let _ = writeln!(out, "\n== {} ({})", run.scenario, params.join(", "));
     let _ = writeln!(out, "   devices: {}", run.devices.join(", "));
-    let name_w = run.variants.iter().map(|v| v.name.len()).max().unwrap_or(7).max(7);
+    let name_w = run
+        .variants
+        .iter()
+        .map(|v| v.name.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
     let _ = writeln!(
         out,
         "   {:<name_w$}  {:>11}  {:>25}  {:>11}  {:>11}  {:>5}  {:>8}",
@@ -166,7 +181,11 @@ mod tests {
 
     #[test]
     fn a_run_shows_variants_checks_and_labels() {
-        let mut run = RunRecord::new("async", serde_json::Map::new(), vec!["cpu:0 (2 threads)".into()]);
+        let mut run = RunRecord::new(
+            "async",
+            serde_json::Map::new(),
+            vec!["cpu:0 (2 threads)".into()],
+        );
         run.variants.push(VariantRecord {
             name: "push-only".into(),
             label: Some("not the cost".into()),

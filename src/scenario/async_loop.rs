@@ -29,7 +29,10 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "iterations",
         help: "ops per loop: y = x + 1, N times",
-        kind: ParamKind::Int { min: 1, max: 10_000_000 },
+        kind: ParamKind::Int {
+            min: 1,
+            max: 10_000_000,
+        },
         default: "1000",
     },
     ParamSpec {
@@ -74,10 +77,14 @@ impl Scenario for AsyncLoop {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let elements = params.shape("shape").iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
+        let elements = params
+            .shape("shape")
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64));
         // x, the y being computed, and the y the front end still holds.
         let bytes = elements.and_then(|e| f32_bytes(e, 3));
-        check_fits("async with this --shape", bytes, available_bytes()).map_err(ScenarioError::Input)
+        check_fits("async with this --shape", bytes, available_bytes())
+            .map_err(ScenarioError::Input)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
@@ -124,7 +131,11 @@ impl Scenario for AsyncLoop {
         for (name, summary) in names.into_iter().zip(summaries) {
             let label = (name == "push-only")
                 .then(|| "timing without synchronization: NOT the cost of the work".to_string());
-            run.variants.push(VariantRecord { name, label, summary });
+            run.variants.push(VariantRecord {
+                name,
+                label,
+                summary,
+            });
         }
 
         // Correctness: the async loop's last value equals x + 1 computed directly.
@@ -133,7 +144,8 @@ impl Scenario for AsyncLoop {
             last = x.add_scalar(1.0);
         }
         let got = last.to_vec()?;
-        let want = crate::device::cpu::add_scalar(&ndarray::ArrayD::ones(ndarray::IxDyn(&shape)), 1.0);
+        let want =
+            crate::device::cpu::add_scalar(&ndarray::ArrayD::ones(ndarray::IxDyn(&shape)), 1.0);
         let max_err = got
             .iter()
             .zip(want.iter())

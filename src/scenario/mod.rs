@@ -155,11 +155,23 @@ mod tests {
     #[test]
     fn overrides_keep_bounds_consistent() {
         let base = SamplerConfig::default();
-        let c = SamplingOverrides { min_samples: Some(500), ..Default::default() }.apply(base.clone());
+        let c = SamplingOverrides {
+            min_samples: Some(500),
+            ..Default::default()
+        }
+        .apply(base.clone());
         assert_eq!((c.min_samples, c.max_samples), (500, 500));
-        let c = SamplingOverrides { max_samples: Some(3), ..Default::default() }.apply(base.clone());
+        let c = SamplingOverrides {
+            max_samples: Some(3),
+            ..Default::default()
+        }
+        .apply(base.clone());
         assert_eq!((c.min_samples, c.max_samples), (3, 3));
-        let c = SamplingOverrides { max_time: Some(Duration::from_millis(10)), ..Default::default() }.apply(base);
+        let c = SamplingOverrides {
+            max_time: Some(Duration::from_millis(10)),
+            ..Default::default()
+        }
+        .apply(base);
         assert!(c.min_time <= c.max_time);
         assert!(c.validate().is_ok());
     }

@@ -44,7 +44,9 @@ impl ParamValue {
         match self {
             ParamValue::Int(v) => Value::from(*v),
             ParamValue::Shape(s) => Value::from(s.clone()),
-            ParamValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            ParamValue::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+            }
         }
     }
 }
@@ -53,9 +55,17 @@ impl ParamValue {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamError {
     #[error("invalid value '{value}' for --{flag}: {reason}")]
-    Invalid { flag: String, value: String, reason: String },
+    Invalid {
+        flag: String,
+        value: String,
+        reason: String,
+    },
     #[error("unknown parameter '{name}' for scenario '{scenario}' (it takes: {known})")]
-    Unknown { scenario: String, name: String, known: String },
+    Unknown {
+        scenario: String,
+        name: String,
+        known: String,
+    },
 }
 
 /// Parse `raw` as a value of `spec`.
@@ -87,13 +97,16 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
             Ok(ParamValue::Float(v))
         }
         ParamKind::Shape { max_dims } => {
-            let inner = text.trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+            let inner = text
+                .trim_start_matches(['(', '['])
+                .trim_end_matches([')', ']']);
             let dims: Vec<&str> = inner
                 .split([',', 'x', 'X'])
                 .map(str::trim)
                 .filter(|d| !d.is_empty())
                 .collect();
-            let shape_reason = format!("expected 1 to {max_dims} positive dimensions such as 1,2 or 1000x1000");
+            let shape_reason =
+                format!("expected 1 to {max_dims} positive dimensions such as 1,2 or 1000x1000");
             if dims.is_empty() || dims.len() > max_dims {
                 return Err(invalid(shape_reason));
             }
@@ -104,7 +117,11 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
                     _ => return Err(invalid(shape_reason)),
                 }
             }
-            if shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).is_none() {
+            if shape
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                .is_none()
+            {
                 return Err(invalid("the number of elements overflows".into()));
             }
             Ok(ParamValue::Shape(shape))
@@ -120,7 +137,11 @@ pub struct Params {
 
 impl Params {
     /// Start from the defaults and apply `given` (name, raw value) pairs in order.
-    pub fn parse(scenario: &str, specs: &[ParamSpec], given: &[(String, String)]) -> Result<Params, ParamError> {
+    pub fn parse(
+        scenario: &str,
+        specs: &[ParamSpec],
+        given: &[(String, String)],
+    ) -> Result<Params, ParamError> {
         let mut values = Vec::with_capacity(specs.len());
         for spec in specs {
             values.push((spec.name, parse_value(spec, spec.default)?));
@@ -173,7 +194,10 @@ impl Params {
 
     /// The values as the report's `parameters` object.
     pub fn to_json(&self) -> Map<String, Value> {
-        self.values.iter().map(|(n, v)| (n.to_string(), v.to_json())).collect()
+        self.values
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_json()))
+            .collect()
     }
 }
 
@@ -182,13 +206,31 @@ mod tests {
     use super::*;
 
     const SPECS: &[ParamSpec] = &[
-        ParamSpec { name: "iterations", help: "", kind: ParamKind::Int { min: 1, max: 100 }, default: "10" },
-        ParamSpec { name: "shape", help: "", kind: ParamKind::Shape { max_dims: 3 }, default: "1,2" },
-        ParamSpec { name: "lr", help: "", kind: ParamKind::Float { min: 0.0, max: 1.0 }, default: "0.1" },
+        ParamSpec {
+            name: "iterations",
+            help: "",
+            kind: ParamKind::Int { min: 1, max: 100 },
+            default: "10",
+        },
+        ParamSpec {
+            name: "shape",
+            help: "",
+            kind: ParamKind::Shape { max_dims: 3 },
+            default: "1,2",
+        },
+        ParamSpec {
+            name: "lr",
+            help: "",
+            kind: ParamKind::Float { min: 0.0, max: 1.0 },
+            default: "0.1",
+        },
     ];
 
     fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
-        let given: Vec<(String, String)> = given.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let given: Vec<(String, String)> = given
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         Params::parse("t", SPECS, &given)
     }
 
@@ -198,7 +240,10 @@ mod tests {
         assert_eq!(p.int("iterations"), 42);
         assert_eq!(p.shape("shape"), &[3, 4]);
         assert_eq!(p.float("lr"), 0.1);
-        assert_eq!(parse(&[("shape", "1000x1000")]).unwrap().shape("shape"), &[1000, 1000]);
+        assert_eq!(
+            parse(&[("shape", "1000x1000")]).unwrap().shape("shape"),
+            &[1000, 1000]
+        );
         let json = serde_json::to_string(&p.to_json()).unwrap();
         assert_eq!(json, r#"{"iterations":42,"shape":[3,4],"lr":0.1}"#);
     }
@@ -206,12 +251,18 @@ mod tests {
     #[test]
     fn bad_values_name_the_flag() {
         let e = parse(&[("iterations", "0")]).unwrap_err();
-        assert_eq!(e.to_string(), "invalid value '0' for --iterations: must be from 1 to 100");
+        assert_eq!(
+            e.to_string(),
+            "invalid value '0' for --iterations: must be from 1 to 100"
+        );
         assert!(parse(&[("iterations", "-3")]).is_err());
         assert!(parse(&[("iterations", "abc")]).is_err());
         for bad in ["-3", "abc", "0,2", "", "1,2,3,4", "99999999999x99999999999"] {
             let e = parse(&[("shape", bad)]).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("invalid value '{bad}' for --shape")), "{e}");
+            assert!(
+                e.starts_with(&format!("invalid value '{bad}' for --shape")),
+                "{e}"
+            );
         }
         assert!(parse(&[("lr", "NaN")]).is_err());
         assert!(parse(&[("lr", "2")]).is_err());

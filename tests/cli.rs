@@ -1,0 +1,237 @@
+//! The command line as a user meets it: output contracts, exit codes, and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// Quick sampling so the tests stay fast; correctness does not depend on the sample count.
+const QUICK: &[&str] = &[
+    "--warmup",
+    "0",
+    "--min-samples",
+    "3",
+    "--max-samples",
+    "3",
+    "--quiet",
+];
+
+fn parbench() -> Command {
+    let mut c = Command::cargo_bin("parbench").expect("binary builds");
+    c.env_remove("PARBENCH_ENGINE");
+    c
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let out = parbench()
+        .args(args)
+        .args(QUICK)
+        .arg("--json")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+/// A usage error: exit 2, exactly one line on stderr, no panic, nothing on stdout.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = parbench().args(args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "args {args:?}, stderr: {stderr}"
+    );
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "expected '{needle}' in: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn list_names_every_scenario() {
+    parbench()
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("async").and(predicate::str::contains("sync vs async")));
+}
+
+#[test]
+fn help_lists_scenarios_and_exits_zero() {
+    parbench()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("async"));
+    parbench()
+        .args(["async", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--iterations").and(predicate::str::contains("--shape")));
+}
+
+#[test]
+fn async_json_follows_the_schema() {
+    let doc = json_of(&["async", "--iterations", "50"]);
+    assert_eq!(doc["schema"], "parbench/1");
+    assert_eq!(doc["tool"]["name"], "parbench");
+    assert!(doc["tool"]["version"].is_string() && doc["tool"]["git_commit"].is_string());
+    let env = &doc["environment"];
+    for key in ["host", "os", "cpu_model", "rustc", "engine", "started_at"] {
+        assert!(env[key].is_string(), "environment.{key}: {env}");
+    }
+    assert!(env["cores"].as_u64().is_some_and(|c| c >= 1));
+    assert!(env["memory_bytes"].is_u64());
+    assert!(env["argv"].is_array());
+    assert_eq!(env["engine"], "threaded");
+    assert_eq!(env["gpu"]["available"], false);
+    assert!(env["gpu"]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+
+    let runs = doc["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["scenario"], "async");
+    assert_eq!(run["parameters"]["iterations"], 50);
+    assert_eq!(run["parameters"]["shape"], serde_json::json!([1, 2]));
+    assert!(run["devices"][0]
+        .as_str()
+        .is_some_and(|d| d.starts_with("cpu:0")));
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sync", "async", "push-only"]);
+    for v in run["variants"].as_array().unwrap() {
+        assert_eq!(v["samples_s"].as_array().unwrap().len(), 3);
+        for key in ["median_s", "mean_s", "min_s", "max_s", "stddev_s", "mad_s"] {
+            assert!(v[key].as_f64().is_some_and(|x| x >= 0.0), "{key} in {v}");
+        }
+        let ci = v["ci95_s"].as_array().unwrap();
+        assert_eq!(ci.len(), 2);
+        assert!(
+            ci[0].as_f64() <= v["median_s"].as_f64() && v["median_s"].as_f64() <= ci[1].as_f64()
+        );
+        assert!(v["outliers"].is_u64());
+    }
+    for key in [
+        "async_speedup",
+        "t1_s",
+        "t2_s",
+        "t3_s",
+        "predicted_sync_s",
+        "predicted_async_s",
+    ] {
+        assert!(
+            run["derived"][key].is_number(),
+            "derived.{key}: {}",
+            run["derived"]
+        );
+    }
+    assert_eq!(run["checks"][0]["passed"], true);
+}
+
+#[test]
+fn the_table_explains_the_pitfall() {
+    parbench()
+        .args(["async", "--iterations", "20"])
+        .args(QUICK)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("push-only")
+                .and(predicate::str::contains("NOT the cost"))
+                .and(predicate::str::contains("GPU: unavailable"))
+                .and(predicate::str::contains("check ok")),
+        );
+}
+
+#[test]
+fn naive_engine_from_flag_and_environment() {
+    let doc = json_of(&["async", "--iterations", "20", "--engine", "naive"]);
+    assert_eq!(doc["environment"]["engine"], "naive");
+    let out = parbench()
+        .env("PARBENCH_ENGINE", "naive")
+        .args(["async", "--iterations", "20", "--json"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["environment"]["engine"], "naive");
+    assert!(doc["runs"][0]["explanation"][0]
+        .as_str()
+        .unwrap()
+        .contains("naive"));
+}
+
+#[test]
+fn output_file_is_written_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    parbench()
+        .args(["async", "--iterations", "20", "-o"])
+        .arg(&path)
+        .args(QUICK)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["runs"][0]["scenario"], "async");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary files left: {names:?}");
+}
+
+#[test]
+fn bad_input_is_a_one_line_usage_error() {
+    assert_usage_error(&["async", "--iterations", "0"], "--iterations");
+    assert_usage_error(&["async", "--iterations", "-5"], "--iterations");
+    assert_usage_error(&["async", "--shape", "-3"], "--shape");
+    assert_usage_error(&["async", "--shape", "abc"], "--shape");
+    assert_usage_error(&["async", "--shape", "0,2"], "--shape");
+    assert_usage_error(&["async", "--bogus", "1"], "--bogus");
+    assert_usage_error(&["no-such-scenario"], "unknown scenario 'no-such-scenario'");
+    assert_usage_error(&["async", "--engine", "turbo"], "turbo");
+    assert_usage_error(
+        &["async", "--min-samples", "5", "--max-samples", "2"],
+        "--max-samples",
+    );
+    assert_usage_error(&["async", "--shape", "100000,100000,100"], "estimated");
+}
+
+#[test]
+fn unwritable_output_fails_before_running_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/out.json");
+    assert_usage_error(&["async", "-o", missing.to_str().unwrap()], "cannot write");
+    assert!(!missing.exists());
+    assert_usage_error(&["async", "-o", dir.path().to_str().unwrap()], "directory");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn bad_engine_in_environment_is_a_usage_error() {
+    let out = parbench()
+        .env("PARBENCH_ENGINE", "warp")
+        .args(["async"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warp"));
+}
