@@ -35,6 +35,13 @@ pub struct Cli {
 pub enum Command {
     /// List the scenarios with a line on each.
     List,
+    /// List the devices found (CPU model and cores; GPU name, memory, compute capability, driver)
+    /// or the exact reason a GPU is unavailable.
+    Devices {
+        /// Print the environment block as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run every scenario with its default parameters, into one report.
     All(CommonArgs),
     /// Run one scenario: `parbench <scenario> [--param value ...]` (see `parbench list`).
@@ -238,6 +245,15 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::List => {
             print!("{}", scenarios_help());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Devices { json } => {
+            let env = Environment::capture(Mode::Threaded.as_str(), device::discovery::probe_gpu());
+            if json {
+                println!("{}", serde_json::to_string_pretty(&env)?);
+            } else {
+                print!("{}", table::render_devices(&env));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::All(common) => {

@@ -3,7 +3,14 @@
 
 use crate::report::GpuInfo;
 
-/// Probe for a CUDA device.
+/// Probe for a CUDA device (once per process; later calls return the cached answer).
 pub fn probe_gpu() -> GpuInfo {
-    GpuInfo::unavailable("this binary was built without CUDA support")
+    #[cfg(feature = "cuda")]
+    {
+        super::cuda::probe()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        GpuInfo::unavailable("this binary was built without the `cuda` feature")
+    }
 }

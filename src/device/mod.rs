@@ -5,6 +5,8 @@
 //! threads only. A [`Runtime`] is an engine together with the devices whose lanes it serves.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod discovery;
 pub mod memory;
 

@@ -30,6 +30,7 @@ mod op;
 mod trace;
 mod var;
 
+pub(crate) use error::panic_message;
 pub use error::{EngineError, OpError};
 pub use lane::{LaneId, LaneSpec};
 pub use op::Completion;
@@ -490,8 +491,13 @@ impl Shared {
 
     /// Called once per op, after its dependants were dispatched.
     pub(crate) fn op_finished(&self) {
-        self.pending.fetch_sub(1, Ordering::SeqCst);
-        if self.idle_waiters.load(Ordering::SeqCst) > 0 {
+        let now = self.pending.fetch_sub(1, Ordering::SeqCst) - 1;
+        // Wake sleepers only when what they wait for may have become true: a wake-up is a
+        // syscall, and doing one per completed op while `wait_all` sleeps would cost more than
+        // the ops themselves.
+        let may_matter =
+            now == 0 || self.mode == Mode::Naive || self.max_inflight.is_some_and(|max| now < max);
+        if may_matter && self.idle_waiters.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.idle_lock);
             self.idle_cv.notify_all();
         }

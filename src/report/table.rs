@@ -79,6 +79,36 @@ pub fn render_environment(report: &Report) -> String {
     )
 }
 
+/// What `parbench devices` prints.
+pub fn render_devices(e: &super::Environment) -> String {
+    let mut out = format!(
+        "cpu     {}: {} cores available to this process, {} of memory\n        \
+         CPU devices (cpu:0, cpu:1, ...) split these cores between them; --cpu-threads sets the share\n",
+        e.cpu_model,
+        e.cores,
+        human_bytes(e.memory_bytes)
+    );
+    let g = &e.gpu;
+    if g.available {
+        let _ = writeln!(
+            out,
+            "cuda:0  {}: {} memory, compute capability {}, driver {}, CUDA {}",
+            g.name.as_deref().unwrap_or("?"),
+            g.memory_bytes.map_or("?".into(), human_bytes),
+            g.compute_capability.as_deref().unwrap_or("?"),
+            g.driver.as_deref().unwrap_or("?"),
+            g.cuda.as_deref().unwrap_or("?"),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "gpu     unavailable: {}\n        scenarios that want a GPU run on a CPU fallback device and say so",
+            g.reason.as_deref().unwrap_or("unknown reason")
+        );
+    }
+    out
+}
+
 /// One run as a table with its derived figures, checks, notes and explanation.
 pub fn render_run(run: &RunRecord) -> String {
     let mut out = String::new();

@@ -1,0 +1,401 @@
+//! The CUDA device, through cudarc with dynamic loading (nothing CUDA is linked; the binary
+//! runs on machines without a driver).
+//!
+//! Design, after MXNet's GPU lanes:
+//! - one non-blocking stream for compute and one for copies, so a device→host copy overlaps
+//!   the next kernel;
+//! - an op enqueues its work, records an event, and hands the event to the stream's *poller*
+//!   thread, which waits for it and fires the op's completion: no lane worker ever blocks on
+//!   the GPU, and the engine sees the op complete when the hardware does;
+//! - cudarc's own cross-stream event tracking is switched off right after the context is
+//!   created: the engine already orders every access (an op reading a buffer starts only after
+//!   the op that wrote it has *completed on the GPU*), so cudarc's two events per allocation
+//!   and a wait/record per use would be pure overhead;
+//! - device→host copies land in ordinary pinned memory (`alloc_pinned_with_flags(len, 0)`):
+//!   cudarc's `alloc_pinned` is write-combined, which the CPU reads very slowly;
+//! - buffers an op uses are kept alive until its event has fired, so nothing is freed while
+//!   the GPU still reads it.
+//!
+//! A missing `libcuda`/`libcublas`/`libcurand` makes cudarc panic rather than return an error,
+//! so [`probe`] checks each library with `is_culib_present()` before any other call and still
+//! runs the first calls under `catch_unwind` with the panic hook silenced.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use cudarc::curand::CudaRng;
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, PinnedHostSlice,
+};
+
+use crate::report::GpuInfo;
+
+/// Run `f`, turning a panic into `Err(message)` without printing it (cudarc panics when a
+/// library or symbol is missing). The hook is process-global: probes are serialized.
+fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static PROBE_LOCK: Mutex<()> = Mutex::new(());
+    let _g = PROBE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    std::panic::set_hook(previous);
+    result.map_err(|p| crate::engine::panic_message(p.as_ref()))
+}
+
+fn driver_error(e: &DriverError) -> String {
+    // `DriverError`'s Display already names the code and the driver's description.
+    e.to_string()
+}
+
+/// What [`probe`] found: the report's GPU block and, when usable, the context.
+struct Probe {
+    info: GpuInfo,
+    ctx: Option<Arc<CudaContext>>,
+}
+
+/// The reason a `CUDA_VISIBLE_DEVICES` value hides every GPU, if it does.
+fn hidden_by_visible_devices(value: Option<&str>) -> Option<String> {
+    let v = value?;
+    let t = v.trim();
+    (t.is_empty() || t == "-1" || t.eq_ignore_ascii_case("none") || t.eq_ignore_ascii_case("void"))
+        .then(|| format!("CUDA_VISIBLE_DEVICES is '{v}', which hides every GPU"))
+}
+
+fn probe_once() -> Probe {
+    let unavailable = |reason: String| Probe {
+        info: GpuInfo::unavailable(reason),
+        ctx: None,
+    };
+    // SAFETY: `is_culib_present` only dlopens and dlcloses the library (running its initializers).
+    match quietly(|| unsafe { sys::is_culib_present() }) {
+        Ok(true) => {}
+        Ok(false) => return unavailable(
+            "no CUDA driver library (libcuda.so.1) on the loader path: no NVIDIA driver installed"
+                .into(),
+        ),
+        Err(p) => return unavailable(format!("loading the CUDA driver library failed: {p}")),
+    }
+    if let Some(reason) =
+        hidden_by_visible_devices(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref())
+    {
+        return unavailable(reason);
+    }
+    let ctx = match quietly(|| CudaContext::new(0)) {
+        Ok(Ok(ctx)) => ctx,
+        Ok(Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE))) => {
+            return unavailable("the CUDA driver is installed but reports no device".into())
+        }
+        Ok(Err(e)) => {
+            return unavailable(format!("CUDA initialization failed: {}", driver_error(&e)))
+        }
+        Err(p) => return unavailable(format!("CUDA initialization failed: {p}")),
+    };
+    // SAFETY: as above, dlopen/dlclose only.
+    let blas = quietly(|| unsafe { cudarc::cublas::sys::is_culib_present() }).unwrap_or(false);
+    let rand = quietly(|| unsafe { cudarc::curand::sys::is_culib_present() }).unwrap_or(false);
+    if !blas || !rand {
+        let missing: Vec<&str> = [
+            (!blas).then_some("libcublas"),
+            (!rand).then_some("libcurand"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        return unavailable(format!(
+            "a GPU is present but {} (CUDA toolkit libraries) cannot be loaded; add their directory to LD_LIBRARY_PATH",
+            missing.join(" and ")
+        ));
+    }
+    match quietly(|| describe(&ctx)) {
+        Ok(Ok(info)) => Probe {
+            info,
+            ctx: Some(ctx),
+        },
+        Ok(Err(e)) => unavailable(format!("querying the GPU failed: {}", driver_error(&e))),
+        Err(p) => unavailable(format!("querying the GPU failed: {p}")),
+    }
+}
+
+fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
+    let name = ctx.name()?;
+    let memory = ctx.total_mem()?;
+    let (major, minor) = ctx.compute_capability()?;
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: a plain out-parameter query; the library is loaded (the context exists).
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
+    let cuda = format!("{}.{}", version / 1000, (version % 1000) / 10);
+    let driver = std::fs::read_to_string("/proc/driver/nvidia/version")
+        .ok()
+        .and_then(|t| driver_release(&t))
+        .unwrap_or_else(|| "unknown".into());
+    Ok(GpuInfo::detected(
+        name,
+        driver,
+        cuda,
+        memory as u64,
+        format!("{major}.{minor}"),
+    ))
+}
+
+/// The driver release (`550.54.15`) from `/proc/driver/nvidia/version`.
+fn driver_release(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version"))?;
+    let after = line.split("Kernel Module").nth(1)?;
+    after.split_whitespace().next().map(str::to_string)
+}
+
+fn probed() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(probe_once)
+}
+
+/// Probe once per process: the GPU block of the report.
+pub fn probe() -> GpuInfo {
+    probed().info.clone()
+}
+
+/// The probed context, if a usable GPU was found.
+pub fn context() -> Option<Arc<CudaContext>> {
+    probed().ctx.clone()
+}
+
+/// Work handed to a poller: the event to wait for, then what to do (complete the op, drop the
+/// buffers it kept alive).
+struct Pending {
+    event: CudaEvent,
+    then: Box<dyn FnOnce(Result<(), String>) + Send>,
+}
+
+/// One thread per stream that waits for events in order and fires completions. Events of one
+/// stream complete in the order they were recorded, so a FIFO is exact.
+struct Poller {
+    tx: crossbeam_channel::Sender<Pending>,
+}
+
+impl Poller {
+    fn start(name: String) -> std::io::Result<Poller> {
+        let (tx, rx) = crossbeam_channel::unbounded::<Pending>();
+        std::thread::Builder::new().name(name).spawn(move || {
+            for p in rx {
+                let r = p.event.synchronize().map_err(|e| driver_error(&e));
+                (p.then)(r);
+            }
+        })?;
+        Ok(Poller { tx })
+    }
+}
+
+/// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a
+/// time, on its own stream.
+struct SendRng(CudaRng);
+// SAFETY: the generator handle may be used from any thread as long as calls do not overlap;
+// the surrounding Mutex guarantees that.
+unsafe impl Send for SendRng {}
+
+/// A CUDA device: context, streams, cuBLAS handle, RNG and pollers.
+pub struct CudaDevice {
+    pub ctx: Arc<CudaContext>,
+    pub compute: Arc<CudaStream>,
+    pub copy: Arc<CudaStream>,
+    blas: Mutex<CudaBlas>,
+    rng: Mutex<SendRng>,
+    compute_poller: Poller,
+    copy_poller: Poller,
+}
+
+/// Which stream of the device an op runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Compute,
+    Copy,
+}
+
+impl CudaDevice {
+    /// Set up device 0 (after a successful [`probe`]).
+    pub fn open(seed: u64) -> Result<CudaDevice, String> {
+        let ctx = context().ok_or_else(|| probe().reason.unwrap_or_else(|| "no GPU".into()))?;
+        quietly(|| Self::open_with(ctx, seed)).and_then(|r| r)
+    }
+
+    fn open_with(ctx: Arc<CudaContext>, seed: u64) -> Result<CudaDevice, String> {
+        // SAFETY: called before any stream or slice of this context exists; from here on the
+        // engine orders every access (see the module docs).
+        unsafe { ctx.disable_event_tracking() };
+        let compute = ctx.new_stream().map_err(|e| driver_error(&e))?;
+        let copy = ctx.new_stream().map_err(|e| driver_error(&e))?;
+        let blas = CudaBlas::new(compute.clone()).map_err(|e| format!("cuBLAS: {e}"))?;
+        let rng = CudaRng::new(seed, compute.clone()).map_err(|e| format!("cuRAND: {e}"))?;
+        Ok(CudaDevice {
+            ctx,
+            compute,
+            copy,
+            blas: Mutex::new(blas),
+            rng: Mutex::new(SendRng(rng)),
+            compute_poller: Poller::start("cuda:0 compute poller".into())
+                .map_err(|e| e.to_string())?,
+            copy_poller: Poller::start("cuda:0 copy poller".into()).map_err(|e| e.to_string())?,
+        })
+    }
+
+    /// Bytes free on the device, for checking sizes before allocating.
+    pub fn free_memory(&self) -> Option<u64> {
+        self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
+    fn stream(&self, s: Stream) -> &Arc<CudaStream> {
+        match s {
+            Stream::Compute => &self.compute,
+            Stream::Copy => &self.copy,
+        }
+    }
+
+    /// Uninitialized device buffer of `len` f32, on the compute stream.
+    pub fn alloc(&self, len: usize) -> Result<CudaSlice<f32>, String> {
+        // SAFETY: every buffer is fully written by the op that allocates it before any read.
+        unsafe { self.compute.alloc::<f32>(len) }.map_err(|e| driver_error(&e))
+    }
+
+    /// Fill with uniform values (cuRAND, on the compute stream).
+    pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>) -> Result<(), String> {
+        let rng = self
+            .rng
+            .lock()
+            .map_err(|_| "cuRAND generator poisoned".to_string())?;
+        rng.0
+            .fill_with_uniform(dst)
+            .map_err(|e| format!("cuRAND: {e}"))
+    }
+
+    /// Fill with a constant, through a host buffer (small helper for `ones`).
+    pub fn fill_from_host(&self, dst: &mut CudaSlice<f32>, host: &[f32]) -> Result<(), String> {
+        self.compute
+            .memcpy_htod(host, dst)
+            .map_err(|e| driver_error(&e))?;
+        // A pageable host source may be read after the call returns; make sure it was.
+        self.compute.synchronize().map_err(|e| driver_error(&e))
+    }
+
+    /// Row-major `c (m×n) = a (m×k) · b (k×n)` with cuBLAS on the compute stream.
+    ///
+    /// cuBLAS is column-major: a row-major matrix is its transpose, so compute
+    /// `cᵀ = bᵀ · aᵀ` by passing `b` first with m and n swapped.
+    pub fn matmul(
+        &self,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+        (m, k, n): (usize, usize, usize),
+    ) -> Result<(), String> {
+        let dim = |v: usize| {
+            i32::try_from(v).map_err(|_| format!("dimension {v} exceeds cuBLAS's i32 range"))
+        };
+        let (mi, ki, ni) = (dim(m)?, dim(k)?, dim(n)?);
+        let cfg = GemmConfig::<f32> {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: ni,
+            n: mi,
+            k: ki,
+            alpha: 1.0,
+            lda: ni,
+            ldb: ki,
+            beta: 0.0,
+            ldc: ni,
+        };
+        let blas = self
+            .blas
+            .lock()
+            .map_err(|_| "cuBLAS handle poisoned".to_string())?;
+        // SAFETY: the lengths match the configuration (checked by the caller: a is m·k, b is
+        // k·n, c is m·n) and the engine guarantees no other op writes these buffers meanwhile.
+        unsafe { blas.gemm(cfg, b, a, c) }.map_err(|e| format!("cuBLAS sgemm: {e}"))
+    }
+
+    /// Ordinary (not write-combined) pinned host memory for device→host copies.
+    pub fn alloc_pinned(&self, len: usize) -> Result<PinnedHostSlice<f32>, String> {
+        // SAFETY: the buffer is fully written by the copy before anything reads it.
+        unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }.map_err(|e| driver_error(&e))
+    }
+
+    /// Enqueue a device→host copy on the copy stream.
+    pub fn copy_to_host(
+        &self,
+        src: &CudaSlice<f32>,
+        dst: &mut PinnedHostSlice<f32>,
+    ) -> Result<(), String> {
+        self.copy
+            .memcpy_dtoh(src, dst)
+            .map_err(|e| driver_error(&e))
+    }
+
+    /// Record an event after the work enqueued so far on `stream`, and call `then` with the
+    /// outcome once the GPU has reached it (on the stream's poller thread). `then` owns
+    /// whatever must outlive the GPU work.
+    pub fn on_done(&self, stream: Stream, then: impl FnOnce(Result<(), String>) + Send + 'static) {
+        let poller = match stream {
+            Stream::Compute => &self.compute_poller,
+            Stream::Copy => &self.copy_poller,
+        };
+        match self.stream(stream).record_event(None) {
+            Ok(event) => {
+                if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
+                    event,
+                    then: Box::new(then),
+                }) {
+                    (p.then)(Err("the device's poller thread is gone".into()));
+                }
+            }
+            Err(e) => then(Err(driver_error(&e))),
+        }
+    }
+
+    /// Wait for both streams (what `wait_all` adds for a GPU).
+    pub fn synchronize(&self) -> Result<(), String> {
+        self.compute.synchronize().map_err(|e| driver_error(&e))?;
+        self.copy.synchronize().map_err(|e| driver_error(&e))?;
+        self.ctx.check_err().map_err(|e| driver_error(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_never_panics_and_explains_absence() {
+        let info = probe();
+        if !info.available {
+            let reason = info.reason.expect("an unavailable GPU has a reason");
+            assert!(!reason.is_empty());
+        }
+        // A second probe gives the same answer (cached, no second load attempt).
+        assert_eq!(probe(), probe());
+    }
+
+    #[test]
+    fn quietly_turns_panics_into_errors() {
+        assert_eq!(quietly(|| 1), Ok(1));
+        let e = quietly(|| -> i32 { panic!("no libcuda") }).unwrap_err();
+        assert_eq!(e, "no libcuda");
+    }
+
+    #[test]
+    fn visible_devices_that_hide_every_gpu_are_named() {
+        assert_eq!(
+            hidden_by_visible_devices(Some("")).as_deref(),
+            Some("CUDA_VISIBLE_DEVICES is '', which hides every GPU")
+        );
+        assert!(hidden_by_visible_devices(Some("-1")).is_some());
+        assert!(hidden_by_visible_devices(Some("0")).is_none());
+        assert!(hidden_by_visible_devices(Some("GPU-1234")).is_none());
+        assert!(hidden_by_visible_devices(None).is_none());
+    }
+
+    #[test]
+    fn driver_version_is_read_from_the_kernel_module_line() {
+        let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version: gcc";
+        assert_eq!(driver_release(text).as_deref(), Some("550.54.15"));
+        assert_eq!(driver_release("garbage"), None);
+    }
+}
