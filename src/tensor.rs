@@ -8,11 +8,11 @@
 //! engine already orders every access through the tensor's [`Var`], so the lock is never
 //! contended.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ndarray::{ArrayD, Ix2, IxDyn};
 
-use crate::device::{cpu, Device};
+use crate::device::{cpu, Device, DeviceKind};
 use crate::engine::{Engine, EngineError, OpError, Var};
 
 /// Errors of the tensor front end.
@@ -21,12 +21,54 @@ pub enum TensorError {
     /// Shapes that cannot be combined; caught at push time, before anything runs.
     #[error("shape mismatch: {0}")]
     Shape(String),
+    /// Reading the values back failed (device copy, poisoned buffer).
+    #[error("reading tensor values failed: {0}")]
+    Read(String),
     /// An op upstream failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
 
-type Buffer = Arc<RwLock<ArrayD<f32>>>;
+/// Where a tensor's values are.
+pub(crate) enum Storage {
+    /// Not written yet.
+    Empty,
+    Host(ArrayD<f32>),
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<cudarc::driver::CudaSlice<f32>>),
+    /// Page-locked host memory, filled by a device→host copy.
+    #[cfg(feature = "cuda")]
+    Pinned(Arc<cudarc::driver::PinnedHostSlice<f32>>),
+}
+
+impl Storage {
+    fn host(&self) -> Result<&ArrayD<f32>, OpError> {
+        match self {
+            Storage::Host(a) => Ok(a),
+            _ => Err(OpError::msg("expected a tensor in host memory")),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda(&self) -> Result<Arc<cudarc::driver::CudaSlice<f32>>, OpError> {
+        match self {
+            Storage::Cuda(s) => Ok(s.clone()),
+            _ => Err(OpError::msg("expected a tensor in GPU memory")),
+        }
+    }
+}
+
+type Buffer = Arc<RwLock<Storage>>;
+
+fn read(buf: &Buffer) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
+    buf.read()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+}
+
+fn write(buf: &Buffer) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
+    buf.write()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+}
 
 /// A handle to a tensor on a device. Cloning shares the same data.
 #[derive(Clone)]
@@ -38,16 +80,6 @@ pub struct Tensor {
     shape: Arc<[usize]>,
 }
 
-fn read(buf: &Buffer) -> Result<std::sync::RwLockReadGuard<'_, ArrayD<f32>>, OpError> {
-    buf.read()
-        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
-}
-
-fn write(buf: &Buffer) -> Result<std::sync::RwLockWriteGuard<'_, ArrayD<f32>>, OpError> {
-    buf.write()
-        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
-}
-
 impl Tensor {
     /// A tensor whose value will be written by the op the caller pushes next.
     fn pending(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
@@ -55,44 +87,86 @@ impl Tensor {
             engine: engine.clone(),
             device: device.clone(),
             var: Var::new(),
-            data: Arc::new(RwLock::new(ArrayD::zeros(IxDyn(&[0])))),
+            data: Arc::new(RwLock::new(Storage::Empty)),
             shape: shape.into(),
         }
     }
 
-    fn produce(
-        engine: &Engine,
-        device: &Arc<Device>,
-        name: &'static str,
-        shape: &[usize],
-        f: impl FnOnce() -> ArrayD<f32> + Send + 'static,
-    ) -> Tensor {
-        let out = Tensor::pending(engine, device, shape);
-        let dst = out.data.clone();
-        engine.push(name, device.compute, &[], &[&out.var], move || {
-            *write(&dst)? = f();
-            Ok(())
-        });
-        out
+    #[cfg(feature = "cuda")]
+    fn len(&self) -> usize {
+        self.shape.iter().product()
     }
 
     /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
-        let s = shape.to_vec();
-        Tensor::produce(engine, device, "ones", shape, move || {
-            ArrayD::ones(IxDyn(&s))
-        })
+        let out = Tensor::pending(engine, device, shape);
+        let (dst, s) = (out.data.clone(), shape.to_vec());
+        match &device.kind {
+            DeviceKind::Cpu { .. } => {
+                engine.push("ones", device.compute, &[], &[&out.var], move || {
+                    *write(&dst)? = Storage::Host(ArrayD::ones(IxDyn(&s)));
+                    Ok(())
+                })
+            }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let n = out.len();
+                gpu::push(
+                    engine,
+                    device.compute,
+                    "ones",
+                    &[],
+                    &[&out.var],
+                    dev,
+                    gpu::Stream::Compute,
+                    move |d| {
+                        let mut slice = d.alloc(n)?;
+                        d.fill_from_host(&mut slice, &vec![1.0; n])?;
+                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(slice));
+                        Ok(dst)
+                    },
+                )
+            }
+        }
+        out
     }
 
-    /// Uniform in [0, 1), reproducible from `seed` whatever the thread count.
+    /// Uniform in [0, 1), reproducible from `seed` (on a CPU device whatever its thread count;
+    /// on a GPU from cuRAND's generator, seeded when the device was opened).
     pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
-        let s = shape.to_vec();
-        Tensor::produce(engine, device, "uniform", shape, move || {
-            cpu::uniform(&s, seed)
-        })
+        let out = Tensor::pending(engine, device, shape);
+        let (dst, s) = (out.data.clone(), shape.to_vec());
+        match &device.kind {
+            DeviceKind::Cpu { .. } => {
+                engine.push("uniform", device.compute, &[], &[&out.var], move || {
+                    *write(&dst)? = Storage::Host(cpu::uniform(&s, seed));
+                    Ok(())
+                })
+            }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let n = out.len();
+                gpu::push(
+                    engine,
+                    device.compute,
+                    "uniform",
+                    &[],
+                    &[&out.var],
+                    dev,
+                    gpu::Stream::Compute,
+                    move |d| {
+                        let mut slice = d.alloc(n)?;
+                        d.fill_uniform(&mut slice)?;
+                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(slice));
+                        Ok(dst)
+                    },
+                )
+            }
+        }
+        out
     }
 
-    /// `self + s`, element-wise.
+    /// `self + s`, element-wise (host tensors).
     pub fn add_scalar(&self, s: f32) -> Tensor {
         let out = Tensor::pending(&self.engine, &self.device, &self.shape);
         let (src, dst) = (self.data.clone(), out.data.clone());
@@ -102,8 +176,8 @@ impl Tensor {
             &[&self.var],
             &[&out.var],
             move || {
-                let y = cpu::add_scalar(&*read(&src)?, s);
-                *write(&dst)? = y;
+                let y = cpu::add_scalar(read(&src)?.host()?, s);
+                *write(&dst)? = Storage::Host(y);
                 Ok(())
             },
         );
@@ -118,25 +192,91 @@ impl Tensor {
                 "cannot multiply {a:?} by {b:?}"
             )));
         }
-        let out = Tensor::pending(&self.engine, &self.device, &[a[0], b[1]]);
+        let (m, n) = (a[0], b[1]);
+        let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
         let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
-        self.engine.push(
-            "matmul",
-            self.device.compute,
-            &[&self.var, &rhs.var],
-            &[&out.var],
-            move || {
-                let c = {
-                    let (x, y) = (read(&x)?, read(&y)?);
-                    let x = x.view().into_dimensionality::<Ix2>()?;
-                    let y = y.view().into_dimensionality::<Ix2>()?;
-                    cpu::matmul(x, y).into_dyn()
-                };
-                *write(&dst)? = c;
-                Ok(())
-            },
-        );
+        let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
+        match &self.device.kind {
+            DeviceKind::Cpu { .. } => {
+                self.engine
+                    .push("matmul", self.device.compute, &reads, &writes, move || {
+                        let c = {
+                            let (x, y) = (read(&x)?, read(&y)?);
+                            let x = x.host()?.view().into_dimensionality::<Ix2>()?;
+                            let y = y.host()?.view().into_dimensionality::<Ix2>()?;
+                            cpu::matmul(x, y).into_dyn()
+                        };
+                        *write(&dst)? = Storage::Host(c);
+                        Ok(())
+                    })
+            }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let k_dim = self.shape[1];
+                gpu::push(
+                    &self.engine,
+                    self.device.compute,
+                    "matmul",
+                    &reads,
+                    &writes,
+                    dev,
+                    gpu::Stream::Compute,
+                    move |d| {
+                        let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                        let b = read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                        let mut c = d.alloc(m * n)?;
+                        d.matmul(&a, &b, &mut c, (m, k_dim, n))?;
+                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(c));
+                        Ok((a, b, dst))
+                    },
+                )
+            }
+        }
         Ok(out)
+    }
+
+    /// Copy the values to host memory on the device's *copy* lane, so the copy overlaps the
+    /// device's compute (the book's `y.to('cpu')` in §8.3.2). On a GPU the destination is
+    /// ordinary pinned memory; on a CPU device it is a separate host buffer.
+    pub fn copy_to_host(&self) -> Tensor {
+        let out = Tensor::pending(&self.engine, &self.device, &self.shape);
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        match &self.device.kind {
+            DeviceKind::Cpu { .. } => self.engine.push(
+                "copy to host",
+                self.device.copy,
+                &[&self.var],
+                &[&out.var],
+                move || {
+                    let copy = read(&src)?.host()?.to_owned();
+                    *write(&dst)? = Storage::Host(copy);
+                    Ok(())
+                },
+            ),
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let n = self.len();
+                gpu::push(
+                    &self.engine,
+                    self.device.copy,
+                    "copy to host",
+                    &[&self.var],
+                    &[&out.var],
+                    dev,
+                    gpu::Stream::Copy,
+                    move |d| {
+                        let from = read(&src)
+                            .and_then(|s| s.cuda())
+                            .map_err(|e| e.to_string())?;
+                        let mut host = d.alloc_pinned(n)?;
+                        d.copy_to_host(&from, &mut host)?;
+                        *write(&dst).map_err(|e| e.to_string())? = Storage::Pinned(Arc::new(host));
+                        Ok((from, dst))
+                    },
+                )
+            }
+        }
+        out
     }
 
     /// Block until the value is computed (the book's `wait_to_read`).
@@ -150,8 +290,32 @@ impl Tensor {
         let data = self
             .data
             .read()
-            .map_err(|_| TensorError::Shape("tensor buffer poisoned by an earlier panic".into()))?;
-        Ok(data.iter().copied().collect())
+            .map_err(|_| TensorError::Read("tensor buffer poisoned by an earlier panic".into()))?;
+        match &*data {
+            Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
+            Storage::Host(a) => Ok(a.iter().copied().collect()),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(slice) => match &self.device.kind {
+                DeviceKind::Cuda(d) => {
+                    let v = d
+                        .compute
+                        .clone_dtoh(&**slice)
+                        .map_err(|e| TensorError::Read(e.to_string()))?;
+                    d.compute
+                        .synchronize()
+                        .map_err(|e| TensorError::Read(e.to_string()))?;
+                    Ok(v)
+                }
+                DeviceKind::Cpu { .. } => {
+                    Err(TensorError::Read("GPU buffer on a CPU device".into()))
+                }
+            },
+            #[cfg(feature = "cuda")]
+            Storage::Pinned(host) => host
+                .as_slice()
+                .map(<[f32]>::to_vec)
+                .map_err(|e| TensorError::Read(e.to_string())),
+        }
     }
 
     /// The tensor's shape.
@@ -167,6 +331,38 @@ impl Tensor {
     /// The device the tensor lives on.
     pub fn device(&self) -> &Arc<Device> {
         &self.device
+    }
+}
+
+/// GPU ops: enqueue on a stream, then complete through the device's poller when the GPU is done.
+#[cfg(feature = "cuda")]
+mod gpu {
+    use std::sync::Arc;
+
+    pub(super) use crate::device::cuda::{CudaDevice, Stream};
+    use crate::engine::{Engine, LaneId, OpError, Var};
+
+    /// Push an op that runs `enqueue` on the lane's worker; whatever `enqueue` returns is kept
+    /// alive until the GPU has finished, then the op completes.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push<K: Send + 'static>(
+        engine: &Engine,
+        lane: LaneId,
+        name: &'static str,
+        reads: &[&Var],
+        writes: &[&Var],
+        dev: &Arc<CudaDevice>,
+        stream: Stream,
+        enqueue: impl FnOnce(&CudaDevice) -> Result<K, String> + Send + 'static,
+    ) {
+        let dev = dev.clone();
+        engine.push_async(name, lane, reads, writes, move |done| match enqueue(&dev) {
+            Ok(keep_alive) => dev.on_done(stream, move |r| {
+                drop(keep_alive);
+                done.complete(r.map_err(OpError::msg));
+            }),
+            Err(e) => done.complete(Err(OpError::msg(e))),
+        });
     }
 }
 
@@ -217,5 +413,18 @@ mod tests {
         let d = &rt.devices[0];
         let a = Tensor::ones(&rt.engine, d, &[3, 5]);
         assert!(matches!(a.matmul(&a), Err(TensorError::Shape(_))));
+    }
+
+    #[test]
+    fn copy_to_host_runs_on_the_copy_lane_and_copies() {
+        let rt = rt();
+        let d = &rt.devices[0];
+        rt.engine.set_tracing(true);
+        let x = Tensor::uniform(&rt.engine, d, &[4, 4], 9);
+        let y = x.copy_to_host();
+        assert_eq!(y.to_vec().unwrap(), x.to_vec().unwrap());
+        let trace = rt.engine.take_trace();
+        let copy = trace.iter().find(|r| r.name == "copy to host").unwrap();
+        assert_eq!(copy.lane_name, "cpu:0 copy");
     }
 }

@@ -19,6 +19,9 @@ use crate::engine::{Engine, EngineBuilder, LaneId, LaneSpec, Mode};
 pub enum DeviceKind {
     /// Host cores, through the device's own rayon pool.
     Cpu { pool: Arc<rayon::ThreadPool> },
+    /// A CUDA GPU: its streams, cuBLAS, cuRAND and event pollers.
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<cuda::CudaDevice>),
 }
 
 /// One device: its name, its lanes in the engine, and its hardware.
@@ -37,6 +40,11 @@ pub struct Device {
 impl Device {
     /// `cpu:0 (2 threads)`: the name as reports list it.
     pub fn describe(&self) -> String {
+        #[cfg(feature = "cuda")]
+        if self.is_gpu() {
+            let gpu = cuda::probe().name.unwrap_or_default();
+            return format!("{} ({gpu})", self.name);
+        }
         let s = if self.threads == 1 { "" } else { "s" };
         format!("{} ({} thread{s})", self.name, self.threads)
     }
@@ -45,6 +53,23 @@ impl Device {
     pub fn pool(&self) -> Option<&rayon::ThreadPool> {
         match &self.kind {
             DeviceKind::Cpu { pool } => Some(pool),
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(_) => None,
+        }
+    }
+
+    /// True for a GPU.
+    pub fn is_gpu(&self) -> bool {
+        !matches!(self.kind, DeviceKind::Cpu { .. })
+    }
+
+    /// Bytes this device can still allocate, when it knows (GPU memory); `None` for host memory,
+    /// which [`memory::available_bytes`] covers.
+    pub fn free_memory(&self) -> Option<u64> {
+        match &self.kind {
+            DeviceKind::Cpu { .. } => None,
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(d) => d.free_memory(),
         }
     }
 }
@@ -56,6 +81,17 @@ pub enum DeviceError {
     Pool { device: String, reason: String },
     #[error("cannot start engine workers: {0}")]
     Workers(#[from] std::io::Error),
+    #[error("cannot open the GPU: {0}")]
+    Gpu(String),
+}
+
+/// A device a scenario asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceRequest {
+    /// A CPU device with this many threads.
+    Cpu { threads: usize },
+    /// The first CUDA GPU (only after [`discovery::probe_gpu`] said it is available).
+    Cuda,
 }
 
 /// Options that apply to every runtime a scenario builds.
@@ -73,26 +109,69 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// One CPU device per entry of `threads`, each with that many threads, named `cpu:0`, ...
-    pub fn cpu(options: &RuntimeOptions, threads: &[usize]) -> Result<Runtime, DeviceError> {
+    /// Build an engine with the requested devices, named `cpu:0`, `cpu:1`, ... and `cuda:0`.
+    pub fn new(
+        options: &RuntimeOptions,
+        requests: &[DeviceRequest],
+    ) -> Result<Runtime, DeviceError> {
         let mut builder = Engine::builder(options.mode.unwrap_or(Mode::Threaded));
         builder.max_inflight(options.max_inflight);
         builder.log_placement(options.log_placement);
-        let mut pending = Vec::new();
-        for (k, &t) in threads.iter().enumerate() {
-            pending.push(cpu::add_cpu_device(&mut builder, k, t)?);
+        let mut devices = Vec::new();
+        let mut cpus = 0;
+        for request in requests {
+            match *request {
+                DeviceRequest::Cpu { threads } => {
+                    devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
+                    cpus += 1;
+                }
+                DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder)?),
+            }
         }
         let engine = builder.build()?;
         Ok(Runtime {
             engine,
-            devices: pending.into_iter().map(Arc::new).collect(),
+            devices: devices.into_iter().map(Arc::new).collect(),
         })
+    }
+
+    /// One CPU device per entry of `threads`, each with that many threads.
+    pub fn cpu(options: &RuntimeOptions, threads: &[usize]) -> Result<Runtime, DeviceError> {
+        let requests: Vec<DeviceRequest> = threads
+            .iter()
+            .map(|&t| DeviceRequest::Cpu { threads: t })
+            .collect();
+        Runtime::new(options, &requests)
     }
 
     /// The devices as reports list them.
     pub fn describe_devices(&self) -> Vec<String> {
         self.devices.iter().map(|d| d.describe()).collect()
     }
+}
+
+#[cfg(feature = "cuda")]
+fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
+    let dev = Arc::new(cuda::CudaDevice::open(0).map_err(DeviceError::Gpu)?);
+    // Lanes of plain threads: they only enqueue work and hand events to the pollers.
+    let compute = builder.lane(LaneSpec::threads("cuda:0", 1));
+    let copy = builder.lane(LaneSpec::threads("cuda:0 copy", 1));
+    let sync = dev.clone();
+    builder.on_wait_all(Box::new(move || sync.synchronize()));
+    Ok(Device {
+        name: "cuda:0".into(),
+        threads: 1,
+        compute,
+        copy,
+        kind: DeviceKind::Cuda(dev),
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn add_cuda_device(_builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
+    Err(DeviceError::Gpu(
+        "this binary was built without the `cuda` feature".into(),
+    ))
 }
 
 /// Split `cores` between `devices` as evenly as possible, each getting at least one thread.

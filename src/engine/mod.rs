@@ -30,6 +30,7 @@ mod op;
 mod trace;
 mod var;
 
+#[cfg(feature = "cuda")]
 pub(crate) use error::panic_message;
 pub use error::{EngineError, OpError};
 pub use lane::{LaneId, LaneSpec};
