@@ -40,12 +40,14 @@ pub fn human_derived(key: &str, value: &Value) -> String {
             other => other.to_string(),
         };
     };
-    if key.ends_with("_s") {
+    if key.contains("gflops") {
+        format!("{v:.1} GFLOP/s")
+    } else if key.contains("gbytes_per_s") {
+        format!("{v:.2} GB/s")
+    } else if key.ends_with("_s") {
         human_time(v)
     } else if key.ends_with("_bytes") {
         human_bytes(v.max(0.0) as u64)
-    } else if key.ends_with("gflops") {
-        format!("{v:.1} GFLOP/s")
     } else if key.contains("speedup") || key.ends_with("_ratio") {
         format!("{v:.2}×")
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -207,6 +209,11 @@ mod tests {
         assert_eq!(human_derived("t1_s", &2e-6.into()), "2.000 µs");
         assert_eq!(human_derived("peak_bytes", &2048.0.into()), "2.0 KiB");
         assert_eq!(human_derived("x", &Value::Null), "n/a");
+        assert_eq!(human_derived("copy_gbytes_per_s", &1.5.into()), "1.50 GB/s");
+        assert_eq!(
+            human_derived("gflops_per_thread", &35.0.into()),
+            "35.0 GFLOP/s"
+        );
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //! results against a sequential reference, and returns a [`RunRecord`].
 
 pub mod async_loop;
+pub mod cpu_gpu;
+pub mod matmul;
 pub mod params;
+pub mod run_copy;
+pub mod support;
 
 use std::sync::Arc;
 
@@ -139,7 +143,12 @@ pub trait Scenario: Send + Sync {
 
 /// Every scenario, in the order `list` and `all` show them.
 pub fn registry() -> &'static [&'static dyn Scenario] {
-    &[&async_loop::AsyncLoop]
+    &[
+        &async_loop::AsyncLoop,
+        &matmul::Matmul,
+        &cpu_gpu::CpuGpu,
+        &run_copy::RunCopy,
+    ]
 }
 
 /// Look a scenario up by name.

@@ -12,6 +12,8 @@ pub enum ParamKind {
     Shape { max_dims: usize },
     /// A real number in `min..=max`.
     Float { min: f64, max: f64 },
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
 }
 
 /// One parameter of a scenario.
@@ -37,6 +39,7 @@ pub enum ParamValue {
     Int(u64),
     Shape(Vec<usize>),
     Float(f64),
+    Text(String),
 }
 
 impl ParamValue {
@@ -47,6 +50,7 @@ impl ParamValue {
             ParamValue::Float(f) => {
                 serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
             }
+            ParamValue::Text(t) => Value::from(t.clone()),
         }
     }
 }
@@ -95,6 +99,13 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
                 return Err(invalid(format!("must be from {min} to {max}")));
             }
             Ok(ParamValue::Float(v))
+        }
+        ParamKind::Choice(words) => {
+            let lower = text.to_ascii_lowercase();
+            match words.iter().find(|w| **w == lower) {
+                Some(w) => Ok(ParamValue::Text(w.to_string())),
+                None => Err(invalid(format!("expected one of: {}", words.join(", ")))),
+            }
         }
         ParamKind::Shape { max_dims } => {
             let inner = text
@@ -192,6 +203,14 @@ impl Params {
         }
     }
 
+    /// A `Choice` parameter.
+    pub fn text(&self, name: &str) -> &str {
+        match self.get(name) {
+            ParamValue::Text(v) => v,
+            other => panic!("parameter '{name}' is not a word: {other:?}"),
+        }
+    }
+
     /// The values as the report's `parameters` object.
     pub fn to_json(&self) -> Map<String, Value> {
         self.values
@@ -224,6 +243,12 @@ mod tests {
             kind: ParamKind::Float { min: 0.0, max: 1.0 },
             default: "0.1",
         },
+        ParamSpec {
+            name: "device",
+            help: "",
+            kind: ParamKind::Choice(&["cpu", "cuda"]),
+            default: "cpu",
+        },
     ];
 
     fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
@@ -245,7 +270,10 @@ mod tests {
             &[1000, 1000]
         );
         let json = serde_json::to_string(&p.to_json()).unwrap();
-        assert_eq!(json, r#"{"iterations":42,"shape":[3,4],"lr":0.1}"#);
+        assert_eq!(
+            json,
+            r#"{"iterations":42,"shape":[3,4],"lr":0.1,"device":"cpu"}"#
+        );
     }
 
     #[test]
@@ -265,6 +293,11 @@ mod tests {
             );
         }
         assert!(parse(&[("lr", "NaN")]).is_err());
+        assert_eq!(parse(&[("device", "CUDA")]).unwrap().text("device"), "cuda");
+        assert_eq!(
+            parse(&[("device", "tpu")]).unwrap_err().to_string(),
+            "invalid value 'tpu' for --device: expected one of: cpu, cuda"
+        );
         assert!(parse(&[("lr", "2")]).is_err());
     }
 
@@ -273,7 +306,7 @@ mod tests {
         let e = parse(&[("iters", "3")]).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr)"
+            "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"
         );
     }
 }

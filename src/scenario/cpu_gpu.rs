@@ -1,0 +1,245 @@
+//! `cpu-gpu`: automatic parallelism across devices (book §13.3.1).
+//!
+//! `run(x)` is `ops` products `x · x`. Device A is a CPU device, device B the GPU or, without
+//! one, a second CPU device. Pushing `run(x_a)` and `run(x_b)` back to back with no wait
+//! between lets the engine run them at once: the total approaches max(a, b) rather than a + b.
+//! Pushing both workloads to one device gains nothing: its lane runs them one after the other.
+
+use std::time::{Duration, Instant};
+
+use super::support::{
+    accelerator, check_matrices, gflops, matmul_error, matmul_tolerance, run_matmuls,
+};
+use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::{available_cores, split_cores, DeviceRequest, Runtime};
+use crate::engine::Engine;
+use crate::harness::{SamplerConfig, Variant};
+use crate::report::table::human_time;
+use crate::report::{RunRecord, VariantRecord};
+use crate::tensor::Tensor;
+
+/// The `cpu-gpu` scenario.
+pub struct CpuGpu;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "ops",
+        help: "products per run(x)",
+        kind: ParamKind::Int { min: 1, max: 1000 },
+        default: "10",
+    },
+    ParamSpec {
+        name: "cpu_size",
+        help: "matrix size on the CPU device A (and on the CPU fallback for B)",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 50_000,
+        },
+        default: "2000",
+    },
+    ParamSpec {
+        name: "gpu_size",
+        help: "matrix size on the GPU (device B when a GPU is present)",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: "6000",
+    },
+];
+
+impl Scenario for CpuGpu {
+    fn name(&self) -> &'static str {
+        "cpu-gpu"
+    }
+
+    fn about(&self) -> &'static str {
+        "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: 30,
+            min_time: Duration::from_secs(3),
+            max_time: Duration::from_secs(60),
+        }
+    }
+
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        // Host: A's input and outputs, twice (the fallback B, or the one-device variant).
+        check_matrices(
+            "cpu-gpu with this --cpu-size",
+            params.int("cpu_size"),
+            2 * (1 + params.int("ops")),
+            None,
+        )
+    }
+
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        self.validate(params)?;
+        let ops = params.int("ops");
+        let cpu_size = params.int("cpu_size") as usize;
+        let cores = available_cores();
+        let acc = accelerator("cpu:1", ctx.cpu_threads.unwrap_or(split_cores(cores, 2)[1]));
+        let a_threads = match acc.request {
+            DeviceRequest::Cuda => ctx.cpu_threads.unwrap_or(cores),
+            DeviceRequest::Cpu { .. } => ctx.cpu_threads.unwrap_or(split_cores(cores, 2)[0]),
+        };
+        let rt = Runtime::new(
+            &ctx.runtime,
+            &[DeviceRequest::Cpu { threads: a_threads }, acc.request],
+        )?;
+        let engine = &rt.engine;
+        let (dev_a, dev_b) = (&rt.devices[0], &rt.devices[1]);
+        let b_size = if dev_b.is_gpu() {
+            params.int("gpu_size") as usize
+        } else {
+            cpu_size
+        };
+        if let Some(free) = dev_b.free_memory() {
+            check_matrices(
+                "cpu-gpu with this --gpu-size",
+                b_size as u64,
+                2 * (1 + ops),
+                Some(free),
+            )?;
+        }
+        let x_a = Tensor::uniform(engine, dev_a, &[cpu_size, cpu_size], 1);
+        let x_b = Tensor::uniform(engine, dev_b, &[b_size, b_size], 2);
+        // A's workload again, on device B, for the one-device variant.
+        let x_a_on_b = Tensor::uniform(engine, dev_b, &[cpu_size, cpu_size], 1);
+        engine.wait_all()?;
+
+        let timed = |work: &dyn Fn() -> Result<Vec<Tensor>, ScenarioError>| -> Result<Duration, ScenarioError> {
+            let t = Instant::now();
+            let outputs = work()?;
+            engine.wait_all()?;
+            let elapsed = t.elapsed();
+            drop(outputs);
+            Ok(elapsed)
+        };
+        let both = |first: &Tensor, second: &Tensor| -> Result<Vec<Tensor>, ScenarioError> {
+            let mut ys = run_matmuls(first, ops)?;
+            ys.extend(run_matmuls(second, ops)?);
+            Ok(ys)
+        };
+        let mut variants = vec![
+            Variant::new("a-alone", || timed(&|| Ok(run_matmuls(&x_a, ops)?))),
+            Variant::new("b-alone", || timed(&|| Ok(run_matmuls(&x_b, ops)?))),
+            Variant::new("parallel", || timed(&|| both(&x_a, &x_b))),
+            Variant::new("one-device", || timed(&|| both(&x_a_on_b, &x_b))),
+        ];
+        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        drop(variants);
+
+        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        run.notes.extend(acc.fallback_note);
+        let (da, db) = (dev_a.describe(), dev_b.describe());
+        let labels = [
+            format!("run(x) on {da}: {ops} × {cpu_size}²"),
+            format!("run(x) on {db}: {ops} × {b_size}²"),
+            "both pushed back to back, no wait between".to_string(),
+            format!("both workloads on {db} alone"),
+        ];
+        for ((name, summary), label) in names.into_iter().zip(summaries).zip(labels) {
+            run.variants.push(VariantRecord {
+                name,
+                label: Some(label),
+                summary,
+            });
+        }
+        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
+        let (a, b, par, one) = (m("a-alone"), m("b-alone"), m("parallel"), m("one-device"));
+        let overlap = a.max(b) / par;
+        run.derive("sequential_s", a + b);
+        run.derive("parallel_speedup", (a + b) / par);
+        run.derive("overlap_efficiency", overlap);
+        run.derive("one_device_speedup", (a + b) / one);
+        run.derive("a_gflops", gflops(ops, (cpu_size, cpu_size, cpu_size), a));
+        run.derive("b_gflops", gflops(ops, (b_size, b_size, b_size), b));
+
+        let (lanes_ok, overlap_s) =
+            check_parallel_run(engine, &x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
+        run.derive("traced_overlap_s", overlap_s);
+        run.check(
+            "ran on the intended lanes",
+            lanes_ok,
+            format!("A's products on {}, B's on {}", dev_a.name, dev_b.name),
+        );
+        run.explanation.push(format!(
+            "pushed together, A ({}) and B ({}) took {} instead of {} one after the other: \
+             {:.2}× faster, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
+            human_time(a),
+            human_time(b),
+            human_time(par),
+            human_time(a + b),
+            (a + b) / par
+        ));
+        run.explanation.push(format!(
+            "both workloads on {db} alone took {}: one device runs its lane's ops one after the other, \
+             so it gains little over a + b.",
+            human_time(one)
+        ));
+        Ok(run)
+    }
+}
+
+/// One traced parallel run: check results against float64 and that each device's products
+/// ran on its own lane; return (lanes ok, seconds during which both lanes were busy).
+fn check_parallel_run(
+    engine: &Engine,
+    x_a: &Tensor,
+    x_b: &Tensor,
+    ops: u64,
+    run: &mut RunRecord,
+    (a_size, b_size): (usize, usize),
+) -> Result<(bool, f64), ScenarioError> {
+    engine.set_tracing(true);
+    let _ = engine.take_trace();
+    let ys_a = run_matmuls(x_a, ops)?;
+    let ys_b = run_matmuls(x_b, ops)?;
+    engine.wait_all()?;
+    engine.set_tracing(false);
+    let trace = engine.take_trace();
+
+    let mut worst = 0f64;
+    for (x, ys, s) in [(x_a, &ys_a, a_size), (x_b, &ys_b, b_size)] {
+        let xv = x.to_vec()?;
+        // The first and last product of each run, at 16 positions each.
+        for y in [ys.first(), ys.last()].into_iter().flatten() {
+            worst = worst.max(matmul_error(&xv, &xv, &y.to_vec()?, (s, s, s), 16));
+        }
+    }
+    let tol = matmul_tolerance(a_size.max(b_size));
+    run.check(
+        "matches float64 reference",
+        worst <= tol,
+        format!("first and last product of each device, max relative error {worst:.2e} (tolerance {tol:.1e})"),
+    );
+
+    let lane_a = x_a.device().compute.index();
+    let lane_b = x_b.device().compute.index();
+    let on = |lane: usize| {
+        trace
+            .iter()
+            .filter(|r| r.name == "matmul" && r.lane == lane)
+            .count() as u64
+    };
+    let lanes_ok = on(lane_a) == ops && on(lane_b) == ops;
+    let busy = |lane: usize| {
+        let rs: Vec<_> = trace.iter().filter(|r| r.lane == lane).collect();
+        let start = rs.iter().map(|r| r.started_ns).min().unwrap_or(0);
+        let end = rs.iter().map(|r| r.ended_ns).max().unwrap_or(0);
+        (start, end)
+    };
+    let ((sa, ea), (sb, eb)) = (busy(lane_a), busy(lane_b));
+    let overlap_ns = ea.min(eb).saturating_sub(sa.max(sb));
+    Ok((lanes_ok, overlap_ns as f64 * 1e-9))
+}

@@ -1,0 +1,196 @@
+//! `matmul`: GFLOP/s of one device, the building block that sweeps vary (sizes, threads).
+
+use std::time::{Duration, Instant};
+
+use super::support::{accelerator, check_matrices, gflops, matmul_error, matmul_tolerance};
+use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::{available_cores, DeviceRequest, Runtime};
+use crate::harness::{SamplerConfig, Variant};
+use crate::report::{RunRecord, VariantRecord};
+use crate::tensor::Tensor;
+
+/// The `matmul` scenario.
+pub struct Matmul;
+
+const DIM: ParamKind = ParamKind::Int {
+    min: 0,
+    max: 100_000,
+};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "size",
+        help: "square size N of the N×N matrices",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: "2000",
+    },
+    ParamSpec {
+        name: "m",
+        help: "rows of A and C (0: --size)",
+        kind: DIM,
+        default: "0",
+    },
+    ParamSpec {
+        name: "k",
+        help: "columns of A, rows of B (0: --size)",
+        kind: DIM,
+        default: "0",
+    },
+    ParamSpec {
+        name: "n",
+        help: "columns of B and C (0: --size)",
+        kind: DIM,
+        default: "0",
+    },
+    ParamSpec {
+        name: "ops",
+        help: "products pushed per sample",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 10_000,
+        },
+        default: "10",
+    },
+    ParamSpec {
+        name: "device",
+        help: "cpu, or cuda (falls back to cpu, and says so, without a GPU)",
+        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        default: "cpu",
+    },
+    ParamSpec {
+        name: "threads",
+        help: "threads of the CPU device (0: all cores, or --cpu-threads)",
+        kind: ParamKind::Int { min: 0, max: 4096 },
+        default: "0",
+    },
+];
+
+fn dims(params: &Params) -> (usize, usize, usize) {
+    let size = params.int("size");
+    let pick = |name: &str| match params.int(name) {
+        0 => size,
+        v => v,
+    } as usize;
+    (pick("m"), pick("k"), pick("n"))
+}
+
+impl Scenario for Matmul {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+
+    fn about(&self) -> &'static str {
+        "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: 50,
+            min_time: Duration::from_secs(2),
+            max_time: Duration::from_secs(30),
+        }
+    }
+
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let (m, k, n) = dims(params);
+        let ops = params.int("ops");
+        // A, B and `ops` outputs alive at once.
+        let elements = (m as u64)
+            .checked_mul(k as u64)
+            .and_then(|ak| ak.checked_add((k as u64).checked_mul(n as u64)?))
+            .and_then(|ab| ab.checked_add((m as u64).checked_mul(n as u64)?.checked_mul(ops)?));
+        let bytes = elements.and_then(|e| crate::device::memory::f32_bytes(e, 1));
+        crate::device::memory::check_fits(
+            &format!("matmul {m}×{k} · {k}×{n} with {ops} outputs"),
+            bytes,
+            crate::device::memory::available_bytes(),
+        )
+        .map_err(ScenarioError::Input)
+    }
+
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        self.validate(params)?;
+        let (m, k, n) = dims(params);
+        let ops = params.int("ops");
+        let threads = match params.int("threads") {
+            0 => ctx.cpu_threads.unwrap_or_else(available_cores),
+            t => t as usize,
+        };
+        let mut notes = Vec::new();
+        let request = if params.text("device") == "cuda" {
+            let acc = accelerator("cpu:0", threads);
+            notes.extend(acc.fallback_note);
+            acc.request
+        } else {
+            DeviceRequest::Cpu { threads }
+        };
+        let rt = Runtime::new(&ctx.runtime, &[request])?;
+        let (engine, device) = (&rt.engine, &rt.devices[0]);
+        if let Some(free) = device.free_memory() {
+            check_matrices(
+                "matmul on the GPU",
+                m.max(k).max(n) as u64,
+                2 + ops,
+                Some(free),
+            )?;
+        }
+        let a = Tensor::uniform(engine, device, &[m, k], 1);
+        let b = Tensor::uniform(engine, device, &[k, n], 2);
+        engine.wait_all()?;
+
+        let mut variants = vec![Variant::new("matmul", || {
+            let t = Instant::now();
+            let ys = (0..ops)
+                .map(|_| a.matmul(&b))
+                .collect::<Result<Vec<_>, _>>()?;
+            engine.wait_all()?;
+            let elapsed = t.elapsed();
+            drop(ys);
+            Ok(elapsed)
+        })];
+        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        drop(variants);
+
+        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        run.notes = notes;
+        let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
+        for summary in summaries {
+            run.variants.push(VariantRecord {
+                name: "matmul".into(),
+                label: Some(label.clone()),
+                summary,
+            });
+        }
+        let median = run.median("matmul").unwrap_or(f64::NAN);
+        let rate = gflops(ops, (m, k, n), median);
+        run.derive("gflops", rate);
+        if !device.is_gpu() {
+            run.derive("gflops_per_thread", rate / device.threads as f64);
+        }
+        run.derive("threads", device.threads as f64);
+
+        let c = a.matmul(&b)?;
+        let err = matmul_error(&a.to_vec()?, &b.to_vec()?, &c.to_vec()?, (m, k, n), 32);
+        let tol = matmul_tolerance(k);
+        run.check(
+            "matches float64 reference",
+            err <= tol,
+            format!("32 entries, max relative error {err:.2e} (tolerance {tol:.1e})"),
+        );
+        run.explanation.push(format!(
+            "{} reaches {rate:.1} GFLOP/s on {m}×{k} · {k}×{n} ({} per product).",
+            device.describe(),
+            crate::report::table::human_time(median / ops as f64)
+        ));
+        Ok(run)
+    }
+}

@@ -1,0 +1,180 @@
+//! `run-copy`: overlapping computation with communication (book §13.3.2).
+//!
+//! `ops` products on the accelerator, each result then copied to host memory. The copies run on
+//! the device's copy lane (its own stream on a GPU), so when pushed together the copy of y[i]
+//! overlaps the computation of y[i+1] and the total approaches max(run, copy) plus one copy.
+
+use std::time::{Duration, Instant};
+
+use super::support::{accelerator, check_matrices, run_matmuls};
+use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::{available_cores, Runtime};
+use crate::harness::{SamplerConfig, Variant};
+use crate::report::table::human_time;
+use crate::report::{RunRecord, VariantRecord};
+use crate::tensor::Tensor;
+
+/// The `run-copy` scenario.
+pub struct RunCopy;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "ops",
+        help: "products, each copied to the host",
+        kind: ParamKind::Int { min: 1, max: 1000 },
+        default: "10",
+    },
+    ParamSpec {
+        name: "size",
+        help: "matrix size N (N×N float32)",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: "2000",
+    },
+];
+
+impl Scenario for RunCopy {
+    fn name(&self) -> &'static str {
+        "run-copy"
+    }
+
+    fn about(&self) -> &'static str {
+        "matmuls on the accelerator, each copied to host: copy of y[i] overlaps computing y[i+1]"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: 30,
+            min_time: Duration::from_secs(3),
+            max_time: Duration::from_secs(60),
+        }
+    }
+
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        // x, the products kept for the copy variant, the products of the running variant, and
+        // their host copies.
+        check_matrices(
+            "run-copy with this --size",
+            params.int("size"),
+            1 + 3 * params.int("ops"),
+            None,
+        )
+    }
+
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        self.validate(params)?;
+        let ops = params.int("ops");
+        let size = params.int("size") as usize;
+        // On the CPU fallback the copy lane is a thread of its own: leave it a core.
+        let fallback_threads = ctx
+            .cpu_threads
+            .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
+        let acc = accelerator(
+            "cpu:0 (its copy lane moves results into separate host buffers)",
+            fallback_threads,
+        );
+        let rt = Runtime::new(&ctx.runtime, &[acc.request])?;
+        let (engine, device) = (&rt.engine, &rt.devices[0]);
+        if let Some(free) = device.free_memory() {
+            check_matrices("run-copy on the GPU", size as u64, 1 + 2 * ops, Some(free))?;
+        }
+        let x = Tensor::uniform(engine, device, &[size, size], 1);
+        let kept = run_matmuls(&x, ops)?;
+        engine.wait_all()?;
+
+        let timed = |work: &dyn Fn() -> Result<Vec<Tensor>, ScenarioError>| -> Result<Duration, ScenarioError> {
+            let t = Instant::now();
+            let outputs = work()?;
+            engine.wait_all()?;
+            let elapsed = t.elapsed();
+            drop(outputs);
+            Ok(elapsed)
+        };
+        let copy_all = |ys: &[Tensor]| ys.iter().map(Tensor::copy_to_host).collect::<Vec<_>>();
+        let mut variants = vec![
+            Variant::new("run", || timed(&|| Ok(run_matmuls(&x, ops)?))),
+            Variant::new("copy", || timed(&|| Ok(copy_all(&kept)))),
+            Variant::new("run-then-copy", || {
+                timed(&|| {
+                    let ys = run_matmuls(&x, ops)?;
+                    engine.wait_all()?;
+                    let mut all = copy_all(&ys);
+                    all.extend(ys);
+                    Ok(all)
+                })
+            }),
+            Variant::new("overlapped", || {
+                timed(&|| {
+                    let mut all = Vec::new();
+                    for _ in 0..ops {
+                        let y = x.matmul(&x)?;
+                        all.push(y.copy_to_host());
+                        all.push(y);
+                    }
+                    Ok(all)
+                })
+            }),
+        ];
+        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        drop(variants);
+
+        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        run.notes.extend(acc.fallback_note);
+        let labels = [
+            format!("{ops} products {size}² on {}", device.name),
+            format!("{ops} copies of {size}² to host on the copy lane"),
+            "all products, wait, then all copies".to_string(),
+            "product i+1 and copy of y[i] pushed together".to_string(),
+        ];
+        for ((name, summary), label) in names.into_iter().zip(summaries).zip(labels) {
+            run.variants.push(VariantRecord {
+                name,
+                label: Some(label),
+                summary,
+            });
+        }
+        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
+        let (r, c, seq, ov) = (m("run"), m("copy"), m("run-then-copy"), m("overlapped"));
+        let bound = r.max(c);
+        let one_copy = c / ops as f64;
+        run.derive("lower_bound_s", bound);
+        run.derive("overlap_efficiency", (r + c) / ov);
+        run.derive("overlapped_over_bound_ratio", ov / (bound + one_copy));
+        run.derive("sequential_over_overlapped_speedup", seq / ov);
+        let bytes = (size * size * 4) as f64 * ops as f64;
+        run.derive("copy_gbytes_per_s", bytes / c / 1e9);
+
+        // Correctness: every host copy equals the device value it was copied from.
+        let ys = run_matmuls(&x, ops.min(3))?;
+        let copies: Vec<Tensor> = ys.iter().map(Tensor::copy_to_host).collect();
+        let mut identical = true;
+        for (y, h) in ys.iter().zip(&copies) {
+            identical &= y.to_vec()? == h.to_vec()?;
+        }
+        run.check(
+            "host copies equal the device values",
+            identical,
+            format!("{} products compared element by element", ys.len()),
+        );
+        run.explanation.push(format!(
+            "run {} + copy {} one after the other ({}); overlapped {}: the copy lane works while the \
+             compute lane computes. Lower bound max(run, copy) = {}; overlapped / (bound + one copy) = {:.2}.",
+            human_time(r),
+            human_time(c),
+            human_time(seq),
+            human_time(ov),
+            human_time(bound),
+            ov / (bound + one_copy)
+        ));
+        Ok(run)
+    }
+}

@@ -1,0 +1,151 @@
+//! Pieces several scenarios share: choosing the accelerator or its CPU fallback, memory checks
+//! for matrix workloads, and checking matrix products against a float64 reference.
+
+use crate::device::memory::{available_bytes, check_fits, f32_bytes};
+use crate::device::{discovery, Device, DeviceRequest};
+use crate::report::GpuInfo;
+use crate::tensor::{Tensor, TensorError};
+
+use super::ScenarioError;
+
+/// Where a scenario's "accelerator" runs.
+pub struct Accelerator {
+    /// The device to request for it.
+    pub request: DeviceRequest,
+    /// Set when no GPU could be used: the note for the table and the JSON.
+    pub fallback_note: Option<String>,
+}
+
+/// The GPU if one is usable, else a CPU device with `fallback_threads` threads, named
+/// `fallback_name` in the note ("GPU unavailable: <reason>; using cpu:1").
+pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> Accelerator {
+    accelerator_from(&discovery::probe_gpu(), fallback_name, fallback_threads)
+}
+
+fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> Accelerator {
+    if gpu.available {
+        Accelerator {
+            request: DeviceRequest::Cuda,
+            fallback_note: None,
+        }
+    } else {
+        let reason = gpu.reason.as_deref().unwrap_or("unknown reason");
+        Accelerator {
+            request: DeviceRequest::Cpu {
+                threads: fallback_threads,
+            },
+            fallback_note: Some(format!("GPU unavailable: {reason}; using {fallback_name}")),
+        }
+    }
+}
+
+/// Refuse square `size`² workloads of `tensors` f32 matrices that would not fit in host memory
+/// (or, for a GPU, in its free memory).
+pub fn check_matrices(
+    what: &str,
+    size: u64,
+    tensors: u64,
+    on_gpu_free: Option<u64>,
+) -> Result<(), ScenarioError> {
+    let bytes = size.checked_mul(size).and_then(|e| f32_bytes(e, tensors));
+    let available = on_gpu_free.or_else(available_bytes);
+    check_fits(what, bytes, available).map_err(ScenarioError::Input)
+}
+
+/// Push `ops` independent products `x · x` on `x`'s device (the book's `run(x)`).
+pub fn run_matmuls(x: &Tensor, ops: u64) -> Result<Vec<Tensor>, TensorError> {
+    (0..ops).map(|_| x.matmul(x)).collect()
+}
+
+/// The largest error of `c = a · b` (row-major, m×k times k×n) at up to `samples` positions,
+/// relative to the sum of the magnitudes of the products (what float32 rounding scales with),
+/// against a float64 reference. Positions spread over the whole matrix, corners included.
+pub fn matmul_error(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    (m, k, n): (usize, usize, usize),
+    samples: usize,
+) -> f64 {
+    let mut worst = 0f64;
+    let picks = samples.max(2);
+    for s in 0..picks {
+        let i = (s * (m - 1)) / (picks - 1);
+        let j = match s {
+            0 => 0,
+            s if s == picks - 1 => n - 1,
+            s => (s * 7919 + 13) % n,
+        };
+        let (mut exact, mut scale) = (0f64, 0f64);
+        for p in 0..k {
+            let prod = f64::from(a[i * k + p]) * f64::from(b[p * n + j]);
+            exact += prod;
+            scale += prod.abs();
+        }
+        let err = (f64::from(c[i * n + j]) - exact).abs() / scale.max(f64::MIN_POSITIVE);
+        worst = worst.max(err);
+    }
+    worst
+}
+
+/// Float32 products accumulate rounding of about k·eps relative to the magnitude sum; allow
+/// that with a margin, but far below what a wrong element (or a transposed product) gives.
+pub fn matmul_tolerance(k: usize) -> f64 {
+    (k as f64).sqrt() * f64::from(f32::EPSILON) * 8.0 + 1e-6
+}
+
+/// GFLOP/s of `ops` products of m×k by k×n in `seconds`.
+pub fn gflops(ops: u64, (m, k, n): (usize, usize, usize), seconds: f64) -> f64 {
+    2.0 * m as f64 * k as f64 * n as f64 * ops as f64 / seconds / 1e9
+}
+
+/// `cpu:0 (2 threads)` or the GPU's name, for labels.
+pub fn device_label(d: &Device) -> String {
+    d.describe()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_note_names_reason_and_device() {
+        let a = accelerator_from(&GpuInfo::unavailable("no driver"), "cpu:1", 1);
+        assert_eq!(a.request, DeviceRequest::Cpu { threads: 1 });
+        assert_eq!(
+            a.fallback_note.as_deref(),
+            Some("GPU unavailable: no driver; using cpu:1")
+        );
+        let gpu = GpuInfo::detected("H100", "550", "12.4", 80 << 30, "9.0");
+        assert_eq!(
+            accelerator_from(&gpu, "cpu:1", 1).request,
+            DeviceRequest::Cuda
+        );
+    }
+
+    #[test]
+    fn matmul_error_catches_wrong_products() {
+        let (m, k, n) = (5, 3, 4);
+        let a: Vec<f32> = (0..m * k).map(|v| v as f32 * 0.5 + 1.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|v| 2.0 - v as f32 * 0.25).collect();
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        assert!(matmul_error(&a, &b, &c, (m, k, n), 8) <= matmul_tolerance(k));
+        // A single wrong corner element is found.
+        let mut bad = c.clone();
+        bad[m * n - 1] += 1.0;
+        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
+        let mut bad = c;
+        bad[0] -= 1.0;
+        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
+    }
+
+    #[test]
+    fn gflops_counts_two_flops_per_multiply_add() {
+        assert_eq!(gflops(1, (1000, 1000, 1000), 1.0), 2.0);
+    }
+}
