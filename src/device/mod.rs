@@ -212,6 +212,47 @@ mod tests {
     }
 
     #[test]
+    fn a_devices_ops_and_their_inner_parallelism_stay_on_its_threads() {
+        use rayon::prelude::*;
+        use std::collections::BTreeSet;
+        use std::sync::Mutex;
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[2, 1]).unwrap();
+        let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::new(Mutex::new(Vec::new()));
+        for round in 0..20 {
+            for d in &rt.devices {
+                let (seen, name) = (seen.clone(), d.name.clone());
+                let v = crate::engine::Var::new();
+                rt.engine.push("where", d.compute, &[], &[&v], move || {
+                    // Inner parallelism: every thread that joins in is recorded.
+                    let threads: BTreeSet<String> = (0..64u64 * (round + 1))
+                        .into_par_iter()
+                        .map(|_| std::thread::current().name().unwrap_or("?").to_string())
+                        .collect();
+                    let mut s = seen.lock().unwrap();
+                    s.extend(threads.into_iter().map(|t| (name.clone(), t)));
+                    Ok(())
+                });
+            }
+        }
+        rt.engine.wait_all().unwrap();
+        let seen = seen.lock().unwrap();
+        assert!(!seen.is_empty());
+        for (device, thread) in seen.iter() {
+            assert!(
+                thread.starts_with(&format!("{device} t")),
+                "an op of {device} ran on thread {thread}"
+            );
+        }
+        // The two-thread device never used more than its two threads.
+        let cpu0: BTreeSet<&String> = seen
+            .iter()
+            .filter(|(d, _)| d == "cpu:0")
+            .map(|(_, t)| t)
+            .collect();
+        assert!(cpu0.len() <= 2, "{cpu0:?}");
+    }
+
+    #[test]
     fn runtime_names_its_devices() {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &[1, 2]).unwrap();
         assert_eq!(
