@@ -386,3 +386,18 @@ fn absurd_sizes_are_refused_with_the_estimate_before_allocating() {
     assert_usage_error(&["run-copy", "--size", "-4"], "--size");
     assert_usage_error(&["matmul", "--device", "tpu"], "--device");
 }
+
+#[test]
+fn log_placement_prints_each_ops_lane() {
+    let out = parbench()
+        .args(["run-copy", "--ops", "1", "--size", "8", "--log-placement"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // cpu:0 on the fallback, cuda:0 with a GPU.
+    let lane = if err.contains("on cuda:0") { "cuda:0" } else { "cpu:0" };
+    assert!(err.contains(&format!("[placement] matmul on {lane}\n")), "{err}");
+    assert!(err.contains(&format!("[placement] copy to host on {lane} copy\n")), "{err}");
+}
