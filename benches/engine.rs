@@ -12,6 +12,10 @@ use parbench::device::{Runtime, RuntimeOptions};
 use parbench::engine::Var;
 use std::time::Duration;
 
+/// The same allocator as the `parbench` binary.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn runtime() -> Runtime {
     Runtime::cpu(&RuntimeOptions::default(), &[1]).expect("runtime")
 }
