@@ -83,12 +83,16 @@ pub struct Tensor {
 impl Tensor {
     /// A tensor whose value will be written by the op the caller pushes next.
     fn pending(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
+        Tensor::pending_shaped(engine, device, shape.into())
+    }
+
+    fn pending_shaped(engine: &Engine, device: &Arc<Device>, shape: Arc<[usize]>) -> Tensor {
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
             var: Var::new(),
             data: Arc::new(RwLock::new(Storage::Empty)),
-            shape: shape.into(),
+            shape,
         }
     }
 
@@ -168,7 +172,7 @@ impl Tensor {
 
     /// `self + s`, element-wise (host tensors).
     pub fn add_scalar(&self, s: f32) -> Tensor {
-        let out = Tensor::pending(&self.engine, &self.device, &self.shape);
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
         self.engine.push(
             "add_scalar",
@@ -239,7 +243,7 @@ impl Tensor {
     /// device's compute (the book's `y.to('cpu')` in §8.3.2). On a GPU the destination is
     /// ordinary pinned memory; on a CPU device it is a separate host buffer.
     pub fn copy_to_host(&self) -> Tensor {
-        let out = Tensor::pending(&self.engine, &self.device, &self.shape);
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
         match &self.device.kind {
             DeviceKind::Cpu { .. } => self.engine.push(

@@ -397,7 +397,17 @@ fn log_placement_prints_each_ops_lane() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     // cpu:0 on the fallback, cuda:0 with a GPU.
-    let lane = if err.contains("on cuda:0") { "cuda:0" } else { "cpu:0" };
-    assert!(err.contains(&format!("[placement] matmul on {lane}\n")), "{err}");
-    assert!(err.contains(&format!("[placement] copy to host on {lane} copy\n")), "{err}");
+    let lane = if err.contains("on cuda:0") {
+        "cuda:0"
+    } else {
+        "cpu:0"
+    };
+    assert!(
+        err.contains(&format!("[placement] matmul on {lane}\n")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("[placement] copy to host on {lane} copy\n")),
+        "{err}"
+    );
 }

@@ -298,16 +298,16 @@ impl Engine {
             lane.0,
             shared.lanes.len()
         );
-        let (reads, writes) = dedupe(reads, writes);
+        let (deps, n_reads) = dedupe(reads, writes);
         shared.acquire_slot();
         let pushed_ns = if shared.tracing() { shared.now_ns() } else { 0 };
-        let op = Arc::new(OpBlock::new(name, lane.0, reads, writes, body, pushed_ns));
-        for v in &op.reads {
+        let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, pushed_ns));
+        for v in op.reads() {
             if v.append(Access::Read, &op) {
                 op.decrement_wait();
             }
         }
-        for v in &op.writes {
+        for v in op.writes() {
             if v.append(Access::Write, &op) {
                 op.decrement_wait();
             }
@@ -401,21 +401,22 @@ impl Engine {
     }
 }
 
-/// Remove duplicate vars, and vars from `reads` that are also written.
-fn dedupe(reads: &[&Var], writes: &[&Var]) -> (Vec<Var>, Vec<Var>) {
-    let mut w: Vec<Var> = Vec::with_capacity(writes.len());
-    for v in writes {
-        if !w.iter().any(|x| x.same(v)) {
-            w.push((*v).clone());
-        }
-    }
-    let mut r: Vec<Var> = Vec::with_capacity(reads.len());
+/// The op's vars in one vector, reads first: duplicates removed, and a var that is also
+/// written counted as a write only. Returns the vector and the number of reads.
+fn dedupe(reads: &[&Var], writes: &[&Var]) -> (op::Deps, usize) {
+    let mut deps = op::Deps::with_capacity(reads.len() + writes.len());
     for v in reads {
-        if !w.iter().any(|x| x.same(v)) && !r.iter().any(|x| x.same(v)) {
-            r.push((*v).clone());
+        if !writes.iter().any(|w| w.same(v)) && !deps.iter().any(|x| x.same(v)) {
+            deps.push((*v).clone());
         }
     }
-    (r, w)
+    let n_reads = deps.len();
+    for v in writes {
+        if !deps[n_reads..].iter().any(|x| x.same(v)) {
+            deps.push((*v).clone());
+        }
+    }
+    (deps, n_reads)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -487,7 +488,10 @@ impl Shared {
                 }
             },
         };
-        self.max_pending.fetch_max(now, Ordering::AcqRel);
+        // Read first: a read-modify-write on every push would bounce the line between cores.
+        if now > self.max_pending.load(Ordering::Relaxed) {
+            self.max_pending.fetch_max(now, Ordering::AcqRel);
+        }
     }
 
     /// Called once per op, after its dependants were dispatched.

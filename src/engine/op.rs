@@ -21,6 +21,9 @@ use super::Shared;
 
 pub(crate) type OpRef = Arc<OpBlock>;
 
+/// An op's vars: most ops touch one to four, kept inline so a push allocates less.
+pub(crate) type Deps = smallvec::SmallVec<[Var; 4]>;
+
 /// A synchronous body: the op completes when it returns.
 pub(crate) type SyncBody = Box<dyn FnOnce() -> Result<(), OpError> + Send + 'static>;
 /// An asynchronous body: the op completes when the [`Completion`] is fired.
@@ -36,8 +39,9 @@ pub(crate) enum Body {
 pub(crate) struct OpBlock {
     pub(crate) name: Cow<'static, str>,
     pub(crate) lane: usize,
-    pub(crate) reads: Vec<Var>,
-    pub(crate) writes: Vec<Var>,
+    /// Reads first, then writes, inline for up to four vars.
+    deps: Deps,
+    n_reads: usize,
     /// Dependencies still missing, plus one held by the pusher until registration ends.
     wait: AtomicUsize,
     body: Mutex<Option<Body>>,
@@ -54,24 +58,31 @@ impl OpBlock {
     pub(crate) fn new(
         name: Cow<'static, str>,
         lane: usize,
-        reads: Vec<Var>,
-        writes: Vec<Var>,
+        deps: Deps,
+        n_reads: usize,
         body: Body,
         pushed_ns: u64,
     ) -> OpBlock {
-        let deps = reads.len() + writes.len();
         OpBlock {
             name,
             lane,
-            reads,
-            writes,
-            wait: AtomicUsize::new(deps + 1),
+            wait: AtomicUsize::new(deps.len() + 1),
+            deps,
+            n_reads,
             body: Mutex::new(Some(body)),
             completed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             pushed_ns,
             started_ns: AtomicU64::new(0),
         }
+    }
+
+    pub(crate) fn reads(&self) -> &[Var] {
+        &self.deps[..self.n_reads]
+    }
+
+    pub(crate) fn writes(&self) -> &[Var] {
+        &self.deps[self.n_reads..]
     }
 
     /// Take one dependency off; true when this was the last one and the op is ready.
@@ -142,10 +153,7 @@ impl Drop for Completion {
 /// The first error carried by a var the op reads or writes (writes count: a write may be a
 /// read-modify-write, so it must not run on garbage either).
 fn inherited_error(op: &OpBlock) -> Option<EngineError> {
-    op.reads
-        .iter()
-        .chain(op.writes.iter())
-        .find_map(|v| v.error())
+    op.deps.iter().find_map(|v| v.error())
 }
 
 /// Run a ready op on the current thread. Never panics: a panicking body becomes an error.
@@ -212,10 +220,10 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
         shared.record_error(e);
     }
     let mut granted = Vec::new();
-    for v in &op.reads {
+    for v in op.reads() {
         v.complete_read(&mut granted);
     }
-    for v in &op.writes {
+    for v in op.writes() {
         v.complete_write(error.as_ref(), &mut granted);
     }
     for next in granted {
