@@ -244,15 +244,15 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     match cli.command {
         Command::List => {
-            print!("{}", scenarios_help());
+            stdout(&scenarios_help())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Devices { json } => {
             let env = Environment::capture(Mode::Threaded.as_str(), device::discovery::probe_gpu());
             if json {
-                println!("{}", serde_json::to_string_pretty(&env)?);
+                stdout(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
             } else {
-                print!("{}", table::render_devices(&env));
+                stdout(&table::render_devices(&env))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -318,6 +318,17 @@ fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     run_plan(vec![(sc, params)], &common)
 }
 
+/// Write to stdout. A reader that went away (`parbench all | head`) is not an error: the
+/// rest of the output is dropped, and the run still finishes and writes its `-o` file.
+fn stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Refuse an output path that cannot be written, before spending minutes on the benchmark.
 fn check_output_path(path: &Path) -> Result<(), UsageError> {
     let fail = |why: &str| UsageError(format!("cannot write {}: {why}", path.display()));
@@ -365,17 +376,17 @@ fn run_plan(
     let environment = Environment::capture(common.mode().as_str(), gpu);
     let mut report = Report::new(environment, Vec::new());
     if !common.json {
-        print!("{}", table::render_environment(&report));
+        stdout(&table::render_environment(&report))?;
     }
     for (sc, params) in plan {
         let run = sc.run(&params, &ctx)?;
         if !common.json {
-            print!("{}", table::render_run(&run));
+            stdout(&table::render_run(&run))?;
         }
         report.runs.push(run);
     }
     if common.json {
-        print!("{}", report.to_json());
+        stdout(&report.to_json())?;
     }
     if let Some(out) = &common.output {
         write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;

@@ -411,3 +411,20 @@ fn log_placement_prints_each_ops_lane() {
         "{err}"
     );
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::process::{Command as Std, Stdio};
+    let bin = assert_cmd::cargo::cargo_bin("parbench");
+    let mut child = Std::new(bin)
+        .args(["list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is written
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

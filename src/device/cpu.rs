@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayD, ArrayView2, IxDyn};
+use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
 use rayon::prelude::*;
 
 use super::{add_lanes, Device, DeviceError, DeviceKind};
@@ -72,9 +72,69 @@ pub fn add_scalar(x: &ArrayD<f32>, s: f32) -> ArrayD<f32> {
     x.mapv(|v| v + s)
 }
 
-/// Row-major `a · b`.
-pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> ndarray::Array2<f32> {
-    a.dot(&b)
+/// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
+/// from one of its ops).
+pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
+    let mut c = Array2::<f32>::zeros((a.nrows(), b.ncols()));
+    matmul_into(a, b, c.view_mut());
+    c
+}
+
+/// `c = a · b` for any strides (transposed views included), through the `gemm` crate's
+/// runtime-dispatched kernels, parallel over the current rayon pool when it has several threads.
+///
+/// # Panics
+/// If the shapes do not agree (callers check them before pushing the op).
+pub fn matmul_into(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, mut c: ArrayViewMut2<'_, f32>) {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    assert!(
+        k == k2 && c.dim() == (m, n),
+        "matmul shapes {:?} · {:?} -> {:?}",
+        a.dim(),
+        b.dim(),
+        c.dim()
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        c.fill(0.0);
+        return;
+    }
+    let parallelism = if rayon::current_num_threads() > 1 {
+        // 0: as many threads as the current pool has.
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    let (sa, sb, sc) = (a.strides(), b.strides(), c.strides().to_vec());
+    // SAFETY: the pointers and strides (in elements) come from live ndarray views whose shapes
+    // were checked above, so gemm reads only inside `a` (m×k) and `b` (k×n) and writes only
+    // inside `c` (m×n), which is borrowed mutably and cannot alias the inputs. gemm's
+    // convention is dst = alpha·dst + beta·lhs·rhs; with read_dst = false dst is overwritten.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            sc[1],
+            sc[0],
+            false,
+            a.as_ptr(),
+            sa[1],
+            sa[0],
+            b.as_ptr(),
+            sb[1],
+            sb[0],
+            0.0f32,
+            1.0f32,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
 }
 
 #[cfg(test)]
@@ -91,6 +151,59 @@ mod tests {
         assert!(a.iter().all(|&x| (0.0..1.0).contains(&x)));
         let mean = a.iter().sum::<f32>() / a.len() as f32;
         assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
+    }
+
+    /// Straightforward triple loop in f64: the reference the fast kernel must match.
+    fn naive(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f64> {
+        let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+        Array2::from_shape_fn((m, n), |(i, j)| {
+            (0..k)
+                .map(|p| f64::from(a[[i, p]]) * f64::from(b[[p, j]]))
+                .sum()
+        })
+    }
+
+    fn assert_close(got: &Array2<f32>, want: &Array2<f64>, k: usize) {
+        assert_eq!(got.dim(), want.dim());
+        let tol = 1e-5 * (k as f64).max(1.0);
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert!(
+                (f64::from(*g) - w).abs() <= tol * w.abs().max(1.0),
+                "{g} vs {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn matmul_matches_a_naive_reference_on_odd_sizes() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 5, 7),
+            (63, 63, 63),
+            (129, 129, 129),
+            (17, 300, 9),
+        ] {
+            let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
+            let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
+            let want = naive(&a, &b);
+            assert_close(&matmul(a.view(), b.view()), &want, k);
+            // The same inside a two-thread pool (parallel kernel).
+            assert_close(&pool.install(|| matmul(a.view(), b.view())), &want, k);
+        }
+    }
+
+    #[test]
+    fn matmul_handles_transposed_views() {
+        let a: Array2<f32> = uniform(&[5, 4], 1).into_dimensionality().unwrap();
+        let b: Array2<f32> = uniform(&[5, 6], 2).into_dimensionality().unwrap();
+        // aᵀ · b with aᵀ a non-contiguous view.
+        let at = a.t();
+        let want = naive(&at.to_owned(), &b);
+        assert_close(&matmul(at, b.view()), &want, 5);
     }
 
     #[test]
