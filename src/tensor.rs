@@ -38,7 +38,7 @@ pub(crate) enum Storage {
     Cuda(Arc<cudarc::driver::CudaSlice<f32>>),
     /// Page-locked host memory, filled by a device→host copy.
     #[cfg(feature = "cuda")]
-    Pinned(Arc<cudarc::driver::PinnedHostSlice<f32>>),
+    Pinned(Arc<crate::device::cuda::PinnedBuffer>),
 }
 
 impl Storage {
@@ -124,9 +124,11 @@ impl Tensor {
                     dev,
                     gpu::Stream::Compute,
                     move |d| {
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let mut slice = d.alloc(n)?;
-                        d.fill_from_host(&mut slice, &vec![1.0; n])?;
-                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(slice));
+                        d.fill(&mut slice, 1.0)?;
+                        *slot = Storage::Cuda(Arc::new(slice));
+                        drop(slot);
                         Ok(dst)
                     },
                 )
@@ -135,8 +137,8 @@ impl Tensor {
         out
     }
 
-    /// Uniform in [0, 1), reproducible from `seed` (on a CPU device whatever its thread count;
-    /// on a GPU from cuRAND's generator, seeded when the device was opened).
+    /// Uniform values reproducible from `seed`: in [0, 1) on a CPU device whatever its thread
+    /// count; in (0, 1] on a GPU (cuRAND's generator, reseeded for each tensor).
     pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
         let out = Tensor::pending(engine, device, shape);
         let (dst, s) = (out.data.clone(), shape.to_vec());
@@ -159,9 +161,11 @@ impl Tensor {
                     dev,
                     gpu::Stream::Compute,
                     move |d| {
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let mut slice = d.alloc(n)?;
-                        d.fill_uniform(&mut slice)?;
-                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(slice));
+                        d.fill_uniform(&mut slice, seed)?;
+                        *slot = Storage::Cuda(Arc::new(slice));
+                        drop(slot);
                         Ok(dst)
                     },
                 )
@@ -226,11 +230,15 @@ impl Tensor {
                     dev,
                     gpu::Stream::Compute,
                     move |d| {
+                        // Every fallible step comes before the GPU work is queued: once it is,
+                        // the buffers must live until its event (they travel in the result).
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
                         let b = read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
                         let mut c = d.alloc(m * n)?;
                         d.matmul(&a, &b, &mut c, (m, k_dim, n))?;
-                        *write(&dst).map_err(|e| e.to_string())? = Storage::Cuda(Arc::new(c));
+                        *slot = Storage::Cuda(Arc::new(c));
+                        drop(slot);
                         Ok((a, b, dst))
                     },
                 )
@@ -269,12 +277,14 @@ impl Tensor {
                     dev,
                     gpu::Stream::Copy,
                     move |d| {
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let from = read(&src)
                             .and_then(|s| s.cuda())
                             .map_err(|e| e.to_string())?;
                         let mut host = d.alloc_pinned(n)?;
                         d.copy_to_host(&from, &mut host)?;
-                        *write(&dst).map_err(|e| e.to_string())? = Storage::Pinned(Arc::new(host));
+                        *slot = Storage::Pinned(Arc::new(host));
+                        drop(slot);
                         Ok((from, dst))
                     },
                 )
@@ -300,16 +310,7 @@ impl Tensor {
             Storage::Host(a) => Ok(a.iter().copied().collect()),
             #[cfg(feature = "cuda")]
             Storage::Cuda(slice) => match &self.device.kind {
-                DeviceKind::Cuda(d) => {
-                    let v = d
-                        .compute
-                        .clone_dtoh(&**slice)
-                        .map_err(|e| TensorError::Read(e.to_string()))?;
-                    d.compute
-                        .synchronize()
-                        .map_err(|e| TensorError::Read(e.to_string()))?;
-                    Ok(v)
-                }
+                DeviceKind::Cuda(d) => d.read_back(slice).map_err(TensorError::Read),
                 DeviceKind::Cpu { .. } => {
                     Err(TensorError::Read("GPU buffer on a CPU device".into()))
                 }
@@ -318,7 +319,7 @@ impl Tensor {
             Storage::Pinned(host) => host
                 .as_slice()
                 .map(<[f32]>::to_vec)
-                .map_err(|e| TensorError::Read(e.to_string())),
+                .map_err(TensorError::Read),
         }
     }
 
@@ -357,7 +358,7 @@ mod gpu {
         writes: &[&Var],
         dev: &Arc<CudaDevice>,
         stream: Stream,
-        enqueue: impl FnOnce(&CudaDevice) -> Result<K, String> + Send + 'static,
+        enqueue: impl FnOnce(&Arc<CudaDevice>) -> Result<K, String> + Send + 'static,
     ) {
         let dev = dev.clone();
         engine.push_async(name, lane, reads, writes, move |done| match enqueue(&dev) {

@@ -12,7 +12,9 @@
 //!   the op that wrote it has *completed on the GPU*), so cudarc's two events per allocation
 //!   and a wait/record per use would be pure overhead;
 //! - device→host copies land in ordinary pinned memory (`alloc_pinned_with_flags(len, 0)`):
-//!   cudarc's `alloc_pinned` is write-combined, which the CPU reads very slowly;
+//!   cudarc's `alloc_pinned` is write-combined, which the CPU reads very slowly; the buffers
+//!   are pooled, since a page-locked allocation is slow and may synchronize streams;
+//! - completion events are `BLOCKING_SYNC`, so a poller sleeps instead of spinning a core;
 //! - buffers an op uses are kept alive until its event has fired, so nothing is freed while
 //!   the GPU still reads it.
 //!
@@ -20,11 +22,14 @@
 //! so [`probe`] checks each library with `is_culib_present()` before any other call and still
 //! runs the first calls under `catch_unwind` with the panic hook silenced.
 
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::curand::CudaRng;
+use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, PinnedHostSlice,
 };
@@ -84,7 +89,13 @@ fn probe_once() -> Probe {
     let ctx = match quietly(|| CudaContext::new(0)) {
         Ok(Ok(ctx)) => ctx,
         Ok(Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE))) => {
-            return unavailable("the CUDA driver is installed but reports no device".into())
+            let why = match std::env::var("CUDA_VISIBLE_DEVICES") {
+                Ok(v) => {
+                    format!("the CUDA driver reports no device (CUDA_VISIBLE_DEVICES is '{v}')")
+                }
+                Err(_) => "the CUDA driver is installed but reports no device".into(),
+            };
+            return unavailable(why);
         }
         Ok(Err(e)) => {
             return unavailable(format!("CUDA initialization failed: {}", driver_error(&e)))
@@ -142,7 +153,12 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
 fn driver_release(text: &str) -> Option<String> {
     let line = text.lines().find(|l| l.starts_with("NVRM version"))?;
     let after = line.split("Kernel Module").nth(1)?;
-    after.split_whitespace().next().map(str::to_string)
+    // "Kernel Module  550.54.15" or "Open Kernel Module for x86_64  550.54.15": the first
+    // token that starts with a digit.
+    after
+        .split_whitespace()
+        .find(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
 }
 
 fn probed() -> &'static Probe {
@@ -164,6 +180,7 @@ pub fn context() -> Option<Arc<CudaContext>> {
 /// buffers it kept alive).
 struct Pending {
     event: CudaEvent,
+    stream: Arc<CudaStream>,
     then: Box<dyn FnOnce(Result<(), String>) + Send>,
 }
 
@@ -178,8 +195,18 @@ impl Poller {
         let (tx, rx) = crossbeam_channel::unbounded::<Pending>();
         std::thread::Builder::new().name(name).spawn(move || {
             for p in rx {
-                let r = p.event.synchronize().map_err(|e| driver_error(&e));
-                (p.then)(r);
+                // `synchronize` can fail *without waiting* (cudarc reports an error an earlier
+                // drop recorded): then wait on the stream itself before releasing any buffer.
+                let r = match p.event.synchronize() {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let _ = p.stream.synchronize();
+                        Err(driver_error(&e))
+                    }
+                };
+                // A panicking completion must not take the poller (and every later op) down.
+                let then = p.then;
+                let _ = catch_unwind(AssertUnwindSafe(move || then(r)));
             }
         })?;
         Ok(Poller { tx })
@@ -198,10 +225,70 @@ pub struct CudaDevice {
     pub ctx: Arc<CudaContext>,
     pub compute: Arc<CudaStream>,
     pub copy: Arc<CudaStream>,
-    blas: Mutex<CudaBlas>,
-    rng: Mutex<SendRng>,
+    /// `ManuallyDrop`: cudarc's drops of these unwrap; see `Drop for CudaDevice`.
+    blas: ManuallyDrop<Mutex<CudaBlas>>,
+    rng: ManuallyDrop<Mutex<SendRng>>,
+    pinned: PinnedPool,
     compute_poller: Poller,
     copy_poller: Poller,
+}
+
+/// Pinned buffers by length, kept for reuse.
+#[derive(Default)]
+struct PinnedPool(Mutex<HashMap<usize, Vec<PinnedHostSlice<f32>>>>);
+
+impl PinnedPool {
+    fn take(&self, len: usize) -> Option<PinnedHostSlice<f32>> {
+        self.0.lock().ok()?.get_mut(&len)?.pop()
+    }
+
+    fn give(&self, buf: PinnedHostSlice<f32>) {
+        if let Ok(mut pool) = self.0.lock() {
+            pool.entry(buf.len()).or_default().push(buf);
+        }
+    }
+}
+
+/// A pinned host buffer that returns to its device's pool when dropped.
+pub struct PinnedBuffer {
+    buf: Option<PinnedHostSlice<f32>>,
+    device: Arc<CudaDevice>,
+}
+
+impl PinnedBuffer {
+    /// The values. Only read after the copy that filled it has completed (the engine orders
+    /// that: readers of a tensor start after its producing op completed on the GPU).
+    pub fn as_slice(&self) -> Result<&[f32], String> {
+        let buf = self.buf.as_ref().ok_or("pinned buffer already released")?;
+        buf.as_slice().map_err(|e| driver_error(&e))
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            self.device.pinned.give(buf);
+        }
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // SAFETY: each field is taken exactly once, here, and never used again.
+        let (blas, rng) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.blas),
+                ManuallyDrop::take(&mut self.rng),
+            )
+        };
+        if std::thread::panicking() {
+            // cudarc's drops unwrap; a second panic while unwinding would abort the process.
+            std::mem::forget((blas, rng));
+        } else {
+            let _ = quietly(move || drop(blas));
+            let _ = quietly(move || drop(rng));
+        }
+    }
 }
 
 /// Which stream of the device an op runs on.
@@ -219,8 +306,9 @@ impl CudaDevice {
     }
 
     fn open_with(ctx: Arc<CudaContext>, seed: u64) -> Result<CudaDevice, String> {
-        // SAFETY: called before any stream or slice of this context exists; from here on the
-        // engine orders every access (see the module docs).
+        // SAFETY: the first device opened on this context calls it before any stream or slice
+        // exists (later ones find tracking already off); from then on the engine orders every
+        // access (see the module docs).
         unsafe { ctx.disable_event_tracking() };
         let compute = ctx.new_stream().map_err(|e| driver_error(&e))?;
         let copy = ctx.new_stream().map_err(|e| driver_error(&e))?;
@@ -230,8 +318,9 @@ impl CudaDevice {
             ctx,
             compute,
             copy,
-            blas: Mutex::new(blas),
-            rng: Mutex::new(SendRng(rng)),
+            blas: ManuallyDrop::new(Mutex::new(blas)),
+            rng: ManuallyDrop::new(Mutex::new(SendRng(rng))),
+            pinned: PinnedPool::default(),
             compute_poller: Poller::start("cuda:0 compute poller".into())
                 .map_err(|e| e.to_string())?,
             copy_poller: Poller::start("cuda:0 copy poller".into()).map_err(|e| e.to_string())?,
@@ -256,24 +345,31 @@ impl CudaDevice {
         unsafe { self.compute.alloc::<f32>(len) }.map_err(|e| driver_error(&e))
     }
 
-    /// Fill with uniform values (cuRAND, on the compute stream).
-    pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>) -> Result<(), String> {
-        let rng = self
+    /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same
+    /// seed gives the same values.
+    pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), String> {
+        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
+        let mut rng = self
             .rng
             .lock()
             .map_err(|_| "cuRAND generator poisoned".to_string())?;
+        rng.0.set_seed(seed).map_err(|e| format!("cuRAND: {e}"))?;
+        rng.0.set_offset(0).map_err(|e| format!("cuRAND: {e}"))?;
         rng.0
             .fill_with_uniform(dst)
             .map_err(|e| format!("cuRAND: {e}"))
     }
 
-    /// Fill with a constant, through a host buffer (small helper for `ones`).
-    pub fn fill_from_host(&self, dst: &mut CudaSlice<f32>, host: &[f32]) -> Result<(), String> {
-        self.compute
-            .memcpy_htod(host, dst)
-            .map_err(|e| driver_error(&e))?;
-        // A pageable host source may be read after the call returns; make sure it was.
-        self.compute.synchronize().map_err(|e| driver_error(&e))
+    /// Fill with a constant, asynchronously on the compute stream (a 32-bit memset).
+    pub fn fill(&self, dst: &mut CudaSlice<f32>, value: f32) -> Result<(), String> {
+        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
+        let len = dst.len();
+        let (ptr, _record) = dst.device_ptr_mut(&self.compute);
+        // SAFETY: `ptr` addresses `len` f32 (4-byte) elements of a live allocation that this
+        // op owns exclusively; the memset is ordered on the compute stream like every other use.
+        unsafe { sys::cuMemsetD32Async(ptr, value.to_bits(), len, self.compute.cu_stream()) }
+            .result()
+            .map_err(|e| driver_error(&e))
     }
 
     /// Row-major `c (m×n) = a (m×k) · b (k×n)` with cuBLAS on the compute stream.
@@ -303,6 +399,8 @@ impl CudaDevice {
             beta: 0.0,
             ldc: ni,
         };
+        // cuBLAS does not bind the context itself.
+        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
         let blas = self
             .blas
             .lock()
@@ -312,21 +410,37 @@ impl CudaDevice {
         unsafe { blas.gemm(cfg, b, a, c) }.map_err(|e| format!("cuBLAS sgemm: {e}"))
     }
 
-    /// Ordinary (not write-combined) pinned host memory for device→host copies.
-    pub fn alloc_pinned(&self, len: usize) -> Result<PinnedHostSlice<f32>, String> {
-        // SAFETY: the buffer is fully written by the copy before anything reads it.
-        unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }.map_err(|e| driver_error(&e))
+    /// Ordinary (not write-combined) pinned host memory for device→host copies, reused: a
+    /// page-locked allocation is slow and can synchronize streams, which would spoil the very
+    /// overlap `run-copy` measures.
+    pub fn alloc_pinned(self: &Arc<Self>, len: usize) -> Result<PinnedBuffer, String> {
+        let reused = self.pinned.take(len);
+        let buf = match reused {
+            Some(b) => b,
+            // SAFETY: the buffer is fully written by the copy before anything reads it.
+            None => unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }
+                .map_err(|e| driver_error(&e))?,
+        };
+        Ok(PinnedBuffer {
+            buf: Some(buf),
+            device: self.clone(),
+        })
     }
 
     /// Enqueue a device→host copy on the copy stream.
-    pub fn copy_to_host(
-        &self,
-        src: &CudaSlice<f32>,
-        dst: &mut PinnedHostSlice<f32>,
-    ) -> Result<(), String> {
+    pub fn copy_to_host(&self, src: &CudaSlice<f32>, dst: &mut PinnedBuffer) -> Result<(), String> {
+        let dst = dst.buf.as_mut().ok_or("pinned buffer already released")?;
         self.copy
             .memcpy_dtoh(src, dst)
             .map_err(|e| driver_error(&e))
+    }
+
+    /// Read a device buffer back (blocking), on the copy stream so it does not queue behind
+    /// compute work.
+    pub fn read_back(&self, src: &CudaSlice<f32>) -> Result<Vec<f32>, String> {
+        let v = self.copy.clone_dtoh(src).map_err(|e| driver_error(&e))?;
+        self.copy.synchronize().map_err(|e| driver_error(&e))?;
+        Ok(v)
     }
 
     /// Record an event after the work enqueued so far on `stream`, and call `then` with the
@@ -337,16 +451,29 @@ impl CudaDevice {
             Stream::Compute => &self.compute_poller,
             Stream::Copy => &self.copy_poller,
         };
-        match self.stream(stream).record_event(None) {
+        let s = self.stream(stream);
+        // BLOCKING_SYNC: the poller sleeps in the driver instead of spinning a core, which
+        // would skew every CPU-side measurement.
+        let event = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))
+            .and_then(|e| e.record(s).map(|()| e));
+        match event {
             Ok(event) => {
                 if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
                     event,
+                    stream: s.clone(),
                     then: Box::new(then),
                 }) {
+                    let _ = s.synchronize();
                     (p.then)(Err("the device's poller thread is gone".into()));
                 }
             }
-            Err(e) => then(Err(driver_error(&e))),
+            Err(e) => {
+                // Without an event, wait for the whole stream before the buffers are released.
+                let _ = s.synchronize();
+                then(Err(driver_error(&e)));
+            }
         }
     }
 
@@ -397,5 +524,8 @@ mod tests {
         let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version: gcc";
         assert_eq!(driver_release(text).as_deref(), Some("550.54.15"));
         assert_eq!(driver_release("garbage"), None);
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build";
+        assert_eq!(driver_release(open).as_deref(), Some("560.35.03"));
     }
 }
