@@ -62,9 +62,10 @@ impl Scenario for CpuGpu {
     }
 
     fn sampling(&self) -> SamplerConfig {
+        // Seconds per round: three rounds after one warm-up keep `parbench all` near two minutes.
         SamplerConfig {
             warmup: 1,
-            min_samples: 5,
+            min_samples: 3,
             max_samples: 30,
             min_time: Duration::from_secs(3),
             max_time: Duration::from_secs(60),
