@@ -75,9 +75,27 @@ pub fn add_scalar(x: &ArrayD<f32>, s: f32) -> ArrayD<f32> {
 /// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
 /// from one of its ops).
 pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
-    let mut c = Array2::<f32>::zeros((a.nrows(), b.ncols()));
-    matmul_into(a, b, c.view_mut());
-    c
+    let (m, n) = (a.nrows(), b.ncols());
+    assert_eq!(
+        a.ncols(),
+        b.nrows(),
+        "matmul shapes {:?} · {:?}",
+        a.dim(),
+        b.dim()
+    );
+    if a.ncols() == 0 || m == 0 || n == 0 {
+        return Array2::zeros((m, n));
+    }
+    // No zeroing pass: the kernel overwrites every element (read_dst = false), and a second
+    // sweep over a fresh 16 MB output costs memory bandwidth two devices would share.
+    let mut c = Array2::<f32>::uninit((m, n));
+    let (sc0, sc1) = (c.strides()[0], c.strides()[1]);
+    // SAFETY: `c` is a fresh m×n allocation with strides (sc0, sc1); `gemm_raw` writes every
+    // element of it without reading (see `matmul_into`), after which it is initialized.
+    unsafe {
+        gemm_raw(a, b, c.as_mut_ptr().cast::<f32>(), (sc0, sc1));
+        c.assume_init()
+    }
 }
 
 /// `c = a · b` for any strides (transposed views included), through the `gemm` crate's
@@ -101,25 +119,41 @@ pub fn matmul_into(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, mut c: ArrayV
         c.fill(0.0);
         return;
     }
+    let sc = (c.strides()[0], c.strides()[1]);
+    // SAFETY: `c` is a live, mutably borrowed m×n view with these strides.
+    unsafe { gemm_raw(a, b, c.as_mut_ptr(), sc) }
+}
+
+/// `dst = a · b` through gemm, with `dst` given as a pointer and (row, column) strides.
+///
+/// # Safety
+/// `dst` must address a writable m×n matrix with strides `sc` that aliases neither input; it
+/// need not be initialized (gemm overwrites without reading when `read_dst` is false).
+unsafe fn gemm_raw(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    dst: *mut f32,
+    sc: (isize, isize),
+) {
+    let ((m, k), n) = (a.dim(), b.ncols());
     let parallelism = if rayon::current_num_threads() > 1 {
         // 0: as many threads as the current pool has.
         gemm::Parallelism::Rayon(0)
     } else {
         gemm::Parallelism::None
     };
-    let (sa, sb, sc) = (a.strides(), b.strides(), c.strides().to_vec());
-    // SAFETY: the pointers and strides (in elements) come from live ndarray views whose shapes
-    // were checked above, so gemm reads only inside `a` (m×k) and `b` (k×n) and writes only
-    // inside `c` (m×n), which is borrowed mutably and cannot alias the inputs. gemm's
+    let (sa, sb) = (a.strides(), b.strides());
+    // SAFETY (the caller's, plus): pointers and strides (in elements) come from live ndarray
+    // views of the checked shapes, so gemm reads only inside `a` (m×k) and `b` (k×n). gemm's
     // convention is dst = alpha·dst + beta·lhs·rhs; with read_dst = false dst is overwritten.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
-            sc[1],
-            sc[0],
+            dst,
+            sc.1,
+            sc.0,
             false,
             a.as_ptr(),
             sa[1],
