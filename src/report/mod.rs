@@ -111,6 +111,22 @@ impl RunRecord {
             .map(|v| v.summary.median_s)
     }
 
+    /// Add the sampled variants, in order, each with its optional label.
+    pub fn add_variants(
+        &mut self,
+        names: Vec<String>,
+        summaries: Vec<Summary>,
+        labels: impl IntoIterator<Item = Option<String>>,
+    ) {
+        for ((name, summary), label) in names.into_iter().zip(summaries).zip(labels) {
+            self.variants.push(VariantRecord {
+                name,
+                label,
+                summary,
+            });
+        }
+    }
+
     /// Record a derived figure; non-finite values become `null` (JSON has no NaN).
     pub fn derive(&mut self, key: &str, value: f64) {
         let v = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);

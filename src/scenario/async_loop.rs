@@ -18,8 +18,8 @@ use crate::device::memory::{available_bytes, check_fits, f32_bytes};
 use crate::device::{available_cores, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
-use crate::harness::{SamplerConfig, Variant};
-use crate::report::{RunRecord, VariantRecord};
+use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
 /// The `async` scenario.
@@ -106,12 +106,12 @@ impl Scenario for AsyncLoop {
                 Ok(t.elapsed())
             }),
             Variant::new("async", || {
-                let t = Instant::now();
-                for _ in 0..n {
-                    let _y = x.add_scalar(1.0);
-                }
-                engine.wait_all()?;
-                Ok(t.elapsed())
+                synced(engine, || {
+                    for _ in 0..n {
+                        let _y = x.add_scalar(1.0);
+                    }
+                    Ok::<_, ScenarioError>(())
+                })
             }),
             Variant::new("push-only", || {
                 let t = Instant::now();
@@ -124,19 +124,16 @@ impl Scenario for AsyncLoop {
             }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        let summaries = ctx.sample(self, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        for (name, summary) in names.into_iter().zip(summaries) {
-            let label = (name == "push-only")
-                .then(|| "timing without synchronization: NOT the cost of the work".to_string());
-            run.variants.push(VariantRecord {
-                name,
-                label,
-                summary,
-            });
-        }
+        let labels = names.iter().map(|name| {
+            (name == "push-only")
+                .then(|| "timing without synchronization: NOT the cost of the work".to_string())
+        });
+        let labels: Vec<Option<String>> = labels.collect();
+        run.add_variants(names, summaries, labels);
 
         // Correctness: the async loop's last value equals x + 1 computed directly.
         let mut last = x.add_scalar(1.0);

@@ -5,7 +5,7 @@
 //! between lets the engine run them at once: the total approaches max(a, b) rather than a + b.
 //! Pushing both workloads to one device gains nothing: its lane runs them one after the other.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::support::{
     accelerator, check_matrices, gflops, matmul_error, matmul_tolerance, run_matmuls,
@@ -13,9 +13,9 @@ use super::support::{
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, DeviceRequest, Runtime};
 use crate::engine::Engine;
-use crate::harness::{SamplerConfig, Variant};
+use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
-use crate::report::{RunRecord, VariantRecord};
+use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
 /// The `cpu-gpu` scenario.
@@ -117,27 +117,23 @@ impl Scenario for CpuGpu {
         let x_a_on_b = Tensor::uniform(engine, dev_b, &[cpu_size, cpu_size], 1);
         engine.wait_all()?;
 
-        let timed = |work: &dyn Fn() -> Result<Vec<Tensor>, ScenarioError>| -> Result<Duration, ScenarioError> {
-            let t = Instant::now();
-            let outputs = work()?;
-            engine.wait_all()?;
-            let elapsed = t.elapsed();
-            drop(outputs);
-            Ok(elapsed)
-        };
         let both = |first: &Tensor, second: &Tensor| -> Result<Vec<Tensor>, ScenarioError> {
             let mut ys = run_matmuls(first, ops)?;
             ys.extend(run_matmuls(second, ops)?);
             Ok(ys)
         };
-        let mut variants = vec![
-            Variant::new("a-alone", || timed(&|| Ok(run_matmuls(&x_a, ops)?))),
-            Variant::new("b-alone", || timed(&|| Ok(run_matmuls(&x_b, ops)?))),
-            Variant::new("parallel", || timed(&|| both(&x_a, &x_b))),
-            Variant::new("one-device", || timed(&|| both(&x_a_on_b, &x_b))),
+        let mut variants: Vec<Variant<ScenarioError>> = vec![
+            Variant::new("a-alone", || {
+                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
+            }),
+            Variant::new("b-alone", || {
+                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
+            }),
+            Variant::new("parallel", || synced(engine, || both(&x_a, &x_b))),
+            Variant::new("one-device", || synced(engine, || both(&x_a_on_b, &x_b))),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        let summaries = ctx.sample(self, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
@@ -149,13 +145,7 @@ impl Scenario for CpuGpu {
             "both pushed back to back, no wait between".to_string(),
             format!("both workloads on {db} alone"),
         ];
-        for ((name, summary), label) in names.into_iter().zip(summaries).zip(labels) {
-            run.variants.push(VariantRecord {
-                name,
-                label: Some(label),
-                summary,
-            });
-        }
+        run.add_variants(names, summaries, labels.map(Some));
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
         let (a, b, par, one) = (m("a-alone"), m("b-alone"), m("parallel"), m("one-device"));
         let overlap = a.max(b) / par;

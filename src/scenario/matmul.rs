@@ -1,12 +1,12 @@
 //! `matmul`: GFLOP/s of one device, the building block that sweeps vary (sizes, threads).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::support::{accelerator, check_matrices, gflops, matmul_error, matmul_tolerance};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, DeviceRequest, Runtime};
-use crate::harness::{SamplerConfig, Variant};
-use crate::report::{RunRecord, VariantRecord};
+use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
 /// The `matmul` scenario.
@@ -148,28 +148,18 @@ impl Scenario for Matmul {
         engine.wait_all()?;
 
         let mut variants = vec![Variant::new("matmul", || {
-            let t = Instant::now();
-            let ys = (0..ops)
-                .map(|_| a.matmul(&b))
-                .collect::<Result<Vec<_>, _>>()?;
-            engine.wait_all()?;
-            let elapsed = t.elapsed();
-            drop(ys);
-            Ok(elapsed)
+            synced(engine, || {
+                let ys: Result<Vec<Tensor>, _> = (0..ops).map(|_| a.matmul(&b)).collect();
+                Ok::<_, ScenarioError>(ys?)
+            })
         })];
-        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        let summaries = ctx.sample(self, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         run.notes = notes;
         let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
-        for summary in summaries {
-            run.variants.push(VariantRecord {
-                name: "matmul".into(),
-                label: Some(label.clone()),
-                summary,
-            });
-        }
+        run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);
         let median = run.median("matmul").unwrap_or(f64::NAN);
         let rate = gflops(ops, (m, k, n), median);
         run.derive("gflops", rate);

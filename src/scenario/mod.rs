@@ -101,13 +101,12 @@ pub struct RunContext {
 }
 
 impl RunContext {
-    /// The sampler for `scenario`, with its defaults and the overrides applied.
-    pub fn sample<T>(
+    /// Sample `variants` with `scenario`'s defaults and the overrides applied.
+    pub fn sample(
         &self,
         scenario: &dyn Scenario,
         variants: &mut [crate::harness::Variant<'_, ScenarioError>],
-        then: impl FnOnce(Vec<crate::harness::Summary>) -> T,
-    ) -> Result<T, ScenarioError> {
+    ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
         let config = self.sampling.apply(scenario.sampling());
         let name = scenario.name();
         let report = self.progress.clone();
@@ -116,8 +115,7 @@ impl RunContext {
                 r(name, p)
             }
         };
-        let summaries = Sampler::new(config).with_progress(&f).run(variants)?;
-        Ok(then(summaries))
+        Sampler::new(config).with_progress(&f).run(variants)
     }
 }
 

@@ -4,14 +4,14 @@
 //! the device's copy lane (its own stream on a GPU), so when pushed together the copy of y[i]
 //! overlaps the computation of y[i+1] and the total approaches max(run, copy) plus one copy.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::support::{accelerator, check_matrices, run_matmuls};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
-use crate::harness::{SamplerConfig, Variant};
+use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
-use crate::report::{RunRecord, VariantRecord};
+use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
 /// The `run-copy` scenario.
@@ -91,20 +91,16 @@ impl Scenario for RunCopy {
         let kept = run_matmuls(&x, ops)?;
         engine.wait_all()?;
 
-        let timed = |work: &dyn Fn() -> Result<Vec<Tensor>, ScenarioError>| -> Result<Duration, ScenarioError> {
-            let t = Instant::now();
-            let outputs = work()?;
-            engine.wait_all()?;
-            let elapsed = t.elapsed();
-            drop(outputs);
-            Ok(elapsed)
-        };
         let copy_all = |ys: &[Tensor]| ys.iter().map(Tensor::copy_to_host).collect::<Vec<_>>();
-        let mut variants = vec![
-            Variant::new("run", || timed(&|| Ok(run_matmuls(&x, ops)?))),
-            Variant::new("copy", || timed(&|| Ok(copy_all(&kept)))),
+        let mut variants: Vec<Variant<ScenarioError>> = vec![
+            Variant::new("run", || {
+                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x, ops)?))
+            }),
+            Variant::new("copy", || {
+                synced(engine, || Ok::<_, ScenarioError>(copy_all(&kept)))
+            }),
             Variant::new("run-then-copy", || {
-                timed(&|| {
+                synced(engine, || {
                     let ys = run_matmuls(&x, ops)?;
                     engine.wait_all()?;
                     let mut all = copy_all(&ys);
@@ -113,7 +109,7 @@ impl Scenario for RunCopy {
                 })
             }),
             Variant::new("overlapped", || {
-                timed(&|| {
+                synced(engine, || {
                     let mut all = Vec::new();
                     for _ in 0..ops {
                         let y = x.matmul(&x)?;
@@ -125,7 +121,7 @@ impl Scenario for RunCopy {
             }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-        let summaries = ctx.sample(self, &mut variants, |s| s)?;
+        let summaries = ctx.sample(self, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
@@ -136,13 +132,7 @@ impl Scenario for RunCopy {
             "all products, wait, then all copies".to_string(),
             "product i+1 and copy of y[i] pushed together".to_string(),
         ];
-        for ((name, summary), label) in names.into_iter().zip(summaries).zip(labels) {
-            run.variants.push(VariantRecord {
-                name,
-                label: Some(label),
-                summary,
-            });
-        }
+        run.add_variants(names, summaries, labels.map(Some));
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
         let (r, c, seq, ov) = (m("run"), m("copy"), m("run-then-copy"), m("overlapped"));
         let bound = r.max(c);

@@ -2,7 +2,7 @@
 //! for matrix workloads, and checking matrix products against a float64 reference.
 
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
-use crate::device::{discovery, Device, DeviceRequest};
+use crate::device::{discovery, DeviceRequest};
 use crate::report::GpuInfo;
 use crate::tensor::{Tensor, TensorError};
 
@@ -97,11 +97,6 @@ pub fn matmul_tolerance(k: usize) -> f64 {
 /// GFLOP/s of `ops` products of m×k by k×n in `seconds`.
 pub fn gflops(ops: u64, (m, k, n): (usize, usize, usize), seconds: f64) -> f64 {
     2.0 * m as f64 * k as f64 * n as f64 * ops as f64 / seconds / 1e9
-}
-
-/// `cpu:0 (2 threads)` or the GPU's name, for labels.
-pub fn device_label(d: &Device) -> String {
-    d.describe()
 }
 
 #[cfg(test)]
