@@ -61,7 +61,7 @@ pub struct CommonArgs {
     /// No progress bar or notes on stderr.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Execution engine: threaded (asynchronous, the default) or naive (each op runs during push).
+    /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
     #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
     pub engine: Option<Mode>,
     /// Bound the ops pending in the engine (push blocks at the bound).

@@ -85,17 +85,6 @@ pub(crate) fn in_worker() -> bool {
     IN_WORKER.with(|w| w.get())
 }
 
-/// Run `f` on the lane's pool when it has one, on the calling thread otherwise.
-pub(crate) fn run_on_lane<R: Send>(
-    pool: Option<&rayon::ThreadPool>,
-    f: impl FnOnce() -> R + Send,
-) -> R {
-    match pool {
-        Some(pool) => pool.install(f),
-        None => f(),
-    }
-}
-
 /// Polls before a worker parks. Waking a parked thread costs tens of microseconds on a VM,
 /// far more than a small op: a worker that just finished one keeps looking for the next
 /// for a few tens of microseconds, so a synchronous round trip does not pay a wake-up.

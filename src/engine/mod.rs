@@ -45,7 +45,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use lane::{in_worker, run_on_lane, Lane, Msg};
+use lane::{in_worker, Lane, Msg};
 use op::{Body, OpBlock, OpRef};
 use var::{Access, SPIN_LIMIT, YIELD_LIMIT};
 
@@ -54,8 +54,9 @@ use var::{Access, SPIN_LIMIT, YIELD_LIMIT};
 pub enum Mode {
     /// Ops run on lane workers as soon as their dependencies allow (the default).
     Threaded,
-    /// Each op runs during `push`, on the pushing thread, and `push` returns when it has
-    /// completed: MXNet's `NaiveEngine`, the baseline that shows what asynchrony buys.
+    /// `push` returns only once its op has completed (the op still runs on its lane, so it
+    /// uses its device's threads): nothing overlaps, as with MXNet's `NaiveEngine`, the
+    /// baseline that shows what asynchrony buys.
     Naive,
 }
 
@@ -155,10 +156,8 @@ impl EngineBuilder {
             sync_hooks: self.sync_hooks,
         });
         let mut threads = Vec::new();
-        if self.mode == Mode::Threaded {
-            for (i, rx) in receivers.into_iter().enumerate() {
-                threads.extend(lane::start_workers(&shared, i, rx)?);
-            }
+        for (i, rx) in receivers.into_iter().enumerate() {
+            threads.extend(lane::start_workers(&shared, i, rx)?);
         }
         Ok(Engine {
             shared: shared.clone(),
@@ -454,18 +453,12 @@ impl Shared {
         &self.lanes[lane].name
     }
 
-    /// Hand a ready op to its lane (threaded) or run it here (naive).
+    /// Hand a ready op to its lane's workers.
     pub(crate) fn dispatch(self: &Arc<Self>, op: OpRef) {
         let lane = &self.lanes[op.lane];
-        match self.mode {
-            Mode::Threaded => {
-                if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op))
-                {
-                    // Workers are gone (engine shutting down): run it here so it still completes.
-                    op::execute(self, op);
-                }
-            }
-            Mode::Naive => run_on_lane(lane.pool.as_deref(), || op::execute(self, op)),
+        if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op)) {
+            // Workers are gone (engine shutting down): run it here so it still completes.
+            op::execute(self, op);
         }
     }
 

@@ -344,20 +344,43 @@ fn max_inflight_bounds_pending_ops() {
 }
 
 #[test]
-fn naive_mode_runs_each_op_during_push() {
+fn naive_mode_completes_each_op_before_push_returns() {
     within(10, || {
         let (e, l) = Engine::with_thread_lanes(Mode::Naive, 2).unwrap();
         let v = Var::new();
         let pusher = std::thread::current().id();
         let ran_on = Arc::new(Mutex::new(None));
         let r2 = ran_on.clone();
-        e.push("inline", l[1], &[], &[&v], move || {
+        e.push("slow", l[1], &[], &[&v], move || {
+            std::thread::sleep(Duration::from_millis(30));
             *r2.lock().unwrap() = Some(std::thread::current().id());
             Ok(())
         });
-        // No wait: in naive mode the op has already run, on the pushing thread.
-        assert_eq!(*ran_on.lock().unwrap(), Some(pusher));
+        // No wait: in naive mode the op has already completed, on its lane's worker.
+        let ran = ran_on
+            .lock()
+            .unwrap()
+            .expect("the op ran before push returned");
+        assert_ne!(
+            ran, pusher,
+            "the op runs on its lane, not on the pushing thread"
+        );
         assert_eq!(e.pending(), 0);
+        // Two independent ops on two lanes never overlap: the second starts after the first ended.
+        let times = Arc::new(Mutex::new((None, None)));
+        let t1 = times.clone();
+        e.push("first", l[0], &[], &[&Var::new()], move || {
+            std::thread::sleep(Duration::from_millis(30));
+            t1.lock().unwrap().0 = Some(std::time::Instant::now());
+            Ok(())
+        });
+        let t2 = times.clone();
+        e.push("second", l[1], &[], &[&Var::new()], move || {
+            t2.lock().unwrap().1 = Some(std::time::Instant::now());
+            Ok(())
+        });
+        let (end_first, start_second) = *times.lock().unwrap();
+        assert!(start_second.unwrap() >= end_first.unwrap());
         e.push("fail", l[0], &[&v], &[&v], || Err(OpError::msg("no")));
         assert!(e.wait_to_read(&v).is_err());
         assert!(e.wait_all().is_err());

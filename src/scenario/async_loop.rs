@@ -223,7 +223,7 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
             crate::report::table::human_time(asyn / nf),
         )),
         Mode::Naive => e.push(format!(
-            "engine naive runs every op inside push, so waiting once or after every op costs the same \
+            "engine naive completes every op before push returns, so waiting once or after every op costs the same \
              (speed-up {speedup:.2}×): asynchrony is what the threaded engine buys."
         )),
     }
