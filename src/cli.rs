@@ -14,7 +14,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
-use crate::report::{table, write_atomic, Environment, Report};
+use crate::report::{table, trace, write_atomic, Environment, Report};
 use crate::scenario::{self, Params, RunContext, SamplingOverrides, Scenario, ScenarioError};
 
 /// An error in what the user asked for: exit code 2.
@@ -70,6 +70,13 @@ pub struct CommonArgs {
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub cpu_threads: Option<u64>,
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of one extra repeat of every variant
+    /// to FILE: one track per lane.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Print a text timeline (one row per lane) of one extra repeat of every variant.
+    #[arg(long)]
+    pub timeline: bool,
     /// Print each op's lane as it starts (the book's log_device_placement).
     #[arg(long)]
     pub log_placement: bool,
@@ -123,6 +130,7 @@ impl CommonArgs {
             },
             cpu_threads: self.cpu_threads.map(|n| n as usize),
             progress,
+            traces: (self.trace.is_some() || self.timeline).then(Default::default),
         }
     }
 
@@ -369,7 +377,7 @@ fn run_plan(
             .map_err(UsageError)?;
         sc.validate(params)?;
     }
-    if let Some(out) = &common.output {
+    for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;
     }
     let gpu = device::discovery::probe_gpu();
@@ -378,10 +386,25 @@ fn run_plan(
     if !common.json {
         stdout(&table::render_environment(&report))?;
     }
+    let mut shown = 0;
     for (sc, params) in plan {
         let run = sc.run(&params, &ctx)?;
         if !common.json {
             stdout(&table::render_run(&run))?;
+        }
+        if let (true, Some(traces)) = (common.timeline, &ctx.traces) {
+            let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+            let text: String = traces[shown..]
+                .iter()
+                .map(|t| trace::timeline(t, 60))
+                .collect();
+            shown = traces.len();
+            // The timeline is for a person: on stdout with the table, on stderr beside --json.
+            if common.json {
+                eprint!("{text}");
+            } else {
+                stdout(&text)?;
+            }
         }
         report.runs.push(run);
     }
@@ -392,6 +415,18 @@ fn run_plan(
         write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
             eprintln!("wrote {}", out.display());
+        }
+    }
+    if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
+        let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = serde_json::to_string(&trace::chrome_trace(&traces))?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        if !common.quiet {
+            eprintln!(
+                "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
+                path.display()
+            );
         }
     }
     if report.all_checks_passed() {

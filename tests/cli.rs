@@ -428,3 +428,79 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+#[test]
+fn trace_and_timeline_show_the_parallel_variant_overlapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
+    let out = parbench()
+        // Products of a few milliseconds each, so scheduling noise cannot hide the overlap.
+        .args([
+            "cpu-gpu",
+            "--ops",
+            "4",
+            "--cpu-size",
+            "512",
+            "--gpu-size",
+            "512",
+            "--timeline",
+            "--trace",
+        ])
+        .arg(&path)
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("timeline of parallel"), "{stdout}");
+
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    // The parallel variant is one process; its ops sit on one track per lane.
+    let pid = events
+        .iter()
+        .find(|e| e["name"] == "process_name" && e["args"]["name"] == "cpu-gpu / parallel")
+        .map(|e| e["pid"].clone())
+        .expect("a process for the parallel variant");
+    let ops: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+        .collect();
+    for e in &ops {
+        for key in ["name", "ph", "ts", "dur", "tid", "pid"] {
+            assert!(!e[key].is_null(), "{key} missing in {e}");
+        }
+    }
+    let span = |tid: &Value| {
+        let mine: Vec<&&Value> = ops
+            .iter()
+            .filter(|e| &e["tid"] == tid && e["name"] == "matmul")
+            .collect();
+        let start = mine
+            .iter()
+            .map(|e| e["ts"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        let end = mine
+            .iter()
+            .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        (start, end)
+    };
+    let mut tids: Vec<Value> = ops
+        .iter()
+        .filter(|e| e["name"] == "matmul")
+        .map(|e| e["tid"].clone())
+        .collect();
+    tids.sort_by_key(|t| t.as_u64());
+    tids.dedup();
+    assert_eq!(tids.len(), 2, "one track per device lane");
+    let ((s0, e0), (s1, e1)) = (span(&tids[0]), span(&tids[1]));
+    assert!(
+        s0.max(s1) < e0.min(e1),
+        "the two devices' products overlap in time"
+    );
+}

@@ -73,6 +73,11 @@ impl<'a, E> Variant<'a, E> {
             run: Box::new(run),
         }
     }
+
+    /// Run once outside sampling (e.g. a traced repeat); returns the time it reports.
+    pub fn run_once(&mut self) -> Result<Duration, E> {
+        (self.run)()
+    }
 }
 
 /// Where sampling stands, for progress bars.

@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod environment;
 pub mod table;
+pub mod trace;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -124,7 +124,7 @@ impl Scenario for AsyncLoop {
             }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-        let summaries = ctx.sample(self, &mut variants)?;
+        let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());

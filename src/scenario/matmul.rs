@@ -153,7 +153,7 @@ impl Scenario for Matmul {
                 Ok::<_, ScenarioError>(ys?)
             })
         })];
-        let summaries = ctx.sample(self, &mut variants)?;
+        let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());

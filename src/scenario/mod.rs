@@ -98,13 +98,18 @@ pub struct RunContext {
     /// Threads for CPU devices (`--cpu-threads`); `None` splits the machine's cores.
     pub cpu_threads: Option<usize>,
     pub progress: Option<ProgressFn>,
+    /// When set, one extra traced repeat of every variant is recorded here (`--trace`,
+    /// `--timeline`).
+    pub traces: Option<Arc<std::sync::Mutex<Vec<crate::report::trace::TracedRun>>>>,
 }
 
 impl RunContext {
-    /// Sample `variants` with `scenario`'s defaults and the overrides applied.
+    /// Sample `variants` with `scenario`'s defaults and the overrides applied; then, when
+    /// traces are wanted, run each variant once more with the engine recording its ops.
     pub fn sample(
         &self,
         scenario: &dyn Scenario,
+        engine: &crate::engine::Engine,
         variants: &mut [crate::harness::Variant<'_, ScenarioError>],
     ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
         let config = self.sampling.apply(scenario.sampling());
@@ -115,7 +120,26 @@ impl RunContext {
                 r(name, p)
             }
         };
-        Sampler::new(config).with_progress(&f).run(variants)
+        let summaries = Sampler::new(config).with_progress(&f).run(variants)?;
+        if let Some(traces) = &self.traces {
+            for v in variants.iter_mut() {
+                engine.wait_all()?;
+                let _ = engine.take_trace();
+                engine.set_tracing(true);
+                let outcome = v.run_once();
+                engine.set_tracing(false);
+                outcome?;
+                let records = engine.take_trace();
+                traces.lock().unwrap_or_else(|e| e.into_inner()).push(
+                    crate::report::trace::TracedRun {
+                        scenario: name.to_string(),
+                        variant: v.name.clone(),
+                        records,
+                    },
+                );
+            }
+        }
+        Ok(summaries)
     }
 }
 
