@@ -14,7 +14,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
-use crate::report::{table, trace, write_atomic, Environment, Report};
+use crate::report::{compare, table, trace, write_atomic, Environment, Report};
 use crate::scenario::{self, Params, RunContext, SamplingOverrides, Scenario, ScenarioError};
 
 /// An error in what the user asked for: exit code 2.
@@ -44,6 +44,19 @@ pub enum Command {
     },
     /// Run every scenario with its default parameters, into one report.
     All(CommonArgs),
+    /// Compare two JSON reports: exit 1 if any entry regressed, 2 if they cannot be compared.
+    Compare {
+        /// The reference report.
+        baseline: PathBuf,
+        /// The report to judge.
+        new: PathBuf,
+        /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
+        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        threshold: f64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+        format: CompareFormat,
+    },
     /// Run one scenario: `parbench <scenario> [--param value ...]` (see `parbench list`).
     #[command(external_subcommand)]
     Scenario(Vec<OsString>),
@@ -95,6 +108,32 @@ pub struct CommonArgs {
     /// Stop sampling after this many seconds (keeping at least 3 rounds).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
+}
+
+/// How `compare` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (t, 1.0),
+    };
+    let v = number
+        .trim()
+        .parse::<f64>()
+        .map(|v| v * scale)
+        .map_err(|_| format!("expected a percentage like 5% or a fraction like 0.05, got '{s}'"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!(
+            "the threshold must be between 0% and 100%, got '{s}'"
+        ));
+    }
+    Ok(v)
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -272,6 +311,27 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             run_plan(plan, &common)
         }
         Command::Scenario(raw) => run_scenario_command(raw),
+        Command::Compare {
+            baseline,
+            new,
+            threshold,
+            format,
+        } => {
+            let load = |p: &Path| compare::load(p).map_err(|e| UsageError(e.to_string()));
+            let (base, new) = (load(&baseline)?, load(&new)?);
+            let rows =
+                compare::compare(&base, &new, threshold).map_err(|e| UsageError(e.to_string()))?;
+            stdout(&compare::render(
+                &rows,
+                threshold,
+                format == CompareFormat::Markdown,
+            ))?;
+            Ok(if rows.iter().any(|r| r.verdict.is_regression()) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
     }
 }
 

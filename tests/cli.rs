@@ -504,3 +504,152 @@ fn trace_and_timeline_show_the_parallel_variant_overlapping() {
         "the two devices' products overlap in time"
     );
 }
+
+/// A real report to compare against, and a way to derive variants of it.
+fn report_with(dir: &std::path::Path, name: &str, edit: impl Fn(&mut Value)) -> std::path::PathBuf {
+    let base = dir.join("base.json");
+    if !base.exists() {
+        parbench()
+            .args([
+                "async",
+                "--iterations",
+                "50",
+                "--warmup",
+                "0",
+                "--min-samples",
+                "8",
+                "--max-samples",
+                "8",
+                "--quiet",
+                "-o",
+            ])
+            .arg(&base)
+            .assert()
+            .success();
+    }
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    edit(&mut doc);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+/// Multiply every sample and summary time of every variant by `factor`.
+fn scale_times(doc: &mut Value, factor: impl Fn(usize) -> f64) {
+    for v in doc["runs"][0]["variants"].as_array_mut().unwrap() {
+        let samples: Vec<f64> = v["samples_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x.as_f64().unwrap() * factor(i))
+            .collect();
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        v["median_s"] = serde_json::json!((sorted[3] + sorted[4]) / 2.0);
+        v["samples_s"] = serde_json::json!(samples);
+    }
+}
+
+#[test]
+fn compare_identical_reports_is_all_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let out = parbench()
+        .args(["compare"])
+        .arg(&a)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 regressions"), "{text}");
+    assert!(!text.contains("slower"), "{text}");
+}
+
+#[test]
+fn compare_flags_a_30_percent_slowdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let b = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 1.3));
+    let out = parbench()
+        .args(["compare"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("slower"), "{text}");
+    let md = parbench()
+        .args(["compare", "--format", "markdown"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).starts_with("| entry | baseline |"));
+}
+
+#[test]
+fn compare_ignores_noise_within_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    // ±2% jitter, alternating: within the 5% threshold.
+    let b = report_with(dir.path(), "b.json", |d| {
+        scale_times(d, |i| if i % 2 == 0 { 1.02 } else { 0.98 })
+    });
+    let out = parbench()
+        .args(["compare", "--threshold", "5%"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn compare_rejects_other_schemas_and_unreadable_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let other = report_with(dir.path(), "other.json", |d| {
+        d["schema"] = "parbench/2".into()
+    });
+    let out = parbench()
+        .args(["compare"])
+        .arg(&a)
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("parbench/2"));
+    assert_usage_error(
+        &["compare", "/nonexistent/a.json", "/nonexistent/b.json"],
+        "cannot read",
+    );
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{not json").unwrap();
+    let out = parbench()
+        .args(["compare"])
+        .arg(&garbage)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let unmatched = report_with(dir.path(), "unmatched.json", |d| {
+        d["runs"][0]["scenario"] = "other".into()
+    });
+    let out = parbench()
+        .args(["compare"])
+        .arg(&a)
+        .arg(&unmatched)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to compare"));
+    assert_usage_error(&["compare", "a", "b", "--threshold", "150%"], "threshold");
+}

@@ -4,6 +4,7 @@
 //! never renamed or removed, so scripts and baselines keep working.
 
 pub mod atomic;
+pub mod compare;
 pub mod environment;
 pub mod table;
 pub mod trace;
