@@ -15,7 +15,9 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
 use crate::report::{compare, table, trace, write_atomic, Environment, Report};
-use crate::scenario::{self, Params, RunContext, SamplingOverrides, Scenario, ScenarioError};
+use crate::scenario::{
+    self, suite, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
+};
 
 /// An error in what the user asked for: exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +44,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run every scenario with its default parameters, into one report.
+    /// Run every scenario with book-sized parameters (scenarios/default.toml), into one report.
     All(CommonArgs),
+    /// Run a suite file (scenarios/*.toml) into one report; it is checked whole before anything runs.
+    Run {
+        /// The suite: a TOML list of [[run]] entries.
+        suite: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
     /// Compare two JSON reports: exit 1 if any entry regressed, 2 if they cannot be compared.
     Compare {
         /// The reference report.
@@ -304,10 +313,18 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::All(common) => {
-            let mut plan = Vec::new();
-            for sc in scenario::registry() {
-                plan.push((*sc, Params::parse(sc.name(), sc.params(), &[])?));
-            }
+            let plan = suite::parse("scenarios/default.toml (built in)", suite::DEFAULT_SUITE)
+                .map_err(|e| UsageError(e.to_string()))?;
+            run_plan(plan, &common)
+        }
+        Command::Run {
+            suite: path,
+            common,
+        } => {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let plan = suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
             run_plan(plan, &common)
         }
         Command::Scenario(raw) => run_scenario_command(raw),
@@ -383,7 +400,14 @@ fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let params = Params::parse(sc.name(), sc.params(), &given)?;
-    run_plan(vec![(sc, params)], &common)
+    run_plan(
+        vec![suite::PlannedRun {
+            scenario: sc,
+            params,
+            sampling: SamplingOverrides::default(),
+        }],
+        &common,
+    )
 }
 
 /// Write to stdout. A reader that went away (`parbench all | head`) is not an error: the
@@ -425,17 +449,20 @@ fn check_output_path(path: &Path) -> Result<(), UsageError> {
 }
 
 /// Validate everything, run each scenario, print as they finish, then write the report.
-fn run_plan(
-    plan: Vec<(&'static dyn Scenario, Params)>,
-    common: &CommonArgs,
-) -> anyhow::Result<ExitCode> {
-    let ctx = common.context();
-    for (sc, params) in &plan {
-        ctx.sampling
-            .apply(sc.sampling())
+fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> anyhow::Result<ExitCode> {
+    let base = common.context();
+    // The command line's sampling options win over a suite's.
+    let context_of = |run: &suite::PlannedRun| RunContext {
+        sampling: base.sampling.or(&run.sampling),
+        ..base.clone()
+    };
+    for run in &plan {
+        context_of(run)
+            .sampling
+            .apply(run.scenario.sampling())
             .validate()
             .map_err(UsageError)?;
-        sc.validate(params)?;
+        run.scenario.validate(&run.params)?;
     }
     for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;
@@ -447,8 +474,11 @@ fn run_plan(
         stdout(&table::render_environment(&report))?;
     }
     let mut shown = 0;
-    for (sc, params) in plan {
-        let run = sc.run(&params, &ctx)?;
+    let ctx = &base;
+    for planned in plan {
+        let run = planned
+            .scenario
+            .run(&planned.params, &context_of(&planned))?;
         if !common.json {
             stdout(&table::render_run(&run))?;
         }

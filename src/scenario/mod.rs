@@ -9,6 +9,7 @@ pub mod cpu_gpu;
 pub mod matmul;
 pub mod params;
 pub mod run_copy;
+pub mod suite;
 pub mod support;
 
 use std::sync::Arc;
@@ -57,6 +58,17 @@ pub struct SamplingOverrides {
 }
 
 impl SamplingOverrides {
+    /// These overrides, falling back to `other`'s where unset.
+    pub fn or(&self, other: &SamplingOverrides) -> SamplingOverrides {
+        SamplingOverrides {
+            warmup: self.warmup.or(other.warmup),
+            min_samples: self.min_samples.or(other.min_samples),
+            max_samples: self.max_samples.or(other.max_samples),
+            min_time: self.min_time.or(other.min_time),
+            max_time: self.max_time.or(other.max_time),
+        }
+    }
+
     /// Apply to a scenario's defaults. Raising `min_samples` above the default maximum raises
     /// the maximum with it, so `--min-samples 500` alone does what it says.
     pub fn apply(&self, mut c: SamplerConfig) -> SamplerConfig {

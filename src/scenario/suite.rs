@@ -1,0 +1,260 @@
+//! Suites: a TOML list of scenario runs with their parameters (`scenarios/*.toml`).
+//!
+//! ```toml
+//! description = "what this suite is for"
+//!
+//! [[run]]
+//! scenario = "cpu-gpu"
+//! params = { ops = 10, cpu_size = 2000 }
+//! sampling = { min_samples = 3 }      # optional: warmup, min_samples, max_samples, min_time, max_time
+//! ```
+//!
+//! Everything is checked before anything runs (unknown scenario, unknown or ill-typed
+//! parameter, sizes that do not fit, TOML syntax), and every error names the file and line.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{find, registry, Params, SamplingOverrides, Scenario};
+
+/// `scenarios/default.toml`, built in: what `parbench all` runs, wherever it is started.
+pub const DEFAULT_SUITE: &str = include_str!("../../scenarios/default.toml");
+
+/// A suite that cannot be run, with where and why (a usage error).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {reason}")]
+pub struct SuiteError {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+    run: Vec<RunEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunEntry {
+    scenario: Spanned<String>,
+    #[serde(default)]
+    params: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    #[serde(default)]
+    sampling: Option<Spanned<SamplingEntry>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SamplingEntry {
+    warmup: Option<usize>,
+    min_samples: Option<usize>,
+    max_samples: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+}
+
+/// One validated run of a suite.
+pub struct PlannedRun {
+    pub scenario: &'static dyn Scenario,
+    pub params: Params,
+    pub sampling: SamplingOverrides,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`).
+fn as_option_text(v: &toml::Value) -> Result<String, String> {
+    match v {
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|i| match i {
+                toml::Value::Integer(n) => Ok(n.to_string()),
+                other => Err(format!(
+                    "expected whole numbers in the list, found a {}",
+                    other.type_str()
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|parts| parts.join(",")),
+        other => Err(format!(
+            "expected a number, a word or a list of numbers, found a {}",
+            other.type_str()
+        )),
+    }
+}
+
+fn seconds(what: &str, v: Option<f64>) -> Result<Option<Duration>, String> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => {
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Some(s) => Err(format!("{what} must be from 0 to 86400 seconds, got {s}")),
+    }
+}
+
+/// Parse and check a suite completely. `file` names it in messages.
+pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
+    let err = |offset: usize, reason: String| SuiteError {
+        file: file.to_string(),
+        line: line_of(text, offset),
+        reason,
+    };
+    let suite: SuiteFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        err(at, e.message().trim().to_string())
+    })?;
+    if suite.run.is_empty() {
+        return Err(err(0, "the suite has no [[run]] entries".into()));
+    }
+    let mut plan = Vec::new();
+    for entry in suite.run {
+        let name = entry.scenario.get_ref();
+        let Some(scenario) = find(name) else {
+            let known: Vec<&str> = registry().iter().map(|s| s.name()).collect();
+            return Err(err(
+                entry.scenario.span().start,
+                format!("unknown scenario '{name}' (known: {})", known.join(", ")),
+            ));
+        };
+        let params_at = entry
+            .params
+            .as_ref()
+            .map_or(entry.scenario.span().start, |p| p.span().start);
+        let mut given = Vec::new();
+        for (k, v) in entry.params.iter().flat_map(|p| p.get_ref()) {
+            let text =
+                as_option_text(v).map_err(|r| err(params_at, format!("parameter '{k}': {r}")))?;
+            given.push((k.clone(), text));
+        }
+        let params = Params::parse(name, scenario.params(), &given)
+            .map_err(|e| err(params_at, e.to_string()))?;
+        scenario
+            .validate(&params)
+            .map_err(|e| err(params_at, e.to_string()))?;
+        let sampling = match entry.sampling {
+            None => SamplingOverrides::default(),
+            Some(s) => {
+                let at = s.span().start;
+                let s = s.into_inner();
+                let o = SamplingOverrides {
+                    warmup: s.warmup,
+                    min_samples: s.min_samples,
+                    max_samples: s.max_samples,
+                    min_time: seconds("min_time", s.min_time).map_err(|r| err(at, r))?,
+                    max_time: seconds("max_time", s.max_time).map_err(|r| err(at, r))?,
+                };
+                o.apply(scenario.sampling())
+                    .validate()
+                    .map_err(|r| err(at, r))?;
+                o
+            }
+        };
+        plan.push(PlannedRun {
+            scenario,
+            params,
+            sampling,
+        });
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_suites_parse() {
+        let default = parse("scenarios/default.toml", DEFAULT_SUITE).unwrap();
+        // `parbench all` runs every scenario.
+        for s in registry() {
+            assert!(
+                default.iter().any(|r| r.scenario.name() == s.name()),
+                "{} missing",
+                s.name()
+            );
+        }
+        let ci = include_str!("../../scenarios/ci.toml");
+        assert!(!parse("scenarios/ci.toml", ci).unwrap().is_empty());
+    }
+
+    #[test]
+    fn values_become_option_text() {
+        let text = "[[run]]\nscenario = \"async\"\nparams = { iterations = 5, shape = [3, 4] }\n";
+        let plan = parse("s.toml", text).unwrap();
+        assert_eq!(plan[0].params.int("iterations"), 5);
+        assert_eq!(plan[0].params.shape("shape"), &[3, 4]);
+    }
+
+    #[test]
+    fn every_error_names_file_and_line() {
+        let cases = [
+            (
+                "[[run]]\nscenario = \"nope\"\n",
+                2,
+                "unknown scenario 'nope'",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nparams = { iterations = 0 }\n",
+                3,
+                "--iterations",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nparams = { bogus = 1 }\n",
+                3,
+                "unknown parameter 'bogus'",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nparams = { shape = true }\n",
+                3,
+                "parameter 'shape'",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nparams = { iterations = 5 \n",
+                3,
+                "",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nsurprise = 1\n",
+                3,
+                "surprise",
+            ),
+            (
+                "[[run]]\nscenario = \"async\"\nsampling = { min_samples = 9, max_samples = 2 }\n",
+                3,
+                "--max-samples",
+            ),
+            (
+                "\n\n[[run]]\nscenario = \"matmul\"\nparams = { size = 100000 }\n",
+                5,
+                "needs an estimated",
+            ),
+            ("description = \"empty\"\nrun = []\n", 1, "no [[run]]"),
+        ];
+        for (text, line, needle) in cases {
+            let e = parse("suite.toml", text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"));
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with(&format!("suite.toml:{line}: ")),
+                "{msg} for {text:?}"
+            );
+            assert!(msg.contains(needle), "{msg}");
+            assert_eq!(msg.lines().count(), 1, "{msg}");
+        }
+    }
+}
