@@ -53,6 +53,17 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Convert a JSON report for other tools (github-action-benchmark's customSmallerIsBetter).
+    Export {
+        /// The parbench report.
+        report: PathBuf,
+        /// Target format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::GithubActionBenchmark)]
+        format: ExportFormat,
+        /// Write to FILE (atomically) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Compare two JSON reports: exit 1 if any entry regressed, 2 if they cannot be compared.
     Compare {
         /// The reference report.
@@ -117,6 +128,13 @@ pub struct CommonArgs {
     /// Stop sampling after this many seconds (keeping at least 3 rounds).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
+}
+
+/// What `export` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// customSmallerIsBetter JSON for github-action-benchmark.
+    GithubActionBenchmark,
 }
 
 /// How `compare` prints.
@@ -328,6 +346,23 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             run_plan(plan, &common)
         }
         Command::Scenario(raw) => run_scenario_command(raw),
+        Command::Export {
+            report,
+            format: ExportFormat::GithubActionBenchmark,
+            output,
+        } => {
+            let report = compare::load(&report).map_err(|e| UsageError(e.to_string()))?;
+            let mut text =
+                serde_json::to_string_pretty(&compare::github_action_benchmark(&report))?;
+            text.push('\n');
+            match output {
+                Some(path) => {
+                    write_atomic(&path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?
+                }
+                None => stdout(&text)?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Compare {
             baseline,
             new,

@@ -711,3 +711,34 @@ fn malformed_suites_fail_before_anything_runs() {
         "cannot read /nonexistent/suite.toml",
     );
 }
+
+#[test]
+fn export_writes_github_action_benchmark_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let out = parbench().args(["export"]).arg(&a).output().unwrap();
+    assert!(out.status.success());
+    let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = entries.as_array().unwrap();
+    assert_eq!(entries.len(), 3, "one entry per variant");
+    for e in entries {
+        assert_eq!(e["unit"], "s");
+        assert!(e["value"].as_f64().is_some_and(|v| v > 0.0));
+        assert!(e["name"].as_str().unwrap().starts_with("async["));
+    }
+}
+
+#[test]
+fn the_committed_baseline_is_a_readable_report() {
+    let base = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/results/baselines/ci-2core-epyc.json"
+    );
+    let out = parbench().args(["compare", base, base]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
