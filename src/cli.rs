@@ -14,9 +14,9 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
-use crate::report::{compare, table, trace, write_atomic, Environment, Report};
+use crate::report::{compare, plot, table, trace, write_atomic, Environment, Report};
 use crate::scenario::{
-    self, suite, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
+    self, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
 
 /// An error in what the user asked for: exit code 2.
@@ -61,6 +61,34 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ExportFormat::GithubActionBenchmark)]
         format: ExportFormat,
         /// Write to FILE (atomically) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Run one scenario over the cartesian product of parameter axes, into one report; each
+    /// finished point is appended to a JSON Lines journal, so an interrupted sweep can resume.
+    Sweep {
+        /// The scenario to sweep.
+        scenario: String,
+        /// An axis: NAME=V1,V2,... with START:STOP:STEP ranges for whole numbers
+        /// (e.g. --set cpu_size=500:2000:500 --set ops=5,10). Repeat for more axes.
+        #[arg(long = "set", value_name = "NAME=VALUES", required = true)]
+        set: Vec<String>,
+        /// The journal to append finished points to (default: the -o file with .jsonl, or
+        /// parbench-sweep-<scenario>.jsonl).
+        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+        journal: Option<PathBuf>,
+        /// Continue the sweep recorded in this journal: its finished points are not run again.
+        #[arg(long, value_name = "FILE")]
+        resume: Option<PathBuf>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Draw a report as SVG: time against the swept parameter (a line per variant, min–max
+    /// band), or the variants' medians as bars.
+    Plot {
+        /// The JSON report.
+        report: PathBuf,
+        /// The SVG to write (default: the report's path with .svg).
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -180,7 +208,7 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 impl CommonArgs {
     fn context(&self) -> RunContext {
-        let progress = (!self.quiet && std::io::stderr().is_terminal()).then(progress_bar);
+        let progress = self.shows_progress().then(|| progress_bar(None));
         RunContext {
             runtime: RuntimeOptions {
                 mode: Some(self.mode()),
@@ -200,13 +228,17 @@ impl CommonArgs {
         }
     }
 
+    fn shows_progress(&self) -> bool {
+        !self.quiet && std::io::stderr().is_terminal()
+    }
+
     fn mode(&self) -> Mode {
         self.engine.unwrap_or(Mode::Threaded)
     }
 }
 
 /// A progress bar on stderr, one per scenario, updated after every sampling round.
-fn progress_bar() -> scenario::ProgressFn {
+fn progress_bar(multi: Option<indicatif::MultiProgress>) -> scenario::ProgressFn {
     use indicatif::{ProgressBar, ProgressStyle};
     use std::sync::Mutex;
     let state: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
@@ -217,7 +249,10 @@ fn progress_bar() -> scenario::ProgressFn {
             if let Some((_, old)) = s.take() {
                 old.finish_and_clear();
             }
-            let bar = ProgressBar::new(p.rounds_expected as u64);
+            let mut bar = ProgressBar::new(p.rounds_expected as u64);
+            if let Some(m) = &multi {
+                bar = m.add(bar);
+            }
             if let Ok(style) =
                 ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} rounds, eta {eta}")
             {
@@ -346,6 +381,22 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             run_plan(plan, &common)
         }
         Command::Scenario(raw) => run_scenario_command(raw),
+        Command::Sweep {
+            scenario: name,
+            set,
+            journal,
+            resume,
+            common,
+        } => run_sweep(&name, &set, journal, resume, &common),
+        Command::Plot { report, output } => {
+            let doc = compare::load(&report).map_err(|e| UsageError(e.to_string()))?;
+            let svg = plot::svg(&doc).map_err(|e| UsageError(e.to_string()))?;
+            let out = output.unwrap_or_else(|| report.with_extension("svg"));
+            check_output_path(&out)?;
+            write_atomic(&out, svg.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+            eprintln!("wrote {}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Export {
             report,
             format: ExportFormat::GithubActionBenchmark,
@@ -445,6 +496,118 @@ fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// Test hook: stop a sweep after this many newly finished points, as a kill would.
+const SWEEP_STOP_AFTER: &str = "PARBENCH_SWEEP_STOP_AFTER";
+
+fn run_sweep(
+    name: &str,
+    set: &[String],
+    journal: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    common: &CommonArgs,
+) -> anyhow::Result<ExitCode> {
+    let sc = scenario::find(name)
+        .ok_or_else(|| UsageError(format!("unknown scenario '{name}' (see 'parbench list')")))?;
+    let axes = set
+        .iter()
+        .map(|spec| sweep::parse_axis(sc, spec))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(UsageError)?;
+    let points = sweep::points(sc, &axes).map_err(UsageError)?;
+    let ctx = common.context();
+    ctx.sampling
+        .apply(sc.sampling())
+        .validate()
+        .map_err(UsageError)?;
+    for p in &points {
+        sc.validate(p)?;
+    }
+    for out in [&common.output, &common.trace].into_iter().flatten() {
+        check_output_path(out)?;
+    }
+    let journal_path = resume
+        .clone()
+        .or(journal)
+        .unwrap_or_else(|| match &common.output {
+            Some(o) => o.with_extension("jsonl"),
+            None => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
+        });
+    let done = match &resume {
+        Some(path) => sweep::read_journal(path).map_err(UsageError)?,
+        None if journal_path.exists() => return Err(UsageError(format!(
+            "journal {} already exists: continue it with --resume {0} or choose another --journal",
+            journal_path.display()
+        ))
+        .into()),
+        None => Vec::new(),
+    };
+    let mut journal = sweep::Journal::open(&journal_path).map_err(UsageError)?;
+    let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
+        .ok()
+        .and_then(|v| v.parse().ok());
+
+    let environment = Environment::capture(common.mode().as_str(), device::discovery::probe_gpu());
+    let mut report = Report::new(environment, Vec::new());
+    report.sweep = Some(sweep::SweepInfo {
+        scenario: name.to_string(),
+        axes: axes.clone(),
+    });
+    if !common.json {
+        stdout(&table::render_environment(&report))?;
+    }
+    if !common.quiet {
+        eprintln!(
+            "sweep of {} points; journal {}",
+            points.len(),
+            journal_path.display()
+        );
+    }
+    let multi = indicatif::MultiProgress::new();
+    let points_bar = common.shows_progress().then(|| {
+        let bar = multi.add(indicatif::ProgressBar::new(points.len() as u64));
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg:>12} [{bar:30}] {pos}/{len} points, eta {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message("sweep");
+        bar
+    });
+    let mut newly = 0;
+    for params in &points {
+        let run = match done.iter().find(|r| sweep::same_point(r, name, params)) {
+            Some(r) => r.clone(),
+            None => {
+                let point_ctx = RunContext {
+                    progress: points_bar
+                        .as_ref()
+                        .map(|_| progress_bar(Some(multi.clone()))),
+                    ..ctx.clone()
+                };
+                let run = sc.run(params, &point_ctx)?;
+                journal.append(&run)?;
+                newly += 1;
+                if stop_after == Some(newly) {
+                    eprintln!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
+                    return Ok(ExitCode::from(130));
+                }
+                run
+            }
+        };
+        if !common.json {
+            stdout(&table::render_run(&run))?;
+        }
+        if let Some(bar) = &points_bar {
+            bar.inc(1);
+        }
+        report.runs.push(run);
+    }
+    if let Some(bar) = points_bar {
+        bar.finish_and_clear();
+    }
+    finish_report(&report, common, &ctx)
+}
+
 /// Write to stdout. A reader that went away (`parbench all | head`) is not an error: the
 /// rest of the output is dropped, and the run still finishes and writes its `-o` file.
 fn stdout(text: &str) -> std::io::Result<()> {
@@ -533,6 +696,15 @@ fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> anyhow::Result
         }
         report.runs.push(run);
     }
+    finish_report(&report, common, ctx)
+}
+
+/// Print or write the report (and the trace), and turn the checks into the exit code.
+fn finish_report(
+    report: &Report,
+    common: &CommonArgs,
+    ctx: &RunContext,
+) -> anyhow::Result<ExitCode> {
     if common.json {
         stdout(&report.to_json())?;
     }

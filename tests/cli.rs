@@ -742,3 +742,137 @@ fn the_committed_baseline_is_a_readable_report() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+const SWEEP: &[&str] = &[
+    "sweep",
+    "matmul",
+    "--set",
+    "size=16:64:16",
+    "--set",
+    "ops=1",
+];
+
+#[test]
+fn an_interrupted_sweep_resumes_without_repeating_a_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let out = dir.path().join("sweep.json");
+    // Stopped after two of four points, as a kill would.
+    let first = parbench()
+        .env("PARBENCH_SWEEP_STOP_AFTER", "2")
+        .args(SWEEP)
+        .args(QUICK)
+        .arg("--journal")
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert_ne!(first.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        2
+    );
+    // Starting over on the same journal by mistake is refused.
+    assert_usage_error(
+        &[SWEEP, &["--journal", journal.to_str().unwrap()]].concat(),
+        "already exists",
+    );
+    parbench()
+        .args(SWEEP)
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let sizes: Vec<u64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["parameters"]["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes,
+        [16, 32, 48, 64],
+        "every point exactly once, in order"
+    );
+    assert_eq!(doc["sweep"]["scenario"], "matmul");
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        4
+    );
+}
+
+#[test]
+fn sweep_rejects_bad_axes_before_running() {
+    assert_usage_error(
+        &["sweep", "matmul", "--set", "colour=1"],
+        "no parameter 'colour'",
+    );
+    assert_usage_error(&["sweep", "matmul", "--set", "size=100,0"], "--size");
+    assert_usage_error(&["sweep", "matmul", "--set", "size=9:1:1"], "START <= STOP");
+    assert_usage_error(
+        &["sweep", "warp", "--set", "size=1"],
+        "unknown scenario 'warp'",
+    );
+}
+
+/// Polylines whose point count is `n`: a plotted series over n sweep points (grid lines have 2).
+fn series_paths(svg: &str, n: usize) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    doc.descendants()
+        .filter(|e| e.has_tag_name("polyline"))
+        .filter(|e| {
+            e.attribute("points")
+                .is_some_and(|p| p.split_whitespace().count() == n)
+        })
+        .count()
+}
+
+#[test]
+fn plot_draws_a_line_per_variant_and_bars_for_a_single_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("sweep.json");
+    parbench()
+        .args([
+            "sweep",
+            "run-copy",
+            "--set",
+            "size=16,32,48",
+            "--set",
+            "ops=1",
+            "--journal",
+        ])
+        .arg(dir.path().join("j.jsonl"))
+        .arg("-o")
+        .arg(&report)
+        .args(QUICK)
+        .assert()
+        .success();
+    let svg_path = dir.path().join("sweep.svg");
+    parbench().args(["plot"]).arg(&report).assert().success();
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert_eq!(series_paths(&svg, 3), 4, "run-copy has four variants");
+    assert!(svg.contains("overlapped") && svg.contains("size"));
+
+    let single = dir.path().join("single.json");
+    parbench()
+        .args(["async", "--iterations", "10", "-o"])
+        .arg(&single)
+        .args(QUICK)
+        .assert()
+        .success();
+    let out = dir.path().join("bars.svg");
+    parbench()
+        .args(["plot"])
+        .arg(&single)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let svg = std::fs::read_to_string(&out).unwrap();
+    roxmltree::Document::parse(&svg).unwrap();
+    assert!(svg.contains("push-only"));
+    assert_usage_error(&["plot", "/nonexistent.json"], "cannot read");
+}

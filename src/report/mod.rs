@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod compare;
 pub mod environment;
+pub mod plot;
 pub mod table;
 pub mod trace;
 
@@ -27,6 +28,9 @@ pub struct Report {
     pub tool: Tool,
     pub environment: Environment,
     pub runs: Vec<RunRecord>,
+    /// Present when the report is a sweep: the scenario and the axes swept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::scenario::sweep::SweepInfo>,
 }
 
 /// The program that produced the report.
@@ -55,6 +59,7 @@ impl Report {
             tool: Tool::this(),
             environment,
             runs,
+            sweep: None,
         }
     }
 

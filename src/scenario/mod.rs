@@ -11,6 +11,7 @@ pub mod params;
 pub mod run_copy;
 pub mod suite;
 pub mod support;
+pub mod sweep;
 
 use std::sync::Arc;
 

@@ -1,0 +1,228 @@
+//! Pictures of a report (plotters, SVG): time against the swept parameter, one line per
+//! variant with its min–max band; for a report without a numeric axis, a bar chart of the
+//! variants' medians with min–max whiskers.
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use super::{Report, RunRecord};
+
+/// Why a report cannot be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("the report has no runs to plot")]
+    Empty,
+    #[error("drawing failed: {0}")]
+    Draw(String),
+}
+
+fn draw_err<E: std::fmt::Display>(e: E) -> PlotError {
+    PlotError::Draw(e.to_string())
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// The parameter that varies between the runs and is a number: the x axis of a sweep.
+fn numeric_axis(runs: &[&RunRecord]) -> Option<String> {
+    let first = runs.first()?;
+    first.parameters.keys().find_map(|k| {
+        let values: Vec<Option<f64>> = runs
+            .iter()
+            .map(|r| r.parameters.get(k).and_then(Value::as_f64))
+            .collect();
+        let all_numeric = values.iter().all(Option::is_some);
+        let varies = values.windows(2).any(|w| w[0] != w[1]);
+        (all_numeric && varies).then(|| k.clone())
+    })
+}
+
+/// The scenario with the most runs: what a sweep report is about.
+fn main_scenario(report: &Report) -> Option<&str> {
+    let mut best: Option<(&str, usize)> = None;
+    for r in &report.runs {
+        let n = report
+            .runs
+            .iter()
+            .filter(|x| x.scenario == r.scenario)
+            .count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((&r.scenario, n));
+        }
+    }
+    best.map(|(s, _)| s)
+}
+
+/// Draw `report` as SVG text.
+pub fn svg(report: &Report) -> Result<String, PlotError> {
+    let scenario = main_scenario(report).ok_or(PlotError::Empty)?;
+    let runs: Vec<&RunRecord> = report
+        .runs
+        .iter()
+        .filter(|r| r.scenario == scenario)
+        .collect();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (900, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        match numeric_axis(&runs) {
+            Some(axis) => lines(&root, scenario, &axis, &runs)?,
+            None => bars(&root, scenario, runs[0])?,
+        }
+        root.present().map_err(draw_err)?;
+    }
+    Ok(out)
+}
+
+fn lines(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    scenario: &str,
+    axis: &str,
+    runs: &[&RunRecord],
+) -> Result<(), PlotError> {
+    let mut points: Vec<(f64, &RunRecord)> = runs
+        .iter()
+        .filter_map(|r| {
+            r.parameters
+                .get(axis)
+                .and_then(Value::as_f64)
+                .map(|x| (x, *r))
+        })
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let variants: Vec<String> = points[0]
+        .1
+        .variants
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    let (x_min, x_max) = (points[0].0, points[points.len() - 1].0);
+    let all: Vec<f64> = points
+        .iter()
+        .flat_map(|(_, r)| {
+            r.variants
+                .iter()
+                .flat_map(|v| [v.summary.min_s, v.summary.max_s])
+        })
+        .filter(|y| *y > 0.0)
+        .collect();
+    let y_min = all.iter().cloned().fold(f64::INFINITY, f64::min);
+    let y_max = all.iter().cloned().fold(0.0, f64::max);
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{scenario}: median time vs {axis}"),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            x_min..x_max.max(x_min + 1.0),
+            (y_min * 0.8..y_max * 1.25).log_scale(),
+        )
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc(axis.to_string())
+        .y_desc("time (s), median with min–max band")
+        .y_label_formatter(&|y| super::table::human_time(*y))
+        .draw()
+        .map_err(draw_err)?;
+    for (i, name) in variants.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let stats: Vec<(f64, f64, f64, f64)> = points
+            .iter()
+            .filter_map(|(x, r)| {
+                let v = r.variants.iter().find(|v| &v.name == name)?;
+                Some((*x, v.summary.median_s, v.summary.min_s, v.summary.max_s))
+            })
+            .collect();
+        let band: Vec<(f64, f64)> = stats
+            .iter()
+            .map(|s| (s.0, s.2))
+            .chain(stats.iter().rev().map(|s| (s.0, s.3)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(band, color.mix(0.15))))
+            .map_err(draw_err)?;
+        chart
+            .draw_series(LineSeries::new(
+                stats.iter().map(|s| (s.0, s.1)),
+                color.stroke_width(2),
+            ))
+            .map_err(draw_err)?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(draw_err)
+}
+
+fn bars(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    scenario: &str,
+    run: &RunRecord,
+) -> Result<(), PlotError> {
+    let n = run.variants.len().max(1);
+    let y_max = run
+        .variants
+        .iter()
+        .map(|v| v.summary.max_s)
+        .fold(0.0, f64::max)
+        .max(1e-12);
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{scenario}: median time per variant"),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..n as f64, 0f64..y_max * 1.15)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_label_formatter(&|_| String::new())
+        .x_desc("variants (see the legend)")
+        .y_desc("time (s), median with min–max whisker")
+        .y_label_formatter(&|y| super::table::human_time(*y))
+        .draw()
+        .map_err(draw_err)?;
+    for (i, v) in run.variants.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let x = i as f64;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(x + 0.2, 0.0), (x + 0.8, v.summary.median_s)],
+                color.filled(),
+            )))
+            .map_err(draw_err)?
+            .label(v.name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
+        chart
+            .draw_series(LineSeries::new(
+                [(x + 0.5, v.summary.min_s), (x + 0.5, v.summary.max_s)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(draw_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(draw_err)
+}

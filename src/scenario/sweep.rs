@@ -1,0 +1,227 @@
+//! Sweeps: one scenario over the cartesian product of parameter axes, with a JSON Lines
+//! journal so that an interrupted sweep loses no finished point and `--resume` skips them.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ParamKind, Params, Scenario};
+use crate::report::RunRecord;
+
+/// The axes of a sweep, as the report records them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepInfo {
+    pub scenario: String,
+    /// Axis name → the values swept, in order (as given on the command line).
+    pub axes: Vec<(String, Vec<String>)>,
+}
+
+/// Parse `--set name=v1,v2,start:stop:step` into an axis. Ranges are inclusive and apply to
+/// whole-number parameters.
+pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<String>), String> {
+    let (name, values) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("--set '{spec}': expected NAME=VALUE[,VALUE...]"))?;
+    let name = name.trim().replace('-', "_");
+    let param = scenario
+        .params()
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = scenario.params().iter().map(|p| p.name).collect();
+            format!(
+                "--set '{spec}': scenario '{}' has no parameter '{name}' (it takes: {})",
+                scenario.name(),
+                known.join(", ")
+            )
+        })?;
+    let mut out = Vec::new();
+    // A shape's own commas would be read as a list: shapes take `x` (`--set shape=1x2,4x8`).
+    for item in values.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let parts: Vec<&str> = item.split(':').collect();
+        if parts.len() == 3 {
+            let ParamKind::Int { .. } = param.kind else {
+                return Err(format!(
+                    "--set '{spec}': ranges are for whole-number parameters"
+                ));
+            };
+            let num = |s: &str| {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("--set '{spec}': '{item}' is not START:STOP:STEP"))
+            };
+            let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
+            if step == 0 || start > stop {
+                return Err(format!(
+                    "--set '{spec}': '{item}' needs START <= STOP and STEP > 0"
+                ));
+            }
+            if (stop - start) / step >= 10_000 {
+                return Err(format!(
+                    "--set '{spec}': '{item}' has more than 10000 values"
+                ));
+            }
+            out.extend((start..=stop).step_by(step as usize).map(|v| v.to_string()));
+        } else {
+            out.push(item.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("--set '{spec}': no values"));
+    }
+    Ok((name, out))
+}
+
+/// Every point of the cartesian product, as parsed parameters (checked: a bad value fails
+/// here, before anything runs).
+pub fn points(
+    scenario: &dyn Scenario,
+    axes: &[(String, Vec<String>)],
+) -> Result<Vec<Params>, String> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (name, values) in axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+        if combos.len() > 100_000 {
+            return Err("the sweep has more than 100000 points".into());
+        }
+    }
+    combos
+        .iter()
+        .map(|given| {
+            Params::parse(scenario.name(), scenario.params(), given).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Finished points read back from a journal. A torn last line (the process was killed while
+/// writing it) is ignored; a malformed line elsewhere is an error.
+pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, String> {
+    let file =
+        File::open(path).map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
+    let lines: Vec<String> = BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
+    let mut records = Vec::new();
+    let last = lines.len().saturating_sub(1);
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<RunRecord>(line) {
+            Ok(r) => records.push(r),
+            Err(_) if i == last => {}
+            Err(e) => {
+                return Err(format!(
+                    "{}:{}: not a sweep journal line: {e}",
+                    path.display(),
+                    i + 1
+                ))
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// Appends finished points, one JSON line each, flushed and synced as they come.
+pub struct Journal {
+    file: File,
+}
+
+impl Journal {
+    pub fn open(path: &Path) -> Result<Journal, String> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot write journal {}: {e}", path.display()))?;
+        Ok(Journal { file })
+    }
+
+    pub fn append(&mut self, record: &RunRecord) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.sync_data()
+    }
+}
+
+/// True when `record` is the run of `params` (same scenario, same parameter values).
+pub fn same_point(record: &RunRecord, scenario: &str, params: &Params) -> bool {
+    record.scenario == scenario
+        && Value::Object(record.parameters.clone()) == Value::Object(params.to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::find;
+
+    #[test]
+    fn axes_take_lists_and_inclusive_ranges() {
+        let m = find("matmul").unwrap();
+        assert_eq!(
+            parse_axis(m, "size=500,1000:2000:500").unwrap(),
+            (
+                "size".to_string(),
+                vec!["500".into(), "1000".into(), "1500".into(), "2000".into()]
+            )
+        );
+        assert_eq!(parse_axis(m, "ops=3").unwrap().1, vec!["3".to_string()]);
+        assert!(parse_axis(m, "bogus=1")
+            .unwrap_err()
+            .contains("no parameter 'bogus'"));
+        assert!(parse_axis(m, "size").is_err());
+        assert!(parse_axis(m, "size=5:1:1").is_err());
+        assert!(parse_axis(m, "size=1:5:0").is_err());
+        assert!(parse_axis(m, "device=cpu:cuda:1").is_err());
+    }
+
+    #[test]
+    fn points_are_the_cartesian_product_and_are_checked() {
+        let m = find("matmul").unwrap();
+        let axes = vec![
+            parse_axis(m, "size=100,200").unwrap(),
+            parse_axis(m, "ops=1,2,3").unwrap(),
+        ];
+        let p = points(m, &axes).unwrap();
+        assert_eq!(p.len(), 6);
+        assert_eq!((p[0].int("size"), p[0].int("ops")), (100, 1));
+        assert_eq!((p[5].int("size"), p[5].int("ops")), (200, 3));
+        let bad = vec![parse_axis(m, "size=100,0").unwrap()];
+        assert!(points(m, &bad).unwrap_err().contains("--size"));
+    }
+
+    #[test]
+    fn a_torn_last_journal_line_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let mut j = Journal::open(&path).unwrap();
+        j.append(&rec).unwrap();
+        j.append(&rec).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"scenario\": \"mat")
+            .unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 2);
+        // A broken line in the middle is not silently dropped.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
+        assert!(read_journal(&path).unwrap_err().contains(":1:"));
+    }
+}
