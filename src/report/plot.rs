@@ -45,20 +45,12 @@ fn numeric_axis(runs: &[&RunRecord]) -> Option<String> {
     })
 }
 
-/// The scenario with the most runs: what a sweep report is about.
+/// The scenario to draw: the swept one, or else the first run's.
 fn main_scenario(report: &Report) -> Option<&str> {
-    let mut best: Option<(&str, usize)> = None;
-    for r in &report.runs {
-        let n = report
-            .runs
-            .iter()
-            .filter(|x| x.scenario == r.scenario)
-            .count();
-        if best.is_none_or(|(_, m)| n > m) {
-            best = Some((&r.scenario, n));
-        }
+    match &report.sweep {
+        Some(sweep) => Some(&sweep.scenario),
+        None => report.runs.first().map(|r| r.scenario.as_str()),
     }
-    best.map(|(s, _)| s)
 }
 
 /// Draw `report` as SVG text.
