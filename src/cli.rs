@@ -534,11 +534,13 @@ fn run_sweep(
         });
     let done = match &resume {
         Some(path) => sweep::read_journal(path).map_err(UsageError)?,
-        None if journal_path.exists() => return Err(UsageError(format!(
+        None if journal_path.exists() => {
+            return Err(UsageError(format!(
             "journal {} already exists: continue it with --resume {0} or choose another --journal",
             journal_path.display()
         ))
-        .into()),
+            .into())
+        }
         None => Vec::new(),
     };
     let mut journal = sweep::Journal::open(&journal_path).map_err(UsageError)?;
