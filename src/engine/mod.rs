@@ -149,6 +149,7 @@ impl EngineBuilder {
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             idle_waiters: AtomicUsize::new(0),
+            register: Mutex::new(()),
             first_error: Mutex::new(None),
             tracing: AtomicBool::new(false),
             trace: Mutex::new(Vec::new()),
@@ -301,6 +302,11 @@ impl Engine {
         shared.acquire_slot();
         let pushed_ns = if shared.tracing() { shared.now_ns() } else { 0 };
         let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, pushed_ns));
+        // Ops touching several vars register them atomically with respect to each other:
+        // two threads registering {x, y} in interleaved order could otherwise each wait for
+        // the other forever. One var alone cannot form such a cycle, so it skips the lock.
+        let _registering =
+            (op.reads().len() + op.writes().len() > 1).then(|| lock(&shared.register));
         for v in op.reads() {
             if v.append(Access::Read, &op) {
                 op.decrement_wait();
@@ -311,19 +317,14 @@ impl Engine {
                 op.decrement_wait();
             }
         }
-        match shared.mode {
-            Mode::Threaded => {
-                if op.decrement_wait() {
-                    shared.dispatch(op);
-                }
-            }
-            Mode::Naive => {
-                let ready = op.decrement_wait();
-                if ready {
-                    shared.dispatch(op.clone());
-                }
-                shared.block_until(|| op.is_finished());
-            }
+        drop(_registering);
+        if op.decrement_wait() {
+            shared.dispatch(op.clone());
+        }
+        // Naive: wait for the op. Not from inside an op, where the op pushed may queue behind
+        // the one pushing it on the same worker.
+        if shared.mode == Mode::Naive && !in_worker() {
+            shared.block_until(|| op.is_finished());
         }
     }
 
@@ -347,13 +348,12 @@ impl Engine {
             return Err(EngineError::WaitInsideOp);
         }
         self.shared.wait_idle();
+        // Taken first, so a failing device sync cannot leave it to the next wait_all.
+        let first = lock(&self.shared.first_error).take();
         for hook in &self.shared.sync_hooks {
             hook().map_err(EngineError::DeviceSync)?;
         }
-        match lock(&self.shared.first_error).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Ops pushed and not yet completed.
@@ -433,6 +433,8 @@ pub(crate) struct Shared {
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
     idle_waiters: AtomicUsize,
+    /// Serializes the registration of ops with several vars (see `push_body`).
+    register: Mutex<()>,
     first_error: Mutex<Option<EngineError>>,
     tracing: AtomicBool,
     trace: Mutex<Vec<TraceRecord>>,
@@ -465,7 +467,10 @@ impl Shared {
     /// Count a new pending op, blocking while the `max_inflight` bound is reached.
     fn acquire_slot(&self) {
         let now = match self.max_inflight {
+            // An op pushing from inside another op counts but never blocks on the bound: the
+            // op it would wait for may be the one pushing.
             None => self.pending.fetch_add(1, Ordering::SeqCst) + 1,
+            Some(_) if in_worker() => self.pending.fetch_add(1, Ordering::SeqCst) + 1,
             Some(max) => loop {
                 let p = self.pending.load(Ordering::SeqCst);
                 if p < max {

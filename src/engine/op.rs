@@ -49,6 +49,9 @@ pub(crate) struct OpBlock {
     completed: AtomicBool,
     /// Set once completion has released every dependant (what the naive mode waits for).
     finished: AtomicBool,
+    /// The completion handle was dropped while its executor unwound: if the body itself
+    /// catches that panic, the executor still has to complete the op.
+    dropped_in_panic: AtomicBool,
     /// Trace clock readings (ns since the engine's epoch); 0 when tracing is off.
     pub(crate) pushed_ns: u64,
     pub(crate) started_ns: AtomicU64,
@@ -72,6 +75,7 @@ impl OpBlock {
             body: Mutex::new(Some(body)),
             completed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            dropped_in_panic: AtomicBool::new(false),
             pushed_ns,
             started_ns: AtomicU64::new(0),
         }
@@ -133,7 +137,9 @@ impl Drop for Completion {
     fn drop(&mut self) {
         let Some(op) = self.op.take() else { return };
         if std::thread::panicking() && std::thread::current().id() == self.executor {
-            // The executing worker catches this panic and completes the op with its message.
+            // The executing worker catches this panic and completes the op with its message
+            // (or, if the body caught it, completes it when the body returns).
+            op.dropped_in_panic.store(true, Ordering::Release);
             return;
         }
         let error = if std::thread::panicking() {
@@ -194,12 +200,19 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: OpRef) {
                 shared: shared.clone(),
                 executor: std::thread::current().id(),
             };
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f(completion))) {
-                // Only reached if the completion was not fired before the panic (else the
-                // exactly-once guard makes this a no-op).
+            let message = match catch_unwind(AssertUnwindSafe(move || f(completion))) {
+                Err(payload) => Some(panic_message(payload.as_ref())),
+                // The body caught a panic that dropped its completion handle.
+                Ok(()) if op.dropped_in_panic.load(Ordering::Acquire) => {
+                    Some("panicked while holding its completion handle".to_string())
+                }
+                Ok(()) => None,
+            };
+            if let Some(message) = message {
+                // A no-op if the completion fired before the panic (exactly once).
                 let error = EngineError::OpPanicked {
                     op: op.name.to_string(),
-                    message: panic_message(payload.as_ref()),
+                    message,
                 };
                 complete(shared, &op, Some(error));
             }

@@ -4,6 +4,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -535,4 +536,68 @@ proptest! {
         let expected: Vec<u64> = reference.iter().map(|v| v.load(Ordering::SeqCst)).collect();
         prop_assert_eq!(result, expected);
     }
+}
+
+#[test]
+fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
+    within(20, || {
+        let (e, l) = engine(2);
+        let (x, y) = (Var::new(), Var::new());
+        let threads: Vec<_> = (0..2)
+            .map(|t| {
+                let (e, x, y, lane) = (e.clone(), x.clone(), y.clone(), l[t]);
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        // Opposite orders from the two threads.
+                        let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
+                        e.push("xy", lane, &[], &writes, || Ok(()));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        e.wait_all().unwrap();
+    });
+}
+
+#[test]
+fn pushing_from_inside_an_op_never_blocks_on_the_bound_or_in_naive_mode() {
+    for mode in [Mode::Threaded, Mode::Naive] {
+        within(10, move || {
+            let mut b = Engine::builder(mode);
+            let lane = b.lane(LaneSpec::threads("cpu:0", 1));
+            b.max_inflight(Some(1));
+            let e = b.build().unwrap();
+            let inner = e.clone();
+            let done = Var::new();
+            let d2 = done.clone();
+            e.push("outer", lane, &[], &[&Var::new()], move || {
+                inner.push("inner", lane, &[], &[&d2], || Ok(()));
+                Ok(())
+            });
+            e.wait_all().unwrap();
+            e.wait_to_read(&done).unwrap();
+        });
+    }
+}
+
+#[test]
+fn an_async_body_that_catches_its_own_panic_still_completes() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let a = Var::new();
+        e.push_async("self-catching", l[0], &[], &[&a], |done| {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(move || {
+                let _held = done;
+                panic!("inner");
+            }));
+        });
+        assert!(matches!(
+            e.wait_to_read(&a),
+            Err(EngineError::OpPanicked { .. })
+        ));
+        let _ = e.wait_all();
+    });
 }
