@@ -532,6 +532,13 @@ fn run_sweep(
             Some(o) => o.with_extension("jsonl"),
             None => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
         });
+    if common.output.as_ref() == Some(&journal_path) {
+        return Err(UsageError(format!(
+            "the journal and the report would both be {}: choose another --journal",
+            journal_path.display()
+        ))
+        .into());
+    }
     let done = match &resume {
         Some(path) => sweep::read_journal(path).map_err(UsageError)?,
         None if journal_path.exists() => {

@@ -876,3 +876,33 @@ fn plot_draws_a_line_per_variant_and_bars_for_a_single_run() {
     assert!(svg.contains("push-only"));
     assert_usage_error(&["plot", "/nonexistent.json"], "cannot read");
 }
+
+#[test]
+fn a_two_axis_sweep_plots_a_line_per_value_of_the_other_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("s.json");
+    parbench()
+        .args([
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,32,48",
+            "--set",
+            "threads=1,2",
+            "--set",
+            "ops=1",
+            "-o",
+        ])
+        .arg(&report)
+        .args(QUICK)
+        .assert()
+        .success();
+    parbench().args(["plot"]).arg(&report).assert().success();
+    let svg = std::fs::read_to_string(dir.path().join("s.svg")).unwrap();
+    assert_eq!(
+        series_paths(&svg, 3),
+        2,
+        "one line for threads=1, one for threads=2"
+    );
+    assert!(svg.contains("threads=1") && svg.contains("threads=2"));
+}

@@ -49,15 +49,6 @@ impl Device {
         format!("{} ({} thread{s})", self.name, self.threads)
     }
 
-    /// The device's pool, for running host code with the device's threads.
-    pub fn pool(&self) -> Option<&rayon::ThreadPool> {
-        match &self.kind {
-            DeviceKind::Cpu { pool } => Some(pool),
-            #[cfg(feature = "cuda")]
-            DeviceKind::Cuda(_) => None,
-        }
-    }
-
     /// True for a GPU.
     pub fn is_gpu(&self) -> bool {
         !matches!(self.kind, DeviceKind::Cpu { .. })

@@ -31,9 +31,23 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-/// The parameter that varies between the runs and is a number: the x axis of a sweep.
-fn numeric_axis(runs: &[&RunRecord]) -> Option<String> {
+/// The x axis: the sweep's first numeric axis, or else the first parameter that varies
+/// between the runs and is a number.
+fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
     let first = runs.first()?;
+    let numeric = |k: &String| {
+        runs.iter()
+            .all(|r| r.parameters.get(k).and_then(Value::as_f64).is_some())
+    };
+    if let Some(sweep) = &report.sweep {
+        let axis = sweep
+            .axes
+            .iter()
+            .find(|(name, values)| values.len() > 1 && numeric(name));
+        if let Some((name, _)) = axis {
+            return Some(name.clone());
+        }
+    }
     first.parameters.keys().find_map(|k| {
         let values: Vec<Option<f64>> = runs
             .iter()
@@ -61,13 +75,16 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
         .iter()
         .filter(|r| r.scenario == scenario)
         .collect();
+    let Some(first) = runs.first().copied() else {
+        return Err(PlotError::Empty);
+    };
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        match numeric_axis(&runs) {
+        match numeric_axis(report, &runs) {
             Some(axis) => lines(&root, scenario, &axis, &runs)?,
-            None => bars(&root, scenario, runs[0])?,
+            None => bars(&root, scenario, first)?,
         }
         root.present().map_err(draw_err)?;
     }
@@ -128,12 +145,42 @@ fn lines(
         .y_label_formatter(&|y| super::table::human_time(*y))
         .draw()
         .map_err(draw_err)?;
-    for (i, name) in variants.iter().enumerate() {
+    // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
+    // lines of their own, labelled with those values.
+    let other = |r: &RunRecord| -> String {
+        r.parameters
+            .iter()
+            .filter(|(k, _)| k.as_str() != axis)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut groups: Vec<String> = Vec::new();
+    for (_, r) in &points {
+        let g = other(r);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let series: Vec<(String, &String, String)> = groups
+        .iter()
+        .flat_map(|g| variants.iter().map(move |v| (g.clone(), v)))
+        .map(|(g, v)| {
+            let label = if groups.len() > 1 {
+                format!("{v} ({g})")
+            } else {
+                v.clone()
+            };
+            (g, v, label)
+        })
+        .collect();
+    for (i, (group, name, label)) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let stats: Vec<(f64, f64, f64, f64)> = points
             .iter()
+            .filter(|(_, r)| &other(r) == group)
             .filter_map(|(x, r)| {
-                let v = r.variants.iter().find(|v| &v.name == name)?;
+                let v = r.variants.iter().find(|v| &v.name == *name)?;
                 Some((*x, v.summary.median_s, v.summary.min_s, v.summary.max_s))
             })
             .collect();
@@ -151,7 +198,7 @@ fn lines(
                 color.stroke_width(2),
             ))
             .map_err(draw_err)?
-            .label(name.clone())
+            .label(label.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
     }
     chart

@@ -79,7 +79,8 @@ pub fn timeline(run: &TracedRun, width: usize) -> String {
             .entry(r.lane)
             .or_insert_with(|| (&r.lane_name, vec![false; width]))
             .1;
-        let a = (((r.started_ns - start) as f64 / span) * width as f64).floor() as usize;
+        let a = ((((r.started_ns - start) as f64 / span) * width as f64).floor() as usize)
+            .min(width - 1);
         let b = (((r.ended_ns - start) as f64 / span) * width as f64).ceil() as usize;
         for cell in row
             .iter_mut()

@@ -81,8 +81,13 @@ impl Scenario for AsyncLoop {
             .shape("shape")
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64));
-        // x, the y being computed, and the y the front end still holds.
-        let bytes = elements.and_then(|e| f32_bytes(e, 3));
+        // x, the y being computed, and the y the front end still holds; plus the queued ops
+        // themselves (an op and its buffers' bookkeeping, about half a kilobyte each), all of
+        // which the async loop may have pending at once.
+        let queued = params.int("iterations").checked_mul(512);
+        let bytes = elements
+            .and_then(|e| f32_bytes(e, 3))
+            .and_then(|b| b.checked_add(queued?));
         check_fits("async with this --shape", bytes, available_bytes())
             .map_err(ScenarioError::Input)
     }

@@ -73,11 +73,12 @@ impl Scenario for CpuGpu {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        // Host: A's input and outputs, twice (the fallback B, or the one-device variant).
+        // Host, on the CPU fallback: x_a, x_b and x_a on B, the outputs of both runs, and the
+        // check's host copies of an input and an output.
         check_matrices(
             "cpu-gpu with this --cpu-size",
             params.int("cpu_size"),
-            2 * (1 + params.int("ops")),
+            5 + 2 * params.int("ops"),
             None,
         )
     }
@@ -104,12 +105,16 @@ impl Scenario for CpuGpu {
             cpu_size
         };
         if let Some(free) = dev_b.free_memory() {
+            // The GPU holds x_b, A's input and both runs' outputs (the one-device variant)...
+            let largest = b_size.max(cpu_size) as u64;
             check_matrices(
                 "cpu-gpu with this --gpu-size",
-                b_size as u64,
-                2 * (1 + ops),
+                largest,
+                2 + 2 * ops,
                 Some(free),
             )?;
+            // ...and the check copies one GPU input and one output to the host.
+            check_matrices("cpu-gpu with this --gpu-size", b_size as u64, 2, None)?;
         }
         let x_a = Tensor::uniform(engine, dev_a, &[cpu_size, cpu_size], 1);
         let x_b = Tensor::uniform(engine, dev_b, &[b_size, b_size], 2);

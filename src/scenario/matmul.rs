@@ -103,11 +103,14 @@ impl Scenario for Matmul {
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let (m, k, n) = dims(params);
         let ops = params.int("ops");
-        // A, B and `ops` outputs alive at once.
-        let elements = (m as u64)
-            .checked_mul(k as u64)
-            .and_then(|ak| ak.checked_add((k as u64).checked_mul(n as u64)?))
-            .and_then(|ab| ab.checked_add((m as u64).checked_mul(n as u64)?.checked_mul(ops)?));
+        // A, B and `ops` outputs alive at once; the check then holds A, B, C and host copies
+        // of all three: 2(A + B) + (ops + 2) C at most.
+        let (m, k, n) = (m as u64, k as u64, n as u64);
+        let elements = m
+            .checked_mul(k)
+            .and_then(|ak| ak.checked_add(k.checked_mul(n)?))
+            .and_then(|ab| ab.checked_mul(2))
+            .and_then(|ab| ab.checked_add(m.checked_mul(n)?.checked_mul(ops.checked_add(2)?)?));
         let bytes = elements.and_then(|e| crate::device::memory::f32_bytes(e, 1));
         crate::device::memory::check_fits(
             &format!("matmul {m}×{k} · {k}×{n} with {ops} outputs"),

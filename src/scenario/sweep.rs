@@ -141,12 +141,21 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// Open for appending. A torn last line (a kill during a write) is cut off first, so the
+    /// next record starts on a line of its own.
     pub fn open(path: &Path) -> Result<Journal, String> {
+        let fail = |e: std::io::Error| format!("cannot write journal {}: {e}", path.display());
         let file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("cannot write journal {}: {e}", path.display()))?;
+            .map_err(fail)?;
+        let text = std::fs::read(path).map_err(fail)?;
+        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if whole < text.len() {
+            file.set_len(whole as u64).map_err(fail)?;
+        }
         Ok(Journal { file })
     }
 
@@ -219,6 +228,9 @@ mod tests {
             .write_all(b"{\"scenario\": \"mat")
             .unwrap();
         assert_eq!(read_journal(&path).unwrap().len(), 2);
+        // Appending after a torn line starts a fresh line: the journal stays readable.
+        Journal::open(&path).unwrap().append(&rec).unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 3);
         // A broken line in the middle is not silently dropped.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("garbage\n{text}")).unwrap();
