@@ -434,11 +434,12 @@ fn trace_and_timeline_show_the_parallel_variant_overlapping() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
     let out = parbench()
-        // Products of a few milliseconds each, so scheduling noise cannot hide the overlap.
+        // Eight products of a few milliseconds each per device: tens of milliseconds in which
+        // the other lane must have started, far beyond any scheduling delay.
         .args([
             "cpu-gpu",
             "--ops",
-            "4",
+            "8",
             "--cpu-size",
             "512",
             "--gpu-size",
@@ -534,15 +535,12 @@ fn report_with(dir: &std::path::Path, name: &str, edit: impl Fn(&mut Value)) -> 
     path
 }
 
-/// Multiply every sample and summary time of every variant by `factor`.
-fn scale_times(doc: &mut Value, factor: impl Fn(usize) -> f64) {
+/// Give every variant eight synthetic samples, `scale(i)` times a tight base (±1%), so the
+/// comparison tests depend on no real timing noise.
+fn scale_times(doc: &mut Value, scale: impl Fn(usize) -> f64) {
     for v in doc["runs"][0]["variants"].as_array_mut().unwrap() {
-        let samples: Vec<f64> = v["samples_s"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x.as_f64().unwrap() * factor(i))
+        let samples: Vec<f64> = (0..8)
+            .map(|i| 1e-3 * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)) * scale(i))
             .collect();
         let mut sorted = samples.clone();
         sorted.sort_by(f64::total_cmp);
@@ -570,7 +568,7 @@ fn compare_identical_reports_is_all_same() {
 #[test]
 fn compare_flags_a_30_percent_slowdown() {
     let dir = tempfile::tempdir().unwrap();
-    let a = report_with(dir.path(), "a.json", |_| {});
+    let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
     let b = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 1.3));
     let out = parbench()
         .args(["compare"])
@@ -593,7 +591,7 @@ fn compare_flags_a_30_percent_slowdown() {
 #[test]
 fn compare_ignores_noise_within_the_threshold() {
     let dir = tempfile::tempdir().unwrap();
-    let a = report_with(dir.path(), "a.json", |_| {});
+    let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
     // ±2% jitter, alternating: within the 5% threshold.
     let b = report_with(dir.path(), "b.json", |d| {
         scale_times(d, |i| if i % 2 == 0 { 1.02 } else { 0.98 })
