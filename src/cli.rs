@@ -200,10 +200,7 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("expected seconds, got '{s}'"))?;
-    if !v.is_finite() || !(0.0..=86_400.0).contains(&v) {
-        return Err(format!("seconds must be from 0 to 86400, got '{s}'"));
-    }
-    Ok(Duration::from_secs_f64(v))
+    crate::harness::sampler::seconds(v)
 }
 
 impl CommonArgs {
@@ -237,9 +234,18 @@ impl CommonArgs {
     }
 }
 
+/// The look of every progress bar: `name [=====>    ] 3/10 unit, eta 4s`.
+fn style_bar(bar: &indicatif::ProgressBar, name: &str, unit: &str) {
+    let template = format!("{{msg:>12}} [{{bar:30}}] {{pos}}/{{len}} {unit}, eta {{eta}}");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(name.to_string());
+}
+
 /// A progress bar on stderr, one per scenario, updated after every sampling round.
 fn progress_bar(multi: Option<indicatif::MultiProgress>) -> scenario::ProgressFn {
-    use indicatif::{ProgressBar, ProgressStyle};
+    use indicatif::ProgressBar;
     use std::sync::Mutex;
     let state: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
     Arc::new(move |name: &str, p| {
@@ -253,12 +259,7 @@ fn progress_bar(multi: Option<indicatif::MultiProgress>) -> scenario::ProgressFn
             if let Some(m) = &multi {
                 bar = m.add(bar);
             }
-            if let Ok(style) =
-                ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} rounds, eta {eta}")
-            {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message(name.to_string());
+            style_bar(&bar, name, "rounds");
             *s = Some((name.to_string(), bar));
         }
         if let Some((_, bar)) = &*s {
@@ -574,11 +575,7 @@ fn run_sweep(
     let multi = indicatif::MultiProgress::new();
     let points_bar = common.shows_progress().then(|| {
         let bar = multi.add(indicatif::ProgressBar::new(points.len() as u64));
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{msg:>12} [{bar:30}] {pos}/{len} points, eta {eta}",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
+        style_bar(&bar, "sweep", "points");
         bar.set_message("sweep");
         bar
     });

@@ -59,6 +59,15 @@ impl SamplerConfig {
     }
 }
 
+/// A time option in seconds (`--min-time`, a suite's `min_time`): finite, 0 to a day.
+pub fn seconds(v: f64) -> Result<Duration, String> {
+    if v.is_finite() && (0.0..=86_400.0).contains(&v) {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!("seconds must be from 0 to 86400, got {v}"))
+    }
+}
+
 /// One variant of an experiment: a name and a closure that runs it once and returns the time
 /// that counts (usually the whole run, synchronized; for `push-only`, deliberately not).
 pub struct Variant<'a, E> {

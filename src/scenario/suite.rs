@@ -97,13 +97,8 @@ fn as_option_text(v: &toml::Value) -> Result<String, String> {
 }
 
 fn seconds(what: &str, v: Option<f64>) -> Result<Option<Duration>, String> {
-    match v {
-        None => Ok(None),
-        Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => {
-            Ok(Some(Duration::from_secs_f64(s)))
-        }
-        Some(s) => Err(format!("{what} must be from 0 to 86400 seconds, got {s}")),
-    }
+    v.map(|s| crate::harness::sampler::seconds(s).map_err(|e| format!("{what}: {e}")))
+        .transpose()
 }
 
 /// Parse and check a suite completely. `file` names it in messages.
