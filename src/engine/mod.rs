@@ -47,7 +47,7 @@ use std::time::Instant;
 
 use lane::{in_worker, Lane, Msg};
 use op::{Body, OpBlock, OpRef};
-use var::{Access, SPIN_LIMIT, YIELD_LIMIT};
+use var::{spin_until, Access};
 
 /// How pushed ops are executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -536,15 +536,8 @@ impl Shared {
     /// sleepers, so no wake-up is lost: a sleeper registers, re-checks under the lock, and
     /// `op_finished` takes the same lock before notifying.
     fn block_until(&self, done: impl Fn() -> bool) {
-        for i in 0..SPIN_LIMIT + YIELD_LIMIT {
-            if done() {
-                return;
-            }
-            if i < SPIN_LIMIT {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+        if spin_until(&done) {
+            return;
         }
         let mut g = lock(&self.idle_lock);
         self.idle_waiters.fetch_add(1, Ordering::SeqCst);

@@ -170,24 +170,13 @@ impl Var {
     /// Block until every write pushed before this call has completed; return the var's error.
     pub(crate) fn wait_written(&self) -> Result<(), EngineError> {
         let target = self.lock().pushed_writes;
-        // Spin briefly: a round trip through a busy worker takes well under a microsecond,
-        // far less than a futex sleep and wake-up.
-        let mut spins = 0u32;
-        while self.0.completed_writes.load(Ordering::Acquire) < target {
-            if spins < SPIN_LIMIT {
-                std::hint::spin_loop();
-            } else if spins < SPIN_LIMIT + YIELD_LIMIT {
-                std::thread::yield_now();
-            } else {
-                let mut s = self.lock();
-                s.waiters += 1;
-                while s.completed_writes < target {
-                    s = self.0.written.wait(s).unwrap_or_else(|p| p.into_inner());
-                }
-                s.waiters -= 1;
-                break;
+        if !spin_until(|| self.0.completed_writes.load(Ordering::Acquire) >= target) {
+            let mut s = self.lock();
+            s.waiters += 1;
+            while s.completed_writes < target {
+                s = self.0.written.wait(s).unwrap_or_else(|p| p.into_inner());
             }
-            spins += 1;
+            s.waiters -= 1;
         }
         match self.0.poisoned.load(Ordering::Acquire) {
             false => Ok(()),
@@ -198,8 +187,25 @@ impl Var {
 
 /// Busy-wait iterations before yielding, then sleeping. Tuned so a synchronous round trip
 /// stays in the microsecond range without burning a core for long.
-pub(crate) const SPIN_LIMIT: u32 = 2_000;
-pub(crate) const YIELD_LIMIT: u32 = 200;
+const SPIN_LIMIT: u32 = 2_000;
+const YIELD_LIMIT: u32 = 200;
+
+/// Spin, then yield, until `done()` holds; false if it still does not after that, when the
+/// caller should sleep. A round trip through a busy worker takes well under a microsecond,
+/// far less than a futex sleep and wake-up.
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    for i in 0..SPIN_LIMIT + YIELD_LIMIT {
+        if done() {
+            return true;
+        }
+        if i < SPIN_LIMIT {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    done()
+}
 
 impl Default for Var {
     fn default() -> Self {
