@@ -174,22 +174,63 @@ impl Tensor {
         out
     }
 
-    /// `self + s`, element-wise (host tensors).
-    pub fn add_scalar(&self, s: f32) -> Tensor {
+    /// An element-wise op on a host tensor, run on its device's compute lane.
+    fn map_host(&self, name: &'static str, f: impl Fn(f32) -> f32 + Send + 'static) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
         self.engine.push(
-            "add_scalar",
+            name,
             self.device.compute,
             &[&self.var],
             &[&out.var],
             move || {
-                let y = cpu::add_scalar(read(&src)?.host()?, s);
+                let y = read(&src)?.host()?.mapv(&f);
                 *write(&dst)? = Storage::Host(y);
                 Ok(())
             },
         );
         out
+    }
+
+    /// `self + s`, element-wise (host tensors).
+    pub fn add_scalar(&self, s: f32) -> Tensor {
+        self.map_host("add_scalar", move |v| v + s)
+    }
+
+    /// `s · self`, element-wise (host tensors).
+    pub fn scale(&self, s: f32) -> Tensor {
+        self.map_host("scale", move |v| v * s)
+    }
+
+    /// `a · self + b · other`, element-wise (host tensors of one shape), on `self`'s device.
+    pub fn axpby(&self, a: f32, other: &Tensor, b: f32) -> Result<Tensor, TensorError> {
+        if self.shape != other.shape {
+            return Err(TensorError::Shape(format!(
+                "cannot add {:?} and {:?}",
+                &self.shape[..],
+                &other.shape[..]
+            )));
+        }
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
+        self.engine.push(
+            "axpby",
+            self.device.compute,
+            &[&self.var, &other.var],
+            &[&out.var],
+            move || {
+                let z = {
+                    let (x, y) = (read(&x)?, read(&y)?);
+                    let (x, y) = (x.host()?, y.host()?);
+                    ndarray::Zip::from(x)
+                        .and(y)
+                        .map_collect(|&p, &q| a * p + b * q)
+                };
+                *write(&dst)? = Storage::Host(z);
+                Ok(())
+            },
+        );
+        Ok(out)
     }
 
     /// Matrix product of two 2-D tensors, on `self`'s device.
@@ -291,6 +332,21 @@ impl Tensor {
             }
         }
         out
+    }
+
+    /// The same host tensor, with ops on it placed on another CPU device (host memory is
+    /// shared by all CPU devices, so nothing is copied). GPU tensors must be copied instead.
+    pub fn placed_on(&self, device: &Arc<Device>) -> Result<Tensor, TensorError> {
+        if (self.device.is_gpu() || device.is_gpu()) && self.device.name != device.name {
+            return Err(TensorError::Shape(format!(
+                "a tensor on {} cannot be used on {} without a copy",
+                self.device.name, device.name
+            )));
+        }
+        Ok(Tensor {
+            device: device.clone(),
+            ..self.clone()
+        })
     }
 
     /// Block until the value is computed (the book's `wait_to_read`).

@@ -904,3 +904,42 @@ fn a_two_axis_sweep_plots_a_line_per_value_of_the_other_axis() {
     );
     assert!(svg.contains("threads=1") && svg.contains("threads=2"));
 }
+
+#[test]
+fn deps_is_identical_to_op_by_op_and_reports_the_bound() {
+    let doc = json_of(&[
+        "deps",
+        "--width",
+        "4",
+        "--depth",
+        "16",
+        "--size",
+        "24",
+        "--devices",
+        "2",
+        "--seed",
+        "5",
+    ]);
+    let run = &doc["runs"][0];
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["op-by-op", "parallel"]);
+    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    for key in [
+        "parallel_speedup",
+        "critical_path_s",
+        "lower_bound_s",
+        "parallel_over_bound_ratio",
+    ] {
+        assert!(run["derived"][key].is_number(), "{key}");
+    }
+    assert_usage_error(&["deps", "--width", "0"], "--width");
+    assert_usage_error(
+        &["deps", "--size", "20000", "--depth", "100000"],
+        "needs an estimated",
+    );
+}

@@ -67,11 +67,6 @@ pub fn uniform(shape: &[usize], seed: u64) -> ArrayD<f32> {
     ArrayD::from_shape_vec(IxDyn(shape), data).expect("length equals the shape's product")
 }
 
-/// `x + s`, element-wise.
-pub fn add_scalar(x: &ArrayD<f32>, s: f32) -> ArrayD<f32> {
-    x.mapv(|v| v + s)
-}
-
 /// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
 /// from one of its ops).
 pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {

@@ -6,6 +6,7 @@
 
 pub mod async_loop;
 pub mod cpu_gpu;
+pub mod deps;
 pub mod matmul;
 pub mod params;
 pub mod run_copy;
@@ -183,6 +184,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &matmul::Matmul,
         &cpu_gpu::CpuGpu,
         &run_copy::RunCopy,
+        &deps::Deps,
     ]
 }
 
