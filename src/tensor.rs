@@ -33,7 +33,12 @@ pub enum TensorError {
 pub(crate) enum Storage {
     /// Not written yet.
     Empty,
-    Host(ArrayD<f32>),
+    /// Host memory, registered with the device's tracker while it lives (the guard is held
+    /// only for its drop, which unregisters the bytes).
+    Host(
+        ArrayD<f32>,
+        #[allow(dead_code)] crate::device::memory::Allocation,
+    ),
     #[cfg(feature = "cuda")]
     Cuda(Arc<cudarc::driver::CudaSlice<f32>>),
     /// Page-locked host memory, filled by a device→host copy.
@@ -42,9 +47,18 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
+    /// A host buffer, counted by `memory` until it is freed.
+    fn host_tracked(
+        array: ArrayD<f32>,
+        memory: &Arc<crate::device::memory::MemTracker>,
+    ) -> Storage {
+        let bytes = (array.len() * std::mem::size_of::<f32>()) as u64;
+        Storage::Host(array, memory.track(bytes))
+    }
+
     fn host(&self) -> Result<&ArrayD<f32>, OpError> {
         match self {
-            Storage::Host(a) => Ok(a),
+            Storage::Host(a, _) => Ok(a),
             _ => Err(OpError::msg("expected a tensor in host memory")),
         }
     }
@@ -101,14 +115,29 @@ impl Tensor {
         self.shape.iter().product()
     }
 
+    /// A tensor whose values the front end already holds (a minibatch a data loader just
+    /// produced): its memory is allocated, and counted, now, not when an op runs.
+    pub fn from_host(engine: &Engine, device: &Arc<Device>, array: ArrayD<f32>) -> Tensor {
+        let shape: Arc<[usize]> = array.shape().into();
+        let storage = Storage::host_tracked(array, &device.memory);
+        Tensor {
+            engine: engine.clone(),
+            device: device.clone(),
+            var: Var::new(),
+            data: Arc::new(RwLock::new(storage)),
+            shape,
+        }
+    }
+
     /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
         let out = Tensor::pending(engine, device, shape);
         let (dst, s) = (out.data.clone(), shape.to_vec());
+        let mem = device.memory.clone();
         match &device.kind {
             DeviceKind::Cpu { .. } => {
                 engine.push("ones", device.compute, &[], &[&out.var], move || {
-                    *write(&dst)? = Storage::Host(ArrayD::ones(IxDyn(&s)));
+                    *write(&dst)? = Storage::host_tracked(ArrayD::ones(IxDyn(&s)), &mem);
                     Ok(())
                 })
             }
@@ -142,10 +171,11 @@ impl Tensor {
     pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
         let out = Tensor::pending(engine, device, shape);
         let (dst, s) = (out.data.clone(), shape.to_vec());
+        let mem = device.memory.clone();
         match &device.kind {
             DeviceKind::Cpu { .. } => {
                 engine.push("uniform", device.compute, &[], &[&out.var], move || {
-                    *write(&dst)? = Storage::Host(cpu::uniform(&s, seed));
+                    *write(&dst)? = Storage::host_tracked(cpu::uniform(&s, seed), &mem);
                     Ok(())
                 })
             }
@@ -178,6 +208,7 @@ impl Tensor {
     fn map_host(&self, name: &'static str, f: impl Fn(f32) -> f32 + Send + 'static) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
         self.engine.push(
             name,
             self.device.compute,
@@ -185,7 +216,7 @@ impl Tensor {
             &[&out.var],
             move || {
                 let y = read(&src)?.host()?.mapv(&f);
-                *write(&dst)? = Storage::Host(y);
+                *write(&dst)? = Storage::host_tracked(y, &mem);
                 Ok(())
             },
         );
@@ -213,6 +244,7 @@ impl Tensor {
         }
         let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
         self.engine.push(
             "axpby",
             self.device.compute,
@@ -226,7 +258,7 @@ impl Tensor {
                         .and(y)
                         .map_collect(|&p, &q| a * p + b * q)
                 };
-                *write(&dst)? = Storage::Host(z);
+                *write(&dst)? = Storage::host_tracked(z, &mem);
                 Ok(())
             },
         );
@@ -244,6 +276,7 @@ impl Tensor {
         let (m, n) = (a[0], b[1]);
         let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
         let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
         let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
         match &self.device.kind {
             DeviceKind::Cpu { .. } => {
@@ -255,7 +288,7 @@ impl Tensor {
                             let y = y.host()?.view().into_dimensionality::<Ix2>()?;
                             cpu::matmul(x, y).into_dyn()
                         };
-                        *write(&dst)? = Storage::Host(c);
+                        *write(&dst)? = Storage::host_tracked(c, &mem);
                         Ok(())
                     })
             }
@@ -294,6 +327,7 @@ impl Tensor {
     pub fn copy_to_host(&self) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
         match &self.device.kind {
             DeviceKind::Cpu { .. } => self.engine.push(
                 "copy to host",
@@ -302,7 +336,7 @@ impl Tensor {
                 &[&out.var],
                 move || {
                     let copy = read(&src)?.host()?.to_owned();
-                    *write(&dst)? = Storage::Host(copy);
+                    *write(&dst)? = Storage::host_tracked(copy, &mem);
                     Ok(())
                 },
             ),
@@ -363,7 +397,7 @@ impl Tensor {
             .map_err(|_| TensorError::Read("tensor buffer poisoned by an earlier panic".into()))?;
         match &*data {
             Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
-            Storage::Host(a) => Ok(a.iter().copied().collect()),
+            Storage::Host(a, _) => Ok(a.iter().copied().collect()),
             #[cfg(feature = "cuda")]
             Storage::Cuda(slice) => match &self.device.kind {
                 DeviceKind::Cuda(d) => d.read_back(slice).map_err(TensorError::Read),

@@ -943,3 +943,55 @@ fn deps_is_identical_to_op_by_op_and_reports_the_bound() {
         "needs an estimated",
     );
 }
+
+#[test]
+fn memory_shows_unbounded_growth_and_a_flat_bound() {
+    let doc = json_of(&[
+        "memory",
+        "--batches",
+        "40",
+        "--batch",
+        "32",
+        "--features",
+        "64",
+        "--inflight",
+        "2",
+    ]);
+    let run = &doc["runs"][0];
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "unbounded",
+            "unbounded-half",
+            "sync-per-batch",
+            "bounded",
+            "bounded-half"
+        ]
+    );
+    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    let d = &run["derived"];
+    let batch = d["minibatch_bytes"].as_f64().unwrap();
+    assert_eq!(batch, (32 * 64 * 4) as f64);
+    // The bound holds whatever the timing: at most (inflight + 1) minibatches' three buffers.
+    assert!(d["bounded_peak_bytes"].as_f64().unwrap() <= 3.0 * 3.0 * batch);
+    assert!(d["sync_per_batch_peak_bytes"].as_f64().unwrap() <= 3.0 * batch);
+    assert_usage_error(&["memory", "--batches", "1"], "--batches");
+    assert_usage_error(
+        &[
+            "memory",
+            "--batches",
+            "100000",
+            "--batch",
+            "100000",
+            "--features",
+            "1000",
+        ],
+        "needs an estimated",
+    );
+}

@@ -38,6 +38,7 @@ pub fn add_cpu_device(
         compute,
         copy,
         kind: DeviceKind::Cpu { pool },
+        memory: Default::default(),
     })
 }
 

@@ -1,6 +1,57 @@
 //! Memory estimates, checked before anything is allocated: an absurd size must be an error
 //! message, not an OOM kill halfway through a run.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Counts the bytes of a device's live tensor buffers, and the most that were live at once:
+/// exact, since every buffer registers when it is created and unregisters when it is freed.
+#[derive(Debug, Default)]
+pub struct MemTracker {
+    live: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl MemTracker {
+    /// Register `bytes`; they count as live until the returned guard is dropped.
+    pub fn track(self: &Arc<Self>, bytes: u64) -> Allocation {
+        let now = self.live.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        Allocation {
+            bytes,
+            tracker: self.clone(),
+        }
+    }
+
+    /// Bytes live now.
+    pub fn live(&self) -> u64 {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// The most bytes live at once since the last [`reset_peak`](Self::reset_peak).
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Acquire)
+    }
+
+    /// Start a new peak from what is live now.
+    pub fn reset_peak(&self) {
+        self.peak.store(self.live(), Ordering::Release);
+    }
+}
+
+/// A registered buffer; dropping it unregisters the bytes.
+#[derive(Debug)]
+pub struct Allocation {
+    bytes: u64,
+    tracker: Arc<MemTracker>,
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        self.tracker.live.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 /// Memory the OS says it can give without swapping (`MemAvailable`), if known.
 pub fn available_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -67,6 +118,20 @@ mod tests {
             check_fits("x", Some(1 << 40), None).is_ok(),
             "unknown availability is not an error"
         );
+    }
+
+    #[test]
+    fn the_tracker_counts_live_bytes_and_their_peak() {
+        let t = Arc::new(MemTracker::default());
+        let a = t.track(100);
+        let b = t.track(50);
+        assert_eq!((t.live(), t.peak()), (150, 150));
+        drop(a);
+        assert_eq!((t.live(), t.peak()), (50, 150));
+        t.reset_peak();
+        assert_eq!(t.peak(), 50);
+        drop(b);
+        assert_eq!(t.live(), 0);
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct Device {
     /// Lane for copies off the device (a separate worker, so copies overlap compute).
     pub copy: LaneId,
     pub kind: DeviceKind,
+    /// Live and peak bytes of the device's tensor buffers (host buffers; GPU buffers are
+    /// counted by the GPU's own allocator).
+    pub memory: Arc<memory::MemTracker>,
 }
 
 impl Device {
@@ -155,6 +158,7 @@ fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
         compute,
         copy,
         kind: DeviceKind::Cuda(dev),
+        memory: Default::default(),
     })
 }
 

@@ -8,6 +8,7 @@ pub mod async_loop;
 pub mod cpu_gpu;
 pub mod deps;
 pub mod matmul;
+pub mod memory;
 pub mod params;
 pub mod run_copy;
 pub mod suite;
@@ -185,6 +186,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &cpu_gpu::CpuGpu,
         &run_copy::RunCopy,
         &deps::Deps,
+        &memory::Memory,
     ]
 }
 

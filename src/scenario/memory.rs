@@ -1,0 +1,249 @@
+//! `memory`: the memory cost of an over-full asynchronous queue (the book: "excessively filling
+//! the task queue can lead to excessive memory consumption; synchronize per minibatch").
+//!
+//! A training-like loop: for every minibatch the front end produces its input (as a data
+//! loader would: allocated on the spot) and pushes `h = x · W`, `y = h / n`. Pushing every
+//! minibatch and waiting once lets the loader run ahead of the compute, so inputs pile up;
+//! waiting after each minibatch keeps one; bounding the ops in flight (`--inflight` minibatches)
+//! keeps a few. Live bytes are counted exactly by the device's tracker.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use super::support::check_matrices;
+use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::memory::human_bytes;
+use crate::device::{available_cores, Runtime, RuntimeOptions};
+use crate::engine::Engine;
+use crate::harness::{SamplerConfig, Variant};
+use crate::report::RunRecord;
+use crate::tensor::Tensor;
+
+/// The `memory` scenario.
+pub struct Memory;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "batches",
+        help: "minibatches per epoch",
+        kind: ParamKind::Int {
+            min: 2,
+            max: 100_000,
+        },
+        default: "200",
+    },
+    ParamSpec {
+        name: "batch",
+        help: "rows per minibatch",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: "256",
+    },
+    ParamSpec {
+        name: "features",
+        help: "columns of a minibatch and size of the square weight W",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 20_000,
+        },
+        default: "256",
+    },
+    ParamSpec {
+        name: "inflight",
+        help: "minibatches allowed in flight in the bounded variant",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 10_000,
+        },
+        default: "4",
+    },
+];
+
+/// Engine ops per minibatch: the product and the scaling.
+const OPS_PER_BATCH: usize = 2;
+
+/// One epoch; `sync_each` waits after every minibatch. The input is produced by the front end.
+fn epoch(
+    engine: &Engine,
+    rt: &Runtime,
+    w: &Tensor,
+    p: &Shape,
+    batches: usize,
+    sync_each: bool,
+) -> Result<(), ScenarioError> {
+    let device = &rt.devices[0];
+    for b in 0..batches {
+        let x = Tensor::from_host(
+            engine,
+            device,
+            crate::device::cpu::uniform(&[p.batch, p.features], b as u64),
+        );
+        let y = x.matmul(w)?.scale(1.0 / p.features as f32);
+        if sync_each {
+            y.wait_to_read()?;
+        }
+    }
+    engine.wait_all()?;
+    Ok(())
+}
+
+struct Shape {
+    batch: usize,
+    features: usize,
+}
+
+impl Scenario for Memory {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn about(&self) -> &'static str {
+        "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: 30,
+            min_time: Duration::from_secs(2),
+            max_time: Duration::from_secs(30),
+        }
+    }
+
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        // Worst case, unbounded: every minibatch input and output at once, plus W.
+        let rows = params
+            .int("batch")
+            .saturating_mul(params.int("batches"))
+            .saturating_mul(3);
+        let features = params.int("features");
+        let bytes = rows
+            .checked_mul(features)
+            .and_then(|e| crate::device::memory::f32_bytes(e, 1));
+        crate::device::memory::check_fits(
+            "memory with these sizes",
+            bytes,
+            crate::device::memory::available_bytes(),
+        )
+        .map_err(ScenarioError::Input)?;
+        check_matrices("memory with this --features", features, 1, None)
+    }
+
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        self.validate(params)?;
+        let batches = params.int("batches") as usize;
+        let inflight = params.int("inflight") as usize;
+        let p = Shape {
+            batch: params.int("batch") as usize,
+            features: params.int("features") as usize,
+        };
+        // One device: the loader (front end) and the compute lane run side by side.
+        let threads = ctx
+            .cpu_threads
+            .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
+        let free = Runtime::cpu(&ctx.runtime, &[threads])?;
+        let bounded_options = RuntimeOptions {
+            max_inflight: Some(inflight * OPS_PER_BATCH),
+            ..ctx.runtime.clone()
+        };
+        let bounded = Runtime::cpu(&bounded_options, &[threads])?;
+        let weights = |rt: &Runtime| {
+            Tensor::uniform(&rt.engine, &rt.devices[0], &[p.features, p.features], 7)
+        };
+        let (w_free, w_bounded) = (weights(&free), weights(&bounded));
+        free.engine.wait_all()?;
+        bounded.engine.wait_all()?;
+
+        let half = batches / 2;
+        let peaks: RefCell<Vec<Vec<u64>>> = RefCell::new(vec![Vec::new(); 5]);
+        let measured = |i: usize, rt: &Runtime, w: &Tensor, n: usize, sync_each: bool| {
+            let mem = &rt.devices[0].memory;
+            let base = mem.live();
+            mem.reset_peak();
+            let t = Instant::now();
+            epoch(&rt.engine, rt, w, &p, n, sync_each)?;
+            let elapsed = t.elapsed();
+            peaks.borrow_mut()[i].push(mem.peak() - base);
+            Ok::<_, ScenarioError>(elapsed)
+        };
+        let mut variants: Vec<Variant<ScenarioError>> = vec![
+            Variant::new("unbounded", || measured(0, &free, &w_free, batches, false)),
+            Variant::new("unbounded-half", || {
+                measured(1, &free, &w_free, half, false)
+            }),
+            Variant::new("sync-per-batch", || {
+                measured(2, &free, &w_free, batches, true)
+            }),
+            Variant::new("bounded", || {
+                measured(3, &bounded, &w_bounded, batches, false)
+            }),
+            Variant::new("bounded-half", || {
+                measured(4, &bounded, &w_bounded, half, false)
+            }),
+        ];
+        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let summaries = ctx.sample(self, &free.engine, &mut variants)?;
+        drop(variants);
+        let peaks = peaks.into_inner();
+
+        let mut run = RunRecord::new(self.name(), params.to_json(), free.describe_devices());
+        run.add_variants(
+            names.clone(),
+            summaries,
+            [
+                Some(format!("{batches} minibatches pushed, one wait")),
+                Some(format!("{half} minibatches pushed, one wait")),
+                Some("a wait after every minibatch".to_string()),
+                Some(format!("at most {inflight} minibatches in flight")),
+                Some(format!("{half} minibatches, at most {inflight} in flight")),
+            ],
+        );
+        let batch_bytes = (p.batch * p.features * 4) as u64;
+        let peak = |i: usize| peaks[i].iter().copied().max().unwrap_or(0);
+        for (i, name) in names.iter().enumerate() {
+            run.derive(
+                &format!("{}_peak_bytes", name.replace('-', "_")),
+                peak(i) as f64,
+            );
+        }
+        run.derive("minibatch_bytes", batch_bytes as f64);
+        run.derive("memory_ratio", peak(0) as f64 / peak(3).max(1) as f64);
+        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
+        let time_ratio = m("bounded") / m("unbounded");
+        run.derive("bounded_time_ratio", time_ratio);
+
+        // A minibatch in flight holds its input and, while its product runs, the product and
+        // the scaled output: three minibatches' bytes at most.
+        let limit = (inflight as u64 + 1) * 3 * batch_bytes;
+        let worst = peaks[3].iter().chain(&peaks[4]).copied().max().unwrap_or(0);
+        run.check(
+            "bounded stays within its minibatches' bytes",
+            worst <= limit,
+            format!(
+                "worst peak {} against {} = ({inflight} + 1) minibatches × input, product and output",
+                human_bytes(worst),
+                human_bytes(limit)
+            ),
+        );
+        run.explanation.push(format!(
+            "pushing every minibatch and waiting once peaked at {} ({} for half as many): the loader \
+             ran ahead and inputs piled up. A wait per minibatch peaked at {}; a bound of {inflight} \
+             minibatches at {} ({} for half as many: flat), {:.1}× less than unbounded, for {:.2}× the time.",
+            human_bytes(peak(0)),
+            human_bytes(peak(1)),
+            human_bytes(peak(2)),
+            human_bytes(peak(3)),
+            human_bytes(peak(4)),
+            peak(0) as f64 / peak(3).max(1) as f64,
+            time_ratio
+        ));
+        Ok(run)
+    }
+}
