@@ -223,6 +223,69 @@ impl Tensor {
         out
     }
 
+    /// `max(self, 0)`, element-wise (host tensors).
+    pub fn relu(&self) -> Tensor {
+        self.map_host("relu", |v| v.max(0.0))
+    }
+
+    /// A host computation on this tensor as one engine op, producing a tensor of `shape`:
+    /// how a captured graph is replayed (one push, one dependency resolution).
+    pub fn apply<E>(
+        &self,
+        name: &'static str,
+        shape: &[usize],
+        f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, E> + Send + 'static,
+    ) -> Tensor
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let out = Tensor::pending(&self.engine, &self.device, shape);
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            name,
+            self.device.compute,
+            &[&self.var],
+            &[&out.var],
+            move || {
+                let y = f(read(&src)?.host()?)?;
+                *write(&dst)? = Storage::host_tracked(y, &mem);
+                Ok(())
+            },
+        );
+        out
+    }
+
+    /// `self + row`, the 1×n `row` added to every row of the m×n `self` (a layer's bias).
+    pub fn add_row(&self, row: &Tensor) -> Result<Tensor, TensorError> {
+        let (a, r) = (&self.shape[..], &row.shape[..]);
+        if a.len() != 2 || r != [1, a[1]] {
+            return Err(TensorError::Shape(format!(
+                "cannot add a {r:?} row to {a:?}"
+            )));
+        }
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        let (x, b, dst) = (self.data.clone(), row.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            "add_row",
+            self.device.compute,
+            &[&self.var, &row.var],
+            &[&out.var],
+            move || {
+                let z = {
+                    let (x, b) = (read(&x)?, read(&b)?);
+                    let x = x.host()?.view().into_dimensionality::<Ix2>()?;
+                    let b = b.host()?.view().into_dimensionality::<Ix2>()?;
+                    (&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn()
+                };
+                *write(&dst)? = Storage::host_tracked(z, &mem);
+                Ok(())
+            },
+        );
+        Ok(out)
+    }
+
     /// `self + s`, element-wise (host tensors).
     pub fn add_scalar(&self, s: f32) -> Tensor {
         self.map_host("add_scalar", move |v| v + s)
@@ -508,6 +571,21 @@ mod tests {
         let d = &rt.devices[0];
         let a = Tensor::ones(&rt.engine, d, &[3, 5]);
         assert!(matches!(a.matmul(&a), Err(TensorError::Shape(_))));
+    }
+
+    #[test]
+    fn relu_and_add_row_compute_a_dense_layer() {
+        let rt = rt();
+        let d = &rt.devices[0];
+        let x = Tensor::from_host(
+            &rt.engine,
+            d,
+            ndarray::arr2(&[[1.0f32, -2.0], [3.0, -4.0]]).into_dyn(),
+        );
+        let b = Tensor::from_host(&rt.engine, d, ndarray::arr2(&[[0.5f32, 1.0]]).into_dyn());
+        let y = x.add_row(&b).unwrap().relu();
+        assert_eq!(y.to_vec().unwrap(), vec![1.5, 0.0, 3.5, 0.0]);
+        assert!(matches!(x.add_row(&x), Err(TensorError::Shape(_))));
     }
 
     #[test]

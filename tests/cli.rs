@@ -995,3 +995,30 @@ fn memory_shows_unbounded_growth_and_a_flat_bound() {
         "needs an estimated",
     );
 }
+
+#[test]
+fn hybridize_replays_the_graph_with_identical_results() {
+    let doc = json_of(&[
+        "hybridize",
+        "--layers",
+        "3",
+        "--width",
+        "8",
+        "--batch",
+        "5",
+        "--passes",
+        "4",
+    ]);
+    let run = &doc["runs"][0];
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["imperative", "hybridized"]);
+    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    assert_eq!(run["derived"]["ops_per_pass"], 9.0);
+    assert!(run["derived"]["hybridize_speedup"].is_number());
+    assert_usage_error(&["hybridize", "--layers", "0"], "--layers");
+}

@@ -7,6 +7,7 @@
 pub mod async_loop;
 pub mod cpu_gpu;
 pub mod deps;
+pub mod hybridize;
 pub mod matmul;
 pub mod memory;
 pub mod params;
@@ -187,6 +188,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &run_copy::RunCopy,
         &deps::Deps,
         &memory::Memory,
+        &hybridize::Hybridize,
     ]
 }
 
