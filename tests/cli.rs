@@ -1022,3 +1022,40 @@ fn hybridize_replays_the_graph_with_identical_results() {
     assert!(run["derived"]["hybridize_speedup"].is_number());
     assert_usage_error(&["hybridize", "--layers", "0"], "--layers");
 }
+
+#[test]
+fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
+    let doc = json_of(&[
+        "data-parallel",
+        "--devices",
+        "2",
+        "--batch",
+        "64",
+        "--steps",
+        "20",
+        "--samples",
+        "512",
+        "--features",
+        "4",
+    ]);
+    let run = &doc["runs"][0];
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sync", "async"]);
+    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    let d = &run["derived"];
+    let curve = d["sync_loss_curve"].as_array().unwrap();
+    assert!(!curve.is_empty());
+    // Training lowers the loss.
+    assert!(d["sync_final_loss"].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap());
+    assert!(d["async_staleness_mean"].is_number());
+    assert_usage_error(
+        &["data-parallel", "--devices", "4", "--batch", "2"],
+        "--batch must be at least --devices",
+    );
+    assert_usage_error(&["data-parallel", "--lr", "-1"], "--lr");
+}

@@ -37,6 +37,7 @@ pub fn human_derived(key: &str, value: &Value) -> String {
     let Some(v) = value.as_f64() else {
         return match value {
             Value::Null => "n/a".into(),
+            Value::Array(points) => format!("{} points (in the JSON)", points.len()),
             other => other.to_string(),
         };
     };

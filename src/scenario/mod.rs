@@ -6,6 +6,7 @@
 
 pub mod async_loop;
 pub mod cpu_gpu;
+pub mod data_parallel;
 pub mod deps;
 pub mod hybridize;
 pub mod matmul;
@@ -189,6 +190,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &deps::Deps,
         &memory::Memory,
         &hybridize::Hybridize,
+        &data_parallel::DataParallel,
     ]
 }
 
