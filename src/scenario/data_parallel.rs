@@ -317,8 +317,8 @@ impl Scenario for DataParallel {
         };
 
         let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("sync", || synced(engine, &train_sync)),
-            Variant::new("async", || synced(engine, &train_async)),
+            Variant::new("sync", || synced(engine, train_sync)),
+            Variant::new("async", || synced(engine, train_async)),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
