@@ -1059,3 +1059,36 @@ fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
     );
     assert_usage_error(&["data-parallel", "--lr", "-1"], "--lr");
 }
+
+#[test]
+fn plot_draws_the_loss_curves_of_a_training_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("dp.json");
+    parbench()
+        .args([
+            "data-parallel",
+            "--batch",
+            "64",
+            "--steps",
+            "40",
+            "--samples",
+            "512",
+            "--features",
+            "4",
+            "-o",
+        ])
+        .arg(&report)
+        .args(QUICK)
+        .assert()
+        .success();
+    parbench().args(["plot"]).arg(&report).assert().success();
+    let svg = std::fs::read_to_string(dir.path().join("dp.svg")).unwrap();
+    assert!(svg.contains("loss during training"));
+    // Sync: 40 updates, recorded every 2; async: 2 × 40 updates, every 4: 20 points each.
+    assert_eq!(
+        series_paths(&svg, 20),
+        2,
+        "a line for each of the two curves"
+    );
+    assert!(svg.contains("sync") && svg.contains("async"));
+}

@@ -82,8 +82,10 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
     {
         let root = SVGBackend::with_string(&mut out, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
+        let curves = loss_curves(first);
         match numeric_axis(report, &runs) {
             Some(axis) => lines(&root, scenario, &axis, &runs)?,
+            None if !curves.is_empty() => curve_chart(&root, scenario, &curves)?,
             None => bars(&root, scenario, first)?,
         }
         root.present().map_err(draw_err)?;
@@ -199,6 +201,70 @@ fn lines(
             ))
             .map_err(draw_err)?
             .label(label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(draw_err)
+}
+
+/// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...]).
+fn loss_curves(run: &RunRecord) -> Vec<(String, Vec<(f64, f64)>)> {
+    run.derived
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_suffix("_loss_curve")?;
+            let points: Vec<(f64, f64)> = v
+                .as_array()?
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+                .filter(|(_, loss)| *loss > 0.0)
+                .collect();
+            (!points.is_empty()).then(|| (name.to_string(), points))
+        })
+        .collect()
+}
+
+fn curve_chart(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    scenario: &str,
+    curves: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), PlotError> {
+    let all = curves.iter().flat_map(|(_, c)| c.iter());
+    let (mut x_max, mut y_min, mut y_max) = (1f64, f64::INFINITY, 0f64);
+    for &(x, y) in all {
+        x_max = x_max.max(x);
+        y_min = y_min.min(y);
+        y_max = y_max.max(y);
+    }
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{scenario}: loss during training"),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..x_max, (y_min * 0.8..y_max * 1.25).log_scale())
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("parameter updates")
+        .y_desc("loss (mean squared error, full data)")
+        .draw()
+        .map_err(draw_err)?;
+    for (i, (name, points)) in curves.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(draw_err)?
+            .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
     }
     chart
