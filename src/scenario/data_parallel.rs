@@ -147,6 +147,32 @@ fn shard(step: u64, batch: usize, k: usize, s: usize) -> (usize, usize) {
     (step as usize * batch + before, per)
 }
 
+/// Plain SGD on one device over the same global batches: the synchronous run's reference.
+fn single_device_sgd(data: &Data, steps: u64, batch: usize, lr: f32) -> Vec<f32> {
+    let mut w = vec![0f32; data.d];
+    for step in 0..steps {
+        let g = data.gradient(&w, step as usize * batch, batch, batch as f32);
+        for (wj, gj) in w.iter_mut().zip(&g) {
+            *wj -= lr * gj;
+        }
+    }
+    w
+}
+
+/// Parameters equal within float32 summation-order tolerance; also the largest difference.
+fn agrees(reference: &[f32], got: &[f32]) -> (bool, f32) {
+    let max_diff = reference
+        .iter()
+        .zip(got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    let scale = reference.iter().map(|v| v.abs()).fold(1e-6f32, f32::max);
+    (
+        reference.len() == got.len() && max_diff <= 1e-4 * scale.max(1.0),
+        max_diff,
+    )
+}
+
 impl Scenario for DataParallel {
     fn name(&self) -> &'static str {
         "data-parallel"
@@ -354,20 +380,8 @@ impl Scenario for DataParallel {
         let (sync_model, async_model) = (take(&last_sync)?, take(&last_async)?);
 
         // Check: k-device synchronous SGD equals single-device SGD on the same global batches.
-        let mut w = vec![0f32; data.d];
-        for step in 0..steps {
-            let g = data.gradient(&w, step as usize * batch, batch, batch as f32);
-            for (wj, gj) in w.iter_mut().zip(&g) {
-                *wj -= lr * gj;
-            }
-        }
-        let max_diff = w
-            .iter()
-            .zip(&sync_model.w)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        let scale = w.iter().map(|v| v.abs()).fold(1e-6f32, f32::max);
-        let ok = max_diff <= 1e-4 * scale.max(1.0);
+        let w = single_device_sgd(&data, steps, batch, lr);
+        let (ok, max_diff) = agrees(&w, &sync_model.w);
         run.check(
             "synchronous equals single-device SGD",
             ok,
@@ -420,6 +434,15 @@ impl Scenario for DataParallel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_check_rejects_a_wrong_reference() {
+        let data = Data::new(256, 4);
+        let right = single_device_sgd(&data, 30, 32, 0.05);
+        assert!(agrees(&right, &single_device_sgd(&data, 30, 32, 0.05)).0);
+        // A reference trained with another learning rate is not accepted.
+        assert!(!agrees(&single_device_sgd(&data, 30, 32, 0.06), &right).0);
+    }
 
     #[test]
     fn shards_cover_the_batch_exactly() {

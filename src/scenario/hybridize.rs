@@ -211,3 +211,49 @@ impl Scenario for Hybridize {
         Ok(run)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RuntimeOptions;
+
+    /// The imperative path over tensors, as the scenario runs it.
+    fn imperative(
+        rt: &Runtime,
+        x: &Array2<f32>,
+        weights: &[(Array2<f32>, Array2<f32>)],
+    ) -> Vec<f32> {
+        let (e, d) = (&rt.engine, &rt.devices[0]);
+        let mut h = Tensor::from_host(e, d, x.clone().into_dyn());
+        for (w, b) in weights {
+            let (w, b) = (
+                Tensor::from_host(e, d, w.clone().into_dyn()),
+                Tensor::from_host(e, d, b.clone().into_dyn()),
+            );
+            h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
+        }
+        h.to_vec().unwrap()
+    }
+
+    #[test]
+    fn replay_matches_imperative_and_the_check_can_fail() {
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[1]).unwrap();
+        let m = |r, c, seed| {
+            cpu::uniform(&[r, c], seed)
+                .mapv(|v| v - 0.5)
+                .into_dimensionality::<Ix2>()
+                .unwrap()
+        };
+        let x = m(3, 6, 1);
+        let weights = vec![(m(6, 6, 2), m(1, 6, 3)), (m(6, 6, 4), m(1, 6, 5))];
+        let graph = Graph {
+            weights: weights.clone(),
+        };
+        let replayed: Vec<f32> = graph.forward(&x).iter().copied().collect();
+        assert_eq!(replayed, imperative(&rt, &x, &weights));
+        // A reference with one weight changed differs.
+        let mut wrong = weights;
+        wrong[1].1[[0, 2]] += 1.0;
+        assert_ne!(replayed, imperative(&rt, &x, &wrong));
+    }
+}
