@@ -21,6 +21,16 @@ fn parbench() -> Command {
     c
 }
 
+/// The variant names of a run, in order.
+fn variant_names(run: &Value) -> Vec<&str> {
+    run["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .map(|v| v["name"].as_str().expect("a variant name"))
+        .collect()
+}
+
 fn json_of(args: &[&str]) -> Value {
     let out = parbench()
         .args(args)
@@ -109,12 +119,7 @@ fn async_json_follows_the_schema() {
     assert!(run["devices"][0]
         .as_str()
         .is_some_and(|d| d.starts_with("cpu:0")));
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["sync", "async", "push-only"]);
     for v in run["variants"].as_array().unwrap() {
         assert_eq!(v["samples_s"].as_array().unwrap().len(), 3);
@@ -305,12 +310,7 @@ fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
     ];
     let doc = json_of(&args);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["a-alone", "b-alone", "parallel", "one-device"]);
     for key in [
         "parallel_speedup",
@@ -349,12 +349,7 @@ fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
 fn run_copy_falls_back_and_checks_the_copies() {
     let doc = json_of(&["run-copy", "--ops", "3", "--size", "64"]);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["run", "copy", "run-then-copy", "overlapped"]);
     assert!(run["derived"]["overlap_efficiency"].is_number());
     assert!(run["derived"]["lower_bound_s"].is_number());
@@ -921,12 +916,7 @@ fn deps_is_identical_to_op_by_op_and_reports_the_bound() {
         "5",
     ]);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["op-by-op", "parallel"]);
     assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
     for key in [
@@ -958,12 +948,7 @@ fn memory_shows_unbounded_growth_and_a_flat_bound() {
         "2",
     ]);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(
         names,
         [
@@ -1010,12 +995,7 @@ fn hybridize_replays_the_graph_with_identical_results() {
         "4",
     ]);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["imperative", "hybridized"]);
     assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
     assert_eq!(run["derived"]["ops_per_pass"], 9.0);
@@ -1039,12 +1019,7 @@ fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
         "4",
     ]);
     let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(run);
     assert_eq!(names, ["sync", "async"]);
     assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
     let d = &run["derived"];

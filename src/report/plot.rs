@@ -31,6 +31,22 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// The legend every chart draws, top right.
+fn legend<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> Result<(), PlotError>
+where
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(draw_err)
+}
+
 /// The x axis: the sweep's first numeric axis, or else the first parameter that varies
 /// between the runs and is a number.
 fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
@@ -203,12 +219,7 @@ fn lines(
             .label(label.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()
-        .map_err(draw_err)
+    legend(&mut chart)
 }
 
 /// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...]).
@@ -267,12 +278,7 @@ fn curve_chart(
             .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()
-        .map_err(draw_err)
+    legend(&mut chart)
 }
 
 fn bars(
@@ -324,10 +330,5 @@ fn bars(
             ))
             .map_err(draw_err)?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()
-        .map_err(draw_err)
+    legend(&mut chart)
 }
