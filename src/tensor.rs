@@ -74,6 +74,22 @@ impl Storage {
 
 type Buffer = Arc<RwLock<Storage>>;
 
+/// How `Tensor::filled` generates values.
+#[derive(Clone, Copy)]
+enum Fill {
+    Ones,
+    Uniform(u64),
+}
+
+impl Fill {
+    fn name(self) -> &'static str {
+        match self {
+            Fill::Ones => "ones",
+            Fill::Uniform(_) => "uniform",
+        }
+    }
+}
+
 fn read(buf: &Buffer) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
     buf.read()
         .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
@@ -131,51 +147,29 @@ impl Tensor {
 
     /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
-        let out = Tensor::pending(engine, device, shape);
-        let (dst, s) = (out.data.clone(), shape.to_vec());
-        let mem = device.memory.clone();
-        match &device.kind {
-            DeviceKind::Cpu { .. } => {
-                engine.push("ones", device.compute, &[], &[&out.var], move || {
-                    *write(&dst)? = Storage::host_tracked(ArrayD::ones(IxDyn(&s)), &mem);
-                    Ok(())
-                })
-            }
-            #[cfg(feature = "cuda")]
-            DeviceKind::Cuda(dev) => {
-                let n = out.len();
-                gpu::push(
-                    engine,
-                    device.compute,
-                    "ones",
-                    &[],
-                    &[&out.var],
-                    dev,
-                    gpu::Stream::Compute,
-                    move |d| {
-                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
-                        let mut slice = d.alloc(n)?;
-                        d.fill(&mut slice, 1.0)?;
-                        *slot = Storage::Cuda(Arc::new(slice));
-                        drop(slot);
-                        Ok(dst)
-                    },
-                )
-            }
-        }
-        out
+        Tensor::filled(engine, device, shape, Fill::Ones)
     }
 
     /// Uniform values reproducible from `seed`: in [0, 1) on a CPU device whatever its thread
     /// count; in (0, 1] on a GPU (cuRAND's generator, reseeded for each tensor).
     pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
+        Tensor::filled(engine, device, shape, Fill::Uniform(seed))
+    }
+
+    /// A new tensor whose values an op on `device` generates.
+    fn filled(engine: &Engine, device: &Arc<Device>, shape: &[usize], fill: Fill) -> Tensor {
         let out = Tensor::pending(engine, device, shape);
         let (dst, s) = (out.data.clone(), shape.to_vec());
         let mem = device.memory.clone();
+        let name = fill.name();
         match &device.kind {
             DeviceKind::Cpu { .. } => {
-                engine.push("uniform", device.compute, &[], &[&out.var], move || {
-                    *write(&dst)? = Storage::host_tracked(cpu::uniform(&s, seed), &mem);
+                engine.push(name, device.compute, &[], &[&out.var], move || {
+                    let values = match fill {
+                        Fill::Ones => ArrayD::ones(IxDyn(&s)),
+                        Fill::Uniform(seed) => cpu::uniform(&s, seed),
+                    };
+                    *write(&dst)? = Storage::host_tracked(values, &mem);
                     Ok(())
                 })
             }
@@ -185,7 +179,7 @@ impl Tensor {
                 gpu::push(
                     engine,
                     device.compute,
-                    "uniform",
+                    name,
                     &[],
                     &[&out.var],
                     dev,
@@ -193,7 +187,10 @@ impl Tensor {
                     move |d| {
                         let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let mut slice = d.alloc(n)?;
-                        d.fill_uniform(&mut slice, seed)?;
+                        match fill {
+                            Fill::Ones => d.fill(&mut slice, 1.0)?,
+                            Fill::Uniform(seed) => d.fill_uniform(&mut slice, seed)?,
+                        }
                         *slot = Storage::Cuda(Arc::new(slice));
                         drop(slot);
                         Ok(dst)
