@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::{available_cores, split_cores, Runtime};
+use crate::device::Runtime;
 use crate::engine::{OpError, Var};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
@@ -224,10 +224,7 @@ impl Scenario for DataParallel {
             params.int("samples") as usize,
             params.int("features") as usize,
         ));
-        let threads = match ctx.cpu_threads {
-            Some(t) => vec![t; k],
-            None => split_cores(available_cores(), k),
-        };
+        let threads = ctx.cpu_split(k);
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
         let fresh = |d: usize| {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::support::check_matrices;
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::{available_cores, split_cores, Device, Runtime};
+use crate::device::{Device, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
 use crate::report::RunRecord;
@@ -184,10 +184,7 @@ impl Scenario for Deps {
             params.int("devices") as usize,
             params.int("seed"),
         );
-        let threads = match ctx.cpu_threads {
-            Some(t) => vec![t; devices],
-            None => split_cores(available_cores(), devices),
-        };
+        let threads = ctx.cpu_split(devices);
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
         let nodes = program(width, depth, devices, seed);

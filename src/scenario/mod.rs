@@ -121,6 +121,15 @@ pub struct RunContext {
 }
 
 impl RunContext {
+    /// Threads for each of `devices` CPU devices: `--cpu-threads` each, or the machine's cores
+    /// split between them.
+    pub fn cpu_split(&self, devices: usize) -> Vec<usize> {
+        match self.cpu_threads {
+            Some(t) => vec![t; devices],
+            None => crate::device::split_cores(crate::device::available_cores(), devices),
+        }
+    }
+
     /// Sample `variants` with `scenario`'s defaults and the overrides applied; then, when
     /// traces are wanted, run each variant once more with the engine recording its ops.
     pub fn sample(
