@@ -95,6 +95,24 @@ fn read(buf: &Buffer) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
         .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
 }
 
+/// Read locks on two buffers that may be one (`x · x`): the lock is then taken once, since a
+/// second read lock of one `RwLock` on one thread deadlocks if a writer queued in between.
+/// The second guard is `None` when both are the same buffer.
+type ReadPair<'a> = (
+    RwLockReadGuard<'a, Storage>,
+    Option<RwLockReadGuard<'a, Storage>>,
+);
+
+fn read_both<'a>(x: &'a Buffer, y: &'a Buffer) -> Result<ReadPair<'a>, OpError> {
+    let first = read(x)?;
+    let second = if Arc::ptr_eq(x, y) {
+        None
+    } else {
+        Some(read(y)?)
+    };
+    Ok((first, second))
+}
+
 fn write(buf: &Buffer) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
     buf.write()
         .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
@@ -325,6 +343,52 @@ impl Tensor {
         Ok(out)
     }
 
+    /// `self ← a · self + b · other`, element-wise and **in place** (host tensors of one shape):
+    /// the op reads `other` and read-modify-writes `self`'s var, so it must wait for every
+    /// earlier reader of `self` (write after read) and every earlier write (write after write).
+    /// `other` may be `self` itself.
+    pub fn axpby_assign(&self, a: f32, other: &Tensor, b: f32) -> Result<(), TensorError> {
+        if self.shape != other.shape {
+            return Err(TensorError::Shape(format!(
+                "cannot add {:?} into {:?}",
+                &other.shape[..],
+                &self.shape[..]
+            )));
+        }
+        let (x, y) = (self.data.clone(), other.data.clone());
+        self.engine.push(
+            "axpby in place",
+            self.device.compute,
+            &[&other.var],
+            &[&self.var],
+            move || {
+                let mut xg = write(&x)?;
+                if Arc::ptr_eq(&x, &y) {
+                    let Storage::Host(xs, _) = &mut *xg else {
+                        return Err(OpError::msg("expected a tensor in host memory"));
+                    };
+                    xs.mapv_inplace(|p| a * p + b * p);
+                    return Ok(());
+                }
+                let yg = read(&y)?;
+                let ys = yg.host()?;
+                let Storage::Host(xs, _) = &mut *xg else {
+                    return Err(OpError::msg("expected a tensor in host memory"));
+                };
+                ndarray::Zip::from(xs)
+                    .and(ys)
+                    .for_each(|p, &q| *p = a * *p + b * q);
+                Ok(())
+            },
+        );
+        Ok(())
+    }
+
+    /// A new host tensor with the same values, computed by an op on the device's compute lane.
+    pub fn duplicate(&self) -> Tensor {
+        self.map_host("duplicate", |v| v)
+    }
+
     /// Matrix product of two 2-D tensors, on `self`'s device.
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor, TensorError> {
         let (a, b) = (&self.shape[..], &rhs.shape[..]);
@@ -343,10 +407,11 @@ impl Tensor {
                 self.engine
                     .push("matmul", self.device.compute, &reads, &writes, move || {
                         let c = {
-                            let (x, y) = (read(&x)?, read(&y)?);
-                            let x = x.host()?.view().into_dimensionality::<Ix2>()?;
-                            let y = y.host()?.view().into_dimensionality::<Ix2>()?;
-                            cpu::matmul(x, y).into_dyn()
+                            let (xg, yg) = read_both(&x, &y)?;
+                            let a = xg.host()?.view().into_dimensionality::<Ix2>()?;
+                            let b = yg.as_deref().unwrap_or(&xg);
+                            let b = b.host()?.view().into_dimensionality::<Ix2>()?;
+                            cpu::matmul(a, b).into_dyn()
                         };
                         *write(&dst)? = Storage::host_tracked(c, &mem);
                         Ok(())
@@ -368,7 +433,12 @@ impl Tensor {
                         // the buffers must live until its event (they travel in the result).
                         let mut slot = write(&dst).map_err(|e| e.to_string())?;
                         let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
-                        let b = read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                        // One lock at a time: `x · x` must not hold two reads of one buffer.
+                        let b = if Arc::ptr_eq(&x, &y) {
+                            a.clone()
+                        } else {
+                            read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?
+                        };
                         let mut c = d.alloc(m * n)?;
                         d.matmul(&a, &b, &mut c, (m, k_dim, n))?;
                         *slot = Storage::Cuda(Arc::new(c));
@@ -583,6 +653,36 @@ mod tests {
         let y = x.add_row(&b).unwrap().relu();
         assert_eq!(y.to_vec().unwrap(), vec![1.5, 0.0, 3.5, 0.0]);
         assert!(matches!(x.add_row(&x), Err(TensorError::Shape(_))));
+    }
+
+    #[test]
+    fn reading_one_buffer_twice_takes_one_lock() {
+        let buf: Buffer = Arc::new(RwLock::new(Storage::Empty));
+        // The pair of one buffer is one guard; of two buffers, two.
+        let (one, two) = read_both(&buf, &buf).unwrap();
+        assert!(two.is_none());
+        drop(one);
+        let other: Buffer = Arc::new(RwLock::new(Storage::Empty));
+        assert!(read_both(&buf, &other).unwrap().1.is_some());
+    }
+
+    #[test]
+    fn axpby_assign_updates_in_place_after_earlier_readers() {
+        let rt = rt();
+        let d = &rt.devices[0];
+        let x = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+        let y = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[10.0f32, 20.0]).into_dyn());
+        // A reader of x pushed before the in-place write must see the old values (WAR)...
+        let before = x.duplicate();
+        x.axpby_assign(0.5, &y, 0.5).unwrap();
+        // ...and writes apply in push order (WAW), including one with x on both sides.
+        x.axpby_assign(1.0, &x, 1.0).unwrap();
+        assert_eq!(before.to_vec().unwrap(), vec![1.0, 2.0]);
+        assert_eq!(x.to_vec().unwrap(), vec![11.0, 22.0]);
+        assert!(matches!(
+            x.axpby_assign(1.0, &Tensor::ones(&rt.engine, d, &[3]), 1.0),
+            Err(TensorError::Shape(_))
+        ));
     }
 
     #[test]

@@ -27,7 +27,7 @@
 mod error;
 mod lane;
 mod op;
-mod trace;
+pub mod trace;
 mod var;
 
 #[cfg(feature = "cuda")]
@@ -40,7 +40,7 @@ pub use var::Var;
 
 use std::borrow::Cow;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -152,6 +152,7 @@ impl EngineBuilder {
             register: Mutex::new(()),
             first_error: Mutex::new(None),
             tracing: AtomicBool::new(false),
+            trace_seq: AtomicU64::new(0),
             trace: Mutex::new(Vec::new()),
             epoch: Instant::now(),
             sync_hooks: self.sync_hooks,
@@ -300,8 +301,15 @@ impl Engine {
         );
         let (deps, n_reads) = dedupe(reads, writes);
         shared.acquire_slot();
-        let pushed_ns = if shared.tracing() { shared.now_ns() } else { 0 };
-        let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, pushed_ns));
+        let stamp = if shared.tracing() {
+            (
+                shared.now_ns(),
+                shared.trace_seq.fetch_add(1, Ordering::Relaxed),
+            )
+        } else {
+            (0, 0)
+        };
+        let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, stamp));
         // Ops touching several vars register them atomically with respect to each other:
         // two threads registering {x, y} in interleaved order could otherwise each wait for
         // the other forever. One var alone cannot form such a cycle, so it skips the lock.
@@ -389,6 +397,11 @@ impl Engine {
         self.shared.tracing.store(on, Ordering::Release);
     }
 
+    /// True while trace records are being gathered.
+    pub fn is_tracing(&self) -> bool {
+        self.shared.tracing()
+    }
+
     /// Take the trace records gathered so far (in completion order).
     pub fn take_trace(&self) -> Vec<TraceRecord> {
         std::mem::take(&mut *lock(&self.shared.trace))
@@ -437,6 +450,8 @@ pub(crate) struct Shared {
     register: Mutex<()>,
     first_error: Mutex<Option<EngineError>>,
     tracing: AtomicBool,
+    /// Push sequence of traced ops (see [`TraceRecord::seq`]).
+    trace_seq: AtomicU64,
     trace: Mutex<Vec<TraceRecord>>,
     epoch: Instant,
     sync_hooks: Vec<SyncHook>,
@@ -520,6 +535,10 @@ impl Shared {
             lane: op.lane,
             lane_name: self.lanes[op.lane].name.clone(),
             name: op.name.to_string(),
+            seq: op.seq,
+            reads: op.reads().iter().map(Var::id).collect(),
+            writes: op.writes().iter().map(Var::id).collect(),
+            worker: op.worker.get().cloned().unwrap_or_default(),
             pushed_ns: op.pushed_ns,
             started_ns: if started == 0 { ended_ns } else { started },
             ended_ns,

@@ -54,7 +54,12 @@ pub(crate) struct OpBlock {
     dropped_in_panic: AtomicBool,
     /// Trace clock readings (ns since the engine's epoch); 0 when tracing is off.
     pub(crate) pushed_ns: u64,
+    /// Push order among the ops pushed while tracing (0 otherwise).
+    pub(crate) seq: u64,
     pub(crate) started_ns: AtomicU64,
+    /// The thread that ran the body, recorded when tracing: where an op *actually* ran, which
+    /// a check must not infer from the lane it was pushed to.
+    pub(crate) worker: std::sync::OnceLock<String>,
 }
 
 impl OpBlock {
@@ -64,7 +69,7 @@ impl OpBlock {
         deps: Deps,
         n_reads: usize,
         body: Body,
-        pushed_ns: u64,
+        (pushed_ns, seq): (u64, u64),
     ) -> OpBlock {
         OpBlock {
             name,
@@ -77,7 +82,9 @@ impl OpBlock {
             finished: AtomicBool::new(false),
             dropped_in_panic: AtomicBool::new(false),
             pushed_ns,
+            seq,
             started_ns: AtomicU64::new(0),
+            worker: std::sync::OnceLock::new(),
         }
     }
 
@@ -175,6 +182,10 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: OpRef) {
     }
     if shared.tracing() {
         op.started_ns.store(shared.now_ns(), Ordering::Relaxed);
+        let thread = std::thread::current();
+        let _ = op
+            .worker
+            .set(thread.name().unwrap_or("unnamed thread").to_string());
     }
     if shared.log_placement {
         eprintln!("[placement] {} on {}", op.name, shared.lane_name(op.lane));

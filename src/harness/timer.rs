@@ -23,16 +23,21 @@ pub struct Benchmark<'e> {
     description: String,
     start: Instant,
     stopped: bool,
+    /// An error of work pushed before the timer started: reported by `stop`, since that
+    /// earlier work was drained, not timed.
+    earlier: Option<EngineError>,
 }
 
 impl<'e> Benchmark<'e> {
-    /// Start timing.
+    /// Wait for work pushed earlier (so it is not billed to this timer), then start timing.
     pub fn new(engine: &'e Engine, description: impl Into<String>) -> Self {
+        let earlier = engine.wait_all().err();
         Benchmark {
             engine,
             description: description.into(),
             start: Instant::now(),
             stopped: false,
+            earlier,
         }
     }
 
@@ -40,7 +45,8 @@ impl<'e> Benchmark<'e> {
     pub fn stop(mut self) -> Result<Duration, EngineError> {
         self.stopped = true;
         self.engine.wait_all()?;
-        Ok(self.start.elapsed())
+        let elapsed = self.start.elapsed();
+        self.earlier.take().map_or(Ok(elapsed), Err)
     }
 }
 
@@ -49,7 +55,11 @@ impl Drop for Benchmark<'_> {
         if self.stopped {
             return;
         }
-        match self.engine.wait_all() {
+        let outcome = self
+            .engine
+            .wait_all()
+            .and(self.earlier.take().map_or(Ok(()), Err));
+        match outcome {
             Ok(()) => println!(
                 "{}: {:.4} sec",
                 self.description,
@@ -65,12 +75,14 @@ impl Drop for Benchmark<'_> {
 }
 
 /// Time `work` (which pushes ops and returns their outputs), then wait for the engine, and
-/// return the time up to the end of the wait. The outputs are dropped after the clock stops,
-/// so freeing them is not part of the measurement.
+/// return the time up to the end of the wait. Work pushed earlier is drained before the clock
+/// starts, so leftovers are not billed to this sample. The outputs are dropped after the
+/// clock stops, so freeing them is not part of the measurement.
 pub fn synced<T, E: From<EngineError>>(
     engine: &Engine,
     work: impl FnOnce() -> Result<T, E>,
 ) -> Result<Duration, E> {
+    engine.wait_all()?;
     let start = Instant::now();
     let outputs = work()?;
     engine.wait_all()?;
@@ -83,6 +95,8 @@ pub fn synced<T, E: From<EngineError>>(
 mod tests {
     use super::*;
     use crate::engine::{Mode, Var};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn the_timer_waits_for_pushed_work() {
@@ -97,6 +111,50 @@ mod tests {
             t >= Duration::from_millis(40),
             "stopped before the work finished: {t:?}"
         );
+    }
+
+    /// Push an op that sets a flag when done, after a pause long enough that the timer under
+    /// test would start before it ends if it did not drain.
+    fn leftover(engine: &Engine, lane: crate::engine::LaneId) -> Arc<AtomicBool> {
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        engine.push("leftover", lane, &[], &[&Var::new()], move || {
+            std::thread::sleep(Duration::from_millis(30));
+            d.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        done
+    }
+
+    #[test]
+    fn timers_drain_earlier_work_before_the_clock_starts() {
+        let (engine, lanes) = Engine::with_thread_lanes(Mode::Threaded, 1).unwrap();
+        let done = leftover(&engine, lanes[0]);
+        let r: Result<Duration, EngineError> = synced(&engine, || {
+            // The clock has started: the earlier op must already be finished.
+            assert!(done.load(Ordering::SeqCst), "leftover work billed to this sample");
+            Ok(())
+        });
+        r.unwrap();
+        let done = leftover(&engine, lanes[0]);
+        let b = Benchmark::new(&engine, "after leftovers");
+        assert!(done.load(Ordering::SeqCst), "Benchmark::new did not drain");
+        b.stop().unwrap();
+    }
+
+    #[test]
+    fn an_error_of_earlier_work_is_reported_not_timed() {
+        let (engine, lanes) = Engine::with_thread_lanes(Mode::Threaded, 1).unwrap();
+        engine.push("bad", lanes[0], &[], &[&Var::new()], || {
+            Err(crate::engine::OpError::msg("earlier"))
+        });
+        let b = Benchmark::new(&engine, "after a failure");
+        assert!(b.stop().unwrap_err().to_string().contains("earlier"));
+        engine.push("bad", lanes[0], &[], &[&Var::new()], || {
+            Err(crate::engine::OpError::msg("earlier"))
+        });
+        let r: Result<Duration, EngineError> = synced(&engine, || Ok(()));
+        assert!(r.is_err());
     }
 
     #[test]

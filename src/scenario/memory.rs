@@ -164,6 +164,8 @@ impl Scenario for Memory {
         let half = batches / 2;
         let peaks: RefCell<Vec<Vec<u64>>> = RefCell::new(vec![Vec::new(); 5]);
         let measured = |i: usize, rt: &Runtime, w: &Tensor, n: usize, sync_each: bool| {
+            // Drain first: leftovers would be billed to this sample's time and memory.
+            rt.engine.wait_all()?;
             let mem = &rt.devices[0].memory;
             let base = mem.live();
             mem.reset_peak();

@@ -3,6 +3,7 @@
 
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
 use crate::device::{discovery, DeviceRequest};
+use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::report::GpuInfo;
 use crate::tensor::{Tensor, TensorError};
 
@@ -50,6 +51,27 @@ pub fn check_matrices(
     let bytes = size.checked_mul(size).and_then(|e| f32_bytes(e, tensors));
     let available = on_gpu_free.or_else(available_bytes);
     check_fits(what, bytes, available).map_err(ScenarioError::Input)
+}
+
+/// Run `work` (which pushes ops and waits for them) with the engine recording every op, and
+/// return the records in push order. Earlier work is drained first, so every record belongs
+/// to `work`. When tracing is already on, a `--trace` repeat owns the records: `work` runs
+/// untouched and no records come back.
+pub fn traced<T, E: From<EngineError>>(
+    engine: &Engine,
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<(T, Option<Vec<TraceRecord>>), E> {
+    if engine.is_tracing() {
+        return Ok((work()?, None));
+    }
+    engine.wait_all()?;
+    let _ = engine.take_trace();
+    engine.set_tracing(true);
+    let outcome = work();
+    engine.set_tracing(false);
+    let mut records = engine.take_trace();
+    trace::sort_by_push(&mut records);
+    Ok((outcome?, Some(records)))
 }
 
 /// Push `ops` independent products `x · x` on `x`'s device (the book's `run(x)`).
