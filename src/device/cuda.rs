@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
@@ -235,15 +236,27 @@ pub struct CudaDevice {
 
 /// Pinned buffers by length, kept for reuse.
 #[derive(Default)]
-struct PinnedPool(Mutex<HashMap<usize, Vec<PinnedHostSlice<f32>>>>);
+struct PinnedPool {
+    free: Mutex<HashMap<usize, Vec<PinnedHostSlice<f32>>>>,
+    /// Fill reused buffers with NaN before handing them out (see
+    /// [`Device::poison_reused_host_buffers`](super::Device::poison_reused_host_buffers)).
+    poison: AtomicBool,
+}
 
 impl PinnedPool {
     fn take(&self, len: usize) -> Option<PinnedHostSlice<f32>> {
-        self.0.lock().ok()?.get_mut(&len)?.pop()
+        let mut buf = self.free.lock().ok()?.get_mut(&len)?.pop()?;
+        if self.poison.load(Ordering::Acquire) {
+            // The buffer's last copy completed before it came back (its op's event fired).
+            if let Ok(values) = buf.as_mut_slice() {
+                values.fill(f32::NAN);
+            }
+        }
+        Some(buf)
     }
 
     fn give(&self, buf: PinnedHostSlice<f32>) {
-        if let Ok(mut pool) = self.0.lock() {
+        if let Ok(mut pool) = self.free.lock() {
             pool.entry(buf.len()).or_default().push(buf);
         }
     }
@@ -325,6 +338,11 @@ impl CudaDevice {
                 .map_err(|e| e.to_string())?,
             copy_poller: Poller::start("cuda:0 copy poller".into()).map_err(|e| e.to_string())?,
         })
+    }
+
+    /// Poison reused pinned buffers with NaN (for checks; off while timing).
+    pub fn poison_reused_pinned(&self, on: bool) {
+        self.pinned.poison.store(on, Ordering::Release);
     }
 
     /// Bytes free on the device, for checking sizes before allocating.

@@ -52,6 +52,35 @@ impl Device {
         format!("{} ({} thread{s})", self.name, self.threads)
     }
 
+    /// True when `thread` (a thread's name, as a trace records it) is one of this device's:
+    /// a CPU device's pool threads (`cpu:0 t0`, ...), or a GPU's compute-lane worker, the
+    /// thread that enqueues its kernels. Checks where ops *actually* ran by this.
+    pub fn owns_thread(&self, thread: &str) -> bool {
+        match &self.kind {
+            DeviceKind::Cpu { .. } => thread
+                .strip_prefix(&self.name)
+                .and_then(|rest| rest.strip_prefix(" t"))
+                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit())),
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(_) => thread
+                .strip_prefix(&self.name)
+                .is_some_and(|rest| rest.starts_with(" worker ")),
+        }
+    }
+
+    /// While on, host buffers a device reuses for copies (a GPU's pooled pinned buffers) are
+    /// filled with NaN before each reuse, so a copy that moved nothing cannot pass a check
+    /// with a previous copy's values. Off while timing; CPU devices never reuse buffers.
+    pub fn poison_reused_host_buffers(&self, on: bool) {
+        match &self.kind {
+            DeviceKind::Cpu { .. } => {}
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(d) => d.poison_reused_pinned(on),
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = on;
+    }
+
     /// True for a GPU.
     pub fn is_gpu(&self) -> bool {
         !matches!(self.kind, DeviceKind::Cpu { .. })
@@ -245,6 +274,18 @@ mod tests {
             .map(|(_, t)| t)
             .collect();
         assert!(cpu0.len() <= 2, "{cpu0:?}");
+    }
+
+    #[test]
+    fn a_device_owns_its_pool_threads_only() {
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[2, 1]).unwrap();
+        let (a, b) = (&rt.devices[0], &rt.devices[1]);
+        assert!(a.owns_thread("cpu:0 t0") && a.owns_thread("cpu:0 t1"));
+        assert!(!a.owns_thread("cpu:1 t0"));
+        assert!(!a.owns_thread("cpu:0 copy worker 0"));
+        assert!(!a.owns_thread("cpu:0 t"));
+        assert!(!a.owns_thread("main"));
+        assert!(b.owns_thread("cpu:1 t0") && !b.owns_thread("cpu:10 t0"));
     }
 
     #[test]

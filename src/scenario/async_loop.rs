@@ -11,6 +11,7 @@
 //! sync ≈ N(t1+t2+t3), async ≈ t1 + N·t2 + t3. An instrumented extra run measures the three
 //! from engine timestamps so the predictions can be set against the measured medians.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
@@ -45,6 +46,27 @@ const PARAMS: &[ParamSpec] = &[
 
 /// Ops timed individually for the t1/t2/t3 model (enough for stable medians, bounded cost).
 const MODEL_OPS: u64 = 2_000;
+
+/// Length of the checked chain: every step adds exactly 1 in float32 (far below 2^24).
+const CHAIN_OPS: u64 = 100_000;
+
+/// `y = y + 1`, `n` times from `x`, pushed at once: each op reads the previous one's output.
+fn add_chain(x: &Tensor, n: u64) -> Tensor {
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = y.add_scalar(1.0);
+    }
+    y
+}
+
+/// True when every value is exactly `want` (and there is at least one); the largest error.
+fn all_equal(values: &[f32], want: f32) -> (bool, f32) {
+    let err = values
+        .iter()
+        .map(|v| (v - want).abs())
+        .fold(0f32, |a, e| if e.is_nan() { f32::INFINITY } else { a.max(e) });
+    (!values.is_empty() && err == 0.0, err)
+}
 
 /// Medians of the book's three phases, in seconds.
 struct Phases {
@@ -102,29 +124,45 @@ impl Scenario for AsyncLoop {
         let x = Tensor::ones(engine, device, &shape);
         x.wait_to_read()?;
 
+        // The last output of every timed variant, checked after sampling: the timed work itself
+        // must have computed x + 1, not only the check's own loop.
+        let outputs: RefCell<[Option<Tensor>; 3]> = RefCell::new([None, None, None]);
+        let keep = |i: usize, y: Tensor| outputs.borrow_mut()[i] = Some(y);
         let mut variants = vec![
             Variant::new("sync", || {
+                engine.wait_all()?;
                 let t = Instant::now();
+                let mut y = None;
                 for _ in 0..n {
-                    x.add_scalar(1.0).wait_to_read()?;
+                    let out = x.add_scalar(1.0);
+                    out.wait_to_read()?;
+                    y = Some(out);
                 }
-                Ok(t.elapsed())
+                let elapsed = t.elapsed();
+                y.into_iter().for_each(|y| keep(0, y));
+                Ok(elapsed)
             }),
             Variant::new("async", || {
-                synced(engine, || {
+                let mut y = None;
+                let elapsed = synced(engine, || {
                     for _ in 0..n {
-                        let _y = x.add_scalar(1.0);
+                        y = Some(x.add_scalar(1.0));
                     }
                     Ok::<_, ScenarioError>(())
-                })
+                })?;
+                y.into_iter().for_each(|y| keep(1, y));
+                Ok(elapsed)
             }),
             Variant::new("push-only", || {
+                engine.wait_all()?;
                 let t = Instant::now();
+                let mut y = None;
                 for _ in 0..n {
-                    let _y = x.add_scalar(1.0);
+                    y = Some(x.add_scalar(1.0));
                 }
                 let pushed = t.elapsed();
                 engine.wait_all()?;
+                y.into_iter().for_each(|y| keep(2, y));
                 Ok(pushed)
             }),
         ];
@@ -138,25 +176,44 @@ impl Scenario for AsyncLoop {
                 .then(|| "timing without synchronization: NOT the cost of the work".to_string())
         });
         let labels: Vec<Option<String>> = labels.collect();
-        run.add_variants(names, summaries, labels);
+        run.add_variants(names.clone(), summaries, labels);
 
-        // Correctness: the async loop's last value equals x + 1 computed directly.
-        let mut last = x.add_scalar(1.0);
-        for _ in 1..n.min(1000) {
-            last = x.add_scalar(1.0);
+        // Correctness 1: what the timed loops computed.
+        let mut timed_ok = true;
+        let mut worst = 0f32;
+        for y in outputs.into_inner() {
+            match y {
+                Some(y) => {
+                    let (ok, err) = all_equal(&y.to_vec()?, 2.0);
+                    timed_ok &= ok && y.shape() == shape.as_slice();
+                    worst = worst.max(err);
+                }
+                None => timed_ok = false,
+            }
         }
-        let got = last.to_vec()?;
-        let want = ndarray::ArrayD::<f32>::ones(ndarray::IxDyn(&shape)).mapv(|v| v + 1.0);
-        let max_err = got
-            .iter()
-            .zip(want.iter())
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        let ok = got.len() == want.len() && max_err == 0.0;
         run.check(
-            "matches sequential reference",
-            ok,
-            format!("y = x + 1 on {} elements, max abs err {max_err}", got.len()),
+            "timed loops computed x + 1",
+            timed_ok,
+            format!(
+                "last y of each of {} compared with 2 (x is ones), max abs err {worst}",
+                names.join(", ")
+            ),
+        );
+
+        // Correctness 2: ordering. A chain y = y + 1 pushed at once, through the same op the
+        // timed loops push, must give exactly 1 + N: any op run out of order, twice, or
+        // not at all changes the sum.
+        let chain = n.min(CHAIN_OPS);
+        let got = add_chain(&x, chain).to_vec()?;
+        let want = 1.0 + chain as f32;
+        let (ok, max_err) = all_equal(&got, want);
+        run.check(
+            "dependent chain matches sequential reference",
+            ok && got.len() == x.shape().iter().product::<usize>(),
+            format!(
+                "y = y + 1, {chain} times from ones, pushed at once: expected {want} in all {} elements, max abs err {max_err}",
+                got.len()
+            ),
         );
 
         let phases = measure_phases(engine, &x, n.min(MODEL_OPS))?;
@@ -252,5 +309,29 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
              its slowest stage, the per-op cost of pushing and of the engine's bookkeeping, not of t2."
                 .into(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RuntimeOptions;
+
+    #[test]
+    fn the_chain_adds_one_per_op_in_order() {
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[2]).unwrap();
+        let x = Tensor::ones(&rt.engine, &rt.devices[0], &[1, 3]);
+        let got = add_chain(&x, 5000).to_vec().unwrap();
+        assert_eq!(all_equal(&got, 5001.0), (true, 0.0));
+    }
+
+    #[test]
+    fn the_value_check_fails_on_wrong_values() {
+        assert!(all_equal(&[3.0, 3.0], 3.0).0);
+        assert!(!all_equal(&[3.0, 2.0], 3.0).0);
+        assert!(!all_equal(&[f32::NAN], 3.0).0);
+        assert!(!all_equal(&[], 3.0).0);
+        // x + 1 computed from the same x N times (the old check) is not a chain's 1 + N.
+        assert!(!all_equal(&[2.0, 2.0], 1.0 + 1000.0).0);
     }
 }

@@ -5,14 +5,15 @@
 //! between lets the engine run them at once: the total approaches max(a, b) rather than a + b.
 //! Pushing both workloads to one device gains nothing: its lane runs them one after the other.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use super::support::{
-    accelerator, check_matrices, gflops, matmul_error, matmul_tolerance, run_matmuls,
+    accelerator, check_matrices, gflops, matmul_error, matmul_tolerance, run_matmuls, traced,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::{available_cores, split_cores, DeviceRequest, Runtime};
-use crate::engine::Engine;
+use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
+use crate::engine::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
 use crate::report::RunRecord;
@@ -122,6 +123,8 @@ impl Scenario for CpuGpu {
         let x_a_on_b = Tensor::uniform(engine, dev_b, &[cpu_size, cpu_size], 1);
         engine.wait_all()?;
 
+        // The trace of the last timed `parallel` sample: where its ops really ran.
+        let timed_trace: RefCell<Option<Vec<TraceRecord>>> = RefCell::new(None);
         let both = |first: &Tensor, second: &Tensor| -> Result<Vec<Tensor>, ScenarioError> {
             let mut ys = run_matmuls(first, ops)?;
             ys.extend(run_matmuls(second, ops)?);
@@ -134,7 +137,13 @@ impl Scenario for CpuGpu {
             Variant::new("b-alone", || {
                 synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
             }),
-            Variant::new("parallel", || synced(engine, || both(&x_a, &x_b))),
+            Variant::new("parallel", || {
+                let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
+                if records.is_some() {
+                    *timed_trace.borrow_mut() = records;
+                }
+                Ok(wall)
+            }),
             Variant::new("one-device", || synced(engine, || both(&x_a_on_b, &x_b))),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
@@ -161,14 +170,22 @@ impl Scenario for CpuGpu {
         run.derive("a_gflops", gflops(ops, (cpu_size, cpu_size, cpu_size), a));
         run.derive("b_gflops", gflops(ops, (b_size, b_size, b_size), b));
 
-        let (lanes_ok, overlap_s) =
-            check_parallel_run(engine, &x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
-        run.derive("traced_overlap_s", overlap_s);
+        check_products(&x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
+        let records = timed_trace.into_inner().unwrap_or_default();
+        let placement = check_placement(&records, (&x_a, dev_a), (&x_b, dev_b), ops);
         run.check(
-            "ran on the intended lanes",
-            lanes_ok,
-            format!("A's products on {}, B's on {}", dev_a.name, dev_b.name),
+            "ran on the intended devices",
+            placement.is_ok(),
+            match &placement {
+                Ok(()) => format!(
+                    "the last timed parallel sample's trace: {ops} products read x_a, each on a thread of {}; \
+                     {ops} read x_b, each on a thread of {}",
+                    dev_a.name, dev_b.name
+                ),
+                Err(e) => e.clone(),
+            },
         );
+        run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
         run.explanation.push(format!(
             "pushed together, A ({}) and B ({}) took {} instead of {} one after the other: \
              {:.2}× faster, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
@@ -187,24 +204,16 @@ impl Scenario for CpuGpu {
     }
 }
 
-/// One traced parallel run: check results against float64 and that each device's products
-/// ran on its own lane; return (lanes ok, seconds during which both lanes were busy).
-fn check_parallel_run(
-    engine: &Engine,
+/// A separate parallel run: its first and last product of each device against float64.
+fn check_products(
     x_a: &Tensor,
     x_b: &Tensor,
     ops: u64,
     run: &mut RunRecord,
     (a_size, b_size): (usize, usize),
-) -> Result<(bool, f64), ScenarioError> {
-    engine.set_tracing(true);
-    let _ = engine.take_trace();
+) -> Result<(), ScenarioError> {
     let ys_a = run_matmuls(x_a, ops)?;
     let ys_b = run_matmuls(x_b, ops)?;
-    engine.wait_all()?;
-    engine.set_tracing(false);
-    let trace = engine.take_trace();
-
     let mut worst = 0f64;
     for (x, ys, s) in [(x_a, &ys_a, a_size), (x_b, &ys_b, b_size)] {
         let xv = x.to_vec()?;
@@ -219,23 +228,82 @@ fn check_parallel_run(
         worst <= tol,
         format!("first and last product of each device, max relative error {worst:.2e} (tolerance {tol:.1e})"),
     );
+    Ok(())
+}
 
-    let lane_a = x_a.device().compute.index();
-    let lane_b = x_b.device().compute.index();
-    let on = |lane: usize| {
-        trace
+/// From a timed run's trace: every product reading `x_a` ran on a thread of device A, every
+/// one reading `x_b` on a thread of device B, `ops` of each. Decided by the thread that ran
+/// the op, not by the lane it was pushed to.
+fn check_placement(
+    records: &[TraceRecord],
+    (x_a, dev_a): (&Tensor, &Device),
+    (x_b, dev_b): (&Tensor, &Device),
+    ops: u64,
+) -> Result<(), String> {
+    if records.is_empty() {
+        return Err("no trace of a timed parallel sample".into());
+    }
+    for (x, dev) in [(x_a, dev_a), (x_b, dev_b)] {
+        let id = x.var().id();
+        let products: Vec<&TraceRecord> = records
             .iter()
-            .filter(|r| r.name == "matmul" && r.lane == lane)
-            .count() as u64
-    };
-    let lanes_ok = on(lane_a) == ops && on(lane_b) == ops;
+            .filter(|r| r.name == "matmul" && r.reads.contains(&id))
+            .collect();
+        if products.len() as u64 != ops {
+            return Err(format!(
+                "{} products of {}'s input in the trace, expected {ops}",
+                products.len(),
+                dev.name
+            ));
+        }
+        if let Some(r) = products.iter().find(|r| !dev.owns_thread(&r.worker)) {
+            return Err(format!(
+                "a product of {}'s input ran on thread '{}', not one of {}",
+                dev.name, r.worker, dev.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Seconds during which both devices' compute lanes were busy in a traced run.
+fn both_busy_s(records: &[TraceRecord], dev_a: &Device, dev_b: &Device) -> f64 {
     let busy = |lane: usize| {
-        let rs: Vec<_> = trace.iter().filter(|r| r.lane == lane).collect();
+        let rs: Vec<_> = records.iter().filter(|r| r.lane == lane).collect();
         let start = rs.iter().map(|r| r.started_ns).min().unwrap_or(0);
         let end = rs.iter().map(|r| r.ended_ns).max().unwrap_or(0);
         (start, end)
     };
-    let ((sa, ea), (sb, eb)) = (busy(lane_a), busy(lane_b));
-    let overlap_ns = ea.min(eb).saturating_sub(sa.max(sb));
-    Ok((lanes_ok, overlap_ns as f64 * 1e-9))
+    let ((sa, ea), (sb, eb)) = (busy(dev_a.compute.index()), busy(dev_b.compute.index()));
+    ea.min(eb).saturating_sub(sa.max(sb)) as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RuntimeOptions;
+
+    #[test]
+    fn placement_is_read_from_the_thread_that_ran_each_op() {
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[1, 1]).unwrap();
+        let (a, b) = (&rt.devices[0], &rt.devices[1]);
+        let x_a = Tensor::uniform(&rt.engine, a, &[8, 8], 1);
+        let x_b = Tensor::uniform(&rt.engine, b, &[8, 8], 2);
+        let (_, records) = traced(&rt.engine, || {
+            let ys = (run_matmuls(&x_a, 3)?, run_matmuls(&x_b, 3)?);
+            rt.engine.wait_all()?;
+            Ok::<_, ScenarioError>(ys)
+        })
+        .unwrap();
+        let mut records = records.unwrap();
+        assert_eq!(check_placement(&records, (&x_a, a), (&x_b, b), 3), Ok(()));
+        // A product that ran elsewhere (the front end, another device) is caught...
+        let r = records.iter_mut().find(|r| r.reads.contains(&x_b.var().id())).unwrap();
+        r.worker = "cpu:0 t0".into();
+        let e = check_placement(&records, (&x_a, a), (&x_b, b), 3).unwrap_err();
+        assert!(e.contains("cpu:1"), "{e}");
+        // ...and so is a missing product, or no trace at all.
+        assert!(check_placement(&records[1..], (&x_a, a), (&x_b, b), 3).is_err());
+        assert!(check_placement(&[], (&x_a, a), (&x_b, b), 3).is_err());
+    }
 }

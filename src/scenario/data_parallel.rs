@@ -165,7 +165,8 @@ fn agrees(reference: &[f32], got: &[f32]) -> (bool, f32) {
         .iter()
         .zip(got)
         .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+        // `f32::max` drops NaN: a diverged (NaN) parameter must fail, not vanish.
+        .fold(0f32, |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) });
     let scale = reference.iter().map(|v| v.abs()).fold(1e-6f32, f32::max);
     (
         reference.len() == got.len() && max_diff <= 1e-4 * scale.max(1.0),
@@ -439,6 +440,10 @@ mod tests {
         assert!(agrees(&right, &single_device_sgd(&data, 30, 32, 0.05)).0);
         // A reference trained with another learning rate is not accepted.
         assert!(!agrees(&single_device_sgd(&data, 30, 32, 0.06), &right).0);
+        // Diverged parameters (NaN) never agree.
+        let mut nan = right.clone();
+        nan[0] = f32::NAN;
+        assert!(!agrees(&right, &nan).0);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::support::{accelerator, check_matrices, run_matmuls};
+use super::support::{accelerator, check_matrices, matmul_error, matmul_tolerance, run_matmuls};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -144,17 +144,37 @@ impl Scenario for RunCopy {
         let bytes = (size * size * 4) as f64 * ops as f64;
         run.derive("copy_gbytes_per_s", bytes / c / 1e9);
 
-        // Correctness: every host copy equals the device value it was copied from.
-        let ys = run_matmuls(&x, ops.min(3))?;
+        // Correctness: distinct inputs per product, so a copy that moved nothing (or the
+        // wrong buffer) cannot match; reused host buffers are poisoned with NaN before each
+        // copy; and each copy is checked against a float64 product of its own input, read
+        // back by another path than the copy lane.
+        let checked = ops.min(3) as usize;
+        device.poison_reused_host_buffers(true);
+        let xs: Vec<Tensor> = (0..checked)
+            .map(|i| Tensor::uniform(engine, device, &[size, size], 100 + i as u64))
+            .collect();
+        let ys = xs
+            .iter()
+            .map(|x| x.matmul(x))
+            .collect::<Result<Vec<_>, _>>()?;
         let copies: Vec<Tensor> = ys.iter().map(Tensor::copy_to_host).collect();
+        let mut worst = 0f64;
         let mut identical = true;
-        for (y, h) in ys.iter().zip(&copies) {
-            identical &= y.to_vec()? == h.to_vec()?;
+        for ((x, y), h) in xs.iter().zip(&ys).zip(&copies) {
+            let (xv, yv, hv) = (x.to_vec()?, y.to_vec()?, h.to_vec()?);
+            identical &= yv == hv;
+            worst = worst.max(copy_error(&xv, &hv, size));
         }
+        device.poison_reused_host_buffers(false);
+        let tol = matmul_tolerance(size);
         run.check(
             "host copies equal the device values",
-            identical,
-            format!("{} products compared element by element", ys.len()),
+            identical && worst <= tol,
+            format!(
+                "{checked} products of distinct inputs, reused host buffers poisoned with NaN first: \
+                 copies equal the device values element by element, and a float64 product of each \
+                 input at 16 positions (max relative error {worst:.2e}, tolerance {tol:.1e})"
+            ),
         );
         run.explanation.push(format!(
             "run {} + copy {} one after the other ({}); overlapped {}: the copy lane works while the \
@@ -167,5 +187,40 @@ impl Scenario for RunCopy {
             ov / (bound + one_copy)
         ));
         Ok(run)
+    }
+}
+
+/// The largest relative error of a host copy `h` of `x · x` (n×n) against float64, at 16
+/// positions (NaN, a poisoned buffer the copy never filled, is infinitely wrong); a copy of
+/// the wrong length too.
+fn copy_error(x: &[f32], h: &[f32], n: usize) -> f64 {
+    if h.len() != n * n || x.len() != n * n {
+        return f64::INFINITY;
+    }
+    matmul_error(x, x, h, (n, n, n), 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RuntimeOptions;
+
+    #[test]
+    fn copy_error_rejects_poison_and_another_products_copy() {
+        let rt = Runtime::cpu(&RuntimeOptions::default(), &[1]).unwrap();
+        let d = &rt.devices[0];
+        let n = 12;
+        let (x1, x2) = (
+            Tensor::uniform(&rt.engine, d, &[n, n], 1),
+            Tensor::uniform(&rt.engine, d, &[n, n], 2),
+        );
+        let h1 = x1.matmul(&x1).unwrap().copy_to_host().to_vec().unwrap();
+        let h2 = x2.matmul(&x2).unwrap().copy_to_host().to_vec().unwrap();
+        let xv = x1.to_vec().unwrap();
+        assert!(copy_error(&xv, &h1, n) <= matmul_tolerance(n));
+        // The copy of another product (a stale buffer), NaN poison, a short copy: all fail.
+        assert!(copy_error(&xv, &h2, n) > matmul_tolerance(n));
+        assert!(copy_error(&xv, &vec![f32::NAN; n * n], n).is_infinite());
+        assert!(copy_error(&xv, &h1[1..], n).is_infinite());
     }
 }

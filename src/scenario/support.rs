@@ -105,7 +105,13 @@ pub fn matmul_error(
             scale += prod.abs();
         }
         let err = (f64::from(c[i * n + j]) - exact).abs() / scale.max(f64::MIN_POSITIVE);
-        worst = worst.max(err);
+        // `f64::max` ignores NaN: a NaN element (an unwritten or poisoned buffer) must count
+        // as the worst error there is, not vanish.
+        worst = if err.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(err)
+        };
     }
     worst
 }
@@ -156,9 +162,13 @@ mod tests {
         let mut bad = c.clone();
         bad[m * n - 1] += 1.0;
         assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
-        let mut bad = c;
+        let mut bad = c.clone();
         bad[0] -= 1.0;
         assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
+        // NaN anywhere it looks (a buffer nothing was written to) fails too.
+        let mut bad = c;
+        bad[m * n - 1] = f32::NAN;
+        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8).is_infinite());
     }
 
     #[test]
