@@ -145,6 +145,30 @@ pub fn critical_path(records: &[TraceRecord]) -> CriticalPath {
     }
 }
 
+/// Nanoseconds during which at least one op of `lane` was running: the union of its ops'
+/// intervals. Unlike a sum of run times it never exceeds the wall time, even for a GPU lane
+/// whose ops' intervals (enqueue to completion) overlap.
+pub fn lane_busy_ns(records: &[TraceRecord], lane: usize) -> u64 {
+    let mut spans: Vec<(u64, u64)> = records
+        .iter()
+        .filter(|r| r.lane == lane)
+        .map(|r| (r.started_ns, r.ended_ns))
+        .collect();
+    spans.sort_unstable();
+    let (mut total, mut open): (u64, Option<(u64, u64)>) = (0, None);
+    for (s, e) in spans {
+        open = match open {
+            Some((os, oe)) if s <= oe => Some((os, oe.max(e))),
+            Some((os, oe)) => {
+                total += oe - os;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + open.map_or(0, |(s, e)| e.saturating_sub(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +208,19 @@ mod tests {
         assert_eq!(cp.path_ns, 40);
         assert_eq!(cp.work_ns, 10 + 10 + 20 + 10 + 5);
         assert_eq!(cp.busiest_lane_ns, 10 + 20 + 5);
+    }
+
+    #[test]
+    fn lane_busy_is_the_union_of_intervals() {
+        let t = [
+            op(0, 0, &[], &[1], (0, 10)),
+            op(1, 0, &[], &[2], (5, 20)),  // overlaps the first: counted once
+            op(2, 0, &[], &[3], (30, 40)), // a gap before it
+            op(3, 1, &[], &[4], (0, 100)), // another lane
+        ];
+        assert_eq!(lane_busy_ns(&t, 0), 20 + 10);
+        assert_eq!(lane_busy_ns(&t, 1), 100);
+        assert_eq!(lane_busy_ns(&t, 7), 0);
     }
 
     #[test]

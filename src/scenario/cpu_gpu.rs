@@ -195,6 +195,12 @@ impl Scenario for CpuGpu {
             human_time(a + b),
             (a + b) / par
         ));
+        if overlap > 1.0 {
+            run.explanation.push(format!(
+                "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
+                 measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
+            ));
+        }
         run.explanation.push(format!(
             "both workloads on {db} alone took {}: one device runs its lane's ops one after the other, \
              so it gains little over a + b.",

@@ -366,6 +366,14 @@ impl Scenario for Deps {
             human_time(seq),
             seq / par,
         ));
+        let per_op_extra = (seq - work) / (depth + width) as f64;
+        if seq / par > devices as f64 && per_op_extra > 0.0 {
+            run.explanation.push(format!(
+                "the speed-up exceeds the {devices} devices because op by op also pays a hand-off and a wait \
+                 per op: about {} per op beyond the ops' own run time.",
+                human_time(per_op_extra)
+            ));
+        }
         run.explanation.push(format!(
             "each parallel sample is traced: its ops ran for {} in all, {} along the longest chain of \
              dependencies, so no schedule of them could finish before max(critical path, work / {devices} \
