@@ -41,9 +41,9 @@ pub(crate) enum Storage {
     ),
     #[cfg(feature = "cuda")]
     Cuda(Arc<cudarc::driver::CudaSlice<f32>>),
-    /// Page-locked host memory, filled by a device→host copy.
+    /// Page-locked host memory, filled by a device→host copy, with its shape.
     #[cfg(feature = "cuda")]
-    Pinned(Arc<crate::device::cuda::PinnedBuffer>),
+    Pinned(Arc<crate::device::cuda::PinnedBuffer>, Arc<[usize]>),
 }
 
 impl Storage {
@@ -56,9 +56,18 @@ impl Storage {
         Storage::Host(array, memory.track(bytes))
     }
 
-    fn host(&self) -> Result<&ArrayD<f32>, OpError> {
+    /// The values in host memory: borrowed from an ordinary host buffer, or copied out of a
+    /// pinned buffer that a device→host copy filled (so a host copy is usable by host ops).
+    fn host(&self) -> Result<std::borrow::Cow<'_, ArrayD<f32>>, OpError> {
         match self {
-            Storage::Host(a, _) => Ok(a),
+            Storage::Host(a, _) => Ok(std::borrow::Cow::Borrowed(a)),
+            #[cfg(feature = "cuda")]
+            Storage::Pinned(buf, shape) => {
+                let values = buf.as_slice().map_err(OpError::msg)?.to_vec();
+                ArrayD::from_shape_vec(IxDyn(shape), values)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(OpError::from)
+            }
             _ => Err(OpError::msg("expected a tensor in host memory")),
         }
     }
@@ -263,7 +272,7 @@ impl Tensor {
             &[&self.var],
             &[&out.var],
             move || {
-                let y = f(read(&src)?.host()?)?;
+                let y = f(&*read(&src)?.host()?)?;
                 *write(&dst)? = Storage::host_tracked(y, &mem);
                 Ok(())
             },
@@ -290,8 +299,9 @@ impl Tensor {
             move || {
                 let z = {
                     let (x, b) = (read(&x)?, read(&b)?);
-                    let x = x.host()?.view().into_dimensionality::<Ix2>()?;
-                    let b = b.host()?.view().into_dimensionality::<Ix2>()?;
+                    let (x, b) = (x.host()?, b.host()?);
+                    let x = x.view().into_dimensionality::<Ix2>()?;
+                    let b = b.view().into_dimensionality::<Ix2>()?;
                     (&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn()
                 };
                 *write(&dst)? = Storage::host_tracked(z, &mem);
@@ -332,8 +342,8 @@ impl Tensor {
                 let z = {
                     let (x, y) = (read(&x)?, read(&y)?);
                     let (x, y) = (x.host()?, y.host()?);
-                    ndarray::Zip::from(x)
-                        .and(y)
+                    ndarray::Zip::from(&*x)
+                        .and(&*y)
                         .map_collect(|&p, &q| a * p + b * q)
                 };
                 *write(&dst)? = Storage::host_tracked(z, &mem);
@@ -376,7 +386,7 @@ impl Tensor {
                     return Err(OpError::msg("expected a tensor in host memory"));
                 };
                 ndarray::Zip::from(xs)
-                    .and(ys)
+                    .and(&*ys)
                     .for_each(|p, &q| *p = a * *p + b * q);
                 Ok(())
             },
@@ -408,9 +418,10 @@ impl Tensor {
                     .push("matmul", self.device.compute, &reads, &writes, move || {
                         let c = {
                             let (xg, yg) = read_both(&x, &y)?;
-                            let a = xg.host()?.view().into_dimensionality::<Ix2>()?;
-                            let b = yg.as_deref().unwrap_or(&xg);
-                            let b = b.host()?.view().into_dimensionality::<Ix2>()?;
+                            let a = xg.host()?;
+                            let b = yg.as_deref().unwrap_or(&xg).host()?;
+                            let a = a.view().into_dimensionality::<Ix2>()?;
+                            let b = b.view().into_dimensionality::<Ix2>()?;
                             cpu::matmul(a, b).into_dyn()
                         };
                         *write(&dst)? = Storage::host_tracked(c, &mem);
@@ -455,7 +466,10 @@ impl Tensor {
     /// device's compute (the book's `y.to('cpu')` in §8.3.2). On a GPU the destination is
     /// ordinary pinned memory; on a CPU device it is a separate host buffer.
     pub fn copy_to_host(&self) -> Tensor {
-        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        // The copy lives in host memory: ops on it run on the host device (a GPU's companion
+        // CPU device), not on the GPU's lanes.
+        let host = self.device.host_device(&self.device);
+        let out = Tensor::pending_shaped(&self.engine, &host, self.shape.clone());
         let (src, dst) = (self.data.clone(), out.data.clone());
         let mem = self.device.memory.clone();
         match &self.device.kind {
@@ -465,14 +479,14 @@ impl Tensor {
                 &[&self.var],
                 &[&out.var],
                 move || {
-                    let copy = read(&src)?.host()?.to_owned();
+                    let copy = read(&src)?.host()?.into_owned();
                     *write(&dst)? = Storage::host_tracked(copy, &mem);
                     Ok(())
                 },
             ),
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => {
-                let n = self.len();
+                let (n, shape) = (self.len(), self.shape.clone());
                 gpu::push(
                     &self.engine,
                     self.device.copy,
@@ -488,7 +502,7 @@ impl Tensor {
                             .map_err(|e| e.to_string())?;
                         let mut host = d.alloc_pinned(n)?;
                         d.copy_to_host(&from, &mut host)?;
-                        *slot = Storage::Pinned(Arc::new(host));
+                        *slot = Storage::Pinned(Arc::new(host), shape);
                         drop(slot);
                         Ok((from, dst))
                     },
@@ -536,7 +550,7 @@ impl Tensor {
                 }
             },
             #[cfg(feature = "cuda")]
-            Storage::Pinned(host) => host
+            Storage::Pinned(host, _) => host
                 .as_slice()
                 .map(<[f32]>::to_vec)
                 .map_err(TensorError::Read),
@@ -581,12 +595,18 @@ mod gpu {
         enqueue: impl FnOnce(&Arc<CudaDevice>) -> Result<K, String> + Send + 'static,
     ) {
         let dev = dev.clone();
-        engine.push_async(name, lane, reads, writes, move |done| match enqueue(&dev) {
-            Ok(keep_alive) => dev.on_done(stream, move |r| {
-                drop(keep_alive);
-                done.complete(r.map_err(OpError::msg));
-            }),
-            Err(e) => done.complete(Err(OpError::msg(e))),
+        engine.push_async(name, lane, reads, writes, move |done| {
+            // An op boundary: an error a drop left on the context is not this op's.
+            if let Err(e) = dev.bind() {
+                return done.complete(Err(OpError::msg(e)));
+            }
+            match enqueue(&dev) {
+                Ok(keep_alive) => dev.on_done(stream, move |r| {
+                    drop(keep_alive);
+                    done.complete(r.map_err(OpError::msg));
+                }),
+                Err(e) => done.complete(Err(OpError::msg(e))),
+            }
         });
     }
 }
@@ -683,6 +703,46 @@ mod tests {
             x.axpby_assign(1.0, &Tensor::ones(&rt.engine, d, &[3]), 1.0),
             Err(TensorError::Shape(_))
         ));
+    }
+
+    #[test]
+    fn a_host_copy_is_usable_by_host_ops() {
+        let rt = rt();
+        let d = &rt.devices[0];
+        let x = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[-1.0f32, 2.0]).into_dyn());
+        let h = x.copy_to_host();
+        assert!(Arc::ptr_eq(h.device(), d), "a CPU device is its own host");
+        assert_eq!(h.relu().to_vec().unwrap(), vec![0.0, 2.0]);
+    }
+
+    /// On a GPU the copy is pinned memory on the GPU's host device; host ops must accept it.
+    /// Runs where a GPU is usable, says in one line that it was skipped elsewhere.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn a_gpu_host_copy_is_usable_by_host_ops() {
+        use crate::device::{discovery, DeviceRequest};
+        let gpu = discovery::probe_gpu();
+        if !gpu.available {
+            eprintln!(
+                "skipped: no usable GPU ({})",
+                gpu.reason.unwrap_or_default()
+            );
+            return;
+        }
+        let rt = Runtime::new(&RuntimeOptions::default(), &[DeviceRequest::Cuda]).unwrap();
+        let d = &rt.devices[0];
+        let x = Tensor::uniform(&rt.engine, d, &[64, 64], 3);
+        let y = x.matmul(&x).unwrap();
+        let h = y.copy_to_host();
+        assert_eq!(h.device().name, "host");
+        let got = h.add_scalar(-1.0).relu().to_vec().unwrap();
+        let want: Vec<f32> = y
+            .to_vec()
+            .unwrap()
+            .iter()
+            .map(|v| (v - 1.0).max(0.0))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

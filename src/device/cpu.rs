@@ -17,7 +17,15 @@ pub fn add_cpu_device(
     index: usize,
     threads: usize,
 ) -> Result<Device, DeviceError> {
-    let name = format!("cpu:{index}");
+    add_named_cpu_device(builder, format!("cpu:{index}"), threads)
+}
+
+/// Build a CPU device named `name` with `threads` threads and register its lanes.
+pub fn add_named_cpu_device(
+    builder: &mut EngineBuilder,
+    name: String,
+    threads: usize,
+) -> Result<Device, DeviceError> {
     let threads = threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -39,6 +47,7 @@ pub fn add_cpu_device(
         copy,
         kind: DeviceKind::Cpu { pool },
         memory: Default::default(),
+        host: None,
     })
 }
 

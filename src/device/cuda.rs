@@ -31,9 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::curand::CudaRng;
 use cudarc::driver::DevicePtrMut;
-use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, PinnedHostSlice,
-};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
 
 use crate::report::GpuInfo;
 
@@ -177,10 +175,55 @@ pub fn context() -> Option<Arc<CudaContext>> {
     probed().ctx.clone()
 }
 
+/// Flags of a completion event: `BLOCKING_SYNC`, so a poller sleeps in the driver instead of
+/// spinning a core (which would skew every CPU-side measurement), and `DISABLE_TIMING`, since
+/// the event only synchronizes (CUDA's docs: such events are cheaper to record and wait on).
+/// cudarc's `new_event` takes a single enum flag, so the event is made with the raw API.
+const COMPLETION_EVENT_FLAGS: std::ffi::c_uint = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC
+    as std::ffi::c_uint
+    | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as std::ffi::c_uint;
+
+/// An event recorded after an op's work on a stream; destroyed when dropped.
+struct CompletionEvent {
+    raw: sys::CUevent,
+}
+
+// SAFETY: a CUevent handle may be used and destroyed from any thread of its process.
+unsafe impl Send for CompletionEvent {}
+
+impl CompletionEvent {
+    /// Create and record on `stream` (the context must be current on this thread).
+    fn record(stream: &CudaStream) -> Result<CompletionEvent, DriverError> {
+        let mut raw = std::mem::MaybeUninit::uninit();
+        // SAFETY: an out-parameter creation with valid flags; on success `raw` is initialized.
+        let raw = unsafe {
+            sys::cuEventCreate(raw.as_mut_ptr(), COMPLETION_EVENT_FLAGS).result()?;
+            raw.assume_init()
+        };
+        let event = CompletionEvent { raw };
+        // SAFETY: both handles are live; the stream belongs to the current context.
+        unsafe { sys::cuEventRecord(event.raw, stream.cu_stream()) }.result()?;
+        Ok(event)
+    }
+
+    /// Block (sleeping, for a blocking-sync event) until the GPU has reached the event.
+    fn synchronize(&self) -> Result<(), DriverError> {
+        // SAFETY: the handle is live until drop.
+        unsafe { sys::cuEventSynchronize(self.raw) }.result()
+    }
+}
+
+impl Drop for CompletionEvent {
+    fn drop(&mut self) {
+        // SAFETY: created by `record`, destroyed once. A failure cannot be acted on here.
+        let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
+    }
+}
+
 /// Work handed to a poller: the event to wait for, then what to do (complete the op, drop the
 /// buffers it kept alive).
 struct Pending {
-    event: CudaEvent,
+    event: CompletionEvent,
     stream: Arc<CudaStream>,
     then: Box<dyn FnOnce(Result<(), String>) + Send>,
 }
@@ -192,9 +235,12 @@ struct Poller {
 }
 
 impl Poller {
-    fn start(name: String) -> std::io::Result<Poller> {
+    fn start(name: String, ctx: Arc<CudaContext>) -> std::io::Result<Poller> {
         let (tx, rx) = crossbeam_channel::unbounded::<Pending>();
         std::thread::Builder::new().name(name).spawn(move || {
+            // Event waits need the context current on this thread; if binding fails, each
+            // wait reports its own error below.
+            let _ = ctx.bind_to_thread();
             for p in rx {
                 // `synchronize` can fail *without waiting* (cudarc reports an error an earlier
                 // drop recorded): then wait on the stream itself before releasing any buffer.
@@ -232,6 +278,10 @@ pub struct CudaDevice {
     pinned: PinnedPool,
     compute_poller: Poller,
     copy_poller: Poller,
+    /// The first error cudarc recorded on the context from a drop (a buffer freed, an event
+    /// destroyed) rather than from an op: taken off the context at op boundaries so it is
+    /// not handed to an innocent op, and reported by `synchronize` as what it is.
+    deferred: Mutex<Option<String>>,
 }
 
 /// Pinned buffers by length, kept for reuse.
@@ -304,6 +354,21 @@ impl Drop for CudaDevice {
     }
 }
 
+/// Why a completion event could not be made: the driver's error, or a message.
+enum DriverErrorOrText {
+    Driver(DriverError),
+    Text(String),
+}
+
+impl std::fmt::Display for DriverErrorOrText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DriverErrorOrText::Driver(e) => f.write_str(&driver_error(e)),
+            DriverErrorOrText::Text(t) => f.write_str(t),
+        }
+    }
+}
+
 /// Which stream of the device an op runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
@@ -328,15 +393,17 @@ impl CudaDevice {
         let blas = CudaBlas::new(compute.clone()).map_err(|e| format!("cuBLAS: {e}"))?;
         let rng = CudaRng::new(seed, compute.clone()).map_err(|e| format!("cuRAND: {e}"))?;
         Ok(CudaDevice {
-            ctx,
+            ctx: ctx.clone(),
             compute,
             copy,
             blas: ManuallyDrop::new(Mutex::new(blas)),
             rng: ManuallyDrop::new(Mutex::new(SendRng(rng))),
             pinned: PinnedPool::default(),
-            compute_poller: Poller::start("cuda:0 compute poller".into())
+            compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())
                 .map_err(|e| e.to_string())?,
-            copy_poller: Poller::start("cuda:0 copy poller".into()).map_err(|e| e.to_string())?,
+            copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())
+                .map_err(|e| e.to_string())?,
+            deferred: Mutex::new(None),
         })
     }
 
@@ -366,7 +433,7 @@ impl CudaDevice {
     /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same
     /// seed gives the same values.
     pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), String> {
-        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
+        self.bind()?;
         let mut rng = self
             .rng
             .lock()
@@ -380,7 +447,7 @@ impl CudaDevice {
 
     /// Fill with a constant, asynchronously on the compute stream (a 32-bit memset).
     pub fn fill(&self, dst: &mut CudaSlice<f32>, value: f32) -> Result<(), String> {
-        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
+        self.bind()?;
         let len = dst.len();
         let (ptr, _record) = dst.device_ptr_mut(&self.compute);
         // SAFETY: `ptr` addresses `len` f32 (4-byte) elements of a live allocation that this
@@ -418,7 +485,7 @@ impl CudaDevice {
             ldc: ni,
         };
         // cuBLAS does not bind the context itself.
-        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))?;
+        self.bind()?;
         let blas = self
             .blas
             .lock()
@@ -470,12 +537,10 @@ impl CudaDevice {
             Stream::Copy => &self.copy_poller,
         };
         let s = self.stream(stream);
-        // BLOCKING_SYNC: the poller sleeps in the driver instead of spinning a core, which
-        // would skew every CPU-side measurement.
         let event = self
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))
-            .and_then(|e| e.record(s).map(|()| e));
+            .bind()
+            .map_err(DriverErrorOrText::Text)
+            .and_then(|()| CompletionEvent::record(s).map_err(DriverErrorOrText::Driver));
         match event {
             Ok(event) => {
                 if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
@@ -490,16 +555,43 @@ impl CudaDevice {
             Err(e) => {
                 // Without an event, wait for the whole stream before the buffers are released.
                 let _ = s.synchronize();
-                then(Err(driver_error(&e)));
+                then(Err(e.to_string()));
+            }
+        }
+    }
+
+    /// Start of an op's CUDA work: move an error that a drop left on the context into
+    /// `deferred` (it is not this op's), then make the context current on this thread.
+    pub fn bind(&self) -> Result<(), String> {
+        self.take_deferred();
+        self.ctx.bind_to_thread().map_err(|e| driver_error(&e))
+    }
+
+    fn take_deferred(&self) {
+        if let Err(e) = self.ctx.check_err() {
+            if let Ok(mut slot) = self.deferred.lock() {
+                slot.get_or_insert_with(|| {
+                    format!(
+                        "a CUDA error was recorded while releasing a resource (not by an op): {}",
+                        driver_error(&e)
+                    )
+                });
             }
         }
     }
 
     /// Wait for both streams (what `wait_all` adds for a GPU).
     pub fn synchronize(&self) -> Result<(), String> {
-        self.compute.synchronize().map_err(|e| driver_error(&e))?;
-        self.copy.synchronize().map_err(|e| driver_error(&e))?;
-        self.ctx.check_err().map_err(|e| driver_error(&e))
+        self.take_deferred();
+        let streams = self
+            .compute
+            .synchronize()
+            .and_then(|()| self.copy.synchronize())
+            .map_err(|e| driver_error(&e));
+        self.take_deferred();
+        let deferred = self.deferred.lock().ok().and_then(|mut d| d.take());
+        streams?;
+        deferred.map_or(Ok(()), Err)
     }
 }
 
@@ -516,6 +608,11 @@ mod tests {
         }
         // A second probe gives the same answer (cached, no second load attempt).
         assert_eq!(probe(), probe());
+    }
+
+    #[test]
+    fn completion_events_block_without_timing() {
+        assert_eq!(COMPLETION_EVENT_FLAGS, 0x1 | 0x2);
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct Device {
     /// Live and peak bytes of the device's tensor buffers (host buffers; GPU buffers are
     /// counted by the GPU's own allocator).
     pub memory: Arc<memory::MemTracker>,
+    /// For a GPU, the CPU device its copies to host memory belong to (ops on a host copy run
+    /// there); `None` for a CPU device, which is its own host.
+    pub host: Option<Arc<Device>>,
 }
 
 impl Device {
@@ -79,6 +82,11 @@ impl Device {
         }
         #[cfg(not(feature = "cuda"))]
         let _ = on;
+    }
+
+    /// The device a copy of `this`'s values to host memory lives on: `this` for a CPU device.
+    pub fn host_device(&self, this: &Arc<Device>) -> Arc<Device> {
+        self.host.clone().unwrap_or_else(|| this.clone())
     }
 
     /// True for a GPU.
@@ -176,6 +184,9 @@ impl Runtime {
 #[cfg(feature = "cuda")]
 fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
     let dev = Arc::new(cuda::CudaDevice::open(0).map_err(DeviceError::Gpu)?);
+    // Host copies of the GPU's values live on a CPU device of their own ("host"), whose pool
+    // threads sleep unless an op runs on a host copy.
+    let host = cpu::add_named_cpu_device(builder, "host".into(), available_cores())?;
     // Lanes of plain threads: they only enqueue work and hand events to the pollers.
     let compute = builder.lane(LaneSpec::threads("cuda:0", 1));
     let copy = builder.lane(LaneSpec::threads("cuda:0 copy", 1));
@@ -188,6 +199,7 @@ fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
         copy,
         kind: DeviceKind::Cuda(dev),
         memory: Default::default(),
+        host: Some(Arc::new(host)),
     })
 }
 

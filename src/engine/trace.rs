@@ -214,7 +214,7 @@ mod tests {
     fn lane_busy_is_the_union_of_intervals() {
         let t = [
             op(0, 0, &[], &[1], (0, 10)),
-            op(1, 0, &[], &[2], (5, 20)),  // overlaps the first: counted once
+            op(1, 0, &[], &[2], (5, 20)), // overlaps the first: counted once
             op(2, 0, &[], &[3], (30, 40)), // a gap before it
             op(3, 1, &[], &[4], (0, 100)), // another lane
         ];

@@ -132,7 +132,10 @@ mod tests {
         let done = leftover(&engine, lanes[0]);
         let r: Result<Duration, EngineError> = synced(&engine, || {
             // The clock has started: the earlier op must already be finished.
-            assert!(done.load(Ordering::SeqCst), "leftover work billed to this sample");
+            assert!(
+                done.load(Ordering::SeqCst),
+                "leftover work billed to this sample"
+            );
             Ok(())
         });
         r.unwrap();

@@ -61,10 +61,13 @@ fn add_chain(x: &Tensor, n: u64) -> Tensor {
 
 /// True when every value is exactly `want` (and there is at least one); the largest error.
 fn all_equal(values: &[f32], want: f32) -> (bool, f32) {
-    let err = values
-        .iter()
-        .map(|v| (v - want).abs())
-        .fold(0f32, |a, e| if e.is_nan() { f32::INFINITY } else { a.max(e) });
+    let err = values.iter().map(|v| (v - want).abs()).fold(0f32, |a, e| {
+        if e.is_nan() {
+            f32::INFINITY
+        } else {
+            a.max(e)
+        }
+    });
     (!values.is_empty() && err == 0.0, err)
 }
 

@@ -304,7 +304,10 @@ mod tests {
         let mut records = records.unwrap();
         assert_eq!(check_placement(&records, (&x_a, a), (&x_b, b), 3), Ok(()));
         // A product that ran elsewhere (the front end, another device) is caught...
-        let r = records.iter_mut().find(|r| r.reads.contains(&x_b.var().id())).unwrap();
+        let r = records
+            .iter_mut()
+            .find(|r| r.reads.contains(&x_b.var().id()))
+            .unwrap();
         r.worker = "cpu:0 t0".into();
         let e = check_placement(&records, (&x_a, a), (&x_b, b), 3).unwrap_err();
         assert!(e.contains("cpu:1"), "{e}");

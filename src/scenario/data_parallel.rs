@@ -166,7 +166,10 @@ fn agrees(reference: &[f32], got: &[f32]) -> (bool, f32) {
         .zip(got)
         .map(|(a, b)| (a - b).abs())
         // `f32::max` drops NaN: a diverged (NaN) parameter must fail, not vanish.
-        .fold(0f32, |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) });
+        .fold(
+            0f32,
+            |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) },
+        );
     let scale = reference.iter().map(|v| v.abs()).fold(1e-6f32, f32::max);
     (
         reference.len() == got.len() && max_diff <= 1e-4 * scale.max(1.0),

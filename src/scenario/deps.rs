@@ -396,7 +396,9 @@ mod tests {
         assert_eq!(program(8, 50, 2, 7), program(8, 50, 2, 7));
         assert_ne!(program(8, 50, 2, 7), program(8, 50, 2, 8));
         let p = program(8, 200, 3, 1);
-        assert!(p.iter().all(|x| x.out < 8 && x.a < 8 && x.b < 8 && x.device < 3));
+        assert!(p
+            .iter()
+            .all(|x| x.out < 8 && x.a < 8 && x.b < 8 && x.device < 3));
         for k in [Kind::Product, Kind::Mix, Kind::Update] {
             assert!(p.iter().any(|x| x.kind == k), "{k:?} never drawn");
         }
@@ -477,8 +479,7 @@ mod tests {
         let (rt, inputs) = setup(6, 2, 24);
         for seed in 0..40 {
             let nodes = program(6, 40, 2, seed);
-            let (_, bound) =
-                parallel_sample(&rt.engine, &nodes, &inputs, &rt.devices, 24).unwrap();
+            let (_, bound) = parallel_sample(&rt.engine, &nodes, &inputs, &rt.devices, 24).unwrap();
             let bound = bound.expect("traced");
             assert!(bound.order.is_ok(), "seed {seed}: {:?}", bound.order);
             assert!(bound.ratio() >= 1.0, "seed {seed}: {bound:?}");

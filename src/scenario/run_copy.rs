@@ -10,10 +10,10 @@ use std::time::Duration;
 use super::support::{
     accelerator, check_matrices, matmul_error, matmul_tolerance, run_matmuls, traced,
 };
-use crate::engine::{trace, LaneId};
-use crate::harness::stats::median;
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
+use crate::engine::{trace, LaneId};
+use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::table::human_time;
 use crate::report::RunRecord;
