@@ -49,6 +49,10 @@ pub fn chrome_trace(runs: &[TracedRun]) -> Value {
                 "dur": r.duration_ns() as f64 / 1e3,
                 "args": {
                     "lane": r.lane_name,
+                    "thread": r.worker,
+                    "push_order": r.seq,
+                    "reads": r.reads,
+                    "writes": r.writes,
                     "queued_us": r.queued_ns() as f64 / 1e3,
                     "failed": r.failed,
                 }
