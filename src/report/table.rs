@@ -8,6 +8,18 @@ use super::{Report, RunRecord};
 use crate::device::memory::human_bytes;
 
 /// Seconds in the unit that keeps 3–4 significant digits readable.
+/// `1.57× faster` for a time ratio (old / new) above 1, `1.25× slower` below it, so a sentence
+/// never calls a slow-down "0.80× faster".
+pub fn faster_or_slower(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        "of unknown speed".to_string()
+    } else if ratio >= 1.0 {
+        format!("{ratio:.2}× faster")
+    } else {
+        format!("{:.2}× slower", 1.0 / ratio)
+    }
+}
+
 pub fn human_time(s: f64) -> String {
     if !s.is_finite() {
         return "n/a".into();
@@ -193,6 +205,13 @@ fn compact(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_read_as_faster_or_slower() {
+        assert_eq!(faster_or_slower(1.5), "1.50× faster");
+        assert_eq!(faster_or_slower(0.8), "1.25× slower");
+        assert_eq!(faster_or_slower(f64::NAN), "of unknown speed");
+    }
     use crate::harness::Summary;
     use crate::report::{RunRecord, VariantRecord};
 

@@ -281,8 +281,9 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let e = &mut run.explanation;
     match mode {
         Mode::Threaded => e.push(format!(
-            "async is {speedup:.2}× faster than sync: the front end keeps pushing while the worker computes, \
+            "async is {} than sync: the front end keeps pushing while the worker computes, \
              instead of paying a full round trip per op ({} per op in sync, {} in async).",
+            crate::report::table::faster_or_slower(speedup),
             crate::report::table::human_time(sync / nf),
             crate::report::table::human_time(asyn / nf),
         )),

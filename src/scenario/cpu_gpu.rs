@@ -15,7 +15,7 @@ use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
+use crate::report::table::{faster_or_slower, human_time};
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
@@ -188,12 +188,12 @@ impl Scenario for CpuGpu {
         run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
         run.explanation.push(format!(
             "pushed together, A ({}) and B ({}) took {} instead of {} one after the other: \
-             {:.2}× faster, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
+             {}, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
             human_time(a),
             human_time(b),
             human_time(par),
             human_time(a + b),
-            (a + b) / par
+            faster_or_slower((a + b) / par)
         ));
         if overlap > 1.0 {
             run.explanation.push(format!(

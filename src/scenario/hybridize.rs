@@ -201,13 +201,22 @@ impl Scenario for Hybridize {
         run.derive("hybridize_speedup", imp / hyb);
         run.derive("ops_per_pass", ops_per_pass as f64);
         run.derive("overhead_per_op_s", per_op);
-        run.explanation.push(format!(
-            "replaying the captured graph ran {:.2}× faster: {} of {ops_per_pass} engine ops per pass were \
-             saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
-            imp / hyb,
-            ops_per_pass - 1,
-            human_time(per_op)
-        ));
+        run.explanation.push(if per_op > 0.0 {
+            format!(
+                "replaying the captured graph ran {}: {} of {ops_per_pass} engine ops per pass were \
+                 saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
+                crate::report::table::faster_or_slower(imp / hyb),
+                ops_per_pass - 1,
+                human_time(per_op)
+            )
+        } else {
+            format!(
+                "replaying the captured graph ran {}: saving {} of {ops_per_pass} engine ops per pass bought \
+                 nothing measurable here (the per-op overhead is lost in the noise of these samples).",
+                crate::report::table::faster_or_slower(imp / hyb),
+                ops_per_pass - 1,
+            )
+        });
         Ok(run)
     }
 }

@@ -237,13 +237,26 @@ impl Scenario for Memory {
         run.explanation.push(format!(
             "pushing every minibatch and waiting once peaked at {} ({} for half as many): the loader \
              ran ahead and inputs piled up. A wait per minibatch peaked at {}; a bound of {inflight} \
-             minibatches at {} ({} for half as many: flat), {:.1}× less than unbounded, for {:.2}× the time.",
+             minibatches at {} ({} for half as many{}), {}, for {:.2}× the time.",
             human_bytes(peak(0)),
             human_bytes(peak(1)),
             human_bytes(peak(2)),
             human_bytes(peak(3)),
             human_bytes(peak(4)),
-            peak(0) as f64 / peak(3).max(1) as f64,
+            // Flat: half the minibatches within a tenth of the full run's peak.
+            if (peak(4) as f64 - peak(3) as f64).abs() <= 0.1 * peak(3) as f64 {
+                ": flat"
+            } else {
+                ""
+            },
+            {
+                let less = peak(0) as f64 / peak(3).max(1) as f64;
+                if less >= 1.0 {
+                    format!("{less:.1}× less than unbounded")
+                } else {
+                    format!("{:.1}× more than unbounded", 1.0 / less)
+                }
+            },
             time_ratio
         ));
         Ok(run)
