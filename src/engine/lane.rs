@@ -11,7 +11,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use super::op::{execute, OpRef};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::error::{panic_message, EngineError};
+use super::op::{complete, execute, OpRef};
 use super::Shared;
 
 /// Identifies a lane of one engine (returned by [`EngineBuilder::lane`](super::EngineBuilder::lane)).
@@ -104,9 +107,28 @@ fn next_message(rx: &Receiver<Msg>) -> Option<Msg> {
 fn worker_loop(shared: Arc<Shared>, rx: Receiver<Msg>) {
     IN_WORKER.with(|w| w.set(true));
     while let Some(Msg::Run(op)) = next_message(&rx) {
-        execute(&shared, op);
+        run_guarded(&shared, op);
     }
     IN_WORKER.with(|w| w.set(false));
+}
+
+/// Run an op so that nothing can unwind out of the worker: a body's panic is already an
+/// error, and a panic in the engine's own code around it (logging, tracing) completes the op
+/// with an error too, instead of killing the worker (rayon aborts the process when a pool
+/// job panics; a dead thread lane would leave every wait hanging).
+pub(crate) fn run_guarded(shared: &Arc<Shared>, op: OpRef) {
+    let keep = op.clone();
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, op))) {
+        let error = EngineError::OpPanicked {
+            op: keep.name.to_string(),
+            message: format!(
+                "engine error around the op: {}",
+                panic_message(payload.as_ref())
+            ),
+        };
+        // A no-op if the op had completed before the panic (exactly once).
+        complete(shared, &keep, Some(error));
+    }
 }
 
 /// Start the lane's workers. Plain threads are returned for joining; pool workers are rayon

@@ -188,21 +188,22 @@ struct Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        let on_worker = in_worker();
-        if !on_worker {
-            self.shared.wait_idle();
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        if !in_worker() {
+            self.shared.shut_down(threads);
+            return;
         }
-        for lane in &self.shared.lanes {
-            for _ in 0..lane.workers {
-                // A send fails only when the workers are already gone.
-                let _ = lane.tx.send(Msg::Stop);
-            }
-        }
-        if !on_worker {
-            let threads = std::mem::take(&mut *lock(&self.threads));
-            for t in threads {
-                let _ = t.join();
-            }
+        // The last handle went away inside an op: this worker cannot wait for the rest (it
+        // may be what they wait for), and stopping now would strand every op that becomes
+        // ready later behind the stop. A reaper thread waits until everything pushed has
+        // completed, then stops and joins the workers.
+        let shared = self.shared.clone();
+        let reaper = std::thread::Builder::new()
+            .name("parbench engine shutdown".into())
+            .spawn(move || shared.shut_down(threads));
+        if reaper.is_err() {
+            // No thread to wait with: leave the workers running (they end with the process)
+            // rather than lose ops.
         }
     }
 }
@@ -350,18 +351,29 @@ impl Engine {
 
     /// Block until everything pushed has completed and every device is synchronized. Returns
     /// the first error raised by any op since the previous `wait_all` (and forgets it: the
-    /// vars involved keep their own error until cleared or overwritten).
+    /// vars involved keep their own error until [`clear_error`](Self::clear_error); a later
+    /// write to a poisoned var is skipped and leaves the same error, since a write may be a
+    /// read-modify-write). A device that fails to synchronize is reported only when no op
+    /// failed.
     pub fn wait_all(&self) -> Result<(), EngineError> {
         if in_worker() {
             return Err(EngineError::WaitInsideOp);
         }
         self.shared.wait_idle();
-        // Taken first, so a failing device sync cannot leave it to the next wait_all.
+        // Taken first, so a failing device sync cannot leave it to the next wait_all. Every
+        // device is synchronized even when one fails; an op's error, the root cause, wins
+        // over a sync failure it may have caused.
         let first = lock(&self.shared.first_error).take();
+        let mut sync_error = None;
         for hook in &self.shared.sync_hooks {
-            hook().map_err(EngineError::DeviceSync)?;
+            if let Err(e) = hook() {
+                sync_error.get_or_insert(EngineError::DeviceSync(e));
+            }
         }
-        first.map_or(Ok(()), Err)
+        match first.or(sync_error) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Ops pushed and not yet completed.
@@ -475,7 +487,7 @@ impl Shared {
         let lane = &self.lanes[op.lane];
         if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op)) {
             // Workers are gone (engine shutting down): run it here so it still completes.
-            op::execute(self, op);
+            lane::run_guarded(self, op);
         }
     }
 
@@ -545,6 +557,21 @@ impl Shared {
             failed,
         };
         lock(&self.trace).push(record);
+    }
+
+    /// Wait until everything pushed has completed, then stop the workers and join the
+    /// lanes' own threads (pool workers end when they receive the stop).
+    fn shut_down(&self, threads: Vec<JoinHandle<()>>) {
+        self.wait_idle();
+        for lane in &self.lanes {
+            for _ in 0..lane.workers {
+                // A send fails only when the workers are already gone.
+                let _ = lane.tx.send(Msg::Stop);
+            }
+        }
+        for t in threads {
+            let _ = t.join();
+        }
     }
 
     fn wait_idle(&self) {

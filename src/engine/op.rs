@@ -101,8 +101,13 @@ impl OpBlock {
         self.wait.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
+    /// SeqCst, paired with the store in [`complete`]: a naive-mode pusher sleeps after
+    /// registering in `idle_waiters` (SeqCst) and re-checking this flag, while the completing
+    /// thread stores the flag and then reads `idle_waiters`. That is a store→load pattern on
+    /// two locations on each side (Dekker), which only SeqCst on all four accesses keeps from
+    /// losing the wake-up; Release/Acquire allows both sides to miss each other.
     pub(crate) fn is_finished(&self) -> bool {
-        self.finished.load(Ordering::Acquire)
+        self.finished.load(Ordering::SeqCst)
     }
 
     fn take_body(&self) -> Option<Body> {
@@ -188,7 +193,19 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: OpRef) {
             .set(thread.name().unwrap_or("unnamed thread").to_string());
     }
     if shared.log_placement {
-        eprintln!("[placement] {} on {}", op.name, shared.lane_name(op.lane));
+        // Not `eprintln!`, which panics when stderr is gone (a closed pipe): a worker never
+        // panics for want of a place to log.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "[placement] {} on {}",
+            op.name,
+            shared.lane_name(op.lane)
+        );
+    }
+    #[cfg(test)]
+    if op.name == tests_support::PANIC_IN_ENGINE {
+        panic!("injected panic in the engine's own code");
     }
     match body {
         Body::Sync(f) => {
@@ -255,6 +272,13 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
             shared.dispatch(next);
         }
     }
-    op.finished.store(true, Ordering::Release);
+    op.finished.store(true, Ordering::SeqCst);
     shared.op_finished();
+}
+
+/// Names the engine's tests use to inject faults into engine code (not into op bodies).
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// An op with this name makes `execute` panic outside the body's `catch_unwind`.
+    pub(crate) const PANIC_IN_ENGINE: &str = "test: panic in engine code";
 }

@@ -601,3 +601,127 @@ fn an_async_body_that_catches_its_own_panic_still_completes() {
         let _ = e.wait_all();
     });
 }
+
+#[test]
+fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let counter = Arc::new(AtomicUsize::new(0));
+        let a = Var::new();
+        // Op A holds the only other handle, sleeps, then drops it on its worker.
+        let held = e.clone();
+        e.push("a", l[0], &[], &[&a], move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(held);
+            Ok(())
+        });
+        // Op B becomes ready only after A: it must still run.
+        let c = counter.clone();
+        e.push("b", l[1], &[&a], &[], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        drop(e);
+        // The front end has no handle left to wait with: poll for B (under the watchdog).
+        while counter.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
+
+#[test]
+fn a_panic_in_engine_code_is_an_error_on_every_kind_of_lane() {
+    within(10, || {
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap(),
+        );
+        let mut b = Engine::builder(Mode::Threaded);
+        let lanes = [
+            b.lane(LaneSpec::threads("thread lane", 1)),
+            b.lane(LaneSpec::in_pool("pool lane", pool, 1)),
+        ];
+        let e = b.build().unwrap();
+        for lane in lanes {
+            let v = Var::new();
+            e.push(op::tests_support::PANIC_IN_ENGINE, lane, &[], &[&v], || {
+                Ok(())
+            });
+            let err = e.wait_to_read(&v).unwrap_err();
+            assert!(
+                matches!(&err, EngineError::OpPanicked { message, .. } if message.contains("injected")),
+                "{err:?}"
+            );
+            assert!(e.wait_all().is_err());
+            // The worker survived: the lane still runs ops.
+            let w = Var::new();
+            e.push("after", lane, &[], &[&w], || Ok(()));
+            e.wait_to_read(&w).unwrap();
+            e.wait_all().unwrap();
+        }
+    });
+}
+
+#[test]
+fn wait_all_reports_an_op_error_before_a_failing_device_sync_and_runs_every_sync() {
+    within(10, || {
+        let synced = Arc::new(AtomicUsize::new(0));
+        let mut b = Engine::builder(Mode::Threaded);
+        let lane = b.lane(LaneSpec::threads("lane", 1));
+        b.on_wait_all(Box::new(|| Err("device lost".into())));
+        let s = synced.clone();
+        b.on_wait_all(Box::new(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        let e = b.build().unwrap();
+        e.push("bad", lane, &[], &[&Var::new()], || {
+            Err(OpError::msg("root cause"))
+        });
+        let err = e.wait_all().unwrap_err();
+        assert!(err.to_string().contains("root cause"), "{err}");
+        assert_eq!(
+            synced.load(Ordering::SeqCst),
+            1,
+            "the second device was not synced"
+        );
+        // With no op error left, the sync failure itself is reported.
+        assert_eq!(
+            e.wait_all().unwrap_err(),
+            EngineError::DeviceSync("device lost".into())
+        );
+    });
+}
+
+#[test]
+fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let v = Var::new();
+        let ran = Arc::new(AtomicUsize::new(0));
+        e.push("fail", l[0], &[], &[&v], || Err(OpError::msg("first")));
+        let r = ran.clone();
+        e.push("overwrite", l[0], &[], &[&v], move || {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        let err = e.wait_to_read(&v).unwrap_err();
+        assert!(err.to_string().contains("first"), "{err}");
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            0,
+            "a write to a poisoned var ran"
+        );
+        let _ = e.wait_all();
+        e.clear_error(&v, l[0]);
+        let r = ran.clone();
+        e.push("overwrite", l[0], &[], &[&v], move || {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        e.wait_to_read(&v).unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    });
+}
