@@ -596,3 +596,5 @@ impl Shared {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod torture;
