@@ -177,6 +177,51 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     Some(MannWhitney { u, p_value })
 }
 
+/// Largest sample size for which [`mann_whitney_p`] computes the exact distribution of U.
+const EXACT_MAX: usize = 20;
+
+/// Two-sided p-value of the Mann-Whitney U test, exact where it matters: for small samples
+/// without ties (both at most 20 values) from the exact null distribution of U, otherwise
+/// [`mann_whitney_u`]'s normal approximation. The approximation is poor for a handful of
+/// samples; the exact value says what the data can support: with 3 against 3, even complete
+/// separation has p = 2 / C(6, 3) = 0.1, with 4 against 4, p = 2 / C(8, 4) = 0.029.
+///
+/// `None` when either side has fewer than 2 samples or any value is not finite.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let approx = mann_whitney_u(a, b)?;
+    let mut pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    let ties = pooled.windows(2).any(|w| w[0] == w[1]);
+    if ties || a.len() > EXACT_MAX || b.len() > EXACT_MAX {
+        return Some(approx.p_value);
+    }
+    let (m, n) = (a.len(), b.len());
+    // Without ties U is a whole number.
+    let u = approx.u.round() as usize;
+    let u_max = u.max(m * n - u);
+    // counts[k]: orderings of m a's and n b's with U = k (U counts pairs a > b), built up
+    // one sample at a time: f(i, j, k) = f(i - 1, j, k - j) + f(i, j - 1, k).
+    let mut table = vec![vec![vec![0f64; m * n + 1]; n + 1]; m + 1];
+    for row in table.iter_mut() {
+        row[0][0] = 1.0;
+    }
+    for j in 0..=n {
+        table[0][j][0] = 1.0;
+    }
+    for i in 1..=m {
+        for j in 1..=n {
+            for k in 0..=i * j {
+                let with_a_last = if k >= j { table[i - 1][j][k - j] } else { 0.0 };
+                table[i][j][k] = with_a_last + table[i][j - 1][k];
+            }
+        }
+    }
+    let counts = &table[m][n];
+    let total: f64 = counts.iter().sum();
+    let upper: f64 = counts[u_max..].iter().sum();
+    Some((2.0 * upper / total).min(1.0))
+}
+
 /// Sorted copy of `xs`, or `None` if it is empty or has a non-finite value.
 fn sorted_finite(xs: &[f64]) -> Option<Vec<f64>> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
@@ -492,6 +537,28 @@ mod tests {
             "{}",
             r.p_value
         );
+    }
+
+    #[test]
+    fn exact_mann_whitney_p_for_small_samples() {
+        // Complete separation: p = 2 / C(n + m, n).
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((p - 0.1).abs() < 1e-12, "{p}");
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap();
+        assert!((p - 2.0 / 70.0).abs() < 1e-12, "{p}");
+        // U = 4 here; by counting, 12 of the C(9, 4) = 126 orderings have U <= 4: p = 24 / 126.
+        let p = mann_whitney_p(&[1.0, 4.0, 2.0, 7.0], &[3.0, 5.0, 6.0, 8.0, 9.0]).unwrap();
+        assert!((p - 0.190_476_190_476_190_5).abs() < 1e-9, "{p}");
+        // Symmetric, and identical in distribution gives 1.
+        let q = mann_whitney_p(&[3.0, 5.0, 6.0, 8.0, 9.0], &[1.0, 4.0, 2.0, 7.0]).unwrap();
+        assert!((p - q).abs() < 1e-12);
+        // Ties or large samples fall back to the approximation.
+        let (a, b) = ([1.0, 1.0, 2.0], [2.0, 3.0, 3.0]);
+        assert_eq!(
+            mann_whitney_p(&a, &b),
+            mann_whitney_u(&a, &b).map(|m| m.p_value)
+        );
+        assert_eq!(mann_whitney_p(&[1.0], &[2.0, 3.0]), None);
     }
 
     #[test]
