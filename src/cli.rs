@@ -631,6 +631,11 @@ fn check_output_path(path: &Path) -> Result<(), UsageError> {
     if path.is_dir() {
         return Err(fail("it is a directory"));
     }
+    if crate::report::atomic::writes_in_place(path) {
+        // A device or pipe is written in place: nothing is created next to it, so there is
+        // no directory to probe (and a FIFO cannot be opened without blocking for a reader).
+        return Ok(());
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

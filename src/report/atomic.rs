@@ -50,13 +50,20 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 ///
 /// On failure the temporary file is removed and `path` is as it was (absent, or the old
 /// contents). The directory must exist; it is not created. When `path` already is a file, the
-/// new file takes over its permissions. If `path` is a symbolic link, the link itself is
-/// replaced by the new file. After the rename the directory is fsynced too (on Unix, best
+/// new file takes over its permissions. If `path` is a symbolic link to a regular file, the
+/// link itself is replaced by the new file. A special file (see [`writes_in_place`]) is
+/// written in place instead, never replaced. After the rename the directory is fsynced too (on Unix, best
 /// effort: some filesystems refuse to sync directories), so the new name survives a power loss.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     if path.is_dir() {
         return Err(AtomicWriteError::IsDirectory {
             path: path.to_path_buf(),
+        });
+    }
+    if writes_in_place(path) {
+        return write_in_place(path, bytes).map_err(|reason| AtomicWriteError::Io {
+            path: path.to_path_buf(),
+            reason,
         });
     }
     let file_name = path
@@ -83,6 +90,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     })?;
     sync_dir(dir);
     Ok(())
+}
+
+/// True when `path` must be written in place rather than replaced: it exists and is not a
+/// regular file (a device such as `/dev/null` or `/dev/full`, a FIFO, a socket, or a link to
+/// one, like `/dev/stdout` on a pipe), or it lies under `/dev` or `/proc` (where `/dev/stdout`
+/// may lead to the file a shell redirected to). Renaming over such a path would replace the
+/// special file itself with a regular one, which as root destroys `/dev/null`.
+pub fn writes_in_place(path: &Path) -> bool {
+    let special = fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    let system = [
+        path.to_path_buf(),
+        fs::canonicalize(path).unwrap_or_default(),
+    ]
+    .iter()
+    .any(|p| p.starts_with("/dev") || p.starts_with("/proc"));
+    special || (system && path.exists())
+}
+
+/// Write `bytes` into an existing special file, as a shell redirect would: no temp file, no
+/// rename, no fsync (a device or pipe has nothing to sync). A full device (`/dev/full`) or a
+/// closed pipe is an error like any other.
+fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).open(path)?;
+    file.write_all(bytes)?;
+    file.flush()
 }
 
 /// Creates `temp` (which must not exist), fills and syncs it, and renames it over `target`.
@@ -244,6 +276,77 @@ mod tests {
         let err = replace_via_temp(&temp, &dir.path().join("x"), b"data").expect_err("exists");
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&temp).expect("read"), b"someone else's");
+    }
+
+    #[cfg(unix)]
+    fn is_char_device(path: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_null_device_is_written_not_replaced() {
+        let null = Path::new("/dev/null");
+        if !is_char_device(null) {
+            eprintln!("skipped: /dev/null is not a character device here");
+            return;
+        }
+        write_atomic(null, b"report").expect("writing to /dev/null succeeds");
+        assert!(is_char_device(null), "/dev/null was replaced");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_device_is_an_error_and_stays_a_device() {
+        let full = Path::new("/dev/full");
+        if !is_char_device(full) {
+            eprintln!("skipped: no /dev/full here");
+            return;
+        }
+        let err = write_atomic(full, b"report").expect_err("/dev/full is always full");
+        match &err {
+            AtomicWriteError::Io { reason, .. } => {
+                assert_eq!(reason.raw_os_error(), Some(28), "{reason}") // ENOSPC
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(!err.to_string().contains('\n'));
+        assert!(is_char_device(full), "/dev/full was replaced");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_receives_the_bytes_and_survives() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: mkfifo is not available");
+            return;
+        }
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).expect("read the fifo"))
+        };
+        write_atomic(&fifo, b"through the pipe").expect("write the fifo");
+        // Checked before joining: a replaced FIFO would leave the reader blocked forever.
+        let kind = fs::symlink_metadata(&fifo).expect("stat").file_type();
+        assert!(kind.is_fifo(), "the FIFO was replaced");
+        assert_eq!(reader.join().expect("reader"), b"through the pipe");
+        assert_eq!(entries(dir.path()), ["pipe"]);
+    }
+
+    #[test]
+    fn only_special_files_are_written_in_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("report.json");
+        assert!(!writes_in_place(&file), "a new path");
+        fs::write(&file, b"old").expect("write");
+        assert!(!writes_in_place(&file), "a regular file");
+        #[cfg(unix)]
+        assert!(writes_in_place(Path::new("/dev/null")));
     }
 
     #[test]
