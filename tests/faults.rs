@@ -1,0 +1,424 @@
+//! Faults a user can run into, through the binary: output onto special files and full disks,
+//! a sweep killed mid-point, a torn journal, a closed stderr, a suite that is not UTF-8. Each
+//! must end with a clear one-line error and the documented exit code, or succeed — never a
+//! panic, an abort or a hang. Cases that need something this machine lacks say so and return.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+/// Quick sampling: correctness here does not depend on the sample count.
+const QUICK: &[&str] = &[
+    "--warmup",
+    "0",
+    "--min-samples",
+    "3",
+    "--max-samples",
+    "3",
+    "--quiet",
+];
+
+fn parbench() -> Command {
+    let mut c = Command::new(cargo_bin("parbench"));
+    c.env_remove("PARBENCH_ENGINE");
+    c
+}
+
+/// Run to completion, killing it after `secs` (a hang fails the test instead of the suite).
+fn run_with_deadline(mut cmd: Command, secs: u64) -> std::process::Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("parbench starts");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let readers = (
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        }),
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            v
+        }),
+    );
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("parbench did not finish within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: readers.0.join().expect("stdout reader"),
+        stderr: readers.1.join().expect("stderr reader"),
+    }
+}
+
+fn assert_no_panic(out: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Exit `code`, exactly one line on stderr starting with `error: ` and containing `needle`.
+fn assert_one_line_error(out: &std::process::Output, code: i32, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "expected '{needle}' in: {stderr}");
+    assert_no_panic(out);
+}
+
+#[cfg(unix)]
+fn file_type(path: &Path) -> Option<std::fs::FileType> {
+    std::fs::symlink_metadata(path).ok().map(|m| m.file_type())
+}
+
+#[cfg(unix)]
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    file_type(path).is_some_and(|t| t.is_char_device())
+}
+
+fn async_quick(output: &Path) -> Command {
+    let mut c = parbench();
+    c.args(["async", "--iterations", "100"])
+        .args(QUICK)
+        .arg("-o")
+        .arg(output);
+    c
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn output_onto_a_full_device_is_a_one_line_error_and_the_device_survives() {
+    let full = Path::new("/dev/full");
+    if !is_char_device(full) {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    }
+    let out = run_with_deadline(async_quick(full), 120);
+    assert_one_line_error(&out, 2, "cannot write /dev/full");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
+    assert!(
+        is_char_device(full),
+        "/dev/full was replaced by a regular file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn output_onto_the_null_device_succeeds_and_the_device_survives() {
+    let null = Path::new("/dev/null");
+    if !is_char_device(null) {
+        eprintln!("skipped: /dev/null is not a character device here");
+        return;
+    }
+    let out = run_with_deadline(async_quick(null), 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_panic(&out);
+    assert!(
+        is_char_device(null),
+        "/dev/null was replaced by a regular file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("report.pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).expect("read the fifo"))
+    };
+    let out = run_with_deadline(async_quick(&fifo), 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(file_type(&fifo).is_some_and(|t| {
+        use std::os::unix::fs::FileTypeExt;
+        t.is_fifo()
+    }));
+    let doc: Value = serde_json::from_slice(&reader.join().expect("reader")).expect("JSON");
+    assert_eq!(doc["runs"][0]["scenario"], "async");
+}
+
+/// A tiny tmpfs, unmounted when dropped (even when the test fails).
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(dir: &Path, size: &str) -> Option<SmallFs> {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| SmallFs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn output_into_a_full_filesystem_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(fs) = SmallFs::mount(dir.path(), "64k") else {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    };
+    // Fill it, leaving less room than a report needs.
+    let filler = fs.0.join("filler");
+    let mut f = std::fs::File::create(&filler).expect("filler");
+    let block = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut f, &block).is_ok() {}
+    drop(f);
+    let _ = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&filler)
+        .map(|mut f| {
+            // Leave a little room, so the pre-run probe passes and the report write fails.
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let _ = f.set_len(len.saturating_sub(2048));
+            let _ = std::io::Write::flush(&mut f);
+        });
+    let target = fs.0.join("report.json");
+    let out = run_with_deadline(async_quick(&target), 120);
+    assert_one_line_error(&out, 2, "No space left on device");
+    let mut left: Vec<String> = std::fs::read_dir(&fs.0)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["filler"], "a partial report or temp file was left");
+}
+
+/// Five points of a few hundred milliseconds each: slow enough to be killed in the middle.
+const SWEEP: &[&str] = &[
+    "sweep",
+    "matmul",
+    "--set",
+    "size=600:1400:200",
+    "--set",
+    "ops=3",
+];
+
+fn journal_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn sizes_in(report: &Path) -> Vec<u64> {
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(report).expect("report")).expect("JSON");
+    doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["parameters"]["size"].as_u64().expect("size"))
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("sweep.jsonl");
+    let report = dir.path().join("sweep.json");
+    let mut child = parbench()
+        .args(SWEEP)
+        .args([
+            "--warmup",
+            "0",
+            "--min-samples",
+            "5",
+            "--max-samples",
+            "5",
+            "--quiet",
+        ])
+        .arg("--journal")
+        .arg(&journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sweep starts");
+    // Kill it (SIGKILL: no cleanup of any kind) once a point is in the journal, mid-way.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal_lines(&journal).is_empty() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the sweep ended before it could be killed"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the sweep wrote no point in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "finished before the kill"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = journal_lines(&journal);
+    assert!(!before.is_empty());
+    let mut resume = parbench();
+    resume
+        .args(SWEEP)
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&report);
+    let out = run_with_deadline(resume, 300);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sizes_in(&report),
+        [600, 800, 1000, 1200, 1400],
+        "every point exactly once"
+    );
+    let after = journal_lines(&journal);
+    assert_eq!(after.len(), 5, "a point was run twice or lost");
+    // The points finished before the kill were kept as they were, not run again.
+    let kept = before
+        .iter()
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok())
+        .count();
+    assert_eq!(after[..kept], before[..kept]);
+}
+
+#[test]
+fn a_journal_with_a_torn_last_line_resumes_and_reruns_only_that_point() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("sweep.jsonl");
+    let report = dir.path().join("sweep.json");
+    let small = [
+        "sweep",
+        "matmul",
+        "--set",
+        "size=16,32,48",
+        "--set",
+        "ops=1",
+    ];
+    // A complete journal, then its last line cut in half, as a kill during a write leaves it.
+    let mut first = parbench();
+    first.args(small).args(QUICK).arg("--journal").arg(&journal);
+    let out = run_with_deadline(first, 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = journal_lines(&journal);
+    assert_eq!(lines.len(), 3);
+    let torn = format!(
+        "{}\n{}\n{}",
+        lines[0],
+        lines[1],
+        &lines[2][..lines[2].len() / 2]
+    );
+    std::fs::write(&journal, torn).expect("tear the journal");
+    let mut resume = parbench();
+    resume
+        .args(small)
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&report);
+    let out = run_with_deadline(resume, 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_panic(&out);
+    assert_eq!(sizes_in(&report), [16, 32, 48]);
+    let after = journal_lines(&journal);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert_eq!(after[..2], lines[..2], "finished points were run again");
+}
+
+#[cfg(unix)]
+#[test]
+fn placement_logging_into_a_closed_pipe_neither_aborts_nor_hangs() {
+    // stderr is a pipe whose reader has gone: every placement line fails to write.
+    let mut child = parbench()
+        .args(["async", "--iterations", "2000", "--log-placement"])
+        .args(["--warmup", "0", "--min-samples", "3", "--max-samples", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("parbench starts");
+    drop(child.stderr.take());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("parbench hung with its stderr closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), None, "killed by a signal: {status:?}");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn a_suite_that_is_not_utf8_is_a_one_line_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = dir.path().join("bad.toml");
+    std::fs::write(&suite, b"[[run]]\nscenario = \"async\xff\"\n").expect("write");
+    let mut c = parbench();
+    c.arg("run").arg(&suite);
+    let out = run_with_deadline(c, 60);
+    assert_one_line_error(&out, 2, "bad.toml");
+    assert!(out.stdout.is_empty());
+}
