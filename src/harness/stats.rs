@@ -205,8 +205,8 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
     for row in table.iter_mut() {
         row[0][0] = 1.0;
     }
-    for j in 0..=n {
-        table[0][j][0] = 1.0;
+    for cell in table[0].iter_mut() {
+        cell[0] = 1.0;
     }
     for i in 1..=m {
         for j in 1..=n {
