@@ -4,16 +4,8 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// Quick sampling so the tests stay fast; correctness does not depend on the sample count.
-const QUICK: &[&str] = &[
-    "--warmup",
-    "0",
-    "--min-samples",
-    "3",
-    "--max-samples",
-    "3",
-    "--quiet",
-];
+mod common;
+use common::QUICK;
 
 fn parbench() -> Command {
     let mut c = Command::cargo_bin("parbench").expect("binary builds");

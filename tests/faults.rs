@@ -11,16 +11,8 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
 
-/// Quick sampling: correctness here does not depend on the sample count.
-const QUICK: &[&str] = &[
-    "--warmup",
-    "0",
-    "--min-samples",
-    "3",
-    "--max-samples",
-    "3",
-    "--quiet",
-];
+mod common;
+use common::QUICK;
 
 fn parbench() -> Command {
     let mut c = Command::new(cargo_bin("parbench"));
@@ -47,20 +39,29 @@ fn run_with_deadline(mut cmd: Command, secs: u64) -> std::process::Output {
             v
         }),
     );
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("parbench did not finish within {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_kill(&mut child, deadline, "parbench did not finish in time");
     std::process::Output {
         status,
         stdout: readers.0.join().expect("stdout reader"),
         stderr: readers.1.join().expect("stderr reader"),
+    }
+}
+
+/// Wait for `child`; past `deadline`, kill it and fail with `why`.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    deadline: Instant,
+    why: &str,
+) -> std::process::ExitStatus {
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{why}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -236,6 +237,22 @@ const SWEEP: &[&str] = &[
     "ops=3",
 ];
 
+/// `parbench <sweep> --resume journal -o report`, which must succeed without a panic.
+fn resume_sweep(sweep: &[&str], journal: &Path, report: &Path, secs: u64) {
+    let mut resume = parbench();
+    resume
+        .args(sweep)
+        .args(QUICK)
+        .arg("--resume")
+        .arg(journal)
+        .arg("-o")
+        .arg(report);
+    let out = run_with_deadline(resume, secs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_no_panic(&out);
+}
+
 fn journal_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -299,21 +316,7 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
     let _ = child.wait();
     let before = journal_lines(&journal);
     assert!(!before.is_empty());
-    let mut resume = parbench();
-    resume
-        .args(SWEEP)
-        .args(QUICK)
-        .arg("--resume")
-        .arg(&journal)
-        .arg("-o")
-        .arg(&report);
-    let out = run_with_deadline(resume, 300);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    resume_sweep(SWEEP, &journal, &report, 300);
     assert_eq!(
         sizes_in(&report),
         [600, 800, 1000, 1200, 1400],
@@ -361,22 +364,7 @@ fn a_journal_with_a_torn_last_line_resumes_and_reruns_only_that_point() {
         &lines[2][..lines[2].len() / 2]
     );
     std::fs::write(&journal, torn).expect("tear the journal");
-    let mut resume = parbench();
-    resume
-        .args(small)
-        .args(QUICK)
-        .arg("--resume")
-        .arg(&journal)
-        .arg("-o")
-        .arg(&report);
-    let out = run_with_deadline(resume, 120);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_no_panic(&out);
+    resume_sweep(&small, &journal, &report, 120);
     assert_eq!(sizes_in(&report), [16, 32, 48]);
     let after = journal_lines(&journal);
     assert_eq!(after.len(), 3, "{after:?}");
@@ -396,16 +384,7 @@ fn placement_logging_into_a_closed_pipe_neither_aborts_nor_hangs() {
         .expect("parbench starts");
     drop(child.stderr.take());
     let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("parbench hung with its stderr closed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_kill(&mut child, deadline, "parbench hung with its stderr closed");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), None, "killed by a signal: {status:?}");
     assert_eq!(status.code(), Some(0), "{status:?}");
