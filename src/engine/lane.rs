@@ -117,17 +117,16 @@ fn worker_loop(shared: Arc<Shared>, rx: Receiver<Msg>) {
 /// with an error too, instead of killing the worker (rayon aborts the process when a pool
 /// job panics; a dead thread lane would leave every wait hanging).
 pub(crate) fn run_guarded(shared: &Arc<Shared>, op: OpRef) {
-    let keep = op.clone();
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, op))) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, &op))) {
         let error = EngineError::OpPanicked {
-            op: keep.name.to_string(),
+            op: op.name.to_string(),
             message: format!(
                 "engine error around the op: {}",
                 panic_message(payload.as_ref())
             ),
         };
         // A no-op if the op had completed before the panic (exactly once).
-        complete(shared, &keep, Some(error));
+        complete(shared, &op, Some(error));
     }
 }
 

@@ -302,14 +302,12 @@ impl Engine {
         );
         let (deps, n_reads) = dedupe(reads, writes);
         shared.acquire_slot();
-        let stamp = if shared.tracing() {
+        let stamp = shared.tracing().then(|| {
             (
                 shared.now_ns(),
                 shared.trace_seq.fetch_add(1, Ordering::Relaxed),
             )
-        } else {
-            (0, 0)
-        };
+        });
         let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, stamp));
         // Ops touching several vars register them atomically with respect to each other:
         // two threads registering {x, y} in interleaved order could otherwise each wait for
@@ -542,16 +540,25 @@ impl Shared {
 
     pub(crate) fn record_trace(&self, op: &OpBlock, failed: bool) {
         let ended_ns = self.now_ns();
-        let started = op.started_ns.load(Ordering::Relaxed);
+        let (pushed_ns, seq, started, worker) = match &op.trace {
+            Some(t) => (
+                t.pushed_ns,
+                t.seq,
+                t.started_ns.load(Ordering::Relaxed),
+                t.worker.get().cloned().unwrap_or_default(),
+            ),
+            // Pushed before tracing was switched on.
+            None => (0, 0, 0, String::new()),
+        };
         let record = TraceRecord {
             lane: op.lane,
             lane_name: self.lanes[op.lane].name.clone(),
             name: op.name.to_string(),
-            seq: op.seq,
+            seq,
             reads: op.reads().iter().map(Var::id).collect(),
             writes: op.writes().iter().map(Var::id).collect(),
-            worker: op.worker.get().cloned().unwrap_or_default(),
-            pushed_ns: op.pushed_ns,
+            worker,
+            pushed_ns,
             started_ns: if started == 0 { ended_ns } else { started },
             ended_ns,
             failed,

@@ -52,13 +52,20 @@ pub(crate) struct OpBlock {
     /// The completion handle was dropped while its executor unwound: if the body itself
     /// catches that panic, the executor still has to complete the op.
     dropped_in_panic: AtomicBool,
-    /// Trace clock readings (ns since the engine's epoch); 0 when tracing is off.
+    /// What tracing records, for ops pushed while it is on: boxed, so an untraced op (the
+    /// hot path) stays small.
+    pub(crate) trace: Option<Box<OpTrace>>,
+}
+
+/// The trace-only part of an op.
+pub(crate) struct OpTrace {
+    /// Trace clock readings (ns since the engine's epoch).
     pub(crate) pushed_ns: u64,
-    /// Push order among the ops pushed while tracing (0 otherwise).
-    pub(crate) seq: u64,
     pub(crate) started_ns: AtomicU64,
-    /// The thread that ran the body, recorded when tracing: where an op *actually* ran, which
-    /// a check must not infer from the lane it was pushed to.
+    /// Push order among the ops pushed while tracing.
+    pub(crate) seq: u64,
+    /// The thread that ran the body: where an op *actually* ran, which a check must not
+    /// infer from the lane it was pushed to.
     pub(crate) worker: std::sync::OnceLock<String>,
 }
 
@@ -69,7 +76,7 @@ impl OpBlock {
         deps: Deps,
         n_reads: usize,
         body: Body,
-        (pushed_ns, seq): (u64, u64),
+        traced: Option<(u64, u64)>,
     ) -> OpBlock {
         OpBlock {
             name,
@@ -81,10 +88,14 @@ impl OpBlock {
             completed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             dropped_in_panic: AtomicBool::new(false),
-            pushed_ns,
-            seq,
-            started_ns: AtomicU64::new(0),
-            worker: std::sync::OnceLock::new(),
+            trace: traced.map(|(pushed_ns, seq)| {
+                Box::new(OpTrace {
+                    pushed_ns,
+                    started_ns: AtomicU64::new(0),
+                    seq,
+                    worker: std::sync::OnceLock::new(),
+                })
+            }),
         }
     }
 
@@ -175,20 +186,20 @@ fn inherited_error(op: &OpBlock) -> Option<EngineError> {
 }
 
 /// Run a ready op on the current thread. Never panics: a panicking body becomes an error.
-pub(crate) fn execute(shared: &Arc<Shared>, op: OpRef) {
+pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
     let Some(body) = op.take_body() else { return };
     if let Body::ClearErrors = body {
-        complete(shared, &op, None);
+        complete(shared, op, None);
         return;
     }
-    if let Some(error) = inherited_error(&op) {
-        complete(shared, &op, Some(error));
+    if let Some(error) = inherited_error(op) {
+        complete(shared, op, Some(error));
         return;
     }
-    if shared.tracing() {
-        op.started_ns.store(shared.now_ns(), Ordering::Relaxed);
+    if let Some(t) = &op.trace {
+        t.started_ns.store(shared.now_ns(), Ordering::Relaxed);
         let thread = std::thread::current();
-        let _ = op
+        let _ = t
             .worker
             .set(thread.name().unwrap_or("unnamed thread").to_string());
     }
@@ -272,7 +283,14 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
             shared.dispatch(next);
         }
     }
-    op.finished.store(true, Ordering::SeqCst);
+    // Only naive mode waits on this flag (see `is_finished`); elsewhere the full fence of a
+    // SeqCst store would be paid by every op for nothing.
+    let order = if shared.mode == super::Mode::Naive {
+        Ordering::SeqCst
+    } else {
+        Ordering::Release
+    };
+    op.finished.store(true, order);
     shared.op_finished();
 }
 
