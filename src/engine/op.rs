@@ -231,7 +231,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                     message: panic_message(payload.as_ref()),
                 }),
             };
-            complete(shared, &op, error);
+            complete(shared, op, error);
         }
         Body::Async(f) => {
             let completion = Completion {
@@ -253,7 +253,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                     op: op.name.to_string(),
                     message,
                 };
-                complete(shared, &op, Some(error));
+                complete(shared, op, Some(error));
             }
         }
         Body::ClearErrors => {}
