@@ -196,15 +196,12 @@ impl Drop for Owner {
         // The last handle went away inside an op: this worker cannot wait for the rest (it
         // may be what they wait for), and stopping now would strand every op that becomes
         // ready later behind the stop. A reaper thread waits until everything pushed has
-        // completed, then stops and joins the workers.
+        // completed, then stops and joins the workers. If no thread can be started, the
+        // workers are left running (they end with the process) rather than lose ops.
         let shared = self.shared.clone();
-        let reaper = std::thread::Builder::new()
+        let _ = std::thread::Builder::new()
             .name("parbench engine shutdown".into())
             .spawn(move || shared.shut_down(threads));
-        if reaper.is_err() {
-            // No thread to wait with: leave the workers running (they end with the process)
-            // rather than lose ops.
-        }
     }
 }
 
