@@ -33,7 +33,8 @@ use cudarc::curand::CudaRng;
 use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
 
-use crate::report::GpuInfo;
+use super::culibs;
+use crate::report::{GpuInfo, LibraryInfo};
 
 /// Run `f`, turning a panic into `Err(message)` without printing it (cudarc panics when a
 /// library or symbol is missing). The hook is process-global: probes are serialized.
@@ -101,27 +102,34 @@ fn probe_once() -> Probe {
         }
         Err(p) => return unavailable(format!("CUDA initialization failed: {p}")),
     };
+    // cuBLAS and cuRAND of CUDA 12 or 13, from the loader's path or found elsewhere and
+    // opened by full path first (see `culibs`), then checked through cudarc's own loader.
+    let dirs = culibs::search_dirs();
+    for lib in [&culibs::CUBLAS_LT, &culibs::CUBLAS, &culibs::CURAND] {
+        if !culibs::preload(lib, &dirs) {
+            return unavailable(format!(
+                "a GPU is present but {}",
+                culibs::missing_reason(lib, &dirs)
+            ));
+        }
+    }
     // SAFETY: as above, dlopen/dlclose only.
     let blas = quietly(|| unsafe { cudarc::cublas::sys::is_culib_present() }).unwrap_or(false);
     let rand = quietly(|| unsafe { cudarc::curand::sys::is_culib_present() }).unwrap_or(false);
     if !blas || !rand {
-        let missing: Vec<&str> = [
-            (!blas).then_some("libcublas"),
-            (!rand).then_some("libcurand"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
+        let which = if blas { "cuRAND" } else { "cuBLAS" };
         return unavailable(format!(
-            "a GPU is present but {} (CUDA toolkit libraries) cannot be loaded; add their directory to LD_LIBRARY_PATH",
-            missing.join(" and ")
+            "a GPU is present and {which} was found, but cudarc could not open it by name"
         ));
     }
     match quietly(|| describe(&ctx)) {
-        Ok(Ok(info)) => Probe {
-            info,
-            ctx: Some(ctx),
-        },
+        Ok(Ok(mut info)) => {
+            info.libraries = libraries(&info);
+            Probe {
+                info,
+                ctx: Some(ctx),
+            }
+        }
         Ok(Err(e)) => unavailable(format!("querying the GPU failed: {}", driver_error(&e))),
         Err(p) => unavailable(format!("querying the GPU failed: {p}")),
     }
@@ -134,7 +142,7 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
     let mut version: std::ffi::c_int = 0;
     // SAFETY: a plain out-parameter query; the library is loaded (the context exists).
     unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
-    let cuda = format!("{}.{}", version / 1000, (version % 1000) / 10);
+    let cuda = culibs::cuda_version(version);
     let driver = std::fs::read_to_string("/proc/driver/nvidia/version")
         .ok()
         .and_then(|t| driver_release(&t))
@@ -146,6 +154,65 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
         memory as u64,
         format!("{major}.{minor}"),
     ))
+}
+
+/// The driver's and the toolkit libraries' versions, and the file each was loaded from.
+fn libraries(info: &GpuInfo) -> Vec<LibraryInfo> {
+    use cudarc::cublas::sys::{cublasGetProperty, libraryPropertyType};
+    let path = |prefix: &str| {
+        culibs::loaded_path(prefix).map_or_else(|| "?".into(), |p| p.display().to_string())
+    };
+    let blas_version = quietly(|| {
+        let part = |t: libraryPropertyType| {
+            let mut v: std::ffi::c_int = 0;
+            // SAFETY: an out-parameter query of the loaded library's version.
+            let ok = unsafe { cublasGetProperty(t, &mut v) }
+                == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS;
+            ok.then_some(v)
+        };
+        match (
+            part(libraryPropertyType::MAJOR_VERSION),
+            part(libraryPropertyType::MINOR_VERSION),
+            part(libraryPropertyType::PATCH_LEVEL),
+        ) {
+            (Some(a), Some(b), Some(c)) => format!("{a}.{b}.{c}"),
+            _ => "?".into(),
+        }
+    })
+    .unwrap_or_else(|_| "?".into());
+    let rand_version = quietly(|| {
+        let mut v: std::ffi::c_int = 0;
+        // SAFETY: an out-parameter query of the loaded library's version.
+        let ok = unsafe { cudarc::curand::sys::curandGetVersion(&mut v) }
+            == cudarc::curand::sys::curandStatus_t::CURAND_STATUS_SUCCESS;
+        if ok {
+            culibs::curand_version(v)
+        } else {
+            "?".into()
+        }
+    })
+    .unwrap_or_else(|_| "?".into());
+    vec![
+        LibraryInfo {
+            name: "CUDA driver".into(),
+            version: format!(
+                "{} (supports CUDA {})",
+                info.driver.as_deref().unwrap_or("?"),
+                info.cuda.as_deref().unwrap_or("?")
+            ),
+            path: path("libcuda.so"),
+        },
+        LibraryInfo {
+            name: "cuBLAS".into(),
+            version: blas_version,
+            path: path("libcublas.so"),
+        },
+        LibraryInfo {
+            name: "cuRAND".into(),
+            version: rand_version,
+            path: path("libcurand.so"),
+        },
+    ]
 }
 
 /// The driver release (`550.54.15`) from `/proc/driver/nvidia/version`.

@@ -7,6 +7,8 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+pub mod culibs;
 pub mod discovery;
 pub mod memory;
 

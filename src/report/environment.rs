@@ -65,6 +65,19 @@ pub struct GpuInfo {
     /// e.g. "9.0".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_capability: Option<String>,
+    /// The CUDA libraries in use: driver, cuBLAS, cuRAND, with versions and the files they
+    /// were loaded from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<LibraryInfo>,
+}
+
+/// One library a GPU run depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryInfo {
+    pub name: String,
+    pub version: String,
+    /// The file it was loaded from.
+    pub path: String,
 }
 
 impl GpuInfo {
@@ -78,6 +91,7 @@ impl GpuInfo {
             cuda: None,
             memory_bytes: None,
             compute_capability: None,
+            libraries: Vec::new(),
         }
     }
 
@@ -98,6 +112,7 @@ impl GpuInfo {
             cuda: Some(cuda.into()),
             memory_bytes: Some(memory_bytes),
             compute_capability: Some(compute_capability.into()),
+            libraries: Vec::new(),
         }
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use atomic::write_atomic;
-pub use environment::{Environment, GpuInfo};
+pub use environment::{Environment, GpuInfo, LibraryInfo};
 
 use crate::harness::Summary;
 
