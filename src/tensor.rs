@@ -715,21 +715,31 @@ mod tests {
         assert_eq!(h.relu().to_vec().unwrap(), vec![0.0, 2.0]);
     }
 
-    /// On a GPU the copy is pinned memory on the GPU's host device; host ops must accept it.
-    /// Runs where a GPU is usable, says in one line that it was skipped elsewhere.
+    /// A runtime with the GPU, or `None` after saying in one line (on the real stderr, past
+    /// the test harness's capture) that the test was skipped.
     #[cfg(feature = "cuda")]
-    #[test]
-    fn a_gpu_host_copy_is_usable_by_host_ops() {
+    fn gpu_runtime(test: &str) -> Option<Runtime> {
         use crate::device::{discovery, DeviceRequest};
+        use std::io::Write;
         let gpu = discovery::probe_gpu();
         if !gpu.available {
-            eprintln!(
-                "skipped: no usable GPU ({})",
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped, no usable GPU ({})",
                 gpu.reason.unwrap_or_default()
             );
-            return;
+            return None;
         }
-        let rt = Runtime::new(&RuntimeOptions::default(), &[DeviceRequest::Cuda]).unwrap();
+        Some(Runtime::new(&RuntimeOptions::default(), &[DeviceRequest::Cuda]).unwrap())
+    }
+
+    /// On a GPU the copy is pinned memory on the GPU's host device; host ops must accept it.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_host_copy_is_usable_by_host_ops() {
+        let Some(rt) = gpu_runtime("gpu_host_copy_is_usable_by_host_ops") else {
+            return;
+        };
         let d = &rt.devices[0];
         let x = Tensor::uniform(&rt.engine, d, &[64, 64], 3);
         let y = x.matmul(&x).unwrap();
@@ -743,6 +753,49 @@ mod tests {
             .map(|v| (v - 1.0).max(0.0))
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// cuBLAS's row-major product (odd sizes, so a transposition shows) against float64.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_matmul_matches_float64() {
+        let Some(rt) = gpu_runtime("gpu_matmul_matches_float64") else {
+            return;
+        };
+        let d = &rt.devices[0];
+        let (m, k, n) = (37, 53, 29);
+        let a = Tensor::uniform(&rt.engine, d, &[m, k], 1);
+        let b = Tensor::uniform(&rt.engine, d, &[k, n], 2);
+        let c = a.matmul(&b).unwrap();
+        let (av, bv, cv) = (
+            a.to_vec().unwrap(),
+            b.to_vec().unwrap(),
+            c.to_vec().unwrap(),
+        );
+        let err = crate::scenario::support::matmul_error(&av, &bv, &cv, (m, k, n), 64);
+        assert!(
+            err <= crate::scenario::support::matmul_tolerance(k),
+            "{err}"
+        );
+    }
+
+    /// Pooled pinned buffers are reused: with poisoning on, every copy must still carry its
+    /// own product, never a previous one or NaN.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_copies_into_reused_pinned_buffers_are_complete() {
+        let Some(rt) = gpu_runtime("gpu_copies_into_reused_pinned_buffers_are_complete") else {
+            return;
+        };
+        let d = &rt.devices[0];
+        d.poison_reused_host_buffers(true);
+        for seed in 0..4 {
+            let x = Tensor::uniform(&rt.engine, d, &[256, 256], seed);
+            let y = x.matmul(&x).unwrap();
+            let h = y.copy_to_host();
+            assert_eq!(h.to_vec().unwrap(), y.to_vec().unwrap(), "seed {seed}");
+        }
+        d.poison_reused_host_buffers(false);
     }
 
     #[test]

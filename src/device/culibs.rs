@@ -64,13 +64,22 @@ pub fn search_dirs() -> Vec<PathBuf> {
         for python in subdirs(Path::new(root), |n| n.starts_with("python3")) {
             for packages in ["site-packages", "dist-packages"] {
                 let nvidia = python.join(packages).join("nvidia");
-                dirs.extend(subdirs(&nvidia, |_| true).into_iter().map(|d| d.join("lib")));
+                dirs.extend(
+                    subdirs(&nvidia, |_| true)
+                        .into_iter()
+                        .map(|d| d.join("lib")),
+                );
             }
         }
     }
     dirs.extend(
-        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/opt/conda/lib"]
-            .map(PathBuf::from),
+        [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/opt/conda/lib",
+        ]
+        .map(PathBuf::from),
     );
     dirs
 }
@@ -105,7 +114,9 @@ pub fn other_versions(lib: &CudaLib, dirs: &[PathBuf]) -> Vec<PathBuf> {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let major = name.strip_prefix(lib.prefix).and_then(|r| r.strip_prefix('.'));
+            let major = name
+                .strip_prefix(lib.prefix)
+                .and_then(|r| r.strip_prefix('.'));
             // Only `prefix.N` itself: not `libcublasLt.so` for cuBLAS, not `.so.12.6.1`.
             if major.is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
                 && !lib.sonames.contains(&name.as_str())
@@ -225,11 +236,22 @@ mod tests {
         touch(d.path(), "libcublasLt.so.11");
         touch(d.path(), "libcublas.so.11.4.1");
         let dirs = vec![d.path().to_path_buf()];
-        assert_eq!(other_versions(&CUBLAS, &dirs), vec![d.path().join("libcublas.so.11")]);
+        assert_eq!(
+            other_versions(&CUBLAS, &dirs),
+            vec![d.path().join("libcublas.so.11")]
+        );
         let why = missing_reason(&CUBLAS, &dirs);
-        assert!(why.contains("libcublas.so.11 was found, but parbench needs libcublas.so.13 or libcublas.so.12"), "{why}");
+        assert!(
+            why.contains(
+                "libcublas.so.11 was found, but parbench needs libcublas.so.13 or libcublas.so.12"
+            ),
+            "{why}"
+        );
         let why = missing_reason(&CURAND, &dirs);
-        assert!(why.contains("cuRAND (libcurand.so.10) is neither on the loader path"), "{why}");
+        assert!(
+            why.contains("cuRAND (libcurand.so.10) is neither on the loader path"),
+            "{why}"
+        );
         assert!(!why.contains('\n'));
     }
 
@@ -256,11 +278,15 @@ mod tests {
 7f06-7f07 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06";
         assert_eq!(
             path_in_maps(maps, "libcublas.so"),
-            Some(PathBuf::from("/usr/local/cuda-13.0/lib64/libcublas.so.13.0.0"))
+            Some(PathBuf::from(
+                "/usr/local/cuda-13.0/lib64/libcublas.so.13.0.0"
+            ))
         );
         assert_eq!(
             path_in_maps(maps, "libcuda.so"),
-            Some(PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06"))
+            Some(PathBuf::from(
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06"
+            ))
         );
         assert_eq!(path_in_maps(maps, "libcurand.so"), None);
     }

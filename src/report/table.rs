@@ -115,7 +115,11 @@ pub fn render_devices(e: &super::Environment) -> String {
             g.cuda.as_deref().unwrap_or("?"),
         );
         for lib in &g.libraries {
-            let _ = writeln!(out, "        {:<12} {:<28} {}", lib.name, lib.version, lib.path);
+            let _ = writeln!(
+                out,
+                "        {:<12} {:<28} {}",
+                lib.name, lib.version, lib.path
+            );
         }
     } else {
         let _ = writeln!(
