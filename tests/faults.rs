@@ -143,6 +143,30 @@ fn output_onto_the_null_device_succeeds_and_the_device_survives() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn output_onto_dev_stdout_writes_through_and_leaves_the_link() {
+    let stdout = Path::new("/dev/stdout");
+    if !file_type(stdout).is_some_and(|t| t.is_symlink()) {
+        eprintln!("skipped: /dev/stdout is not a link here");
+        return;
+    }
+    let out = run_with_deadline(async_quick(stdout), 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The table, then the report written through the pipe that is this child's stdout.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"schema\": \"parbench/1\""), "{text}");
+    assert!(
+        file_type(stdout).is_some_and(|t| t.is_symlink()),
+        "/dev/stdout was replaced"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
