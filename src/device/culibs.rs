@@ -59,9 +59,20 @@ pub fn search_dirs() -> Vec<PathBuf> {
     versioned.sort();
     versioned.reverse();
     dirs.extend(versioned.into_iter().map(|d| d.join("lib64")));
-    // pip's nvidia-* wheels (PyTorch's CUDA libraries): site-packages/nvidia/<lib>/lib.
-    for root in ["/usr/lib", "/usr/local/lib", "/opt/conda/lib"] {
-        for python in subdirs(Path::new(root), |n| n.starts_with("python3")) {
+    // pip's nvidia-* wheels (PyTorch's CUDA libraries): <prefix>/lib/python3.X/
+    // site-packages/nvidia/<lib>/lib, for the system's, a venv's, conda's and pyenv's Pythons.
+    let mut prefixes: Vec<PathBuf> = ["/usr", "/usr/local", "/opt/conda"]
+        .map(PathBuf::from)
+        .into();
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        prefixes.extend(std::env::var_os(var).map(PathBuf::from));
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        prefixes.push(home.join(".local"));
+        prefixes.extend(subdirs(&home.join(".pyenv/versions"), |_| true));
+    }
+    for root in prefixes.iter().map(|p| p.join("lib")) {
+        for python in subdirs(&root, |n| n.starts_with("python3")) {
             for packages in ["site-packages", "dist-packages"] {
                 let nvidia = python.join(packages).join("nvidia");
                 dirs.extend(
