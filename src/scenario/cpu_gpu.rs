@@ -124,7 +124,7 @@ impl Scenario for CpuGpu {
         engine.wait_all()?;
 
         // The trace of the last timed `parallel` sample: where its ops really ran.
-        let timed_trace: RefCell<Option<Vec<TraceRecord>>> = RefCell::new(None);
+        let timed_trace: RefCell<Option<(f64, Vec<TraceRecord>)>> = RefCell::new(None);
         let both = |first: &Tensor, second: &Tensor| -> Result<Vec<Tensor>, ScenarioError> {
             let mut ys = run_matmuls(first, ops)?;
             ys.extend(run_matmuls(second, ops)?);
@@ -139,8 +139,8 @@ impl Scenario for CpuGpu {
             }),
             Variant::new("parallel", || {
                 let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
-                if records.is_some() {
-                    *timed_trace.borrow_mut() = records;
+                if let Some(records) = records {
+                    *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
                 }
                 Ok(wall)
             }),
@@ -171,7 +171,7 @@ impl Scenario for CpuGpu {
         run.derive("b_gflops", gflops(ops, (b_size, b_size, b_size), b));
 
         check_products(&x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
-        let records = timed_trace.into_inner().unwrap_or_default();
+        let (traced_s, records) = timed_trace.into_inner().unwrap_or_default();
         let placement = check_placement(&records, (&x_a, dev_a), (&x_b, dev_b), ops);
         run.check(
             "ran on the intended devices",
@@ -185,6 +185,8 @@ impl Scenario for CpuGpu {
                 Err(e) => e.clone(),
             },
         );
+        // Both from the same (last timed) sample: the overlap can never exceed its time.
+        run.derive("traced_parallel_s", traced_s);
         run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
         run.explanation.push(format!(
             "pushed together, A ({}) and B ({}) took {} instead of {} one after the other: \
@@ -201,13 +203,38 @@ impl Scenario for CpuGpu {
                  measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
             ));
         }
-        run.explanation.push(format!(
-            "both workloads on {db} alone took {}: one device runs its lane's ops one after the other, \
-             so it gains little over a + b.",
-            human_time(one)
-        ));
+        run.explanation.push(one_device_sentence(one, a + b, &db));
         Ok(run)
     }
+}
+
+/// What running both workloads on one device showed, worded by the figures: `one` against
+/// `sequential` = a + b measured on their own devices.
+fn one_device_sentence(one: f64, sequential: f64, device: &str) -> String {
+    let ratio = sequential / one;
+    let verdict = if ratio < 0.95 {
+        format!(
+            "{} than a + b ({}): one device runs its lane's ops one after the other, and here it \
+             also ran them slower than the two devices did",
+            faster_or_slower(ratio),
+            human_time(sequential)
+        )
+    } else if ratio <= 1.1 {
+        format!(
+            "about a + b ({}): one device runs its lane's ops one after the other, so it gains little",
+            human_time(sequential)
+        )
+    } else {
+        format!(
+            "{} than a + b ({}): the device had capacity to spare when each workload ran on its own device",
+            faster_or_slower(ratio),
+            human_time(sequential)
+        )
+    };
+    format!(
+        "both workloads on {device} alone took {}, {verdict}.",
+        human_time(one)
+    )
 }
 
 /// A separate parallel run: its first and last product of each device against float64.
@@ -288,6 +315,23 @@ fn both_busy_s(records: &[TraceRecord], dev_a: &Device, dev_b: &Device) -> f64 {
 mod tests {
     use super::*;
     use crate::device::RuntimeOptions;
+
+    #[test]
+    fn the_one_device_sentence_follows_its_numbers() {
+        let slower = one_device_sentence(2.4, 2.0, "cpu:1");
+        assert!(
+            slower.contains("took 2.400 s") && slower.contains("1.20× slower than a + b (2.000 s)"),
+            "{slower}"
+        );
+        assert!(!slower.contains("gains little"), "{slower}");
+        let same = one_device_sentence(2.0, 2.1, "cpu:1");
+        assert!(
+            same.contains("about a + b") && same.contains("gains little"),
+            "{same}"
+        );
+        let faster = one_device_sentence(1.0, 2.0, "cuda:0");
+        assert!(faster.contains("2.00× faster than a + b"), "{faster}");
+    }
 
     #[test]
     fn placement_is_read_from_the_thread_that_ran_each_op() {

@@ -198,10 +198,12 @@ impl Scenario for RunCopy {
             ),
         );
         run.explanation.push(format!(
-            "run {} + copy {} one after the other ({}); overlapped {}: the copy lane works while the \
-             compute lane computes (overlap efficiency (run + copy) / overlapped = {:.2}).",
+            "run {} and copy {} measured alone (sum {}); all products, a wait, then all copies took {}; \
+             overlapped {}: the copy lane works while the compute lane computes (overlap efficiency \
+             (run + copy) / overlapped = {:.2}).",
             human_time(r),
             human_time(c),
+            human_time(r + c),
             human_time(seq),
             human_time(ov),
             (r + c) / ov
