@@ -94,18 +94,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
 
 /// True when `path` must be written in place rather than replaced: it exists and is not a
 /// regular file (a device such as `/dev/null` or `/dev/full`, a FIFO, a socket, or a link to
-/// one, like `/dev/stdout` on a pipe), or it lies under `/dev` or `/proc` (where `/dev/stdout`
-/// may lead to the file a shell redirected to). Renaming over such a path would replace the
-/// special file itself with a regular one, which as root destroys `/dev/null`.
+/// one, like `/dev/stdout` on a pipe), or it names a file descriptor (`/dev/stdout`,
+/// `/dev/fd/N`, `/proc/...`), which may lead to the regular file a shell redirected to.
+/// Renaming over such a path would replace the special file or link itself with a regular
+/// one, which as root destroys `/dev/null`. A regular file elsewhere, `/dev/shm` included, is
+/// replaced atomically as usual.
 pub fn writes_in_place(path: &Path) -> bool {
     let special = fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
-    let system = [
-        path.to_path_buf(),
-        fs::canonicalize(path).unwrap_or_default(),
-    ]
-    .iter()
-    .any(|p| p.starts_with("/dev") || p.starts_with("/proc"));
-    special || (system && path.exists())
+    let descriptor = path.starts_with("/proc")
+        || path.starts_with("/dev/fd")
+        || ["/dev/stdout", "/dev/stderr", "/dev/stdin"]
+            .iter()
+            .any(|p| path == Path::new(p));
+    special || (descriptor && path.exists())
 }
 
 /// Write `bytes` into an existing special file, as a shell redirect would: no temp file, no
@@ -347,6 +348,14 @@ mod tests {
         assert!(!writes_in_place(&file), "a regular file");
         #[cfg(unix)]
         assert!(writes_in_place(Path::new("/dev/null")));
+        #[cfg(target_os = "linux")]
+        assert!(writes_in_place(Path::new("/dev/stdout")));
+        // A regular file under /dev (a tmpfs like /dev/shm) is replaced atomically.
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            let file = tempfile::NamedTempFile::new_in(shm).expect("a file in /dev/shm");
+            assert!(!writes_in_place(file.path()));
+        }
     }
 
     #[test]
