@@ -12,6 +12,7 @@ are reported as met or not, they do not change the exit code.
 """
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -146,6 +147,25 @@ def _fmt(v, unit=""):
     return "-" if v is None else f"{v:.3g}{unit}"
 
 
+def _tests_line(path):
+    """(what the library tests' output says, whether it is a pass with no GPU test skipped)."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return "**missing**: no tests.txt", False
+    results = re.findall(r"test result: (\w+)\. (\d+) passed; (\d+) failed", text)
+    skipped = re.findall(r"^(\S+): skipped, no usable GPU", text, re.M)
+    if not results:
+        return "**no result line** in tests.txt", False
+    verdict, passed, failed = results[-1]
+    ok = verdict == "ok" and failed == "0" and not skipped
+    detail = f"{passed} passed, {failed} failed"
+    if skipped:
+        detail += f", {len(skipped)} GPU tests skipped ({', '.join(skipped)})"
+    return ("ok: " if ok else "**FAILED**: ") + detail, ok
+
+
 def summarize(directory):
     """Write DIR/summary.md from the parbench reports and torch.json in DIR; return
     (markdown, all checks passed)."""
@@ -161,6 +181,9 @@ def summarize(directory):
             lines.append(f"- {lib['name']} {lib['version']}: `{lib['path']}`")
         lines.append("")
     lines += ["## Checks", "", "| report | check | result |", "|---|---|---|"]
+    tests, tests_ok = _tests_line(os.path.join(directory, "tests.txt"))
+    ok &= tests_ok
+    lines.append(f"| library tests | all pass, the GPU ones on the GPU | {tests} |")
     for name, report in reports.items():
         run = _run(report)
         if run is None:
@@ -216,8 +239,22 @@ def self_test():
         write("run-copy", report("run-copy", {"copy_gbytes_per_s": 20.0, "overlapped_over_ideal_ratio": 1.02},
                                  [("host copies equal the device values", True)]))
         write("torch", {"matmul_gflops": 51000.0, "d2h_gbytes_per_s": 25.0, "overlapped_over_ideal_ratio": 1.01})
+        tests = os.path.join(d, "tests.txt")
+        with open(tests, "w") as f:
+            f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
         text, ok = summarize(d)
         assert ok, text
+        assert "| library tests | all pass, the GPU ones on the GPU | ok: 3 passed, 0 failed |" in text, text
+        # A skipped GPU test fails the check even when the harness says ok.
+        with open(tests, "w") as f:
+            f.write("gpu_copy: skipped, no usable GPU (no driver)\ntest result: ok. 3 passed; 0 failed\n")
+        text, ok = summarize(d)
+        assert not ok and "1 GPU tests skipped (gpu_copy)" in text, text
+        os.remove(tests)
+        text, ok = summarize(d)
+        assert not ok and "no tests.txt" in text, text
+        with open(tests, "w") as f:
+            f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
         assert "| fp32 matmul 8192² (TF32 off) | 5e+04 GFLOP/s | 5.1e+04 GFLOP/s | 0.98 | >= 0.95 × torch | yes |" in text, text
         assert "| D2H copy 256 MiB, pinned | 20 GB/s | 25 GB/s | 0.8 | >= 0.9 × torch | **no** |" in text, text
         # A failed check, a CPU fallback and a missing report each fail the summary.

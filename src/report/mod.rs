@@ -118,6 +118,14 @@ impl RunRecord {
             .map(|v| v.summary.median_s)
     }
 
+    /// How far the 95% confidence interval of a variant's median reaches from the median,
+    /// relative to it (0.1 = ±10% at the wider side).
+    pub fn median_uncertainty(&self, variant: &str) -> Option<f64> {
+        let s = &self.variants.iter().find(|v| v.name == variant)?.summary;
+        let [lo, hi] = s.ci95_s;
+        Some(((s.median_s - lo).max(hi - s.median_s)) / s.median_s)
+    }
+
     /// Add the sampled variants, in order, each with its optional label.
     pub fn add_variants(
         &mut self,
@@ -166,4 +174,32 @@ pub struct Check {
     pub name: String,
     pub passed: bool,
     pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::stats::Summary;
+
+    #[test]
+    fn median_uncertainty_is_the_wider_reach_of_the_interval() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        let tight = Summary::from_samples(&[1.0; 9]).expect("samples");
+        let loose =
+            Summary::from_samples(&[0.5, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0]).expect("samples");
+        run.add_variants(
+            vec!["tight".into(), "loose".into()],
+            vec![tight, loose.clone()],
+            [None, None],
+        );
+        assert_eq!(run.median_uncertainty("tight"), Some(0.0));
+        let [lo, hi] = loose.ci95_s;
+        let want = (1.0 - lo).max(hi - 1.0);
+        assert_eq!(run.median_uncertainty("loose"), Some(want));
+        assert!(
+            want > 0.0,
+            "this interval must not be degenerate: {lo}..{hi}"
+        );
+        assert_eq!(run.median_uncertainty("missing"), None);
+    }
 }

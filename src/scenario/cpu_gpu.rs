@@ -197,6 +197,19 @@ impl Scenario for CpuGpu {
             human_time(a + b),
             faster_or_slower((a + b) / par)
         ));
+        // A ratio of two medians is only as firm as they are: say so when either wobbles.
+        let slower = if a >= b { "a-alone" } else { "b-alone" };
+        let spread = [slower, "parallel"]
+            .map(|v| run.median_uncertainty(v).unwrap_or(f64::NAN))
+            .into_iter()
+            .fold(0.0, f64::max);
+        if spread > UNCERTAIN_MEDIAN {
+            run.explanation.push(format!(
+                "the overlap efficiency is uncertain by about ±{:.0}%: the 95% confidence interval of the \
+                 {slower} or parallel median reaches that far; take more samples (--min-samples) for a firmer figure.",
+                spread * 100.0
+            ));
+        }
         if overlap > 1.0 {
             run.explanation.push(format!(
                 "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
@@ -207,6 +220,9 @@ impl Scenario for CpuGpu {
         Ok(run)
     }
 }
+
+/// Above this relative reach of a median's 95% interval, the overlap efficiency is called uncertain.
+const UNCERTAIN_MEDIAN: f64 = 0.05;
 
 /// What running both workloads on one device showed, worded by the figures: `one` against
 /// `sequential` = a + b measured on their own devices.
