@@ -446,6 +446,7 @@ fn trace_records_each_op_with_its_lane() {
 fn dropping_the_engine_finishes_pending_work() {
     within(10, || {
         let done = Arc::new(AtomicUsize::new(0));
+        let shared;
         {
             let (e, l) = engine(2);
             for i in 0..100 {
@@ -455,8 +456,10 @@ fn dropping_the_engine_finishes_pending_work() {
                     Ok(())
                 });
             }
+            shared = Arc::downgrade(&e.shared);
         }
         assert_eq!(done.load(Ordering::SeqCst), 100);
+        assert_eq!(shared.strong_count(), 0, "the workers were not all joined");
     });
 }
 
@@ -621,9 +624,14 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
             c.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
+        let shared = Arc::downgrade(&e.shared);
         drop(e);
         // The front end has no handle left to wait with: poll for B (under the watchdog).
         while counter.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Then the workers stop and are joined: the last holders of the shared state go.
+        while shared.strong_count() > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
