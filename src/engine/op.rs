@@ -49,8 +49,8 @@ pub(crate) struct OpBlock {
     completed: AtomicBool,
     /// Set once completion has released every dependant (what the naive mode waits for).
     finished: AtomicBool,
-    /// The completion handle was dropped while its executor unwound: if the body itself
-    /// catches that panic, the executor still has to complete the op.
+    /// The completion handle was dropped while the op's own body unwound: if the body
+    /// itself catches that panic, `execute` still has to complete the op.
     dropped_in_panic: AtomicBool,
     /// What tracing records, for ops pushed while it is on: boxed, so an untraced op (the
     /// hot path) stays small.
