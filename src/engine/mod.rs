@@ -9,6 +9,8 @@
 //! [`wait_to_read`](Engine::wait_to_read) and [`wait_all`](Engine::wait_all) are the only points
 //! where the front end blocks; both return the error of a failed op upstream (an op that fails or
 //! panics poisons what it writes, and everything downstream is skipped and inherits the error).
+//! A poisoned var keeps its error until [`clear_error`](Engine::clear_error): a later write to
+//! it is skipped as well, since a write may read the old value (a read-modify-write).
 //!
 //! ```
 //! use parbench::engine::{Engine, LaneSpec, Mode, Var};
@@ -173,6 +175,11 @@ impl EngineBuilder {
 
 /// A handle to the engine. Clones share the same engine; the workers stop when the last
 /// handle is dropped (after everything pushed has completed).
+///
+/// Dropping the last handle blocks until then, except inside an op on a worker, where a
+/// helper thread waits instead. So do not drop it on a thread that an asynchronous op needs
+/// in order to complete (one holding a [`Completion`] it has not fired yet): the drop would
+/// wait for that op forever.
 #[derive(Clone)]
 pub struct Engine {
     shared: Arc<Shared>,

@@ -10,10 +10,10 @@
 //! thread has to block while a device is busy.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::ThreadId;
 
 use super::error::{panic_message, EngineError, OpError};
 use super::var::Var;
@@ -49,8 +49,8 @@ pub(crate) struct OpBlock {
     completed: AtomicBool,
     /// Set once completion has released every dependant (what the naive mode waits for).
     finished: AtomicBool,
-    /// The completion handle was dropped while its executor unwound: if the body itself
-    /// catches that panic, the executor still has to complete the op.
+    /// The completion handle was dropped while the op's own body unwound: if the body
+    /// itself catches that panic, `execute` still has to complete the op.
     dropped_in_panic: AtomicBool,
     /// What tracing records, for ops pushed while it is on: boxed, so an untraced op (the
     /// hot path) stays small.
@@ -133,9 +133,19 @@ impl OpBlock {
 pub struct Completion {
     op: Option<OpRef>,
     shared: Arc<Shared>,
-    /// The worker that ran the body: if the body panics there, that worker reports the panic
-    /// with its message, so the drop during unwinding must not complete first.
-    executor: ThreadId,
+}
+
+thread_local! {
+    /// The op whose asynchronous body this thread is running (its address), or 0. A
+    /// completion dropped while *that* body unwinds is left to `execute`, which catches the
+    /// panic and reports its message. Not the thread alone: a later op on the same worker
+    /// may drop a parked completion while it panics, long after that op's `execute` ended.
+    static RUNNING_BODY: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The [`RUNNING_BODY`] key of an op.
+fn body_key(op: &OpRef) -> usize {
+    Arc::as_ptr(op) as usize
 }
 
 impl Completion {
@@ -159,9 +169,9 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         let Some(op) = self.op.take() else { return };
-        if std::thread::panicking() && std::thread::current().id() == self.executor {
-            // The executing worker catches this panic and completes the op with its message
-            // (or, if the body caught it, completes it when the body returns).
+        if std::thread::panicking() && RUNNING_BODY.with(Cell::get) == body_key(&op) {
+            // The op's own body is unwinding: `execute` catches this panic and completes the
+            // op with its message (or, if the body caught it, completes it when it returns).
             op.dropped_in_panic.store(true, Ordering::Release);
             return;
         }
@@ -237,9 +247,13 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
             let completion = Completion {
                 op: Some(op.clone()),
                 shared: shared.clone(),
-                executor: std::thread::current().id(),
             };
-            let message = match catch_unwind(AssertUnwindSafe(move || f(completion))) {
+            // Restored after, in case this runs inside another op's body (`dispatch` runs an
+            // op in place once the workers are gone).
+            let outer = RUNNING_BODY.with(|b| b.replace(body_key(op)));
+            let result = catch_unwind(AssertUnwindSafe(move || f(completion)));
+            RUNNING_BODY.with(|b| b.set(outer));
+            let message = match result {
                 Err(payload) => Some(panic_message(payload.as_ref())),
                 // The body caught a panic that dropped its completion handle.
                 Ok(()) if op.dropped_in_panic.load(Ordering::Acquire) => {

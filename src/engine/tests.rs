@@ -446,6 +446,7 @@ fn trace_records_each_op_with_its_lane() {
 fn dropping_the_engine_finishes_pending_work() {
     within(10, || {
         let done = Arc::new(AtomicUsize::new(0));
+        let shared;
         {
             let (e, l) = engine(2);
             for i in 0..100 {
@@ -455,8 +456,10 @@ fn dropping_the_engine_finishes_pending_work() {
                     Ok(())
                 });
             }
+            shared = Arc::downgrade(&e.shared);
         }
         assert_eq!(done.load(Ordering::SeqCst), 100);
+        assert_eq!(shared.strong_count(), 0, "the workers were not all joined");
     });
 }
 
@@ -621,9 +624,14 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
             c.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
+        let shared = Arc::downgrade(&e.shared);
         drop(e);
         // The front end has no handle left to wait with: poll for B (under the watchdog).
         while counter.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Then the workers stop and are joined: the last holders of the shared state go.
+        while shared.strong_count() > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
@@ -723,5 +731,125 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
         });
         e.wait_to_read(&v).unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// Set in the child process that `placement_logging_survives_a_closed_stderr` starts.
+const CLOSED_STDERR_CHILD: &str = "PARBENCH_TEST_CLOSED_STDERR_CHILD";
+
+/// `--log-placement` piped into `head -n 1`: stderr's reader goes away while ops still run.
+/// The test re-runs itself as a child process whose stderr is a pipe closed at once, and the
+/// child logs placements on a thread lane and a pool lane. A worker that panicked on the
+/// failed write would hang the child's waits (thread lane) or abort it (rayon pool).
+#[test]
+fn placement_logging_survives_a_closed_stderr() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    if std::env::var_os(CLOSED_STDERR_CHILD).is_some() {
+        // The child: first make sure stderr is closed, so every placement line meets it.
+        within(10, || {
+            while writeln!(std::io::stderr(), "probe").is_ok() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        within(10, || {
+            let pool = Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .unwrap(),
+            );
+            let mut b = Engine::builder(Mode::Threaded);
+            let lanes = [
+                b.lane(LaneSpec::threads("thread lane", 1)),
+                b.lane(LaneSpec::in_pool("pool lane", pool, 1)),
+            ];
+            b.log_placement(true);
+            let e = b.build().unwrap();
+            let ran = Arc::new(AtomicUsize::new(0));
+            for i in 0..100 {
+                let r = ran.clone();
+                e.push("logged", lanes[i % 2], &[], &[&Var::new()], move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                });
+            }
+            e.wait_all().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 100);
+        });
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "engine::tests::placement_logging_survives_a_closed_stderr",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CLOSED_STDERR_CHILD, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let mut stdout = child.stdout.take().unwrap();
+    let (status, out) = within(60, move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        (child.wait().unwrap(), out)
+    });
+    assert!(status.success(), "child {status}:\n{out}");
+}
+
+#[test]
+fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its_op() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let (a, b) = (Var::new(), Var::new());
+        let parked: Arc<Mutex<Option<Completion>>> = Arc::default();
+        let p = parked.clone();
+        e.push_async("parks its completion", l[0], &[], &[&a], move |done| {
+            *p.lock().unwrap() = Some(done);
+        });
+        // The lane's only worker runs this after the first op's body has returned: the
+        // completion it drops while unwinding is no longer its executor's to report.
+        let p = parked.clone();
+        e.push("panics holding it", l[0], &[], &[&b], move || {
+            let _held = p.lock().unwrap().take();
+            std::panic::panic_any(())
+        });
+        assert_eq!(
+            e.wait_to_read(&a),
+            Err(EngineError::OpPanicked {
+                op: "parks its completion".into(),
+                message: "panicked while holding its completion handle".into()
+            })
+        );
+        assert!(e.wait_to_read(&b).is_err());
+        let _ = e.wait_all();
+    });
+}
+
+#[test]
+fn a_skipped_op_inherits_the_error_of_its_first_poisoned_var_reads_before_writes() {
+    within(10, || {
+        let (e, l) = engine(1);
+        let (r1, r2, w, out) = (Var::new(), Var::new(), Var::new(), Var::new());
+        let fail = |what: &'static str| move || Err(OpError::msg(what));
+        e.push("poison w", l[0], &[], &[&w], fail("w"));
+        e.push("poison r2", l[0], &[], &[&r2], fail("r2"));
+        e.push("poison r1", l[0], &[], &[&r1], fail("r1"));
+        // Vars as pushed: writes w, out; reads r2, w (a write, so not a read), r1. The first
+        // poisoned in reads-then-writes order, each var once, is r2, not the first failure.
+        e.push("skipped", l[0], &[&r2, &w, &r1], &[&w, &out], || Ok(()));
+        let origin = |v: &Var| match e.wait_to_read(v) {
+            Err(EngineError::OpFailed { op, .. }) => op,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(origin(&out), "poison r2");
+        assert_eq!(origin(&w), "poison r2");
+        assert_eq!(origin(&r1), "poison r1");
+        let _ = e.wait_all();
     });
 }

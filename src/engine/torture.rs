@@ -1,21 +1,25 @@
 //! Randomized torture of the engine against a sequential interpreter (MXNet's RandSumExpr
 //! idea, bigger): random programs over a handful of vars, ops that read some vars and
-//! read-modify-write others in place, some failing, panicking, completing from another
-//! thread or dropping their completion, vars listed twice or in reads and writes, waits and
-//! error clears at random points, on thread and pool lanes with several workers, with and
-//! without `max_inflight`, threaded and naive, and several front-end threads on disjoint
-//! vars. Final values, poison (by the op that caused it) and every wait's outcome must equal
-//! the sequential interpretation.
+//! read-modify-write others in place, some failing, panicking, completing from other threads
+//! (after a random delay, out of order), completing inline on the worker, completing and then
+//! panicking, or dropping their completion; vars listed twice or in reads and writes, read-only
+//! ops, waits and error clears at random points, on thread and pool lanes with several
+//! workers, with and without `max_inflight`, threaded and naive, and several front-end threads
+//! on disjoint vars. Final values, poison (by the op that caused it), every wait's outcome and
+//! the values it exposes must equal the sequential interpretation.
 //!
-//! CI runs a bounded number of ops; `PARBENCH_TORTURE=N` runs about N random ops in total.
+//! CI runs a bounded number of ops; `PARBENCH_TORTURE=N` runs about N random ops in total, and
+//! `PARBENCH_TORTURE_SEED=S` replays the one program a failure names.
 
 use super::*;
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
 
 /// Random ops in total when `PARBENCH_TORTURE` is not set: a few seconds in a debug build.
-const DEFAULT_OPS: u64 = 12_000;
+const DEFAULT_OPS: u64 = 20_000;
 
 /// SplitMix64: small, seedable, good enough to draw programs.
 struct Rng(u64);
@@ -45,11 +49,27 @@ enum Outcome {
     Ok,
     Fail,
     Panic,
-    /// Completed from another thread (writes happen there).
+    /// Completed from a completer thread (writes happen there).
     AsyncOk,
     AsyncFail,
-    /// The completion handle is dropped unfired.
+    /// The completion handle is dropped unfired on a completer thread.
     AsyncDrop,
+    /// A completer thread panics while holding the completion handle.
+    AsyncPanic,
+    /// An asynchronous body that completes on the worker, before it returns.
+    InlineOk,
+    /// Completes successfully on the worker, then its body panics: the op still succeeded
+    /// (completion is exactly once).
+    CompleteThenPanic,
+}
+
+impl Outcome {
+    fn fails(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Ok | Outcome::AsyncOk | Outcome::InlineOk | Outcome::CompleteThenPanic
+        )
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -62,6 +82,9 @@ enum Step {
         writes: Vec<usize>,
         outcome: Outcome,
         salt: u64,
+        /// For completer-thread outcomes: which completer, and microseconds it waits first.
+        completer: usize,
+        delay_us: u64,
     },
     Clear {
         var: usize,
@@ -123,15 +146,26 @@ fn origin(e: &EngineError) -> Option<&str> {
     }
 }
 
-/// Run `steps` sequentially on `state`; returns whether any op raised or inherited an error
-/// at a `WaitAll` step and at the end, to check `wait_all` against. `check` is called at each
-/// wait step with the expected state of the var (or of all, for `WaitAll`).
+/// The sequential interpretation of the ops of one or more programs on disjoint vars.
 struct Reference {
     vars: Vec<Expected>,
-    errored_since_wait_all: bool,
+    /// The errors (by origin op) ops raised or inherited since the last `wait_all`: the one
+    /// `wait_all` reports is the first to *complete*, which only the run decides.
+    errors_since_wait_all: HashSet<String>,
 }
 
 impl Reference {
+    /// Whether `wait_all`'s result fits the errors since the last one. With several front
+    /// ends it reports any front end's first error: only its kind is this program's to
+    /// predict.
+    fn wait_all_agrees(&self, got: &Result<(), EngineError>, single: bool) -> bool {
+        let errors = &self.errors_since_wait_all;
+        match got {
+            Ok(()) => !single || errors.is_empty(),
+            Err(e) => origin(e).is_some_and(|op| !single || errors.contains(op)),
+        }
+    }
+
     fn step(&mut self, step: &Step) {
         let Step::Op {
             name,
@@ -148,21 +182,21 @@ impl Reference {
             return;
         };
         let (r, w) = dedupe(reads, writes);
+        // The engine's `inherited_error`: the first poisoned var, reads then writes.
         let inherited = r
             .iter()
             .chain(&w)
             .find_map(|&v| self.vars[v].poison.clone());
-        let error = match (inherited, outcome) {
-            (Some(e), _) => Some(e),
-            (None, Outcome::Ok | Outcome::AsyncOk) => None,
-            (None, _) => Some(name.clone()),
+        let error = match inherited {
+            Some(e) => Some(e),
+            None => outcome.fails().then(|| name.clone()),
         };
         match error {
             Some(e) => {
-                self.errored_since_wait_all = true;
                 for &v in &w {
                     self.vars[v].poison = Some(e.clone());
                 }
+                self.errors_since_wait_all.insert(e);
             }
             None => {
                 let sum = r
@@ -187,6 +221,8 @@ struct Config {
     max_inflight: Option<usize>,
     vars: usize,
     front_ends: usize,
+    /// Threads that complete asynchronous ops, each in the order it receives them.
+    completers: usize,
 }
 
 fn config(rng: &mut Rng) -> Config {
@@ -213,11 +249,13 @@ fn config(rng: &mut Rng) -> Config {
         // At least two vars per front end, so each has a var to read and one to write.
         vars: front_ends * 2 + rng.below(8),
         front_ends,
+        completers: 1 + rng.below(3),
     }
 }
 
 /// Steps for one front end, over the vars it owns.
-fn steps(rng: &mut Rng, owned: &[usize], lanes: usize, ops: usize, tag: usize) -> Vec<Step> {
+fn steps(rng: &mut Rng, owned: &[usize], cfg: &Config, ops: usize, tag: usize) -> Vec<Step> {
+    let lanes = cfg.lanes.len();
     let pick = |rng: &mut Rng, n: usize| -> Vec<usize> {
         (0..n).map(|_| owned[rng.below(owned.len())]).collect()
     };
@@ -234,14 +272,19 @@ fn steps(rng: &mut Rng, owned: &[usize], lanes: usize, ops: usize, tag: usize) -
                 lane: rng.below(lanes),
             });
         }
-        let (nr, nw) = (rng.below(4), 1 + rng.below(3));
+        // Mostly writers; some read-only ops (whose only trace is an error, if any).
+        let nw = if rng.chance(10) { 0 } else { 1 + rng.below(3) };
+        let nr = rng.below(4);
         let (reads, writes) = (pick(rng, nr), pick(rng, nw));
         let outcome = match rng.below(100) {
             0..=2 => Outcome::Fail,
             3 => Outcome::Panic,
-            4..=17 => Outcome::AsyncOk,
-            18 => Outcome::AsyncFail,
-            19 => Outcome::AsyncDrop,
+            4..=15 => Outcome::AsyncOk,
+            16 => Outcome::AsyncFail,
+            17 => Outcome::AsyncDrop,
+            18 => Outcome::AsyncPanic,
+            19..=22 => Outcome::InlineOk,
+            23 => Outcome::CompleteThenPanic,
             _ => Outcome::Ok,
         };
         out.push(Step::Op {
@@ -251,77 +294,129 @@ fn steps(rng: &mut Rng, owned: &[usize], lanes: usize, ops: usize, tag: usize) -
             writes,
             outcome,
             salt: rng.next(),
+            completer: rng.below(cfg.completers),
+            delay_us: if rng.chance(10) {
+                rng.below(200) as u64
+            } else {
+                0
+            },
         });
     }
     out
 }
 
-/// Completes asynchronous ops from a thread of its own, after doing their writes.
+/// Work for a completer thread: an asynchronous op's writes and its completion.
 type Job = Box<dyn FnOnce() + Send>;
 
-/// What a wait returned, and the waited var's value right after it.
-type Seen = (Result<(), EngineError>, u64);
+/// What a wait returned, and the values of the vars it exposes right after it (the waited
+/// var for `wait_to_read`, every var of the front end for `wait_all`).
+type Seen = (Result<(), EngineError>, Vec<(usize, u64)>);
 
-/// Push one step; returns the wait's outcome for wait steps.
-fn push_step(
-    engine: &Engine,
-    lanes: &[LaneId],
-    vars: &[Var],
-    values: &Arc<Vec<AtomicU64>>,
-    completer: &mpsc::Sender<Job>,
-    step: &Step,
-) -> Option<Seen> {
-    match step {
-        Step::WaitToRead(v) => {
-            let r = engine.wait_to_read(&vars[*v]);
-            Some((r, values[*v].load(Ordering::SeqCst)))
+/// What a front end pushes with.
+struct FrontEnd<'a> {
+    engine: &'a Engine,
+    lanes: &'a [LaneId],
+    vars: &'a [Var],
+    values: &'a Arc<Vec<AtomicU64>>,
+    completers: Vec<mpsc::Sender<Job>>,
+    owned: &'a [usize],
+}
+
+impl FrontEnd<'_> {
+    /// Push one step; returns the wait's outcome for wait steps.
+    fn push(&self, step: &Step) -> Option<Seen> {
+        let value = |v: usize| (v, self.values[v].load(Ordering::SeqCst));
+        match step {
+            Step::WaitToRead(v) => {
+                Some((self.engine.wait_to_read(&self.vars[*v]), vec![value(*v)]))
+            }
+            Step::WaitAll => Some((
+                self.engine.wait_all(),
+                self.owned.iter().map(|&v| value(v)).collect(),
+            )),
+            Step::Clear { var, lane } => {
+                self.engine.clear_error(&self.vars[*var], self.lanes[*lane]);
+                None
+            }
+            Step::Op {
+                name,
+                lane,
+                reads,
+                writes,
+                outcome,
+                salt,
+                completer,
+                delay_us,
+            } => {
+                let op = (name.clone(), self.lanes[*lane], *outcome, *salt);
+                self.push_op(
+                    op,
+                    reads,
+                    writes,
+                    *completer,
+                    Duration::from_micros(*delay_us),
+                );
+                None
+            }
         }
-        Step::WaitAll => Some((engine.wait_all(), 0)),
-        Step::Clear { var, lane } => {
-            engine.clear_error(&vars[*var], lanes[*lane]);
-            None
-        }
-        Step::Op {
-            name,
-            lane,
-            reads,
-            writes,
-            outcome,
-            salt,
-        } => {
-            let rv: Vec<&Var> = reads.iter().map(|&v| &vars[v]).collect();
-            let wv: Vec<&Var> = writes.iter().map(|&v| &vars[v]).collect();
-            let (r, w) = dedupe(reads, writes);
-            let (values, salt, name) = (values.clone(), *salt, name.clone());
-            let lane = lanes[*lane];
-            match outcome {
-                Outcome::Ok => engine.push(name, lane, &rv, &wv, move || {
+    }
+
+    fn push_op(
+        &self,
+        (name, lane, outcome, salt): (String, LaneId, Outcome, u64),
+        reads: &[usize],
+        writes: &[usize],
+        completer: usize,
+        delay: Duration,
+    ) {
+        let (engine, vars) = (self.engine, self.vars);
+        let rv: Vec<&Var> = reads.iter().map(|&v| &vars[v]).collect();
+        let wv: Vec<&Var> = writes.iter().map(|&v| &vars[v]).collect();
+        let (r, w) = dedupe(reads, writes);
+        let values = self.values.clone();
+        match outcome {
+            Outcome::Ok => engine.push(name, lane, &rv, &wv, move || {
+                apply(&values, &r, &w, salt);
+                Ok(())
+            }),
+            Outcome::Fail => engine.push(name, lane, &rv, &wv, || Err(OpError::msg("fails"))),
+            Outcome::Panic => {
+                engine.push(name, lane, &rv, &wv, || std::panic::panic_any(TorturePanic))
+            }
+            Outcome::InlineOk | Outcome::CompleteThenPanic => {
+                engine.push_async(name, lane, &rv, &wv, move |done| {
                     apply(&values, &r, &w, salt);
-                    Ok(())
-                }),
-                Outcome::Fail => engine.push(name, lane, &rv, &wv, || Err(OpError::msg("fails"))),
-                Outcome::Panic => {
-                    engine.push(name, lane, &rv, &wv, || std::panic::panic_any(TorturePanic))
-                }
-                Outcome::AsyncOk | Outcome::AsyncFail | Outcome::AsyncDrop => {
-                    let completer = completer.clone();
-                    let outcome = *outcome;
-                    engine.push_async(name, lane, &rv, &wv, move |done| {
-                        let job: Job = Box::new(move || match outcome {
+                    done.complete(Ok(()));
+                    if outcome == Outcome::CompleteThenPanic {
+                        std::panic::panic_any(TorturePanic);
+                    }
+                })
+            }
+            Outcome::AsyncOk | Outcome::AsyncFail | Outcome::AsyncDrop | Outcome::AsyncPanic => {
+                let completer = self.completers[completer].clone();
+                engine.push_async(name, lane, &rv, &wv, move |done| {
+                    let job: Job = Box::new(move || {
+                        if !delay.is_zero() {
+                            std::thread::sleep(delay);
+                        }
+                        match outcome {
                             Outcome::AsyncOk => {
                                 apply(&values, &r, &w, salt);
                                 done.complete(Ok(()));
                             }
                             Outcome::AsyncFail => done.complete(Err(OpError::msg("async fails"))),
+                            Outcome::AsyncPanic => {
+                                let _held = done;
+                                std::panic::panic_any(TorturePanic);
+                            }
                             _ => drop(done),
-                        });
-                        // If the completer is gone, the job (and its completion) drops: the
-                        // op still completes, with an error the check will report.
-                        let _ = completer.send(job);
+                        }
                     });
-                }
+                    // If the completer is gone, the job (and its completion) drops: the op
+                    // still completes, with an error the check will report.
+                    let _ = completer.send(job);
+                });
             }
-            None
         }
     }
 }
@@ -363,12 +458,18 @@ fn build(cfg: &Config) -> (Engine, Vec<LaneId>) {
     (b.build().expect("engine threads"), lanes)
 }
 
+/// Ops in the program of `seed`: 200 to 2,000, so both short and long runs are drawn.
+fn ops_for(seed: u64) -> usize {
+    200 + (seed as usize).wrapping_mul(7919) % 1800
+}
+
 /// Run one random program; panics (with the seed) on any difference from the reference.
-fn torture_one(seed: u64, ops: usize) {
+fn torture_one(seed: u64) {
     let mut rng = Rng(seed);
     let cfg = config(&mut rng);
+    let ops = ops_for(seed);
     let (engine, lanes) = build(&cfg);
-    let vars: Arc<Vec<Var>> = Arc::new((0..cfg.vars).map(|_| Var::new()).collect());
+    let vars: Vec<Var> = (0..cfg.vars).map(|_| Var::new()).collect();
     let values: Arc<Vec<AtomicU64>> = Arc::new((0..cfg.vars).map(|_| AtomicU64::new(0)).collect());
     // Front end k owns vars k, k + F, k + 2F, ...: disjoint sets.
     let owned: Vec<Vec<usize>> = (0..cfg.front_ends)
@@ -377,32 +478,34 @@ fn torture_one(seed: u64, ops: usize) {
     let programs: Vec<Vec<Step>> = owned
         .iter()
         .enumerate()
-        .map(|(k, o)| steps(&mut rng, o, lanes.len(), ops / cfg.front_ends + 1, k))
+        .map(|(k, o)| steps(&mut rng, o, &cfg, ops / cfg.front_ends + 1, k))
         .collect();
-    let (ctx, crx) = mpsc::channel::<Job>();
-    let completer = std::thread::spawn(move || {
-        for job in crx {
-            job();
-        }
-    });
-    let single = cfg.front_ends == 1;
+    let (senders, completers): (Vec<_>, Vec<_>) = (0..cfg.completers)
+        .map(|_| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let thread = std::thread::spawn(move || {
+                for job in rx {
+                    // An `AsyncPanic` job panics on purpose; the completer lives on.
+                    let _ = catch_unwind(AssertUnwindSafe(job));
+                }
+            });
+            (tx, thread)
+        })
+        .unzip();
     let outcomes: Vec<Vec<Option<Seen>>> = std::thread::scope(|s| {
         let handles: Vec<_> = programs
             .iter()
-            .map(|program| {
-                let (engine, lanes, vars, values, ctx) =
-                    (&engine, &lanes, &vars, &values, ctx.clone());
-                s.spawn(move || {
-                    program
-                        .iter()
-                        .map(|step| match step {
-                            // wait_all takes the first error of *any* front end: with several,
-                            // what it returns is not this program's to predict.
-                            Step::WaitAll if !single => None,
-                            _ => push_step(engine, lanes, vars, values, &ctx, step),
-                        })
-                        .collect()
-                })
+            .zip(&owned)
+            .map(|(program, owned)| {
+                let front = FrontEnd {
+                    engine: &engine,
+                    lanes: &lanes,
+                    vars: &vars,
+                    values: &values,
+                    completers: senders.clone(),
+                    owned,
+                };
+                s.spawn(move || program.iter().map(|step| front.push(step)).collect())
             })
             .collect();
         handles
@@ -415,106 +518,117 @@ fn torture_one(seed: u64, ops: usize) {
         vars.iter().map(|v| engine.wait_to_read(v)).collect();
     assert_eq!(engine.pending(), 0, "seed {seed}: ops left pending");
     drop(engine);
-    drop(ctx);
-    completer.join().expect("the completer thread");
+    drop(senders);
+    for c in completers {
+        c.join().expect("a completer thread");
+    }
 
     // The sequential interpretation, program by program (their vars are disjoint).
+    let single = cfg.front_ends == 1;
     let mut reference = Reference {
         vars: vec![Expected::default(); cfg.vars],
-        errored_since_wait_all: false,
+        errors_since_wait_all: HashSet::new(),
     };
-    let mut any_error = false;
+    let fail = |what: String| -> ! { panic!("seed {seed} {cfg:?}: {what}") };
     for (program, seen) in programs.iter().zip(&outcomes) {
         for (i, (step, got)) in program.iter().zip(seen).enumerate() {
-            match (step, got) {
-                (Step::WaitToRead(v), Some((got, value))) => {
-                    let want = &reference.vars[*v];
-                    let what = format!("step {i}: wait_to_read(var {v})");
-                    assert_same(seed, &what, got, want);
-                    // Nothing pushed later can have touched the var yet: the value is exact.
-                    assert_eq!(*value, want.value, "seed {seed} {cfg:?}: {what}: value");
+            let Some((got, exposed)) = got else {
+                reference.step(step);
+                continue;
+            };
+            // Nothing pushed later can have touched the vars yet: the values are exact.
+            for &(v, value) in exposed {
+                if value != reference.vars[v].value {
+                    fail(format!(
+                        "step {i} {step:?}: var {v} is {value}, expected {:?}",
+                        reference.vars[v]
+                    ));
                 }
-                (Step::WaitAll, Some((got, _))) => {
-                    assert_eq!(
-                        got.is_err(),
-                        reference.errored_since_wait_all,
-                        "seed {seed} {cfg:?}: step {i}: wait_all gave {got:?}"
-                    );
-                    reference.errored_since_wait_all = false;
+            }
+            match step {
+                Step::WaitToRead(v) => {
+                    if !same(got, &reference.vars[*v]) {
+                        fail(format!(
+                            "step {i}: wait_to_read(var {v}) gave {got:?}, expected {:?}",
+                            reference.vars[*v]
+                        ));
+                    }
                 }
                 _ => {
-                    reference.step(step);
-                    any_error |= reference.errored_since_wait_all;
+                    if !reference.wait_all_agrees(got, single) {
+                        fail(format!(
+                            "step {i}: wait_all gave {got:?}, errors since the last: {:?}",
+                            reference.errors_since_wait_all
+                        ));
+                    }
+                    reference.errors_since_wait_all.clear();
                 }
             }
         }
     }
-    if single {
-        assert_eq!(
-            last.is_err(),
-            reference.errored_since_wait_all,
-            "seed {seed} {cfg:?}: final wait_all gave {last:?}"
-        );
-    } else {
-        assert!(
-            last.is_ok() || any_error,
-            "seed {seed}: error from nowhere: {last:?}"
-        );
+    if !reference.wait_all_agrees(&last, single) {
+        fail(format!(
+            "final wait_all gave {last:?}, errors since the last: {:?}",
+            reference.errors_since_wait_all
+        ));
     }
     for (v, got) in finals.iter().enumerate() {
-        assert_same(seed, &format!("final var {v}"), got, &reference.vars[v]);
-        assert_eq!(
-            values[v].load(Ordering::SeqCst),
-            reference.vars[v].value,
-            "seed {seed} {cfg:?}: final value of var {v}"
-        );
+        let (want, value) = (&reference.vars[v], values[v].load(Ordering::SeqCst));
+        if !same(got, want) || value != want.value {
+            fail(format!(
+                "final var {v}: engine gave {got:?} and value {value}, expected {want:?}"
+            ));
+        }
     }
 }
 
-fn assert_same(seed: u64, what: &str, got: &Result<(), EngineError>, want: &Expected) {
+/// True when a wait's result is the poison (by origin op) the reference expects.
+fn same(got: &Result<(), EngineError>, want: &Expected) -> bool {
     match (got, &want.poison) {
-        (Ok(()), None) => {}
-        (Err(e), Some(op)) if origin(e) == Some(op.as_str()) => {}
-        _ => panic!("seed {seed}: {what}: engine gave {got:?}, reference expects {want:?}"),
+        (Ok(()), None) => true,
+        (Err(e), Some(op)) => origin(e) == Some(op.as_str()),
+        _ => false,
     }
 }
 
-/// Ops to run in total: `PARBENCH_TORTURE` or the CI default.
-fn budget() -> u64 {
-    std::env::var("PARBENCH_TORTURE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_OPS)
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
 #[test]
 fn random_programs_match_the_sequential_interpretation() {
     silence_intended_panics();
-    let total = budget();
+    let total = env_number("PARBENCH_TORTURE").unwrap_or(DEFAULT_OPS);
+    let only = env_number("PARBENCH_TORTURE_SEED");
     let (tx, rx) = mpsc::channel();
     // A watchdog: a deadlock fails the test (with the seed) instead of hanging the suite.
     let seeds = std::thread::spawn(move || {
-        let mut done = 0u64;
-        let mut seed = 0u64;
+        let (mut done, mut seed, mut programs) = (0u64, only.unwrap_or(0), 0u64);
         while done < total {
-            let ops = 200 + (seed as usize * 7919) % 1800;
             let _ = tx.send(seed);
-            torture_one(seed, ops);
-            done += ops as u64;
+            torture_one(seed);
+            done += ops_for(seed) as u64;
+            programs += 1;
+            if only.is_some() {
+                break;
+            }
             seed += 1;
         }
-        (seed, done)
+        (programs, done)
     });
     let mut last_seed = 0;
     loop {
         match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(seed) => last_seed = seed,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("seed {last_seed}: no progress in 60 s: deadlock or lost op")
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                "seed {last_seed}: no progress in 60 s: deadlock or lost op \
+                 (replay: PARBENCH_TORTURE_SEED={last_seed})"
+            ),
         }
     }
-    let (programs, ops) = seeds.join().expect("no difference from the reference");
+    let (programs, ops) = seeds.join().unwrap_or_else(|_| {
+        panic!("seed {last_seed} differs (replay: PARBENCH_TORTURE_SEED={last_seed})")
+    });
     eprintln!("engine torture: {programs} random programs, {ops} ops, all equal to the sequential interpretation");
 }
