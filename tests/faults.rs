@@ -167,6 +167,41 @@ fn output_onto_dev_stdout_writes_through_and_leaves_the_link() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn output_onto_dev_stdout_redirected_to_a_file_follows_the_table() {
+    // `parbench async -o /dev/stdout > out.txt`: opening /dev/stdout opens out.txt afresh at
+    // offset 0, so the report must be appended, not written over the table before it.
+    if !file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()) {
+        eprintln!("skipped: /dev/stdout is not a link here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.txt");
+    let file = std::fs::File::create(&path).expect("create");
+    let mut cmd = async_quick(Path::new("/dev/stdout"));
+    let mut child = cmd
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("parbench starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = wait_or_kill(&mut child, deadline, "parbench did not finish in time");
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(
+        text.starts_with("parbench "),
+        "the table was overwritten: {text}"
+    );
+    let json_at = text
+        .find("{\n  \"schema\"")
+        .expect("the report follows the table");
+    assert!(text[..json_at].contains("== async"), "{text}");
+    let doc: Value = serde_json::from_str(&text[json_at..]).expect("one whole report");
+    assert_eq!(doc["runs"][0]["scenario"], "async");
+    assert!(file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()));
+}
+
 #[cfg(unix)]
 #[test]
 fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
