@@ -74,7 +74,7 @@ pub enum Command {
         #[arg(long = "set", value_name = "NAME=VALUES", required = true)]
         set: Vec<String>,
         /// The journal to append finished points to (default: the -o file with .jsonl, or
-        /// parbench-sweep-<scenario>.jsonl).
+        /// parbench-sweep-<scenario>.jsonl without -o or when -o is a device or pipe).
         #[arg(long, value_name = "FILE", conflicts_with = "resume")]
         journal: Option<PathBuf>,
         /// Continue the sweep recorded in this journal: its finished points are not run again.
@@ -530,8 +530,9 @@ fn run_sweep(
         .clone()
         .or(journal)
         .unwrap_or_else(|| match &common.output {
-            Some(o) => o.with_extension("jsonl"),
-            None => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
+            // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
+            Some(o) if !crate::report::atomic::writes_in_place(o) => o.with_extension("jsonl"),
+            _ => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
         });
     if common.output.as_ref() == Some(&journal_path) {
         return Err(UsageError(format!(
@@ -542,7 +543,8 @@ fn run_sweep(
     }
     let done = match &resume {
         Some(path) => sweep::read_journal(path).map_err(UsageError)?,
-        None if journal_path.exists() => {
+        // A device (`--journal /dev/null`) is written, never resumed: it may exist.
+        None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
             return Err(UsageError(format!(
             "journal {} already exists: continue it with --resume {0} or choose another --journal",
             journal_path.display()
@@ -591,7 +593,7 @@ fn run_sweep(
                     ..ctx.clone()
                 };
                 let run = sc.run(params, &point_ctx)?;
-                journal.append(&run)?;
+                journal.append(&run).map_err(UsageError)?;
                 newly += 1;
                 if stop_after == Some(newly) {
                     eprintln!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
