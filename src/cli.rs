@@ -376,8 +376,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             common,
         } => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let text = suite::read(&path).map_err(UsageError)?;
             let plan = suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
             run_plan(plan, &common)
         }

@@ -604,3 +604,19 @@ fn a_suite_that_is_not_utf8_is_a_one_line_usage_error() {
     assert_one_line_error(&out, 2, "bad.toml");
     assert!(out.stdout.is_empty());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_suite_that_never_ends_is_a_one_line_usage_error() {
+    // /dev/zero is valid UTF-8 (NUL bytes) and endless: reading it whole ran out of memory.
+    let zero = Path::new("/dev/zero");
+    if !is_char_device(zero) {
+        eprintln!("skipped: no /dev/zero here");
+        return;
+    }
+    let mut c = parbench();
+    c.arg("run").arg(zero);
+    let out = run_with_deadline(c, 60);
+    assert_one_line_error(&out, 2, "cannot read /dev/zero: larger than");
+    assert!(out.stdout.is_empty());
+}
