@@ -19,6 +19,16 @@ use crate::scenario::{
     self, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
 
+/// `eprintln!` that ignores a failed write: stderr may be a pipe whose reader has gone
+/// (`2>&1 | head -1`), where `eprintln!` panics and turns any exit code into 101. A message that
+/// cannot be shown is dropped; the exit code still tells.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// An error in what the user asked for: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -277,7 +287,7 @@ pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            note!("error: {}", one_line(&format!("{e:#}")));
             if e.downcast_ref::<UsageError>().is_some() || is_usage(&e) {
                 ExitCode::from(2)
             } else {
@@ -394,7 +404,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let out = output.unwrap_or_else(|| report.with_extension("svg"));
             check_output_path(&out)?;
             write_atomic(&out, svg.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
-            eprintln!("wrote {}", out.display());
+            note!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Export {
@@ -567,7 +577,7 @@ fn run_sweep(
         stdout(&table::render_environment(&report))?;
     }
     if !common.quiet {
-        eprintln!(
+        note!(
             "sweep of {} points; journal {}",
             points.len(),
             journal_path.display()
@@ -595,7 +605,7 @@ fn run_sweep(
                 journal.append(&run).map_err(UsageError)?;
                 newly += 1;
                 if stop_after == Some(newly) {
-                    eprintln!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
+                    note!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
                     return Ok(ExitCode::from(130));
                 }
                 run
@@ -701,7 +711,8 @@ fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> anyhow::Result
             shown = traces.len();
             // The timeline is for a person: on stdout with the table, on stderr beside --json.
             if common.json {
-                eprint!("{text}");
+                use std::io::Write as _;
+                let _ = std::io::stderr().write_all(text.as_bytes());
             } else {
                 stdout(&text)?;
             }
@@ -723,7 +734,7 @@ fn finish_report(
     if let Some(out) = &common.output {
         write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
-            eprintln!("wrote {}", out.display());
+            note!("wrote {}", out.display());
         }
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
@@ -732,7 +743,7 @@ fn finish_report(
         text.push('\n');
         write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
-            eprintln!(
+            note!(
                 "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
                 path.display()
             );
@@ -741,7 +752,7 @@ fn finish_report(
     if report.all_checks_passed() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("error: a correctness check failed (see the report)");
+        note!("error: a correctness check failed (see the report)");
         Ok(ExitCode::from(1))
     }
 }

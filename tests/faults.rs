@@ -620,3 +620,39 @@ fn a_suite_that_never_ends_is_a_one_line_usage_error() {
     assert_one_line_error(&out, 2, "cannot read /dev/zero: larger than");
     assert!(out.stdout.is_empty());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stderr_changes_no_exit_code() {
+    // stderr a pipe whose reader has gone: the "wrote FILE" note and the one-line error cannot
+    // be shown, but must not panic (exit 101) either.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("r.json");
+    let success: &[&str] = &["async", "--iterations", "100", "--warmup", "0"];
+    let cases: [(Vec<&str>, i32); 2] = [
+        (
+            [success, &["--min-samples", "3", "--max-samples", "3", "-o"]].concat(),
+            0,
+        ),
+        (vec!["async", "--no-such-option"], 2),
+    ];
+    for (args, code) in cases {
+        let mut cmd = parbench();
+        cmd.args(&args);
+        if code == 0 {
+            cmd.arg(&report);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("parbench starts");
+        drop(child.stderr.take());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = wait_or_kill(&mut child, deadline, "parbench hung with its stderr closed");
+        assert_eq!(status.code(), Some(code), "{args:?}: {status:?}");
+    }
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    assert_eq!(doc["runs"][0]["scenario"], "async");
+}
