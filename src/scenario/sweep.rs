@@ -309,7 +309,7 @@ mod tests {
             let err = read_journal(zero).unwrap_err();
             assert_eq!(err, "cannot resume from /dev/zero: not a regular file");
             // Opening must not read it (that would never end).
-            Journal::open(zero).unwrap();
+            let _ = Journal::open(zero);
         }
     }
 
