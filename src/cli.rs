@@ -19,6 +19,16 @@ use crate::scenario::{
     self, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
 
+/// `eprintln!` that ignores a failed write: stderr may be a pipe whose reader has gone
+/// (`2>&1 | head -1`), where `eprintln!` panics and turns any exit code into 101. A message that
+/// cannot be shown is dropped; the exit code still tells.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// An error in what the user asked for: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -74,7 +84,7 @@ pub enum Command {
         #[arg(long = "set", value_name = "NAME=VALUES", required = true)]
         set: Vec<String>,
         /// The journal to append finished points to (default: the -o file with .jsonl, or
-        /// parbench-sweep-<scenario>.jsonl).
+        /// parbench-sweep-<scenario>.jsonl without -o or when -o is a device or pipe).
         #[arg(long, value_name = "FILE", conflicts_with = "resume")]
         journal: Option<PathBuf>,
         /// Continue the sweep recorded in this journal: its finished points are not run again.
@@ -277,7 +287,7 @@ pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            note!("error: {}", one_line(&format!("{e:#}")));
             if e.downcast_ref::<UsageError>().is_some() || is_usage(&e) {
                 ExitCode::from(2)
             } else {
@@ -376,8 +386,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             common,
         } => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+            let text = suite::read(&path).map_err(UsageError)?;
             let plan = suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
             run_plan(plan, &common)
         }
@@ -395,7 +404,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let out = output.unwrap_or_else(|| report.with_extension("svg"));
             check_output_path(&out)?;
             write_atomic(&out, svg.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
-            eprintln!("wrote {}", out.display());
+            note!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Export {
@@ -530,8 +539,9 @@ fn run_sweep(
         .clone()
         .or(journal)
         .unwrap_or_else(|| match &common.output {
-            Some(o) => o.with_extension("jsonl"),
-            None => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
+            // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
+            Some(o) if !crate::report::atomic::writes_in_place(o) => o.with_extension("jsonl"),
+            _ => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
         });
     if common.output.as_ref() == Some(&journal_path) {
         return Err(UsageError(format!(
@@ -542,7 +552,8 @@ fn run_sweep(
     }
     let done = match &resume {
         Some(path) => sweep::read_journal(path).map_err(UsageError)?,
-        None if journal_path.exists() => {
+        // A device (`--journal /dev/null`) is written, never resumed: it may exist.
+        None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
             return Err(UsageError(format!(
             "journal {} already exists: continue it with --resume {0} or choose another --journal",
             journal_path.display()
@@ -566,7 +577,7 @@ fn run_sweep(
         stdout(&table::render_environment(&report))?;
     }
     if !common.quiet {
-        eprintln!(
+        note!(
             "sweep of {} points; journal {}",
             points.len(),
             journal_path.display()
@@ -591,10 +602,10 @@ fn run_sweep(
                     ..ctx.clone()
                 };
                 let run = sc.run(params, &point_ctx)?;
-                journal.append(&run)?;
+                journal.append(&run).map_err(UsageError)?;
                 newly += 1;
                 if stop_after == Some(newly) {
-                    eprintln!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
+                    note!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
                     return Ok(ExitCode::from(130));
                 }
                 run
@@ -700,7 +711,8 @@ fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> anyhow::Result
             shown = traces.len();
             // The timeline is for a person: on stdout with the table, on stderr beside --json.
             if common.json {
-                eprint!("{text}");
+                use std::io::Write as _;
+                let _ = std::io::stderr().write_all(text.as_bytes());
             } else {
                 stdout(&text)?;
             }
@@ -722,7 +734,7 @@ fn finish_report(
     if let Some(out) = &common.output {
         write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
-            eprintln!("wrote {}", out.display());
+            note!("wrote {}", out.display());
         }
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
@@ -731,7 +743,7 @@ fn finish_report(
         text.push('\n');
         write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
-            eprintln!(
+            note!(
                 "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
                 path.display()
             );
@@ -740,7 +752,7 @@ fn finish_report(
     if report.all_checks_passed() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("error: a correctness check failed (see the report)");
+        note!("error: a correctness check failed (see the report)");
         Ok(ExitCode::from(1))
     }
 }

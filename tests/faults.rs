@@ -167,6 +167,41 @@ fn output_onto_dev_stdout_writes_through_and_leaves_the_link() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn output_onto_dev_stdout_redirected_to_a_file_follows_the_table() {
+    // `parbench async -o /dev/stdout > out.txt`: opening /dev/stdout opens out.txt afresh at
+    // offset 0, so the report must be appended, not written over the table before it.
+    if !file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()) {
+        eprintln!("skipped: /dev/stdout is not a link here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("out.txt");
+    let file = std::fs::File::create(&path).expect("create");
+    let mut cmd = async_quick(Path::new("/dev/stdout"));
+    let mut child = cmd
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("parbench starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = wait_or_kill(&mut child, deadline, "parbench did not finish in time");
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(
+        text.starts_with("parbench "),
+        "the table was overwritten: {text}"
+    );
+    let json_at = text
+        .find("{\n  \"schema\"")
+        .expect("the report follows the table");
+    assert!(text[..json_at].contains("== async"), "{text}");
+    let doc: Value = serde_json::from_str(&text[json_at..]).expect("one whole report");
+    assert_eq!(doc["runs"][0]["scenario"], "async");
+    assert!(file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()));
+}
+
 #[cfg(unix)]
 #[test]
 fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
@@ -395,6 +430,150 @@ fn a_journal_with_a_torn_last_line_resumes_and_reruns_only_that_point() {
     assert_eq!(after[..2], lines[..2], "finished points were run again");
 }
 
+/// A small sweep of three quick points.
+const SMALL_SWEEP: &[&str] = &[
+    "sweep",
+    "matmul",
+    "--set",
+    "size=16,32,48",
+    "--set",
+    "ops=1",
+];
+
+#[test]
+fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
+    // Records hold non-ASCII text (`×`, `µ`): a kill can cut a line inside a character,
+    // leaving bytes that are not UTF-8. That must read as a torn line, not a broken journal.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("sweep.jsonl");
+    let report = dir.path().join("sweep.json");
+    let mut first = parbench();
+    first
+        .args(SMALL_SWEEP)
+        .args(QUICK)
+        .arg("--journal")
+        .arg(&journal);
+    let out = run_with_deadline(first, 120);
+    assert_eq!(out.status.code(), Some(0));
+    let bytes = std::fs::read(&journal).expect("journal");
+    let last_start = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .expect("three lines")
+        + 1;
+    let Some(multi) = bytes[last_start..].iter().position(|&b| b >= 0x80) else {
+        eprintln!("skipped: the last record has no multi-byte character to cut");
+        return;
+    };
+    // Keep the first byte of that character only.
+    std::fs::write(&journal, &bytes[..last_start + multi + 1]).expect("tear");
+    resume_sweep(SMALL_SWEEP, &journal, &report, 120);
+    assert_eq!(sizes_in(&report), [16, 32, 48]);
+    let after = std::fs::read(&journal).expect("journal");
+    assert_eq!(
+        after[..last_start],
+        bytes[..last_start],
+        "finished points changed"
+    );
+    assert_eq!(journal_lines(&journal).len(), 3);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_journal_on_a_full_device_is_a_one_line_error_without_a_hang() {
+    // Reading /dev/full never ends: the journal must not be read back to check for a torn
+    // line. The first append fails, and says which file.
+    let full = Path::new("/dev/full");
+    if !is_char_device(full) {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    }
+    let mut c = parbench();
+    c.args(SMALL_SWEEP).args(QUICK).arg("--journal").arg(full);
+    let out = run_with_deadline(c, 120);
+    assert_one_line_error(&out, 2, "cannot write journal /dev/full");
+    assert!(is_char_device(full));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_journal_on_the_null_device_is_allowed() {
+    // `--journal /dev/null`: no journal wanted. It exists, but it is not a journal to resume.
+    let null = Path::new("/dev/null");
+    if !is_char_device(null) {
+        eprintln!("skipped: /dev/null is not a character device here");
+        return;
+    }
+    let mut c = parbench();
+    c.args(SMALL_SWEEP).args(QUICK).arg("--journal").arg(null);
+    let out = run_with_deadline(c, 120);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_char_device(null));
+}
+
+#[cfg(unix)]
+#[test]
+fn resuming_from_a_device_is_a_one_line_error_without_a_hang() {
+    // /dev/zero is one endless line: reading it as a journal ran out of memory (SIGABRT).
+    let zero = Path::new("/dev/zero");
+    if !is_char_device(zero) {
+        eprintln!("skipped: no /dev/zero here");
+        return;
+    }
+    let mut c = parbench();
+    c.args(SMALL_SWEEP).args(QUICK).arg("--resume").arg(zero);
+    let out = run_with_deadline(c, 60);
+    assert_one_line_error(&out, 2, "/dev/zero");
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
+    // The default journal is the -o file with .jsonl; for `-o /dev/null` that was
+    // /dev/null.jsonl, a stray file in /dev (as root) or a refused run. It goes to the
+    // working directory instead, as without -o.
+    let null = Path::new("/dev/null");
+    if !is_char_device(null) {
+        eprintln!("skipped: /dev/null is not a character device here");
+        return;
+    }
+    let stray = Path::new("/dev/null.jsonl");
+    if stray.exists() {
+        eprintln!("skipped: /dev/null.jsonl already exists (left by something else)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = parbench();
+    c.current_dir(dir.path())
+        .args(SMALL_SWEEP)
+        .args(QUICK)
+        .arg("-o")
+        .arg(null);
+    let out = run_with_deadline(c, 120);
+    let created = stray.exists();
+    if created {
+        let _ = std::fs::remove_file(stray);
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!created, "the journal went to /dev/null.jsonl");
+    assert!(is_char_device(null));
+    assert_eq!(
+        journal_lines(&dir.path().join("parbench-sweep-matmul.jsonl")).len(),
+        3
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn placement_logging_into_a_closed_pipe_neither_aborts_nor_hangs() {
@@ -424,4 +603,56 @@ fn a_suite_that_is_not_utf8_is_a_one_line_usage_error() {
     let out = run_with_deadline(c, 60);
     assert_one_line_error(&out, 2, "bad.toml");
     assert!(out.stdout.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_suite_that_never_ends_is_a_one_line_usage_error() {
+    // /dev/zero is valid UTF-8 (NUL bytes) and endless: reading it whole ran out of memory.
+    let zero = Path::new("/dev/zero");
+    if !is_char_device(zero) {
+        eprintln!("skipped: no /dev/zero here");
+        return;
+    }
+    let mut c = parbench();
+    c.arg("run").arg(zero);
+    let out = run_with_deadline(c, 60);
+    assert_one_line_error(&out, 2, "cannot read /dev/zero: larger than");
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stderr_changes_no_exit_code() {
+    // stderr a pipe whose reader has gone: the "wrote FILE" note and the one-line error cannot
+    // be shown, but must not panic (exit 101) either.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("r.json");
+    let success: &[&str] = &["async", "--iterations", "100", "--warmup", "0"];
+    let cases: [(Vec<&str>, i32); 2] = [
+        (
+            [success, &["--min-samples", "3", "--max-samples", "3", "-o"]].concat(),
+            0,
+        ),
+        (vec!["async", "--no-such-option"], 2),
+    ];
+    for (args, code) in cases {
+        let mut cmd = parbench();
+        cmd.args(&args);
+        if code == 0 {
+            cmd.arg(&report);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("parbench starts");
+        drop(child.stderr.take());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = wait_or_kill(&mut child, deadline, "parbench hung with its stderr closed");
+        assert_eq!(status.code(), Some(code), "{args:?}: {status:?}");
+    }
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    assert_eq!(doc["runs"][0]["scenario"], "async");
 }

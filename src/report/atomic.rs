@@ -110,10 +110,15 @@ pub fn writes_in_place(path: &Path) -> bool {
 }
 
 /// Write `bytes` into an existing special file, as a shell redirect would: no temp file, no
-/// rename, no fsync (a device or pipe has nothing to sync). A full device (`/dev/full`) or a
-/// closed pipe is an error like any other.
+/// rename, no fsync (a device or pipe has nothing to sync), never created or truncated. A full
+/// device (`/dev/full`) or a closed pipe is an error like any other.
+///
+/// A descriptor path that leads to a regular file (`-o /dev/stdout > out.txt`) is opened for
+/// appending: opening it starts a new offset at 0, and writing there would overwrite what the
+/// process already wrote to that descriptor (the table).
 fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).open(path)?;
+    let regular = fs::metadata(path).is_ok_and(|m| m.is_file());
+    let mut file = OpenOptions::new().write(true).append(regular).open(path)?;
     file.write_all(bytes)?;
     file.flush()
 }
@@ -337,6 +342,24 @@ mod tests {
         assert!(kind.is_fifo(), "the FIFO was replaced");
         assert_eq!(reader.join().expect("reader"), b"through the pipe");
         assert_eq!(entries(dir.path()), ["pipe"]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_descriptor_path_to_a_regular_file_appends() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.txt");
+        let mut file = File::create(&path).expect("create");
+        file.write_all(b"table\n").expect("write");
+        let through = PathBuf::from(format!("/dev/fd/{}", file.as_raw_fd()));
+        if !through.exists() {
+            eprintln!("skipped: no /dev/fd here");
+            return;
+        }
+        write_atomic(&through, b"report\n").expect("write through the descriptor");
+        assert_eq!(fs::read(&path).expect("read"), b"table\nreport\n");
+        assert_eq!(entries(dir.path()), ["out.txt"]);
     }
 
     #[test]

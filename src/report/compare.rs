@@ -3,11 +3,11 @@
 //! Entries are matched by scenario, parameters and variant name. A change counts only when it
 //! is both larger than the threshold and real: a two-sided Mann-Whitney U test on the raw
 //! samples gives p < 0.05 (as Google Benchmark's compare.py), computed exactly for small
-//! samples without ties. A large change that is not real is "noise"; so is any change between
-//! samples too few to ever show one (3 against 3 cannot reach p < 0.05). A zero or non-finite
-//! median makes an entry "n/a", never faster or slower. Derived figures with a direction (speed-ups, GFLOP/s, efficiencies,
-//! bandwidths) are compared by the threshold alone, having no samples, and are reported but
-//! do not fail the check.
+//! samples (20 or fewer a side, ties included). A large change that is not real is "noise"; so
+//! is any change between samples too few to ever show one (3 against 3 cannot reach p < 0.05).
+//! A zero or non-finite median makes an entry "n/a", never faster or slower. Derived figures
+//! with a direction (speed-ups, GFLOP/s, efficiencies, bandwidths) are compared by the
+//! threshold alone, having no samples, and are reported but do not fail the check.
 
 use std::fmt::Write;
 
@@ -128,12 +128,12 @@ fn run_key(run: &RunRecord) -> String {
 }
 
 /// Decide a time comparison from the raw samples: a change counts when it is larger than the
-/// threshold and the two-sided Mann-Whitney p-value (exact for small samples without ties) is
-/// below 0.05. Very few samples can never reach that (3 against 3: p >= 0.1), whatever the
-/// ranges: a large change is then `noise`, since 1 in 20 runs of unchanged code would put one
-/// side of a 3-against-3 comparison entirely above the other.
+/// threshold and the two-sided p-value of the rank test ([`p_value`]) is below 0.05. Very few
+/// samples can never reach that (3 against 3: p >= 0.1), whatever the ranges: a large change
+/// is then `noise`, since 1 in 20 runs of unchanged code would put one side of a 3-against-3
+/// comparison entirely above the other.
 fn time_verdict(base: &[f64], new: &[f64], change: f64, threshold: f64) -> (Verdict, Option<f64>) {
-    let p = mann_whitney_p(base, new);
+    let p = p_value(base, new);
     if !change.is_finite() {
         return (Verdict::NotComparable, p);
     }
@@ -148,10 +148,94 @@ fn time_verdict(base: &[f64], new: &[f64], change: f64, threshold: f64) -> (Verd
     (verdict, p)
 }
 
+/// Largest sample size, per side, for which [`permutation_p`] is used.
+const EXACT_MAX: usize = 20;
+
+/// The two-sided p-value of the Mann-Whitney test: exact ([`permutation_p`]) for up to 20
+/// samples a side, ties or not, and the normal approximation above that.
+///
+/// Why not the approximation with ties: for a handful of samples it undershoots. 3 tied values
+/// against 3 tied values get p = 0.047 from it, a "real" move that no permutation of 6 values
+/// can support (their most extreme split has p = 2 / C(6, 3) = 0.1).
+fn p_value(base: &[f64], new: &[f64]) -> Option<f64> {
+    if base.len() <= EXACT_MAX && new.len() <= EXACT_MAX {
+        permutation_p(base, new)
+    } else {
+        mann_whitney_p(base, new)
+    }
+}
+
+/// Exact two-sided p-value of the rank-sum (Mann-Whitney) test by permutation: over every way
+/// to split the pooled values into groups of these sizes, equally likely when nothing changed,
+/// the chance of a rank sum of `new` at least as far into either tail as the one observed
+/// (twice the smaller tail, at most 1). Tied values share their mean rank, so ties are handled
+/// exactly; without ties this equals the exact Mann-Whitney p.
+///
+/// `None` when either side has fewer than 2 samples or any value is not finite.
+fn permutation_p(base: &[f64], new: &[f64]) -> Option<f64> {
+    if base.len() < 2 || new.len() < 2 || base.iter().chain(new).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut pooled: Vec<(f64, bool)> = base
+        .iter()
+        .map(|&x| (x, false))
+        .chain(new.iter().map(|&x| (x, true)))
+        .collect();
+    pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Doubled mean ranks are whole numbers: a run of ties over 1-based ranks s+1..=e has mean
+    // rank (s + 1 + e) / 2.
+    let mut ranks2 = Vec::with_capacity(pooled.len());
+    let mut observed = 0usize;
+    let mut start = 0;
+    while start < pooled.len() {
+        let mut end = start + 1;
+        while end < pooled.len() && pooled[end].0 == pooled[start].0 {
+            end += 1;
+        }
+        let rank2 = start + 1 + end;
+        for item in &pooled[start..end] {
+            ranks2.push(rank2);
+            if item.1 {
+                observed += rank2;
+            }
+        }
+        start = end;
+    }
+    // ways[k][s]: subsets of k pooled values whose doubled ranks sum to s (a knapsack count;
+    // at most C(40, 20) < 2^53, exact in f64).
+    let k_max = new.len();
+    let s_max: usize = ranks2.iter().sum();
+    let mut ways = vec![vec![0f64; s_max + 1]; k_max + 1];
+    ways[0][0] = 1.0;
+    for &r in &ranks2 {
+        for k in (1..=k_max).rev() {
+            let (lower, upper) = ways.split_at_mut(k);
+            for s in (r..=s_max).rev() {
+                upper[0][s] += lower[k - 1][s - r];
+            }
+        }
+    }
+    let counts = &ways[k_max];
+    let total: f64 = counts.iter().sum();
+    let at_most: f64 = counts[..=observed].iter().sum();
+    let at_least: f64 = counts[observed..].iter().sum();
+    Some((2.0 * at_most.min(at_least) / total).min(1.0))
+}
+
 /// (new − base) / base, or NaN when it means nothing (a zero or non-finite baseline).
 fn relative_change(base: f64, new: f64) -> f64 {
     if base > 0.0 && base.is_finite() && new.is_finite() {
         (new - base) / base
+    } else {
+        f64::NAN
+    }
+}
+
+/// [`relative_change`] of two median times, NaN also when the new time is not positive: a
+/// time of zero means nothing was measured, and must not read as a 100% speed-up.
+fn time_change(base: f64, new: f64) -> f64 {
+    if new > 0.0 {
+        relative_change(base, new)
     } else {
         f64::NAN
     }
@@ -170,7 +254,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
                 continue;
             };
             let (b, n) = (bv.summary.median_s, nv.summary.median_s);
-            let change = relative_change(b, n);
+            let change = time_change(b, n);
             let (verdict, p_value) = time_verdict(
                 &bv.summary.samples_s,
                 &nv.summary.samples_s,
@@ -397,6 +481,70 @@ mod tests {
             }
         }
         assert_eq!(slower, 0);
+    }
+
+    #[test]
+    fn ties_never_make_three_samples_a_side_significant() {
+        // Quantized timings (a coarse clock): 3 identical values against 3 identical values.
+        // The normal approximation with its tie correction gives p = 0.047; the exact
+        // permutation p of this, the most extreme split, is 2 / C(6, 3) = 0.1.
+        let (base, new) = ([1.0, 1.0, 1.0], [1.3, 1.3, 1.3]);
+        let p = permutation_p(&base, &new).expect("enough samples");
+        assert!((p - 0.1).abs() < 1e-12, "{p}");
+        let change = time_change(1.0, 1.3);
+        assert_eq!(time_verdict(&base, &new, change, 0.05).0, Verdict::Noise);
+        // Four a side with ties, fully separated: 2 / C(8, 4) = 0.029, a real move.
+        let (base, new) = ([1.0, 1.0, 1.0, 1.01], [1.3, 1.3, 1.3, 1.31]);
+        let p = permutation_p(&base, &new).expect("enough samples");
+        assert!((p - 2.0 / 70.0).abs() < 1e-12, "{p}");
+        assert_eq!(time_verdict(&base, &new, 0.3, 0.05).0, Verdict::Slower);
+    }
+
+    #[test]
+    fn the_exact_p_without_ties_is_the_exact_mann_whitney_p() {
+        let cases: [(&[f64], &[f64]); 4] = [
+            (&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]),
+            (&[1.0, 4.0, 2.5, 7.0], &[3.0, 5.0, 6.0, 8.0, 9.0]),
+            (&[0.9, 1.1, 1.3, 0.7, 1.0, 1.2], &[1.05, 1.15, 0.95]),
+            (&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]),
+        ];
+        for (a, b) in cases {
+            let exact = permutation_p(a, b).expect("enough samples");
+            let mw = mann_whitney_p(a, b).expect("enough samples");
+            assert!((exact - mw).abs() < 1e-12, "{a:?} {b:?}: {exact} vs {mw}");
+        }
+        // scipy.stats.mannwhitneyu(males, females, method="exact").pvalue
+        let p = permutation_p(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]);
+        assert!((p.expect("p") - 0.1111111111111111).abs() < 1e-12);
+    }
+
+    #[test]
+    fn large_samples_are_decided_by_the_u_test_alone() {
+        // 30 against 30, overlapping ranges but a clear shift: the U test decides (the ranges
+        // are not disjoint, so no separation rule could have).
+        let base: Vec<f64> = (0..30).map(|i| 1.0 + 0.01 * f64::from(i)).collect();
+        let new: Vec<f64> = base.iter().map(|x| x + 0.2).collect();
+        assert!(new[0] < base[29]);
+        let (b, n) = (
+            crate::harness::stats::median(&base).unwrap(),
+            crate::harness::stats::median(&new).unwrap(),
+        );
+        let (verdict, p) = time_verdict(&base, &new, time_change(b, n), 0.05);
+        assert_eq!(verdict, Verdict::Slower, "p = {p:?}");
+        assert_eq!(p, mann_whitney_p(&base, &new));
+        // Same size, interleaved: no evidence, however the medians moved.
+        let mixed: Vec<f64> = base.iter().rev().copied().collect();
+        assert_eq!(time_verdict(&base, &mixed, 0.3, 0.05).0, Verdict::Noise);
+    }
+
+    #[test]
+    fn a_zero_or_negative_new_time_is_not_comparable_never_faster() {
+        let base = [1.0, 1.01, 0.99, 1.02];
+        for new in [[0.0; 4], [-1.0; 4]] {
+            let change = time_change(1.0, new[0]);
+            let (verdict, _) = time_verdict(&base, &new, change, 0.05);
+            assert_eq!(verdict, Verdict::NotComparable, "{new:?}");
+        }
     }
 
     #[test]

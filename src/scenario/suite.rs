@@ -101,6 +101,34 @@ fn seconds(what: &str, v: Option<f64>) -> Result<Option<Duration>, String> {
         .transpose()
 }
 
+/// Largest suite file read: suites are a few dozen lines, and a device or an endless pipe
+/// (`parbench run /dev/zero`) must end in an error, not in running out of memory.
+pub const MAX_SUITE_BYTES: u64 = 1 << 20;
+
+/// Read a suite file as UTF-8 text, at most [`MAX_SUITE_BYTES`]. The error is one line naming
+/// the file.
+pub fn read(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let fail = |why: String| format!("cannot read {}: {why}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SUITE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > MAX_SUITE_BYTES {
+        return Err(fail(format!(
+            "larger than {} KiB, not a suite",
+            MAX_SUITE_BYTES / 1024
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// Parse and check a suite completely. `file` names it in messages.
 pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     let err = |offset: usize, reason: String| SuiteError {

@@ -2,8 +2,8 @@
 //! journal so that an interrupted sweep loses no finished point and `--resume` skips them.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -105,65 +105,104 @@ pub fn points(
         .collect()
 }
 
-/// Finished points read back from a journal. A torn last line (the process was killed while
-/// writing it) is ignored; a malformed line elsewhere is an error.
+/// Finished points read back from a journal. A line counts once its newline is written; an
+/// unterminated last line is a torn write (the process was killed while writing it) and is
+/// ignored unless it is a whole record, in which case [`Journal::open`] completes it. A torn
+/// line may end inside a multi-byte character, so lines are split as bytes, not text. A
+/// malformed line elsewhere is an error.
+///
+/// Only a regular file can be resumed (its points are appended to it again): a device such as
+/// `/dev/zero` would be read forever.
 pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, String> {
-    let file =
-        File::open(path).map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
+    let fail = |e: std::io::Error| format!("cannot read journal {}: {e}", path.display());
+    let mut file = File::open(path).map_err(fail)?;
+    if !file.metadata().map_err(fail)?.is_file() {
+        return Err(format!(
+            "cannot resume from {}: not a regular file",
+            path.display()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(fail)?;
+    let (whole, tail) = split_torn_tail(&bytes);
     let mut records = Vec::new();
-    let last = lines.len().saturating_sub(1);
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+    for (i, line) in whole.split(|&b| b == b'\n').enumerate() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_str::<RunRecord>(line) {
-            Ok(r) => records.push(r),
-            Err(_) if i == last => {}
-            Err(e) => {
-                return Err(format!(
-                    "{}:{}: not a sweep journal line: {e}",
-                    path.display(),
-                    i + 1
-                ))
-            }
-        }
+        let record = serde_json::from_slice::<RunRecord>(line).map_err(|e| {
+            format!(
+                "{}:{}: not a sweep journal line: {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        records.push(record);
+    }
+    if let Ok(record) = serde_json::from_slice::<RunRecord>(tail) {
+        records.push(record);
     }
     Ok(records)
+}
+
+/// Splits a journal into its newline-terminated lines and an unterminated tail (maybe empty).
+fn split_torn_tail(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.split_at(whole)
 }
 
 /// Appends finished points, one JSON line each, flushed and synced as they come.
 pub struct Journal {
     file: File,
+    path: PathBuf,
+    /// False for a special file: fsync on `/dev/null` or a FIFO fails with EINVAL.
+    sync: bool,
 }
 
 impl Journal {
-    /// Open for appending. A torn last line (a kill during a write) is cut off first, so the
+    /// Open for appending. An unterminated last line is completed with its newline when it
+    /// is a whole record (as [`read_journal`] counts it), and cut off when it is torn, so the
     /// next record starts on a line of its own.
+    ///
+    /// Only a regular file is read back for that: a special file (`/dev/null`, a FIFO) is
+    /// only appended to, since reading `/dev/full` never ends and a FIFO would block.
     pub fn open(path: &Path) -> Result<Journal, String> {
         let fail = |e: std::io::Error| format!("cannot write journal {}: {e}", path.display());
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
-            .read(true)
             .append(true)
             .open(path)
             .map_err(fail)?;
-        let text = std::fs::read(path).map_err(fail)?;
-        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        if whole < text.len() {
-            file.set_len(whole as u64).map_err(fail)?;
+        let regular = file.metadata().map_err(fail)?.is_file();
+        if regular {
+            let text = std::fs::read(path).map_err(fail)?;
+            let (whole, tail) = split_torn_tail(&text);
+            if serde_json::from_slice::<RunRecord>(tail).is_ok() {
+                file.write_all(b"\n").map_err(fail)?;
+                file.sync_data().map_err(fail)?;
+            } else if !tail.is_empty() {
+                file.set_len(whole.len() as u64).map_err(fail)?;
+            }
         }
-        Ok(Journal { file })
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+            sync: regular,
+        })
     }
 
-    pub fn append(&mut self, record: &RunRecord) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+    /// Append one finished point. The error names the journal (a full disk, `/dev/full`).
+    pub fn append(&mut self, record: &RunRecord) -> Result<(), String> {
+        let mut line = serde_json::to_string(record)
+            .map_err(|e| format!("cannot encode a journal record: {e}"))?;
         line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.file.sync_data()
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| match self.sync {
+                true => self.file.sync_data(),
+                false => Ok(()),
+            })
+            .map_err(|e| format!("cannot write journal {}: {e}", self.path.display()))
     }
 }
 
@@ -211,6 +250,67 @@ mod tests {
         assert_eq!((p[5].int("size"), p[5].int("ops")), (200, 3));
         let bad = vec![parse_axis(m, "size=100,0").unwrap()];
         assert!(points(m, &bad).unwrap_err().contains("--size"));
+    }
+
+    #[test]
+    fn a_whole_record_without_its_newline_is_kept_by_reading_and_by_appending() {
+        // A write cut just before the newline: the record is whole. Reading counts it, so
+        // opening to append must keep it too (not cut it off), or a second resume loses it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        Journal::open(&path).unwrap().append(&rec).unwrap();
+        let line = serde_json::to_string(&rec).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 2);
+        Journal::open(&path).unwrap().append(&rec).unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 3);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn a_torn_line_inside_a_character_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let mut params = serde_json::Map::new();
+        params.insert("size".into(), Value::from(1));
+        let rec = RunRecord::new("matmul", params, vec![]);
+        Journal::open(&path).unwrap().append(&rec).unwrap();
+        let mut torn = b"{\"scenario\": \"matmul\", \"x\": \"3.4".to_vec();
+        torn.push("×".as_bytes()[0]);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&torn)
+            .unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 1);
+        Journal::open(&path).unwrap().append(&rec).unwrap();
+        assert_eq!(read_journal(&path).unwrap().len(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_appended_to_never_read_or_resumed() {
+        let null = Path::new("/dev/null");
+        if null.exists() {
+            Journal::open(null)
+                .unwrap()
+                .append(&RunRecord::new("matmul", serde_json::Map::new(), vec![]))
+                .unwrap();
+        }
+        let zero = Path::new("/dev/zero");
+        if zero.exists() {
+            let err = read_journal(zero).unwrap_err();
+            assert_eq!(err, "cannot resume from /dev/zero: not a regular file");
+            // Opening must not read it (that would never end).
+            let _ = Journal::open(zero);
+        }
     }
 
     #[test]
