@@ -147,6 +147,10 @@ def _fmt(v, unit=""):
     return "-" if v is None else f"{v:.3g}{unit}"
 
 
+# The parbench reports a GPU check writes, by file name (without .json).
+REPORTS = ("matmul", "cpu-gpu", "run-copy", "async", "async-host-order", "hybridize", "memory")
+
+
 def _tests_line(path):
     """(what the library tests' output says, whether it is a pass with no GPU test skipped)."""
     try:
@@ -169,8 +173,9 @@ def _tests_line(path):
 def summarize(directory):
     """Write DIR/summary.md from the parbench reports and torch.json in DIR; return
     (markdown, all checks passed)."""
-    reports = {name: _load(os.path.join(directory, f"{name}.json")) for name in ("matmul", "cpu-gpu", "run-copy")}
+    reports = {name: _load(os.path.join(directory, f"{name}.json")) for name in REPORTS}
     torch = _load(os.path.join(directory, "torch.json")) or {}
+    chapter = _load(os.path.join(directory, "torch-chapter.json")) or {}
     ok = True
     lines = ["# GPU check", ""]
     devices = _load(os.path.join(directory, "devices.json"))
@@ -198,6 +203,10 @@ def summarize(directory):
             passed = bool(check.get("passed"))
             ok &= passed
             lines.append(f"| {name} | {check['name']} | {'ok' if passed else '**FAILED**'}: {check.get('detail', '')} |")
+    for name, passed in (chapter.get("checks") or {}).items():
+        if isinstance(passed, bool):
+            ok &= passed
+            lines.append(f"| PyTorch | {name} | {'ok' if passed else '**FAILED**'} |")
     derived = lambda name, key: ((_run(reports[name]) or {}).get("derived") or {}).get(key)  # noqa: E731
     p_mm, t_mm = derived("matmul", "gflops"), torch.get("matmul_gflops")
     p_cp, t_cp = derived("run-copy", "copy_gbytes_per_s"), torch.get("d2h_gbytes_per_s")
@@ -210,10 +219,26 @@ def summarize(directory):
         ("cpu-gpu overlap efficiency", _fmt(eff), "-", eff, ">= 0.95", lambda r: r >= 0.95),
         ("run-copy overlapped / (max(run, copy) + one copy)", _fmt(ideal), _fmt(torch.get("overlapped_over_ideal_ratio")), ideal, "<= 1.05", lambda r: r <= 1.05),
     ]
+    # The chapter on the GPU (issue 10): y = x + 1, chains, CUDA graphs.
+    p_async, t_async = derived("async", "async_per_op_s"), chapter.get("add_one_async_s_per_op")
+    p_speed, t_speed = derived("async", "async_speedup"), chapter.get("add_one_async_speedup")
+    p_chain, t_chain = derived("async", "chain_over_async_ratio"), chapter.get("dependent_over_independent")
+    p_chain_host = derived("async-host-order", "chain_over_async_ratio")
+    p_graph, t_graph = derived("hybridize", "hybridize_speedup"), chapter.get("mlp_graph_speedup")
+    rows += [
+        ("`async` y = x + 1 per op, asynchronous (torch / parbench time)", _fmt(p_async, " s"), _fmt(t_async, " s"), ratio(t_async, p_async), ">= 1 (no slower than torch eager)", lambda r: r >= 1.0),
+        ("`async` speed-up, sync / async", _fmt(p_speed, "×"), _fmt(t_speed, "×"), p_speed, ">= 5", lambda r: r >= 5.0),
+        ("`async` per op / a bare driver launch of the same kernel (same run)", _fmt(derived("async", "async_over_driver_launch_ratio"), "×"), "-", None, "(for comparison)", lambda r: True),
+        ("1,000 dependent kernels / 1,000 independent (stream order)", _fmt(p_chain), _fmt(t_chain), p_chain, "<= 2", lambda r: r <= 2.0),
+        ("the same with --gpu-order host (a host round trip per op)", _fmt(p_chain_host), "-", None, "(for comparison)", lambda r: True),
+        ("`hybridize` CUDA-graph speed-up (parbench / torch)", _fmt(p_graph, "×"), _fmt(t_graph, "×"), ratio(p_graph, t_graph), ">= 0.9 × torch", lambda r: r >= 0.9),
+    ]
     lines += ["", "## Against the goals (ratios from this run)", "", "| figure | parbench | PyTorch | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
     for figure, p, t, r, goal, met in rows:
         verdict = "-" if r is None else ("yes" if met(r) else "**no**")
         lines.append(f"| {figure} | {p} | {t} | {_fmt(r)} | {goal} | {verdict} |")
+    if chapter and not torch:
+        torch = chapter
     if torch:
         lines += ["", f"PyTorch {torch.get('torch', '?')} (CUDA {torch.get('cuda', '?')}) on {torch.get('device', '?')}."]
     text = "\n".join(lines) + "\n"
@@ -239,6 +264,14 @@ def self_test():
         write("run-copy", report("run-copy", {"copy_gbytes_per_s": 20.0, "overlapped_over_ideal_ratio": 1.02},
                                  [("host copies equal the device values", True)]))
         write("torch", {"matmul_gflops": 51000.0, "d2h_gbytes_per_s": 25.0, "overlapped_over_ideal_ratio": 1.01})
+        write("async", report("async", {"async_per_op_s": 2e-6, "async_speedup": 6.0, "chain_over_async_ratio": 1.1},
+                              [("timed loops computed x + 1", True)]))
+        write("async-host-order", report("async", {"chain_over_async_ratio": 5.0}, [("timed loops computed x + 1", True)]))
+        write("hybridize", report("hybridize", {"hybridize_speedup": 3.0}, [("replay gives identical results", True)]))
+        write("memory", report("memory", {}, [("bounded stays within its minibatches' bytes", True)]))
+        write("torch-chapter", {"add_one_async_s_per_op": 3e-6, "add_one_async_speedup": 4.0,
+                                "dependent_over_independent": 1.0, "mlp_graph_speedup": 4.0,
+                                "checks": {"graph_equals_eager": True, "dependent_chain_exact": True}})
         tests = os.path.join(d, "tests.txt")
         with open(tests, "w") as f:
             f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
@@ -257,6 +290,9 @@ def self_test():
             f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
         assert "| fp32 matmul 8192² (TF32 off) | 5e+04 GFLOP/s | 5.1e+04 GFLOP/s | 0.98 | >= 0.95 × torch | yes |" in text, text
         assert "| D2H copy 256 MiB, pinned | 20 GB/s | 25 GB/s | 0.8 | >= 0.9 × torch | **no** |" in text, text
+        assert "| `async` y = x + 1 per op, asynchronous (torch / parbench time) | 2e-06 s | 3e-06 s | 1.5 |" in text, text
+        assert "| `hybridize` CUDA-graph speed-up (parbench / torch) | 3× | 4× | 0.75 | >= 0.9 × torch | **no** |" in text, text
+        assert "| 1,000 dependent kernels / 1,000 independent (stream order) | 1.1 | 1 | 1.1 | <= 2 | yes |" in text, text
         # A failed check, a CPU fallback and a missing report each fail the summary.
         write("matmul", report("matmul", {"gflops": 1.0}, [("matches float64 reference", False)]))
         text, ok = summarize(d)

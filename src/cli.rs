@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::device::{self, RuntimeOptions};
+use crate::device::{self, GpuOrder, RuntimeOptions};
 use crate::engine::Mode;
 use crate::report::{compare, plot, table, trace, write_atomic, Environment, Report};
 use crate::scenario::{
@@ -138,6 +138,10 @@ pub struct CommonArgs {
     /// Bound the ops pending in the engine (push blocks at the bound).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub max_inflight: Option<u64>,
+    /// When a GPU op completes in the engine: stream (when enqueued; dependent GPU ops are
+    /// ordered on the device, the front end runs ahead) or host (when the GPU has finished it).
+    #[arg(long, value_name = "ORDER", value_enum, default_value_t = GpuOrderArg::Stream)]
+    pub gpu_order: GpuOrderArg,
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub cpu_threads: Option<u64>,
@@ -175,8 +179,25 @@ pub enum ExportFormat {
     GithubActionBenchmark,
 }
 
+/// `--gpu-order` (see [`GpuOrder`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuOrderArg {
+    #[default]
+    Stream,
+    Host,
+}
+
+impl From<GpuOrderArg> for GpuOrder {
+    fn from(o: GpuOrderArg) -> GpuOrder {
+        match o {
+            GpuOrderArg::Stream => GpuOrder::Stream,
+            GpuOrderArg::Host => GpuOrder::Host,
+        }
+    }
+}
+
 /// How `compare` prints.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
     Table,
     Markdown,
@@ -221,6 +242,7 @@ impl CommonArgs {
                 mode: Some(self.mode()),
                 max_inflight: self.max_inflight.map(|n| n as usize),
                 log_placement: self.log_placement,
+                gpu_order: self.gpu_order.into(),
             },
             sampling: SamplingOverrides {
                 warmup: self.warmup.map(|n| n as usize),

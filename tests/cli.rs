@@ -112,7 +112,7 @@ fn async_json_follows_the_schema() {
         .as_str()
         .is_some_and(|d| d.starts_with("cpu:0")));
     let names = variant_names(run);
-    assert_eq!(names, ["sync", "async", "push-only"]);
+    assert_eq!(names, ["sync", "async", "push-only", "chain"]);
     for v in run["variants"].as_array().unwrap() {
         assert_eq!(v["samples_s"].as_array().unwrap().len(), 3);
         for key in ["median_s", "mean_s", "min_s", "max_s", "stddev_s", "mad_s"] {
@@ -705,7 +705,7 @@ fn export_writes_github_action_benchmark_entries() {
     assert!(out.status.success());
     let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
     let entries = entries.as_array().unwrap();
-    assert_eq!(entries.len(), 3, "one entry per variant");
+    assert_eq!(entries.len(), 4, "one entry per variant");
     for e in entries {
         assert_eq!(e["unit"], "s");
         assert!(e["value"].as_f64().is_some_and(|v| v > 0.0));

@@ -16,7 +16,15 @@
 //!   are pooled, since a page-locked allocation is slow and may synchronize streams;
 //! - completion events are `BLOCKING_SYNC`, so a poller sleeps instead of spinning a core;
 //! - buffers an op uses are kept alive until its event has fired, so nothing is freed while
-//!   the GPU still reads it.
+//!   the GPU still reads it;
+//! - with [`GpuOrder::Stream`] (the default), an op on the compute stream completes in the
+//!   engine as soon as its work is *enqueued*: a dependent op on the same stream is ordered by
+//!   the stream itself, so a chain of kernels pays no host round trip per op. Its output
+//!   carries a ready event: a copy on the other stream waits for it on the device
+//!   (`cuStreamWaitEvent`), a host reader (`wait_to_read`, `to_vec`) on the host. Buffers are
+//!   freed in stream order (`cuMemFreeAsync` on the compute stream), so an input may be
+//!   dropped while a queued kernel still reads it. A kernel that fails while running reports
+//!   at the next wait rather than on its op, as in any CUDA framework.
 //!
 //! A missing `libcuda`/`libcublas`/`libcurand` makes cudarc panic rather than return an error,
 //! so [`probe`] checks each library with `is_culib_present()` before any other call and still
@@ -34,6 +42,7 @@ use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
 
 use super::culibs;
+pub use super::GpuOrder;
 use crate::report::{GpuInfo, LibraryInfo};
 
 /// Run `f`, turning a panic into `Err(message)` without printing it (cudarc panics when a
@@ -48,7 +57,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     result.map_err(|p| crate::engine::panic_message(p.as_ref()))
 }
 
-fn driver_error(e: &DriverError) -> String {
+pub(crate) fn driver_error(e: &DriverError) -> String {
     // `DriverError`'s Display already names the code and the driver's description.
     e.to_string()
 }
@@ -250,13 +259,44 @@ const COMPLETION_EVENT_FLAGS: std::ffi::c_uint = sys::CUevent_flags::CU_EVENT_BL
     as std::ffi::c_uint
     | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as std::ffi::c_uint;
 
-/// An event recorded after an op's work on a stream; destroyed when dropped.
-struct CompletionEvent {
-    raw: sys::CUevent,
+/// Flags of a ready event (stream order): no `BLOCKING_SYNC`, so a host that waits for one
+/// (`wait_to_read`) spins or yields per the context's scheduling, as PyTorch's synchronize
+/// does, instead of sleeping until an interrupt wakes it (tens of microseconds per wait).
+const READY_EVENT_FLAGS: std::ffi::c_uint =
+    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as std::ffi::c_uint;
+
+/// Ready events are made once per op in stream order: kept for reuse instead of destroyed,
+/// since creating and destroying an event costs as much as the kernel launch it marks.
+#[derive(Default)]
+pub(crate) struct EventPool {
+    free: Mutex<Vec<sys::CUevent>>,
 }
 
-// SAFETY: a CUevent handle may be used and destroyed from any thread of its process.
+// SAFETY: the pool only stores event handles, which any thread of the process may use.
+unsafe impl Send for EventPool {}
+unsafe impl Sync for EventPool {}
+
+impl Drop for EventPool {
+    fn drop(&mut self) {
+        let free = std::mem::take(self.free.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for raw in free {
+            // SAFETY: each pooled handle is live and owned by the pool alone.
+            let _ = unsafe { sys::cuEventDestroy_v2(raw) };
+        }
+    }
+}
+
+/// An event recorded after an op's work on a stream; destroyed (or returned to its pool)
+/// when dropped.
+pub struct CompletionEvent {
+    raw: sys::CUevent,
+    pool: Option<Arc<EventPool>>,
+}
+
+// SAFETY: a CUevent handle may be used and destroyed from any thread of its process, and
+// waiting on or synchronizing with one event from several threads at once is allowed.
 unsafe impl Send for CompletionEvent {}
+unsafe impl Sync for CompletionEvent {}
 
 impl CompletionEvent {
     /// Create and record on `stream` (the context must be current on this thread).
@@ -267,21 +307,59 @@ impl CompletionEvent {
             sys::cuEventCreate(raw.as_mut_ptr(), COMPLETION_EVENT_FLAGS).result()?;
             raw.assume_init()
         };
-        let event = CompletionEvent { raw };
+        let event = CompletionEvent { raw, pool: None };
         // SAFETY: both handles are live; the stream belongs to the current context.
         unsafe { sys::cuEventRecord(event.raw, stream.cu_stream()) }.result()?;
         Ok(event)
     }
 
+    /// A ready event from `pool` (or a new one), recorded on `stream`.
+    fn record_pooled(
+        stream: &CudaStream,
+        pool: &Arc<EventPool>,
+    ) -> Result<CompletionEvent, DriverError> {
+        let reused = pool.free.lock().ok().and_then(|mut f| f.pop());
+        let raw = match reused {
+            Some(raw) => raw,
+            None => {
+                let mut raw = std::mem::MaybeUninit::uninit();
+                // SAFETY: an out-parameter creation with valid flags.
+                unsafe {
+                    sys::cuEventCreate(raw.as_mut_ptr(), READY_EVENT_FLAGS).result()?;
+                    raw.assume_init()
+                }
+            }
+        };
+        let event = CompletionEvent {
+            raw,
+            pool: Some(pool.clone()),
+        };
+        // SAFETY: both handles are live; re-recording an event that nothing waits on is allowed.
+        unsafe { sys::cuEventRecord(event.raw, stream.cu_stream()) }.result()?;
+        Ok(event)
+    }
+
     /// Block (sleeping, for a blocking-sync event) until the GPU has reached the event.
-    fn synchronize(&self) -> Result<(), DriverError> {
+    pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
         // SAFETY: the handle is live until drop.
         unsafe { sys::cuEventSynchronize(self.raw) }.result()
+    }
+
+    /// Make `stream` wait, on the device, until the GPU has reached the event.
+    pub(crate) fn wait_on(&self, stream: &CudaStream) -> Result<(), DriverError> {
+        // SAFETY: both handles are live; flags 0 is the only documented value.
+        unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), self.raw, 0) }.result()
     }
 }
 
 impl Drop for CompletionEvent {
     fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            if let Ok(mut free) = pool.free.lock() {
+                free.push(self.raw);
+                return;
+            }
+        }
         // SAFETY: created by `record`, destroyed once. A failure cannot be acted on here.
         let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
     }
@@ -343,6 +421,10 @@ pub struct CudaDevice {
     blas: ManuallyDrop<Mutex<CudaBlas>>,
     rng: ManuallyDrop<Mutex<SendRng>>,
     pinned: PinnedPool,
+    /// parbench's element-wise kernels, loaded from PTX when the device opens.
+    pub(crate) kernels: super::cuda_ops::Kernels,
+    order: GpuOrder,
+    ready_events: Arc<EventPool>,
     compute_poller: Poller,
     copy_poller: Poller,
     /// The first error cudarc recorded on the context from a drop (a buffer freed, an event
@@ -436,6 +518,28 @@ impl std::fmt::Display for DriverErrorOrText {
     }
 }
 
+/// Keep memory freed with `cuMemFreeAsync` in the device's pool instead of returning it to the
+/// driver at every synchronization (the default threshold, 0): otherwise each op after a wait
+/// maps fresh memory, which costs more than the op. PyTorch's caching allocator does the same.
+fn keep_freed_memory_pooled(ctx: &Arc<CudaContext>) -> Result<(), String> {
+    let mut pool = std::mem::MaybeUninit::uninit();
+    let mut threshold = u64::MAX;
+    // SAFETY: an out-parameter query for a live device, then an attribute whose value is a
+    // u64 (CUDA's documented type for the release threshold), passed by pointer.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device())
+            .result()
+            .map_err(|e| driver_error(&e))?;
+        sys::cuMemPoolSetAttribute(
+            pool.assume_init(),
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .result()
+        .map_err(|e| driver_error(&e))
+    }
+}
+
 /// Which stream of the device an op runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
@@ -445,12 +549,12 @@ pub enum Stream {
 
 impl CudaDevice {
     /// Set up device 0 (after a successful [`probe`]).
-    pub fn open(seed: u64) -> Result<CudaDevice, String> {
+    pub fn open(seed: u64, order: GpuOrder) -> Result<CudaDevice, String> {
         let ctx = context().ok_or_else(|| probe().reason.unwrap_or_else(|| "no GPU".into()))?;
-        quietly(|| Self::open_with(ctx, seed)).and_then(|r| r)
+        quietly(|| Self::open_with(ctx, seed, order)).and_then(|r| r)
     }
 
-    fn open_with(ctx: Arc<CudaContext>, seed: u64) -> Result<CudaDevice, String> {
+    fn open_with(ctx: Arc<CudaContext>, seed: u64, order: GpuOrder) -> Result<CudaDevice, String> {
         // SAFETY: the first device opened on this context calls it before any stream or slice
         // exists (later ones find tracking already off); from then on the engine orders every
         // access (see the module docs).
@@ -459,6 +563,8 @@ impl CudaDevice {
         let copy = ctx.new_stream().map_err(|e| driver_error(&e))?;
         let blas = CudaBlas::new(compute.clone()).map_err(|e| format!("cuBLAS: {e}"))?;
         let rng = CudaRng::new(seed, compute.clone()).map_err(|e| format!("cuRAND: {e}"))?;
+        let kernels = super::cuda_ops::Kernels::load(&ctx)?;
+        keep_freed_memory_pooled(&ctx)?;
         Ok(CudaDevice {
             ctx: ctx.clone(),
             compute,
@@ -466,12 +572,27 @@ impl CudaDevice {
             blas: ManuallyDrop::new(Mutex::new(blas)),
             rng: ManuallyDrop::new(Mutex::new(SendRng(rng))),
             pinned: PinnedPool::default(),
+            kernels,
+            order,
+            ready_events: Arc::default(),
             compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())
                 .map_err(|e| e.to_string())?,
             copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())
                 .map_err(|e| e.to_string())?,
             deferred: Mutex::new(None),
         })
+    }
+
+    /// When this device's compute ops complete in the engine.
+    pub fn order(&self) -> GpuOrder {
+        self.order
+    }
+
+    /// Record a ready event after the work enqueued so far on the compute stream (for
+    /// [`GpuOrder::Stream`]: what a consumer elsewhere waits for).
+    pub(crate) fn record_ready(&self) -> Result<CompletionEvent, String> {
+        CompletionEvent::record_pooled(&self.compute, &self.ready_events)
+            .map_err(|e| driver_error(&e))
     }
 
     /// Poison reused pinned buffers with NaN (for checks; off while timing).
@@ -579,9 +700,18 @@ impl CudaDevice {
         })
     }
 
-    /// Enqueue a device→host copy on the copy stream.
-    pub fn copy_to_host(&self, src: &CudaSlice<f32>, dst: &mut PinnedBuffer) -> Result<(), String> {
+    /// Enqueue a device→host copy on the copy stream, after `ready` (the source's producer)
+    /// when there is one.
+    pub fn copy_to_host(
+        &self,
+        src: &CudaSlice<f32>,
+        ready: Option<&CompletionEvent>,
+        dst: &mut PinnedBuffer,
+    ) -> Result<(), String> {
         let dst = dst.buf.as_mut().ok_or("pinned buffer already released")?;
+        if let Some(ready) = ready {
+            ready.wait_on(&self.copy).map_err(|e| driver_error(&e))?;
+        }
         self.copy
             .memcpy_dtoh(src, dst)
             .map_err(|e| driver_error(&e))
@@ -589,7 +719,15 @@ impl CudaDevice {
 
     /// Read a device buffer back (blocking), on the copy stream so it does not queue behind
     /// compute work.
-    pub fn read_back(&self, src: &CudaSlice<f32>) -> Result<Vec<f32>, String> {
+    pub fn read_back(
+        &self,
+        src: &CudaSlice<f32>,
+        ready: Option<&CompletionEvent>,
+    ) -> Result<Vec<f32>, String> {
+        self.bind()?;
+        if let Some(ready) = ready {
+            ready.wait_on(&self.copy).map_err(|e| driver_error(&e))?;
+        }
         let v = self.copy.clone_dtoh(src).map_err(|e| driver_error(&e))?;
         self.copy.synchronize().map_err(|e| driver_error(&e))?;
         Ok(v)

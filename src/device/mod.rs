@@ -8,6 +8,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "cuda")]
+pub mod cuda_ops;
+#[cfg(feature = "cuda")]
 pub mod culibs;
 pub mod discovery;
 pub mod memory;
@@ -49,12 +51,25 @@ impl Device {
     /// `cpu:0 (2 threads)`: the name as reports list it.
     pub fn describe(&self) -> String {
         #[cfg(feature = "cuda")]
-        if self.is_gpu() {
+        if let DeviceKind::Cuda(dev) = &self.kind {
             let gpu = cuda::probe().name.unwrap_or_default();
-            return format!("{} ({gpu})", self.name);
+            let order = match dev.order() {
+                GpuOrder::Stream => "stream order",
+                GpuOrder::Host => "host order",
+            };
+            return format!("{} ({gpu}, {order})", self.name);
         }
         let s = if self.threads == 1 { "" } else { "s" };
         format!("{} ({} thread{s})", self.name, self.threads)
+    }
+
+    /// When this device's compute ops complete in the engine; `None` for a CPU device.
+    pub fn gpu_order(&self) -> Option<GpuOrder> {
+        match &self.kind {
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => Some(dev.order()),
+            _ => None,
+        }
     }
 
     /// True when `thread` (a thread's name, as a trace records it) is one of this device's:
@@ -127,12 +142,26 @@ pub enum DeviceRequest {
     Cuda,
 }
 
+/// When a GPU op on the compute stream completes in the engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuOrder {
+    /// When its work is enqueued: dependants on the same stream are ordered by the stream,
+    /// others wait for the output's ready event (see `device::cuda`).
+    #[default]
+    Stream,
+    /// When the GPU has finished it (the host poller saw its event): every dependant, on the
+    /// device or not, is dispatched only then, and a traced op spans its GPU time.
+    Host,
+}
+
 /// Options that apply to every runtime a scenario builds.
 #[derive(Clone, Debug, Default)]
 pub struct RuntimeOptions {
     pub mode: Option<Mode>,
     pub max_inflight: Option<usize>,
     pub log_placement: bool,
+    /// When a GPU's compute ops complete in the engine (no effect on CPU devices).
+    pub gpu_order: GpuOrder,
 }
 
 /// An engine and the devices it drives.
@@ -158,7 +187,9 @@ impl Runtime {
                     devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
                     cpus += 1;
                 }
-                DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder)?),
+                DeviceRequest::Cuda => {
+                    devices.push(add_cuda_device(&mut builder, options.gpu_order)?)
+                }
             }
         }
         let engine = builder.build()?;
@@ -184,8 +215,8 @@ impl Runtime {
 }
 
 #[cfg(feature = "cuda")]
-fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
-    let dev = Arc::new(cuda::CudaDevice::open(0).map_err(DeviceError::Gpu)?);
+fn add_cuda_device(builder: &mut EngineBuilder, order: GpuOrder) -> Result<Device, DeviceError> {
+    let dev = Arc::new(cuda::CudaDevice::open(0, order).map_err(DeviceError::Gpu)?);
     // Host copies of the GPU's values live on a CPU device of their own ("host"), whose pool
     // threads sleep unless an op runs on a host copy.
     let host = cpu::add_named_cpu_device(builder, "host".into(), available_cores())?;
@@ -206,7 +237,7 @@ fn add_cuda_device(builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn add_cuda_device(_builder: &mut EngineBuilder) -> Result<Device, DeviceError> {
+fn add_cuda_device(_builder: &mut EngineBuilder, _order: GpuOrder) -> Result<Device, DeviceError> {
     Err(DeviceError::Gpu(
         "this binary was built without the `cuda` feature".into(),
     ))

@@ -14,12 +14,14 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
+use super::support::{chosen_device, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
-use crate::device::{available_cores, Runtime};
+use crate::device::{available_cores, Device, GpuOrder, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::table::human_time;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
 
@@ -42,10 +44,20 @@ const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Shape { max_dims: 4 },
         default: "1,2",
     },
+    ParamSpec {
+        name: "device",
+        help: "cpu, or cuda (falls back to cpu, and says so, without a GPU)",
+        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        default: "cpu",
+    },
 ];
 
 /// Ops timed individually for the t1/t2/t3 model (enough for stable medians, bounded cost).
 const MODEL_OPS: u64 = 2_000;
+
+/// Raw driver launches timed for the GPU's floor (a few milliseconds).
+#[cfg(feature = "cuda")]
+const FLOOR_LAUNCHES: u32 = 5_000;
 
 /// Length of the checked chain: every step adds exactly 1 in float32 (far below 2^24).
 const CHAIN_OPS: u64 = 100_000;
@@ -122,14 +134,18 @@ impl Scenario for AsyncLoop {
         let n = params.int("iterations");
         let shape = params.shape("shape").to_vec();
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-        let rt = Runtime::cpu(&ctx.runtime, &[threads])?;
+        let Accelerator {
+            request,
+            fallback_note: notes,
+        } = chosen_device(params.text("device"), threads);
+        let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         let x = Tensor::ones(engine, device, &shape);
         x.wait_to_read()?;
 
         // The last output of every timed variant, checked after sampling: the timed work itself
         // must have computed x + 1, not only the check's own loop.
-        let outputs: RefCell<[Option<Tensor>; 3]> = RefCell::new([None, None, None]);
+        let outputs: RefCell<[Option<Tensor>; 4]> = RefCell::new([None, None, None, None]);
         let keep = |i: usize, y: Tensor| outputs.borrow_mut()[i] = Some(y);
         let mut variants = vec![
             Variant::new("sync", || {
@@ -168,15 +184,30 @@ impl Scenario for AsyncLoop {
                 y.into_iter().for_each(|y| keep(2, y));
                 Ok(pushed)
             }),
+            Variant::new("chain", || {
+                let mut y = None;
+                let elapsed = synced(engine, || {
+                    y = Some(add_chain(&x, n));
+                    Ok::<_, ScenarioError>(())
+                })?;
+                y.into_iter().for_each(|y| keep(3, y));
+                Ok(elapsed)
+            }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        let labels = names.iter().map(|name| {
-            (name == "push-only")
-                .then(|| "timing without synchronization: NOT the cost of the work".to_string())
+        run.notes.extend(notes);
+        let labels = names.iter().map(|name| match name.as_str() {
+            "push-only" => {
+                Some("timing without synchronization: NOT the cost of the work".to_string())
+            }
+            "chain" => Some(format!(
+                "y = y + 1, {n} dependent ops, pushed at once, one wait"
+            )),
+            _ => None,
         });
         let labels: Vec<Option<String>> = labels.collect();
         run.add_variants(names.clone(), summaries, labels);
@@ -184,10 +215,13 @@ impl Scenario for AsyncLoop {
         // Correctness 1: what the timed loops computed.
         let mut timed_ok = true;
         let mut worst = 0f32;
-        for y in outputs.into_inner() {
+        for (i, y) in outputs.into_inner().into_iter().enumerate() {
+            // The chain's last y is 1 + N (exact in float32 up to 2^24, far above the maximum
+            // --iterations); every other variant's is x + 1 = 2.
+            let want = if i == 3 { 1.0 + n as f32 } else { 2.0 };
             match y {
                 Some(y) => {
-                    let (ok, err) = all_equal(&y.to_vec()?, 2.0);
+                    let (ok, err) = all_equal(&y.to_vec()?, want);
                     timed_ok &= ok && y.shape() == shape.as_slice();
                     worst = worst.max(err);
                 }
@@ -198,8 +232,8 @@ impl Scenario for AsyncLoop {
             "timed loops computed x + 1",
             timed_ok,
             format!(
-                "last y of each of {} compared with 2 (x is ones), max abs err {worst}",
-                names.join(", ")
+                "last y of sync, async and push-only compared with 2 (x is ones), the chain's with {}, max abs err {worst}",
+                1 + n
             ),
         );
 
@@ -221,6 +255,30 @@ impl Scenario for AsyncLoop {
 
         let phases = measure_phases(engine, &x, n.min(MODEL_OPS))?;
         derive(&mut run, engine.mode(), n, &phases);
+        derive_gpu(&mut run, device, n);
+        #[cfg(feature = "cuda")]
+        if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
+            engine.wait_all()?;
+            let (launch, launch_wait) = gpu.launch_floor(FLOOR_LAUNCHES).map_err(|e| {
+                crate::device::DeviceError::Gpu(format!("timing the driver alone: {e}"))
+            })?;
+            run.derive("driver_launch_s", launch);
+            run.derive("driver_launch_and_wait_s", launch_wait);
+            let per_op = |v: &str| run.median(v).unwrap_or(f64::NAN) / n as f64;
+            let (sync, asyn) = (per_op("sync"), per_op("async"));
+            run.derive("async_over_driver_launch_ratio", asyn / launch);
+            run.explanation.push(format!(
+                "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
+                 followed by a wait for it; the async loop's {} per op is {:.2}× a bare launch, the sync loop's \
+                 {} is {:.2}× a bare launch and wait.",
+                human_time(launch),
+                human_time(launch_wait),
+                human_time(asyn),
+                asyn / launch,
+                human_time(sync),
+                sync / launch_wait,
+            ));
+        }
         Ok(run)
     }
 }
@@ -311,6 +369,39 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
         e.push(
             "async is slower than t1 + N·t2 + t3: for an op this small the pipeline runs at the pace of \
              its slowest stage, the per-op cost of pushing and of the engine's bookkeeping, not of t2."
+                .into(),
+        );
+    }
+}
+
+/// The dependent chain against independent ops, and what the phases mean on a GPU.
+fn derive_gpu(run: &mut RunRecord, device: &Device, n: u64) {
+    let chain = run.median("chain").unwrap_or(f64::NAN);
+    let asyn = run.median("async").unwrap_or(f64::NAN);
+    let ratio = chain / asyn;
+    run.derive("chain_per_op_s", chain / n as f64);
+    run.derive("chain_over_async_ratio", ratio);
+    let e = &mut run.explanation;
+    e.push(format!(
+        "a chain of {n} dependent ops (each reads the previous y) took {} per op, {ratio:.2}× the independent \
+         async ops: {}.",
+        human_time(chain / n as f64),
+        match device.gpu_order() {
+            Some(GpuOrder::Stream) => {
+                "on the GPU a dependent kernel is enqueued right behind its producer and the stream keeps \
+                 them in order (--gpu-order stream), so the order costs no host round trip"
+            }
+            Some(GpuOrder::Host) => {
+                "the engine waits for the GPU to finish each producer before the next op is enqueued \
+                 (--gpu-order host): a host round trip per op"
+            }
+            None => "each op can only start once its producer has finished, so the engine hands the chain from op to op",
+        }
+    ));
+    if device.gpu_order() == Some(GpuOrder::Stream) {
+        e.push(
+            "on the GPU in stream order, t2 is the time to enqueue the kernel on the compute lane; the GPU's own work and \
+             the event that reports it fall into t3."
                 .into(),
         );
     }

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use super::support::{
-    accelerator, check_matrices, gflops, matmul_error, matmul_tolerance, run_matmuls, traced,
+    accelerator, check_matrices, gflops, host_ordered, matmul_error, matmul_tolerance, run_matmuls,
+    traced,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
@@ -94,8 +95,9 @@ impl Scenario for CpuGpu {
             DeviceRequest::Cuda => ctx.cpu_threads.unwrap_or(cores),
             DeviceRequest::Cpu { .. } => ctx.cpu_threads.unwrap_or(split_cores(cores, 2)[0]),
         };
+        // Host order: the traced overlap reads each GPU op's span as its GPU time.
         let rt = Runtime::new(
-            &ctx.runtime,
+            &host_ordered(&ctx.runtime),
             &[DeviceRequest::Cpu { threads: a_threads }, acc.request],
         )?;
         let engine = &rt.engine;

@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
-use super::support::{accelerator, check_matrices, gflops, matmul_error, matmul_tolerance};
+use super::support::{
+    check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance, Accelerator,
+};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::{available_cores, DeviceRequest, Runtime};
+use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
@@ -128,14 +130,10 @@ impl Scenario for Matmul {
             0 => ctx.cpu_threads.unwrap_or_else(available_cores),
             t => t as usize,
         };
-        let mut notes = Vec::new();
-        let request = if params.text("device") == "cuda" {
-            let acc = accelerator("cpu:0", threads);
-            notes.extend(acc.fallback_note);
-            acc.request
-        } else {
-            DeviceRequest::Cpu { threads }
-        };
+        let Accelerator {
+            request,
+            fallback_note: notes,
+        } = chosen_device(params.text("device"), threads);
         let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         if let Some(free) = device.free_memory() {
@@ -160,7 +158,7 @@ impl Scenario for Matmul {
         drop(variants);
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        run.notes = notes;
+        run.notes.extend(notes);
         let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
         run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);
         let median = run.median("matmul").unwrap_or(f64::NAN);

@@ -6,11 +6,16 @@
 //! minibatch and waiting once lets the loader run ahead of the compute, so inputs pile up;
 //! waiting after each minibatch keeps one; bounding the ops in flight (`--inflight` minibatches)
 //! keeps a few. Live bytes are counted exactly by the device's tracker.
+//!
+//! With `--device cuda` the device is the GPU: each input is uploaded by an op (a third op
+//! per minibatch) and the tracker counts GPU buffers. The GPU runs in host order there: an op
+//! completes when the GPU has finished it, so a bound on the ops in flight bounds the GPU's
+//! work and its memory, not just what the front end has handed over.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::check_matrices;
+use super::support::{check_matrices, chosen_device, host_ordered, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::human_bytes;
 use crate::device::{available_cores, Runtime, RuntimeOptions};
@@ -59,9 +64,15 @@ const PARAMS: &[ParamSpec] = &[
         },
         default: "4",
     },
+    ParamSpec {
+        name: "device",
+        help: "cpu, or cuda: count GPU memory (falls back to cpu, and says so, without a GPU)",
+        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        default: "cpu",
+    },
 ];
 
-/// Engine ops per minibatch: the product and the scaling.
+/// Engine ops per minibatch: the product and the scaling (and on a GPU the upload).
 const OPS_PER_BATCH: usize = 2;
 
 /// One epoch; `sync_each` waits after every minibatch. The input is produced by the front end.
@@ -148,12 +159,19 @@ impl Scenario for Memory {
         let threads = ctx
             .cpu_threads
             .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
-        let free = Runtime::cpu(&ctx.runtime, &[threads])?;
+        let Accelerator {
+            request,
+            fallback_note: notes,
+        } = chosen_device(params.text("device"), threads);
+        let options = host_ordered(&ctx.runtime);
+        let free = Runtime::new(&options, &[request])?;
+        // On a GPU the upload of each input is an op of its own.
+        let ops_per_batch = OPS_PER_BATCH + usize::from(free.devices[0].is_gpu());
         let bounded_options = RuntimeOptions {
-            max_inflight: Some(inflight * OPS_PER_BATCH),
-            ..ctx.runtime.clone()
+            max_inflight: Some(inflight * ops_per_batch),
+            ..options
         };
-        let bounded = Runtime::cpu(&bounded_options, &[threads])?;
+        let bounded = Runtime::new(&bounded_options, &[request])?;
         let weights = |rt: &Runtime| {
             Tensor::uniform(&rt.engine, &rt.devices[0], &[p.features, p.features], 7)
         };
@@ -196,6 +214,7 @@ impl Scenario for Memory {
         let peaks = peaks.into_inner();
 
         let mut run = RunRecord::new(self.name(), params.to_json(), free.describe_devices());
+        run.notes.extend(notes);
         run.add_variants(
             names.clone(),
             summaries,

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use super::support::{
-    accelerator, check_matrices, matmul_error, matmul_tolerance, run_matmuls, traced,
+    accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
@@ -87,7 +87,8 @@ impl Scenario for RunCopy {
             "cpu:0 (its copy lane moves results into separate host buffers)",
             fallback_threads,
         );
-        let rt = Runtime::new(&ctx.runtime, &[acc.request])?;
+        // Host order: the trace-derived bound reads each GPU op's span as its GPU time.
+        let rt = Runtime::new(&host_ordered(&ctx.runtime), &[acc.request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         if let Some(free) = device.free_memory() {
             check_matrices("run-copy on the GPU", size as u64, 1 + 2 * ops, Some(free))?;

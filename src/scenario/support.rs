@@ -2,7 +2,7 @@
 //! for matrix workloads, and checking matrix products against a float64 reference.
 
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
-use crate::device::{discovery, DeviceRequest};
+use crate::device::{discovery, DeviceRequest, GpuOrder, RuntimeOptions};
 use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::report::GpuInfo;
 use crate::tensor::{Tensor, TensorError};
@@ -23,6 +23,19 @@ pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> Accelerator 
     accelerator_from(&discovery::probe_gpu(), fallback_name, fallback_threads)
 }
 
+/// The device a scenario's `--device cpu|cuda` parameter asks for: the GPU (or without one a
+/// CPU fallback named `cpu:0`, with the note that says so), or a CPU device; `threads` either way.
+pub fn chosen_device(choice: &str, threads: usize) -> Accelerator {
+    if choice == "cuda" {
+        accelerator("cpu:0", threads)
+    } else {
+        Accelerator {
+            request: DeviceRequest::Cpu { threads },
+            fallback_note: None,
+        }
+    }
+}
+
 fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> Accelerator {
     if gpu.available {
         Accelerator {
@@ -37,6 +50,15 @@ fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize)
             },
             fallback_note: Some(format!("GPU unavailable: {reason}; using {fallback_name}")),
         }
+    }
+}
+
+/// `options` with a GPU's ops completing when the GPU has finished them ([`GpuOrder::Host`]):
+/// for scenarios whose trace figures read a GPU op's span as its GPU time.
+pub fn host_ordered(options: &RuntimeOptions) -> RuntimeOptions {
+    RuntimeOptions {
+        gpu_order: GpuOrder::Host,
+        ..options.clone()
     }
 }
 

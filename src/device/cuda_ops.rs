@@ -1,0 +1,264 @@
+//! The GPU's own kernels and CUDA graphs: what the chapter needs beyond cuBLAS and cuRAND.
+//!
+//! - Element-wise kernels (`y = x + s`, `y = s·x`, ReLU, a layer's bias) come from
+//!   `kernels/elementwise.cu`, compiled ahead of time to PTX (`kernels/elementwise.ptx`) and
+//!   JIT-compiled by the driver when the device opens: no CUDA toolkit or NVRTC is needed to
+//!   build or run parbench.
+//! - [`GpuGraph`] is a CUDA graph captured from the compute stream (stream capture) and
+//!   replayed with one launch: the GPU analogue of MXNet's cached op after `hybridize()`.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaGraph, CudaSlice, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+use super::cuda::{driver_error, CudaDevice};
+
+/// The PTX of `kernels/elementwise.cu` (ISA 7.5, sm_75: CUDA 12 and 13 drivers load it).
+pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");
+
+/// Threads per block of every element-wise launch.
+const BLOCK: u32 = 256;
+/// Most blocks per launch: the kernels loop over the rest (grid stride).
+const MAX_BLOCKS: u64 = 1 << 16;
+
+/// The loaded element-wise kernels of one context.
+pub(crate) struct Kernels {
+    add_scalar: CudaFunction,
+    scale: CudaFunction,
+    relu: CudaFunction,
+    add_row: CudaFunction,
+}
+
+impl Kernels {
+    /// Load the PTX into `ctx` (the driver compiles it for the GPU at hand).
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, String> {
+        let module = ctx
+            .load_module(Ptx::from_src(ELEMENTWISE_PTX))
+            .map_err(|e| {
+                format!(
+                    "cannot load parbench's element-wise kernels (PTX ISA 7.5, sm_75): {}",
+                    driver_error(&e)
+                )
+            })?;
+        let get = |name: &str| {
+            module
+                .load_function(name)
+                .map_err(|e| format!("kernel {name} missing from the PTX: {}", driver_error(&e)))
+        };
+        Ok(Kernels {
+            add_scalar: get("add_scalar")?,
+            scale: get("scale")?,
+            relu: get("relu")?,
+            add_row: get("add_row")?,
+        })
+    }
+}
+
+/// An element-wise map `y = f(x)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Map {
+    AddScalar(f32),
+    Scale(f32),
+    Relu,
+}
+
+/// Grid for `n` elements: one thread per element up to [`MAX_BLOCKS`] blocks.
+fn grid(n: u64) -> LaunchConfig {
+    let blocks = n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_BLOCKS) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl CudaDevice {
+    /// Enqueue `y = f(x)` on the compute stream (`x` and `y` of one length).
+    pub fn map(&self, f: Map, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), String> {
+        if x.len() != y.len() {
+            return Err(format!("map: {} inputs for {} outputs", x.len(), y.len()));
+        }
+        self.bind()?;
+        let n = x.len() as u64;
+        let (func, s) = match f {
+            Map::AddScalar(s) => (&self.kernels.add_scalar, Some(s)),
+            Map::Scale(s) => (&self.kernels.scale, Some(s)),
+            Map::Relu => (&self.kernels.relu, None),
+        };
+        let mut launch = self.compute.launch_builder(func);
+        launch.arg(x).arg(y);
+        if let Some(s) = &s {
+            launch.arg(s);
+        }
+        launch.arg(&n);
+        // SAFETY: the argument list matches the kernel's signature in elementwise.cu
+        // (x, y[, s], n), both buffers hold n f32, and the engine gives this op `y` alone.
+        unsafe { launch.launch(grid(n)) }
+            .map(drop)
+            .map_err(|e| driver_error(&e))
+    }
+
+    /// Enqueue `y = x + b` on the compute stream: the 1×`cols` row `b` added to every row of
+    /// the row-major `rows`×`cols` `x`.
+    pub fn add_row(
+        &self,
+        x: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+        (rows, cols): (usize, usize),
+    ) -> Result<(), String> {
+        let n = rows
+            .checked_mul(cols)
+            .ok_or("add_row: size overflows usize")?;
+        if x.len() != n || y.len() != n || b.len() != cols {
+            return Err(format!(
+                "add_row: {rows}×{cols} needs {n} inputs and outputs and {cols} biases, got {}, {} and {}",
+                x.len(),
+                y.len(),
+                b.len()
+            ));
+        }
+        self.bind()?;
+        let (rows, cols) = (rows as u64, cols as u64);
+        let mut launch = self.compute.launch_builder(&self.kernels.add_row);
+        launch.arg(x).arg(b).arg(y).arg(&rows).arg(&cols);
+        // SAFETY: (x, b, y, rows, cols) as in elementwise.cu; the lengths were checked above.
+        unsafe { launch.launch(grid(rows * cols)) }
+            .map(drop)
+            .map_err(|e| driver_error(&e))
+    }
+
+    /// Enqueue a host→device copy on the compute stream. From pageable memory the driver
+    /// stages `src` before returning, so the caller may free it right after.
+    pub fn upload(&self, src: &[f32], dst: &mut CudaSlice<f32>) -> Result<(), String> {
+        if src.len() != dst.len() {
+            return Err(format!(
+                "upload: {} values for {} slots",
+                src.len(),
+                dst.len()
+            ));
+        }
+        self.bind()?;
+        self.compute
+            .memcpy_htod(src, dst)
+            .map_err(|e| driver_error(&e))
+    }
+
+    /// The driver's own floor for a tiny op, without any engine: seconds per `add_scalar`
+    /// launch on a 2-element buffer when launches are only enqueued (one wait at the end), and
+    /// when each launch is followed by a wait for its event. Their ratio bounds the speed-up
+    /// that running ahead of the GPU can buy for such an op on this host.
+    pub fn launch_floor(&self, launches: u32) -> Result<(f64, f64), String> {
+        let x = self.alloc(2)?;
+        let mut y = self.alloc(2)?;
+        let mut time = |wait_each: bool| -> Result<f64, String> {
+            self.synchronize()?;
+            let start = std::time::Instant::now();
+            for _ in 0..launches {
+                self.map(Map::AddScalar(1.0), &x, &mut y)?;
+                if wait_each {
+                    self.record_ready()?
+                        .synchronize()
+                        .map_err(|e| driver_error(&e))?;
+                }
+            }
+            self.synchronize()?;
+            Ok(start.elapsed().as_secs_f64() / f64::from(launches.max(1)))
+        };
+        time(false)?; // warm-up: the first launches load the module's code
+        Ok((time(false)?, time(true)?))
+    }
+
+    /// Capture what `enqueue` puts on the compute stream into a CUDA graph instead of running
+    /// it. `enqueue` must only launch work (kernels, cuBLAS calls) on buffers allocated
+    /// before the capture: an allocation inside it would become part of the graph.
+    pub fn capture(
+        self: &Arc<Self>,
+        enqueue: impl FnOnce(&CudaDevice) -> Result<(), String>,
+    ) -> Result<GpuGraph, String> {
+        self.bind()?;
+        // Thread-local: only this thread's unsafe calls are refused during the capture, the
+        // device's pollers and other lanes go on.
+        self.compute
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(|e| format!("cannot start a stream capture: {}", driver_error(&e)))?;
+        let enqueued = enqueue(self);
+        // End the capture whatever happened, or the stream stays unusable.
+        let ended = self.compute.end_capture(sys::CUgraphInstantiate_flags(0));
+        enqueued?;
+        match ended {
+            Ok(Some(graph)) => Ok(GpuGraph {
+                graph: Mutex::new(SendGraph(graph)),
+                device: self.clone(),
+            }),
+            Ok(None) => Err("the stream capture recorded nothing".into()),
+            Err(e) => Err(format!(
+                "cannot instantiate the captured graph: {}",
+                driver_error(&e)
+            )),
+        }
+    }
+}
+
+/// cudarc's graph holds raw handles and is not `Send`; it is only used under a mutex.
+struct SendGraph(CudaGraph);
+// SAFETY: CUDA graph handles may be used from any thread as long as calls on one graph do not
+// overlap (CUDA's graph thread-safety rules); the mutex around it guarantees that.
+unsafe impl Send for SendGraph {}
+
+/// A captured CUDA graph of the device's compute stream.
+pub struct GpuGraph {
+    graph: Mutex<SendGraph>,
+    device: Arc<CudaDevice>,
+}
+
+impl GpuGraph {
+    /// Enqueue one replay on the compute stream.
+    pub fn launch(&self) -> Result<(), String> {
+        self.device.bind()?;
+        let graph = self
+            .graph
+            .lock()
+            .map_err(|_| "CUDA graph poisoned".to_string())?;
+        graph.0.launch().map_err(|e| driver_error(&e))
+    }
+
+    /// The device the graph replays on.
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ptx_declares_every_kernel_with_its_parameters() {
+        // The driver is the only PTX compiler parbench has at run time; without a GPU this
+        // at least pins the entry points and the ISA the loader relies on.
+        for (name, params) in [("add_scalar", 4), ("scale", 4), ("relu", 3), ("add_row", 5)] {
+            let entry = format!(".visible .entry {name}(");
+            let start = ELEMENTWISE_PTX
+                .find(&entry)
+                .unwrap_or_else(|| panic!("{name} is not in the PTX"));
+            let header = &ELEMENTWISE_PTX[start..];
+            let header = &header[..header.find(')').expect("closing parenthesis")];
+            assert_eq!(header.matches(".param").count(), params, "{name}");
+        }
+        assert!(ELEMENTWISE_PTX.contains("\n.version 7.5\n"));
+        assert!(ELEMENTWISE_PTX.contains("\n.target sm_75\n"));
+    }
+
+    #[test]
+    fn the_grid_covers_small_and_huge_sizes() {
+        assert_eq!(grid(0).grid_dim.0, 1);
+        assert_eq!(grid(1).grid_dim.0, 1);
+        assert_eq!(grid(256).grid_dim.0, 1);
+        assert_eq!(grid(257).grid_dim.0, 2);
+        assert_eq!(grid(u64::MAX).grid_dim.0, MAX_BLOCKS as u32);
+    }
+}
