@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::support::{chosen_device, Accelerator};
+use super::support::{chosen_device, matmul_tolerance, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -194,12 +194,30 @@ impl Scenario for Hybridize {
                 Some(format!("{passes} passes × 1 {graph_op}")),
             ],
         );
-        let identical = imperative()?.to_vec()? == hybrid().to_vec()?;
+        let replayed = hybrid().to_vec()?;
+        let identical = imperative()?.to_vec()? == replayed;
         run.check(
             "replay gives identical results",
             identical,
             format!("{batch}×{width} outputs of {layers} layers compared element by element"),
         );
+        if device.is_gpu() {
+            // The GPU's kernels against the host's: close, not identical (cuBLAS rounds in
+            // another order than the CPU kernel).
+            let host = Graph {
+                weights: params_host.clone(),
+            }
+            .forward(&x_host);
+            let gap = relative_gap(&replayed, host.iter().copied());
+            let tolerance = matmul_tolerance(width) * layers as f64;
+            run.check(
+                "matches the host forward pass",
+                gap <= tolerance,
+                format!(
+                    "max |GPU − host| / max |host| = {gap:.2e} over {batch}×{width} outputs (tolerance {tolerance:.1e})"
+                ),
+            );
+        }
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
         let (imp, hyb) = (m("imperative"), m("hybridized"));
         let saved_ops = (passes as f64) * (ops_per_pass as f64 - 1.0);
@@ -231,6 +249,24 @@ impl Scenario for Hybridize {
         });
         Ok(run)
     }
+}
+
+/// max |got − want| / max |want| (at least 1e-30), infinite when any value is NaN or the
+/// lengths differ: a NaN must never pass as close.
+fn relative_gap(got: &[f32], want: impl ExactSizeIterator<Item = f32>) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    let (mut diff, mut scale) = (0f64, 1e-30f64);
+    for (&g, w) in got.iter().zip(want) {
+        let d = (f64::from(g) - f64::from(w)).abs();
+        if d.is_nan() {
+            return f64::INFINITY;
+        }
+        diff = diff.max(d);
+        scale = scale.max(f64::from(w).abs());
+    }
+    diff / scale
 }
 
 /// The hybridized forward pass: a host graph replayed as one op, or a CUDA graph.
@@ -306,6 +342,17 @@ mod tests {
             h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
         }
         h.to_vec().unwrap()
+    }
+
+    #[test]
+    fn the_relative_gap_sees_errors_nan_and_length() {
+        assert_eq!(relative_gap(&[1.0, -2.0], [1.0, -2.0].into_iter()), 0.0);
+        assert!((relative_gap(&[1.0, -2.1], [1.0, -2.0].into_iter()) - 0.05).abs() < 1e-6);
+        assert_eq!(
+            relative_gap(&[f32::NAN, 1.0], [1.0, 1.0].into_iter()),
+            f64::INFINITY
+        );
+        assert_eq!(relative_gap(&[1.0], [1.0, 1.0].into_iter()), f64::INFINITY);
     }
 
     #[test]
