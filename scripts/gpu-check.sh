@@ -32,7 +32,7 @@ for line in sys.stdin:
   cp "$tests" "$out/parbench-lib-tests"
   strip "$out/parbench" "$out/parbench-lib-tests"
   cp scripts/gpu-check.sh scripts/gpu_vs_torch.py scripts/gpu_chapter_torch.py "$out/"
-  cp src/device/kernels/elementwise.cu src/device/kernels/elementwise.ptx "$out/"
+  cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx "$out/"
   bytes=$(du -cb "$out"/* | tail -n 1 | cut -f 1)
   limit=$((60 << 20))
   if [ "$bytes" -gt "$limit" ]; then

@@ -4,7 +4,8 @@
 //! The library is usable without the CLI: [`engine::Engine`] is the dependency engine,
 //! [`tensor::Tensor`] a lazy front end over it, [`device`] the CPU (and CUDA) devices,
 //! [`harness`] the timer and statistics, [`scenario`] the experiments and [`report`] the
-//! table and JSON output.
+//! table and JSON output, [`units`] the wording of figures. The layers and where to add a
+//! scenario, a device or an output format: `ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod device;
@@ -13,3 +14,4 @@ pub mod harness;
 pub mod report;
 pub mod scenario;
 pub mod tensor;
+pub mod units;

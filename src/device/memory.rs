@@ -52,28 +52,14 @@ impl Drop for Allocation {
     }
 }
 
+use crate::units::human_bytes;
+
 /// Memory the OS says it can give without swapping (`MemAvailable`), if known.
 pub fn available_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
-}
-
-/// Human form of a byte count: `1.5 GiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// Fail when `bytes` (already estimated by the caller; `None` when the estimate overflowed)
@@ -138,8 +124,6 @@ mod tests {
     fn byte_counts_overflow_to_none() {
         assert_eq!(f32_bytes(10, 3), Some(120));
         assert_eq!(f32_bytes(u64::MAX / 2, 3), None);
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
     }
 
     #[test]

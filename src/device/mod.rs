@@ -7,10 +7,6 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(feature = "cuda")]
-pub mod cuda_ops;
-#[cfg(feature = "cuda")]
-pub mod culibs;
 pub mod discovery;
 pub mod memory;
 

@@ -308,7 +308,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
 
 fn value(row: &Row, v: f64) -> String {
     if row.is_time {
-        super::table::human_time(v)
+        crate::units::human_time(v)
     } else {
         format!("{v:.3}")
     }

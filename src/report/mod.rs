@@ -18,6 +18,14 @@ pub use environment::{Environment, GpuInfo, LibraryInfo};
 
 use crate::harness::Summary;
 
+/// The axes of a sweep, as the report records them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepInfo {
+    pub scenario: String,
+    /// Axis name → the values swept, in order (as given on the command line).
+    pub axes: Vec<(String, Vec<String>)>,
+}
+
 /// The schema tag every document carries.
 pub const SCHEMA: &str = "parbench/1";
 
@@ -30,7 +38,7 @@ pub struct Report {
     pub runs: Vec<RunRecord>,
     /// Present when the report is a sweep: the scenario and the axes swept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::scenario::sweep::SweepInfo>,
+    pub sweep: Option<SweepInfo>,
 }
 
 /// The program that produced the report.

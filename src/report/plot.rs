@@ -160,7 +160,7 @@ fn lines(
         .configure_mesh()
         .x_desc(axis.to_string())
         .y_desc("time (s), median with min–max band")
-        .y_label_formatter(&|y| super::table::human_time(*y))
+        .y_label_formatter(&|y| crate::units::human_time(*y))
         .draw()
         .map_err(draw_err)?;
     // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
@@ -309,7 +309,7 @@ fn bars(
         .x_label_formatter(&|_| String::new())
         .x_desc("variants (see the legend)")
         .y_desc("time (s), median with min–max whisker")
-        .y_label_formatter(&|y| super::table::human_time(*y))
+        .y_label_formatter(&|y| crate::units::human_time(*y))
         .draw()
         .map_err(draw_err)?;
     for (i, v) in run.variants.iter().enumerate() {

@@ -5,44 +5,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{Report, RunRecord};
-use crate::device::memory::human_bytes;
-
-/// Seconds in the unit that keeps 3–4 significant digits readable.
-/// `1.57× faster` for a time ratio (old / new) above 1, `1.25× slower` below it, so a sentence
-/// never calls a slow-down "0.80× faster".
-pub fn faster_or_slower(ratio: f64) -> String {
-    if !ratio.is_finite() || ratio <= 0.0 {
-        "of unknown speed".to_string()
-    } else if ratio >= 1.0 {
-        format!("{ratio:.2}× faster")
-    } else {
-        format!("{:.2}× slower", 1.0 / ratio)
-    }
-}
-
-pub fn human_time(s: f64) -> String {
-    if !s.is_finite() {
-        return "n/a".into();
-    }
-    let a = s.abs();
-    let (v, unit) = if a >= 1.0 {
-        (s, "s")
-    } else if a >= 1e-3 {
-        (s * 1e3, "ms")
-    } else if a >= 1e-6 {
-        (s * 1e6, "µs")
-    } else {
-        (s * 1e9, "ns")
-    };
-    let digits = if v.abs() >= 100.0 {
-        1
-    } else if v.abs() >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.digits$} {unit}")
-}
+use crate::units::{human_bytes, human_time};
 
 /// A derived figure, formatted by the unit its key names.
 pub fn human_derived(key: &str, value: &Value) -> String {
@@ -213,22 +176,8 @@ fn compact(v: &Value) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ratios_read_as_faster_or_slower() {
-        assert_eq!(faster_or_slower(1.5), "1.50× faster");
-        assert_eq!(faster_or_slower(0.8), "1.25× slower");
-        assert_eq!(faster_or_slower(f64::NAN), "of unknown speed");
-    }
     use crate::harness::Summary;
     use crate::report::{RunRecord, VariantRecord};
-
-    #[test]
-    fn times_pick_a_readable_unit() {
-        assert_eq!(human_time(1.5), "1.500 s");
-        assert_eq!(human_time(0.0123), "12.30 ms");
-        assert_eq!(human_time(2.5e-7), "250.0 ns");
-        assert_eq!(human_time(f64::NAN), "n/a");
-    }
 
     #[test]
     fn derived_figures_use_their_key_unit() {

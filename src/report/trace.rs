@@ -104,7 +104,7 @@ pub fn timeline(run: &TracedRun, width: usize) -> String {
         "   timeline of {} ({} ops, {}):",
         run.variant,
         run.records.len(),
-        super::table::human_time(span * 1e-9)
+        crate::units::human_time(span * 1e-9)
     );
     for (name, row) in lanes.values() {
         let bar: String = row

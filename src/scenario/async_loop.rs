@@ -21,9 +21,9 @@ use crate::device::{available_cores, Device, GpuOrder, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::human_time;
 
 /// The `async` scenario.
 pub struct AsyncLoop;
@@ -341,9 +341,9 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
         Mode::Threaded => e.push(format!(
             "async is {} than sync: the front end keeps pushing while the worker computes, \
              instead of paying a full round trip per op ({} per op in sync, {} in async).",
-            crate::report::table::faster_or_slower(speedup),
-            crate::report::table::human_time(sync / nf),
-            crate::report::table::human_time(asyn / nf),
+            crate::units::faster_or_slower(speedup),
+            crate::units::human_time(sync / nf),
+            crate::units::human_time(asyn / nf),
         )),
         Mode::Naive => e.push(format!(
             "engine naive completes every op before push returns, so waiting once or after every op costs the same \
@@ -352,18 +352,18 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     }
     e.push(format!(
         "push-only ({}) stops the clock before the work is done: it measures pushing, not computing.",
-        crate::report::table::human_time(push)
+        crate::units::human_time(push)
     ));
     e.push(format!(
         "book model with t1 = {}, t2 = {}, t3 = {}: sync ≈ N(t1+t2+t3) = {} (measured {}), \
          async ≈ t1 + N·t2 + t3 = {} (measured {}).",
-        crate::report::table::human_time(p.t1),
-        crate::report::table::human_time(p.t2),
-        crate::report::table::human_time(p.t3),
-        crate::report::table::human_time(pred_sync),
-        crate::report::table::human_time(sync),
-        crate::report::table::human_time(pred_async),
-        crate::report::table::human_time(asyn),
+        crate::units::human_time(p.t1),
+        crate::units::human_time(p.t2),
+        crate::units::human_time(p.t3),
+        crate::units::human_time(pred_sync),
+        crate::units::human_time(sync),
+        crate::units::human_time(pred_async),
+        crate::units::human_time(asyn),
     ));
     if mode == Mode::Threaded && asyn > 1.5 * pred_async {
         e.push(

@@ -16,9 +16,9 @@ use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::{faster_or_slower, human_time};
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::{faster_or_slower, human_time};
 
 /// The `cpu-gpu` scenario.
 pub struct CpuGpu;

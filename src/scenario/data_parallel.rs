@@ -17,8 +17,8 @@ use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::Runtime;
 use crate::engine::{OpError, Var};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
 use crate::report::RunRecord;
+use crate::units::human_time;
 
 /// The `data-parallel` scenario.
 pub struct DataParallel;

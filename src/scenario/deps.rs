@@ -24,9 +24,9 @@ use crate::device::{Device, Runtime};
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::human_time;
 
 /// The `deps` scenario.
 pub struct Deps;

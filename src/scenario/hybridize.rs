@@ -19,9 +19,9 @@ use super::support::{chosen_device, matmul_tolerance, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::human_time;
 
 /// The `hybridize` scenario.
 pub struct Hybridize;
@@ -235,7 +235,7 @@ impl Scenario for Hybridize {
             format!(
                 "replaying the captured graph ran {}: {} of {ops_per_pass} engine ops per pass were \
                  saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
-                crate::report::table::faster_or_slower(imp / hyb),
+                crate::units::faster_or_slower(imp / hyb),
                 ops_per_pass - 1,
                 human_time(per_op)
             )
@@ -243,7 +243,7 @@ impl Scenario for Hybridize {
             format!(
                 "replaying the captured graph ran {}: saving {} of {ops_per_pass} engine ops per pass bought \
                  nothing measurable here (the per-op overhead is lost in the noise of these samples).",
-                crate::report::table::faster_or_slower(imp / hyb),
+                crate::units::faster_or_slower(imp / hyb),
                 ops_per_pass - 1,
             )
         });

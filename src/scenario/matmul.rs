@@ -180,7 +180,7 @@ impl Scenario for Matmul {
         run.explanation.push(format!(
             "{} reaches {rate:.1} GFLOP/s on {m}×{k} · {k}×{n} ({} per product).",
             device.describe(),
-            crate::report::table::human_time(median / ops as f64)
+            crate::units::human_time(median / ops as f64)
         ));
         Ok(run)
     }

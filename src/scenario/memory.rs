@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use super::support::{check_matrices, chosen_device, host_ordered, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::memory::human_bytes;
 use crate::device::{available_cores, Runtime, RuntimeOptions};
 use crate::engine::Engine;
 use crate::harness::{SamplerConfig, Variant};
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::human_bytes;
 
 /// The `memory` scenario.
 pub struct Memory;

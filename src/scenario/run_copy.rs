@@ -15,9 +15,9 @@ use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::table::human_time;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use crate::units::human_time;
 
 /// The `run-copy` scenario.
 pub struct RunCopy;

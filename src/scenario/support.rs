@@ -1,10 +1,10 @@
 //! Pieces several scenarios share: choosing the accelerator or its CPU fallback, memory checks
 //! for matrix workloads, and checking matrix products against a float64 reference.
 
+use crate::device::discovery::GpuInfo;
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
 use crate::device::{discovery, DeviceRequest, GpuOrder, RuntimeOptions};
 use crate::engine::{trace, Engine, EngineError, TraceRecord};
-use crate::report::GpuInfo;
 use crate::tensor::{Tensor, TensorError};
 
 use super::ScenarioError;

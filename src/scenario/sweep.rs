@@ -5,19 +5,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ParamKind, Params, Scenario};
 use crate::report::RunRecord;
-
-/// The axes of a sweep, as the report records them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepInfo {
-    pub scenario: String,
-    /// Axis name → the values swept, in order (as given on the command line).
-    pub axes: Vec<(String, Vec<String>)>,
-}
+pub use crate::report::SweepInfo;
 
 /// Parse `--set name=v1,v2,start:stop:step` into an axis. Ranges are inclusive and apply to
 /// whole-number parameters.

@@ -41,9 +41,10 @@ use cudarc::curand::CudaRng;
 use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
 
-use super::culibs;
+pub mod libs;
+pub mod ops;
+use super::discovery::{GpuInfo, LibraryInfo};
 pub use super::GpuOrder;
-use crate::report::{GpuInfo, LibraryInfo};
 
 /// Run `f`, turning a panic into `Err(message)` without printing it (cudarc panics when a
 /// library or symbol is missing). The hook is process-global: probes are serialized.
@@ -112,13 +113,13 @@ fn probe_once() -> Probe {
         Err(p) => return unavailable(format!("CUDA initialization failed: {p}")),
     };
     // cuBLAS and cuRAND of CUDA 12 or 13, from the loader's path or found elsewhere and
-    // opened by full path first (see `culibs`), then checked through cudarc's own loader.
-    let dirs = culibs::search_dirs();
-    for lib in [&culibs::CUBLAS_LT, &culibs::CUBLAS, &culibs::CURAND] {
-        if !culibs::preload(lib, &dirs) {
+    // opened by full path first (see `libs`), then checked through cudarc's own loader.
+    let dirs = libs::search_dirs();
+    for lib in [&libs::CUBLAS_LT, &libs::CUBLAS, &libs::CURAND] {
+        if !libs::preload(lib, &dirs) {
             return unavailable(format!(
                 "a GPU is present but {}",
-                culibs::missing_reason(lib, &dirs)
+                libs::missing_reason(lib, &dirs)
             ));
         }
     }
@@ -151,7 +152,7 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
     let mut version: std::ffi::c_int = 0;
     // SAFETY: a plain out-parameter query; the library is loaded (the context exists).
     unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
-    let cuda = culibs::cuda_version(version);
+    let cuda = libs::cuda_version(version);
     let driver = std::fs::read_to_string("/proc/driver/nvidia/version")
         .ok()
         .and_then(|t| driver_release(&t))
@@ -169,7 +170,7 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
 fn libraries(info: &GpuInfo) -> Vec<LibraryInfo> {
     use cudarc::cublas::sys::{cublasGetProperty, libraryPropertyType};
     let path = |prefix: &str| {
-        culibs::loaded_path(prefix).map_or_else(|| "?".into(), |p| p.display().to_string())
+        libs::loaded_path(prefix).map_or_else(|| "?".into(), |p| p.display().to_string())
     };
     let blas_version = quietly(|| {
         let part = |t: libraryPropertyType| {
@@ -195,7 +196,7 @@ fn libraries(info: &GpuInfo) -> Vec<LibraryInfo> {
         let ok = unsafe { cudarc::curand::sys::curandGetVersion(&mut v) }
             == cudarc::curand::sys::curandStatus_t::CURAND_STATUS_SUCCESS;
         if ok {
-            culibs::curand_version(v)
+            libs::curand_version(v)
         } else {
             "?".into()
         }
@@ -422,7 +423,7 @@ pub struct CudaDevice {
     rng: ManuallyDrop<Mutex<SendRng>>,
     pinned: PinnedPool,
     /// parbench's element-wise kernels, loaded from PTX when the device opens.
-    pub(crate) kernels: super::cuda_ops::Kernels,
+    pub(crate) kernels: ops::Kernels,
     order: GpuOrder,
     ready_events: Arc<EventPool>,
     compute_poller: Poller,
@@ -563,7 +564,7 @@ impl CudaDevice {
         let copy = ctx.new_stream().map_err(|e| driver_error(&e))?;
         let blas = CudaBlas::new(compute.clone()).map_err(|e| format!("cuBLAS: {e}"))?;
         let rng = CudaRng::new(seed, compute.clone()).map_err(|e| format!("cuRAND: {e}"))?;
-        let kernels = super::cuda_ops::Kernels::load(&ctx)?;
+        let kernels = ops::Kernels::load(&ctx)?;
         keep_freed_memory_pooled(&ctx)?;
         Ok(CudaDevice {
             ctx: ctx.clone(),

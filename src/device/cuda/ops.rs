@@ -14,7 +14,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use super::cuda::{driver_error, CudaDevice};
+use super::{driver_error, CudaDevice};
 
 /// The PTX of `kernels/elementwise.cu` (ISA 7.5, sm_75: CUDA 12 and 13 drivers load it).
 pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");

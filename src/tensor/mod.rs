@@ -1,0 +1,707 @@
+//! A lazy tensor front end over the engine.
+//!
+//! Every operation pushes an op and returns a new [`Tensor`] at once; the data is computed when
+//! the engine gets to it. Reading the values back ([`Tensor::to_vec`]) is the only blocking
+//! call, exactly like MXNet's `NDArray` and the book's `y.wait_to_read()`.
+//!
+//! The buffer sits behind an `RwLock` only to make the sharing safe in Rust's terms: the
+//! engine already orders every access through the tensor's [`Var`], so the lock is never
+//! contended.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use ndarray::{ArrayD, Ix2, IxDyn};
+
+#[cfg(feature = "cuda")]
+use crate::device::cuda::ops::Map as Kernel;
+use crate::device::{cpu, Device, DeviceKind};
+use crate::engine::{Engine, EngineError, OpError, Var};
+
+/// Errors of the tensor front end.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TensorError {
+    /// Shapes that cannot be combined; caught at push time, before anything runs.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    /// Reading the values back failed (device copy, poisoned buffer).
+    #[error("reading tensor values failed: {0}")]
+    Read(String),
+    /// An op upstream failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Where a tensor's values are.
+pub(crate) enum Storage {
+    /// Not written yet.
+    Empty,
+    /// Host memory, registered with the device's tracker while it lives (the guard is held
+    /// only for its drop, which unregisters the bytes).
+    Host(
+        ArrayD<f32>,
+        #[allow(dead_code)] crate::device::memory::Allocation,
+    ),
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<gpu::GpuBuffer>),
+    /// Page-locked host memory, filled by a device→host copy, with its shape.
+    #[cfg(feature = "cuda")]
+    Pinned(Arc<crate::device::cuda::PinnedBuffer>, Arc<[usize]>),
+}
+
+impl Storage {
+    /// A host buffer, counted by `memory` until it is freed.
+    fn host_tracked(
+        array: ArrayD<f32>,
+        memory: &Arc<crate::device::memory::MemTracker>,
+    ) -> Storage {
+        let bytes = (array.len() * std::mem::size_of::<f32>()) as u64;
+        Storage::Host(array, memory.track(bytes))
+    }
+
+    /// The values in host memory: borrowed from an ordinary host buffer, or copied out of a
+    /// pinned buffer that a device→host copy filled (so a host copy is usable by host ops).
+    fn host(&self) -> Result<std::borrow::Cow<'_, ArrayD<f32>>, OpError> {
+        match self {
+            Storage::Host(a, _) => Ok(std::borrow::Cow::Borrowed(a)),
+            #[cfg(feature = "cuda")]
+            Storage::Pinned(buf, shape) => {
+                let values = buf.as_slice().map_err(OpError::msg)?.to_vec();
+                ArrayD::from_shape_vec(IxDyn(shape), values)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(OpError::from)
+            }
+            _ => Err(OpError::msg("expected a tensor in host memory")),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda(&self) -> Result<Arc<gpu::GpuBuffer>, OpError> {
+        match self {
+            Storage::Cuda(s) => Ok(s.clone()),
+            _ => Err(OpError::msg("expected a tensor in GPU memory")),
+        }
+    }
+}
+
+type Buffer = Arc<RwLock<Storage>>;
+
+/// Which element-wise kernel an op runs on a GPU (the host closure's twin).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+enum Map {
+    AddScalar(f32),
+    Scale(f32),
+    Relu,
+}
+
+#[cfg(feature = "cuda")]
+impl From<Map> for Kernel {
+    fn from(m: Map) -> Kernel {
+        match m {
+            Map::AddScalar(s) => Kernel::AddScalar(s),
+            Map::Scale(s) => Kernel::Scale(s),
+            Map::Relu => Kernel::Relu,
+        }
+    }
+}
+
+/// How `Tensor::filled` generates values.
+#[derive(Clone, Copy)]
+enum Fill {
+    Ones,
+    Uniform(u64),
+}
+
+impl Fill {
+    fn name(self) -> &'static str {
+        match self {
+            Fill::Ones => "ones",
+            Fill::Uniform(_) => "uniform",
+        }
+    }
+}
+
+fn read(buf: &Buffer) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
+    buf.read()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+}
+
+/// Read locks on two buffers that may be one (`x · x`): the lock is then taken once, since a
+/// second read lock of one `RwLock` on one thread deadlocks if a writer queued in between.
+/// The second guard is `None` when both are the same buffer.
+type ReadPair<'a> = (
+    RwLockReadGuard<'a, Storage>,
+    Option<RwLockReadGuard<'a, Storage>>,
+);
+
+fn read_both<'a>(x: &'a Buffer, y: &'a Buffer) -> Result<ReadPair<'a>, OpError> {
+    let first = read(x)?;
+    let second = if Arc::ptr_eq(x, y) {
+        None
+    } else {
+        Some(read(y)?)
+    };
+    Ok((first, second))
+}
+
+fn write(buf: &Buffer) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
+    buf.write()
+        .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
+}
+
+/// A handle to a tensor on a device. Cloning shares the same data.
+#[derive(Clone)]
+pub struct Tensor {
+    engine: Engine,
+    device: Arc<Device>,
+    var: Var,
+    data: Buffer,
+    shape: Arc<[usize]>,
+}
+
+impl Tensor {
+    /// A tensor whose value will be written by the op the caller pushes next.
+    fn pending(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
+        Tensor::pending_shaped(engine, device, shape.into())
+    }
+
+    fn pending_shaped(engine: &Engine, device: &Arc<Device>, shape: Arc<[usize]>) -> Tensor {
+        Tensor {
+            engine: engine.clone(),
+            device: device.clone(),
+            var: Var::new(),
+            data: Arc::new(RwLock::new(Storage::Empty)),
+            shape,
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// A tensor whose values the front end already holds (a minibatch a data loader just
+    /// produced): its memory is allocated, and counted, now, not when an op runs.
+    /// On a GPU the values are uploaded by an op on its compute lane (the host array is counted
+    /// on the GPU's host device until then).
+    pub fn from_host(engine: &Engine, device: &Arc<Device>, array: ArrayD<f32>) -> Tensor {
+        let shape: Arc<[usize]> = array.shape().into();
+        #[cfg(feature = "cuda")]
+        if let DeviceKind::Cuda(dev) = &device.kind {
+            let host = Tensor::from_host(engine, &device.host_device(device), array);
+            let out = Tensor::pending_shaped(engine, device, shape);
+            let (src, dst, n) = (host.data.clone(), out.data.clone(), out.len());
+            let mem = device.memory.clone();
+            gpu::push(
+                engine,
+                device.compute,
+                "upload",
+                &[&host.var],
+                &[&out.var],
+                dev,
+                gpu::Stream::Compute,
+                move |d| {
+                    let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                    let values = read(&src).map_err(|e| e.to_string())?;
+                    let values = values.host().map_err(|e| e.to_string())?;
+                    let values = values.as_standard_layout();
+                    let values = values
+                        .as_slice()
+                        .ok_or("upload: non-contiguous host array")?;
+                    let mut y = gpu::alloc(d, n, &mem)?;
+                    d.upload(values, &mut y.0)?;
+                    *slot = Storage::Cuda(gpu::finish(d, y)?);
+                    drop(slot);
+                    Ok(dst)
+                },
+            );
+            return out;
+        }
+        let storage = Storage::host_tracked(array, &device.memory);
+        Tensor {
+            engine: engine.clone(),
+            device: device.clone(),
+            var: Var::new(),
+            data: Arc::new(RwLock::new(storage)),
+            shape,
+        }
+    }
+
+    /// All ones.
+    pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
+        Tensor::filled(engine, device, shape, Fill::Ones)
+    }
+
+    /// Uniform values reproducible from `seed`: in [0, 1) on a CPU device whatever its thread
+    /// count; in (0, 1] on a GPU (cuRAND's generator, reseeded for each tensor).
+    pub fn uniform(engine: &Engine, device: &Arc<Device>, shape: &[usize], seed: u64) -> Tensor {
+        Tensor::filled(engine, device, shape, Fill::Uniform(seed))
+    }
+
+    /// A new tensor whose values an op on `device` generates.
+    fn filled(engine: &Engine, device: &Arc<Device>, shape: &[usize], fill: Fill) -> Tensor {
+        let out = Tensor::pending(engine, device, shape);
+        let (dst, s) = (out.data.clone(), shape.to_vec());
+        let mem = device.memory.clone();
+        let name = fill.name();
+        match &device.kind {
+            DeviceKind::Cpu { .. } => {
+                engine.push(name, device.compute, &[], &[&out.var], move || {
+                    let values = match fill {
+                        Fill::Ones => ArrayD::ones(IxDyn(&s)),
+                        Fill::Uniform(seed) => cpu::uniform(&s, seed),
+                    };
+                    *write(&dst)? = Storage::host_tracked(values, &mem);
+                    Ok(())
+                })
+            }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let n = out.len();
+                gpu::push(
+                    engine,
+                    device.compute,
+                    name,
+                    &[],
+                    &[&out.var],
+                    dev,
+                    gpu::Stream::Compute,
+                    move |d| {
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                        let mut out = gpu::alloc(d, n, &mem)?;
+                        match fill {
+                            Fill::Ones => d.fill(&mut out.0, 1.0)?,
+                            Fill::Uniform(seed) => d.fill_uniform(&mut out.0, seed)?,
+                        }
+                        *slot = Storage::Cuda(gpu::finish(d, out)?);
+                        drop(slot);
+                        Ok(dst)
+                    },
+                )
+            }
+        }
+        out
+    }
+
+    /// An element-wise op, run on the tensor's device's compute lane: `f` on a host tensor,
+    /// the matching kernel on a GPU.
+    fn map(
+        &self,
+        name: &'static str,
+        f: impl Fn(f32) -> f32 + Send + 'static,
+        kernel: Map,
+    ) -> Tensor {
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        #[cfg(feature = "cuda")]
+        if let DeviceKind::Cuda(dev) = &self.device.kind {
+            let n = self.len();
+            gpu::push(
+                &self.engine,
+                self.device.compute,
+                name,
+                &[&self.var],
+                &[&out.var],
+                dev,
+                gpu::Stream::Compute,
+                move |d| {
+                    let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                    let x = read(&src)
+                        .and_then(|s| s.cuda())
+                        .map_err(|e| e.to_string())?;
+                    let mut y = gpu::alloc(d, n, &mem)?;
+                    d.map(kernel.into(), &x.slice, &mut y.0)?;
+                    *slot = Storage::Cuda(gpu::finish(d, y)?);
+                    drop(slot);
+                    Ok((x, dst))
+                },
+            );
+            return out;
+        }
+        let _ = kernel;
+        self.engine.push(
+            name,
+            self.device.compute,
+            &[&self.var],
+            &[&out.var],
+            move || {
+                let y = read(&src)?.host()?.mapv(&f);
+                *write(&dst)? = Storage::host_tracked(y, &mem);
+                Ok(())
+            },
+        );
+        out
+    }
+
+    /// `max(self, 0)`, element-wise.
+    pub fn relu(&self) -> Tensor {
+        self.map("relu", |v| v.max(0.0), Map::Relu)
+    }
+
+    /// A host computation on this tensor as one engine op, producing a tensor of `shape`:
+    /// how a captured graph is replayed (one push, one dependency resolution).
+    pub fn apply<E>(
+        &self,
+        name: &'static str,
+        shape: &[usize],
+        f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, E> + Send + 'static,
+    ) -> Tensor
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let out = Tensor::pending(&self.engine, &self.device, shape);
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            name,
+            self.device.compute,
+            &[&self.var],
+            &[&out.var],
+            move || {
+                let y = f(&*read(&src)?.host()?)?;
+                *write(&dst)? = Storage::host_tracked(y, &mem);
+                Ok(())
+            },
+        );
+        out
+    }
+
+    /// `self + row`, the 1×n `row` added to every row of the m×n `self` (a layer's bias).
+    pub fn add_row(&self, row: &Tensor) -> Result<Tensor, TensorError> {
+        let (a, r) = (&self.shape[..], &row.shape[..]);
+        if a.len() != 2 || r != [1, a[1]] {
+            return Err(TensorError::Shape(format!(
+                "cannot add a {r:?} row to {a:?}"
+            )));
+        }
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        let (x, b, dst) = (self.data.clone(), row.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        #[cfg(feature = "cuda")]
+        if let DeviceKind::Cuda(dev) = &self.device.kind {
+            let (rows, cols) = (a[0], a[1]);
+            gpu::push(
+                &self.engine,
+                self.device.compute,
+                "add_row",
+                &[&self.var, &row.var],
+                &[&out.var],
+                dev,
+                gpu::Stream::Compute,
+                move |d| {
+                    let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                    let xs = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                    let bs = read(&b).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                    let mut y = gpu::alloc(d, rows * cols, &mem)?;
+                    d.add_row(&xs.slice, &bs.slice, &mut y.0, (rows, cols))?;
+                    *slot = Storage::Cuda(gpu::finish(d, y)?);
+                    drop(slot);
+                    Ok((xs, bs, dst))
+                },
+            );
+            return Ok(out);
+        }
+        self.engine.push(
+            "add_row",
+            self.device.compute,
+            &[&self.var, &row.var],
+            &[&out.var],
+            move || {
+                let z = {
+                    let (x, b) = (read(&x)?, read(&b)?);
+                    let (x, b) = (x.host()?, b.host()?);
+                    let x = x.view().into_dimensionality::<Ix2>()?;
+                    let b = b.view().into_dimensionality::<Ix2>()?;
+                    (&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn()
+                };
+                *write(&dst)? = Storage::host_tracked(z, &mem);
+                Ok(())
+            },
+        );
+        Ok(out)
+    }
+
+    /// `self + s`, element-wise.
+    pub fn add_scalar(&self, s: f32) -> Tensor {
+        self.map("add_scalar", move |v| v + s, Map::AddScalar(s))
+    }
+
+    /// `s · self`, element-wise.
+    pub fn scale(&self, s: f32) -> Tensor {
+        self.map("scale", move |v| v * s, Map::Scale(s))
+    }
+
+    /// `a · self + b · other`, element-wise (host tensors of one shape), on `self`'s device.
+    pub fn axpby(&self, a: f32, other: &Tensor, b: f32) -> Result<Tensor, TensorError> {
+        if self.shape != other.shape {
+            return Err(TensorError::Shape(format!(
+                "cannot add {:?} and {:?}",
+                &self.shape[..],
+                &other.shape[..]
+            )));
+        }
+        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            "axpby",
+            self.device.compute,
+            &[&self.var, &other.var],
+            &[&out.var],
+            move || {
+                let z = {
+                    let (x, y) = (read(&x)?, read(&y)?);
+                    let (x, y) = (x.host()?, y.host()?);
+                    ndarray::Zip::from(&*x)
+                        .and(&*y)
+                        .map_collect(|&p, &q| a * p + b * q)
+                };
+                *write(&dst)? = Storage::host_tracked(z, &mem);
+                Ok(())
+            },
+        );
+        Ok(out)
+    }
+
+    /// `self ← a · self + b · other`, element-wise and **in place** (host tensors of one shape):
+    /// the op reads `other` and read-modify-writes `self`'s var, so it must wait for every
+    /// earlier reader of `self` (write after read) and every earlier write (write after write).
+    /// `other` may be `self` itself.
+    pub fn axpby_assign(&self, a: f32, other: &Tensor, b: f32) -> Result<(), TensorError> {
+        if self.shape != other.shape {
+            return Err(TensorError::Shape(format!(
+                "cannot add {:?} into {:?}",
+                &other.shape[..],
+                &self.shape[..]
+            )));
+        }
+        let (x, y) = (self.data.clone(), other.data.clone());
+        self.engine.push(
+            "axpby in place",
+            self.device.compute,
+            &[&other.var],
+            &[&self.var],
+            move || {
+                let mut xg = write(&x)?;
+                if Arc::ptr_eq(&x, &y) {
+                    let Storage::Host(xs, _) = &mut *xg else {
+                        return Err(OpError::msg("expected a tensor in host memory"));
+                    };
+                    xs.mapv_inplace(|p| a * p + b * p);
+                    return Ok(());
+                }
+                let yg = read(&y)?;
+                let ys = yg.host()?;
+                let Storage::Host(xs, _) = &mut *xg else {
+                    return Err(OpError::msg("expected a tensor in host memory"));
+                };
+                ndarray::Zip::from(xs)
+                    .and(&*ys)
+                    .for_each(|p, &q| *p = a * *p + b * q);
+                Ok(())
+            },
+        );
+        Ok(())
+    }
+
+    /// A new tensor with the same values, computed by an op on the device's compute lane.
+    pub fn duplicate(&self) -> Tensor {
+        self.map("duplicate", |v| v, Map::Scale(1.0))
+    }
+
+    /// Matrix product of two 2-D tensors, on `self`'s device.
+    pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor, TensorError> {
+        let (a, b) = (&self.shape[..], &rhs.shape[..]);
+        if a.len() != 2 || b.len() != 2 || a[1] != b[0] {
+            return Err(TensorError::Shape(format!(
+                "cannot multiply {a:?} by {b:?}"
+            )));
+        }
+        let (m, n) = (a[0], b[1]);
+        let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
+        let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
+        match &self.device.kind {
+            DeviceKind::Cpu { .. } => {
+                self.engine
+                    .push("matmul", self.device.compute, &reads, &writes, move || {
+                        let c = {
+                            let (xg, yg) = read_both(&x, &y)?;
+                            let a = xg.host()?;
+                            let b = yg.as_deref().unwrap_or(&xg).host()?;
+                            let a = a.view().into_dimensionality::<Ix2>()?;
+                            let b = b.view().into_dimensionality::<Ix2>()?;
+                            cpu::matmul(a, b).into_dyn()
+                        };
+                        *write(&dst)? = Storage::host_tracked(c, &mem);
+                        Ok(())
+                    })
+            }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let k_dim = self.shape[1];
+                gpu::push(
+                    &self.engine,
+                    self.device.compute,
+                    "matmul",
+                    &reads,
+                    &writes,
+                    dev,
+                    gpu::Stream::Compute,
+                    move |d| {
+                        // Every fallible step comes before the GPU work is queued: once it is,
+                        // the buffers must live until its event (they travel in the result).
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                        let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                        // One lock at a time: `x · x` must not hold two reads of one buffer.
+                        let b = if Arc::ptr_eq(&x, &y) {
+                            a.clone()
+                        } else {
+                            read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?
+                        };
+                        let mut c = gpu::alloc(d, m * n, &mem)?;
+                        d.matmul(&a.slice, &b.slice, &mut c.0, (m, k_dim, n))?;
+                        *slot = Storage::Cuda(gpu::finish(d, c)?);
+                        drop(slot);
+                        Ok((a, b, dst))
+                    },
+                )
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copy the values to host memory on the device's *copy* lane, so the copy overlaps the
+    /// device's compute (the book's `y.to('cpu')` in §8.3.2). On a GPU the destination is
+    /// ordinary pinned memory; on a CPU device it is a separate host buffer.
+    pub fn copy_to_host(&self) -> Tensor {
+        // The copy lives in host memory: ops on it run on the host device (a GPU's companion
+        // CPU device), not on the GPU's lanes.
+        let host = self.device.host_device(&self.device);
+        let out = Tensor::pending_shaped(&self.engine, &host, self.shape.clone());
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        match &self.device.kind {
+            DeviceKind::Cpu { .. } => self.engine.push(
+                "copy to host",
+                self.device.copy,
+                &[&self.var],
+                &[&out.var],
+                move || {
+                    let copy = read(&src)?.host()?.into_owned();
+                    *write(&dst)? = Storage::host_tracked(copy, &mem);
+                    Ok(())
+                },
+            ),
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda(dev) => {
+                let (n, shape) = (self.len(), self.shape.clone());
+                gpu::push(
+                    &self.engine,
+                    self.device.copy,
+                    "copy to host",
+                    &[&self.var],
+                    &[&out.var],
+                    dev,
+                    gpu::Stream::Copy,
+                    move |d| {
+                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                        let from = read(&src)
+                            .and_then(|s| s.cuda())
+                            .map_err(|e| e.to_string())?;
+                        let mut host = d.alloc_pinned(n)?;
+                        let ready = from.ready();
+                        d.copy_to_host(&from.slice, ready.as_ref(), &mut host)?;
+                        drop(ready);
+                        *slot = Storage::Pinned(Arc::new(host), shape);
+                        drop(slot);
+                        Ok((from, dst))
+                    },
+                )
+            }
+        }
+        out
+    }
+
+    /// The same host tensor, with ops on it placed on another CPU device (host memory is
+    /// shared by all CPU devices, so nothing is copied). GPU tensors must be copied instead.
+    pub fn placed_on(&self, device: &Arc<Device>) -> Result<Tensor, TensorError> {
+        if (self.device.is_gpu() || device.is_gpu()) && self.device.name != device.name {
+            return Err(TensorError::Shape(format!(
+                "a tensor on {} cannot be used on {} without a copy",
+                self.device.name, device.name
+            )));
+        }
+        Ok(Tensor {
+            device: device.clone(),
+            ..self.clone()
+        })
+    }
+
+    /// Block until the value is computed (the book's `wait_to_read`): on a GPU in stream
+    /// order, also until the device has run the op that wrote it.
+    pub fn wait_to_read(&self) -> Result<(), EngineError> {
+        self.engine.wait_to_read(&self.var)?;
+        #[cfg(feature = "cuda")]
+        if let Ok(data) = self.data.read() {
+            if let Storage::Cuda(buf) = &*data {
+                buf.wait().map_err(EngineError::DeviceSync)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for the value and copy it out, row-major.
+    pub fn to_vec(&self) -> Result<Vec<f32>, TensorError> {
+        self.wait_to_read()?;
+        let data = self
+            .data
+            .read()
+            .map_err(|_| TensorError::Read("tensor buffer poisoned by an earlier panic".into()))?;
+        match &*data {
+            Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
+            Storage::Host(a, _) => Ok(a.iter().copied().collect()),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(slice) => match &self.device.kind {
+                DeviceKind::Cuda(d) => d
+                    .read_back(&slice.slice, slice.ready().as_ref())
+                    .map_err(TensorError::Read),
+                DeviceKind::Cpu { .. } => {
+                    Err(TensorError::Read("GPU buffer on a CPU device".into()))
+                }
+            },
+            #[cfg(feature = "cuda")]
+            Storage::Pinned(host, _) => host
+                .as_slice()
+                .map(<[f32]>::to_vec)
+                .map_err(TensorError::Read),
+        }
+    }
+
+    /// The tensor's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The var the engine tracks this tensor's buffer by.
+    pub fn var(&self) -> &Var {
+        &self.var
+    }
+
+    /// The device the tensor lives on.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod gpu;
+#[cfg(feature = "cuda")]
+mod graph;
+#[cfg(feature = "cuda")]
+pub use graph::CapturedGraph;
+
+#[cfg(test)]
+mod tests;

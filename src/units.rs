@@ -1,0 +1,82 @@
+//! How figures are worded: times, byte counts and speed ratios in the units a reader expects.
+//! A leaf module (it imports nothing of the crate), so scenarios, devices and outputs all word
+//! their numbers alike without depending on one another.
+
+/// `1.57× faster` for a time ratio (old / new) above 1, `1.25× slower` below it, so a sentence
+/// never calls a slow-down "0.80× faster".
+pub fn faster_or_slower(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        "of unknown speed".to_string()
+    } else if ratio >= 1.0 {
+        format!("{ratio:.2}× faster")
+    } else {
+        format!("{:.2}× slower", 1.0 / ratio)
+    }
+}
+
+/// Seconds in the unit that keeps 3–4 significant digits readable (`n/a` when not finite).
+pub fn human_time(s: f64) -> String {
+    if !s.is_finite() {
+        return "n/a".into();
+    }
+    let a = s.abs();
+    let (v, unit) = if a >= 1.0 {
+        (s, "s")
+    } else if a >= 1e-3 {
+        (s * 1e3, "ms")
+    } else if a >= 1e-6 {
+        (s * 1e6, "µs")
+    } else {
+        (s * 1e9, "ns")
+    };
+    let digits = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// Human form of a byte count: `1.5 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_read_as_faster_or_slower() {
+        assert_eq!(faster_or_slower(1.5), "1.50× faster");
+        assert_eq!(faster_or_slower(0.8), "1.25× slower");
+        assert_eq!(faster_or_slower(f64::NAN), "of unknown speed");
+    }
+
+    #[test]
+    fn times_pick_a_readable_unit() {
+        assert_eq!(human_time(1.5), "1.500 s");
+        assert_eq!(human_time(0.0123), "12.30 ms");
+        assert_eq!(human_time(2.5e-7), "250.0 ns");
+        assert_eq!(human_time(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn byte_counts_pick_a_binary_unit() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
+    }
+}
