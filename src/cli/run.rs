@@ -1,0 +1,255 @@
+//! Running what the command line asked for: one scenario, a sweep, or a plan (suite), and
+//! finishing its report (table, JSON, trace, exit code).
+
+use super::*;
+
+pub(super) fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let name = raw
+        .first()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(sc) = scenario::find(&name) else {
+        let known: Vec<&str> = scenario::registry().iter().map(|s| s.name()).collect();
+        return Err(UsageError(format!(
+            "unknown scenario '{name}' (known: {}; see 'parbench list')",
+            known.join(", ")
+        ))
+        .into());
+    };
+    let parsed = parse_clap(scenario_command(sc), raw, |m| {
+        let common = CommonArgs::from_arg_matches(m)?;
+        let given: Vec<(String, String)> = sc
+            .params()
+            .iter()
+            .filter_map(|p| {
+                m.get_one::<String>(p.name)
+                    .map(|v| (p.name.to_string(), v.clone()))
+            })
+            .collect();
+        Ok((common, given))
+    })?;
+    let (common, given) = match parsed {
+        Ok(v) => v,
+        Err(code) => return Ok(code),
+    };
+    let params = Params::parse(sc.name(), sc.params(), &given)?;
+    run_plan(
+        vec![suite::PlannedRun {
+            scenario: sc,
+            params,
+            sampling: SamplingOverrides::default(),
+        }],
+        &common,
+    )
+}
+
+/// Test hook: stop a sweep after this many newly finished points, as a kill would.
+pub(super) const SWEEP_STOP_AFTER: &str = "PARBENCH_SWEEP_STOP_AFTER";
+
+pub(super) fn run_sweep(
+    name: &str,
+    set: &[String],
+    journal: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    common: &CommonArgs,
+) -> anyhow::Result<ExitCode> {
+    let sc = scenario::find(name)
+        .ok_or_else(|| UsageError(format!("unknown scenario '{name}' (see 'parbench list')")))?;
+    let axes = set
+        .iter()
+        .map(|spec| sweep::parse_axis(sc, spec))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(UsageError)?;
+    let points = sweep::points(sc, &axes).map_err(UsageError)?;
+    let ctx = common.context();
+    ctx.sampling
+        .apply(sc.sampling())
+        .validate()
+        .map_err(UsageError)?;
+    for p in &points {
+        sc.validate(p)?;
+    }
+    for out in [&common.output, &common.trace].into_iter().flatten() {
+        check_output_path(out)?;
+    }
+    let journal_path = resume
+        .clone()
+        .or(journal)
+        .unwrap_or_else(|| match &common.output {
+            // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
+            Some(o) if !crate::report::atomic::writes_in_place(o) => o.with_extension("jsonl"),
+            _ => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
+        });
+    if common.output.as_ref() == Some(&journal_path) {
+        return Err(UsageError(format!(
+            "the journal and the report would both be {}: choose another --journal",
+            journal_path.display()
+        ))
+        .into());
+    }
+    let done = match &resume {
+        Some(path) => sweep::read_journal(path).map_err(UsageError)?,
+        // A device (`--journal /dev/null`) is written, never resumed: it may exist.
+        None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
+            return Err(UsageError(format!(
+            "journal {} already exists: continue it with --resume {0} or choose another --journal",
+            journal_path.display()
+        ))
+            .into())
+        }
+        None => Vec::new(),
+    };
+    let mut journal = sweep::Journal::open(&journal_path).map_err(UsageError)?;
+    let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
+        .ok()
+        .and_then(|v| v.parse().ok());
+
+    let environment = Environment::capture(common.mode().as_str(), device::discovery::probe_gpu());
+    let mut report = Report::new(environment, Vec::new());
+    report.sweep = Some(sweep::SweepInfo {
+        scenario: name.to_string(),
+        axes: axes.clone(),
+    });
+    if !common.json {
+        stdout(&table::render_environment(&report))?;
+    }
+    if !common.quiet {
+        note!(
+            "sweep of {} points; journal {}",
+            points.len(),
+            journal_path.display()
+        );
+    }
+    let multi = indicatif::MultiProgress::new();
+    let points_bar = common.shows_progress().then(|| {
+        let bar = multi.add(indicatif::ProgressBar::new(points.len() as u64));
+        style_bar(&bar, "sweep", "points");
+        bar.set_message("sweep");
+        bar
+    });
+    let mut newly = 0;
+    for params in &points {
+        let run = match done.iter().find(|r| sweep::same_point(r, name, params)) {
+            Some(r) => r.clone(),
+            None => {
+                let point_ctx = RunContext {
+                    progress: points_bar
+                        .as_ref()
+                        .map(|_| progress_bar(Some(multi.clone()))),
+                    ..ctx.clone()
+                };
+                let run = sc.run(params, &point_ctx)?;
+                journal.append(&run).map_err(UsageError)?;
+                newly += 1;
+                if stop_after == Some(newly) {
+                    note!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
+                    return Ok(ExitCode::from(130));
+                }
+                run
+            }
+        };
+        if !common.json {
+            stdout(&table::render_run(&run))?;
+        }
+        if let Some(bar) = &points_bar {
+            bar.inc(1);
+        }
+        report.runs.push(run);
+    }
+    if let Some(bar) = points_bar {
+        bar.finish_and_clear();
+    }
+    finish_report(&report, common, &ctx)
+}
+
+/// Validate everything, run each scenario, print as they finish, then write the report.
+pub(super) fn run_plan(
+    plan: Vec<suite::PlannedRun>,
+    common: &CommonArgs,
+) -> anyhow::Result<ExitCode> {
+    let base = common.context();
+    // The command line's sampling options win over a suite's.
+    let context_of = |run: &suite::PlannedRun| RunContext {
+        sampling: base.sampling.or(&run.sampling),
+        ..base.clone()
+    };
+    for run in &plan {
+        context_of(run)
+            .sampling
+            .apply(run.scenario.sampling())
+            .validate()
+            .map_err(UsageError)?;
+        run.scenario.validate(&run.params)?;
+    }
+    for out in [&common.output, &common.trace].into_iter().flatten() {
+        check_output_path(out)?;
+    }
+    let gpu = device::discovery::probe_gpu();
+    let environment = Environment::capture(common.mode().as_str(), gpu);
+    let mut report = Report::new(environment, Vec::new());
+    if !common.json {
+        stdout(&table::render_environment(&report))?;
+    }
+    let mut shown = 0;
+    let ctx = &base;
+    for planned in plan {
+        let run = planned
+            .scenario
+            .run(&planned.params, &context_of(&planned))?;
+        if !common.json {
+            stdout(&table::render_run(&run))?;
+        }
+        if let (true, Some(traces)) = (common.timeline, &ctx.traces) {
+            let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+            let text: String = traces[shown..]
+                .iter()
+                .map(|t| trace::timeline(t, 60))
+                .collect();
+            shown = traces.len();
+            // The timeline is for a person: on stdout with the table, on stderr beside --json.
+            if common.json {
+                use std::io::Write as _;
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            } else {
+                stdout(&text)?;
+            }
+        }
+        report.runs.push(run);
+    }
+    finish_report(&report, common, ctx)
+}
+
+/// Print or write the report (and the trace), and turn the checks into the exit code.
+pub(super) fn finish_report(
+    report: &Report,
+    common: &CommonArgs,
+    ctx: &RunContext,
+) -> anyhow::Result<ExitCode> {
+    if common.json {
+        stdout(&report.to_json())?;
+    }
+    if let Some(out) = &common.output {
+        write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        if !common.quiet {
+            note!("wrote {}", out.display());
+        }
+    }
+    if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
+        let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = serde_json::to_string(&trace::chrome_trace(&traces))?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        if !common.quiet {
+            note!(
+                "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
+                path.display()
+            );
+        }
+    }
+    if report.all_checks_passed() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        note!("error: a correctness check failed (see the report)");
+        Ok(ExitCode::from(1))
+    }
+}
