@@ -714,6 +714,40 @@ fn export_writes_github_action_benchmark_entries() {
 }
 
 #[test]
+fn export_renders_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let run = |format: &str| {
+        let out = parbench()
+            .args(["export", "--format", format])
+            .arg(&a)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let table = run("table");
+    assert!(
+        table.contains("== async") && table.contains("push-only"),
+        "{table}"
+    );
+    let json: Value = serde_json::from_str(&run("json")).unwrap();
+    let original: Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
+    assert_eq!(json, original, "the JSON export is the report itself");
+    assert!(run("svg").starts_with("<svg"));
+    let out = parbench()
+        .args(["export", "--format", "pdf"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn the_committed_baseline_is_a_readable_report() {
     let base = concat!(
         env!("CARGO_MANIFEST_DIR"),

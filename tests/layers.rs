@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("tensor", 3),
     ("report", 3),
     ("scenario", 4),
+    ("export", 4),
     ("cli", 5),
 ];
 

@@ -16,7 +16,8 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::device::{self, GpuOrder, RuntimeOptions};
 use crate::engine::Mode;
-use crate::report::{compare, plot, table, trace, write_atomic, Environment, Report};
+use crate::export::{self, table, Exporter};
+use crate::report::{compare, write_atomic, Environment, Report};
 use crate::scenario::{
     self, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
@@ -73,7 +74,8 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Convert a JSON report for other tools (github-action-benchmark's customSmallerIsBetter).
+    /// Convert a JSON report to another format: github-action-benchmark's customSmallerIsBetter
+    /// (the default), the terminal table, an SVG chart, or the JSON itself.
     Export {
         /// The parbench report.
         report: PathBuf,
@@ -187,6 +189,23 @@ pub struct CommonArgs {
 pub enum ExportFormat {
     /// customSmallerIsBetter JSON for github-action-benchmark.
     GithubActionBenchmark,
+    /// The table a person at a terminal reads.
+    Table,
+    /// An SVG chart (as `parbench plot` draws).
+    Svg,
+    /// The parbench/1 JSON document itself.
+    Json,
+}
+
+impl ExportFormat {
+    fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            ExportFormat::GithubActionBenchmark => &export::GithubActionBenchmark,
+            ExportFormat::Table => &export::Table,
+            ExportFormat::Svg => &export::Svg,
+            ExportFormat::Json => &export::Json,
+        }
+    }
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).
@@ -394,7 +413,9 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         } => run_sweep(&name, &set, journal, resume, &common),
         Command::Plot { report, output } => {
             let doc = compare::load(&report).map_err(|e| UsageError(e.to_string()))?;
-            let svg = plot::svg(&doc).map_err(|e| UsageError(e.to_string()))?;
+            let svg = export::Svg
+                .render(&doc)
+                .map_err(|e| UsageError(e.to_string()))?;
             let out = output.unwrap_or_else(|| report.with_extension("svg"));
             check_output_path(&out)?;
             write_atomic(&out, svg.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
@@ -403,13 +424,14 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         }
         Command::Export {
             report,
-            format: ExportFormat::GithubActionBenchmark,
+            format,
             output,
         } => {
             let report = compare::load(&report).map_err(|e| UsageError(e.to_string()))?;
-            let mut text =
-                serde_json::to_string_pretty(&compare::github_action_benchmark(&report))?;
-            text.push('\n');
+            let text = format
+                .exporter()
+                .render(&report)
+                .map_err(|e| UsageError(e.to_string()))?;
             match output {
                 Some(path) => {
                     write_atomic(&path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?

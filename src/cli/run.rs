@@ -203,7 +203,7 @@ pub(super) fn run_plan(
             let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
             let text: String = traces[shown..]
                 .iter()
-                .map(|t| trace::timeline(t, 60))
+                .map(|t| export::chrome_trace::timeline(t, 60))
                 .collect();
             shown = traces.len();
             // The timeline is for a person: on stdout with the table, on stderr beside --json.
@@ -236,7 +236,7 @@ pub(super) fn finish_report(
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
         let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
-        let mut text = serde_json::to_string(&trace::chrome_trace(&traces))?;
+        let mut text = serde_json::to_string(&export::chrome_trace::chrome_trace(&traces))?;
         text.push('\n');
         write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {

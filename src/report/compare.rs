@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{Report, RunRecord, SCHEMA};
+use super::{Report, SCHEMA};
 use crate::harness::stats::mann_whitney_p;
 
 /// Why two reports cannot be compared (a usage error).
@@ -116,15 +116,6 @@ fn higher_is_better(key: &str) -> bool {
     ["speedup", "gflops", "efficiency", "gbytes_per_s"]
         .iter()
         .any(|k| key.contains(k))
-}
-
-fn run_key(run: &RunRecord) -> String {
-    let params: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    format!("{}[{}]", run.scenario, params.join(","))
 }
 
 /// Decide a time comparison from the raw samples: a change counts when it is larger than the
@@ -245,8 +236,8 @@ fn time_change(base: f64, new: f64) -> f64 {
 pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, CompareError> {
     let mut rows = Vec::new();
     for nr in &new.runs {
-        let key = run_key(nr);
-        let Some(br) = base.runs.iter().find(|b| run_key(b) == key) else {
+        let key = nr.key();
+        let Some(br) = base.runs.iter().find(|b| b.key() == key) else {
             continue;
         };
         for nv in &nr.variants {
@@ -380,25 +371,6 @@ pub fn render(rows: &[Row], threshold: f64, markdown: bool) -> String {
         if regressions == 1 { "" } else { "s" }
     );
     out
-}
-
-/// The report in github-action-benchmark's `customSmallerIsBetter` format: one entry per
-/// variant, its median in seconds, the half-width of the median's 95% interval as the range.
-pub fn github_action_benchmark(report: &Report) -> Value {
-    let mut entries = Vec::new();
-    for run in &report.runs {
-        for v in &run.variants {
-            let s = &v.summary;
-            entries.push(serde_json::json!({
-                "name": format!("{} {}", run_key(run), v.name),
-                "unit": "s",
-                "value": s.median_s,
-                "range": format!("± {:.3e}", (s.ci95_s[1] - s.ci95_s[0]) / 2.0),
-                "extra": format!("{} samples; min {:.3e} s, max {:.3e} s", s.samples_s.len(), s.min_s, s.max_s),
-            }));
-        }
-    }
-    Value::Array(entries)
 }
 
 #[cfg(test)]

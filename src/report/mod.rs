@@ -6,9 +6,6 @@
 pub mod atomic;
 pub mod compare;
 pub mod environment;
-pub mod plot;
-pub mod table;
-pub mod trace;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -17,6 +14,14 @@ pub use atomic::write_atomic;
 pub use environment::{Environment, GpuInfo, LibraryInfo};
 
 use crate::harness::Summary;
+
+/// The ops of one traced repeat of one variant (what `--trace` and `--timeline` show).
+#[derive(Debug, Clone)]
+pub struct TracedRun {
+    pub scenario: String,
+    pub variant: String,
+    pub records: Vec<crate::engine::TraceRecord>,
+}
 
 /// The axes of a sweep, as the report records them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,6 +121,16 @@ impl RunRecord {
             notes: Vec::new(),
             explanation: Vec::new(),
         }
+    }
+
+    /// `scenario[param=value,...]`: what identifies a run across reports.
+    pub fn key(&self) -> String {
+        let params: Vec<String> = self
+            .parameters
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}[{}]", self.scenario, params.join(","))
     }
 
     /// The median of a variant, by name.

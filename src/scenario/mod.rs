@@ -117,7 +117,7 @@ pub struct RunContext {
     pub progress: Option<ProgressFn>,
     /// When set, one extra traced repeat of every variant is recorded here (`--trace`,
     /// `--timeline`).
-    pub traces: Option<Arc<std::sync::Mutex<Vec<crate::report::trace::TracedRun>>>>,
+    pub traces: Option<Arc<std::sync::Mutex<Vec<crate::report::TracedRun>>>>,
 }
 
 impl RunContext {
@@ -156,13 +156,14 @@ impl RunContext {
                 engine.set_tracing(false);
                 outcome?;
                 let records = engine.take_trace();
-                traces.lock().unwrap_or_else(|e| e.into_inner()).push(
-                    crate::report::trace::TracedRun {
+                traces
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(crate::report::TracedRun {
                         scenario: name.to_string(),
                         variant: v.name.clone(),
                         records,
-                    },
-                );
+                    });
             }
         }
         Ok(summaries)

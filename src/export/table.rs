@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{Report, RunRecord};
+use crate::report::{Report, RunRecord};
 use crate::units::{human_bytes, human_time};
 
 /// A derived figure, formatted by the unit its key names.
@@ -58,7 +58,7 @@ pub fn render_environment(report: &Report) -> String {
 }
 
 /// What `parbench devices` prints.
-pub fn render_devices(e: &super::Environment) -> String {
+pub fn render_devices(e: &crate::report::Environment) -> String {
     let mut out = format!(
         "cpu     {}: {} cores available to this process, {} of memory\n        \
          CPU devices (cpu:0, cpu:1, ...) split these cores between them; --cpu-threads sets the share\n",

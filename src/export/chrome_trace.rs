@@ -6,15 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::engine::TraceRecord;
-
-/// The ops of one traced repeat of one variant.
-#[derive(Debug, Clone)]
-pub struct TracedRun {
-    pub scenario: String,
-    pub variant: String,
-    pub records: Vec<TraceRecord>,
-}
+pub use crate::report::TracedRun;
 
 /// Chrome trace-event JSON: one process per traced variant, one thread (track) per lane,
 /// one complete (`"ph": "X"`) event per op. Times are microseconds from the variant's first op.
@@ -119,6 +111,7 @@ pub fn timeline(run: &TracedRun, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::TraceRecord;
 
     fn record(lane: usize, name: &str, start: u64, end: u64) -> TraceRecord {
         TraceRecord {

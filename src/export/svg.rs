@@ -5,7 +5,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::{Report, RunRecord};
+use crate::report::{Report, RunRecord};
 
 /// Why a report cannot be drawn.
 #[derive(Debug, thiserror::Error)]

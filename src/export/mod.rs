@@ -1,0 +1,106 @@
+//! Output formats of a report: each one file, each an [`Exporter`] that turns a whole
+//! [`Report`] into text. The terminal table also renders piece by piece (`table::render_run`),
+//! so a run's table can be printed as soon as it finishes. The Chrome trace and the text
+//! timeline render the engine's op records of a traced repeat, which a report does not
+//! carry, so they are functions of those records (`chrome_trace`) rather than exporters.
+
+pub mod chrome_trace;
+pub mod github_bench;
+pub mod svg;
+pub mod table;
+
+use crate::report::Report;
+
+/// Why a report could not be rendered in a format.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ExportError(pub String);
+
+/// One output format of a whole report.
+pub trait Exporter: Sync {
+    /// The format's name, as the command line spells it.
+    fn name(&self) -> &'static str;
+    /// The report in this format.
+    fn render(&self, report: &Report) -> Result<String, ExportError>;
+}
+
+/// The `parbench/1` JSON document.
+pub struct Json;
+/// The table a person at a terminal reads.
+pub struct Table;
+/// github-action-benchmark's `customSmallerIsBetter` entries.
+pub struct GithubActionBenchmark;
+/// An SVG chart of every run's variants (or loss curves).
+pub struct Svg;
+
+impl Exporter for Json {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        Ok(report.to_json())
+    }
+}
+
+impl Exporter for Table {
+    fn name(&self) -> &'static str {
+        "table"
+    }
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        Ok(table::render(report))
+    }
+}
+
+impl Exporter for GithubActionBenchmark {
+    fn name(&self) -> &'static str {
+        "github-action-benchmark"
+    }
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        serde_json::to_string_pretty(&github_bench::entries(report))
+            .map(|mut text| {
+                text.push('\n');
+                text
+            })
+            .map_err(|e| ExportError(e.to_string()))
+    }
+}
+
+impl Exporter for Svg {
+    fn name(&self) -> &'static str {
+        "svg"
+    }
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        svg::svg(report).map_err(|e| ExportError(e.to_string()))
+    }
+}
+
+/// Every format, for lookups by name.
+pub const FORMATS: &[&dyn Exporter] = &[&Json, &Table, &GithubActionBenchmark, &Svg];
+
+/// The format called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {
+    FORMATS.iter().copied().find(|f| f.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Environment, GpuInfo};
+
+    #[test]
+    fn every_format_is_found_by_its_name_and_renders_an_empty_report() {
+        let report = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![],
+        );
+        for f in FORMATS {
+            assert_eq!(by_name(f.name()).map(|g| g.name()), Some(f.name()));
+            if f.name() != "svg" {
+                assert!(f.render(&report).is_ok(), "{}", f.name());
+            }
+        }
+        assert!(by_name("pdf").is_none());
+        // An SVG of nothing is an error, not an empty picture.
+        assert!(Svg.render(&report).is_err());
+    }
+}
