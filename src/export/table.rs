@@ -7,32 +7,6 @@ use serde_json::Value;
 use crate::report::{Report, RunRecord};
 use crate::units::{human_bytes, human_time};
 
-/// A derived figure, formatted by the unit its key names.
-pub fn human_derived(key: &str, value: &Value) -> String {
-    let Some(v) = value.as_f64() else {
-        return match value {
-            Value::Null => "n/a".into(),
-            Value::Array(points) => format!("{} points (in the JSON)", points.len()),
-            other => other.to_string(),
-        };
-    };
-    if key.contains("gflops") {
-        format!("{v:.1} GFLOP/s")
-    } else if key.contains("gbytes_per_s") {
-        format!("{v:.2} GB/s")
-    } else if key.ends_with("_s") {
-        human_time(v)
-    } else if key.ends_with("_bytes") {
-        human_bytes(v.max(0.0) as u64)
-    } else if key.contains("speedup") || key.ends_with("_ratio") {
-        format!("{v:.2}×")
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 /// The header line describing where the report was made.
 pub fn render_environment(report: &Report) -> String {
     let e = &report.environment;
@@ -139,7 +113,7 @@ pub fn render_run(run: &RunRecord) -> String {
         let key_w = run.derived.keys().map(|k| k.len()).max().unwrap_or(0);
         let _ = writeln!(out, "   derived:");
         for (k, v) in &run.derived {
-            let _ = writeln!(out, "     {k:<key_w$}  {}", human_derived(k, v));
+            let _ = writeln!(out, "     {k:<key_w$}  {}", run.figure(k).format(v));
         }
     }
     for c in &run.checks {
@@ -178,19 +152,6 @@ mod tests {
 
     use crate::harness::Summary;
     use crate::report::{RunRecord, VariantRecord};
-
-    #[test]
-    fn derived_figures_use_their_key_unit() {
-        assert_eq!(human_derived("async_speedup", &3.456.into()), "3.46×");
-        assert_eq!(human_derived("t1_s", &2e-6.into()), "2.000 µs");
-        assert_eq!(human_derived("peak_bytes", &2048.0.into()), "2.0 KiB");
-        assert_eq!(human_derived("x", &Value::Null), "n/a");
-        assert_eq!(human_derived("copy_gbytes_per_s", &1.5.into()), "1.50 GB/s");
-        assert_eq!(
-            human_derived("gflops_per_thread", &35.0.into()),
-            "35.0 GFLOP/s"
-        );
-    }
 
     #[test]
     fn a_run_shows_variants_checks_and_labels() {

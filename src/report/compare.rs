@@ -13,7 +13,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{Report, SCHEMA};
+use super::{Better, Report, SCHEMA};
+#[cfg(test)]
+use super::{Figure, RunRecord, Unit};
 use crate::harness::stats::mann_whitney_p;
 
 /// Why two reports cannot be compared (a usage error).
@@ -109,13 +111,6 @@ pub struct Row {
     pub verdict: Verdict,
     /// True for times (seconds), false for derived figures (their own units).
     pub is_time: bool,
-}
-
-/// A derived figure where higher is better, by the unit its key names.
-fn higher_is_better(key: &str) -> bool {
-    ["speedup", "gflops", "efficiency", "gbytes_per_s"]
-        .iter()
-        .any(|k| key.contains(k))
 }
 
 /// Decide a time comparison from the raw samples: a change counts when it is larger than the
@@ -267,15 +262,17 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
             else {
                 continue;
             };
-            if !higher_is_better(k) {
-                continue;
-            }
+            let up_is_better = match nr.figure(k).better {
+                Better::Higher => true,
+                Better::Lower => false,
+                Better::Neither => continue,
+            };
             let change = relative_change(b, n);
             let verdict = if !change.is_finite() {
                 Verdict::NotComparable
             } else if change.abs() < threshold {
                 Verdict::Same
-            } else if change > 0.0 {
+            } else if (change > 0.0) == up_is_better {
                 Verdict::Better
             } else {
                 Verdict::Worse
@@ -520,10 +517,36 @@ mod tests {
     }
 
     #[test]
-    fn derived_direction_comes_from_the_key() {
-        assert!(higher_is_better("parallel_speedup"));
-        assert!(higher_is_better("a_gflops"));
-        assert!(higher_is_better("overlap_efficiency"));
-        assert!(!higher_is_better("t1_s"));
+    fn a_figure_better_lower_is_worse_when_it_rises() {
+        let doc = |v: f64| {
+            let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
+            run.add_variants(
+                vec!["v".into()],
+                vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
+                [None],
+            );
+            run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
+            run.derive("t1_s", v);
+            Report::new(
+                crate::report::Environment::capture(
+                    "threaded",
+                    crate::report::GpuInfo::unavailable("x"),
+                ),
+                vec![run],
+            )
+        };
+        let rows = compare(&doc(1.0), &doc(2.0), 0.1).expect("rows");
+        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
+        assert_eq!(
+            row("derived:chain_ratio").map(|r| r.verdict),
+            Some(Verdict::Worse)
+        );
+        assert!(row("derived:t1_s").is_none(), "no direction, no verdict");
+        let rows = compare(&doc(2.0), &doc(1.0), 0.1).expect("rows");
+        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
+        assert_eq!(
+            row("derived:chain_ratio").map(|r| r.verdict),
+            Some(Verdict::Better)
+        );
     }
 }

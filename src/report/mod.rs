@@ -6,12 +6,14 @@
 pub mod atomic;
 pub mod compare;
 pub mod environment;
+pub mod figure;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use atomic::write_atomic;
 pub use environment::{Environment, GpuInfo, LibraryInfo};
+pub use figure::{Better, Figure, Unit};
 
 use crate::harness::Summary;
 
@@ -98,9 +100,12 @@ pub struct RunRecord {
     /// The devices used, as `cpu:0 (1 thread)`.
     pub devices: Vec<String>,
     pub variants: Vec<VariantRecord>,
-    /// Figures computed from the variants (speed-ups, model predictions, GFLOP/s). Keys name
-    /// their unit: `_s` seconds, `_bytes` bytes, `gflops`, plain ratios otherwise.
+    /// Figures computed from the variants (speed-ups, model predictions, GFLOP/s).
     pub derived: Map<String, Value>,
+    /// The unit and direction of each derived figure (absent in reports older than it: then
+    /// [`RunRecord::figure`] reads them from the key, see [`Figure::named`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub figures: std::collections::BTreeMap<String, Figure>,
     pub checks: Vec<Check>,
     /// Conditions of the run a reader must know (fallback devices, mode).
     pub notes: Vec<String>,
@@ -117,6 +122,7 @@ impl RunRecord {
             devices,
             variants: Vec::new(),
             derived: Map::new(),
+            figures: Default::default(),
             checks: Vec::new(),
             notes: Vec::new(),
             explanation: Vec::new(),
@@ -166,9 +172,31 @@ impl RunRecord {
     }
 
     /// Record a derived figure; non-finite values become `null` (JSON has no NaN).
+    /// Record a derived figure; its unit and direction follow from its key ([`Figure::named`]).
     pub fn derive(&mut self, key: &str, value: f64) {
+        self.derive_as(key, value, Figure::named(key));
+    }
+
+    /// Record a derived figure with its unit and direction stated.
+    pub fn derive_as(&mut self, key: &str, value: f64, figure: Figure) {
         let v = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);
         self.derived.insert(key.into(), v);
+        self.figures.insert(key.into(), figure);
+    }
+
+    /// Record a series of points (a loss curve) as a derived figure.
+    pub fn derive_series(&mut self, key: &str, points: Value) {
+        self.derived.insert(key.into(), points);
+        self.figures
+            .insert(key.into(), Figure::new(Unit::Series, Better::Neither));
+    }
+
+    /// The unit and direction of a derived figure: as the run stated it, else from its key.
+    pub fn figure(&self, key: &str) -> Figure {
+        self.figures
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| Figure::named(key))
     }
 
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {

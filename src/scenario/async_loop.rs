@@ -21,7 +21,7 @@ use crate::device::{available_cores, Device, GpuOrder, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Figure, RunRecord};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -380,7 +380,11 @@ fn derive_gpu(run: &mut RunRecord, device: &Device, n: u64) {
     let asyn = run.median("async").unwrap_or(f64::NAN);
     let ratio = chain / asyn;
     run.derive("chain_per_op_s", chain / n as f64);
-    run.derive("chain_over_async_ratio", ratio);
+    run.derive_as(
+        "chain_over_async_ratio",
+        ratio,
+        Figure::RATIO_LOWER_IS_BETTER,
+    );
     let e = &mut run.explanation;
     e.push(format!(
         "a chain of {n} dependent ops (each reads the previous y) took {} per op, {ratio:.2}× the independent \

@@ -410,14 +410,8 @@ impl Scenario for DataParallel {
             "async_staleness_max",
             stale.iter().copied().max().unwrap_or(0) as f64,
         );
-        run.derived.insert(
-            "sync_loss_curve".into(),
-            serde_json::json!(sync_model.curve),
-        );
-        run.derived.insert(
-            "async_loss_curve".into(),
-            serde_json::json!(async_model.curve),
-        );
+        run.derive_series("sync_loss_curve", serde_json::json!(sync_model.curve));
+        run.derive_series("async_loss_curve", serde_json::json!(async_model.curve));
         run.explanation.push(format!(
             "synchronous: {:.0} samples/s, final loss {:.2e}; asynchronous: {:.0} samples/s, final loss {:.2e}, \
              reading parameters {stale_mean:.1} updates old on average ({} per epoch sync, {} async).",

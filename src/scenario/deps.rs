@@ -24,7 +24,7 @@ use crate::device::{Device, Runtime};
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Figure, RunRecord};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -358,7 +358,11 @@ impl Scenario for Deps {
         run.derive("work_s", work);
         run.derive("critical_path_s", path);
         run.derive("lower_bound_s", bound);
-        run.derive("parallel_over_bound_ratio", ratio);
+        run.derive_as(
+            "parallel_over_bound_ratio",
+            ratio,
+            Figure::RATIO_LOWER_IS_BETTER,
+        );
         run.derive("parallel_over_bound_ratio_min", lowest);
         run.explanation.push(format!(
             "pushed at once, the DAG ran in {} instead of {} op by op ({:.2}×).",

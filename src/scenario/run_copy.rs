@@ -15,7 +15,7 @@ use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Figure, RunRecord};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -158,9 +158,17 @@ impl Scenario for RunCopy {
         let ratios: Vec<f64> = bounds.iter().map(|(wall, b)| wall / b).collect();
         let ratio = median(&ratios).unwrap_or(f64::NAN);
         run.derive("lower_bound_s", bound);
-        run.derive("overlapped_over_bound_ratio", ratio);
+        run.derive_as(
+            "overlapped_over_bound_ratio",
+            ratio,
+            Figure::RATIO_LOWER_IS_BETTER,
+        );
         run.derive("ideal_s", ideal);
-        run.derive("overlapped_over_ideal_ratio", ov / ideal);
+        run.derive_as(
+            "overlapped_over_ideal_ratio",
+            ov / ideal,
+            Figure::RATIO_LOWER_IS_BETTER,
+        );
         run.derive("overlap_efficiency", (r + c) / ov);
         run.derive("sequential_over_overlapped_speedup", seq / ov);
         let bytes = (size * size * 4) as f64 * ops as f64;

@@ -1,0 +1,148 @@
+//! What a derived figure is: its unit, and which direction is better. A run states it for each
+//! figure (`RunRecord::figures`, in the JSON), so the table, the comparison and the chart read
+//! the same answer; reports written before it existed get the answer from the key's name
+//! ([`Figure::named`]), the one place where names are read for meaning.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::units::{human_bytes, human_time};
+
+/// The unit of a derived figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Seconds,
+    Bytes,
+    /// Billions of floating-point operations per second.
+    Gflops,
+    /// Gigabytes per second.
+    GbytesPerSecond,
+    /// A ratio of two like quantities, shown as `1.23×`.
+    Ratio,
+    /// A plain number (a count, a loss, an efficiency).
+    Number,
+    /// A list of points (a loss curve), kept in the JSON.
+    Series,
+}
+
+/// Which way a figure improves; only figures with a direction are judged by `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+    /// A description of the run (a model prediction, a bound, a count): no better or worse.
+    Neither,
+}
+
+/// A derived figure's unit and direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Figure {
+    pub unit: Unit,
+    pub better: Better,
+}
+
+impl Figure {
+    /// A ratio where lower is better: to a bound, to an ideal, or to a cheaper variant.
+    pub const RATIO_LOWER_IS_BETTER: Figure = Figure::new(Unit::Ratio, Better::Lower);
+
+    pub const fn new(unit: Unit, better: Better) -> Figure {
+        Figure { unit, better }
+    }
+
+    /// The figure a key names: `gflops` and `gbytes_per_s` are rates, `_s` seconds, `_bytes`
+    /// bytes, `speedup` and `_ratio` ratios; speed-ups, rates and efficiencies are better
+    /// higher; everything else has no direction.
+    pub fn named(key: &str) -> Figure {
+        let unit = if key.contains("gflops") {
+            Unit::Gflops
+        } else if key.contains("gbytes_per_s") {
+            Unit::GbytesPerSecond
+        } else if key.ends_with("_s") {
+            Unit::Seconds
+        } else if key.ends_with("_bytes") {
+            Unit::Bytes
+        } else if key.contains("speedup") || key.ends_with("_ratio") {
+            Unit::Ratio
+        } else if key.ends_with("_curve") {
+            Unit::Series
+        } else {
+            Unit::Number
+        };
+        let better = if ["speedup", "gflops", "efficiency", "gbytes_per_s"]
+            .iter()
+            .any(|k| key.contains(k))
+        {
+            Better::Higher
+        } else {
+            Better::Neither
+        };
+        Figure { unit, better }
+    }
+
+    /// The value in this figure's unit, for a reader.
+    pub fn format(&self, value: &Value) -> String {
+        let Some(v) = value.as_f64() else {
+            return match value {
+                Value::Null => "n/a".into(),
+                Value::Array(points) => format!("{} points (in the JSON)", points.len()),
+                other => other.to_string(),
+            };
+        };
+        match self.unit {
+            Unit::Gflops => format!("{v:.1} GFLOP/s"),
+            Unit::GbytesPerSecond => format!("{v:.2} GB/s"),
+            Unit::Seconds => human_time(v),
+            Unit::Bytes => human_bytes(v.max(0.0) as u64),
+            Unit::Ratio => format!("{v:.2}×"),
+            Unit::Number | Unit::Series if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+            Unit::Number | Unit::Series => format!("{v:.3}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_give_units_and_directions() {
+        let f = Figure::named;
+        assert_eq!(
+            f("parallel_speedup"),
+            Figure::new(Unit::Ratio, Better::Higher)
+        );
+        assert_eq!(f("a_gflops"), Figure::new(Unit::Gflops, Better::Higher));
+        assert_eq!(
+            f("overlap_efficiency"),
+            Figure::new(Unit::Number, Better::Higher)
+        );
+        assert_eq!(
+            f("copy_gbytes_per_s"),
+            Figure::new(Unit::GbytesPerSecond, Better::Higher)
+        );
+        assert_eq!(f("t1_s"), Figure::new(Unit::Seconds, Better::Neither));
+        assert_eq!(f("peak_bytes"), Figure::new(Unit::Bytes, Better::Neither));
+        assert_eq!(
+            f("sync_loss_curve"),
+            Figure::new(Unit::Series, Better::Neither)
+        );
+    }
+
+    #[test]
+    fn values_read_in_their_unit() {
+        let f = |key: &str, v: Value| Figure::named(key).format(&v);
+        assert_eq!(f("async_speedup", 3.456.into()), "3.46×");
+        assert_eq!(f("t1_s", 2e-6.into()), "2.000 µs");
+        assert_eq!(f("peak_bytes", 2048.0.into()), "2.0 KiB");
+        assert_eq!(f("x", Value::Null), "n/a");
+        assert_eq!(f("copy_gbytes_per_s", 1.5.into()), "1.50 GB/s");
+        assert_eq!(f("gflops_per_thread", 35.0.into()), "35.0 GFLOP/s");
+        assert_eq!(f("ops_per_pass", 12.0.into()), "12");
+        assert_eq!(
+            f("sync_loss_curve", serde_json::json!([1, 2])),
+            "2 points (in the JSON)"
+        );
+    }
+}
