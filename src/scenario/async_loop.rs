@@ -130,7 +130,6 @@ impl Scenario for AsyncLoop {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let n = params.int("iterations");
         let shape = params.shape("shape").to_vec();
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);

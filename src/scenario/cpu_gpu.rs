@@ -86,7 +86,6 @@ impl Scenario for CpuGpu {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let ops = params.int("ops");
         let cpu_size = params.int("cpu_size") as usize;
         let cores = available_cores();

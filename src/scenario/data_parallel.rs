@@ -220,7 +220,6 @@ impl Scenario for DataParallel {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let k = params.int("devices") as usize;
         let (batch, steps) = (params.int("batch") as usize, params.int("steps"));
         let lr = params.float("lr") as f32;

@@ -263,7 +263,6 @@ impl Scenario for Deps {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let (width, depth) = (params.int("width") as usize, params.int("depth") as usize);
         let (n, devices, seed) = (
             params.int("size") as usize,

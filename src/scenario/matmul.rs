@@ -123,7 +123,6 @@ impl Scenario for Matmul {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let (m, k, n) = dims(params);
         let ops = params.int("ops");
         let threads = match params.int("threads") {

@@ -148,7 +148,6 @@ impl Scenario for Memory {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let batches = params.int("batches") as usize;
         let inflight = params.int("inflight") as usize;
         let p = Shape {

@@ -186,8 +186,14 @@ pub trait Scenario: Send + Sync {
     fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {
         Ok(())
     }
-    /// Run the experiment.
+    /// Run the experiment, with parameters that [`validate`](Scenario::validate) accepted
+    /// (the command line validates a whole plan before anything runs).
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError>;
+    /// Validate, then run: the one call for a library user.
+    fn execute(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        self.validate(params)?;
+        self.run(params, ctx)
+    }
 }
 
 /// Every scenario, in the order `list` and `all` show them.
@@ -256,5 +262,64 @@ mod tests {
         for s in registry() {
             Params::parse(s.name(), s.params(), &[]).unwrap();
         }
+    }
+
+    #[test]
+    fn execute_validates_before_anything_runs() {
+        // 100,000² f32 matrices are 40 GB each: refused as a usage error, nothing allocated.
+        let m = find("matmul").expect("matmul");
+        let p = Params::parse("matmul", m.params(), &[("size".into(), "100000".into())])
+            .expect("params");
+        let err = m
+            .execute(&p, &RunContext::default())
+            .expect_err("too big to run");
+        assert!(err.is_usage(), "{err}");
+    }
+
+    /// Parameters are looked up by name at run time, where a typo would panic: every lookup in
+    /// a scenario's source must name a parameter it declares, of the kind the lookup reads.
+    #[test]
+    fn every_parameter_lookup_names_a_declared_parameter_of_its_kind() {
+        let sources = [
+            ("async", include_str!("async_loop.rs")),
+            ("matmul", include_str!("matmul.rs")),
+            ("cpu-gpu", include_str!("cpu_gpu.rs")),
+            ("run-copy", include_str!("run_copy.rs")),
+            ("deps", include_str!("deps.rs")),
+            ("memory", include_str!("memory.rs")),
+            ("hybridize", include_str!("hybridize.rs")),
+            ("data-parallel", include_str!("data_parallel.rs")),
+        ];
+        assert_eq!(
+            sources.len(),
+            registry().len(),
+            "a scenario without its source here"
+        );
+        let mut looked_up = 0;
+        for (name, source) in sources {
+            let scenario = find(name).unwrap_or_else(|| panic!("{name} is not registered"));
+            for (method, kind) in [
+                ("int", "Int"),
+                ("text", "Choice"),
+                ("shape", "Shape"),
+                ("float", "Float"),
+            ] {
+                let call = format!(".{method}(\"");
+                for (at, _) in source.match_indices(&call) {
+                    let rest = &source[at + call.len()..];
+                    let param = &rest[..rest.find('"').expect("closing quote")];
+                    let spec = scenario.params().iter().find(|p| p.name == param);
+                    let spec =
+                        spec.unwrap_or_else(|| panic!("{name} looks up undeclared '{param}'"));
+                    assert!(
+                        format!("{:?}", spec.kind).starts_with(kind),
+                        "{name} reads '{param}' with .{method}() but declares {:?}",
+                        spec.kind
+                    );
+                    looked_up += 1;
+                }
+            }
+        }
+        assert!(looked_up > 40, "the scan found only {looked_up} lookups");
     }
 }

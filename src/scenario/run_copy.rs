@@ -76,7 +76,6 @@ impl Scenario for RunCopy {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        self.validate(params)?;
         let ops = params.int("ops");
         let size = params.int("size") as usize;
         // On the CPU fallback the copy lane is a thread of its own: leave it a core.
