@@ -135,6 +135,17 @@ struct Model {
     staleness: Vec<u64>,
 }
 
+impl Model {
+    fn fresh(d: usize) -> Arc<Mutex<Model>> {
+        Arc::new(Mutex::new(Model {
+            w: vec![0.0; d],
+            version: 0,
+            curve: Vec::new(),
+            staleness: Vec::new(),
+        }))
+    }
+}
+
 /// Loss is recorded every this many updates.
 fn eval_every(updates: u64) -> u64 {
     (updates / 20).max(1)
@@ -175,6 +186,172 @@ fn agrees(reference: &[f32], got: &[f32]) -> (bool, f32) {
         reference.len() == got.len() && max_diff <= 1e-4 * scale.max(1.0),
         max_diff,
     )
+}
+
+/// One training configuration: what both variants push.
+struct Training {
+    devices: usize,
+    batch: usize,
+    steps: u64,
+    lr: f32,
+    data: Arc<Data>,
+}
+
+impl Training {
+    /// Push synchronous data-parallel SGD: per step, a gradient of each device's shard, then an
+    /// all-reduce and one update that waits for all of them.
+    fn push_sync(&self, rt: &Runtime) -> Arc<Mutex<Model>> {
+        let (engine, data, lr) = (&rt.engine, &self.data, self.lr);
+        let (k, batch, steps) = (self.devices, self.batch, self.steps);
+        let model = Model::fresh(self.data.d);
+        let w_var = Var::new();
+        let grads: Vec<(Var, Arc<Mutex<Vec<f32>>>)> = (0..k)
+            .map(|_| (Var::new(), Arc::new(Mutex::new(Vec::new()))))
+            .collect();
+        let every = eval_every(steps);
+        for step in 0..steps {
+            for (s, (g_var, g)) in grads.iter().enumerate() {
+                let (model, g, data) = (model.clone(), g.clone(), data.clone());
+                let (start, len) = shard(step, batch, k, s);
+                engine.push(
+                    "gradient",
+                    rt.devices[s].compute,
+                    &[&w_var],
+                    &[g_var],
+                    move || {
+                        let w = model
+                            .lock()
+                            .map_err(|_| OpError::msg("model poisoned"))?
+                            .w
+                            .clone();
+                        *g.lock().map_err(|_| OpError::msg("gradient poisoned"))? =
+                            data.gradient(&w, start, len, batch as f32);
+                        Ok(())
+                    },
+                );
+            }
+            let reads: Vec<&Var> = grads.iter().map(|(v, _)| v).collect();
+            let (model, gs, data) = (
+                model.clone(),
+                grads.iter().map(|(_, g)| g.clone()).collect::<Vec<_>>(),
+                data.clone(),
+            );
+            engine.push(
+                "all-reduce + update",
+                rt.devices[0].compute,
+                &reads,
+                &[&w_var],
+                move || {
+                    let mut m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
+                    for g in &gs {
+                        let g = g.lock().map_err(|_| OpError::msg("gradient poisoned"))?;
+                        for (wj, gj) in m.w.iter_mut().zip(g.iter()) {
+                            *wj -= lr * gj;
+                        }
+                    }
+                    m.version += 1;
+                    if m.version % every == 0 || m.version == steps {
+                        let (v, loss) = (m.version, data.loss(&m.w));
+                        m.curve.push((v, loss));
+                    }
+                    Ok(())
+                },
+            );
+        }
+        model
+    }
+
+    /// Push asynchronous SGD: each device updates the shared model on its own, reading
+    /// whatever version is there (stale reads allowed).
+    fn push_async(&self, rt: &Runtime) -> Arc<Mutex<Model>> {
+        let (engine, data, lr) = (&rt.engine, &self.data, self.lr);
+        let (k, batch, steps) = (self.devices, self.batch, self.steps);
+        let model = Model::fresh(self.data.d);
+        // The same number of updates in total, each of one device's shard.
+        let updates_per_device = steps;
+        let every = eval_every(steps * k as u64);
+        for s in 0..k {
+            let chain = Var::new();
+            for step in 0..updates_per_device {
+                let (model, data) = (model.clone(), data.clone());
+                let (start, len) = shard(step, batch, k, s);
+                engine.push(
+                    "async step",
+                    rt.devices[s].compute,
+                    &[],
+                    &[&chain],
+                    move || {
+                        let (w, seen) = {
+                            let m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
+                            (m.w.clone(), m.version)
+                        };
+                        // Scaled like a shard of the synchronous batch, applied on its own.
+                        let g = data.gradient(&w, start, len, batch as f32);
+                        let mut m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
+                        for (wj, gj) in m.w.iter_mut().zip(&g) {
+                            *wj -= lr * gj;
+                        }
+                        let stale = m.version - seen;
+                        m.staleness.push(stale);
+                        m.version += 1;
+                        if m.version % every == 0 {
+                            let (v, loss) = (m.version, data.loss(&m.w));
+                            m.curve.push((v, loss));
+                        }
+                        Ok(())
+                    },
+                );
+            }
+        }
+        model
+    }
+
+    /// The checks, figures and explanation of a run, from the two trained models.
+    fn conclude(&self, run: &mut RunRecord, sync_model: &Model, async_model: &Model) {
+        let (k, batch, steps) = (self.devices, self.batch, self.steps);
+        // Check: k-device synchronous SGD equals single-device SGD on the same global batches.
+        let w = single_device_sgd(&self.data, steps, batch, self.lr);
+        let (ok, max_diff) = agrees(&w, &sync_model.w);
+        run.check(
+            "synchronous equals single-device SGD",
+            ok,
+            format!(
+                "{} parameters, max abs difference {max_diff:.2e} after {steps} steps",
+                w.len()
+            ),
+        );
+
+        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
+        let (ts, ta) = (m("sync"), m("async"));
+        let samples_sync = steps as f64 * batch as f64 / ts;
+        // Each async update processes one shard: batch / k rows.
+        let samples_async = (steps * k as u64) as f64 * (batch as f64 / k as f64) / ta;
+        let final_loss = |model: &Model| model.curve.last().map_or(f64::NAN, |c| c.1);
+        let stale = &async_model.staleness;
+        let stale_mean = stale.iter().sum::<u64>() as f64 / stale.len().max(1) as f64;
+        run.derive("sync_samples_per_second", samples_sync);
+        run.derive("async_samples_per_second", samples_async);
+        run.derive("sync_final_loss", final_loss(sync_model));
+        run.derive("async_final_loss", final_loss(async_model));
+        run.derive("initial_loss", self.data.loss(&vec![0.0; self.data.d]));
+        run.derive("async_staleness_mean", stale_mean);
+        run.derive(
+            "async_staleness_max",
+            stale.iter().copied().max().unwrap_or(0) as f64,
+        );
+        run.derive_series("sync_loss_curve", serde_json::json!(sync_model.curve));
+        run.derive_series("async_loss_curve", serde_json::json!(async_model.curve));
+        run.explanation.push(format!(
+            "synchronous: {:.0} samples/s, final loss {:.2e}; asynchronous: {:.0} samples/s, final loss {:.2e}, \
+             reading parameters {stale_mean:.1} updates old on average ({} for {steps} steps sync, {} async).",
+            samples_sync,
+            final_loss(sync_model),
+            samples_async,
+            final_loss(async_model),
+            human_time(ts),
+            human_time(ta)
+        ));
+    }
 }
 
 impl Scenario for DataParallel {
@@ -220,125 +397,28 @@ impl Scenario for DataParallel {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let k = params.int("devices") as usize;
-        let (batch, steps) = (params.int("batch") as usize, params.int("steps"));
-        let lr = params.float("lr") as f32;
-        let data = Arc::new(Data::new(
-            params.int("samples") as usize,
-            params.int("features") as usize,
-        ));
+        let t = Training {
+            devices: params.int("devices") as usize,
+            batch: params.int("batch") as usize,
+            steps: params.int("steps"),
+            lr: params.float("lr") as f32,
+            data: Arc::new(Data::new(
+                params.int("samples") as usize,
+                params.int("features") as usize,
+            )),
+        };
+        let (k, steps) = (t.devices, t.steps);
         let threads = ctx.cpu_split(k);
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
-        let fresh = |d: usize| {
-            Arc::new(Mutex::new(Model {
-                w: vec![0.0; d],
-                version: 0,
-                curve: Vec::new(),
-                staleness: Vec::new(),
-            }))
-        };
         let last_sync: Mutex<Option<Arc<Mutex<Model>>>> = Mutex::new(None);
         let last_async: Mutex<Option<Arc<Mutex<Model>>>> = Mutex::new(None);
-
         let train_sync = || -> Result<(), ScenarioError> {
-            let model = fresh(data.d);
-            let w_var = Var::new();
-            let grads: Vec<(Var, Arc<Mutex<Vec<f32>>>)> = (0..k)
-                .map(|_| (Var::new(), Arc::new(Mutex::new(Vec::new()))))
-                .collect();
-            let every = eval_every(steps);
-            for step in 0..steps {
-                for (s, (g_var, g)) in grads.iter().enumerate() {
-                    let (model, g, data) = (model.clone(), g.clone(), data.clone());
-                    let (start, len) = shard(step, batch, k, s);
-                    engine.push(
-                        "gradient",
-                        rt.devices[s].compute,
-                        &[&w_var],
-                        &[g_var],
-                        move || {
-                            let w = model
-                                .lock()
-                                .map_err(|_| OpError::msg("model poisoned"))?
-                                .w
-                                .clone();
-                            *g.lock().map_err(|_| OpError::msg("gradient poisoned"))? =
-                                data.gradient(&w, start, len, batch as f32);
-                            Ok(())
-                        },
-                    );
-                }
-                let reads: Vec<&Var> = grads.iter().map(|(v, _)| v).collect();
-                let (model, gs, data) = (
-                    model.clone(),
-                    grads.iter().map(|(_, g)| g.clone()).collect::<Vec<_>>(),
-                    data.clone(),
-                );
-                engine.push(
-                    "all-reduce + update",
-                    rt.devices[0].compute,
-                    &reads,
-                    &[&w_var],
-                    move || {
-                        let mut m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
-                        for g in &gs {
-                            let g = g.lock().map_err(|_| OpError::msg("gradient poisoned"))?;
-                            for (wj, gj) in m.w.iter_mut().zip(g.iter()) {
-                                *wj -= lr * gj;
-                            }
-                        }
-                        m.version += 1;
-                        if m.version % every == 0 || m.version == steps {
-                            let (v, loss) = (m.version, data.loss(&m.w));
-                            m.curve.push((v, loss));
-                        }
-                        Ok(())
-                    },
-                );
-            }
-            *last_sync.lock().unwrap_or_else(|e| e.into_inner()) = Some(model);
+            *last_sync.lock().unwrap_or_else(|e| e.into_inner()) = Some(t.push_sync(&rt));
             Ok(())
         };
         let train_async = || -> Result<(), ScenarioError> {
-            let model = fresh(data.d);
-            // The same number of updates in total, each of one device's shard.
-            let updates_per_device = steps;
-            let every = eval_every(steps * k as u64);
-            for s in 0..k {
-                let chain = Var::new();
-                for step in 0..updates_per_device {
-                    let (model, data) = (model.clone(), data.clone());
-                    let (start, len) = shard(step, batch, k, s);
-                    engine.push(
-                        "async step",
-                        rt.devices[s].compute,
-                        &[],
-                        &[&chain],
-                        move || {
-                            let (w, seen) = {
-                                let m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
-                                (m.w.clone(), m.version)
-                            };
-                            // Scaled like a shard of the synchronous batch, applied on its own.
-                            let g = data.gradient(&w, start, len, batch as f32);
-                            let mut m = model.lock().map_err(|_| OpError::msg("model poisoned"))?;
-                            for (wj, gj) in m.w.iter_mut().zip(&g) {
-                                *wj -= lr * gj;
-                            }
-                            let stale = m.version - seen;
-                            m.staleness.push(stale);
-                            m.version += 1;
-                            if m.version % every == 0 {
-                                let (v, loss) = (m.version, data.loss(&m.w));
-                                m.curve.push((v, loss));
-                            }
-                            Ok(())
-                        },
-                    );
-                }
-            }
-            *last_async.lock().unwrap_or_else(|e| e.into_inner()) = Some(model);
+            *last_async.lock().unwrap_or_else(|e| e.into_inner()) = Some(t.push_async(&rt));
             Ok(())
         };
 
@@ -379,48 +459,7 @@ impl Scenario for DataParallel {
         };
         let (sync_model, async_model) = (take(&last_sync)?, take(&last_async)?);
 
-        // Check: k-device synchronous SGD equals single-device SGD on the same global batches.
-        let w = single_device_sgd(&data, steps, batch, lr);
-        let (ok, max_diff) = agrees(&w, &sync_model.w);
-        run.check(
-            "synchronous equals single-device SGD",
-            ok,
-            format!(
-                "{} parameters, max abs difference {max_diff:.2e} after {steps} steps",
-                w.len()
-            ),
-        );
-
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let (ts, ta) = (m("sync"), m("async"));
-        let samples_sync = steps as f64 * batch as f64 / ts;
-        // Each async update processes one shard: batch / k rows.
-        let samples_async = (steps * k as u64) as f64 * (batch as f64 / k as f64) / ta;
-        let final_loss = |model: &Model| model.curve.last().map_or(f64::NAN, |c| c.1);
-        let stale = &async_model.staleness;
-        let stale_mean = stale.iter().sum::<u64>() as f64 / stale.len().max(1) as f64;
-        run.derive("sync_samples_per_second", samples_sync);
-        run.derive("async_samples_per_second", samples_async);
-        run.derive("sync_final_loss", final_loss(&sync_model));
-        run.derive("async_final_loss", final_loss(&async_model));
-        run.derive("initial_loss", data.loss(&vec![0.0; data.d]));
-        run.derive("async_staleness_mean", stale_mean);
-        run.derive(
-            "async_staleness_max",
-            stale.iter().copied().max().unwrap_or(0) as f64,
-        );
-        run.derive_series("sync_loss_curve", serde_json::json!(sync_model.curve));
-        run.derive_series("async_loss_curve", serde_json::json!(async_model.curve));
-        run.explanation.push(format!(
-            "synchronous: {:.0} samples/s, final loss {:.2e}; asynchronous: {:.0} samples/s, final loss {:.2e}, \
-             reading parameters {stale_mean:.1} updates old on average ({} per epoch sync, {} async).",
-            samples_sync,
-            final_loss(&sync_model),
-            samples_async,
-            final_loss(&async_model),
-            human_time(ts),
-            human_time(ta)
-        ));
+        t.conclude(&mut run, &sync_model, &async_model);
         Ok(run)
     }
 }
