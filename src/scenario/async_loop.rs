@@ -14,9 +14,9 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::{chosen_device, Accelerator};
+use super::support::{check_bytes, chosen_device, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::memory::{available_bytes, check_fits, f32_bytes};
+use crate::device::memory::f32_bytes;
 use crate::device::{available_cores, Device, GpuOrder, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
@@ -125,8 +125,7 @@ impl Scenario for AsyncLoop {
         let bytes = elements
             .and_then(|e| f32_bytes(e, 3))
             .and_then(|b| b.checked_add(queued?));
-        check_fits("async with this --shape", bytes, available_bytes())
-            .map_err(ScenarioError::Input)
+        check_bytes("async with this --shape", bytes)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {

@@ -13,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::support::check_elements;
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::Runtime;
 use crate::engine::{OpError, Var};
@@ -378,16 +379,10 @@ impl Scenario for DataParallel {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let bytes = params
+        let elements = params
             .int("samples")
-            .checked_mul(params.int("features").saturating_add(1))
-            .and_then(|e| crate::device::memory::f32_bytes(e, 1));
-        crate::device::memory::check_fits(
-            "data-parallel with these sizes",
-            bytes,
-            crate::device::memory::available_bytes(),
-        )
-        .map_err(ScenarioError::Input)?;
+            .checked_mul(params.int("features").saturating_add(1));
+        check_elements("data-parallel with these sizes", elements)?;
         if params.int("batch") < params.int("devices") {
             return Err(ScenarioError::Input(
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::support::{
-    check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance, Accelerator,
+    check_elements, check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance,
+    Accelerator,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
@@ -113,13 +114,10 @@ impl Scenario for Matmul {
             .and_then(|ak| ak.checked_add(k.checked_mul(n)?))
             .and_then(|ab| ab.checked_mul(2))
             .and_then(|ab| ab.checked_add(m.checked_mul(n)?.checked_mul(ops.checked_add(2)?)?));
-        let bytes = elements.and_then(|e| crate::device::memory::f32_bytes(e, 1));
-        crate::device::memory::check_fits(
+        check_elements(
             &format!("matmul {m}×{k} · {k}×{n} with {ops} outputs"),
-            bytes,
-            crate::device::memory::available_bytes(),
+            elements,
         )
-        .map_err(ScenarioError::Input)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {

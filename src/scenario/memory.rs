@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::{check_matrices, chosen_device, host_ordered, Accelerator};
+use super::support::{check_elements, check_matrices, chosen_device, host_ordered, Accelerator};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime, RuntimeOptions};
 use crate::engine::Engine;
@@ -135,15 +135,7 @@ impl Scenario for Memory {
             .saturating_mul(params.int("batches"))
             .saturating_mul(3);
         let features = params.int("features");
-        let bytes = rows
-            .checked_mul(features)
-            .and_then(|e| crate::device::memory::f32_bytes(e, 1));
-        crate::device::memory::check_fits(
-            "memory with these sizes",
-            bytes,
-            crate::device::memory::available_bytes(),
-        )
-        .map_err(ScenarioError::Input)?;
+        check_elements("memory with these sizes", rows.checked_mul(features))?;
         check_matrices("memory with this --features", features, 1, None)
     }
 

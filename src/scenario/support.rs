@@ -62,6 +62,18 @@ pub fn host_ordered(options: &RuntimeOptions) -> RuntimeOptions {
     }
 }
 
+/// Refuse a workload of `elements` f32 values (`None`: the count overflowed) that would not fit
+/// in host memory: the one memory check every scenario's `validate` goes through.
+pub fn check_elements(what: &str, elements: Option<u64>) -> Result<(), ScenarioError> {
+    check_bytes(what, elements.and_then(|e| f32_bytes(e, 1)))
+}
+
+/// Refuse a workload of `bytes` (`None`: the estimate overflowed) that would not fit in host
+/// memory.
+pub fn check_bytes(what: &str, bytes: Option<u64>) -> Result<(), ScenarioError> {
+    check_fits(what, bytes, available_bytes()).map_err(ScenarioError::Input)
+}
+
 /// Refuse square `size`² workloads of `tensors` f32 matrices that would not fit in host memory
 /// (or, for a GPU, in its free memory).
 pub fn check_matrices(

@@ -27,7 +27,7 @@ impl Tensor {
         layers: &[(Tensor, Tensor)],
     ) -> Result<CapturedGraph, TensorError> {
         let DeviceKind::Cuda(dev) = &self.device.kind else {
-            return Err(TensorError::Shape(format!(
+            return Err(TensorError::Device(format!(
                 "a CUDA graph needs a GPU tensor, not one on {}",
                 self.device.name
             )));

@@ -23,6 +23,10 @@ pub enum TensorError {
     /// Shapes that cannot be combined; caught at push time, before anything runs.
     #[error("shape mismatch: {0}")]
     Shape(String),
+    /// The op needs the tensor on another kind of device (a GPU tensor where host memory is
+    /// needed, or the reverse); caught at push time.
+    #[error("wrong device: {0}")]
+    Device(String),
     /// Reading the values back failed (device copy, poisoned buffer).
     #[error("reading tensor values failed: {0}")]
     Read(String),
@@ -629,7 +633,7 @@ impl Tensor {
     /// shared by all CPU devices, so nothing is copied). GPU tensors must be copied instead.
     pub fn placed_on(&self, device: &Arc<Device>) -> Result<Tensor, TensorError> {
         if (self.device.is_gpu() || device.is_gpu()) && self.device.name != device.name {
-            return Err(TensorError::Shape(format!(
+            return Err(TensorError::Device(format!(
                 "a tensor on {} cannot be used on {} without a copy",
                 self.device.name, device.name
             )));

@@ -471,3 +471,16 @@ fn copy_to_host_runs_on_the_copy_lane_and_copies() {
     let copy = trace.iter().find(|r| r.name == "copy to host").unwrap();
     assert_eq!(copy.lane_name, "cpu:0 copy");
 }
+
+/// A CUDA graph of a host tensor is refused at push time as a device error, not a shape one.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_cuda_graph_of_a_host_tensor_is_a_device_error() {
+    let rt = rt();
+    let x = Tensor::ones(&rt.engine, &rt.devices[0], &[2, 2]);
+    match x.capture_dense_relu(&[]) {
+        Err(TensorError::Device(message)) => assert!(message.contains("cpu:0"), "{message}"),
+        Err(other) => panic!("wrong error: {other}"),
+        Ok(_) => panic!("a host tensor was captured"),
+    }
+}
