@@ -6,11 +6,10 @@
 //! Pushing both workloads to one device gains nothing: its lane runs them one after the other.
 
 use std::cell::RefCell;
-use std::time::Duration;
 
 use super::support::{
     accelerator, check_matrices, gflops, host_ordered, matmul_error, matmul_tolerance, run_matmuls,
-    traced,
+    traced, SECONDS_PER_ROUND,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
@@ -64,14 +63,7 @@ impl Scenario for CpuGpu {
     }
 
     fn sampling(&self) -> SamplerConfig {
-        // Seconds per round: three rounds after one warm-up keep `parbench all` near two minutes.
-        SamplerConfig {
-            warmup: 1,
-            min_samples: 3,
-            max_samples: 30,
-            min_time: Duration::from_secs(3),
-            max_time: Duration::from_secs(60),
-        }
+        SECONDS_PER_ROUND
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

@@ -5,10 +5,10 @@
 //! overlaps the computation of y[i+1] and the total approaches max(run, copy) plus one copy.
 
 use std::cell::RefCell;
-use std::time::Duration;
 
 use super::support::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
+    SECONDS_PER_ROUND,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
@@ -54,14 +54,7 @@ impl Scenario for RunCopy {
     }
 
     fn sampling(&self) -> SamplerConfig {
-        // Seconds per round: three rounds after one warm-up keep `parbench all` near two minutes.
-        SamplerConfig {
-            warmup: 1,
-            min_samples: 3,
-            max_samples: 30,
-            min_time: Duration::from_secs(3),
-            max_time: Duration::from_secs(60),
-        }
+        SECONDS_PER_ROUND
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

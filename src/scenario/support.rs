@@ -2,12 +2,25 @@
 //! for matrix workloads, and checking matrix products against a float64 reference.
 
 use crate::device::discovery::GpuInfo;
+use std::time::Duration;
+
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
 use crate::device::{discovery, DeviceRequest, GpuOrder, RuntimeOptions};
 use crate::engine::{trace, Engine, EngineError, TraceRecord};
+use crate::harness::SamplerConfig;
 use crate::tensor::{Tensor, TensorError};
 
 use super::ScenarioError;
+
+/// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): three rounds after
+/// one warm-up keep `parbench all` near two minutes.
+pub const SECONDS_PER_ROUND: SamplerConfig = SamplerConfig {
+    warmup: 1,
+    min_samples: 3,
+    max_samples: 30,
+    min_time: Duration::from_secs(3),
+    max_time: Duration::from_secs(60),
+};
 
 /// Where a scenario's "accelerator" runs.
 pub struct Accelerator {
