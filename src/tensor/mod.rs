@@ -287,6 +287,62 @@ impl Tensor {
         out
     }
 
+    /// Push a host op on this tensor's compute lane that reads this tensor and writes a new one
+    /// of `shape`, computed by `f` from the host values.
+    fn push_host(
+        &self,
+        name: &'static str,
+        shape: Arc<[usize]>,
+        f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
+    ) -> Tensor {
+        let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            name,
+            self.device.compute,
+            &[&self.var],
+            &[&out.var],
+            move || {
+                let y = f(&*read(&src)?.host()?)?;
+                *write(&dst)? = Storage::host_tracked(y, &mem);
+                Ok(())
+            },
+        );
+        out
+    }
+
+    /// [`push_host`](Tensor::push_host) for an op of two tensors (`self` and `other` may share
+    /// a buffer: it is then read once).
+    fn push_host2(
+        &self,
+        name: &'static str,
+        other: &Tensor,
+        shape: Arc<[usize]>,
+        f: impl FnOnce(&ArrayD<f32>, &ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
+    ) -> Tensor {
+        let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
+        let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
+        let mem = self.device.memory.clone();
+        self.engine.push(
+            name,
+            self.device.compute,
+            &[&self.var, &other.var],
+            &[&out.var],
+            move || {
+                let z = {
+                    let (xg, yg) = read_both(&x, &y)?;
+                    let a = xg.host()?;
+                    let b = yg.as_deref().unwrap_or(&xg).host()?;
+                    f(&a, &b)?
+                };
+                *write(&dst)? = Storage::host_tracked(z, &mem);
+                Ok(())
+            },
+        );
+        out
+    }
+
     /// An element-wise op, run on the tensor's device's compute lane: `f` on a host tensor,
     /// the matching kernel on a GPU.
     fn map(
@@ -295,11 +351,11 @@ impl Tensor {
         f: impl Fn(f32) -> f32 + Send + 'static,
         kernel: Map,
     ) -> Tensor {
-        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
-        let (src, dst) = (self.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
         #[cfg(feature = "cuda")]
         if let DeviceKind::Cuda(dev) = &self.device.kind {
+            let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+            let (src, dst) = (self.data.clone(), out.data.clone());
+            let mem = self.device.memory.clone();
             let n = self.len();
             gpu::push(
                 &self.engine,
@@ -324,18 +380,7 @@ impl Tensor {
             return out;
         }
         let _ = kernel;
-        self.engine.push(
-            name,
-            self.device.compute,
-            &[&self.var],
-            &[&out.var],
-            move || {
-                let y = read(&src)?.host()?.mapv(&f);
-                *write(&dst)? = Storage::host_tracked(y, &mem);
-                Ok(())
-            },
-        );
-        out
+        self.push_host(name, self.shape.clone(), move |x| Ok(x.mapv(&f)))
     }
 
     /// `max(self, 0)`, element-wise.
@@ -354,21 +399,7 @@ impl Tensor {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let out = Tensor::pending(&self.engine, &self.device, shape);
-        let (src, dst) = (self.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
-        self.engine.push(
-            name,
-            self.device.compute,
-            &[&self.var],
-            &[&out.var],
-            move || {
-                let y = f(&*read(&src)?.host()?)?;
-                *write(&dst)? = Storage::host_tracked(y, &mem);
-                Ok(())
-            },
-        );
-        out
+        self.push_host(name, shape.into(), move |x| f(x).map_err(OpError::from))
     }
 
     /// `self + row`, the 1×n `row` added to every row of the m×n `self` (a layer's bias).
@@ -379,11 +410,11 @@ impl Tensor {
                 "cannot add a {r:?} row to {a:?}"
             )));
         }
-        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
-        let (x, b, dst) = (self.data.clone(), row.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
         #[cfg(feature = "cuda")]
         if let DeviceKind::Cuda(dev) = &self.device.kind {
+            let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+            let (x, b, dst) = (self.data.clone(), row.data.clone(), out.data.clone());
+            let mem = self.device.memory.clone();
             let (rows, cols) = (a[0], a[1]);
             gpu::push(
                 &self.engine,
@@ -406,24 +437,11 @@ impl Tensor {
             );
             return Ok(out);
         }
-        self.engine.push(
-            "add_row",
-            self.device.compute,
-            &[&self.var, &row.var],
-            &[&out.var],
-            move || {
-                let z = {
-                    let (x, b) = (read(&x)?, read(&b)?);
-                    let (x, b) = (x.host()?, b.host()?);
-                    let x = x.view().into_dimensionality::<Ix2>()?;
-                    let b = b.view().into_dimensionality::<Ix2>()?;
-                    (&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn()
-                };
-                *write(&dst)? = Storage::host_tracked(z, &mem);
-                Ok(())
-            },
-        );
-        Ok(out)
+        Ok(self.push_host2("add_row", row, self.shape.clone(), |x, b| {
+            let x = x.view().into_dimensionality::<Ix2>()?;
+            let b = b.view().into_dimensionality::<Ix2>()?;
+            Ok((&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn())
+        }))
     }
 
     /// `self + s`, element-wise.
@@ -445,27 +463,13 @@ impl Tensor {
                 &other.shape[..]
             )));
         }
-        let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
-        let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
-        self.engine.push(
-            "axpby",
-            self.device.compute,
-            &[&self.var, &other.var],
-            &[&out.var],
-            move || {
-                let z = {
-                    let (x, y) = (read(&x)?, read(&y)?);
-                    let (x, y) = (x.host()?, y.host()?);
-                    ndarray::Zip::from(&*x)
-                        .and(&*y)
-                        .map_collect(|&p, &q| a * p + b * q)
-                };
-                *write(&dst)? = Storage::host_tracked(z, &mem);
-                Ok(())
-            },
-        );
-        Ok(out)
+        Ok(
+            self.push_host2("axpby", other, self.shape.clone(), move |x, y| {
+                Ok(ndarray::Zip::from(x)
+                    .and(y)
+                    .map_collect(|&p, &q| a * p + b * q))
+            }),
+        )
     }
 
     /// `self ← a · self + b · other`, element-wise and **in place** (host tensors of one shape):
@@ -523,58 +527,46 @@ impl Tensor {
             )));
         }
         let (m, n) = (a[0], b[1]);
-        let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
-        let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
-        let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
-        match &self.device.kind {
-            DeviceKind::Cpu { .. } => {
-                self.engine
-                    .push("matmul", self.device.compute, &reads, &writes, move || {
-                        let c = {
-                            let (xg, yg) = read_both(&x, &y)?;
-                            let a = xg.host()?;
-                            let b = yg.as_deref().unwrap_or(&xg).host()?;
-                            let a = a.view().into_dimensionality::<Ix2>()?;
-                            let b = b.view().into_dimensionality::<Ix2>()?;
-                            cpu::matmul(a, b).into_dyn()
-                        };
-                        *write(&dst)? = Storage::host_tracked(c, &mem);
-                        Ok(())
-                    })
-            }
-            #[cfg(feature = "cuda")]
-            DeviceKind::Cuda(dev) => {
-                let k_dim = self.shape[1];
-                gpu::push(
-                    &self.engine,
-                    self.device.compute,
-                    "matmul",
-                    &reads,
-                    &writes,
-                    dev,
-                    gpu::Stream::Compute,
-                    move |d| {
-                        // Every fallible step comes before the GPU work is queued: once it is,
-                        // the buffers must live until its event (they travel in the result).
-                        let mut slot = write(&dst).map_err(|e| e.to_string())?;
-                        let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
-                        // One lock at a time: `x · x` must not hold two reads of one buffer.
-                        let b = if Arc::ptr_eq(&x, &y) {
-                            a.clone()
-                        } else {
-                            read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?
-                        };
-                        let mut c = gpu::alloc(d, m * n, &mem)?;
-                        d.matmul(&a.slice, &b.slice, &mut c.0, (m, k_dim, n))?;
-                        *slot = Storage::Cuda(gpu::finish(d, c)?);
-                        drop(slot);
-                        Ok((a, b, dst))
-                    },
-                )
-            }
+        #[cfg(feature = "cuda")]
+        if let DeviceKind::Cuda(dev) = &self.device.kind {
+            let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
+            let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
+            let mem = self.device.memory.clone();
+            let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
+            let k_dim = self.shape[1];
+            gpu::push(
+                &self.engine,
+                self.device.compute,
+                "matmul",
+                &reads,
+                &writes,
+                dev,
+                gpu::Stream::Compute,
+                move |d| {
+                    // Every fallible step comes before the GPU work is queued: once it is,
+                    // the buffers must live until its event (they travel in the result).
+                    let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                    let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
+                    // One lock at a time: `x · x` must not hold two reads of one buffer.
+                    let b = if Arc::ptr_eq(&x, &y) {
+                        a.clone()
+                    } else {
+                        read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?
+                    };
+                    let mut c = gpu::alloc(d, m * n, &mem)?;
+                    d.matmul(&a.slice, &b.slice, &mut c.0, (m, k_dim, n))?;
+                    *slot = Storage::Cuda(gpu::finish(d, c)?);
+                    drop(slot);
+                    Ok((a, b, dst))
+                },
+            );
+            return Ok(out);
         }
-        Ok(out)
+        Ok(self.push_host2("matmul", rhs, Arc::from([m, n]), |a, b| {
+            let a = a.view().into_dimensionality::<Ix2>()?;
+            let b = b.view().into_dimensionality::<Ix2>()?;
+            Ok(cpu::matmul(a, b).into_dyn())
+        }))
     }
 
     /// Copy the values to host memory on the device's *copy* lane, so the copy overlaps the
