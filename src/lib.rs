@@ -4,8 +4,9 @@
 //! The library is usable without the CLI: [`engine::Engine`] is the dependency engine,
 //! [`tensor::Tensor`] a lazy front end over it, [`device`] the CPU (and CUDA) devices,
 //! [`harness`] the timer and statistics, [`scenario`] the experiments, [`report`] the
-//! report and its comparison, [`export`] its output formats, [`units`] the wording of figures. The layers and where to add a
-//! scenario, a device or an output format: `ARCHITECTURE.md`.
+//! report and its comparison, [`export`] its output formats, [`units`] the wording of
+//! figures. The layers, and where to add a scenario, a device or an output format:
+//! `ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod device;
