@@ -215,11 +215,16 @@ fn bad_input_is_a_one_line_usage_error() {
 #[test]
 fn unwritable_output_fails_before_running_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no/such/dir/out.json");
-    assert_usage_error(&["async", "-o", missing.to_str().unwrap()], "cannot write");
-    assert!(!missing.exists());
+    // A plain file where a directory should be: its directory cannot be created.
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "").unwrap();
+    let blocked = plain.join("sub/out.json");
+    assert_usage_error(
+        &["async", "-o", blocked.to_str().unwrap()],
+        "cannot create its directory",
+    );
     assert_usage_error(&["async", "-o", dir.path().to_str().unwrap()], "directory");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the plain file");
 }
 
 #[test]
@@ -1092,4 +1097,242 @@ fn plot_draws_the_loss_curves_of_a_training_run() {
         "a line for each of the two curves"
     );
     assert!(svg.contains("sync") && svg.contains("async"));
+}
+
+#[test]
+fn help_names_what_each_scenario_measures_and_its_defaults() {
+    let top = parbench().arg("help").output().unwrap();
+    assert_eq!(top.status.code(), Some(0));
+    let top = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        top.contains("Scenarios") && top.contains("cpu-gpu"),
+        "{top}"
+    );
+    for args in [&["help", "cpu-gpu"][..], &["cpu-gpu", "--help"]] {
+        let out = parbench().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.starts_with("matmuls on two devices"),
+            "{args:?} opens with the scenario's about: {text}"
+        );
+        assert!(text.contains("[default: 10]"), "{text}");
+        assert!(text.contains("Sampling defaults: "), "{text}");
+    }
+    let compare = parbench().args(["help", "compare"]).output().unwrap();
+    assert_eq!(compare.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&compare.stdout).contains("Usage: parbench compare"));
+    assert_usage_error(&["help", "warp"], "no command or scenario 'warp'");
+}
+
+#[test]
+fn a_threshold_without_percent_suggests_one() {
+    assert_usage_error(
+        &["compare", "a", "b", "--threshold", "5"],
+        "(did you mean 5%?)",
+    );
+}
+
+#[test]
+fn output_directories_are_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let out = dir.path().join("new").join("sub").join("a.txt");
+    parbench()
+        .args(["export", "--format", "table"])
+        .arg(&a)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&out).unwrap().contains("== async"));
+}
+
+#[test]
+fn compare_warns_of_other_environments_and_speaks_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
+    let b = report_with(dir.path(), "b.json", |d| {
+        scale_times(d, |_| 1.3);
+        d["environment"]["cpu_model"] = "Another CPU".into();
+    });
+    let out = parbench()
+        .args(["compare", "--format", "json"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a 30% slowdown is a regression");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("different environments") && stderr.contains("'Another CPU'"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(doc["environment_differences"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["threshold"], 0.05);
+    let times: Vec<&Value> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["is_time"] == true)
+        .collect();
+    assert_eq!(times.len(), 4, "a row per variant: {doc}");
+    assert!(times.iter().all(|r| r["verdict"] == "slower"), "{doc}");
+    assert!(doc["regressions"].as_u64().unwrap() >= 4, "{doc}");
+    // Same environment: no warning.
+    let same = parbench().arg("compare").arg(&a).arg(&a).output().unwrap();
+    assert!(!String::from_utf8_lossy(&same.stderr).contains("different environments"));
+}
+
+#[test]
+fn plot_says_what_it_cannot_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |_| {});
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    // A sweep journal: one run record per line.
+    let journal = dir.path().join("j.jsonl");
+    let line = serde_json::to_string(&doc["runs"][0]).unwrap();
+    std::fs::write(&journal, format!("{line}\n{line}\n")).unwrap();
+    let svg = dir.path().join("a.svg");
+    assert_usage_error(
+        &[
+            "plot",
+            journal.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+        "it is a sweep journal",
+    );
+    // A report of two scenarios charts one and names the other.
+    let two = report_with(dir.path(), "two.json", |d| {
+        let mut other = d["runs"][0].clone();
+        other["scenario"] = "deps".into();
+        d["runs"].as_array_mut().unwrap().push(other);
+    });
+    let out = parbench()
+        .arg("plot")
+        .arg(&two)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("left out: deps"), "{stderr}");
+}
+
+#[test]
+fn a_sweep_resumed_with_other_axes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32"])
+        .args(QUICK)
+        .arg("--journal")
+        .arg(&journal)
+        .arg("-o")
+        .arg(dir.path().join("a.json"))
+        .assert()
+        .success();
+    assert_usage_error(
+        &[
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,48",
+            "--resume",
+            journal.to_str().unwrap(),
+        ],
+        "holds a point that is not in this sweep (matmul size=32",
+    );
+    // More points than before is a longer sweep, not another one.
+    let out = dir.path().join("b.json");
+    parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32,48"])
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_sweep_ends_with_a_summary_of_its_points() {
+    let out = parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32", "--set", "ops=1,2"])
+        .args(QUICK)
+        .args(["--journal", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summary = text
+        .split("== sweep of matmul: 4 points, median per variant\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    let lines: Vec<&str> = summary.lines().collect();
+    assert!(
+        lines[0]
+            .split_whitespace()
+            .eq(["size", "ops", "matmul", "checks"]),
+        "{summary}"
+    );
+    assert_eq!(lines.len(), 5, "a header and a line per point: {summary}");
+    assert!(lines[1].trim_start().starts_with("16    1"), "{summary}");
+    assert!(lines[1..].iter().all(|l| l.ends_with("ok")), "{summary}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_on_a_sweep_says_how_to_resume() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    // The second point takes minutes: the interrupt always lands in it.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("parbench"))
+        .args([
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,6000",
+            "--set",
+            "ops=50",
+            "--quiet",
+        ])
+        .args(["--warmup", "0", "--min-samples", "1", "--max-samples", "1"])
+        .arg("--journal")
+        .arg(&journal)
+        .arg("-o")
+        .arg(dir.path().join("r.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 1 {
+        assert!(start.elapsed() < Duration::from_secs(120), "no first point");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--resume {}", journal.display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        1
+    );
 }

@@ -127,6 +127,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
         format: CompareFormat,
     },
+    /// Print this help, or the help of a command or scenario (`parbench help cpu-gpu`).
+    Help {
+        /// A command or scenario.
+        topic: Option<String>,
+    },
     /// Run one scenario: `parbench <scenario> [--param value ...]` (see `parbench list`).
     #[command(external_subcommand)]
     Scenario(Vec<OsString>),
@@ -230,6 +235,8 @@ impl From<GpuOrderArg> for GpuOrder {
 pub enum CompareFormat {
     Table,
     Markdown,
+    /// The rows, verdicts and any environment differences as JSON.
+    Json,
 }
 
 fn parse_threshold(s: &str) -> Result<f64, String> {
@@ -244,8 +251,14 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
         .map(|v| v * scale)
         .map_err(|_| format!("expected a percentage like 5% or a fraction like 0.05, got '{s}'"))?;
     if !(v > 0.0 && v < 1.0) {
+        // `--threshold 5` most likely meant 5%.
+        let hint = if scale == 1.0 && (1.0..100.0).contains(&v) {
+            format!(" (did you mean {v}%?)")
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "the threshold must be between 0% and 100%, got '{s}'"
+            "the threshold must be between 0% and 100%, got '{s}'{hint}"
         ));
     }
     Ok(v)
@@ -364,9 +377,33 @@ fn parse_clap<T>(
 fn scenarios_help() -> String {
     let mut s = String::from("Scenarios (parbench <scenario> --help for their options):\n");
     for sc in scenario::registry() {
-        s.push_str(&format!("  {:<14} {}\n", sc.name(), sc.about()));
+        s.push_str(&hanging(&format!("  {:<14} ", sc.name()), sc.about(), 96));
     }
     s
+}
+
+/// `lead` then `text` wrapped at `width` columns, continuation lines indented under the text
+/// (clap would wrap a long line back to the margin).
+fn hanging(lead: &str, text: &str, width: usize) -> String {
+    let indent = lead.chars().count();
+    let mut out = String::from(lead);
+    let mut col = indent;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if col > indent && col + 1 + len > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+        }
+        if col > indent {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += len;
+    }
+    out.push('\n');
+    out
 }
 
 fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -403,6 +440,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let plan = suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
             run_plan(plan, &common)
         }
+        Command::Help { topic } => help(topic.as_deref()),
         Command::Scenario(raw) => run_scenario_command(raw),
         Command::Sweep {
             scenario: name,
@@ -420,6 +458,14 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             check_output_path(&out)?;
             write_atomic(&out, svg.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
             note!("wrote {}", out.display());
+            let skipped = export::svg::left_out(&doc);
+            if !skipped.is_empty() {
+                note!(
+                    "the chart shows {} only; left out: {} (a report of one scenario each charts them)",
+                    export::svg::main_scenario(&doc).unwrap_or_default(),
+                    skipped.join(", ")
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Export {
@@ -428,6 +474,9 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             output,
         } => {
             let report = compare::load(&report).map_err(|e| UsageError(e.to_string()))?;
+            if let Some(path) = &output {
+                check_output_path(path)?;
+            }
             let text = format
                 .exporter()
                 .render(&report)
@@ -450,11 +499,17 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let (base, new) = (load(&baseline)?, load(&new)?);
             let rows =
                 compare::compare(&base, &new, threshold).map_err(|e| UsageError(e.to_string()))?;
-            stdout(&compare::render(
-                &rows,
-                threshold,
-                format == CompareFormat::Markdown,
-            ))?;
+            let differences = compare::environment_differences(&base, &new);
+            if !differences.is_empty() {
+                note!(
+                    "warning: the reports come from different environments ({}): a change may be the machine's, not the code's",
+                    differences.join("; ")
+                );
+            }
+            stdout(&match format {
+                CompareFormat::Json => compare::render_json(&rows, threshold, &differences),
+                other => compare::render(&rows, threshold, other == CompareFormat::Markdown),
+            })?;
             Ok(if rows.iter().any(|r| r.verdict.is_regression()) {
                 ExitCode::from(1)
             } else {
@@ -466,9 +521,19 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
 /// The clap command of one scenario: its parameters plus the common options.
 pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
+    let s = sc.sampling();
+    let sampling = format!(
+        "Sampling defaults: {} warm-up round(s), then {} to {} rounds, at least {} s and at most {} s \
+         of measuring (--warmup, --min-samples, --max-samples, --min-time, --max-time).",
+        s.warmup,
+        s.min_samples,
+        s.max_samples,
+        s.min_time.as_secs_f64(),
+        s.max_time.as_secs_f64()
+    );
     let mut cmd = clap::Command::new(sc.name())
         .bin_name(format!("parbench {}", sc.name()))
-        .about(sc.about());
+        .after_help(sampling);
     for p in sc.params() {
         cmd = cmd.arg(
             clap::Arg::new(p.name)
@@ -479,5 +544,27 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
                 .num_args(1),
         );
     }
-    CommonArgs::augment_args(cmd)
+    // After the shared options: their struct's doc would otherwise become the about line.
+    CommonArgs::augment_args(cmd).about(sc.about())
+}
+
+/// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
+fn help(topic: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut cmd = match topic {
+        None => Cli::command().after_help(scenarios_help()),
+        Some(name) => match scenario::find(name) {
+            Some(sc) => scenario_command(sc),
+            None => match Cli::command().find_subcommand(name) {
+                Some(sub) => sub.clone().bin_name(format!("parbench {name}")),
+                None => {
+                    return Err(UsageError(format!(
+                        "no command or scenario '{name}' to explain (see 'parbench help')"
+                    ))
+                    .into())
+                }
+            },
+        },
+    };
+    stdout(&format!("{}\n", cmd.render_long_help()))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -14,6 +14,7 @@ pub(super) fn stdout(text: &str) -> std::io::Result<()> {
 }
 
 /// Refuse an output path that cannot be written, before spending minutes on the benchmark.
+/// Missing directories are created (`-o results/today/run.json`), as `mkdir -p` would.
 pub(super) fn check_output_path(path: &Path) -> Result<(), UsageError> {
     let fail = |why: &str| UsageError(format!("cannot write {}: {why}", path.display()));
     if path.is_dir() {
@@ -29,7 +30,8 @@ pub(super) fn check_output_path(path: &Path) -> Result<(), UsageError> {
         _ => PathBuf::from("."),
     };
     if !dir.is_dir() {
-        return Err(fail("its directory does not exist"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| fail(&format!("cannot create its directory: {e}")))?;
     }
     let probe = dir.join(format!(".parbench-probe-{}", std::process::id()));
     match std::fs::OpenOptions::new()

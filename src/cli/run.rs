@@ -99,7 +99,31 @@ pub(super) fn run_sweep(
         }
         None => Vec::new(),
     };
+    if let Some(foreign) = done
+        .iter()
+        .find(|r| !points.iter().any(|p| sweep::same_point(r, name, p)))
+    {
+        return Err(UsageError(format!(
+            "journal {} holds a point that is not in this sweep ({}): resume it with the axes \
+             it was started with, or start a new --journal",
+            journal_path.display(),
+            sweep::describe_point(foreign)
+        ))
+        .into());
+    }
     let mut journal = sweep::Journal::open(&journal_path).map_err(UsageError)?;
+    // Ctrl-C ends the process at once (a point can take minutes); finished points are in the
+    // journal already, so say how to go on from them.
+    let resume_hint = format!(
+        "interrupted: the finished points are in {0}; the same command with --resume {0} \
+         (instead of --journal) runs the rest",
+        journal_path.display()
+    );
+    // Only one handler per process: a second sweep in the same process (tests) keeps the first.
+    let _ = ctrlc::set_handler(move || {
+        eprintln!("\n{resume_hint}");
+        std::process::exit(130);
+    });
     let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
         .ok()
         .and_then(|v| v.parse().ok());
@@ -158,6 +182,9 @@ pub(super) fn run_sweep(
     }
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
+    }
+    if !common.json {
+        stdout(&table::render_sweep_summary(&report))?;
     }
     finish_report(&report, common, &ctx)
 }

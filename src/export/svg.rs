@@ -75,8 +75,20 @@ fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
     })
 }
 
-/// The scenario to draw: the swept one, or else the first run's.
-fn main_scenario(report: &Report) -> Option<&str> {
+/// The scenarios of `report` that a chart of it leaves out (it draws one scenario).
+pub fn left_out(report: &Report) -> Vec<String> {
+    let main = main_scenario(report);
+    let mut out: Vec<String> = Vec::new();
+    for run in &report.runs {
+        if Some(run.scenario.as_str()) != main && !out.contains(&run.scenario) {
+            out.push(run.scenario.clone());
+        }
+    }
+    out
+}
+
+/// The scenario a chart of `report` draws: the swept one, or the first run's.
+pub fn main_scenario(report: &Report) -> Option<&str> {
     match &report.sweep {
         Some(sweep) => Some(&sweep.scenario),
         None => report.runs.first().map(|r| r.scenario.as_str()),

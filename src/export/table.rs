@@ -129,11 +129,79 @@ pub fn render_run(run: &RunRecord) -> String {
     out
 }
 
-/// The whole report for a terminal.
+/// The whole report for a terminal (a sweep ends with its summary).
 pub fn render(report: &Report) -> String {
     let mut out = render_environment(report);
     for run in &report.runs {
         out.push_str(&render_run(run));
+    }
+    out.push_str(&render_sweep_summary(report));
+    out
+}
+
+/// A sweep's points side by side: the swept parameters, then each variant's median and whether
+/// every check passed; empty for a report that is not a sweep.
+pub fn render_sweep_summary(report: &Report) -> String {
+    let Some(sweep) = &report.sweep else {
+        return String::new();
+    };
+    let mut variants: Vec<&str> = Vec::new();
+    for run in &report.runs {
+        for v in &run.variants {
+            if !variants.contains(&v.name.as_str()) {
+                variants.push(&v.name);
+            }
+        }
+    }
+    let axes: Vec<&str> = sweep.axes.iter().map(|(name, _)| name.as_str()).collect();
+    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
+    header.extend(variants.iter().map(|v| v.to_string()));
+    header.push("checks".into());
+    let mut rows = vec![header];
+    for run in &report.runs {
+        let mut row: Vec<String> = axes
+            .iter()
+            .map(|a| {
+                let key = a.replace('-', "_");
+                run.parameters.get(&key).map(compact).unwrap_or_default()
+            })
+            .collect();
+        for name in &variants {
+            row.push(
+                run.variants
+                    .iter()
+                    .find(|v| v.name == *name)
+                    .map(|v| human_time(v.summary.median_s))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        let failed = run.checks.iter().filter(|c| !c.passed).count();
+        row.push(if failed == 0 {
+            "ok".into()
+        } else {
+            format!("{failed} FAIL")
+        });
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!(
+        "\n== sweep of {}: {} points, median per variant\n",
+        sweep.scenario,
+        report.runs.len()
+    );
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| match c < axes.len() {
+                true => format!("{cell:<w$}"),
+                false => format!("{cell:>w$}"),
+            })
+            .collect();
+        let _ = writeln!(out, "   {}", cells.join("  ").trim_end());
     }
     out
 }

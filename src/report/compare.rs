@@ -31,6 +31,18 @@ pub enum CompareError {
     NothingMatched,
 }
 
+/// The scenario of a sweep journal's first line, when `text` is one (JSON Lines of run
+/// records, no schema).
+fn journal_scenario(text: &str) -> Option<String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first: Value = serde_json::from_str(lines.next()?).ok()?;
+    lines.next()?;
+    if first.get("schema").is_some() {
+        return None;
+    }
+    first.get("scenario")?.as_str().map(str::to_string)
+}
+
 /// Load a report, checking its schema version first.
 pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     let p = path.display().to_string();
@@ -40,7 +52,14 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     })?;
     let value: Value = serde_json::from_str(&text).map_err(|e| CompareError::Parse {
         path: p.clone(),
-        reason: e.to_string(),
+        reason: match journal_scenario(&text) {
+            Some(scenario) => format!(
+                "it is a sweep journal (one finished point per line), not a report; \
+                 `parbench sweep {scenario} --set ... --resume {p} -o report.json` with the sweep's \
+                 axes writes the report"
+            ),
+            None => e.to_string(),
+        },
     })?;
     match value.get("schema").and_then(Value::as_str) {
         Some(SCHEMA) => {}
@@ -111,6 +130,51 @@ pub struct Row {
     pub verdict: Verdict,
     /// True for times (seconds), false for derived figures (their own units).
     pub is_time: bool,
+}
+
+/// How the two reports' environments differ where it changes timings (machine, engine, GPU),
+/// as `what: 'base' vs 'new'` phrases; empty when they match.
+pub fn environment_differences(base: &Report, new: &Report) -> Vec<String> {
+    let (b, n) = (&base.environment, &new.environment);
+    let mut out = Vec::new();
+    let mut differ = |what: &str, x: String, y: String| {
+        if x != y {
+            out.push(format!("{what}: '{x}' vs '{y}'"));
+        }
+    };
+    differ("CPU", b.cpu_model.clone(), n.cpu_model.clone());
+    differ("cores", b.cores.to_string(), n.cores.to_string());
+    differ("engine", b.engine.clone(), n.engine.clone());
+    let gpu = |g: &super::GpuInfo| g.name.clone().unwrap_or_else(|| "none".into());
+    differ("GPU", gpu(&b.gpu), gpu(&n.gpu));
+    out
+}
+
+/// The rows as JSON: one object per entry, with the threshold and the number of regressions.
+pub fn render_json(rows: &[Row], threshold: f64, environment: &[String]) -> String {
+    let entries: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "entry": r.entry,
+                "base": r.base,
+                "new": r.new,
+                "change": if r.change.is_finite() { Some(r.change) } else { None },
+                "p_value": r.p_value,
+                "verdict": r.verdict.as_str(),
+                "is_time": r.is_time,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "threshold": threshold,
+        "regressions": rows.iter().filter(|r| r.verdict.is_regression()).count(),
+        "environment_differences": environment,
+        "rows": entries,
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Decide a time comparison from the raw samples: a change counts when it is larger than the

@@ -198,6 +198,19 @@ impl Journal {
     }
 }
 
+/// A run's scenario and parameters as `matmul size=500 threads=2`, to name a point.
+pub fn describe_point(record: &RunRecord) -> String {
+    let mut out = record.scenario.clone();
+    for (k, v) in &record.parameters {
+        let v = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.push_str(&format!(" {k}={v}"));
+    }
+    out
+}
+
 /// True when `record` is the run of `params` (same scenario, same parameter values).
 pub fn same_point(record: &RunRecord, scenario: &str, params: &Params) -> bool {
     record.scenario == scenario
