@@ -55,9 +55,31 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// An integer with thousands separators: `233,981`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(233_981), "233,981");
+        assert_eq!(grouped(23_546_198), "23,546,198");
+    }
 
     #[test]
     fn ratios_read_as_faster_or_slower() {

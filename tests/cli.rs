@@ -224,7 +224,11 @@ fn unwritable_output_fails_before_running_and_leaves_nothing() {
         "cannot create its directory",
     );
     assert_usage_error(&["async", "-o", dir.path().to_str().unwrap()], "directory");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the plain file");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the plain file"
+    );
 }
 
 #[test]
@@ -401,6 +405,35 @@ fn log_placement_prints_each_ops_lane() {
     assert!(
         err.contains(&format!("[placement] copy to host on {lane} copy\n")),
         "{err}"
+    );
+}
+
+#[test]
+fn log_placement_shows_one_executions_worth_and_counts_the_rest() {
+    let out = parbench()
+        .args(["async", "--iterations", "500", "--log-placement"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[placement]"))
+        .collect();
+    let shown = lines.iter().filter(|l| l.ends_with(" on cpu:0")).count();
+    assert_eq!(shown, 20, "the first 20 ops of the lane: {err}");
+    let rest = lines
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix("[placement] ")?
+                .split_once(" more ops on cpu:0 not shown")
+        })
+        .unwrap_or_else(|| panic!("no count of the rest: {err}"));
+    let rest: u64 = rest.0.replace(',', "").parse().unwrap();
+    assert!(
+        rest > 1000,
+        "several variants of 500 ops each, times 3 rounds: {rest}"
     );
 }
 

@@ -169,7 +169,8 @@ pub struct CommonArgs {
     /// Print a text timeline (one row per lane) of one extra repeat of every variant.
     #[arg(long)]
     pub timeline: bool,
-    /// Print each op's lane as it starts (the book's log_device_placement).
+    /// Print the lane of each op as it starts (the book's log_device_placement): the first 20
+    /// ops of each lane, then a count of the rest.
     #[arg(long)]
     pub log_placement: bool,
     /// Untimed warm-up rounds before sampling.

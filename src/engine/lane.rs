@@ -77,6 +77,8 @@ pub(crate) struct Lane {
     pub(crate) tx: Sender<Msg>,
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     pub(crate) workers: usize,
+    /// Ops started on this lane while placement is logged (the first few are printed).
+    pub(crate) placed: std::sync::atomic::AtomicUsize,
 }
 
 thread_local! {

@@ -115,7 +115,9 @@ impl EngineBuilder {
         self
     }
 
-    /// Print each op's lane to stderr as it starts (the book's `log_device_placement`).
+    /// Print each op's lane to stderr as it starts (the book's `log_device_placement`), for
+    /// the first [`PLACEMENT_LINES_PER_LANE`] ops of each lane, and a count of the rest at
+    /// shutdown.
     pub fn log_placement(&mut self, on: bool) -> &mut Self {
         self.log_placement = on;
         self
@@ -139,6 +141,7 @@ impl EngineBuilder {
                 tx,
                 pool: spec.pool,
                 workers: spec.workers,
+                placed: AtomicUsize::new(0),
             });
         }
         let shared = Arc::new(Shared {
@@ -449,6 +452,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// How many ops of each lane `log_placement` prints.
+pub const PLACEMENT_LINES_PER_LANE: usize = 20;
+
+/// One `[placement]` line on stderr. Not `eprintln!`, which panics when stderr is gone (a
+/// closed pipe): a worker never panics for want of a place to log.
+fn placement_line(text: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "[placement] {text}");
+}
+
 /// State shared by the front end, the workers and completion callbacks.
 pub(crate) struct Shared {
     pub(crate) lanes: Vec<Lane>,
@@ -482,6 +495,30 @@ impl Shared {
 
     pub(crate) fn lane_name(&self, lane: usize) -> &str {
         &self.lanes[lane].name
+    }
+
+    /// Print where an op runs, for the first [`PLACEMENT_LINES_PER_LANE`] ops of each lane: the
+    /// book's `log_device_placement` shows one execution, and a benchmark repeats its work
+    /// thousands of times. The rest are counted and summed up at shutdown.
+    pub(crate) fn log_placement_of(&self, op: &str, lane: usize) {
+        let n = self.lanes[lane].placed.fetch_add(1, Ordering::Relaxed);
+        if n < PLACEMENT_LINES_PER_LANE {
+            placement_line(format_args!("{op} on {}", self.lane_name(lane)));
+        }
+    }
+
+    /// The ops of each lane that [`Shared::log_placement_of`] did not print.
+    fn log_placement_summary(&self) {
+        for lane in &self.lanes {
+            let placed = lane.placed.swap(0, Ordering::Relaxed);
+            if placed > PLACEMENT_LINES_PER_LANE {
+                placement_line(format_args!(
+                    "{} more ops on {} not shown (the first {PLACEMENT_LINES_PER_LANE} of each lane are)",
+                    crate::units::grouped((placed - PLACEMENT_LINES_PER_LANE) as u64),
+                    lane.name
+                ));
+            }
+        }
     }
 
     /// Hand a ready op to its lane's workers.
@@ -574,6 +611,9 @@ impl Shared {
     /// lanes' own threads (pool workers end when they receive the stop).
     fn shut_down(&self, threads: Vec<JoinHandle<()>>) {
         self.wait_idle();
+        if self.log_placement {
+            self.log_placement_summary();
+        }
         for lane in &self.lanes {
             for _ in 0..lane.workers {
                 // A send fails only when the workers are already gone.

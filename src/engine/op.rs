@@ -214,15 +214,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
             .set(thread.name().unwrap_or("unnamed thread").to_string());
     }
     if shared.log_placement {
-        // Not `eprintln!`, which panics when stderr is gone (a closed pipe): a worker never
-        // panics for want of a place to log.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "[placement] {} on {}",
-            op.name,
-            shared.lane_name(op.lane)
-        );
+        shared.log_placement_of(&op.name, op.lane);
     }
     #[cfg(test)]
     if op.name == tests_support::PANIC_IN_ENGINE {
