@@ -342,8 +342,48 @@ fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
             .args(QUICK)
             .assert()
             .success()
-            .stdout(predicate::str::contains("note: GPU unavailable:"));
+            .stdout(predicate::str::contains("note: GPU unavailable:"))
+            .stdout(predicate::str::contains(
+                "devices: cpu:0 (1 thread), cpu:1 (1 thread, standing in for the GPU)",
+            ));
     }
+}
+
+/// Asking for the GPU by name on a machine without one is an error, unless `--fallback`.
+#[test]
+fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
+    let probe = parbench().args(["devices", "--json"]).output().unwrap();
+    let env: Value = serde_json::from_slice(&probe.stdout).unwrap();
+    if env["gpu"]["available"] == true {
+        return;
+    }
+    for scenario in ["matmul", "async", "memory", "hybridize"] {
+        assert_usage_error(
+            &[scenario, "--device", "cuda"],
+            "--device cuda asks for a GPU, and none can be used (",
+        );
+    }
+    assert_usage_error(
+        &[
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,32",
+            "--set",
+            "device=cpu,cuda",
+        ],
+        "add --fallback",
+    );
+    let doc = json_of(&["matmul", "--device", "cuda", "--size", "32", "--fallback"]);
+    let run = &doc["runs"][0];
+    assert!(
+        run["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU unavailable: "),
+        "{run}"
+    );
+    assert_eq!(run["checks"][0]["passed"], true);
 }
 
 #[test]

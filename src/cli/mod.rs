@@ -19,7 +19,7 @@ use crate::engine::Mode;
 use crate::export::{self, table, Exporter};
 use crate::report::{compare, write_atomic, Environment, Report};
 use crate::scenario::{
-    self, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
+    self, suite, support, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
 
 /// `eprintln!` that ignores a failed write: stderr may be a pipe whose reader has gone
@@ -169,6 +169,10 @@ pub struct CommonArgs {
     /// Print a text timeline (one row per lane) of one extra repeat of every variant.
     #[arg(long)]
     pub timeline: bool,
+    /// With --device cuda and no usable GPU, run on a CPU device (with a note saying so)
+    /// instead of failing.
+    #[arg(long)]
+    pub fallback: bool,
     /// Print the lane of each op as it starts (the book's log_device_placement): the first 20
     /// ops of each lane, then a count of the rest.
     #[arg(long)]
@@ -297,6 +301,7 @@ impl CommonArgs {
             cpu_threads: self.cpu_threads.map(|n| n as usize),
             progress,
             traces: (self.trace.is_some() || self.timeline).then(Default::default),
+            gpu_fallback: self.fallback,
         }
     }
 

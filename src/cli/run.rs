@@ -68,6 +68,7 @@ pub(super) fn run_sweep(
         .map_err(UsageError)?;
     for p in &points {
         sc.validate(p)?;
+        support::check_requested_device(p, common.fallback)?;
     }
     for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;
@@ -207,6 +208,7 @@ pub(super) fn run_plan(
             .validate()
             .map_err(UsageError)?;
         run.scenario.validate(&run.params)?;
+        support::check_requested_device(&run.params, common.fallback)?;
     }
     for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;

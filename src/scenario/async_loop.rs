@@ -135,7 +135,7 @@ impl Scenario for AsyncLoop {
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads);
+        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
         let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         let x = Tensor::ones(engine, device, &shape);

@@ -143,7 +143,9 @@ impl Scenario for CpuGpu {
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        let mut devices = rt.describe_devices();
+        acc.mark_fallback(&mut devices, 1);
+        let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
         let (da, db) = (dev_a.describe(), dev_b.describe());
         let labels = [

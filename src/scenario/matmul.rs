@@ -130,7 +130,7 @@ impl Scenario for Matmul {
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads);
+        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
         let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         if let Some(free) = device.free_memory() {

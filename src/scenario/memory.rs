@@ -153,7 +153,7 @@ impl Scenario for Memory {
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads);
+        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
         let options = host_ordered(&ctx.runtime);
         let free = Runtime::new(&options, &[request])?;
         // On a GPU the upload of each input is an op of its own.

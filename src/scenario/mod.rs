@@ -118,6 +118,10 @@ pub struct RunContext {
     /// When set, one extra traced repeat of every variant is recorded here (`--trace`,
     /// `--timeline`).
     pub traces: Option<Arc<std::sync::Mutex<Vec<crate::report::TracedRun>>>>,
+    /// Accept a CPU device where `--device cuda` asked for a GPU that cannot be used
+    /// (`--fallback`); without it that is an error. `cpu-gpu` and `run-copy` always fall back:
+    /// their CPU fallback is part of what they show.
+    pub gpu_fallback: bool,
 }
 
 impl RunContext {

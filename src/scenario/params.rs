@@ -211,6 +211,15 @@ impl Params {
         }
     }
 
+    /// A `Choice` parameter if the scenario declares one by that name (for code shared by
+    /// scenarios that differ in their parameters).
+    pub fn declared_text(&self, name: &str) -> Option<&str> {
+        self.values.iter().find_map(|(n, v)| match v {
+            ParamValue::Text(t) if *n == name => Some(t.as_str()),
+            _ => None,
+        })
+    }
+
     /// The values as the report's `parameters` object.
     pub fn to_json(&self) -> Map<String, Value> {
         self.values

@@ -132,7 +132,9 @@ impl Scenario for RunCopy {
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        let mut devices = rt.describe_devices();
+        acc.mark_fallback(&mut devices, 0);
+        let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
         let labels = [
             format!("{ops} products {size}² on {}", device.name),

@@ -10,7 +10,7 @@ use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::harness::SamplerConfig;
 use crate::tensor::{Tensor, TensorError};
 
-use super::ScenarioError;
+use super::{Params, ScenarioError};
 
 /// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): three rounds after
 /// one warm-up keep `parbench all` near two minutes.
@@ -36,16 +36,52 @@ pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> Accelerator 
     accelerator_from(&discovery::probe_gpu(), fallback_name, fallback_threads)
 }
 
-/// The device a scenario's `--device cpu|cuda` parameter asks for: the GPU (or without one a
-/// CPU fallback named `cpu:0`, with the note that says so), or a CPU device; `threads` either way.
-pub fn chosen_device(choice: &str, threads: usize) -> Accelerator {
-    if choice == "cuda" {
-        accelerator("cpu:0", threads)
-    } else {
-        Accelerator {
+/// The device a scenario's `--device cpu|cuda` parameter asks for: the GPU, or a CPU device;
+/// `threads` either way. A GPU that was asked for and cannot be used is an error (a usage
+/// error: the reason is the probe's, as `parbench devices` prints it) unless `fallback` accepts
+/// a CPU device named `cpu:0` in its place, with the note that says so.
+pub fn chosen_device(
+    choice: &str,
+    threads: usize,
+    fallback: bool,
+) -> Result<Accelerator, ScenarioError> {
+    if choice != "cuda" {
+        return Ok(Accelerator {
             request: DeviceRequest::Cpu { threads },
             fallback_note: None,
+        });
+    }
+    let gpu = discovery::probe_gpu();
+    if !gpu.available && !fallback {
+        return Err(ScenarioError::Input(format!(
+            "--device cuda asks for a GPU, and none can be used ({}; see 'parbench devices'): \
+             add --fallback to run on a CPU device instead",
+            gpu.reason.as_deref().unwrap_or("unknown reason")
+        )));
+    }
+    Ok(accelerator_from(&gpu, "cpu:0", threads))
+}
+
+impl Accelerator {
+    /// `devices` (a run's device descriptions) with the accelerator's, at `index`, marked as
+    /// the GPU's CPU stand-in when it is one, so the table's header says so.
+    pub fn mark_fallback(&self, devices: &mut [String], index: usize) {
+        if let (Some(_), Some(d)) = (&self.fallback_note, devices.get_mut(index)) {
+            // `cpu:1 (1 thread)` → `cpu:1 (1 thread, standing in for the GPU)`
+            match d.strip_suffix(')') {
+                Some(open) => *d = format!("{open}, standing in for the GPU)"),
+                None => d.push_str(" (standing in for the GPU)"),
+            }
         }
+    }
+}
+
+/// Before anything runs: the GPU that `params` ask for (`device = "cuda"`) can be used, or
+/// `fallback` accepts a CPU device instead. Scenarios without a `device` parameter pass.
+pub fn check_requested_device(params: &Params, fallback: bool) -> Result<(), ScenarioError> {
+    match params.declared_text("device") {
+        Some("cuda") => chosen_device("cuda", 1, fallback).map(|_| ()),
+        _ => Ok(()),
     }
 }
 
