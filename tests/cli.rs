@@ -411,6 +411,31 @@ fn matmul_reports_gflops_and_checks_the_product() {
     assert_eq!(run["checks"][0]["passed"], true);
     let doc = json_of(&["matmul", "--m", "3", "--k", "5", "--n", "7", "--ops", "1"]);
     assert_eq!(doc["runs"][0]["checks"][0]["passed"], true);
+    // Parameters are reported as they ran: `0` (the same as --size, all cores) resolved.
+    let params = &doc["runs"][0]["parameters"];
+    assert_eq!(
+        (&params["m"], &params["k"], &params["n"]),
+        (&3.into(), &5.into(), &7.into())
+    );
+    let cores = doc["environment"]["cores"].as_u64().unwrap();
+    assert_eq!(params["threads"], cores, "threads 0 is all cores: {params}");
+    let doc = json_of(&[
+        "matmul",
+        "--size",
+        "33",
+        "--n",
+        "9",
+        "--ops",
+        "1",
+        "--cpu-threads",
+        "1",
+    ]);
+    let params = &doc["runs"][0]["parameters"];
+    assert_eq!(
+        (&params["m"], &params["k"], &params["n"]),
+        (&33.into(), &33.into(), &9.into())
+    );
+    assert_eq!(params["threads"], 1, "--cpu-threads: {params}");
 }
 
 #[test]

@@ -100,9 +100,11 @@ pub(super) fn run_sweep(
         }
         None => Vec::new(),
     };
+    // Points as their reports record them (`m=0` resolved to the size it stands for).
+    let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
     if let Some(foreign) = done
         .iter()
-        .find(|r| !points.iter().any(|p| sweep::same_point(r, name, p)))
+        .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
     {
         return Err(UsageError(format!(
             "journal {} holds a point that is not in this sweep ({}): resume it with the axes \
@@ -153,8 +155,8 @@ pub(super) fn run_sweep(
         bar
     });
     let mut newly = 0;
-    for params in &points {
-        let run = match done.iter().find(|r| sweep::same_point(r, name, params)) {
+    for (params, resolved) in points.iter().zip(&resolved) {
+        let run = match done.iter().find(|r| sweep::same_point(r, name, resolved)) {
             Some(r) => r.clone(),
             None => {
                 let point_ctx = RunContext {

@@ -176,12 +176,12 @@ fn lines(
         .draw()
         .map_err(draw_err)?;
     // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
-    // lines of their own, labelled with those values.
+    // lines of their own, labelled with those values. A parameter that follows x (matmul's
+    // `m` resolved to the swept `size`) or never changes does not split the lines.
+    let keys = series_keys(&points, axis);
     let other = |r: &RunRecord| -> String {
-        r.parameters
-            .iter()
-            .filter(|(k, _)| k.as_str() != axis)
-            .map(|(k, v)| format!("{k}={v}"))
+        keys.iter()
+            .map(|k| format!("{k}={}", r.parameters.get(*k).unwrap_or(&Value::Null)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -232,6 +232,27 @@ fn lines(
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
     }
     legend(&mut chart)
+}
+
+/// The parameters besides `axis` that take different values at the same x: each of their
+/// combinations is a line of its own.
+fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> {
+    let Some((_, first)) = points.first() else {
+        return Vec::new();
+    };
+    first
+        .parameters
+        .keys()
+        .filter(|k| k.as_str() != axis)
+        .filter(|k| {
+            points.iter().any(|(x, r)| {
+                points
+                    .iter()
+                    .any(|(x2, r2)| x == x2 && r.parameters.get(*k) != r2.parameters.get(*k))
+            })
+        })
+        .map(String::as_str)
+        .collect()
 }
 
 /// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...]).

@@ -46,7 +46,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "device",
-        help: "cpu, or cuda (falls back to cpu, and says so, without a GPU)",
+        help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
         kind: ParamKind::Choice(&["cpu", "cuda"]),
         default: "cpu",
     },

@@ -56,7 +56,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "device",
-        help: "cpu, or cuda: the graph is then a CUDA graph (falls back to cpu, and says so, without a GPU)",
+        help: "cpu, or cuda: the graph is then a CUDA graph (an error without a usable GPU, unless --fallback)",
         kind: ParamKind::Choice(&["cpu", "cuda"]),
         default: "cpu",
     },

@@ -11,6 +11,7 @@ use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
+use serde_json::{Map, Value};
 
 /// The `matmul` scenario.
 pub struct Matmul;
@@ -59,7 +60,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "device",
-        help: "cpu, or cuda (falls back to cpu, and says so, without a GPU)",
+        help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
         kind: ParamKind::Choice(&["cpu", "cuda"]),
         default: "cpu",
     },
@@ -78,6 +79,14 @@ fn dims(params: &Params) -> (usize, usize, usize) {
         v => v,
     } as usize;
     (pick("m"), pick("k"), pick("n"))
+}
+
+/// Threads of the CPU device: `--threads`, or with 0 `--cpu-threads`, or all cores.
+fn threads(params: &Params, ctx: &RunContext) -> usize {
+    match params.int("threads") {
+        0 => ctx.cpu_threads.unwrap_or_else(available_cores),
+        t => t as usize,
+    }
 }
 
 impl Scenario for Matmul {
@@ -120,13 +129,24 @@ impl Scenario for Matmul {
         )
     }
 
+    fn resolved_params(&self, params: &Params, ctx: &RunContext) -> Map<String, Value> {
+        let mut out = params.to_json();
+        let (m, k, n) = dims(params);
+        for (name, v) in [
+            ("m", m),
+            ("k", k),
+            ("n", n),
+            ("threads", threads(params, ctx)),
+        ] {
+            out.insert(name.into(), v.into());
+        }
+        out
+    }
+
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
         let (m, k, n) = dims(params);
         let ops = params.int("ops");
-        let threads = match params.int("threads") {
-            0 => ctx.cpu_threads.unwrap_or_else(available_cores),
-            t => t as usize,
-        };
+        let threads = threads(params, ctx);
         let Accelerator {
             request,
             fallback_note: notes,
@@ -154,7 +174,11 @@ impl Scenario for Matmul {
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        let mut run = RunRecord::new(
+            self.name(),
+            self.resolved_params(params, ctx),
+            rt.describe_devices(),
+        );
         run.notes.extend(notes);
         let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
         run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);

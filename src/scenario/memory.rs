@@ -66,7 +66,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "device",
-        help: "cpu, or cuda: count GPU memory (falls back to cpu, and says so, without a GPU)",
+        help: "cpu, or cuda: count GPU memory (an error without a usable GPU, unless --fallback)",
         kind: ParamKind::Choice(&["cpu", "cuda"]),
         default: "cpu",
     },

@@ -186,6 +186,16 @@ pub trait Scenario: Send + Sync {
     fn sampling(&self) -> SamplerConfig {
         SamplerConfig::default()
     }
+    /// The parameters as a report records them: where a value stands for another (`0`: the
+    /// same as `--size`, all cores), the value that runs, so headers, compare keys and legends
+    /// name what was measured.
+    fn resolved_params(
+        &self,
+        params: &Params,
+        _ctx: &RunContext,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        params.to_json()
+    }
     /// Reject parameters that cannot run here (memory estimates), before anything is allocated.
     fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {
         Ok(())

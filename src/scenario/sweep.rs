@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{ParamKind, Params, Scenario};
 use crate::report::RunRecord;
@@ -211,10 +211,10 @@ pub fn describe_point(record: &RunRecord) -> String {
     out
 }
 
-/// True when `record` is the run of `params` (same scenario, same parameter values).
-pub fn same_point(record: &RunRecord, scenario: &str, params: &Params) -> bool {
-    record.scenario == scenario
-        && Value::Object(record.parameters.clone()) == Value::Object(params.to_json())
+/// True when `record` is the run of a point whose parameters, as reports record them
+/// ([`Scenario::resolved_params`]), are `resolved` (same scenario, same values).
+pub fn same_point(record: &RunRecord, scenario: &str, resolved: &Map<String, Value>) -> bool {
+    record.scenario == scenario && &record.parameters == resolved
 }
 
 #[cfg(test)]
