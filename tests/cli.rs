@@ -1434,3 +1434,16 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
         1
     );
 }
+
+#[test]
+fn a_run_past_max_time_says_what_the_option_bounds() {
+    let doc = json_of(&["async", "--iterations", "200", "--max-time", "0"]);
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(
+        notes.contains("more than --max-time 0.000 ns: that option ends the sampling"),
+        "{notes}"
+    );
+    let doc = json_of(&["async", "--iterations", "200"]);
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(!notes.contains("--max-time"), "{notes}");
+}

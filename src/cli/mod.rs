@@ -189,7 +189,9 @@ pub struct CommonArgs {
     /// Keep sampling until this many seconds were measured (after --min-samples).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub min_time: Option<Duration>,
-    /// Stop sampling after this many seconds (keeping at least 3 rounds).
+    /// Stop sampling after this many seconds of measuring, once 3 rounds (or --min-samples,
+    /// if fewer) are in. Not a bound on the whole run: warm-up, set-up, checks and the
+    /// --trace/--timeline repeat come on top (a run that overruns it says so in a note).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
 }

@@ -165,7 +165,7 @@ pub(super) fn run_sweep(
                         .map(|_| progress_bar(Some(multi.clone()))),
                     ..ctx.clone()
                 };
-                let run = sc.run(params, &point_ctx)?;
+                let run = run_timed(sc, params, &point_ctx)?;
                 journal.append(&run).map_err(UsageError)?;
                 newly += 1;
                 if stop_after == Some(newly) {
@@ -224,9 +224,7 @@ pub(super) fn run_plan(
     let mut shown = 0;
     let ctx = &base;
     for planned in plan {
-        let run = planned
-            .scenario
-            .run(&planned.params, &context_of(&planned))?;
+        let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
         if !common.json {
             stdout(&table::render_run(&run))?;
         }
@@ -248,6 +246,35 @@ pub(super) fn run_plan(
         report.runs.push(run);
     }
     finish_report(&report, common, ctx)
+}
+
+/// Run a scenario; when it took longer than its sampling's `--max-time`, say in a note what
+/// that option bounds and what came on top, so a reader is not left wondering.
+fn run_timed(
+    sc: &dyn Scenario,
+    params: &Params,
+    ctx: &RunContext,
+) -> Result<crate::report::RunRecord, ScenarioError> {
+    let start = std::time::Instant::now();
+    let mut run = sc.run(params, ctx)?;
+    let took = start.elapsed();
+    let sampling = ctx.sampling.apply(sc.sampling());
+    if took > sampling.max_time {
+        run.notes.push(format!(
+            "the run took {}, more than --max-time {}: that option ends the sampling, once {} \
+             round(s) are in; the warm-up ({} round(s)), set-up, checks{} come on top",
+            crate::units::human_time(took.as_secs_f64()),
+            crate::units::human_time(sampling.max_time.as_secs_f64()),
+            sampling.min_samples.min(3),
+            sampling.warmup,
+            if ctx.traces.is_some() {
+                " and the traced repeat of each variant (--trace, --timeline)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(run)
 }
 
 /// Print or write the report (and the trace), and turn the checks into the exit code.
