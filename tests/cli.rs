@@ -87,7 +87,7 @@ fn help_lists_scenarios_and_exits_zero() {
 
 #[test]
 fn async_json_follows_the_schema() {
-    let doc = json_of(&["async", "--iterations", "50"]);
+    let doc = json_of(&["async", "--iterations", "50", "--product-size", "64"]);
     assert_eq!(doc["schema"], "parbench/1");
     assert_eq!(doc["tool"]["name"], "parbench");
     assert!(doc["tool"]["version"].is_string() && doc["tool"]["git_commit"].is_string());
@@ -112,7 +112,17 @@ fn async_json_follows_the_schema() {
         .as_str()
         .is_some_and(|d| d.starts_with("cpu:0")));
     let names = variant_names(run);
-    assert_eq!(names, ["sync", "async", "push-only", "chain"]);
+    assert_eq!(
+        names,
+        [
+            "sync",
+            "async",
+            "push-only",
+            "chain",
+            "products",
+            "products-push-only"
+        ]
+    );
     for v in run["variants"].as_array().unwrap() {
         assert_eq!(v["samples_s"].as_array().unwrap().len(), 3);
         for key in ["median_s", "mean_s", "min_s", "max_s", "stddev_s", "mad_s"] {
@@ -132,6 +142,7 @@ fn async_json_follows_the_schema() {
         "t3_s",
         "predicted_sync_s",
         "predicted_async_s",
+        "products_over_push_only_ratio",
     ] {
         assert!(
             run["derived"][key].is_number(),
@@ -139,13 +150,23 @@ fn async_json_follows_the_schema() {
             run["derived"]
         );
     }
-    assert_eq!(run["checks"][0]["passed"], true);
+    let checks = run["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
+    assert!(
+        checks.iter().any(|c| c["name"] == "timed products match float64"),
+        "{checks:?}"
+    );
+    let explanation = run["explanation"].to_string();
+    assert!(
+        explanation.contains("the pitfall on the book's workload: pushing 10 products of 64×64"),
+        "{explanation}"
+    );
 }
 
 #[test]
 fn the_table_explains_the_pitfall() {
     parbench()
-        .args(["async", "--iterations", "20"])
+        .args(["async", "--iterations", "20", "--product-size", "64"])
         .args(QUICK)
         .assert()
         .success()
@@ -159,11 +180,26 @@ fn the_table_explains_the_pitfall() {
 
 #[test]
 fn naive_engine_from_flag_and_environment() {
-    let doc = json_of(&["async", "--iterations", "20", "--engine", "naive"]);
+    let doc = json_of(&[
+        "async",
+        "--iterations",
+        "20",
+        "--product-size",
+        "64",
+        "--engine",
+        "naive",
+    ]);
     assert_eq!(doc["environment"]["engine"], "naive");
     let out = parbench()
         .env("PARBENCH_ENGINE", "naive")
-        .args(["async", "--iterations", "20", "--json"])
+        .args([
+            "async",
+            "--iterations",
+            "20",
+            "--product-size",
+            "64",
+            "--json",
+        ])
         .args(QUICK)
         .output()
         .unwrap();
@@ -181,7 +217,7 @@ fn output_file_is_written_whole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.json");
     parbench()
-        .args(["async", "--iterations", "20", "-o"])
+        .args(["async", "--iterations", "20", "--product-size", "64", "-o"])
         .arg(&path)
         .args(QUICK)
         .assert()
@@ -197,7 +233,10 @@ fn output_file_is_written_whole() {
 
 #[test]
 fn bad_input_is_a_one_line_usage_error() {
-    assert_usage_error(&["async", "--iterations", "0"], "--iterations");
+    assert_usage_error(
+        &["async", "--iterations", "0", "--product-size", "64"],
+        "--iterations",
+    );
     assert_usage_error(&["async", "--iterations", "-5"], "--iterations");
     assert_usage_error(&["async", "--shape", "-3"], "--shape");
     assert_usage_error(&["async", "--shape", "abc"], "--shape");
@@ -476,7 +515,14 @@ fn log_placement_prints_each_ops_lane() {
 #[test]
 fn log_placement_shows_one_executions_worth_and_counts_the_rest() {
     let out = parbench()
-        .args(["async", "--iterations", "500", "--log-placement"])
+        .args([
+            "async",
+            "--iterations",
+            "500",
+            "--product-size",
+            "64",
+            "--log-placement",
+        ])
         .args(QUICK)
         .output()
         .unwrap();
@@ -605,6 +651,8 @@ fn report_with(dir: &std::path::Path, name: &str, edit: impl Fn(&mut Value)) -> 
                 "async",
                 "--iterations",
                 "50",
+                "--product-size",
+                "64",
                 "--warmup",
                 "0",
                 "--min-samples",
@@ -748,7 +796,7 @@ fn run_executes_a_suite_into_one_report() {
     let suite = dir.path().join("tiny.toml");
     std::fs::write(
         &suite,
-        "description = \"tiny\"\n\n[[run]]\nscenario = \"async\"\nparams = { iterations = 20 }\n\n\
+        "description = \"tiny\"\n\n[[run]]\nscenario = \"async\"\nparams = { iterations = 20, product_size = 64 }\n\n\
          [[run]]\nscenario = \"matmul\"\nparams = { size = 33, ops = 1 }\nsampling = { min_samples = 2 }\n",
     )
     .unwrap();
@@ -808,7 +856,7 @@ fn export_writes_github_action_benchmark_entries() {
     assert!(out.status.success());
     let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
     let entries = entries.as_array().unwrap();
-    assert_eq!(entries.len(), 4, "one entry per variant");
+    assert_eq!(entries.len(), 6, "one entry per variant");
     for e in entries {
         assert_eq!(e["unit"], "s");
         assert!(e["value"].as_f64().is_some_and(|v| v > 0.0));
@@ -980,7 +1028,7 @@ fn plot_draws_a_line_per_variant_and_bars_for_a_single_run() {
 
     let single = dir.path().join("single.json");
     parbench()
-        .args(["async", "--iterations", "10", "-o"])
+        .args(["async", "--iterations", "10", "--product-size", "64", "-o"])
         .arg(&single)
         .args(QUICK)
         .assert()
@@ -1275,9 +1323,9 @@ fn compare_warns_of_other_environments_and_speaks_json() {
         .iter()
         .filter(|r| r["is_time"] == true)
         .collect();
-    assert_eq!(times.len(), 4, "a row per variant: {doc}");
+    assert_eq!(times.len(), 6, "a row per variant: {doc}");
     assert!(times.iter().all(|r| r["verdict"] == "slower"), "{doc}");
-    assert!(doc["regressions"].as_u64().unwrap() >= 4, "{doc}");
+    assert!(doc["regressions"].as_u64().unwrap() >= 6, "{doc}");
     // Same environment: no warning.
     let same = parbench().arg("compare").arg(&a).arg(&a).output().unwrap();
     assert!(!String::from_utf8_lossy(&same.stderr).contains("different environments"));
@@ -1437,13 +1485,21 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
 
 #[test]
 fn a_run_past_max_time_says_what_the_option_bounds() {
-    let doc = json_of(&["async", "--iterations", "200", "--max-time", "0"]);
+    let doc = json_of(&[
+        "async",
+        "--iterations",
+        "200",
+        "--product-size",
+        "64",
+        "--max-time",
+        "0",
+    ]);
     let notes = doc["runs"][0]["notes"].to_string();
     assert!(
         notes.contains("more than --max-time 0.000 ns: that option ends the sampling"),
         "{notes}"
     );
-    let doc = json_of(&["async", "--iterations", "200"]);
+    let doc = json_of(&["async", "--iterations", "200", "--product-size", "64"]);
     let notes = doc["runs"][0]["notes"].to_string();
     assert!(!notes.contains("--max-time"), "{notes}");
 }

@@ -97,7 +97,7 @@ fn is_char_device(path: &Path) -> bool {
 
 fn async_quick(output: &Path) -> Command {
     let mut c = parbench();
-    c.args(["async", "--iterations", "100"])
+    c.args(["async", "--iterations", "100", "--product-size", "64"])
         .args(QUICK)
         .arg("-o")
         .arg(output);
@@ -579,7 +579,14 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
 fn placement_logging_into_a_closed_pipe_neither_aborts_nor_hangs() {
     // stderr is a pipe whose reader has gone: every placement line fails to write.
     let mut child = parbench()
-        .args(["async", "--iterations", "2000", "--log-placement"])
+        .args([
+            "async",
+            "--iterations",
+            "2000",
+            "--product-size",
+            "64",
+            "--log-placement",
+        ])
         .args(["--warmup", "0", "--min-samples", "3", "--max-samples", "3"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -628,7 +635,15 @@ fn a_closed_stderr_changes_no_exit_code() {
     // be shown, but must not panic (exit 101) either.
     let dir = tempfile::tempdir().expect("tempdir");
     let report = dir.path().join("r.json");
-    let success: &[&str] = &["async", "--iterations", "100", "--warmup", "0"];
+    let success: &[&str] = &[
+        "async",
+        "--iterations",
+        "100",
+        "--product-size",
+        "64",
+        "--warmup",
+        "0",
+    ];
     let cases: [(Vec<&str>, i32); 2] = [
         (
             [success, &["--min-samples", "3", "--max-samples", "3", "-o"]].concat(),

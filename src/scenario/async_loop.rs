@@ -4,7 +4,10 @@
 //! - `async` pushes all N ops and waits once: the front end keeps pushing while the worker
 //!   executes, so the loop runs at the pace of the slower of the two;
 //! - `push-only` stops the clock before the work is done: the "timing without synchronization"
-//!   pitfall, shown so a reader recognizes it, never a cost to quote.
+//!   pitfall, shown so a reader recognizes it, never a cost to quote;
+//! - `products` and `products-push-only` show that pitfall where it misleads most, as the book
+//!   does: a few large matrix products, where computing dominates pushing (for `y = x + 1`
+//!   pushing *is* most of the work, so `push-only` is close to `async` and the lesson hides).
 //!
 //! The book's model splits one iteration into t1 (front end hands the op to the backend),
 //! t2 (backend executes it) and t3 (result returns to the front end) and predicts
@@ -14,14 +17,16 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::{check_bytes, chosen_device, Accelerator};
+use super::support::{
+    check_bytes, check_matrices, chosen_device, matmul_error, matmul_tolerance, Accelerator,
+};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
 use crate::device::{available_cores, Device, GpuOrder, Runtime};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Figure, RunRecord};
+use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -43,6 +48,22 @@ const PARAMS: &[ParamSpec] = &[
         help: "shape of x, e.g. 1,2 or 1000x1000",
         kind: ParamKind::Shape { max_dims: 4 },
         default: "1,2",
+    },
+    ParamSpec {
+        name: "products",
+        help:
+            "matrix products pushed by the products and products-push-only variants (the book's 10)",
+        kind: ParamKind::Int { min: 1, max: 1_000 },
+        default: "10",
+    },
+    ParamSpec {
+        name: "product_size",
+        help: "size N of those N×N products (the book's 1000)",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: "1000",
     },
     ParamSpec {
         name: "device",
@@ -96,7 +117,7 @@ impl Scenario for AsyncLoop {
     }
 
     fn about(&self) -> &'static str {
-        "sync vs async loop of y = x + 1: wait after every op or once; push-only pitfall; t1/t2/t3 model"
+        "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -125,7 +146,14 @@ impl Scenario for AsyncLoop {
         let bytes = elements
             .and_then(|e| f32_bytes(e, 3))
             .and_then(|b| b.checked_add(queued?));
-        check_bytes("async with this --shape", bytes)
+        check_bytes("async with this --shape", bytes)?;
+        // The input, the products in flight, and the checked product's host copies.
+        check_matrices(
+            "async with this --product-size",
+            params.int("product_size"),
+            params.int("products") + 4,
+            None,
+        )
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
@@ -144,6 +172,20 @@ impl Scenario for AsyncLoop {
         // The last output of every timed variant, checked after sampling: the timed work itself
         // must have computed x + 1, not only the check's own loop.
         let outputs: RefCell<[Option<Tensor>; 4]> = RefCell::new([None, None, None, None]);
+        let (products, product_size) =
+            (params.int("products"), params.int("product_size") as usize);
+        let m = Tensor::uniform(engine, device, &[product_size, product_size], 7);
+        m.wait_to_read()?;
+        // The last product of each product variant, checked after sampling.
+        let product_outputs: RefCell<[Option<Tensor>; 2]> = RefCell::new([None, None]);
+        let keep_product = |i: usize, y: Tensor| product_outputs.borrow_mut()[i] = Some(y);
+        let push_products = || -> Result<Option<Tensor>, ScenarioError> {
+            let mut y = None;
+            for _ in 0..products {
+                y = Some(m.matmul(&m)?);
+            }
+            Ok(y)
+        };
         let keep = |i: usize, y: Tensor| outputs.borrow_mut()[i] = Some(y);
         let mut variants = vec![
             Variant::new("sync", || {
@@ -191,6 +233,24 @@ impl Scenario for AsyncLoop {
                 y.into_iter().for_each(|y| keep(3, y));
                 Ok(elapsed)
             }),
+            Variant::new("products", || {
+                let mut y = None;
+                let elapsed = synced(engine, || {
+                    y = push_products()?;
+                    Ok::<_, ScenarioError>(())
+                })?;
+                y.into_iter().for_each(|y| keep_product(0, y));
+                Ok(elapsed)
+            }),
+            Variant::new("products-push-only", || {
+                engine.wait_all()?;
+                let t = Instant::now();
+                let y = push_products()?;
+                let pushed = t.elapsed();
+                engine.wait_all()?;
+                y.into_iter().for_each(|y| keep_product(1, y));
+                Ok(pushed)
+            }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
@@ -199,9 +259,12 @@ impl Scenario for AsyncLoop {
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         run.notes.extend(notes);
         let labels = names.iter().map(|name| match name.as_str() {
-            "push-only" => {
+            "push-only" | "products-push-only" => {
                 Some("timing without synchronization: NOT the cost of the work".to_string())
             }
+            "products" => Some(format!(
+                "{products} products {product_size}×{product_size}, pushed, one wait"
+            )),
             "chain" => Some(format!(
                 "y = y + 1, {n} dependent ops, pushed at once, one wait"
             )),
@@ -235,6 +298,33 @@ impl Scenario for AsyncLoop {
             ),
         );
 
+        // Correctness of the products the product variants timed, against float64.
+        let (a, k) = (m.to_vec()?, product_size);
+        let mut product_err = 0f64;
+        let mut products_ok = true;
+        for y in product_outputs.into_inner() {
+            match y {
+                Some(y) => {
+                    let err = matmul_error(&a, &a, &y.to_vec()?, (k, k, k), 16);
+                    product_err = if err.is_nan() {
+                        f64::INFINITY
+                    } else {
+                        product_err.max(err)
+                    };
+                }
+                None => products_ok = false,
+            }
+        }
+        let tol = matmul_tolerance(k);
+        run.check(
+            "timed products match float64",
+            products_ok && product_err <= tol,
+            format!(
+                "the last product of products and products-push-only at 16 positions: max relative error \
+                 {product_err:.2e} (tolerance {tol:.1e})"
+            ),
+        );
+
         // Correctness 2: ordering. A chain y = y + 1 pushed at once, through the same op the
         // timed loops push, must give exactly 1 + N: any op run out of order, twice, or
         // not at all changes the sum.
@@ -254,6 +344,7 @@ impl Scenario for AsyncLoop {
         let phases = measure_phases(engine, &x, n.min(MODEL_OPS))?;
         derive(&mut run, engine.mode(), n, &phases);
         derive_gpu(&mut run, device, n);
+        derive_pitfall(&mut run, products, product_size);
         #[cfg(feature = "cuda")]
         if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
             engine.wait_all()?;
@@ -370,6 +461,31 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
                 .into(),
         );
     }
+}
+
+/// How far the products' push-only clock reads below their true time, next to the same gap
+/// for `y = x + 1`: the pitfall is large where computing dominates pushing.
+fn derive_pitfall(run: &mut RunRecord, products: u64, size: usize) {
+    let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
+    let (true_time, pushed) = (m("products"), m("products-push-only"));
+    let (tiny_true, tiny_pushed) = (m("async"), m("push-only"));
+    let ratio = true_time / pushed;
+    run.derive_as(
+        "products_over_push_only_ratio",
+        ratio,
+        Figure::new(Unit::Ratio, Better::Neither),
+    );
+    run.explanation.push(format!(
+        "the pitfall on the book's workload: pushing {products} products of {size}×{size} took {} \
+         (products-push-only), computing them took {} (products): a clock stopped without waiting \
+         reads {ratio:.0}× too little. For y = x + 1 pushing is most of the work, so push-only ({}) \
+         is {:.2}× async ({}) and the same mistake goes unnoticed.",
+        human_time(pushed),
+        human_time(true_time),
+        human_time(tiny_pushed),
+        tiny_pushed / tiny_true,
+        human_time(tiny_true),
+    ));
 }
 
 /// The dependent chain against independent ops, and what the phases mean on a GPU.
