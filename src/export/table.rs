@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::report::{Report, RunRecord};
+use crate::report::{Report, RunRecord, WARNING};
 use crate::units::{human_bytes, human_time};
 
 /// The header line describing where the report was made.
@@ -120,8 +120,12 @@ pub fn render_run(run: &RunRecord) -> String {
         let mark = if c.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "   check {mark} {}: {}", c.name, c.detail);
     }
+    // A warning (a figure outside its physical range) reads as one, not as "note: warning:".
     for n in &run.notes {
-        let _ = writeln!(out, "   note: {n}");
+        let _ = match n.strip_prefix(WARNING) {
+            Some(w) => writeln!(out, "   warning: {w}"),
+            None => writeln!(out, "   note: {n}"),
+        };
     }
     for line in &run.explanation {
         let _ = writeln!(out, "   > {line}");
@@ -238,5 +242,19 @@ mod tests {
         assert!(t.contains("push-only"));
         assert!(t.contains("<- not the cost"));
         assert!(t.contains("check FAIL matches reference: off by one"));
+    }
+
+    #[test]
+    fn a_warning_is_shown_as_one_and_a_note_as_a_note() {
+        let mut run = RunRecord::new("cpu-gpu", serde_json::Map::new(), vec![]);
+        run.notes.push("engine: threaded".into());
+        run.warn("overlap efficiency 1.07 is above 1.0");
+        let t = render_run(&run);
+        assert!(t.contains("   note: engine: threaded\n"), "{t}");
+        assert!(
+            t.contains("   warning: overlap efficiency 1.07 is above 1.0\n"),
+            "{t}"
+        );
+        assert!(!t.contains("note: warning"), "{t}");
     }
 }

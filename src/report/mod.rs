@@ -33,6 +33,10 @@ pub struct SweepInfo {
     pub axes: Vec<(String, Vec<String>)>,
 }
 
+/// How a note that flags a figure outside its physical range starts: within `notes`, so the
+/// `parbench/1` schema stays as it is and a script can still find them.
+pub const WARNING: &str = "warning: ";
+
 /// The schema tag every document carries.
 pub const SCHEMA: &str = "parbench/1";
 
@@ -107,7 +111,8 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub figures: std::collections::BTreeMap<String, Figure>,
     pub checks: Vec<Check>,
-    /// Conditions of the run a reader must know (fallback devices, mode).
+    /// Conditions of the run a reader must know (fallback devices, mode); a figure outside its
+    /// physical range is a note that starts with [`WARNING`] ([`RunRecord::warn`]).
     pub notes: Vec<String>,
     /// What the numbers show, in a sentence or three (printed under the table).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -199,6 +204,17 @@ impl RunRecord {
             .unwrap_or_else(|| Figure::named(key))
     }
 
+    /// Flag a figure outside its physical range (an efficiency above 1, a time below its bound),
+    /// with its likely cause: a note starting with [`WARNING`], shown as a warning in the table.
+    pub fn warn(&mut self, text: impl Into<String>) {
+        self.notes.push(format!("{WARNING}{}", text.into()));
+    }
+
+    /// The warnings among the notes, without their prefix.
+    pub fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.notes.iter().filter_map(|n| n.strip_prefix(WARNING))
+    }
+
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {
         self.checks.push(Check {
             name: name.into(),
@@ -252,5 +268,17 @@ mod tests {
             "this interval must not be degenerate: {lo}..{hi}"
         );
         assert_eq!(run.median_uncertainty("missing"), None);
+    }
+
+    #[test]
+    fn a_warning_is_a_note_with_its_prefix() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        run.notes.push("engine: threaded".into());
+        run.warn("efficiency 1.07 above 1");
+        assert_eq!(run.notes[1], "warning: efficiency 1.07 above 1");
+        assert_eq!(
+            run.warnings().collect::<Vec<_>>(),
+            ["efficiency 1.07 above 1"]
+        );
     }
 }

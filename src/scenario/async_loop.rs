@@ -406,9 +406,15 @@ fn measure_phases(engine: &Engine, x: &Tensor, ops: u64) -> Result<Phases, Scena
 
 fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let nf = n as f64;
-    let sync = run.median("sync").unwrap_or(f64::NAN);
-    let asyn = run.median("async").unwrap_or(f64::NAN);
-    let push = run.median("push-only").unwrap_or(f64::NAN);
+    let wobble = |v: &str| run.median_uncertainty(v).unwrap_or(f64::NAN);
+    let f = Medians {
+        sync: run.median("sync").unwrap_or(f64::NAN),
+        asyn: run.median("async").unwrap_or(f64::NAN),
+        push: run.median("push-only").unwrap_or(f64::NAN),
+        async_uncertainty: wobble("async"),
+        push_uncertainty: wobble("push-only"),
+    };
+    let (sync, asyn, push) = (f.sync, f.asyn, f.push);
     let speedup = sync / asyn;
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
@@ -425,7 +431,31 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     run.derive("measured_over_predicted_async_ratio", asyn / pred_async);
 
     run.notes.push(format!("engine: {}", mode.as_str()));
-    let e = &mut run.explanation;
+    explain(mode, n, &f, p).record(run);
+}
+
+/// The medians the explanation quotes, and how far the 95% interval of two of them reaches
+/// ([`RunRecord::median_uncertainty`]), as plain numbers.
+struct Medians {
+    sync: f64,
+    asyn: f64,
+    push: f64,
+    async_uncertainty: f64,
+    push_uncertainty: f64,
+}
+
+/// What the figures show, and the figures outside their physical range: `push-only` slower
+/// than `async`, which makes the same pushes and then waits. Only beyond both medians'
+/// intervals: in naive mode, or for ops cheaper than their push, the two are equal up to
+/// noise, and that is a normal result.
+fn explain(mode: Mode, n: u64, f: &Medians, p: &Phases) -> super::support::Explained {
+    let nf = n as f64;
+    let (sync, asyn, push) = (f.sync, f.asyn, f.push);
+    let speedup = sync / asyn;
+    let pred_sync = nf * (p.t1 + p.t2 + p.t3);
+    let pred_async = p.t1 + nf * p.t2 + p.t3;
+    let mut out = super::support::Explained::default();
+    let e = &mut out.sentences;
     match mode {
         Mode::Threaded => e.push(format!(
             "async is {} than sync: the front end keeps pushing while the worker computes, \
@@ -461,6 +491,16 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
                 .into(),
         );
     }
+    if push * (1.0 - f.push_uncertainty) > asyn * (1.0 + f.async_uncertainty) {
+        out.warnings.push(format!(
+            "push-only ({}) took longer than async ({}), beyond both medians' 95% intervals, though async makes \
+             the same pushes and then waits: {}.",
+            crate::units::human_time(push),
+            crate::units::human_time(asyn),
+            super::support::BETWEEN_ROUNDS,
+        ));
+    }
+    out
 }
 
 /// How far the products' push-only clock reads below their true time, next to the same gap
@@ -529,6 +569,68 @@ fn derive_gpu(run: &mut RunRecord, device: &Device, n: u64) {
 mod tests {
     use super::*;
     use crate::device::RuntimeOptions;
+
+    /// 1000 ops; t1 = 1 µs, t2 = 2 µs, t3 = 3 µs: sync ≈ 6 ms, async ≈ 2.004 ms.
+    fn explained(mode: Mode, sync: f64, asyn: f64, push: f64) -> super::super::support::Explained {
+        let f = Medians {
+            sync,
+            asyn,
+            push,
+            async_uncertainty: 0.02,
+            push_uncertainty: 0.02,
+        };
+        let p = Phases {
+            t1: 1e-6,
+            t2: 2e-6,
+            t3: 3e-6,
+        };
+        explain(mode, 1000, &f, &p)
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        let e = explained(Mode::Threaded, 6e-3, 2.5e-3, 1e-3);
+        let all = e.sentences.join("\n");
+        assert!(all.contains("async is 2.40× faster than sync"), "{all}");
+        assert!(
+            all.contains("(6.000 µs per op in sync, 2.500 µs in async)"),
+            "{all}"
+        );
+        assert!(all.contains("push-only (1.000 ms)"), "{all}");
+        assert!(
+            all.contains("sync ≈ N(t1+t2+t3) = 6.000 ms (measured 6.000 ms)")
+                && all.contains("async ≈ t1 + N·t2 + t3 = 2.004 ms (measured 2.500 ms)"),
+            "{all}"
+        );
+        // 2.5 ms is not above 1.5 × 2.004 ms.
+        assert!(!all.contains("slowest stage"), "{all}");
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        // An async loop slower than sync says so.
+        let all = explained(Mode::Threaded, 2e-3, 2.5e-3, 1e-3)
+            .sentences
+            .join("\n");
+        assert!(all.contains("async is 1.25× slower than sync"), "{all}");
+        let all = explained(Mode::Threaded, 6e-3, 3.1e-3, 1e-3)
+            .sentences
+            .join("\n");
+        assert!(all.contains("slowest stage"), "{all}");
+    }
+
+    #[test]
+    fn push_only_beyond_async_is_a_warning_only_outside_the_noise() {
+        // Within both medians' intervals (±2%): equal up to noise, a normal result.
+        assert!(explained(Mode::Naive, 2e-3, 2e-3, 2.03e-3)
+            .warnings
+            .is_empty());
+        let e = explained(Mode::Threaded, 6e-3, 2e-3, 2.2e-3);
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = &e.warnings[0];
+        assert!(
+            w.contains("push-only (2.200 ms) took longer than async (2.000 ms)"),
+            "{w}"
+        );
+        assert!(w.contains("--min-samples"), "{w}");
+    }
 
     #[test]
     fn the_chain_adds_one_per_op_in_order() {

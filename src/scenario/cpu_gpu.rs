@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use super::support::{
     accelerator, check_matrices, gflops, host_ordered, matmul_error, matmul_tolerance, run_matmuls,
-    traced, SECONDS_PER_ROUND,
+    traced, Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
@@ -183,41 +183,81 @@ impl Scenario for CpuGpu {
         // Both from the same (last timed) sample: the overlap can never exceed its time.
         run.derive("traced_parallel_s", traced_s);
         run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
-        run.explanation.push(format!(
-            "pushed together, A ({}) and B ({}) took {} instead of {} one after the other: \
-             {}, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
-            human_time(a),
-            human_time(b),
-            human_time(par),
-            human_time(a + b),
-            faster_or_slower((a + b) / par)
-        ));
-        // A ratio of two medians is only as firm as they are: say so when either wobbles.
-        let slower = if a >= b { "a-alone" } else { "b-alone" };
-        let spread = [slower, "parallel"]
-            .map(|v| run.median_uncertainty(v).unwrap_or(f64::NAN))
-            .into_iter()
-            .fold(0.0, f64::max);
-        if spread > UNCERTAIN_MEDIAN {
-            run.explanation.push(format!(
-                "the overlap efficiency is uncertain by about ±{:.0}%: the 95% confidence interval of the \
-                 {slower} or parallel median reaches that far; take more samples (--min-samples) for a firmer figure.",
-                spread * 100.0
-            ));
-        }
-        if overlap > 1.0 {
-            run.explanation.push(format!(
-                "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
-                 measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
-            ));
-        }
-        run.explanation.push(one_device_sentence(one, a + b, &db));
+        // A ratio of two medians is only as firm as they are.
+        let wobble = |v: &str| run.median_uncertainty(v).unwrap_or(f64::NAN);
+        let f = Medians {
+            a,
+            b,
+            par,
+            one,
+            a_uncertainty: wobble("a-alone"),
+            b_uncertainty: wobble("b-alone"),
+            par_uncertainty: wobble("parallel"),
+        };
+        explain(&f, &db).record(&mut run);
         Ok(run)
     }
 }
 
 /// Above this relative reach of a median's 95% interval, the overlap efficiency is called uncertain.
 const UNCERTAIN_MEDIAN: f64 = 0.05;
+
+/// The medians the explanation quotes, and how far each one's 95% interval reaches
+/// ([`RunRecord::median_uncertainty`]), as plain numbers.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    a: f64,
+    b: f64,
+    par: f64,
+    one: f64,
+    a_uncertainty: f64,
+    b_uncertainty: f64,
+    par_uncertainty: f64,
+}
+
+/// What the figures show, and the figures outside their physical range: an overlap
+/// efficiency max(a, b) / parallel above 1 (and with it a parallel speed-up above 2 devices).
+fn explain(f: &Medians, device_b: &str) -> Explained {
+    let (a, b, par) = (f.a, f.b, f.par);
+    let overlap = a.max(b) / par;
+    let mut out = Explained::default();
+    out.sentences.push(format!(
+        "pushed together, A ({}) and B ({}) took {} instead of a + b = {} one after the other: \
+         {}, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
+        human_time(a),
+        human_time(b),
+        human_time(par),
+        human_time(a + b),
+        faster_or_slower((a + b) / par)
+    ));
+    let (slower, slower_uncertainty) = if a >= b {
+        ("a-alone", f.a_uncertainty)
+    } else {
+        ("b-alone", f.b_uncertainty)
+    };
+    let spread = slower_uncertainty.max(f.par_uncertainty);
+    if spread > UNCERTAIN_MEDIAN {
+        out.sentences.push(format!(
+            "the overlap efficiency is uncertain by about ±{:.0}%: the 95% confidence interval of the \
+             {slower} or parallel median reaches that far; take more samples (--min-samples) for a firmer figure.",
+            spread * 100.0
+        ));
+    }
+    if overlap > 1.0 {
+        out.sentences.push(format!(
+            "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
+             measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
+        ));
+        out.warnings.push(format!(
+            "overlap efficiency max(a, b)/parallel = {overlap:.2} is above 1.0 (parallel speed-up {:.2}×): \
+             two devices cannot finish both workloads before the slower one alone; {BETWEEN_ROUNDS}.",
+            (a + b) / par
+        ));
+    }
+    out.sentences
+        .push(one_device_sentence(f.one, a + b, device_b));
+    out
+}
 
 /// What running both workloads on one device showed, worded by the figures: `one` against
 /// `sequential` = a + b measured on their own devices.
@@ -342,6 +382,80 @@ mod tests {
         );
         let faster = one_device_sentence(1.0, 2.0, "cuda:0");
         assert!(faster.contains("2.00× faster than a + b"), "{faster}");
+    }
+
+    fn medians(a: f64, b: f64, par: f64, one: f64) -> Medians {
+        Medians {
+            a,
+            b,
+            par,
+            one,
+            a_uncertainty: 0.01,
+            b_uncertainty: 0.01,
+            par_uncertainty: 0.01,
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        let e = explain(&medians(2.0, 1.0, 2.5, 3.6), "cpu:1");
+        let all = e.sentences.join("\n");
+        // a + b = 3 s; (a + b) / parallel = 1.2; max(a, b) / parallel = 0.8.
+        assert!(
+            all.contains("A (2.000 s) and B (1.000 s) took 2.500 s instead of a + b = 3.000 s"),
+            "{all}"
+        );
+        assert!(
+            all.contains("1.20× faster, overlap efficiency max(a, b)/parallel = 0.80"),
+            "{all}"
+        );
+        // one-device 0.83× of a + b (3 / 3.6): slower, and not "gains little".
+        assert!(
+            all.contains("took 3.600 s, 1.20× slower than a + b (3.000 s)"),
+            "{all}"
+        );
+        assert!(!all.contains("gains little"), "{all}");
+        assert!(!all.contains("uncertain"), "{all}");
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+    }
+
+    #[test]
+    fn an_efficiency_above_one_is_a_warning_with_its_cause() {
+        // max(2, 1.9) / 1.87 = 1.07, (2 + 1.9) / 1.87 = 2.09.
+        let e = explain(&medians(2.0, 1.9, 1.87, 3.9), "cpu:1");
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = &e.warnings[0];
+        assert!(
+            w.contains("= 1.07 is above 1.0") && w.contains("speed-up 2.09×"),
+            "{w}"
+        );
+        assert!(
+            w.contains("noise between rounds") && w.contains("--min-samples"),
+            "{w}"
+        );
+        assert!(e.sentences.join(" ").contains("above 1.0 (1.07)"));
+        // Perfect overlap exactly is in range.
+        assert!(explain(&medians(2.0, 1.9, 2.0, 3.9), "cpu:1")
+            .warnings
+            .is_empty());
+    }
+
+    #[test]
+    fn a_loose_median_is_called_uncertain() {
+        let mut f = medians(2.0, 1.0, 2.5, 3.0);
+        f.a_uncertainty = 0.12;
+        let all = explain(&f, "cpu:1").sentences.join("\n");
+        assert!(
+            all.contains("uncertain by about ±12%") && all.contains("a-alone"),
+            "{all}"
+        );
+        // The faster device's median does not decide it.
+        let mut f = medians(2.0, 1.0, 2.5, 3.0);
+        f.b_uncertainty = 0.12;
+        assert!(!explain(&f, "cpu:1")
+            .sentences
+            .join("\n")
+            .contains("uncertain"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::support::{check_matrices, traced};
+use super::support::{check_matrices, traced, Explained, BETWEEN_ROUNDS};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{Device, Runtime};
 use crate::engine::{trace, Engine, TraceRecord};
@@ -363,36 +363,143 @@ impl Scenario for Deps {
             Figure::RATIO_LOWER_IS_BETTER,
         );
         run.derive("parallel_over_bound_ratio_min", lowest);
-        run.explanation.push(format!(
-            "pushed at once, the DAG ran in {} instead of {} op by op ({:.2}×).",
-            human_time(par),
-            human_time(seq),
-            seq / par,
-        ));
-        let per_op_extra = (seq - work) / (depth + width) as f64;
-        if seq / par > devices as f64 && per_op_extra > 0.0 {
-            run.explanation.push(format!(
+        let f = Medians {
+            seq,
+            par,
+            work,
+            path,
+            bound,
+            ratio,
+            lowest,
+            ops: depth + width,
+            devices,
+        };
+        explain(&f).record(&mut run);
+        Ok(run)
+    }
+}
+
+/// The medians (and the traced bounds) the explanation quotes, as plain numbers.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    /// `op-by-op` and `parallel`.
+    seq: f64,
+    par: f64,
+    /// Over the traced parallel samples: the ops' run time in all, along the critical path,
+    /// the bound max(path, work / devices), and time / bound (median and lowest).
+    work: f64,
+    path: f64,
+    bound: f64,
+    ratio: f64,
+    lowest: f64,
+    /// Ops an op-by-op run waits for: the DAG's and the copies of the inputs.
+    ops: usize,
+    devices: usize,
+}
+
+/// What the figures show, and the figures outside their physical range: a speed-up above
+/// the devices that the op-by-op run's hand-offs do not explain (each parallel sample took
+/// at least work / devices, so op by op must have cost more than the work to be beaten by
+/// more than the devices).
+fn explain(f: &Medians) -> Explained {
+    let (seq, par, devices) = (f.seq, f.par, f.devices);
+    let speedup = seq / par;
+    let mut out = Explained::default();
+    out.sentences.push(format!(
+        "pushed at once, the DAG ran in {} instead of {} op by op ({speedup:.2}×).",
+        human_time(par),
+        human_time(seq),
+    ));
+    let per_op_extra = (seq - f.work) / f.ops as f64;
+    if speedup > devices as f64 {
+        if per_op_extra > 0.0 {
+            out.sentences.push(format!(
                 "the speed-up exceeds the {devices} devices because op by op also pays a hand-off and a wait \
                  per op: about {} per op beyond the ops' own run time.",
                 human_time(per_op_extra)
             ));
+        } else {
+            out.warnings.push(format!(
+                "the speed-up {speedup:.2}× exceeds the {devices} devices, yet op by op ({}) took no longer than \
+                 the ops' own run time ({}): each parallel sample took at least work / {devices} devices, so \
+                 this cannot hold within one round; {BETWEEN_ROUNDS}.",
+                human_time(seq),
+                human_time(f.work),
+            ));
         }
-        run.explanation.push(format!(
-            "each parallel sample is traced: its ops ran for {} in all, {} along the longest chain of \
-             dependencies, so no schedule of them could finish before max(critical path, work / {devices} \
-             devices) = {} (medians over samples); the samples took {ratio:.2}× their own bound \
-             (at least {lowest:.2}×): the rest is hand-offs, pushing and lanes left idle.",
-            human_time(work),
-            human_time(path),
-            human_time(bound),
-        ));
-        Ok(run)
     }
+    out.sentences.push(format!(
+        "each parallel sample is traced: its ops ran for {} in all, {} along the longest chain of \
+         dependencies, so no schedule of them could finish before max(critical path, work / {devices} \
+         devices) = {} (medians over samples); the samples took {:.2}× their own bound \
+         (at least {:.2}×): the rest is hand-offs, pushing and lanes left idle.",
+        human_time(f.work),
+        human_time(f.path),
+        human_time(f.bound),
+        f.ratio,
+        f.lowest,
+    ));
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2 devices, 10 ops; work 4 s along a 1.5 s path: the bound is max(1.5, 4 / 2) = 2 s.
+    fn medians(seq: f64, par: f64) -> Medians {
+        Medians {
+            seq,
+            par,
+            work: 4.0,
+            path: 1.5,
+            bound: 2.0,
+            ratio: 1.25,
+            lowest: 1.1,
+            ops: 10,
+            devices: 2,
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        let e = explain(&medians(4.5, 2.5));
+        let all = e.sentences.join("\n");
+        assert!(
+            all.contains("ran in 2.500 s instead of 4.500 s op by op (1.80×)"),
+            "{all}"
+        );
+        assert!(!all.contains("exceeds"), "{all}");
+        assert!(
+            all.contains("ran for 4.000 s in all, 1.500 s along")
+                && all.contains("/ 2 devices) = 2.000 s")
+                && all.contains("took 1.25× their own bound (at least 1.10×)"),
+            "{all}"
+        );
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+    }
+
+    #[test]
+    fn a_speed_up_above_the_devices_is_explained_or_flagged() {
+        // Op by op 6 s against 4 s of work: 0.2 s of hand-off per op explains 6 / 2.5 = 2.4×.
+        let e = explain(&medians(6.0, 2.5));
+        let all = e.sentences.join("\n");
+        assert!(
+            all.contains("(2.40×)") && all.contains("about 200.0 ms per op"),
+            "{all}"
+        );
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        // Op by op 3.9 s, no longer than the work: 3.9 / 1.5 = 2.6× cannot happen in one round.
+        let e = explain(&medians(3.9, 1.5));
+        assert!(!e.sentences.join("\n").contains("hand-off and a wait"));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = &e.warnings[0];
+        assert!(
+            w.contains("2.60× exceeds the 2 devices") && w.contains("(3.900 s)"),
+            "{w}"
+        );
+        assert!(w.contains("--min-samples"), "{w}");
+    }
 
     #[test]
     fn the_program_is_a_function_of_the_seed() {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::support::{chosen_device, matmul_tolerance, Accelerator};
+use super::support::{chosen_device, matmul_tolerance, Accelerator, Explained, BETWEEN_ROUNDS};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -219,36 +219,79 @@ impl Scenario for Hybridize {
             );
         }
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let (imp, hyb) = (m("imperative"), m("hybridized"));
-        let saved_ops = (passes as f64) * (ops_per_pass as f64 - 1.0);
-        let per_op = (imp - hyb) / saved_ops;
-        run.derive("hybridize_speedup", imp / hyb);
+        let f = Medians {
+            imp: m("imperative"),
+            hyb: m("hybridized"),
+            passes,
+            ops_per_pass,
+            gpu: device.is_gpu(),
+        };
+        run.derive("hybridize_speedup", f.imp / f.hyb);
         run.derive("ops_per_pass", ops_per_pass as f64);
-        run.derive("overhead_per_op_s", per_op);
-        if device.is_gpu() {
-            run.explanation.push(format!(
-                "on the GPU each imperative op is an engine op and a kernel launch (cuBLAS for the product); \
-                 the hybridized pass is one engine op and one CUDA graph launch of the same {ops_per_pass} kernels."
-            ));
-        }
-        run.explanation.push(if per_op > 0.0 {
-            format!(
-                "replaying the captured graph ran {}: {} of {ops_per_pass} engine ops per pass were \
-                 saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
-                crate::units::faster_or_slower(imp / hyb),
-                ops_per_pass - 1,
-                human_time(per_op)
-            )
-        } else {
-            format!(
-                "replaying the captured graph ran {}: saving {} of {ops_per_pass} engine ops per pass bought \
-                 nothing measurable here (the per-op overhead is lost in the noise of these samples).",
-                crate::units::faster_or_slower(imp / hyb),
-                ops_per_pass - 1,
-            )
-        });
+        run.derive("overhead_per_op_s", f.overhead_per_op());
+        explain(&f).record(&mut run);
         Ok(run)
     }
+}
+
+/// The medians the explanation quotes, and the workload they ran, as plain numbers.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    imp: f64,
+    hyb: f64,
+    passes: u64,
+    ops_per_pass: usize,
+    gpu: bool,
+}
+
+impl Medians {
+    /// The time saved per engine op that replaying saves: all but one op of each pass.
+    fn overhead_per_op(&self) -> f64 {
+        let saved_ops = (self.passes as f64) * (self.ops_per_pass as f64 - 1.0);
+        (self.imp - self.hyb) / saved_ops
+    }
+}
+
+/// What the figures show, and the figures outside their physical range: a speed-up above
+/// the ops per pass. Both variants run the same kernels; the imperative one pays
+/// `ops_per_pass` engine ops per pass where the replay pays one, so it can be at most that
+/// many times slower, unless a replayed pass (all its kernels in one op) cost less than one
+/// imperative op.
+fn explain(f: &Medians) -> Explained {
+    let (imp, hyb, ops_per_pass) = (f.imp, f.hyb, f.ops_per_pass);
+    let per_op = f.overhead_per_op();
+    let mut out = Explained::default();
+    if f.gpu {
+        out.sentences.push(format!(
+            "on the GPU each imperative op is an engine op and a kernel launch (cuBLAS for the product); \
+             the hybridized pass is one engine op and one CUDA graph launch of the same {ops_per_pass} kernels."
+        ));
+    }
+    out.sentences.push(if per_op > 0.0 {
+        format!(
+            "replaying the captured graph ran {}: {} of {ops_per_pass} engine ops per pass were \
+             saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
+            crate::units::faster_or_slower(imp / hyb),
+            ops_per_pass - 1,
+            human_time(per_op)
+        )
+    } else {
+        format!(
+            "replaying the captured graph ran {}: saving {} of {ops_per_pass} engine ops per pass bought \
+             nothing measurable here (the per-op overhead is lost in the noise of these samples).",
+            crate::units::faster_or_slower(imp / hyb),
+            ops_per_pass - 1,
+        )
+    });
+    if imp / hyb > ops_per_pass as f64 {
+        out.warnings.push(format!(
+            "hybridize_speedup {:.2}× is above the {ops_per_pass} ops per pass that replaying saves: one \
+             replayed pass, all its kernels in one engine op, would have cost less than one imperative op; \
+             {BETWEEN_ROUNDS}.",
+            imp / hyb
+        ));
+    }
+    out
 }
 
 /// max |got − want| / max |want| (at least 1e-30), infinite when any value is NaN or the
@@ -342,6 +385,50 @@ mod tests {
             h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
         }
         h.to_vec().unwrap()
+    }
+
+    fn medians(imp: f64, hyb: f64) -> Medians {
+        Medians {
+            imp,
+            hyb,
+            passes: 100,
+            ops_per_pass: 6,
+            gpu: false,
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        // (1.0 − 0.5) s over 100 passes × 5 saved ops = 1 ms per op.
+        let e = explain(&medians(1.0, 0.5));
+        let all = e.sentences.join("\n");
+        assert!(
+            all.contains(
+                "ran 2.00× faster: 5 of 6 engine ops per pass were saved, about 1.000 ms each"
+            ),
+            "{all}"
+        );
+        assert!(!all.contains("GPU"), "{all}");
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        // Slower: said so, and no saving is claimed.
+        let all = explain(&medians(0.5, 0.6)).sentences.join("\n");
+        assert!(
+            all.contains("ran 1.20× slower: saving 5 of 6") && all.contains("nothing measurable"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn a_speed_up_above_the_ops_per_pass_is_a_warning() {
+        // 6 ops per pass at most give 6×: 6.5× is flagged, 6× is not.
+        let e = explain(&medians(6.5, 1.0));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = &e.warnings[0];
+        assert!(
+            w.contains("6.50× is above the 6 ops per pass") && w.contains("--min-samples"),
+            "{w}"
+        );
+        assert!(explain(&medians(6.0, 1.0)).warnings.is_empty());
     }
 
     #[test]

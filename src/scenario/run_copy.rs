@@ -8,7 +8,7 @@ use std::cell::RefCell;
 
 use super::support::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
-    SECONDS_PER_ROUND,
+    Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
@@ -144,29 +144,33 @@ impl Scenario for RunCopy {
         ];
         run.add_variants(names, summaries, labels.map(Some));
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let (r, c, seq, ov) = (m("run"), m("copy"), m("run-then-copy"), m("overlapped"));
-        let one_copy = c / ops as f64;
-        let ideal = r.max(c) + one_copy;
         let bounds = bounds.into_inner();
-        let bound = median(&bounds.iter().map(|b| b.1).collect::<Vec<_>>()).unwrap_or(f64::NAN);
         let ratios: Vec<f64> = bounds.iter().map(|(wall, b)| wall / b).collect();
-        let ratio = median(&ratios).unwrap_or(f64::NAN);
-        run.derive("lower_bound_s", bound);
+        let f = Medians {
+            ops,
+            run: m("run"),
+            copy: m("copy"),
+            seq: m("run-then-copy"),
+            overlapped: m("overlapped"),
+            bound: median(&bounds.iter().map(|b| b.1).collect::<Vec<_>>()).unwrap_or(f64::NAN),
+            bound_ratio: median(&ratios).unwrap_or(f64::NAN),
+        };
+        run.derive("lower_bound_s", f.bound);
         run.derive_as(
             "overlapped_over_bound_ratio",
-            ratio,
+            f.bound_ratio,
             Figure::RATIO_LOWER_IS_BETTER,
         );
-        run.derive("ideal_s", ideal);
+        run.derive("ideal_s", f.ideal());
         run.derive_as(
             "overlapped_over_ideal_ratio",
-            ov / ideal,
+            f.overlapped / f.ideal(),
             Figure::RATIO_LOWER_IS_BETTER,
         );
-        run.derive("overlap_efficiency", (r + c) / ov);
-        run.derive("sequential_over_overlapped_speedup", seq / ov);
+        run.derive("overlap_efficiency", f.efficiency());
+        run.derive("sequential_over_overlapped_speedup", f.seq / f.overlapped);
         let bytes = (size * size * 4) as f64 * ops as f64;
-        run.derive("copy_gbytes_per_s", bytes / c / 1e9);
+        run.derive("copy_gbytes_per_s", bytes / f.copy / 1e9);
 
         // Correctness: distinct inputs per product, so a copy that moved nothing (or the
         // wrong buffer) cannot match; reused host buffers are poisoned with NaN before each
@@ -200,39 +204,101 @@ impl Scenario for RunCopy {
                  input at 16 positions (max relative error {worst:.2e}, tolerance {tol:.1e})"
             ),
         );
-        run.explanation.push(format!(
-            "run {} and copy {} measured alone (sum {}); all products, a wait, then all copies took {}; \
-             overlapped {}: the copy lane works while the compute lane computes (overlap efficiency \
-             (run + copy) / overlapped = {:.2}).",
-            human_time(r),
-            human_time(c),
-            human_time(r + c),
-            human_time(seq),
-            human_time(ov),
-            (r + c) / ov
-        ));
-        run.explanation.push(format!(
-            "lower bound: in each overlapped sample's own trace the busier lane was busy for {} (median), \
-             and no sample can be shorter than that; the samples took {ratio:.2}× it.",
-            human_time(bound),
-        ));
-        let vs_ideal = ov / ideal;
-        run.explanation.push(if vs_ideal >= 1.0 {
-            format!(
-                "with perfect overlap, the run measured alone plus one copy that cannot overlap would take \
-                 max(run, copy) + one copy = {}; overlapped took {vs_ideal:.2}× that.",
-                human_time(ideal)
-            )
-        } else {
-            format!(
-                "overlapped took {vs_ideal:.2}× max(run, copy) + one copy = {}: the run and copy measured alone \
-                 (in other rounds) were slower than the same work inside the overlapped variant, which is noise \
-                 between rounds, not better than perfect overlap.",
-                human_time(ideal)
-            )
-        });
+        explain(&f).record(&mut run);
         Ok(run)
     }
+}
+
+/// The medians (and the trace's figures) the explanation quotes, as plain numbers.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    ops: u64,
+    run: f64,
+    copy: f64,
+    /// `run-then-copy`: all products, a wait, then all copies.
+    seq: f64,
+    overlapped: f64,
+    /// The busier lane's time in each traced overlapped sample (median), and how many times
+    /// it the samples took (median of each sample's own ratio).
+    bound: f64,
+    bound_ratio: f64,
+}
+
+impl Medians {
+    /// Perfect overlap: the longer of run and copy, plus the last copy, which cannot overlap.
+    fn ideal(&self) -> f64 {
+        self.run.max(self.copy) + self.copy / self.ops as f64
+    }
+
+    /// (run + copy) / overlapped: its ceiling is (run + copy) / ideal, not 1.
+    fn efficiency(&self) -> f64 {
+        (self.run + self.copy) / self.overlapped
+    }
+}
+
+/// Two lanes (compute and copy) can at most halve the time of the same work done one after
+/// the other.
+const LANES: f64 = 2.0;
+
+/// What the figures show, and the figures outside their physical range.
+fn explain(f: &Medians) -> Explained {
+    let (r, c, seq, ov) = (f.run, f.copy, f.seq, f.overlapped);
+    let (ideal, eff, ratio) = (f.ideal(), f.efficiency(), f.bound_ratio);
+    let mut out = Explained::default();
+    out.sentences.push(format!(
+        "run {} and copy {} measured alone (sum {}); all products, a wait, then all copies took {}; \
+         overlapped {}: the copy lane works while the compute lane computes (overlap efficiency \
+         (run + copy) / overlapped = {eff:.2}).",
+        human_time(r),
+        human_time(c),
+        human_time(r + c),
+        human_time(seq),
+        human_time(ov),
+    ));
+    out.sentences.push(format!(
+        "lower bound: in each overlapped sample's own trace the busier lane was busy for {} (median), \
+         and no sample can be shorter than that; the samples took {ratio:.2}× it.",
+        human_time(f.bound),
+    ));
+    let vs_ideal = ov / ideal;
+    out.sentences.push(if vs_ideal >= 1.0 {
+        format!(
+            "with perfect overlap, the run measured alone plus one copy that cannot overlap would take \
+             max(run, copy) + one copy = {}; overlapped took {vs_ideal:.2}× that.",
+            human_time(ideal)
+        )
+    } else {
+        format!(
+            "overlapped took {vs_ideal:.2}× max(run, copy) + one copy = {}: the run and copy measured alone \
+             (in other rounds) were slower than the same work inside the overlapped variant, which is noise \
+             between rounds, not better than perfect overlap.",
+            human_time(ideal)
+        )
+    });
+    if vs_ideal < 1.0 {
+        out.warnings.push(format!(
+            "overlapped ({}) is below max(run, copy) + one copy ({}), {vs_ideal:.2}× it, so the overlap \
+             efficiency {eff:.2} is above the {:.2} that perfect overlap allows; {BETWEEN_ROUNDS}.",
+            human_time(ov),
+            human_time(ideal),
+            (r + c) / ideal,
+        ));
+    }
+    if seq / ov > LANES {
+        out.warnings.push(format!(
+            "run-then-copy / overlapped = {:.2} is above {LANES}: two lanes can at most halve the time of \
+             the same work done one after the other; {BETWEEN_ROUNDS}.",
+            seq / ov
+        ));
+    }
+    if ratio < 1.0 {
+        out.warnings.push(format!(
+            "the overlapped samples took {ratio:.2}× the busy time of their own busier lane, below 1: \
+             bound and time come from the same sample, so this is not noise but a clock or trace that \
+             disagree (a bug to report)."
+        ));
+    }
+    out
 }
 
 /// The largest relative error of a host copy `h` of `x · x` (n×n) against float64, at 16
@@ -249,6 +315,80 @@ fn copy_error(x: &[f32], h: &[f32], n: usize) -> f64 {
 mod tests {
     use super::*;
     use crate::device::RuntimeOptions;
+
+    /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
+    fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> Medians {
+        Medians {
+            ops: 10,
+            run: 1.0,
+            copy: 0.5,
+            seq,
+            overlapped,
+            bound: 1.0,
+            bound_ratio,
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        let e = explain(&medians(1.5, 1.2, 1.2));
+        let all = e.sentences.join("\n");
+        // The sum is run + copy; the efficiency (run + copy) / overlapped = 1.5 / 1.2.
+        assert!(
+            all.contains("run 1.000 s and copy 500.0 ms measured alone (sum 1.500 s)"),
+            "{all}"
+        );
+        assert!(all.contains("then all copies took 1.500 s"), "{all}");
+        assert!(all.contains("(run + copy) / overlapped = 1.25)"), "{all}");
+        assert!(all.contains("the samples took 1.20× it"), "{all}");
+        // 1.2 / 1.05 = 1.14.
+        assert!(
+            all.contains("max(run, copy) + one copy = 1.050 s; overlapped took 1.14× that"),
+            "{all}"
+        );
+        // An efficiency above 1 is normal here (its ceiling is 1.5 / 1.05): no warning.
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+    }
+
+    #[test]
+    fn overlapped_below_perfect_overlap_is_noise_and_a_warning() {
+        let e = explain(&medians(1.5, 1.0, 1.1));
+        let all = e.sentences.join("\n");
+        assert!(all.contains("overlapped took 0.95×"), "{all}");
+        assert!(all.contains("noise between rounds"), "{all}");
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = &e.warnings[0];
+        // 1.0 / 1.05 = 0.95; efficiency 1.5 / 1.0 = 1.50 above its ceiling 1.5 / 1.05 = 1.43.
+        assert!(
+            w.contains("0.95×") && w.contains("efficiency 1.50 is above the 1.43"),
+            "{w}"
+        );
+        assert!(
+            w.contains("noise between rounds") && w.contains("--min-samples"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn more_than_two_lanes_of_speed_up_and_a_sample_below_its_bound_are_warnings() {
+        // run-then-copy 2.5 s / overlapped 1.1 s = 2.27: more than two lanes can give.
+        let e = explain(&medians(2.5, 1.1, 1.1));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        assert!(
+            e.warnings[0].contains("= 2.27 is above 2"),
+            "{}",
+            e.warnings[0]
+        );
+        let e = explain(&medians(1.5, 1.1, 0.9));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        assert!(
+            e.warnings[0].contains("took 0.90× the busy time"),
+            "{}",
+            e.warnings[0]
+        );
+        // Without a trace (NaN) nothing is flagged.
+        assert!(explain(&medians(1.5, 1.1, f64::NAN)).warnings.is_empty());
+    }
 
     #[test]
     fn copy_error_rejects_poison_and_another_products_copy() {

@@ -8,6 +8,7 @@ use crate::device::memory::{available_bytes, check_fits, f32_bytes};
 use crate::device::{discovery, DeviceRequest, GpuOrder, RuntimeOptions};
 use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::harness::SamplerConfig;
+use crate::report::RunRecord;
 use crate::tensor::{Tensor, TensorError};
 
 use super::{Params, ScenarioError};
@@ -209,6 +210,31 @@ pub fn matmul_tolerance(k: usize) -> f64 {
 pub fn gflops(ops: u64, (m, k, n): (usize, usize, usize), seconds: f64) -> f64 {
     2.0 * m as f64 * k as f64 * n as f64 * ops as f64 / seconds / 1e9
 }
+
+/// What a run's figures show (sentences) and which figures lie outside their physical range
+/// (warnings, each with its likely cause). Scenarios compute it from plain numbers, so tests
+/// can feed synthetic medians and check every quoted number and claim.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Explained {
+    pub sentences: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Explained {
+    /// Put the sentences into the run's explanation and the warnings into its notes.
+    pub fn record(self, run: &mut RunRecord) {
+        run.explanation.extend(self.sentences);
+        for w in self.warnings {
+            run.warn(w);
+        }
+    }
+}
+
+/// The likely cause of a figure outside its range when it compares medians of variants timed
+/// in different rounds.
+pub const BETWEEN_ROUNDS: &str =
+    "likely noise between rounds: the variants are timed in different \
+     rounds, and few samples leave their medians loose; raise --min-samples for firmer medians";
 
 #[cfg(test)]
 mod tests {
