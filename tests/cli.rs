@@ -153,7 +153,9 @@ fn async_json_follows_the_schema() {
     let checks = run["checks"].as_array().unwrap();
     assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     assert!(
-        checks.iter().any(|c| c["name"] == "timed products match float64"),
+        checks
+            .iter()
+            .any(|c| c["name"] == "timed products match float64"),
         "{checks:?}"
     );
     let explanation = run["explanation"].to_string();
