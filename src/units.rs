@@ -55,6 +55,29 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// `v` with 3 significant digits, in plain notation from 0.001 to a million (`0.220`, `12.3`,
+/// `4,570`) and in scientific notation outside it (`2.20e-5`), so a table and a sentence quoting
+/// the same figure print it alike.
+pub fn significant(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if a == 0.0 {
+        return "0".into();
+    }
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+    if digits == 0 {
+        let rounded = v.round();
+        let sign = if rounded < 0.0 { "-" } else { "" };
+        return format!("{sign}{}", grouped(rounded.abs() as u64));
+    }
+    format!("{v:.digits$}")
+}
+
 /// An integer with thousands separators: `233,981`.
 pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
@@ -71,6 +94,20 @@ pub fn grouped(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn three_significant_digits_plain_or_scientific() {
+        assert_eq!(significant(0.22), "0.220");
+        assert_eq!(significant(0.2204), "0.220");
+        assert_eq!(significant(1.0234), "1.02");
+        assert_eq!(significant(12.34), "12.3");
+        assert_eq!(significant(4567.8), "4,568");
+        assert_eq!(significant(2.2e-5), "2.20e-5");
+        assert_eq!(significant(23_546_198.98), "2.35e7");
+        assert_eq!(significant(-0.5), "-0.500");
+        assert_eq!(significant(0.0), "0");
+        assert_eq!(significant(f64::NAN), "n/a");
+    }
 
     #[test]
     fn integers_are_grouped_by_thousands() {

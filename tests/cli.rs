@@ -1207,6 +1207,27 @@ fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
     // Training lowers the loss.
     assert!(d["sync_final_loss"].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap());
     assert!(d["async_staleness_mean"].is_number());
+    // The sentence quotes the figures as the table prints them: samples/s grouped, the loss
+    // with three significant digits.
+    let explanation = run["explanation"][0].as_str().unwrap();
+    let rate = d["sync_samples_per_second"].as_f64().unwrap().round() as u64;
+    let digits = rate.to_string();
+    let grouped: String = digits
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let comma = i > 0 && (digits.len() - i) % 3 == 0;
+            comma.then_some(',').into_iter().chain([c])
+        })
+        .collect();
+    assert!(
+        explanation.starts_with(&format!("synchronous: {grouped} samples/s, final loss ")),
+        "{explanation}"
+    );
+    assert_eq!(
+        run["figures"]["sync_samples_per_second"]["better"],
+        "higher"
+    );
     assert_usage_error(
         &["data-parallel", "--devices", "4", "--batch", "2"],
         "--batch must be at least --devices",

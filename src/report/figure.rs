@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::units::{human_bytes, human_time};
+use crate::units::{grouped, human_bytes, human_time, significant};
 
 /// The unit of a derived figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +20,8 @@ pub enum Unit {
     GbytesPerSecond,
     /// A ratio of two like quantities, shown as `1.23×`.
     Ratio,
+    /// Samples (rows of training data) per second.
+    SamplesPerSecond,
     /// A plain number (a count, a loss, an efficiency).
     Number,
     /// A list of points (a loss curve), kept in the JSON.
@@ -59,6 +61,8 @@ impl Figure {
             Unit::Gflops
         } else if key.contains("gbytes_per_s") {
             Unit::GbytesPerSecond
+        } else if key.ends_with("samples_per_second") {
+            Unit::SamplesPerSecond
         } else if key.ends_with("_s") {
             Unit::Seconds
         } else if key.ends_with("_bytes") {
@@ -70,9 +74,15 @@ impl Figure {
         } else {
             Unit::Number
         };
-        let better = if ["speedup", "gflops", "efficiency", "gbytes_per_s"]
-            .iter()
-            .any(|k| key.contains(k))
+        let better = if [
+            "speedup",
+            "gflops",
+            "efficiency",
+            "gbytes_per_s",
+            "per_second",
+        ]
+        .iter()
+        .any(|k| key.contains(k))
         {
             Better::Higher
         } else {
@@ -96,8 +106,9 @@ impl Figure {
             Unit::Seconds => human_time(v),
             Unit::Bytes => human_bytes(v.max(0.0) as u64),
             Unit::Ratio => format!("{v:.2}×"),
+            Unit::SamplesPerSecond => format!("{} samples/s", grouped(v.max(0.0).round() as u64)),
             Unit::Number | Unit::Series if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
-            Unit::Number | Unit::Series => format!("{v:.3}"),
+            Unit::Number | Unit::Series => significant(v),
         }
     }
 }

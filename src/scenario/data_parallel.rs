@@ -342,16 +342,20 @@ impl Training {
         );
         run.derive_series("sync_loss_curve", serde_json::json!(sync_model.curve));
         run.derive_series("async_loss_curve", serde_json::json!(async_model.curve));
-        run.explanation.push(format!(
-            "synchronous: {:.0} samples/s, final loss {:.2e}; asynchronous: {:.0} samples/s, final loss {:.2e}, \
+        // Worded as the table prints the same figures.
+        let rate = |v: f64| run.figure("sync_samples_per_second").format(&v.into());
+        let loss = |v: f64| crate::units::significant(v);
+        let sentence = format!(
+            "synchronous: {}, final loss {}; asynchronous: {}, final loss {}, \
              reading parameters {stale_mean:.1} updates old on average ({} for {steps} steps sync, {} async).",
-            samples_sync,
-            final_loss(sync_model),
-            samples_async,
-            final_loss(async_model),
+            rate(samples_sync),
+            loss(final_loss(sync_model)),
+            rate(samples_async),
+            loss(final_loss(async_model)),
             human_time(ts),
             human_time(ta)
-        ));
+        );
+        run.explanation.push(sentence);
     }
 }
 
