@@ -1216,7 +1216,7 @@ fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
         .chars()
         .enumerate()
         .flat_map(|(i, c)| {
-            let comma = i > 0 && (digits.len() - i) % 3 == 0;
+            let comma = i > 0 && (digits.len() - i).is_multiple_of(3);
             comma.then_some(',').into_iter().chain([c])
         })
         .collect();
