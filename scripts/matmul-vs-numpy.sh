@@ -17,8 +17,12 @@ fi
 cargo build --release --quiet
 bin=target/release/parbench
 
+# NumPy at its best: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE may be set on this machine for older
+# OpenBLAS builds (see the env notes) and slow a current one, so they are unset for NumPy alone.
+numpy() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$venv/bin/python" "$@"; }
+
 numpy_gflops() { # threads -> median GFLOP/s of 7 products
-  "$venv/bin/python" - "$size" "$1" <<'PY'
+  numpy - "$size" "$1" <<'PY'
 import sys, time, statistics
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -39,6 +43,15 @@ parbench_gflops() { # threads -> GFLOP/s from the median of `parbench matmul`
     "$venv/bin/python" -c 'import json,sys; d=json.load(sys.stdin); print("%.1f" % d["runs"][0]["derived"]["gflops"])'
 }
 
+# Which BLAS and kernel NumPy runs, as threadpoolctl reports it.
+numpy - <<'PY'
+import numpy as np
+from threadpoolctl import threadpool_info
+for lib in threadpool_info():
+    if lib.get("user_api") == "blas":
+        print(f"# numpy {np.__version__}: {lib.get('internal_api')} {lib.get('version')}, "
+              f"kernel {lib.get('architecture')}, {lib.get('num_threads')} threads")
+PY
 printf '%-8s %-6s %12s %12s %8s\n' round threads parbench numpy ratio
 for r in $(seq 1 "$rounds"); do
   for t in 1 2; do

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Prints README.md's "Measured here" table from the outputs of scripts/readme-figures.sh.
+
+Every figure is read from a report or an output of that run: nothing here is typed in.
+`python3 scripts/readme_figures.py self-test` checks the formatting on a synthetic run.
+"""
+import json
+import os
+import sys
+
+
+def human_time(s):
+    if s is None:
+        return "n/a"
+    a = abs(s)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if a >= scale or unit == "ns":
+            v = s / scale
+            digits = 1 if abs(v) >= 100 else 2 if abs(v) >= 10 else 3
+            return f"{v:.{digits}f} {unit}"
+
+
+def significant(v):
+    """Three significant digits, as parbench's table prints plain numbers (0.220, 12.3)."""
+    import math
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if not 1e-3 <= a < 1e6:
+        return f"{v:.2e}"
+    digits = max(0, 2 - math.floor(math.log10(a)))
+    return f"{v:,.0f}" if digits == 0 else f"{v:.{digits}f}"
+
+
+def mib(b):
+    return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 2**10:.0f} KiB"
+
+
+def runs_by_scenario(report):
+    return {r["scenario"]: r for r in report["runs"]}
+
+
+def median(run, variant):
+    for v in run["variants"]:
+        if v["name"] == variant:
+            return v["median_s"]
+    return None
+
+
+def engine_rows(bench, torture, torture_seconds):
+    """Rows for the engine: `bench` maps a criterion id (`async/fresh-var/1000`) to its median
+    in ns per iteration; `torture` is the torture test's stderr."""
+    out = []
+    cells = []
+    for kind, title in (("fresh-var", "fresh vars"), ("read-shared", "readers of one var"),
+                        ("write-chain", "write chain")):
+        sizes = sorted((int(k.rsplit("/", 1)[1]), v) for k, v in bench.items()
+                       if k.startswith(f"async/{kind}/"))
+        if sizes:
+            per_op = " / ".join(f"{v / n:.0f}" for n, v in sizes)
+            counts = " / ".join(f"{n:,}" for n, _ in sizes)
+            cells.append(f"{title} {per_op} ns at {counts} ops")
+    if cells:
+        out.append(("engine, async, per op", "`cargo bench --bench engine`", "; ".join(cells)))
+    trip = bench.get("round_trip/push+wait_to_read")
+    if trip is not None:
+        out.append(("engine, synchronous round trip", "same", f"{trip / 1000:.2f} µs"))
+    line = next((l for l in torture.splitlines() if l.startswith("engine torture:")), None)
+    if line:
+        out.append((
+            "engine torture", "`PARBENCH_TORTURE=1000000 cargo test --lib engine::torture -- --nocapture`",
+            line[len("engine torture: "):] + f", {torture_seconds} s (debug build); CI runs about 12,000 ops"))
+    return out
+
+
+def read_criterion(root):
+    """Criterion's median estimate (ns per iteration) of every benchmark under `root`."""
+    found = {}
+    for dirpath, _, files in os.walk(root):
+        if "estimates.json" in files and os.path.basename(dirpath) == "new":
+            bench_dir = os.path.dirname(dirpath)
+            bench_id = os.path.relpath(bench_dir, root)
+            est = json.load(open(os.path.join(dirpath, "estimates.json")))
+            found[bench_id] = est["median"]["point_estimate"]
+    return found
+
+
+def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_lines):
+    r = runs_by_scenario(all_report)
+    out = []
+    cmd = "`parbench all -o all.json`"
+
+    a = r["async"]
+    d = a["derived"]
+    out.append((
+        "`async`, book sizes", f"{cmd}: its `async` run",
+        f"sync {human_time(median(a, 'sync'))}, async {human_time(median(a, 'async'))}: "
+        f"{d['async_speedup']:.2f}×; the push-only pitfall on 10 products of 1000²: "
+        f"{human_time(median(a, 'products-push-only'))} pushed vs "
+        f"{human_time(median(a, 'products'))} computed "
+        f"({d['products_over_push_only_ratio']:.0f}× too little)"))
+
+    m = r["matmul"]
+    out.append((
+        "`matmul` 2000², all cores", f"{cmd}: its `matmul` run",
+        f"{m['derived']['gflops']:.1f} GFLOP/s ({m['derived']['threads']:.0f} threads)"))
+
+    ratios = {}
+    for line in numpy_lines:
+        parts = line.split()
+        if len(parts) == 5 and parts[0].isdigit():
+            ratios.setdefault(parts[1], []).append((float(parts[4]), float(parts[2])))
+    if ratios:
+        cells = []
+        for t in sorted(ratios):
+            rs = sorted(x for x, _ in ratios[t])
+            g = sorted(p for _, p in ratios[t])[len(ratios[t]) // 2]
+            cells.append(f"{t} thread{'s' if t != '1' else ''} {rs[0]:.2f}–{rs[-1]:.2f}× (≈ {g:.0f} GFLOP/s)")
+        kernel = next((l[2:] for l in numpy_lines if l.startswith("# numpy")), "kernel not reported")
+        out.append((
+            "CPU matmul vs NumPy/OpenBLAS, 2000²", "`scripts/matmul-vs-numpy.sh 2000 3`",
+            "parbench / NumPy: " + ", ".join(cells) + f" ({kernel})"))
+
+    c = r["cpu-gpu"]
+    d = c["derived"]
+    out.append((
+        "`cpu-gpu` on two CPU devices (no GPU)", f"{cmd}: its `cpu-gpu` run",
+        f"a {human_time(median(c, 'a-alone'))}, b {human_time(median(c, 'b-alone'))}, "
+        f"parallel {human_time(median(c, 'parallel'))}: overlap efficiency "
+        f"{d['overlap_efficiency']:.2f}, speed-up {d['parallel_speedup']:.2f}×"))
+
+    rc = r["run-copy"]
+    d = rc["derived"]
+    out.append((
+        "`run-copy` on the CPU fallback", f"{cmd}: its `run-copy` run",
+        f"run {human_time(median(rc, 'run'))}, copy {human_time(median(rc, 'copy'))}, "
+        f"run-then-copy {human_time(median(rc, 'run-then-copy'))}, overlapped "
+        f"{human_time(median(rc, 'overlapped'))} = {d['overlapped_over_ideal_ratio']:.2f} × "
+        f"(max(run, copy) + one copy)"))
+
+    dp = r["deps"]
+    d = dp["derived"]
+    out.append((
+        "`deps`", f"{cmd}: its `deps` run",
+        f"op by op {human_time(median(dp, 'op-by-op'))}, parallel "
+        f"{human_time(median(dp, 'parallel'))}: {d['parallel_speedup']:.2f}×; each parallel "
+        f"sample {d['parallel_over_bound_ratio']:.2f}× its own lower bound (median; at least "
+        f"{d['parallel_over_bound_ratio_min']:.2f}×)"))
+
+    me = r["memory"]
+    d = me["derived"]
+    out.append((
+        "`memory`", f"{cmd}: its `memory` run",
+        f"peak {mib(d['unbounded_peak_bytes'])} unbounded, {mib(d['sync_per_batch_peak_bytes'])} "
+        f"with a wait per minibatch, {mib(d['bounded_peak_bytes'])} bounded: "
+        f"{d['memory_ratio']:.0f}× less memory for {d['bounded_time_ratio']:.2f}× the time"))
+
+    h = r["hybridize"]
+    d = h["derived"]
+    out.append((
+        "`hybridize`", f"{cmd}: its `hybridize` run",
+        f"imperative {human_time(median(h, 'imperative'))}, hybridized "
+        f"{human_time(median(h, 'hybridized'))}: {d['hybridize_speedup']:.2f}×, about "
+        f"{human_time(d['overhead_per_op_s'])} per engine op saved"))
+
+    t = r["data-parallel"]
+    d = t["derived"]
+    steps = t["parameters"]["steps"]
+    out.append((
+        "`data-parallel`", f"{cmd}: its `data-parallel` run",
+        f"sync {human_time(median(t, 'sync'))}, async {human_time(median(t, 'async'))} for "
+        f"{steps} steps; final loss {significant(d['sync_final_loss'])} sync, "
+        f"{significant(d['async_final_loss'])} async (from {significant(d['initial_loss'])})"))
+
+    out.append(("`parbench all`", "`time parbench all`", f"{all_seconds} s (all eight scenarios)"))
+    times = [row for row in ci_compare["rows"] if row["is_time"] and row["change"] is not None]
+    largest = max((abs(row["change"]) for row in times), default=float("nan"))
+    out.append((
+        "`scenarios/ci.toml`", "`time parbench run scenarios/ci.toml`, twice, then `compare`",
+        f"{ci_seconds} s; two runs back to back: largest median change {largest * 100:.1f}%, "
+        f"{ci_compare['regressions']} flagged"))
+    return out
+
+
+def table(env, probes, out_rows):
+    lines = [
+        f"## Measured here ({env['cpu_model']}, {env['cores']} cores, "
+        f"{'GPU ' + env['gpu']['name'] if env['gpu'].get('available') else 'no GPU'}, "
+        f"{os.environ.get('FIGURES_DATE') or __import__('datetime').date.today().isoformat()})",
+        "",
+        "From one run of `scripts/readme-figures.sh` (it prints this table); medians, and ratios "
+        "from the same run. Machine FMA peak " + "; ".join(probes) + ".",
+        "",
+        "| what | command | figure |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {w} | {c} | {f} |" for w, c, f in out_rows]
+    return "\n".join(lines)
+
+
+def main(out):
+    report = json.load(open(os.path.join(out, "all.json")))
+    ci_compare = json.load(open(os.path.join(out, "ci-compare.json")))
+    all_seconds = open(os.path.join(out, "all-seconds.txt")).read().strip()
+    ci_seconds = open(os.path.join(out, "ci-seconds.txt")).read().strip()
+    numpy_lines = open(os.path.join(out, "numpy.txt")).read().splitlines()
+    probes = open(os.path.join(out, "probes.txt")).read().strip().splitlines()
+    bench = read_criterion(os.path.join(out, "criterion"))
+    torture = open(os.path.join(out, "torture.txt")).read()
+    torture_seconds = open(os.path.join(out, "torture-seconds.txt")).read().strip()
+    print(table(report["environment"], probes,
+                engine_rows(bench, torture, torture_seconds)
+                + rows(report, all_seconds, ci_seconds, ci_compare, numpy_lines)))
+
+
+def self_test():
+    def run(scenario, variants, derived, parameters=None):
+        return {"scenario": scenario, "parameters": parameters or {},
+                "variants": [{"name": n, "median_s": s} for n, s in variants.items()],
+                "derived": derived}
+    report = {"environment": {"cpu_model": "CPU", "cores": 2, "gpu": {"available": False}}, "runs": [
+        run("async", {"sync": 1e-3, "async": 5e-4, "products": 0.2, "products-push-only": 1e-5},
+            {"async_speedup": 2.0, "products_over_push_only_ratio": 20000.0}),
+        run("matmul", {"matmul": 1.0}, {"gflops": 150.0, "threads": 2.0}),
+        run("cpu-gpu", {"a-alone": 1.0, "b-alone": 1.0, "parallel": 1.1},
+            {"overlap_efficiency": 0.91, "parallel_speedup": 1.82}),
+        run("run-copy", {"run": 2.0, "copy": 0.02, "run-then-copy": 2.03, "overlapped": 2.02},
+            {"overlapped_over_ideal_ratio": 1.0}),
+        run("deps", {"op-by-op": 0.01, "parallel": 0.003},
+            {"parallel_speedup": 3.33, "parallel_over_bound_ratio": 1.7, "parallel_over_bound_ratio_min": 1.5}),
+        run("memory", {}, {"unbounded_peak_bytes": 50 * 2**20, "sync_per_batch_peak_bytes": 768 * 2**10,
+                           "bounded_peak_bytes": 3 * 2**20, "memory_ratio": 16.7, "bounded_time_ratio": 1.05}),
+        run("hybridize", {"imperative": 3e-3, "hybridized": 2e-3},
+            {"hybridize_speedup": 1.5, "overhead_per_op_s": 4.5e-7}),
+        run("data-parallel", {"sync": 8e-3, "async": 8e-3},
+            {"sync_final_loss": 0.2204, "async_final_loss": 0.2207, "initial_loss": 1.154},
+            {"steps": 100}),
+    ]}
+    compare = {"regressions": 0, "rows": [{"is_time": True, "change": -0.034}, {"is_time": True, "change": 0.02}]}
+    numpy = ["# numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads", "round threads parbench numpy ratio", "1 1 92.0 95.0 0.97", "1 2 178.0 180.0 0.99",
+             "2 1 91.0 93.0 0.98", "2 2 176.0 181.0 0.97"]
+    bench = {"async/fresh-var/1000": 309e3, "async/fresh-var/100000": 200e5,
+             "round_trip/push+wait_to_read": 520.0}
+    torture = "noise\nengine torture: 896 random programs, 1000440 ops, all equal to the sequential interpretation\n"
+    text = table(report["environment"], ["probe before: x", "probe after: y"],
+                 engine_rows(bench, torture, "72.0") + rows(report, "80.1", "3.4", compare, numpy))
+    for want in ["sync 1.000 ms, async 500.0 µs: 2.00×", "(20000× too little)",
+                 "1 thread 0.97–0.98× (≈ 92 GFLOP/s)", "(numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads)", "largest median change 3.4%, 0 flagged",
+                 "final loss 0.220 sync, 0.221 async (from 1.15)",
+                 "fresh vars 309 / 200 ns at 1,000 / 100,000 ops", "| same | 0.52 µs |",
+                 "896 random programs, 1000440 ops, all equal to the sequential interpretation, 72.0 s", "| `parbench all` | `time parbench all` | 80.1 s"]:
+        assert want in text, (want, text)
+    print("readme_figures self-test: ok")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["self-test"]:
+        self_test()
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: readme_figures.py OUTPUT_DIR | self-test")
