@@ -18,8 +18,8 @@ use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::Runtime;
 use crate::engine::{OpError, Var};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
-use crate::units::human_time;
+use crate::report::{Figure, RunRecord};
+use crate::units::{human_time, significant};
 
 /// The `data-parallel` scenario.
 pub struct DataParallel;
@@ -342,21 +342,47 @@ impl Training {
         );
         run.derive_series("sync_loss_curve", serde_json::json!(sync_model.curve));
         run.derive_series("async_loss_curve", serde_json::json!(async_model.curve));
-        // Worded as the table prints the same figures.
-        let rate = |v: f64| run.figure("sync_samples_per_second").format(&v.into());
-        let loss = |v: f64| crate::units::significant(v);
-        let sentence = format!(
-            "synchronous: {}, final loss {}; asynchronous: {}, final loss {}, \
-             reading parameters {stale_mean:.1} updates old on average ({} for {steps} steps sync, {} async).",
-            rate(samples_sync),
-            loss(final_loss(sync_model)),
-            rate(samples_async),
-            loss(final_loss(async_model)),
-            human_time(ts),
-            human_time(ta)
-        );
-        run.explanation.push(sentence);
+        run.explanation.push(explain(&Trained {
+            steps,
+            sync_s: ts,
+            async_s: ta,
+            sync_samples_per_second: samples_sync,
+            async_samples_per_second: samples_async,
+            sync_final_loss: final_loss(sync_model),
+            async_final_loss: final_loss(async_model),
+            staleness_mean: stale_mean,
+        }));
     }
+}
+
+/// The figures the explanation quotes, as plain numbers (so tests can feed synthetic ones).
+struct Trained {
+    steps: u64,
+    sync_s: f64,
+    async_s: f64,
+    sync_samples_per_second: f64,
+    async_samples_per_second: f64,
+    sync_final_loss: f64,
+    async_final_loss: f64,
+    staleness_mean: f64,
+}
+
+/// What a training run showed, worded as the table prints the same figures (samples/s
+/// grouped, losses with three significant digits).
+fn explain(t: &Trained) -> String {
+    let rate = |v: f64| Figure::named("sync_samples_per_second").format(&v.into());
+    format!(
+        "synchronous: {}, final loss {}; asynchronous: {}, final loss {}, reading parameters {:.1} \
+         updates old on average ({} for {} steps sync, {} async).",
+        rate(t.sync_samples_per_second),
+        significant(t.sync_final_loss),
+        rate(t.async_samples_per_second),
+        significant(t.async_final_loss),
+        t.staleness_mean,
+        human_time(t.sync_s),
+        t.steps,
+        human_time(t.async_s)
+    )
 }
 
 impl Scenario for DataParallel {
@@ -466,6 +492,31 @@ impl Scenario for DataParallel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_explanation_quotes_the_figures_as_the_table_prints_them() {
+        let t = Trained {
+            steps: 100,
+            sync_s: 8.698e-3,
+            async_s: 0.016,
+            sync_samples_per_second: 23_546_198.982,
+            async_samples_per_second: 12_800_000.4,
+            sync_final_loss: 0.2204,
+            async_final_loss: 2.2e-5,
+            staleness_mean: 0.54,
+        };
+        let text = explain(&t);
+        assert_eq!(
+            text,
+            "synchronous: 23,546,199 samples/s, final loss 0.220; asynchronous: 12,800,000 samples/s, \
+             final loss 2.20e-5, reading parameters 0.5 updates old on average (8.698 ms for 100 steps \
+             sync, 16.00 ms async)."
+        );
+        // The table prints the same figures the same way.
+        let table = |key: &str, v: f64| Figure::named(key).format(&v.into());
+        assert!(text.contains(&table("sync_samples_per_second", t.sync_samples_per_second)));
+        assert!(text.contains(&table("sync_final_loss", t.sync_final_loss)));
+    }
 
     #[test]
     fn the_check_rejects_a_wrong_reference() {

@@ -81,6 +81,16 @@ fn dims(params: &Params) -> (usize, usize, usize) {
     (pick("m"), pick("k"), pick("n"))
 }
 
+/// What the run showed: the rate of `ops` products of m×k · k×n taking `median` seconds in all,
+/// and the time of one product, both from that one median.
+fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)) -> String {
+    format!(
+        "{device} reaches {:.1} GFLOP/s on {m}×{k} · {k}×{n} ({} per product).",
+        gflops(ops, (m, k, n), median),
+        crate::units::human_time(median / ops as f64)
+    )
+}
+
 /// Threads of the CPU device: `--threads`, or with 0 `--cpu-threads`, or all cores.
 fn threads(params: &Params, ctx: &RunContext) -> usize {
     match params.int("threads") {
@@ -198,11 +208,27 @@ impl Scenario for Matmul {
             err <= tol,
             format!("32 entries, max relative error {err:.2e} (tolerance {tol:.1e})"),
         );
-        run.explanation.push(format!(
-            "{} reaches {rate:.1} GFLOP/s on {m}×{k} · {k}×{n} ({} per product).",
-            device.describe(),
-            crate::units::human_time(median / ops as f64)
-        ));
+        run.explanation
+            .push(explain(&device.describe(), median, ops, (m, k, n)));
         Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_explanation_quotes_one_median_two_ways() {
+        // 10 products of 1000³ (2 GFLOP each) in 0.1 s: 200 GFLOP/s, 10 ms a product.
+        assert_eq!(
+            explain("cpu:0 (2 threads)", 0.1, 10, (1000, 1000, 1000)),
+            "cpu:0 (2 threads) reaches 200.0 GFLOP/s on 1000×1000 · 1000×1000 (10.00 ms per product)."
+        );
+        // Non-square: 2·m·k·n per product.
+        assert_eq!(
+            explain("cpu:0", 2e-3, 1, (100, 200, 50)),
+            "cpu:0 reaches 1.0 GFLOP/s on 100×200 · 200×50 (2.000 ms per product)."
+        );
     }
 }
