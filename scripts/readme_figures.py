@@ -195,7 +195,18 @@ def table(env, probes, out_rows):
         "|---|---|---|",
     ]
     lines += [f"| {w} | {c} | {f} |" for w, c, f in out_rows]
+    busy = [p for p in probes if scaling(p) is not None and scaling(p) < 0.9]
+    if busy:
+        lines += ["", "The machine was busy during part of this run (" + "; ".join(busy) + "): "
+                  "figures taken then are suspect; run the script again."]
     return "\n".join(lines)
+
+
+def scaling(probe):
+    """The 2-thread scaling a machine-probe line reports (`(0.99x of ideal scaling)`)."""
+    import re
+    m = re.search(r"\(([0-9.]+)x of ideal scaling\)", probe)
+    return float(m.group(1)) if m else None
 
 
 def main(out):
@@ -250,6 +261,9 @@ def self_test():
                  "fresh vars 309 / 200 ns at 1,000 / 100,000 ops", "| same | 0.52 µs |",
                  "896 random programs, 1000440 ops, all equal to the sequential interpretation, 72.0 s", "| `parbench all` | `time parbench all` | 80.1 s"]:
         assert want in text, (want, text)
+    assert "busy" not in text, text
+    busy = table(report["environment"], ["probe before: 2 threads 118 GFLOP/s (0.54x of ideal scaling)"], [])
+    assert "The machine was busy during part of this run" in busy, busy
     print("readme_figures self-test: ok")
 
 
