@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod compare;
 pub mod environment;
 pub mod figure;
+pub mod paired;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

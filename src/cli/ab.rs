@@ -1,0 +1,234 @@
+//! `parbench ab`: two parbench executables measured side by side over a suite, in ABBA order,
+//! one short process per side and pair, so a burst of drift hits both sides of a pair (see
+//! `report::paired` for the decision).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitCode};
+use std::time::{Duration, Instant};
+
+use super::output::{check_output_path, stdout};
+use super::{CompareFormat, UsageError};
+use crate::report::paired::{self, PairedEntry};
+use crate::report::{write_atomic, Report};
+use crate::scenario::suite;
+
+/// What `parbench ab` was asked to do.
+pub(super) struct AbArgs {
+    pub base: PathBuf,
+    pub candidate: PathBuf,
+    pub suite: Option<PathBuf>,
+    pub threshold: f64,
+    pub samples: u64,
+    pub min_pairs: u64,
+    pub max_pairs: u64,
+    pub budget: Duration,
+    pub format: CompareFormat,
+    pub output: Option<PathBuf>,
+}
+
+/// The suite `ab` runs when none is named: small, fast, many samples.
+const DEFAULT_SUITE: &str = "scenarios/ci.toml";
+
+pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
+    if args.max_pairs < args.min_pairs {
+        return Err(UsageError(format!(
+            "--max-pairs {} is below --min-pairs {}",
+            args.max_pairs, args.min_pairs
+        ))
+        .into());
+    }
+    let suite_path = args.suite.clone().unwrap_or_else(|| DEFAULT_SUITE.into());
+    let text = suite::read(&suite_path).map_err(UsageError)?;
+    let name = suite_path.display().to_string();
+    // Checked whole by this build first: a typo fails before minutes of runs.
+    suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
+    let entries = split_suite(&name, &text)?;
+    if let Some(out) = &args.output {
+        check_output_path(out)?;
+    }
+    for (side, bin) in [("base", &args.base), ("candidate", &args.candidate)] {
+        check_executable(side, bin)?;
+    }
+    let dir = tempdir()?;
+    let start = Instant::now();
+    let mut results: Vec<PairedEntry> = Vec::new();
+    let mut total_pairs = 0u64;
+    for (i, (label, entry_text)) in entries.iter().enumerate() {
+        let entry_file = dir.path.join(format!("entry-{i}.toml"));
+        std::fs::write(&entry_file, entry_text)
+            .map_err(|e| UsageError(format!("cannot write {}: {e}", entry_file.display())))?;
+        // The budget is shared out evenly; what an entry leaves unused goes to the next ones.
+        let deadline = start + args.budget.mul_f64((i + 1) as f64 / entries.len() as f64);
+        let mut these: Vec<PairedEntry> = Vec::new();
+        let mut pairs = 0u64;
+        while pairs < args.max_pairs {
+            // ABBA: A B, then B A, so neither side always runs first (warmer, or later in a drift).
+            let order = if pairs % 2 == 0 {
+                [Side::Base, Side::Candidate]
+            } else {
+                [Side::Candidate, Side::Base]
+            };
+            let mut values = [Vec::new(), Vec::new()];
+            for side in order {
+                let bin = match side {
+                    Side::Base => &args.base,
+                    Side::Candidate => &args.candidate,
+                };
+                let report = run_side(side, bin, &entry_file, args.samples, label)?;
+                values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
+            }
+            paired::add_pair(&mut these, &values[0], &values[1]);
+            pairs += 1;
+            let settled = these
+                .iter()
+                .filter(|e| e.is_time)
+                .all(|e| e.decision(args.threshold).is_some_and(|d| d.settled));
+            if pairs >= args.min_pairs && (settled || Instant::now() >= deadline) {
+                break;
+            }
+        }
+        total_pairs += pairs;
+        note!(
+            "ab: {label}: {pairs} pairs ({:.0} s so far)",
+            start.elapsed().as_secs_f64()
+        );
+        results.extend(these);
+    }
+    let settings = serde_json::json!({
+        "base": args.base.display().to_string(),
+        "candidate": args.candidate.display().to_string(),
+        "suite": name,
+        "samples_per_process": args.samples,
+        "pairs": total_pairs,
+        "seconds": start.elapsed().as_secs_f64(),
+    });
+    let json = paired::render_json(&results, args.threshold, settings);
+    if let Some(out) = &args.output {
+        write_atomic(out, json.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+    }
+    stdout(&match args.format {
+        CompareFormat::Json => json,
+        other => paired::render(&results, args.threshold, other == CompareFormat::Markdown),
+    })?;
+    Ok(if paired::regressions(&results, args.threshold) > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Side {
+    Base = 0,
+    Candidate = 1,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::Candidate => "candidate",
+        }
+    }
+}
+
+/// Each `[[run]]` of a suite as a suite of its own (the text a child process reads), with a
+/// label (`2: matmul`).
+fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, UsageError> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| UsageError(format!("{name}: {e}")))?;
+    let runs = table
+        .get("run")
+        .and_then(toml::Value::as_array)
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| UsageError(format!("{name}: no [[run]] entries")))?;
+    runs.iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let scenario = run
+                .get("scenario")
+                .and_then(toml::Value::as_str)
+                .unwrap_or("?");
+            let mut one = toml::Table::new();
+            one.insert("run".into(), toml::Value::Array(vec![run.clone()]));
+            let text = toml::to_string(&one)
+                .map_err(|e| UsageError(format!("{name}: entry {}: {e}", i + 1)))?;
+            Ok((format!("{}: {scenario}", i + 1), text))
+        })
+        .collect()
+}
+
+/// Fail fast, in one line, when a side is not a parbench that runs here.
+fn check_executable(side: &str, bin: &Path) -> Result<(), UsageError> {
+    let out = Process::new(bin)
+        .arg("--version")
+        .output()
+        .map_err(|e| UsageError(format!("cannot run the {side} {}: {e}", bin.display())))?;
+    let version = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !version.starts_with("parbench ") {
+        return Err(UsageError(format!(
+            "the {side} {} is not a parbench executable ('--version' said '{}')",
+            bin.display(),
+            version.trim()
+        )));
+    }
+    Ok(())
+}
+
+/// One process of one side on one suite entry: its report.
+fn run_side(
+    side: Side,
+    bin: &Path,
+    entry: &Path,
+    samples: u64,
+    label: &str,
+) -> Result<Report, UsageError> {
+    let samples = samples.to_string();
+    let out = Process::new(bin)
+        .arg("run")
+        .arg(entry)
+        .args(["--json", "--quiet", "--warmup", "1", "--min-time", "0"])
+        .args(["--min-samples", &samples, "--max-samples", &samples])
+        .output()
+        .map_err(|e| {
+            UsageError(format!(
+                "cannot run the {} {}: {e}",
+                side.name(),
+                bin.display()
+            ))
+        })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().last().unwrap_or("no message");
+        return Err(UsageError(format!(
+            "the {} failed on suite entry {label} ({}): {last}",
+            side.name(),
+            out.status
+        )));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        UsageError(format!(
+            "the {} wrote no report for suite entry {label}: {e}",
+            side.name()
+        ))
+    })
+}
+
+/// A private directory for the entries' suite files, removed when dropped.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn tempdir() -> Result<TempDir, UsageError> {
+    let path = std::env::temp_dir().join(format!("parbench-ab-{}", std::process::id()));
+    std::fs::create_dir_all(&path)
+        .map_err(|e| UsageError(format!("cannot create {}: {e}", path.display())))?;
+    Ok(TempDir { path })
+}
