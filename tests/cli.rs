@@ -1526,3 +1526,125 @@ fn a_run_past_max_time_says_what_the_option_bounds() {
     let notes = doc["runs"][0]["notes"].to_string();
     assert!(!notes.contains("--max-time"), "{notes}");
 }
+
+/// A stand-in for a parbench build: answers `--version` as parbench does and prints `report`
+/// for any `run`, so `ab`'s decisions can be checked on exact, noise-free values.
+#[cfg(unix)]
+fn fake_parbench(
+    dir: &std::path::Path,
+    name: &str,
+    report: &std::path::Path,
+) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\ncat '{}'\n",
+            report.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[cfg(unix)]
+#[test]
+fn ab_finds_a_slower_candidate_and_passes_an_identical_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_report = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
+    let slow_report = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 1.3));
+    let base = fake_parbench(dir.path(), "base", &base_report);
+    let same = fake_parbench(dir.path(), "same", &base_report);
+    let slow = fake_parbench(dir.path(), "slow", &slow_report);
+    let suite = dir.path().join("one.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"async\"\nparams = { iterations = 50 }\n",
+    )
+    .unwrap();
+    let ab = |candidate: &std::path::Path, extra: &[&str]| {
+        parbench()
+            .arg("ab")
+            .arg(&base)
+            .arg(candidate)
+            .arg(&suite)
+            .args(["--min-pairs", "8", "--max-pairs", "12"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = ab(&same, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 regressions"), "{text}");
+    assert!(text.contains("  same"), "{text}");
+    // Identical values settle at once: the entry stops at --min-pairs.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1: async: 8 pairs"));
+
+    let json_file = dir.path().join("ab.json");
+    let out = ab(
+        &slow,
+        &["--format", "markdown", "-o", json_file.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("| entry | pairs |"), "{text}");
+    assert!(
+        text.contains("+30.0%") && text.contains("slower ❌"),
+        "{text}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let sync = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["entry"].as_str().unwrap().ends_with("] sync"))
+        .expect("the sync variant");
+    assert_eq!(sync["verdict"], "slower");
+    assert_eq!(sync["pairs"].as_array().unwrap().len(), 8);
+    assert!((sync["median_ratio"].as_f64().unwrap() - 1.3).abs() < 1e-9);
+    assert!(doc["regressions"].as_u64().unwrap() >= 6, "{doc}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ab_refuses_what_it_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let parbench_bin = assert_cmd::cargo::cargo_bin("parbench");
+    let me = parbench_bin.to_str().unwrap();
+    assert_usage_error(&["ab", "/nonexistent/parbench", me], "cannot run the base");
+    assert_usage_error(&["ab", me, "/bin/true"], "is not a parbench executable");
+    assert_usage_error(
+        &["ab", me, me, "--min-pairs", "9", "--max-pairs", "4"],
+        "--max-pairs 4 is below --min-pairs 9",
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[run]]\nscenario = \"warp\"\n").unwrap();
+    assert_usage_error(
+        &["ab", me, me, bad.to_str().unwrap()],
+        "unknown scenario 'warp'",
+    );
+    // A side that fails on an entry stops the run with its message.
+    let failing = dir.path().join("failing");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(
+            &failing,
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\necho 'error: boom' >&2\nexit 3\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let suite = dir.path().join("one.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"async\"\nparams = { iterations = 20, product_size = 16 }\n",
+    )
+    .unwrap();
+    assert_usage_error(
+        &["ab", me, failing.to_str().unwrap(), suite.to_str().unwrap()],
+        "the candidate failed on suite entry 1: async",
+    );
+}

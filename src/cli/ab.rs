@@ -63,7 +63,7 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
         let mut pairs = 0u64;
         while pairs < args.max_pairs {
             // ABBA: A B, then B A, so neither side always runs first (warmer, or later in a drift).
-            let order = if pairs % 2 == 0 {
+            let order = if pairs.is_multiple_of(2) {
                 [Side::Base, Side::Candidate]
             } else {
                 [Side::Candidate, Side::Base]
