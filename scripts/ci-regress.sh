@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# Regression check for CI: run scenarios/ci.toml, compare with a committed baseline, and exit
-# non-zero on a regression seen in two runs in a row (1) or on bad input (2).
-# See results/README.md.
+# Regression gate: build a base revision and this checkout, measure them side by side with
+# `parbench ab` over scenarios/ci.toml (paired, ABBA order: drift of a shared runner hits both
+# sides of each pair), and write a Markdown summary for a pull request.
 #
-#   scripts/ci-regress.sh [baseline.json]        THRESHOLD=25% by default (see results/README.md)
+#   scripts/ci-regress.sh [BASE_REV]     default: the merge base of HEAD and origin/main (or main)
 #
-# Also writes target/ci-regress/github-action-benchmark.json for the common CI charting action.
+# Exit 0: no entry slower; 1: a regression; 2: bad input or a build that fails.
+# Outputs in target/ci-regress/: summary.md (the table), ab.json (every pair).
+# THRESHOLD (default 5%) and BUDGET (seconds, default 240) are passed to `ab`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-baseline=${1:-results/baselines/ci-2core-epyc.json}
-threshold=${THRESHOLD:-25%}
 out=target/ci-regress
 mkdir -p "$out"
+base_rev=${1:-$(git merge-base HEAD origin/main 2>/dev/null || git merge-base HEAD main)}
+base_sha=$(git rev-parse --verify "$base_rev^{commit}")
+
+# The base in a worktree of its own, built into its own target folder.
+base_src="$out/base-src"
+git worktree remove --force "$base_src" 2>/dev/null || rm -rf "$base_src"
+git worktree add --quiet --detach "$base_src" "$base_sha"
+trap 'git worktree remove --force "$base_src" 2>/dev/null || true' EXIT
+cargo build --release --quiet --manifest-path "$base_src/Cargo.toml" --target-dir "$out/base-target"
 cargo build --release --quiet
-bin=target/release/parbench
-# This VM's speed drifts in bursts (see results/README.md): a regression must show in two
-# runs in a row to fail, so a burst during one run is not reported as a slow-down.
-for attempt in 1 2; do
-  "$bin" run scenarios/ci.toml --quiet -o "$out/new.json" > "$out/table.txt"
-  "$bin" export "$out/new.json" -o "$out/github-action-benchmark.json"
-  status=0
-  "$bin" compare "$baseline" "$out/new.json" --threshold "$threshold" > "$out/compare.txt" || status=$?
-  cat "$out/compare.txt"
-  if [ "$status" -ne 1 ]; then
-    exit "$status"
-  fi
-  [ "$attempt" -eq 1 ] && echo "regression in run 1: confirming with a second run" >&2
-done
-exit 1
+cp "$out/base-target/release/parbench" "$out/parbench-base"
+cp target/release/parbench "$out/parbench-candidate"
+
+status=0
+"$out/parbench-candidate" ab "$out/parbench-base" "$out/parbench-candidate" scenarios/ci.toml \
+  --threshold "${THRESHOLD:-5%}" --budget "${BUDGET:-240}" --format markdown -o "$out/ab.json" \
+  > "$out/table.md" || status=$?
+{
+  echo "### parbench A/B: ${base_sha:0:10} (base) vs $(git rev-parse --short=10 HEAD) (candidate)"
+  echo
+  cat "$out/table.md"
+} > "$out/summary.md"
+cat "$out/summary.md"
+exit "$status"

@@ -1614,7 +1614,10 @@ fn ab_refuses_what_it_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
     let parbench_bin = assert_cmd::cargo::cargo_bin("parbench");
     let me = parbench_bin.to_str().unwrap();
-    assert_usage_error(&["ab", "/nonexistent/parbench", me], "cannot run the base");
+    assert_usage_error(
+        &["ab", "/nonexistent/parbench", me],
+        "/nonexistent/parbench is neither an executable nor a git revision",
+    );
     assert_usage_error(&["ab", me, "/bin/true"], "is not a parbench executable");
     assert_usage_error(
         &["ab", me, me, "--min-pairs", "9", "--max-pairs", "4"],
@@ -1646,5 +1649,33 @@ fn ab_refuses_what_it_cannot_run() {
     assert_usage_error(
         &["ab", me, failing.to_str().unwrap(), suite.to_str().unwrap()],
         "the candidate failed on suite entry 1: async",
+    );
+    // A side that refuses an entry as bad input (exit 2: a parameter it does not know yet) has
+    // that entry skipped and named; the rest of the suite is still compared.
+    let refusing = dir.path().join("refusing");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(
+            &refusing,
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\necho \"error: unknown parameter 'product_size'\" >&2\nexit 2\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&refusing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = parbench()
+        .args([
+            "ab",
+            me,
+            refusing.to_str().unwrap(),
+            suite.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ab: skipped: the candidate failed on suite entry 1: async")
+            && stderr.contains("unknown parameter 'product_size'"),
+        "{stderr}"
     );
 }

@@ -46,13 +46,16 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &args.output {
         check_output_path(out)?;
     }
-    for (side, bin) in [("base", &args.base), ("candidate", &args.candidate)] {
+    let base = resolve(&args.base)?;
+    let candidate = resolve(&args.candidate)?;
+    for (side, bin) in [("base", &base), ("candidate", &candidate)] {
         check_executable(side, bin)?;
     }
     let dir = tempdir()?;
     let start = Instant::now();
     let mut results: Vec<PairedEntry> = Vec::new();
     let mut total_pairs = 0u64;
+    let mut skipped: Vec<String> = Vec::new();
     for (i, (label, entry_text)) in entries.iter().enumerate() {
         let entry_file = dir.path.join(format!("entry-{i}.toml"));
         std::fs::write(&entry_file, entry_text)
@@ -69,13 +72,29 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
                 [Side::Candidate, Side::Base]
             };
             let mut values = [Vec::new(), Vec::new()];
+            let mut refused = None;
             for side in order {
                 let bin = match side {
-                    Side::Base => &args.base,
-                    Side::Candidate => &args.candidate,
+                    Side::Base => &base,
+                    Side::Candidate => &candidate,
                 };
-                let report = run_side(side, bin, &entry_file, args.samples, label)?;
+                let report = match run_side(side, bin, &entry_file, args.samples, label) {
+                    Ok(report) => report,
+                    // An entry one build cannot take (a parameter the base does not have yet)
+                    // is reported, not fatal: the rest of the suite is still compared.
+                    Err(SideError::Refused(why)) if pairs == 0 => {
+                        refused = Some(why);
+                        break;
+                    }
+                    Err(SideError::Refused(why) | SideError::Failed(why)) => {
+                        return Err(UsageError(why).into())
+                    }
+                };
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
+            }
+            if let Some(why) = refused {
+                skipped.push(why);
+                break;
             }
             paired::add_pair(&mut these, &values[0], &values[1]);
             pairs += 1;
@@ -95,16 +114,20 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
         results.extend(these);
     }
     let settings = serde_json::json!({
-        "base": args.base.display().to_string(),
-        "candidate": args.candidate.display().to_string(),
+        "base": base.display().to_string(),
+        "candidate": candidate.display().to_string(),
         "suite": name,
         "samples_per_process": args.samples,
         "pairs": total_pairs,
+        "skipped": skipped,
         "seconds": start.elapsed().as_secs_f64(),
     });
     let json = paired::render_json(&results, args.threshold, settings);
     if let Some(out) = &args.output {
         write_atomic(out, json.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+    }
+    for why in &skipped {
+        note!("ab: skipped: {why}");
     }
     stdout(&match args.format {
         CompareFormat::Json => json,
@@ -159,6 +182,80 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, UsageErr
         .collect()
 }
 
+/// A side as an executable: a path as given, or a git revision of the repository around the
+/// working directory, built once (release) into `target/ab/<commit>/parbench`.
+fn resolve(spec: &Path) -> Result<PathBuf, UsageError> {
+    if spec.exists() {
+        return Ok(spec.to_path_buf());
+    }
+    let rev = spec.to_string_lossy();
+    let sha = git(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{rev}^{{commit}}"),
+    ])
+    .map_err(|_| {
+        UsageError(format!(
+            "{rev} is neither an executable nor a git revision of this repository"
+        ))
+    })?;
+    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"]).map_err(UsageError)?);
+    let dir = top.join("target").join("ab").join(&sha);
+    let bin = dir.join("parbench");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let src = dir.join("src");
+    let _ = std::fs::remove_dir_all(&src);
+    note!(
+        "ab: building {rev} ({}) into {}",
+        &sha[..sha.len().min(10)],
+        dir.display()
+    );
+    git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "--detach",
+        &src.to_string_lossy(),
+        &sha,
+    ])
+    .map_err(UsageError)?;
+    let built = Process::new("cargo")
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(src.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(dir.join("target"))
+        .status();
+    let copied = match built {
+        Ok(status) if status.success() => {
+            std::fs::copy(dir.join("target/release/parbench"), &bin).map_err(|e| e.to_string())
+        }
+        Ok(status) => Err(format!("cargo build of {rev} failed ({status})")),
+        Err(e) => Err(format!("cannot run cargo to build {rev}: {e}")),
+    };
+    let _ = git(&["worktree", "remove", "--force", &src.to_string_lossy()]);
+    copied.map_err(UsageError)?;
+    Ok(bin)
+}
+
+/// `git args...`'s trimmed output, or why it failed.
+fn git(args: &[&str]) -> Result<String, String> {
+    let out = Process::new("git")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// Fail fast, in one line, when a side is not a parbench that runs here.
 fn check_executable(side: &str, bin: &Path) -> Result<(), UsageError> {
     let out = Process::new(bin)
@@ -176,6 +273,14 @@ fn check_executable(side: &str, bin: &Path) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Why a side gave no report.
+enum SideError {
+    /// It refused the entry as bad input (exit 2): a parameter or scenario it does not know.
+    Refused(String),
+    /// It could not be run, failed while running, or wrote no report.
+    Failed(String),
+}
+
 /// One process of one side on one suite entry: its report.
 fn run_side(
     side: Side,
@@ -183,7 +288,7 @@ fn run_side(
     entry: &Path,
     samples: u64,
     label: &str,
-) -> Result<Report, UsageError> {
+) -> Result<Report, SideError> {
     let samples = samples.to_string();
     let out = Process::new(bin)
         .arg("run")
@@ -192,7 +297,7 @@ fn run_side(
         .args(["--min-samples", &samples, "--max-samples", &samples])
         .output()
         .map_err(|e| {
-            UsageError(format!(
+            SideError::Failed(format!(
                 "cannot run the {} {}: {e}",
                 side.name(),
                 bin.display()
@@ -201,14 +306,18 @@ fn run_side(
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().last().unwrap_or("no message");
-        return Err(UsageError(format!(
+        let why = format!(
             "the {} failed on suite entry {label} ({}): {last}",
             side.name(),
             out.status
-        )));
+        );
+        return Err(match out.status.code() {
+            Some(2) => SideError::Refused(why),
+            _ => SideError::Failed(why),
+        });
     }
     serde_json::from_slice(&out.stdout).map_err(|e| {
-        UsageError(format!(
+        SideError::Failed(format!(
             "the {} wrote no report for suite entry {label}: {e}",
             side.name()
         ))

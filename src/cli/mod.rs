@@ -128,13 +128,13 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
         format: CompareFormat,
     },
-    /// Paired A/B run of two parbench executables over a suite (default scenarios/ci.toml):
+    /// Paired A/B run of two parbench builds over a suite (default scenarios/ci.toml):
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
     Ab {
-        /// The base executable.
+        /// The base: a parbench executable, or a git revision (built once into target/ab/).
         base: PathBuf,
-        /// The candidate executable.
+        /// The candidate: a parbench executable, or a git revision.
         candidate: PathBuf,
         /// The suite file.
         suite: Option<PathBuf>,
