@@ -14,8 +14,8 @@ use crate::scenario::suite;
 
 /// What `parbench ab` was asked to do.
 pub(super) struct AbArgs {
-    pub base: PathBuf,
-    pub candidate: PathBuf,
+    pub base: Option<PathBuf>,
+    pub candidate: Option<PathBuf>,
     pub suite: Option<PathBuf>,
     pub threshold: f64,
     pub samples: u64,
@@ -24,12 +24,20 @@ pub(super) struct AbArgs {
     pub budget: Duration,
     pub format: CompareFormat,
     pub output: Option<PathBuf>,
+    pub from: Option<PathBuf>,
 }
 
 /// The suite `ab` runs when none is named: small, fast, many samples.
 const DEFAULT_SUITE: &str = "scenarios/ci.toml";
 
 pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.from {
+        let (entries, settings) = load(path)?;
+        return finish(&entries, &args, settings);
+    }
+    let (Some(base), Some(candidate)) = (&args.base, &args.candidate) else {
+        return Err(UsageError("ab needs a base and a candidate (or --from FILE)".into()).into());
+    };
     if args.max_pairs < args.min_pairs {
         return Err(UsageError(format!(
             "--max-pairs {} is below --min-pairs {}",
@@ -46,8 +54,8 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &args.output {
         check_output_path(out)?;
     }
-    let base = resolve(&args.base)?;
-    let candidate = resolve(&args.candidate)?;
+    let base = resolve(base)?;
+    let candidate = resolve(candidate)?;
     for (side, bin) in [("base", &base), ("candidate", &candidate)] {
         check_executable(side, bin)?;
     }
@@ -100,8 +108,9 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
             pairs += 1;
             let settled = these
                 .iter()
-                .filter(|e| e.is_time)
-                .all(|e| e.decision(args.threshold).is_some_and(|d| d.settled));
+                .zip(paired::decide_all(&these, args.threshold))
+                .filter(|(e, _)| e.is_time)
+                .all(|(_, d)| d.is_some_and(|d| d.settled));
             if pairs >= args.min_pairs && (settled || Instant::now() >= deadline) {
                 break;
             }
@@ -122,22 +131,69 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
         "skipped": skipped,
         "seconds": start.elapsed().as_secs_f64(),
     });
-    let json = paired::render_json(&results, args.threshold, settings);
-    if let Some(out) = &args.output {
-        write_atomic(out, json.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
-    }
     for why in &skipped {
         note!("ab: skipped: {why}");
     }
+    finish(&results, &args, settings)
+}
+
+/// Print (and write) the verdicts; exit 1 on a regression.
+fn finish(
+    results: &[PairedEntry],
+    args: &AbArgs,
+    settings: serde_json::Value,
+) -> anyhow::Result<ExitCode> {
+    let json = paired::render_json(results, args.threshold, settings);
+    if let Some(out) = &args.output {
+        write_atomic(out, json.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+    }
     stdout(&match args.format {
         CompareFormat::Json => json,
-        other => paired::render(&results, args.threshold, other == CompareFormat::Markdown),
+        other => paired::render(results, args.threshold, other == CompareFormat::Markdown),
     })?;
-    Ok(if paired::regressions(&results, args.threshold) > 0 {
+    Ok(if paired::regressions(results, args.threshold) > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The entries and settings of an earlier run's JSON (`ab -o`).
+fn load(path: &Path) -> Result<(Vec<PairedEntry>, serde_json::Value), UsageError> {
+    let fail =
+        |why: String| UsageError(format!("cannot read the A/B run {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    let rows = doc["entries"]
+        .as_array()
+        .ok_or_else(|| fail("no 'entries' (not the JSON of parbench ab)".into()))?;
+    let entries = rows
+        .iter()
+        .map(|row| {
+            let is_time = row["is_time"].as_bool().unwrap_or(false);
+            let better = serde_json::from_value(row["better"].clone()).unwrap_or(if is_time {
+                crate::report::Better::Lower
+            } else {
+                crate::report::Better::Neither
+            });
+            let pairs = row["pairs"]
+                .as_array()
+                .map(|pairs| {
+                    pairs
+                        .iter()
+                        .filter_map(|p| Some((p["base"].as_f64()?, p["candidate"].as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            PairedEntry {
+                name: row["entry"].as_str().unwrap_or("?").to_string(),
+                is_time,
+                better,
+                pairs,
+            }
+        })
+        .collect();
+    Ok((entries, doc["settings"].clone()))
 }
 
 #[derive(Clone, Copy)]

@@ -133,9 +133,11 @@ pub enum Command {
     /// the candidate is slower, 2 on bad input.
     Ab {
         /// The base: a parbench executable, or a git revision (built once into target/ab/).
-        base: PathBuf,
+        #[arg(required_unless_present = "from")]
+        base: Option<PathBuf>,
         /// The candidate: a parbench executable, or a git revision.
-        candidate: PathBuf,
+        #[arg(required_unless_present = "from")]
+        candidate: Option<PathBuf>,
         /// The suite file.
         suite: Option<PathBuf>,
         /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
@@ -160,6 +162,10 @@ pub enum Command {
         /// Also write the JSON, with every pair, to this file.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Judge the pairs of an earlier run's JSON again (at this --threshold) instead of
+        /// running anything.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
+        from: Option<PathBuf>,
     },
     /// Print this help, or the help of a command or scenario (`parbench help cpu-gpu`).
     Help {
@@ -494,6 +500,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             budget,
             format,
             output,
+            from,
         } => ab::run_ab(ab::AbArgs {
             base,
             candidate,
@@ -505,6 +512,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             budget,
             format,
             output,
+            from,
         }),
         Command::Scenario(raw) => run_scenario_command(raw),
         Command::Sweep {

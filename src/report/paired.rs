@@ -6,8 +6,10 @@
 //! candidate / base. The verdict needs two independent tests to agree and the change to pass the
 //! threshold: the Wilcoxon signed-rank test on the log ratios rejects "no change" (p < 0.05),
 //! the bootstrap 95% interval of the median ratio excludes 1, and the median ratio lies beyond
-//! the threshold. A change inside the threshold with an interval inside the threshold band is
-//! `same`; anything else is `noise` (undecided: more pairs would tell).
+//! the threshold. The test's p-value is corrected for the other entries of the run (Holm), so
+//! that a suite of dozens of entries does not flag one of them in most runs of unchanged code.
+//! A change inside the threshold with an interval inside the threshold band is `same`; anything
+//! else is `noise` (undecided: more pairs would tell).
 
 use super::compare::Verdict;
 use super::figure::Better;
@@ -31,22 +33,40 @@ pub struct Decision {
     pub ci95: [f64; 2],
     /// Two-sided Wilcoxon signed-rank p-value on the log ratios.
     pub p_value: f64,
+    /// `p_value` corrected for the other entries of its family ([`decide_all`]; equal to it
+    /// for [`decide`]): the evidence the verdict uses.
+    pub p_adjusted: f64,
     pub verdict: Verdict,
     /// True when more pairs would not change the verdict's kind: a change with p < 0.01, or
     /// `same` (an interval inside the threshold band).
     pub settled: bool,
 }
 
-/// Decide from `pairs` of (base, candidate) values. `better` says which way the figure
-/// improves: `Lower` for times (a ratio above 1 is `slower`), `Higher` for rates and speed-ups
-/// (a ratio below 1 is `worse`), `Neither` for descriptions (never a change). `None` when a value
-/// is not positive and finite or fewer than 2 pairs are given.
+/// Decide from `pairs` of (base, candidate) values, on its own (no correction for other
+/// entries: see [`decide_all`]). `better` says which way the figure improves: `Lower` for times
+/// (a ratio above 1 is `slower`), `Higher` for rates and speed-ups (a ratio below 1 is `worse`),
+/// `Neither` for descriptions (never a change). `None` when a value is not positive and finite
+/// or fewer than 2 pairs are given.
 pub fn decide(
     pairs: &[(f64, f64)],
     threshold: f64,
     better: Better,
     is_time: bool,
 ) -> Option<Decision> {
+    let (median_ratio, ci95, p_value) = measure(pairs)?;
+    Some(judge(
+        median_ratio,
+        ci95,
+        p_value,
+        p_value,
+        threshold,
+        better,
+        is_time,
+    ))
+}
+
+/// Median ratio, its bootstrap interval and the raw Wilcoxon p of `pairs`.
+fn measure(pairs: &[(f64, f64)]) -> Option<(f64, [f64; 2], f64)> {
     if pairs.len() < 2
         || pairs
             .iter()
@@ -59,9 +79,23 @@ pub fn decide(
     let median_ratio = median(&ratios)?;
     let ci95 = bootstrap_median_ci95(&ratios, RESAMPLES, SEED)?;
     let p_value = wilcoxon_signed_rank_p(&logs)?;
+    Some((median_ratio, ci95, p_value))
+}
+
+/// The verdict from the figures, with `p_adjusted` (the p-value corrected for the other entries
+/// tested alongside) as the test's evidence.
+fn judge(
+    median_ratio: f64,
+    ci95: [f64; 2],
+    p_value: f64,
+    p_adjusted: f64,
+    threshold: f64,
+    better: Better,
+    is_time: bool,
+) -> Decision {
     let (up, down) = (1.0 + threshold, 1.0 / (1.0 + threshold));
-    let rose = p_value < ALPHA && ci95[0] > 1.0 && median_ratio > up;
-    let fell = p_value < ALPHA && ci95[1] < 1.0 && median_ratio < down;
+    let rose = p_adjusted < ALPHA && ci95[0] > 1.0 && median_ratio > up;
+    let fell = p_adjusted < ALPHA && ci95[1] < 1.0 && median_ratio < down;
     let inside = ci95[0] >= down && ci95[1] <= up;
     let verdict = match (better, rose, fell) {
         (Better::Neither, _, _) if inside => Verdict::Same,
@@ -76,15 +110,49 @@ pub fn decide(
     let settled = match verdict {
         Verdict::Same => true,
         Verdict::Noise | Verdict::NotComparable => false,
-        _ => p_value < ALPHA_EARLY,
+        _ => p_adjusted < ALPHA_EARLY,
     };
-    Some(Decision {
+    Decision {
         median_ratio,
         ci95,
         p_value,
+        p_adjusted,
         verdict,
         settled,
-    })
+    }
+}
+
+/// Every entry's decision, the test corrected for multiplicity: a suite has dozens of entries,
+/// and at p < 0.05 each, one of them would look changed in most runs of unchanged code. Holm's
+/// step-down correction keeps the chance of any false verdict at 5% within each family: the
+/// times (the ones that fail the gate), and the derived figures.
+pub fn decide_all(entries: &[PairedEntry], threshold: f64) -> Vec<Option<Decision>> {
+    let measured: Vec<Option<(f64, [f64; 2], f64)>> =
+        entries.iter().map(|e| measure(&e.pairs)).collect();
+    let mut adjusted = vec![1.0; entries.len()];
+    for family in [true, false] {
+        let mut members: Vec<(usize, f64)> = measured
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| entries[*i].is_time == family && m.is_some())
+            .filter_map(|(i, m)| m.map(|m| (i, m.2)))
+            .collect();
+        members.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let m = members.len();
+        let mut running = 0f64;
+        for (rank, (i, p)) in members.into_iter().enumerate() {
+            running = running.max(((m - rank) as f64 * p).min(1.0));
+            adjusted[i] = running;
+        }
+    }
+    entries
+        .iter()
+        .zip(measured)
+        .zip(adjusted)
+        .map(|((e, m), p_adj)| {
+            m.map(|(ratio, ci, p)| judge(ratio, ci, p, p_adj, threshold, e.better, e.is_time))
+        })
+        .collect()
 }
 
 /// One entry of an A/B run: a variant's median time, or a derived figure, of one suite entry.
@@ -96,12 +164,6 @@ pub struct PairedEntry {
     pub better: Better,
     /// (base, candidate) values, one per pair, in the order they ran.
     pub pairs: Vec<(f64, f64)>,
-}
-
-impl PairedEntry {
-    pub fn decision(&self, threshold: f64) -> Option<Decision> {
-        decide(&self.pairs, threshold, self.better, self.is_time)
-    }
 }
 
 /// The values of one run of one side, by entry name: every variant's median, and every derived
@@ -157,8 +219,9 @@ pub fn add_pair(
 pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let cells = |e: &PairedEntry| -> [String; 5] {
-        match e.decision(threshold) {
+    let decisions = decide_all(entries, threshold);
+    let cells = |e: &PairedEntry, d: &Option<Decision>| -> [String; 5] {
+        match d {
             Some(d) => [
                 e.pairs.len().to_string(),
                 format!("{:+.1}%", (d.median_ratio - 1.0) * 100.0),
@@ -167,7 +230,7 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
                     (d.ci95[0] - 1.0) * 100.0,
                     (d.ci95[1] - 1.0) * 100.0
                 ),
-                format!("{:.3}", d.p_value),
+                format!("{:.3}", d.p_adjusted),
                 d.verdict.as_str().to_string(),
             ],
             None => [
@@ -182,11 +245,11 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
     if markdown {
         let _ = writeln!(
             out,
-            "| entry | pairs | change (median of pairs) | 95% CI | p | verdict |"
+            "| entry | pairs | change (median of pairs) | 95% CI | p (Holm) | verdict |"
         );
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
-        for e in entries {
-            let [n, change, ci, p, verdict] = cells(e);
+        for (e, d) in entries.iter().zip(&decisions) {
+            let [n, change, ci, p, verdict] = cells(e, d);
             let mark = if verdict == Verdict::Slower.as_str() {
                 " ❌"
             } else {
@@ -208,10 +271,10 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
         let _ = writeln!(
             out,
             "{:<w$}  {:>5}  {:>8}  {:>18}  {:>6}  verdict",
-            "entry", "pairs", "change", "95% CI", "p"
+            "entry", "pairs", "change", "95% CI", "p Holm"
         );
-        for e in entries {
-            let [n, change, ci, p, verdict] = cells(e);
+        for (e, d) in entries.iter().zip(&decisions) {
+            let [n, change, ci, p, verdict] = cells(e, d);
             let _ = writeln!(
                 out,
                 "{:<w$}  {n:>5}  {change:>8}  {ci:>18}  {p:>6}  {verdict}",
@@ -232,26 +295,29 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
 
 /// Entries whose verdict fails the gate (times that got slower).
 pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
-    entries
+    decide_all(entries, threshold)
         .iter()
-        .filter_map(|e| e.decision(threshold))
+        .flatten()
         .filter(|d| d.verdict.is_regression())
         .count()
 }
 
 /// Every entry with every pair, its decision, and the run's settings, as JSON.
 pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json::Value) -> String {
+    let decisions = decide_all(entries, threshold);
     let rows: Vec<serde_json::Value> = entries
         .iter()
-        .map(|e| {
-            let d = e.decision(threshold);
+        .zip(decisions)
+        .map(|(e, d)| {
             serde_json::json!({
                 "entry": e.name,
                 "is_time": e.is_time,
                 "pairs": e.pairs.iter().map(|(b, c)| serde_json::json!({"base": b, "candidate": c})).collect::<Vec<_>>(),
                 "median_ratio": d.as_ref().map(|d| d.median_ratio),
                 "ci95": d.as_ref().map(|d| d.ci95),
+                "better": e.better,
                 "p_value": d.as_ref().map(|d| d.p_value),
+                "p_holm": d.as_ref().map(|d| d.p_adjusted),
                 "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
             })
         })
@@ -333,6 +399,37 @@ mod tests {
             Verdict::Noise,
             "a description has no better or worse"
         );
+    }
+
+    #[test]
+    fn many_entries_at_once_need_stronger_evidence_each() {
+        let entry = |name: &str, n: usize| PairedEntry {
+            name: name.into(),
+            is_time: true,
+            better: Better::Lower,
+            pairs: drifting(n, 1.3, 0.0),
+        };
+        // 8 pairs all 30% slower: p = 2/2^8 = 0.0078, enough alone.
+        let alone = decide_all(&[entry("weak", 8)], 0.05);
+        assert_eq!(alone[0].as_ref().unwrap().verdict, Verdict::Slower);
+        // Among 16 entries it is the second smallest p, so Holm multiplies it by 15 (0.117): no
+        // longer a verdict. Twelve pairs (p = 2/2^12, the smallest) still are: 16 × 0.00049.
+        let mut suite = vec![entry("weak", 8), entry("strong", 12)];
+        suite.extend((0..14).map(|i| PairedEntry {
+            name: format!("same {i}"),
+            is_time: true,
+            better: Better::Lower,
+            pairs: drifting(12, 1.0, 0.01),
+        }));
+        let d = decide_all(&suite, 0.05);
+        let weak = d[0].as_ref().unwrap();
+        assert_eq!(weak.verdict, Verdict::Noise, "{weak:?}");
+        assert!(
+            (weak.p_adjusted - 15.0 * weak.p_value).abs() < 1e-12,
+            "{weak:?}"
+        );
+        assert_eq!(d[1].as_ref().unwrap().verdict, Verdict::Slower);
+        assert_eq!(regressions(&suite, 0.05), 1);
     }
 
     #[test]
