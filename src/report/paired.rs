@@ -21,8 +21,6 @@ const RESAMPLES: usize = 2000;
 const SEED: u64 = 0x005e_edab;
 /// Significance of the paired test for a verdict.
 const ALPHA: f64 = 0.05;
-/// Stricter significance for stopping early: a run may end once every entry is this clear.
-const ALPHA_EARLY: f64 = 0.01;
 
 /// The decision on one entry's pairs.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,8 +35,8 @@ pub struct Decision {
     /// for [`decide`]): the evidence the verdict uses.
     pub p_adjusted: f64,
     pub verdict: Verdict,
-    /// True when more pairs would not change the verdict's kind: a change with p < 0.01, or
-    /// `same` (an interval inside the threshold band).
+    /// True when sampling may stop: `same`, an interval inside the threshold band (see
+    /// [`judge`] for why a change never stops it early).
     pub settled: bool,
 }
 
@@ -107,11 +105,10 @@ fn judge(
         _ if inside => Verdict::Same,
         _ => Verdict::Noise,
     };
-    let settled = match verdict {
-        Verdict::Same => true,
-        Verdict::Noise | Verdict::NotComparable => false,
-        _ => p_adjusted < ALPHA_EARLY,
-    };
+    // Only `same` ends sampling early. Stopping at the first significant change would test
+    // after every pair and keep the luckiest look (optional stopping): its false alarms would
+    // far exceed the 5% the test promises. A change is judged on all the pairs the budget buys.
+    let settled = verdict == Verdict::Same;
     Decision {
         median_ratio,
         ci95,
@@ -354,7 +351,7 @@ mod tests {
         let d = decide(&drifting(12, 1.10, 0.02), 0.05, Better::Lower, true).unwrap();
         assert_eq!(d.verdict, Verdict::Slower, "{d:?}");
         assert!((d.median_ratio - 1.10).abs() < 0.03, "{d:?}");
-        assert!(d.settled, "{d:?}");
+        assert!(!d.settled, "a change never ends sampling early: {d:?}");
         let d = decide(&drifting(12, 1.0, 0.02), 0.05, Better::Lower, true).unwrap();
         assert_eq!(d.verdict, Verdict::Same, "{d:?}");
         let d = decide(&drifting(12, 0.8, 0.02), 0.05, Better::Lower, true).unwrap();
