@@ -1527,26 +1527,30 @@ fn a_run_past_max_time_says_what_the_option_bounds() {
     assert!(!notes.contains("--max-time"), "{notes}");
 }
 
-/// A stand-in for a parbench build: answers `--version` as parbench does and prints `report`
-/// for any `run`, so `ab`'s decisions can be checked on exact, noise-free values.
+/// A stand-in for a parbench build: answers `--version` as parbench does and runs the shell
+/// `body` for anything else.
+#[cfg(unix)]
+fn stand_in(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A stand-in that prints `report` for any `run`, so `ab`'s decisions can be checked on exact,
+/// noise-free values.
 #[cfg(unix)]
 fn fake_parbench(
     dir: &std::path::Path,
     name: &str,
     report: &std::path::Path,
 ) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(
-        &path,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\ncat '{}'\n",
-            report.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    stand_in(dir, name, &format!("cat '{}'", report.display()))
 }
 
 #[cfg(unix)]
@@ -1646,16 +1650,7 @@ fn ab_refuses_what_it_cannot_run() {
         "unknown scenario 'warp'",
     );
     // A side that fails on an entry stops the run with its message.
-    let failing = dir.path().join("failing");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(
-            &failing,
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\necho 'error: boom' >&2\nexit 3\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let failing = stand_in(dir.path(), "failing", "echo 'error: boom' >&2\nexit 3");
     let suite = dir.path().join("one.toml");
     std::fs::write(
         &suite,
@@ -1668,16 +1663,11 @@ fn ab_refuses_what_it_cannot_run() {
     );
     // A side that refuses an entry as bad input (exit 2: a parameter it does not know yet) has
     // that entry skipped and named; the rest of the suite is still compared.
-    let refusing = dir.path().join("refusing");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(
-            &refusing,
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\necho \"error: unknown parameter 'product_size'\" >&2\nexit 2\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&refusing, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let refusing = stand_in(
+        dir.path(),
+        "refusing",
+        "echo \"error: unknown parameter 'product_size'\" >&2\nexit 2",
+    );
     let out = parbench()
         .args([
             "ab",

@@ -131,42 +131,7 @@ pub enum Command {
     /// Paired A/B run of two parbench builds over a suite (default scenarios/ci.toml):
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
-    Ab {
-        /// The base: a parbench executable, or a git revision (built once into target/ab/).
-        #[arg(required_unless_present = "from")]
-        base: Option<PathBuf>,
-        /// The candidate: a parbench executable, or a git revision.
-        #[arg(required_unless_present = "from")]
-        candidate: Option<PathBuf>,
-        /// The suite file.
-        suite: Option<PathBuf>,
-        /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
-        threshold: f64,
-        /// Samples per process: each side's median of these is its value in a pair.
-        #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-        samples: u64,
-        /// Pairs per suite entry before it may stop early.
-        #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(2..=100_000))]
-        min_pairs: u64,
-        /// Pairs per suite entry at most.
-        #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u64).range(2..=100_000))]
-        max_pairs: u64,
-        /// Seconds for the whole run, shared between the suite's entries; an entry stops earlier
-        /// once every time of it is settled.
-        #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
-        budget: Duration,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-        format: CompareFormat,
-        /// Also write the JSON, with every pair, to this file.
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Judge the pairs of an earlier run's JSON again (at this --threshold) instead of
-        /// running anything.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
-        from: Option<PathBuf>,
-    },
+    Ab(ab::AbArgs),
     /// Print this help, or the help of a command or scenario (`parbench help cpu-gpu`).
     Help {
         /// A command or scenario.
@@ -489,31 +454,7 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             run_plan(plan, &common)
         }
         Command::Help { topic } => help(topic.as_deref()),
-        Command::Ab {
-            base,
-            candidate,
-            suite,
-            threshold,
-            samples,
-            min_pairs,
-            max_pairs,
-            budget,
-            format,
-            output,
-            from,
-        } => ab::run_ab(ab::AbArgs {
-            base,
-            candidate,
-            suite,
-            threshold,
-            samples,
-            min_pairs,
-            max_pairs,
-            budget,
-            format,
-            output,
-            from,
-        }),
+        Command::Ab(args) => ab::run_ab(args),
         Command::Scenario(raw) => run_scenario_command(raw),
         Command::Sweep {
             scenario: name,

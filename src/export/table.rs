@@ -165,10 +165,8 @@ pub fn render_sweep_summary(report: &Report) -> String {
     for run in &report.runs {
         let mut row: Vec<String> = axes
             .iter()
-            .map(|a| {
-                let key = a.replace('-', "_");
-                run.parameters.get(&key).map(compact).unwrap_or_default()
-            })
+            // Axis names are parameter names (`sweep::parse_axis` normalizes `cpu-size`).
+            .map(|a| run.parameters.get(*a).map(compact).unwrap_or_default())
             .collect();
         for name in &variants {
             row.push(
