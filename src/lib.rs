@@ -2,7 +2,7 @@
 //! *Dive into Deep Learning* on a small asynchronous dependency engine.
 //!
 //! The library is usable without the CLI: [`engine::Engine`] is the dependency engine,
-//! [`tensor::Tensor`] a lazy front end over it, [`device`] the CPU (and CUDA) devices,
+//! [`tensor::Tensor`] a lazy front end over it, [`device`] the CPU (and CUDA) devices, [`distributed`] MPI ranks,
 //! [`harness`] the timer and statistics, [`scenario`] the experiments, [`report`] the
 //! report and its comparison, [`export`] its output formats, [`units`] the wording of
 //! figures. The layers, and where to add a scenario, a device or an output format:
@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod device;
+pub mod distributed;
 pub mod engine;
 pub mod export;
 pub mod harness;

@@ -1182,35 +1182,73 @@ fn hybridize_replays_the_graph_with_identical_results() {
     assert_usage_error(&["hybridize", "--layers", "0"], "--layers");
 }
 
+/// A small data-parallel run: a 16 → 24 → 4 MLP, 3 devices so the ring has 3 chunks.
+const SMALL_TRAINING: &[&str] = &[
+    "data-parallel",
+    "--devices",
+    "3",
+    "--layers",
+    "16x24x4",
+    "--batch",
+    "48",
+    "--steps",
+    "20",
+    "--samples",
+    "480",
+    "--lr",
+    "0.5",
+    "--target-loss",
+    "1.2",
+];
+
 #[test]
-fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
-    let doc = json_of(&[
-        "data-parallel",
-        "--devices",
-        "2",
-        "--batch",
-        "64",
-        "--steps",
-        "20",
-        "--samples",
-        "512",
-        "--features",
-        "4",
-    ]);
+fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves() {
+    let doc = json_of(SMALL_TRAINING);
     let run = &doc["runs"][0];
-    let names = variant_names(run);
-    assert_eq!(names, ["sync", "async"]);
-    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    assert_eq!(
+        variant_names(run),
+        ["one-device", "parameter-server", "ring", "async"]
+    );
+    let checks = run["checks"].as_array().unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "parameter-server equals one-device SGD",
+            "ring equals one-device SGD",
+            "parameter-server and ring give the same parameters"
+        ]
+    );
+    assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     let d = &run["derived"];
-    let curve = d["sync_loss_curve"].as_array().unwrap();
-    assert!(!curve.is_empty());
-    // Training lowers the loss.
-    assert!(d["sync_final_loss"].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap());
+    assert_eq!(d["parameters"].as_f64(), Some((16 * 24 + 24 + 24 * 4 + 4) as f64));
+    for v in ["one_device", "parameter_server", "ring", "async"] {
+        let curve = d[format!("{v}_loss_curve")].as_array().unwrap();
+        // [update, loss, seconds], seconds never going back.
+        assert!(curve.len() >= 10, "{v}: {curve:?}");
+        let seconds: Vec<f64> = curve.iter().map(|p| p[2].as_f64().unwrap()).collect();
+        assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{v}: {seconds:?}");
+        // Training lowers the loss.
+        assert!(
+            d[format!("{v}_final_loss")].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap()
+        );
+        assert!(d[format!("{v}_samples_per_second")].as_f64().unwrap() > 0.0);
+    }
+    for v in ["parameter_server", "ring"] {
+        let e = d[format!("{v}_scaling_efficiency")].as_f64().unwrap();
+        assert!(e > 0.0 && e.is_finite(), "{v}: {e}");
+        let share = d[format!("{v}_communication_share")].as_f64().unwrap();
+        assert!((0.0..1.0).contains(&share) && share > 0.0, "{v}: {share}");
+        assert_eq!(
+            run["figures"][format!("{v}_scaling_efficiency")]["better"],
+            "higher"
+        );
+    }
     assert!(d["async_staleness_mean"].is_number());
-    // The sentence quotes the figures as the table prints them: samples/s grouped, the loss
-    // with three significant digits.
-    let explanation = run["explanation"][0].as_str().unwrap();
-    let rate = d["sync_samples_per_second"].as_f64().unwrap().round() as u64;
+    assert_eq!(run["figures"]["ring_time_to_target_s"]["better"], "lower");
+    // The sentences quote the figures as the table prints them: samples/s grouped.
+    let explanation = run["explanation"].as_array().unwrap();
+    let rate = d["ring_samples_per_second"].as_f64().unwrap().round() as u64;
     let digits = rate.to_string();
     let grouped: String = digits
         .chars()
@@ -1221,18 +1259,60 @@ fn data_parallel_sync_matches_single_device_sgd_and_records_loss_curves() {
         })
         .collect();
     assert!(
-        explanation.starts_with(&format!("synchronous: {grouped} samples/s, final loss ")),
-        "{explanation}"
-    );
-    assert_eq!(
-        run["figures"]["sync_samples_per_second"]["better"],
-        "higher"
+        explanation
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with(&format!(
+                "ring: {grouped} samples/s, a scaling efficiency of "
+            ))),
+        "{explanation:?}"
     );
     assert_usage_error(
         &["data-parallel", "--devices", "4", "--batch", "2"],
         "--batch must be at least --devices",
     );
     assert_usage_error(&["data-parallel", "--lr", "-1"], "--lr");
+    assert_usage_error(
+        &["data-parallel", "--layers", "10"],
+        "--layers needs at least",
+    );
+    assert_usage_error(
+        &["data-parallel", "--layers", "100000x100000x10"],
+        "data-parallel's parameters",
+    );
+}
+
+#[test]
+fn data_parallel_over_mpi_needs_the_feature_or_runs_as_one_rank() {
+    if !cfg!(feature = "mpi") {
+        assert_usage_error(
+            &["data-parallel", "--backend", "mpi"],
+            "needs a build with the mpi feature: apt-get install",
+        );
+        return;
+    }
+    // Started without mpirun: one rank, said so, every check passing.
+    let mut args = SMALL_TRAINING.to_vec();
+    args.extend(["--backend", "mpi"]);
+    let doc = json_of(&args);
+    let run = &doc["runs"][0];
+    assert_eq!(variant_names(run), ["one-device", "allreduce", "ring"]);
+    assert_eq!(run["parameters"]["devices"], 1);
+    assert!(run["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["passed"] == true));
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("started without mpirun: running as one rank"),
+        "{notes}"
+    );
+    assert_eq!(run["derived"]["ranks"][0]["rank"], 0);
+    // A sweep cannot span MPI jobs.
+    assert_usage_error(
+        &["sweep", "data-parallel", "--set", "backend=mpi"],
+        "a sweep runs its points in one process",
+    );
 }
 
 #[test]
@@ -1240,18 +1320,8 @@ fn plot_draws_the_loss_curves_of_a_training_run() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("dp.json");
     parbench()
-        .args([
-            "data-parallel",
-            "--batch",
-            "64",
-            "--steps",
-            "40",
-            "--samples",
-            "512",
-            "--features",
-            "4",
-            "-o",
-        ])
+        .args(SMALL_TRAINING)
+        .arg("-o")
         .arg(&report)
         .args(QUICK)
         .assert()
@@ -1259,13 +1329,13 @@ fn plot_draws_the_loss_curves_of_a_training_run() {
     parbench().args(["plot"]).arg(&report).assert().success();
     let svg = std::fs::read_to_string(dir.path().join("dp.svg")).unwrap();
     assert!(svg.contains("loss during training"));
-    // Sync: 40 updates, recorded every 2; async: 2 × 40 updates, every 4: 20 points each.
+    // 20 steps: a point per step for each synchronous scheme.
     assert_eq!(
         series_paths(&svg, 20),
-        2,
-        "a line for each of the two curves"
+        3,
+        "one-device, parameter-server, ring"
     );
-    assert!(svg.contains("sync") && svg.contains("async"));
+    assert!(svg.contains("ring") && svg.contains("async"));
 }
 
 #[test]

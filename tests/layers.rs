@@ -10,6 +10,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("engine", 1),
     ("harness", 2),
     ("device", 2),
+    ("distributed", 2),
     ("tensor", 3),
     ("report", 3),
     ("scenario", 4),

@@ -323,7 +323,11 @@ impl CommonArgs {
 
 /// Entry point used by `main`: never panics on user input, always returns an exit code.
 pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
-    match run(args) {
+    let outcome = run(args);
+    // An MPI job's ranks finalize on the way out (mpirun counts a rank that exits without it
+    // as failed); a no-op for every other run.
+    crate::distributed::finalize();
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             note!("error: {}", one_line(&format!("{e:#}")));

@@ -69,6 +69,13 @@ pub(super) fn run_sweep(
     for p in &points {
         sc.validate(p)?;
         support::check_requested_device(p, common.fallback)?;
+        if sc.distributed(p) {
+            return Err(UsageError(format!(
+                "a sweep runs its points in one process: sweep {name} on one process, or run \
+                 each point of --backend mpi under its own mpirun"
+            ))
+            .into());
+        }
     }
     for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;
@@ -214,6 +221,19 @@ pub(super) fn run_plan(
     }
     for out in [&common.output, &common.trace].into_iter().flatten() {
         check_output_path(out)?;
+    }
+    // An MPI job starts before anything prints: only rank 0 prints and writes.
+    if plan.iter().any(|r| r.scenario.distributed(&r.params)) {
+        crate::distributed::init().map_err(|e| UsageError(e.to_string()))?;
+    }
+    if crate::distributed::is_secondary_rank() {
+        for planned in plan
+            .into_iter()
+            .filter(|r| r.scenario.distributed(&r.params))
+        {
+            run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let gpu = device::discovery::probe_gpu();
     let environment = Environment::capture(common.mode().as_str(), gpu);

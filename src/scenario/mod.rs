@@ -200,6 +200,11 @@ pub trait Scenario: Send + Sync {
     fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {
         Ok(())
     }
+    /// Whether this run spans processes (an MPI job): the command line then starts MPI before
+    /// anything prints, and only rank 0 prints and writes.
+    fn distributed(&self, _params: &Params) -> bool {
+        false
+    }
     /// Run the experiment, with parameters that [`validate`](Scenario::validate) accepted
     /// (the command line validates a whole plan before anything runs).
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError>;
@@ -299,7 +304,21 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenario");
         let mut sources = Vec::new();
         for entry in std::fs::read_dir(&dir).expect("src/scenario") {
-            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
+            let path = entry.expect("entry").path();
+            // A scenario in a folder of its own is all its files together.
+            let text = if path.is_dir() {
+                let mut files: Vec<_> = std::fs::read_dir(&path)
+                    .expect("a scenario's folder")
+                    .map(|e| e.expect("entry").path())
+                    .collect();
+                files.sort();
+                files
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).expect("source"))
+                    .collect::<String>()
+            } else {
+                std::fs::read_to_string(&path).expect("source")
+            };
             let marker = "fn name(&self) -> &'static str {";
             let Some(at) = text.find(marker) else {
                 continue;

@@ -1,0 +1,462 @@
+//! MPI through the `mpi` crate (rsmpi): initialization, and a communicator whose every wait
+//! has a deadline.
+//!
+//! Waits poll non-blocking requests (`MPI_Iallreduce`, `MPI_Isend`/`MPI_Irecv`,
+//! `MPI_Ibarrier`): spinning briefly, then sleeping 50 µs between polls, so a waiting rank does
+//! not take a core from the rank it waits for (two ranks often share two cores here). On the
+//! deadline the rank prints who it waited for and calls `MPI_Abort`, which ends every rank.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::PartitionMut;
+use mpi::environment::Universe;
+use mpi::request::{Request, Scope};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::Count;
+
+use super::{DistributedError, Place};
+
+/// The MPI environment: initialized once, finalized by [`finalize`].
+static UNIVERSE: Mutex<Option<(Universe, Place)>> = Mutex::new(None);
+/// Set once MPI was finalized: it cannot be started again in this process.
+static FINALIZED: Mutex<bool> = Mutex::new(false);
+
+/// Exit code of a job ended because a rank stopped answering.
+const ABORT_CODE: i32 = 1;
+
+/// The tag of [`Comm::barrier`]'s messages (callers' tags stay below it).
+const TAG_BARRIER: i32 = 30_000;
+
+/// Variables a launcher sets (OpenMPI's own, PMIx's, MPICH's Hydra).
+fn launched() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some())
+}
+
+/// Start MPI (once; later calls return the same place).
+pub fn init() -> Result<Place, DistributedError> {
+    let mut slot = UNIVERSE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, place)) = slot.as_ref() {
+        return Ok(*place);
+    }
+    if *FINALIZED.lock().unwrap_or_else(|e| e.into_inner()) {
+        return Err(DistributedError::Init(
+            "MPI was already finalized in this process".into(),
+        ));
+    }
+    let launched = launched();
+    if !launched && std::env::var_os("OMPI_MCA_ess_singleton_isolated").is_none() {
+        // A process started without mpirun is a one-rank job. OpenMPI would start a PMIx
+        // server for it, which needs a network listener that a sandbox may not have.
+        // SAFETY-free: std::env::set_var is safe in edition 2021; no other thread of ours
+        // reads the environment while the CLI starts a run.
+        std::env::set_var("OMPI_MCA_ess_singleton_isolated", "1");
+    }
+    let universe = mpi::initialize().ok_or_else(|| {
+        DistributedError::Init("MPI was initialized by someone else in this process".into())
+    })?;
+    let world = universe.world();
+    let size = world.size().max(1) as usize;
+    let local_size = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if launched { size } else { 1 });
+    let place = Place {
+        rank: world.rank().max(0) as usize,
+        size,
+        local_size,
+        launched,
+    };
+    // A panic on any thread of a rank must end the job: unwinding would reach MPI_Finalize,
+    // which waits for ranks that wait for this one.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        eprintln!(
+            "parbench: rank {} of {} panicked; ending the MPI job",
+            place.rank, place.size
+        );
+        SimpleCommunicator::world().abort(101);
+    }));
+    *slot = Some((universe, place));
+    Ok(place)
+}
+
+/// This process is a rank other than 0 of a started MPI job (it prints and writes nothing).
+pub fn is_secondary_rank() -> bool {
+    UNIVERSE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|(_, p)| p.rank != 0)
+}
+
+/// End MPI (`MPI_Finalize`), if it was started.
+pub fn finalize() {
+    let universe = UNIVERSE.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if universe.is_some() {
+        *FINALIZED.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+    drop(universe);
+}
+
+/// The world communicator, starting MPI if needed, with `timeout` on every wait.
+pub fn world(timeout: Duration) -> Result<Comm, DistributedError> {
+    let place = init()?;
+    Ok(Comm {
+        world: SimpleCommunicator::world(),
+        place,
+        timeout,
+    })
+}
+
+/// The world of ranks, every wait bounded by `timeout`.
+pub struct Comm {
+    world: SimpleCommunicator,
+    place: Place,
+    timeout: Duration,
+}
+
+/// Chunk `c` of `k` of `n` elements.
+fn chunk(n: usize, k: usize, c: usize) -> Range<usize> {
+    c * n / k..(c + 1) * n / k
+}
+
+impl Comm {
+    pub fn place(&self) -> Place {
+        self.place
+    }
+
+    pub fn rank(&self) -> usize {
+        self.place.rank
+    }
+
+    pub fn size(&self) -> usize {
+        self.place.size
+    }
+
+    /// The host this rank runs on, as MPI names it.
+    pub fn host(&self) -> String {
+        mpi::environment::processor_name().unwrap_or_else(|_| "unknown host".into())
+    }
+
+    /// End the job: print why (naming this rank) and `MPI_Abort` every rank.
+    pub fn abort(&self, why: &str) -> ! {
+        eprintln!(
+            "parbench: rank {} of {}: {why}; ending the MPI job",
+            self.rank(),
+            self.size()
+        );
+        self.world.abort(ABORT_CODE)
+    }
+
+    /// Poll `request` until it completes; past the deadline, end the job naming `what`.
+    fn wait<'a, D: ?Sized, S: Scope<'a>>(
+        &self,
+        mut request: Request<'a, D, S>,
+        deadline: Instant,
+        what: &dyn Fn() -> String,
+    ) -> mpi::point_to_point::Status {
+        let mut polls = 0u32;
+        loop {
+            match request.test() {
+                Ok(status) => return status,
+                Err(r) => request = r,
+            }
+            if Instant::now() >= deadline {
+                self.abort(&format!(
+                    "waited {} s for {}: it failed, died or hangs",
+                    self.timeout.as_secs_f64(),
+                    what()
+                ));
+            }
+            polls = polls.saturating_add(1);
+            if polls > 2000 {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Wait until every rank is here. Point-to-point, not `MPI_Ibarrier`, so that a timeout
+    /// can name the ranks that did not come: each rank tells rank 0 it arrived, and rank 0
+    /// tells them all to go on.
+    pub fn barrier(&self, what: &str) {
+        let k = self.size();
+        if k == 1 {
+            return;
+        }
+        let deadline = self.deadline();
+        let mut flags = vec![0u8; k];
+        if self.rank() != 0 {
+            let root = self.world.process_at_rank(0);
+            mpi::request::scope(|scope| {
+                let (here, go) = flags.split_at_mut(1);
+                let tx = root.immediate_send_with_tag(scope, &here[..], TAG_BARRIER);
+                let rx = root.immediate_receive_into_with_tag(scope, &mut go[..1], TAG_BARRIER);
+                self.wait(tx, deadline, &|| format!("rank 0 ({what})"));
+                self.wait(rx, deadline, &|| format!("rank 0 ({what})"));
+            });
+            return;
+        }
+        mpi::request::scope(|scope| {
+            let mut pending: Vec<(usize, Option<Request<'_, [u8], _>>)> = flags
+                .chunks_mut(1)
+                .enumerate()
+                .skip(1)
+                .map(|(r, flag)| {
+                    let rx = self
+                        .world
+                        .process_at_rank(r as i32)
+                        .immediate_receive_into_with_tag(scope, flag, TAG_BARRIER);
+                    (r, Some(rx))
+                })
+                .collect();
+            let mut polls = 0u32;
+            while pending.iter().any(|(_, r)| r.is_some()) {
+                for (_, slot) in pending.iter_mut() {
+                    if let Some(r) = slot.take() {
+                        *slot = r.test().err();
+                    }
+                }
+                if Instant::now() >= deadline {
+                    let missing: Vec<String> = pending
+                        .iter()
+                        .filter(|(_, r)| r.is_some())
+                        .map(|(r, _)| r.to_string())
+                        .collect();
+                    self.abort(&format!(
+                        "rank {} did not reach {what} within {} s: it failed, died or hangs",
+                        missing.join(", rank "),
+                        self.timeout.as_secs_f64()
+                    ));
+                }
+                polls = polls.saturating_add(1);
+                if polls > 2000 {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        });
+        let go = [1u8];
+        for r in 1..k {
+            self.send_bytes(r, &go, what);
+        }
+    }
+
+    fn send_bytes(&self, to: usize, data: &[u8], what: &str) {
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| {
+            let tx = self
+                .world
+                .process_at_rank(to as i32)
+                .immediate_send_with_tag(scope, data, TAG_BARRIER);
+            self.wait(tx, deadline, &|| format!("rank {to} ({what})"));
+        });
+    }
+
+    /// `recv = Σ over ranks of send` (`MPI_Allreduce`, non-blocking and polled).
+    pub fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32], what: &str) {
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| {
+            let r = self
+                .world
+                .immediate_all_reduce_into(scope, send, recv, SystemOperation::sum());
+            self.wait(r, deadline, &|| format!("the other ranks ({what})"));
+        });
+    }
+
+    /// `data = Σ over ranks of data`, by a ring over point-to-point messages: reduce-scatter
+    /// (k − 1 steps: send chunk (r − s) mod k right, add chunk (r − s − 1) mod k from the left)
+    /// then all-gather (k − 1 steps passing the reduced chunks on). Every rank ends with the
+    /// same sums, added in the same order.
+    pub fn ring_all_reduce_sum(&self, data: &mut [f32], tmp: &mut Vec<f32>, what: &str) {
+        let k = self.size();
+        if k == 1 {
+            return;
+        }
+        let (r, n) = (self.rank(), data.len());
+        let (right, left) = ((r + 1) % k, (r + k - 1) % k);
+        let (to, from) = (
+            self.world.process_at_rank(right as i32),
+            self.world.process_at_rank(left as i32),
+        );
+        tmp.resize(n / k + 1, 0.0);
+        for s in 0..k - 1 {
+            let send = chunk(n, k, (r + k - s) % k);
+            let recv = chunk(n, k, (r + 2 * k - s - 1) % k);
+            let deadline = self.deadline();
+            let buf = &mut tmp[..recv.len()];
+            mpi::request::scope(|scope| {
+                let rx = from.immediate_receive_into_with_tag(scope, buf, 100 + s as i32);
+                let tx = to.immediate_send_with_tag(scope, &data[send.clone()], 100 + s as i32);
+                let step = |dir: &'static str, peer: usize| {
+                    move || format!("rank {peer} ({what}: ring reduce-scatter step {s}, {dir})")
+                };
+                self.wait(rx, deadline, &step("receive", left));
+                self.wait(tx, deadline, &step("send", right));
+            });
+            for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
+                *d += *t;
+            }
+        }
+        for s in 0..k - 1 {
+            let send = chunk(n, k, (r + 1 + k - s) % k);
+            let recv = chunk(n, k, (r + k - s) % k);
+            let deadline = self.deadline();
+            let (out, into) = disjoint(data, send, recv);
+            mpi::request::scope(|scope| {
+                let rx = from.immediate_receive_into_with_tag(scope, into, 200 + s as i32);
+                let tx = to.immediate_send_with_tag(scope, out, 200 + s as i32);
+                let step = |dir: &'static str, peer: usize| {
+                    move || format!("rank {peer} ({what}: ring all-gather step {s}, {dir})")
+                };
+                self.wait(rx, deadline, &step("receive", left));
+                self.wait(tx, deadline, &step("send", right));
+            });
+        }
+    }
+
+    /// Send `data` to rank `to` with `tag`.
+    pub fn send(&self, to: usize, tag: i32, data: &[f32], what: &str) {
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| {
+            let tx = self
+                .world
+                .process_at_rank(to as i32)
+                .immediate_send_with_tag(scope, data, tag);
+            self.wait(tx, deadline, &|| format!("rank {to} to receive ({what})"));
+        });
+    }
+
+    /// Receive exactly `buf.len()` values with `tag` from rank `from`, or from any rank when
+    /// `from` is `None`; returns the sender.
+    pub fn receive(&self, from: Option<usize>, tag: i32, buf: &mut [f32], what: &str) -> usize {
+        let deadline = self.deadline();
+        let status = mpi::request::scope(|scope| match from {
+            Some(f) => {
+                let rx = self
+                    .world
+                    .process_at_rank(f as i32)
+                    .immediate_receive_into_with_tag(scope, buf, tag);
+                self.wait(rx, deadline, &|| format!("rank {f} ({what})"))
+            }
+            None => {
+                let rx = self
+                    .world
+                    .any_process()
+                    .immediate_receive_into_with_tag(scope, buf, tag);
+                self.wait(rx, deadline, &|| format!("any other rank ({what})"))
+            }
+        });
+        status.source_rank().max(0) as usize
+    }
+
+    /// Every rank's `bytes`, on rank 0 (`None` on the others).
+    pub fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+        // Sizes first (fixed size, blocking: each rank is here after the same barrier), then
+        // the bytes, each rank's at its offset.
+        self.barrier("gathering the report");
+        let root = self.world.process_at_rank(0);
+        let len = bytes.len() as Count;
+        if self.rank() != 0 {
+            root.gather_into(&len);
+            root.gather_varcount_into(bytes);
+            return None;
+        }
+        let mut counts = vec![0 as Count; self.size()];
+        root.gather_into_root(&len, &mut counts[..]);
+        let offsets: Vec<Count> = counts
+            .iter()
+            .scan(0, |at, &c| {
+                let o = *at;
+                *at += c;
+                Some(o)
+            })
+            .collect();
+        let mut all = vec![0u8; counts.iter().map(|&c| c as usize).sum()];
+        {
+            let mut parts = PartitionMut::new(&mut all[..], &counts[..], &offsets[..]);
+            root.gather_varcount_into_root(bytes, &mut parts);
+        }
+        Some(
+            counts
+                .iter()
+                .zip(&offsets)
+                .map(|(&c, &o)| all[o as usize..(o + c) as usize].to_vec())
+                .collect(),
+        )
+    }
+
+    /// Rank 0's `values`, on every rank.
+    pub fn broadcast(&self, values: &mut [f64], what: &str) {
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| {
+            let r = self
+                .world
+                .process_at_rank(0)
+                .immediate_broadcast_into(scope, values);
+            self.wait(r, deadline, &|| format!("rank 0 ({what})"));
+        });
+    }
+}
+
+/// `send` to read and `recv` to write of one buffer (disjoint ranges).
+fn disjoint(data: &mut [f32], send: Range<usize>, recv: Range<usize>) -> (&[f32], &mut [f32]) {
+    if send.start < recv.start {
+        let (a, b) = data.split_at_mut(recv.start);
+        (&a[send], &mut b[..recv.len()])
+    } else {
+        let (a, b) = data.split_at_mut(send.start);
+        (&b[..send.len()], &mut a[recv])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_element_once() {
+        for (n, k) in [(10, 3), (7, 4), (1_000_003, 4)] {
+            let mut at = 0;
+            for c in 0..k {
+                let r = chunk(n, k, c);
+                assert_eq!(r.start, at);
+                at = r.end;
+            }
+            assert_eq!(at, n);
+        }
+    }
+
+    /// MPI starts once per process: the one test that starts it. Run on its own (no
+    /// mpirun), it is a one-rank world whose collectives return this rank's values.
+    #[test]
+    fn a_process_on_its_own_is_a_one_rank_world() {
+        let comm = world(Duration::from_secs(30)).expect("MPI starts as a singleton");
+        assert_eq!((comm.rank(), comm.size()), (0, 1));
+        let send = [1.0f32, 2.0, 3.0];
+        let mut recv = [0f32; 3];
+        comm.all_reduce_sum(&send, &mut recv, "test");
+        assert_eq!(recv, send);
+        let mut data = send;
+        comm.ring_all_reduce_sum(&mut data, &mut Vec::new(), "test");
+        assert_eq!(data, send);
+        comm.barrier("test");
+        let gathered = comm.gather_bytes(b"rank zero").expect("rank 0 gathers");
+        assert_eq!(gathered, vec![b"rank zero".to_vec()]);
+        let mut v = [2.5f64];
+        comm.broadcast(&mut v, "test");
+        assert_eq!(v, [2.5]);
+        assert!(!is_secondary_rank());
+    }
+}

@@ -1,0 +1,326 @@
+//! The model every data-parallel variant trains: a seeded MLP classifier (ReLU hidden layers,
+//! softmax cross-entropy) on seeded synthetic data, with its gradient written out by hand.
+//!
+//! Plain host code on flat `f32` buffers, so the same functions serve an engine op on a CPU
+//! device (whose products then use that device's threads: they parallelize on the current
+//! rayon pool) and an MPI rank. The parameters are one flat vector, `[W1, b1, W2, b2, ...]`
+//! with `W_l` row-major `fan_in × fan_out`: what an all-reduce moves is that one buffer.
+
+use ndarray::{ArrayView2, ArrayViewMut2};
+
+use crate::device::cpu::{matmul_into, uniform};
+
+/// Layer widths, input first and classes last (`784x1024x1024x10`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layers(pub Vec<usize>);
+
+impl Layers {
+    /// Input features.
+    pub fn inputs(&self) -> usize {
+        self.0[0]
+    }
+
+    /// Output classes.
+    pub fn classes(&self) -> usize {
+        self.0[self.0.len() - 1]
+    }
+
+    /// Parameters (weights and biases) in all.
+    pub fn parameters(&self) -> usize {
+        self.0.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
+    }
+
+    /// Floating-point operations of one sample's forward and backward pass (multiply-adds
+    /// count two; the first layer computes no gradient of its input).
+    pub fn flops_per_sample(&self) -> f64 {
+        let products: f64 = self.0.windows(2).map(|w| (w[0] * w[1]) as f64).sum();
+        let first = (self.0[0] * self.0[1]) as f64;
+        2.0 * (3.0 * products - first)
+    }
+
+    /// Offsets of each layer's weights and bias in the flat parameter vector.
+    fn offsets(&self) -> Vec<(usize, usize)> {
+        let mut at = 0;
+        self.0
+            .windows(2)
+            .map(|w| {
+                let weights = at;
+                at += w[0] * w[1];
+                let bias = at;
+                at += w[1];
+                (weights, bias)
+            })
+            .collect()
+    }
+
+    /// Seeded Glorot-uniform weights, zero biases.
+    pub fn initial_parameters(&self, seed: u64) -> Vec<f32> {
+        let mut p = vec![0f32; self.parameters()];
+        for (l, (w, (weights, _))) in self.0.windows(2).zip(self.offsets()).enumerate() {
+            let a = (6.0 / (w[0] + w[1]) as f32).sqrt();
+            let u = uniform(&[w[0] * w[1]], seed.wrapping_add(l as u64));
+            for (p, u) in p[weights..weights + w[0] * w[1]].iter_mut().zip(u.iter()) {
+                *p = (2.0 * u - 1.0) * a;
+            }
+        }
+        p
+    }
+}
+
+/// Seeded synthetic classification data: each class a random centroid, each sample its class's
+/// centroid plus uniform noise. Rows are addressed modulo the number of samples, so any number
+/// of steps walks through them in order.
+pub struct Dataset {
+    /// Row-major `samples × inputs`.
+    pub x: Vec<f32>,
+    pub labels: Vec<u32>,
+    pub inputs: usize,
+}
+
+impl Dataset {
+    pub fn new(samples: usize, inputs: usize, classes: usize, seed: u64) -> Dataset {
+        let centroids = uniform(&[classes, inputs], seed);
+        let pick = uniform(&[samples], seed ^ 0x5eed);
+        let labels: Vec<u32> = pick
+            .iter()
+            .map(|u| ((u * classes as f32) as usize).min(classes - 1) as u32)
+            .collect();
+        let noise = uniform(&[samples, inputs], seed.wrapping_add(1));
+        let c = centroids.as_slice().unwrap_or(&[]);
+        let x = noise
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let (row, col) = (i / inputs, i % inputs);
+                let centre = c[labels[row] as usize * inputs + col] - 0.5;
+                centre + 1.5 * (n - 0.5)
+            })
+            .collect();
+        Dataset { x, labels, inputs }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Rows `start..start + len` (wrapping) as one contiguous batch, and their labels.
+    fn batch(&self, start: usize, len: usize) -> (Vec<f32>, Vec<u32>) {
+        let d = self.inputs;
+        let mut x = Vec::with_capacity(len * d);
+        let mut y = Vec::with_capacity(len);
+        for k in 0..len {
+            let i = (start + k) % self.rows();
+            x.extend_from_slice(&self.x[i * d..(i + 1) * d]);
+            y.push(self.labels[i]);
+        }
+        (x, y)
+    }
+}
+
+/// The gradient of the summed cross-entropy over rows `start..start + len`, divided by `scale`
+/// (the global batch size, so the gradients of a batch's shards add up to the batch's), written
+/// into `grad`. Returns the shard's summed loss divided by `scale` (the shards' losses also add
+/// up to the batch's mean loss).
+///
+/// # Panics
+/// If `params` or `grad` is not [`Layers::parameters`] long (a programming error).
+pub fn gradient(
+    layers: &Layers,
+    params: &[f32],
+    data: &Dataset,
+    (start, len): (usize, usize),
+    scale: f32,
+    grad: &mut [f32],
+) -> f64 {
+    let n = layers.parameters();
+    assert!(params.len() == n && grad.len() == n, "parameter buffers");
+    let (x, labels) = data.batch(start, len);
+    let offsets = layers.offsets();
+    let widths = &layers.0;
+    // Forward: keep every layer's pre-activation (for ReLU's derivative) and activation.
+    let mut activations: Vec<Vec<f32>> = vec![x];
+    for (l, &(w_at, b_at)) in offsets.iter().enumerate() {
+        let (fan_in, fan_out) = (widths[l], widths[l + 1]);
+        let mut z = vec![0f32; len * fan_out];
+        product(
+            (&activations[l], len, fan_in, false),
+            (
+                &params[w_at..w_at + fan_in * fan_out],
+                fan_in,
+                fan_out,
+                false,
+            ),
+            &mut z,
+        );
+        let bias = &params[b_at..b_at + fan_out];
+        let last = l + 1 == offsets.len();
+        for row in z.chunks_mut(fan_out) {
+            for (v, b) in row.iter_mut().zip(bias) {
+                *v += b;
+                if !last {
+                    *v = v.max(0.0);
+                }
+            }
+        }
+        activations.push(z);
+    }
+    // Softmax cross-entropy; the output's gradient is (p - onehot) / scale.
+    let classes = layers.classes();
+    let logits = activations.pop().unwrap_or_default();
+    let mut delta = vec![0f32; len * classes];
+    let mut loss = 0f64;
+    for ((row, out), &label) in logits
+        .chunks(classes)
+        .zip(delta.chunks_mut(classes))
+        .zip(&labels)
+    {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
+        loss += f64::from(sum.ln() + max - row[label as usize]);
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = (v - max).exp() / sum / scale;
+        }
+        out[label as usize] -= 1.0 / scale;
+    }
+    // Backward, last layer first: dW = Aᵀ·δ, db = Σ_rows δ, δ_prev = (δ·Wᵀ) ⊙ [A_prev > 0].
+    for l in (0..offsets.len()).rev() {
+        let (w_at, b_at) = offsets[l];
+        let (fan_in, fan_out) = (widths[l], widths[l + 1]);
+        product(
+            (&activations[l], len, fan_in, true),
+            (&delta, len, fan_out, false),
+            &mut grad[w_at..w_at + fan_in * fan_out],
+        );
+        let db = &mut grad[b_at..b_at + fan_out];
+        db.fill(0.0);
+        for row in delta.chunks(fan_out) {
+            for (g, d) in db.iter_mut().zip(row) {
+                *g += d;
+            }
+        }
+        if l > 0 {
+            let mut prev = vec![0f32; len * fan_in];
+            product(
+                (&delta, len, fan_out, false),
+                (
+                    &params[w_at..w_at + fan_in * fan_out],
+                    fan_in,
+                    fan_out,
+                    true,
+                ),
+                &mut prev,
+            );
+            // ReLU's derivative: where the layer's output (its activation) was positive.
+            for (p, a) in prev.iter_mut().zip(&activations[l]) {
+                if *a <= 0.0 {
+                    *p = 0.0;
+                }
+            }
+            delta = prev;
+        }
+    }
+    loss / f64::from(scale)
+}
+
+/// Mean cross-entropy of `params` over rows `start..start + len` (no gradient kept).
+pub fn loss(layers: &Layers, params: &[f32], data: &Dataset, rows: (usize, usize)) -> f64 {
+    let mut scratch = vec![0f32; params.len()];
+    gradient(layers, params, data, rows, rows.1 as f32, &mut scratch)
+}
+
+/// `out = op(a) · op(b)` where each operand is (row-major data, rows, columns, transposed).
+fn product(
+    (a, ar, ac, at): (&[f32], usize, usize, bool),
+    (b, br, bc, bt): (&[f32], usize, usize, bool),
+    out: &mut [f32],
+) {
+    let view = |data, r, c, t: bool| {
+        let v = ArrayView2::from_shape((r, c), data).expect("operand length matches its shape");
+        if t {
+            v.reversed_axes()
+        } else {
+            v
+        }
+    };
+    let (a, b) = (view(a, ar, ac, at), view(b, br, bc, bt));
+    let c = ArrayViewMut2::from_shape((a.nrows(), b.ncols()), out)
+        .expect("output length matches its shape");
+    matmul_into(a, b, c);
+}
+
+/// `params -= lr · grad`.
+pub fn sgd(params: &mut [f32], grad: &[f32], lr: f32) {
+    for (p, g) in params.iter_mut().zip(grad) {
+        *p -= lr * g;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> (Layers, Dataset) {
+        let layers = Layers(vec![6, 5, 4, 3]);
+        let data = Dataset::new(40, 6, 3, 7);
+        (layers, data)
+    }
+
+    #[test]
+    fn the_gradient_matches_finite_differences() {
+        let (layers, data) = small();
+        let p = layers.initial_parameters(3);
+        let mut g = vec![0f32; p.len()];
+        gradient(&layers, &p, &data, (0, 16), 16.0, &mut g);
+        // Central differences in f64 of the f32 loss, at a spread of coordinates (weights and
+        // biases of every layer).
+        let f = |q: &[f32]| loss(&layers, q, &data, (0, 16));
+        let mut checked = 0;
+        for i in (0..p.len()).step_by(7) {
+            let h = 1e-2f32;
+            let (mut up, mut down) = (p.clone(), p.clone());
+            up[i] += h;
+            down[i] -= h;
+            let numeric = (f(&up) - f(&down)) / (2.0 * f64::from(h));
+            assert!(
+                (numeric - f64::from(g[i])).abs() < 2e-3,
+                "coordinate {i}: analytic {} numeric {numeric}",
+                g[i]
+            );
+            checked += 1;
+        }
+        assert!(checked > 10);
+    }
+
+    #[test]
+    fn shard_gradients_add_up_to_the_batch_gradient() {
+        let (layers, data) = small();
+        let p = layers.initial_parameters(3);
+        let n = p.len();
+        let mut whole = vec![0f32; n];
+        let l = gradient(&layers, &p, &data, (4, 12), 12.0, &mut whole);
+        let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+        let la = gradient(&layers, &p, &data, (4, 5), 12.0, &mut a);
+        let lb = gradient(&layers, &p, &data, (9, 7), 12.0, &mut b);
+        assert!((l - la - lb).abs() < 1e-5);
+        for i in 0..n {
+            assert!((whole[i] - a[i] - b[i]).abs() < 1e-5, "{i}");
+        }
+    }
+
+    #[test]
+    fn sgd_lowers_the_loss_and_rows_wrap() {
+        let (layers, data) = small();
+        let mut p = layers.initial_parameters(3);
+        let before = loss(&layers, &p, &data, (0, 40));
+        let mut g = vec![0f32; p.len()];
+        for step in 0..100 {
+            gradient(&layers, &p, &data, (step * 16, 16), 16.0, &mut g);
+            sgd(&mut p, &g, 0.5);
+        }
+        let after = loss(&layers, &p, &data, (0, 40));
+        assert!(after < 0.5 * before, "{before} -> {after}");
+        // Row 40 is row 0 again.
+        assert_eq!(data.batch(40, 1), data.batch(0, 1));
+        assert_eq!(layers.parameters(), 6 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
+    }
+}

@@ -1,0 +1,376 @@
+//! `data-parallel --backend mpi`: one rank per device, started by `mpirun`.
+//!
+//! Every rank builds the same seeded data and parameters and runs the same variants in the
+//! same order, for the same number of rounds (the sampler's time-based stopping would let
+//! ranks disagree on when to stop, and a rank left alone in a collective waits forever):
+//! - `one-device`: rank 0 trains on whole batches alone while the others wait (the baseline);
+//! - `allreduce`: each rank's shard gradient summed by `MPI_Allreduce`, then the same update
+//!   on every rank;
+//! - `ring`: the same sum by the ring of point-to-point messages the chapter describes;
+//! - `async`: rank 0 is a parameter server; each other rank pulls the parameters, sends its
+//!   shard's gradient, and the server applies it at once (stale reads; needs 2 ranks).
+//!
+//! The batch loss travels with the gradient (one more value in the reduced buffer), so rank 0
+//! logs the global loss at no extra message. Rank 0 gathers every rank's timings and host and
+//! returns the report; the other ranks print and write nothing.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::mlp::{gradient, sgd};
+use super::{conclude, shard, Config, DataParallel, LossEntry, Trained};
+use crate::distributed::{self, Comm};
+use crate::harness::{Sampler, Variant};
+use crate::report::RunRecord;
+use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
+
+const TAG_PARAMS: i32 = 1;
+const TAG_GRADIENT: i32 = 2;
+
+/// Fault tests: `RANK:stall` makes that rank hang before its first wait on the others (past
+/// `--timeout`), `RANK:exit` makes it exit there without a word, as a crash would.
+pub const FAULT_ENV: &str = "PARBENCH_MPI_FAULT";
+
+/// Act out the fault `FAULT_ENV` asks of this rank, if any.
+fn inject_fault(rank: usize, timeout: Duration) {
+    let Ok(spec) = std::env::var(FAULT_ENV) else {
+        return;
+    };
+    match spec.split_once(':') {
+        Some((r, "stall")) if r.parse() == Ok(rank) => {
+            std::thread::sleep(timeout + Duration::from_secs(30))
+        }
+        Some((r, "exit")) if r.parse() == Ok(rank) => std::process::exit(3),
+        _ => {}
+    }
+}
+
+/// The variants under MPI, the baseline first and asynchronous last.
+fn variants(size: usize) -> Vec<&'static str> {
+    let mut v = vec!["one-device", "allreduce", "ring"];
+    if size > 1 {
+        v.push("async");
+    }
+    v
+}
+
+/// One rank's buffers, reused by every run.
+struct Buffers {
+    params: Vec<f32>,
+    /// The shard's gradient and, last, its summed loss.
+    gradient: Vec<f32>,
+    reduced: Vec<f32>,
+    tmp: Vec<f32>,
+}
+
+struct Rank<'a> {
+    comm: &'a Comm,
+    setup: &'a super::in_process::Setup,
+    /// The rank's compute threads: its products run there, its MPI calls on the caller.
+    pool: &'a rayon::ThreadPool,
+}
+
+impl Rank<'_> {
+    fn n(&self) -> usize {
+        self.setup.initial.len()
+    }
+
+    /// The gradient of `rows` at `params` into `out` (its summed loss last), on the rank's
+    /// threads.
+    fn gradient(&self, params: &[f32], rows: (usize, usize), out: &mut [f32]) {
+        let (s, n) = (self.setup, self.n());
+        let loss = self.pool.install(|| {
+            gradient(
+                &s.layers,
+                params,
+                &s.data,
+                rows,
+                s.batch as f32,
+                &mut out[..n],
+            )
+        });
+        out[n] = (loss * s.batch as f64) as f32;
+    }
+
+    /// Log entry of `update` at the time since `start` (rank 0 only keeps a log).
+    fn entry(update: u64, loss_sum: f64, rows: usize, start: Instant) -> LossEntry {
+        LossEntry {
+            update,
+            loss_sum,
+            rows,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+
+    fn one_device(&self, b: &mut Buffers) -> Trained {
+        let s = self.setup;
+        let (n, mut log) = (self.n(), Vec::new());
+        b.params.copy_from_slice(&s.initial);
+        let start = Instant::now();
+        if self.comm.rank() == 0 {
+            for step in 0..s.steps {
+                self.gradient(
+                    &b.params,
+                    (step as usize * s.batch, s.batch),
+                    &mut b.gradient,
+                );
+                sgd(&mut b.params, &b.gradient[..n], s.lr);
+                log.push(Self::entry(step, f64::from(b.gradient[n]), s.batch, start));
+            }
+        }
+        self.comm.barrier("one-device: rank 0 training alone");
+        Trained {
+            params: b.params.clone(),
+            log,
+            staleness: Vec::new(),
+        }
+    }
+
+    fn synchronous(&self, b: &mut Buffers, ring: bool) -> Trained {
+        let s = self.setup;
+        let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
+        let mut log = Vec::new();
+        b.params.copy_from_slice(&s.initial);
+        let start = Instant::now();
+        for step in 0..s.steps {
+            self.gradient(&b.params, shard(step, s.batch, k, rank), &mut b.gradient);
+            let sum = if ring {
+                let what = format!("ring all-reduce of step {step}");
+                self.comm
+                    .ring_all_reduce_sum(&mut b.gradient, &mut b.tmp, &what);
+                &b.gradient
+            } else {
+                let what = format!("MPI_Allreduce of step {step}");
+                self.comm.all_reduce_sum(&b.gradient, &mut b.reduced, &what);
+                &b.reduced
+            };
+            sgd(&mut b.params, &sum[..n], s.lr);
+            if rank == 0 {
+                log.push(Self::entry(step, f64::from(sum[n]), s.batch, start));
+            }
+        }
+        Trained {
+            params: b.params.clone(),
+            log,
+            staleness: Vec::new(),
+        }
+    }
+
+    /// Rank 0 serves parameters and applies gradients as they come; ranks 1.. are workers,
+    /// each making `steps` updates of its shard (the batch split between the workers).
+    fn asynchronous(&self, b: &mut Buffers) -> Trained {
+        let s = self.setup;
+        let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
+        let workers = k - 1;
+        let start = Instant::now();
+        if rank != 0 {
+            for step in 0..s.steps {
+                // The pulled parameters, their version last.
+                self.comm.receive(
+                    Some(0),
+                    TAG_PARAMS,
+                    &mut b.reduced,
+                    "the parameter server's parameters",
+                );
+                let rows = shard(step, s.batch, workers, rank - 1);
+                self.gradient(&b.reduced[..n], rows, &mut b.gradient);
+                self.comm
+                    .send(0, TAG_GRADIENT, &b.gradient, "the parameter server");
+            }
+            return Trained::default();
+        }
+        b.params.copy_from_slice(&s.initial);
+        let (mut log, mut staleness) = (Vec::new(), Vec::new());
+        let mut seen = vec![0u64; k];
+        let mut left = vec![s.steps; k];
+        let mut version = 0u64;
+        let push = |b: &mut Buffers, to: usize, version: u64| {
+            b.reduced[..n].copy_from_slice(&b.params);
+            b.reduced[n] = version as f32;
+            self.comm.send(to, TAG_PARAMS, &b.reduced, "a worker");
+        };
+        for w in 1..k {
+            push(b, w, 0);
+        }
+        for _ in 0..workers as u64 * s.steps {
+            let from =
+                self.comm
+                    .receive(None, TAG_GRADIENT, &mut b.gradient, "a worker's gradient");
+            sgd(&mut b.params, &b.gradient[..n], s.lr);
+            staleness.push(version - seen[from]);
+            let rows = shard(s.steps - left[from], s.batch, workers, from - 1).1;
+            log.push(Self::entry(version, f64::from(b.gradient[n]), rows, start));
+            version += 1;
+            left[from] -= 1;
+            if left[from] > 0 {
+                seen[from] = version;
+                push(b, from, version);
+            }
+        }
+        Trained {
+            params: b.params.clone(),
+            log,
+            staleness,
+        }
+    }
+}
+
+/// Run the scenario as this rank of an MPI job.
+pub(super) fn run(
+    scenario: &DataParallel,
+    params: &Params,
+    cfg: &Config,
+    ctx: &RunContext,
+) -> Result<RunRecord, ScenarioError> {
+    let timeout = Duration::from_secs_f64(params.float("timeout"));
+    let comm = distributed::world(timeout).map_err(|e| ScenarioError::Input(e.to_string()))?;
+    let place = comm.place();
+    let k = place.size;
+    if cfg.batch < k {
+        return Err(ScenarioError::Input(format!(
+            "data-parallel: --batch ({}) must be at least the number of ranks ({k})",
+            cfg.batch
+        )));
+    }
+    let threads = ctx
+        .cpu_threads
+        .unwrap_or_else(|| (crate::device::available_cores() / place.local_size.max(1)).max(1));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("rank {} worker {i}", place.rank))
+        .build()
+        .map_err(|e| ScenarioError::Input(format!("cannot start the rank's threads: {e}")))?;
+    let setup = cfg.setup(k);
+    let n = setup.initial.len();
+    let buffers = Mutex::new(Buffers {
+        params: vec![0.0; n],
+        gradient: vec![0.0; n + 1],
+        reduced: vec![0.0; n + 1],
+        tmp: Vec::new(),
+    });
+    let rank = Rank {
+        comm: &comm,
+        setup: &setup,
+        pool: &pool,
+    };
+    inject_fault(place.rank, timeout);
+
+    // The same rounds on every rank: no time-based stopping.
+    let mut config = ctx.sampling.apply(scenario.sampling());
+    config.max_samples = config.min_samples;
+    config.min_time = Duration::ZERO;
+    config.max_time = Duration::from_secs(86_400);
+
+    let names = variants(k);
+    let last: Vec<Mutex<Trained>> = names
+        .iter()
+        .map(|_| Mutex::new(Trained::default()))
+        .collect();
+    let train = |i: usize| {
+        let (rank, buffers, last, name) = (&rank, &buffers, &last, names[i]);
+        move || -> Result<Duration, ScenarioError> {
+            let mut b = buffers.lock().unwrap_or_else(|e| e.into_inner());
+            rank.comm.barrier(&format!("the start of {name}"));
+            let start = Instant::now();
+            let trained = match name {
+                "one-device" => rank.one_device(&mut b),
+                "allreduce" => rank.synchronous(&mut b, false),
+                "ring" => rank.synchronous(&mut b, true),
+                _ => rank.asynchronous(&mut b),
+            };
+            let took = start.elapsed();
+            *last[i].lock().unwrap_or_else(|e| e.into_inner()) = trained;
+            Ok(took)
+        }
+    };
+    let mut runs: Vec<Variant<ScenarioError>> = (0..names.len())
+        .map(|i| Variant::new(names[i], train(i)))
+        .collect();
+    let progress = |p| {
+        if let (0, Some(report)) = (place.rank, &ctx.progress) {
+            report(scenario.name(), p)
+        }
+    };
+    let summaries = Sampler::new(config)
+        .with_progress(&progress)
+        .run(&mut runs)?;
+    drop(runs);
+
+    // Every rank's timings and host, on rank 0.
+    let mine = json!({
+        "rank": place.rank,
+        "host": comm.host(),
+        "pid": std::process::id(),
+        "threads": threads,
+        "median_s": names.iter().zip(&summaries).map(|(n, s)| (n.to_string(), json!(s.median_s))).collect::<serde_json::Map<_, _>>(),
+        "samples_s": names.iter().zip(&summaries).map(|(n, s)| (n.to_string(), json!(s.samples_s))).collect::<serde_json::Map<_, _>>(),
+    });
+    let gathered = comm.gather_bytes(mine.to_string().as_bytes());
+    let mut parameters = params.to_json();
+    parameters.insert("devices".into(), json!(k));
+    let Some(all) = gathered else {
+        // Not rank 0: the report is rank 0's to write.
+        return Ok(RunRecord::new(scenario.name(), parameters, Vec::new()));
+    };
+    let ranks: Vec<Value> = all
+        .iter()
+        .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
+        .collect();
+    let devices = ranks
+        .iter()
+        .map(|r| {
+            format!(
+                "rank {} ({} thread{}, {})",
+                r["rank"],
+                r["threads"],
+                if r["threads"] == 1 { "" } else { "s" },
+                r["host"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    let mut run = RunRecord::new(scenario.name(), parameters, devices);
+    let steps = cfg.steps;
+    run.add_variants(
+        names.iter().map(|s| s.to_string()).collect(),
+        summaries,
+        names.iter().map(|name| {
+            Some(match *name {
+                "one-device" => format!("{steps} steps of {} rows on rank 0 alone", cfg.batch),
+                "allreduce" => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+                "ring" => format!(
+                    "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
+                ),
+                _ => format!(
+                    "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
+                    k - 1
+                ),
+            })
+        }),
+    );
+    if !place.launched {
+        run.notes.push(
+            "started without mpirun: running as one rank (mpirun -n 2 parbench data-parallel \
+             --backend mpi for two)"
+                .into(),
+        );
+    }
+    if k == 1 {
+        run.notes
+            .push("async needs a server rank and a worker: run with 2 ranks or more".into());
+    }
+    run.derive_series("ranks", Value::Array(ranks));
+    let trained: Vec<(String, Trained)> = names
+        .iter()
+        .zip(&last)
+        .map(|(n, t)| {
+            (
+                n.to_string(),
+                std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner())),
+            )
+        })
+        .collect();
+    conclude(&mut run, cfg, &setup, "ranks", &trained, &[]);
+    Ok(run)
+}

@@ -1,0 +1,175 @@
+//! `data-parallel --backend mpi` under a real `mpirun` (OpenMPI): 2 and 4 ranks (the 4
+//! oversubscribe this machine's cores), and ranks that hang or die. Built only with the `mpi`
+//! feature (`.ci/run` installs OpenMPI and runs these).
+#![cfg(feature = "mpi")]
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+/// A small model, 4 rows a rank at 4 ranks, the fewest samples that still give medians.
+const SMALL: &[&str] = &[
+    "data-parallel",
+    "--backend",
+    "mpi",
+    "--layers",
+    "16x24x4",
+    "--batch",
+    "48",
+    "--steps",
+    "12",
+    "--samples",
+    "480",
+    "--lr",
+    "0.5",
+    "--target-loss",
+    "1.2",
+    "--warmup",
+    "0",
+    "--min-samples",
+    "3",
+];
+
+/// `mpirun -n ranks parbench args`, as root in a container: run as root allowed, shared-memory
+/// transport, more ranks than cores allowed.
+fn mpirun(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,vader",
+    ])
+    .args(["-n", &ranks.to_string()]);
+    for (k, v) in env {
+        c.args(["-x", &format!("{k}={v}")]);
+    }
+    c.arg(cargo_bin("parbench")).args(args);
+    c.env_remove("PARBENCH_ENGINE");
+    c
+}
+
+/// Run to completion within `secs` (a hang fails the test): exit code, stdout, stderr.
+fn run(mut cmd: Command, secs: u64) -> (Option<i32>, String, String, Duration) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("mpirun starts (OpenMPI installed?)");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = (
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        }),
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }),
+    );
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            let _ = child.kill();
+            panic!("mpirun hung for {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = start.elapsed();
+    (
+        status.code(),
+        readers.0.join().unwrap(),
+        readers.1.join().unwrap(),
+        took,
+    )
+}
+
+fn report_of(ranks: usize) -> Value {
+    let mut args = SMALL.to_vec();
+    args.push("--json");
+    let (code, stdout, stderr, _) = run(mpirun(ranks, &args, &[]), 300);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    // Only rank 0 prints: stdout is exactly one report.
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("one JSON report ({e}): {stdout}"))
+}
+
+fn assert_trained_together(doc: &Value, ranks: usize) {
+    let run = &doc["runs"][0];
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["one-device", "allreduce", "ring", "async"]);
+    assert_eq!(run["parameters"]["devices"], ranks);
+    let checks = run["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
+    // Every rank's timings and host, in rank order.
+    let every = run["derived"]["ranks"].as_array().unwrap();
+    assert_eq!(every.len(), ranks);
+    for (r, info) in every.iter().enumerate() {
+        assert_eq!(info["rank"], r);
+        assert!(info["host"].as_str().is_some_and(|h| !h.is_empty()));
+        assert_eq!(info["samples_s"]["ring"].as_array().unwrap().len(), 3);
+    }
+    let d = &run["derived"];
+    for v in ["allreduce", "ring"] {
+        assert!(d[format!("{v}_scaling_efficiency")].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        d["async_staleness_mean"].as_f64().is_some(),
+        "the server counts staleness"
+    );
+    let curve = d["ring_loss_curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 12, "a point per step: {curve:?}");
+    assert!(d["ring_final_loss"].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap());
+    assert!(!run["notes"].to_string().contains("without mpirun"));
+}
+
+#[test]
+fn two_ranks_train_as_one_device_would() {
+    assert_trained_together(&report_of(2), 2);
+}
+
+#[test]
+fn four_ranks_on_two_cores_train_as_one_device_would() {
+    let doc = report_of(4);
+    assert_trained_together(&doc, 4);
+    // Three workers update the server without waiting for each other.
+    let updates = doc["runs"][0]["derived"]["async_loss_curve"]
+        .as_array()
+        .unwrap();
+    assert!(updates.len() >= 12 * 3 - 3, "{}", updates.len());
+}
+
+#[test]
+fn a_rank_that_hangs_ends_the_job_naming_it() {
+    let mut args = SMALL.to_vec();
+    args.extend(["--timeout", "2"]);
+    let (code, stdout, stderr, took) =
+        run(mpirun(2, &args, &[("PARBENCH_MPI_FAULT", "1:stall")]), 120);
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("rank 1 did not reach the start of one-device within 2 s"),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    assert!(stdout.trim().is_empty() || !stdout.contains("check ok"));
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job() {
+    let (code, _, stderr, took) = run(mpirun(2, SMALL, &[("PARBENCH_MPI_FAULT", "1:exit")]), 120);
+    assert_ne!(code, Some(0));
+    // mpirun names the process that died: rank 1 of the job.
+    assert!(stderr.contains(",1]"), "{stderr}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
