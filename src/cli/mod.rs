@@ -107,8 +107,8 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Draw a report as SVG: time against the swept parameter (a line per variant, min–max
-    /// band), or the variants' medians as bars.
+    /// Draw a report as SVG: time against the swept parameter (a line per variant, 95% CI
+    /// band), a training run's loss curves, or the variants' medians as bars.
     Plot {
         /// The JSON report.
         report: PathBuf,
