@@ -697,10 +697,15 @@ pub fn gantt(title: &str, groups: &[GanttGroup], width: f64) -> Option<String> {
     let mut y = top;
     let mut lane_index: Vec<String> = Vec::new();
     for g in groups {
-        let span = end(g).max(1e-12);
-        let xs = Scale::new(0.0, span, false, left, right);
         text(&mut body, left, y + 15.0, LABEL_PX, "start", &g.title);
         y += head_h;
+        if end(g) <= 0.0 {
+            // Nothing ran on a lane in this repeat (its work is not engine ops): no axis.
+            y += 10.0;
+            continue;
+        }
+        let span = end(g);
+        let xs = Scale::new(0.0, span, false, left, right);
         let block_top = y;
         let block_bottom = y + lane_h * g.lanes.len() as f64;
         let ticks = thin_x_ticks(&xs, crate::units::human_time);

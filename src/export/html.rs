@@ -163,7 +163,7 @@ pub fn page(report: &Report) -> String {
         for chart in svg::sweep_charts(scenario, axis, runs, WIDTH) {
             figure(&mut out, &chart);
         }
-        out.push_str("<details><summary>Every point of the sweep: tables and figures</summary>");
+        out.push_str("<details open=\"open\"><summary>Every point of the sweep: tables and figures</summary>");
     }
     for (i, run) in report.runs.iter().enumerate() {
         run_section(&mut out, report, i, run);

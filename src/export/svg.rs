@@ -369,12 +369,16 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
         .iter()
         .filter(|t| t.run == index)
         .map(|t| GanttGroup {
-            title: format!(
-                "{}: {} ops in {}",
-                t.variant,
-                t.ops,
-                crate::units::human_time(t.span_ns as f64 * 1e-9)
-            ),
+            title: if t.ops == 0 {
+                format!("{}: no engine op in its traced repeat", t.variant)
+            } else {
+                format!(
+                    "{}: {} ops in {}",
+                    t.variant,
+                    t.ops,
+                    crate::units::human_time(t.span_ns as f64 * 1e-9)
+                )
+            },
             lanes: t
                 .lanes
                 .iter()
