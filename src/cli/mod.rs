@@ -34,6 +34,7 @@ macro_rules! note {
 
 mod ab;
 mod output;
+mod pages;
 mod progress;
 mod run;
 
@@ -106,8 +107,8 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Draw a report as SVG: time against the swept parameter (a line per variant, min–max
-    /// band), or the variants' medians as bars.
+    /// Draw a report as SVG: time against the swept parameter (a line per variant, 95% CI
+    /// band), a training run's loss curves, or the variants' medians as bars.
     Plot {
         /// The JSON report.
         report: PathBuf,
@@ -132,6 +133,25 @@ pub enum Command {
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
     Ab(ab::AbArgs),
+    /// Write a report as one self-contained HTML page (tables, checks, figures), or two
+    /// reports side by side with `compare`'s verdicts.
+    Report {
+        /// The JSON report; a second one is compared against the first (the baseline).
+        #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        /// The page to write (default: the last report's path with .html).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// With two reports: the smallest change that counts, as for `compare`.
+        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        threshold: f64,
+    },
+    /// Print a shell completion script: `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Print this help, or the help of a command or scenario (`parbench help cpu-gpu`).
     Help {
         /// A command or scenario.
@@ -174,6 +194,10 @@ pub struct CommonArgs {
     /// Print a text timeline (one row per lane) of one extra repeat of every variant.
     #[arg(long)]
     pub timeline: bool,
+    /// Also write the report as a self-contained HTML page to FILE (tables, checks, figures,
+    /// and the lane timeline of one extra traced repeat of every variant).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// With --device cuda and no usable GPU, run on a CPU device (with a note saying so)
     /// instead of failing.
     #[arg(long)]
@@ -210,6 +234,8 @@ pub enum ExportFormat {
     Table,
     /// An SVG chart (as `parbench plot` draws).
     Svg,
+    /// A self-contained HTML page (as `parbench report` writes).
+    Html,
     /// The parbench/1 JSON document itself.
     Json,
 }
@@ -220,6 +246,7 @@ impl ExportFormat {
             ExportFormat::GithubActionBenchmark => &export::GithubActionBenchmark,
             ExportFormat::Table => &export::Table,
             ExportFormat::Svg => &export::Svg,
+            ExportFormat::Html => &export::Html,
             ExportFormat::Json => &export::Json,
         }
     }
@@ -307,7 +334,8 @@ impl CommonArgs {
             },
             cpu_threads: self.cpu_threads.map(|n| n as usize),
             progress,
-            traces: (self.trace.is_some() || self.timeline).then(Default::default),
+            traces: (self.trace.is_some() || self.timeline || self.html.is_some())
+                .then(Default::default),
             gpu_fallback: self.fallback,
         }
     }
@@ -458,6 +486,12 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             run_plan(plan, &common)
         }
         Command::Help { topic } => help(topic.as_deref()),
+        Command::Report {
+            reports,
+            output,
+            threshold,
+        } => pages::run_report(&reports, output, threshold),
+        Command::Completions { shell } => pages::completions(shell),
         Command::Ab(args) => ab::run_ab(args),
         Command::Scenario(raw) => run_scenario_command(raw),
         Command::Sweep {

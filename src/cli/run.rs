@@ -77,7 +77,10 @@ pub(super) fn run_sweep(
             .into());
         }
     }
-    for out in [&common.output, &common.trace].into_iter().flatten() {
+    for out in [&common.output, &common.trace, &common.html]
+        .into_iter()
+        .flatten()
+    {
         check_output_path(out)?;
     }
     let journal_path = resume
@@ -162,6 +165,7 @@ pub(super) fn run_sweep(
         bar
     });
     let mut newly = 0;
+    let mut traced = 0;
     for (params, resolved) in points.iter().zip(&resolved) {
         let run = match done.iter().find(|r| sweep::same_point(r, name, resolved)) {
             Some(r) => r.clone(),
@@ -189,6 +193,7 @@ pub(super) fn run_sweep(
             bar.inc(1);
         }
         report.runs.push(run);
+        attach_timelines(&mut report, &ctx, &mut traced);
     }
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
@@ -219,7 +224,10 @@ pub(super) fn run_plan(
         run.scenario.validate(&run.params)?;
         support::check_requested_device(&run.params, common.fallback)?;
     }
-    for out in [&common.output, &common.trace].into_iter().flatten() {
+    for out in [&common.output, &common.trace, &common.html]
+        .into_iter()
+        .flatten()
+    {
         check_output_path(out)?;
     }
     // An MPI job starts before anything prints: only rank 0 prints and writes.
@@ -242,6 +250,7 @@ pub(super) fn run_plan(
         stdout(&table::render_environment(&report))?;
     }
     let mut shown = 0;
+    let mut traced = 0;
     let ctx = &base;
     for planned in plan {
         let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
@@ -264,8 +273,23 @@ pub(super) fn run_plan(
             }
         }
         report.runs.push(run);
+        attach_timelines(&mut report, ctx, &mut traced);
     }
     finish_report(&report, common, ctx)
+}
+
+/// Give the report the lane timelines of the last run's traced repeats (the traces from
+/// `*from` on), so its JSON and HTML can draw them.
+fn attach_timelines(report: &mut Report, ctx: &RunContext, from: &mut usize) {
+    let Some(traces) = &ctx.traces else { return };
+    let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+    let run = report.runs.len().saturating_sub(1);
+    report.timelines.extend(
+        traces[(*from).min(traces.len())..]
+            .iter()
+            .map(|t| crate::report::Timeline::of(run, t)),
+    );
+    *from = traces.len();
 }
 
 /// Run a scenario; when it took longer than its sampling's `--max-time`, say in a note what
@@ -310,6 +334,12 @@ pub(super) fn finish_report(
         write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
         if !common.quiet {
             note!("wrote {}", out.display());
+        }
+    }
+    if let Some(path) = &common.html {
+        pages::write_page(path, &export::html::page(report))?;
+        if !common.quiet {
+            note!("wrote {}", path.display());
         }
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {

@@ -115,17 +115,8 @@ mod tests {
 
     fn record(lane: usize, name: &str, start: u64, end: u64) -> TraceRecord {
         TraceRecord {
-            lane,
-            lane_name: format!("cpu:{lane}"),
             name: name.into(),
-            seq: 0,
-            reads: Vec::new(),
-            writes: Vec::new(),
-            worker: String::new(),
-            pushed_ns: start,
-            started_ns: start,
-            ended_ns: end,
-            failed: false,
+            ..crate::report::timeline::traced_op(lane, start, end)
         }
     }
 

@@ -4,8 +4,10 @@
 //! timeline render the engine's op records of a traced repeat, which a report does not
 //! carry, so they are functions of those records (`chrome_trace`) rather than exporters.
 
+pub mod chart;
 pub mod chrome_trace;
 pub mod github_bench;
+pub mod html;
 pub mod svg;
 pub mod table;
 
@@ -32,6 +34,8 @@ pub struct Table;
 pub struct GithubActionBenchmark;
 /// An SVG chart of every run's variants (or loss curves).
 pub struct Svg;
+/// A self-contained HTML page: every run's tables, checks and figures.
+pub struct Html;
 
 impl Exporter for Json {
     fn name(&self) -> &'static str {
@@ -74,8 +78,17 @@ impl Exporter for Svg {
     }
 }
 
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        Ok(html::page(report))
+    }
+}
+
 /// Every format, for lookups by name.
-pub const FORMATS: &[&dyn Exporter] = &[&Json, &Table, &GithubActionBenchmark, &Svg];
+pub const FORMATS: &[&dyn Exporter] = &[&Json, &Table, &GithubActionBenchmark, &Svg, &Html];
 
 /// The format called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {

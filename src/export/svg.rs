@@ -1,50 +1,19 @@
-//! Pictures of a report (plotters, SVG): time against the swept parameter, one line per
-//! variant with its min–max band; for a report without a numeric axis, a bar chart of the
-//! variants' medians with min–max whiskers.
+//! Pictures of a report (SVG, drawn with `chart.rs`): time against the swept parameter, a line
+//! per variant with the 95% CI of its median as a band, and the sweep's rates (GFLOP/s, GB/s)
+//! against it; loss curves of a training run; the variants' medians as bars with 95% CI
+//! whiskers; the lane timelines of a traced repeat. `plot` draws one of them, the HTML report
+//! all that apply.
 
-use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::report::{Report, RunRecord};
+use super::chart::{self, Axis, Bar, BarChart, GanttGroup, LineChart, Series};
+use crate::report::{Report, RunRecord, Unit};
 
 /// Why a report cannot be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
     #[error("the report has no runs to plot")]
     Empty,
-    #[error("drawing failed: {0}")]
-    Draw(String),
-}
-
-fn draw_err<E: std::fmt::Display>(e: E) -> PlotError {
-    PlotError::Draw(e.to_string())
-}
-
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-/// The legend every chart draws, top right.
-fn legend<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-) -> Result<(), PlotError>
-where
-    X: Ranged,
-    Y: Ranged,
-{
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()
-        .map_err(draw_err)
 }
 
 /// The x axis: the sweep's first numeric axis, or else the first parameter that varies
@@ -95,7 +64,11 @@ pub fn main_scenario(report: &Report) -> Option<&str> {
     }
 }
 
-/// Draw `report` as SVG text.
+/// Width of a chart drawn by `plot`.
+const PLOT_WIDTH: f64 = 900.0;
+
+/// Draw `report` as SVG text: the sweep's time chart, a run's loss curves, or its variants as
+/// bars.
 pub fn svg(report: &Report) -> Result<String, PlotError> {
     let scenario = main_scenario(report).ok_or(PlotError::Empty)?;
     let runs: Vec<&RunRecord> = report
@@ -103,30 +76,49 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
         .iter()
         .filter(|r| r.scenario == scenario)
         .collect();
-    let Some(first) = runs.first().copied() else {
-        return Err(PlotError::Empty);
+    let first = runs.first().copied().ok_or(PlotError::Empty)?;
+    let chart = match numeric_axis(report, &runs) {
+        Some(axis) => sweep_charts(scenario, &axis, &runs, PLOT_WIDTH)
+            .into_iter()
+            .next(),
+        None => loss_charts(first, PLOT_WIDTH)
+            .into_iter()
+            .next()
+            .or_else(|| variant_bars(first, PLOT_WIDTH)),
     };
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (900, 560)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_err)?;
-        let curves = loss_curves(first);
-        match numeric_axis(report, &runs) {
-            Some(axis) => lines(&root, scenario, &axis, &runs)?,
-            None if !curves.is_empty() => curve_chart(&root, scenario, &curves)?,
-            None => bars(&root, scenario, first)?,
-        }
-        root.present().map_err(draw_err)?;
-    }
-    Ok(out)
+    chart.ok_or(PlotError::Empty)
 }
 
-fn lines(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    scenario: &str,
-    axis: &str,
-    runs: &[&RunRecord],
-) -> Result<(), PlotError> {
+/// The swept axis of `report`'s runs of `scenario`, and those runs, when the report is a sweep
+/// (or its runs differ in a numeric parameter).
+pub fn sweep_of<'a>(report: &'a Report, scenario: &str) -> Option<(String, Vec<&'a RunRecord>)> {
+    let runs: Vec<&RunRecord> = report
+        .runs
+        .iter()
+        .filter(|r| r.scenario == scenario)
+        .collect();
+    if runs.len() < 2 {
+        return None;
+    }
+    numeric_axis(report, &runs).map(|axis| (axis, runs))
+}
+
+/// `scenario[…]` without the brackets: the parameters as `k=v, …`.
+pub fn describe_parameters(run: &RunRecord) -> String {
+    run.parameters
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A sweep's charts: median time against the axis (a line per variant and value of any other
+/// axis, the 95% CI of the median as a band), then one chart per rate among the derived
+/// figures (GFLOP/s, GB/s, samples/s) against the same axis.
+pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64) -> Vec<String> {
     let mut points: Vec<(f64, &RunRecord)> = runs
         .iter()
         .filter_map(|r| {
@@ -137,103 +129,278 @@ fn lines(
         })
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let variants: Vec<String> = points[0]
-        .1
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .collect();
-    let (x_min, x_max) = (points[0].0, points[points.len() - 1].0);
-    let all: Vec<f64> = points
-        .iter()
-        .flat_map(|(_, r)| {
-            r.variants
-                .iter()
-                .flat_map(|v| [v.summary.min_s, v.summary.max_s])
-        })
-        .filter(|y| *y > 0.0)
-        .collect();
-    let y_min = all.iter().cloned().fold(f64::INFINITY, f64::min);
-    let y_max = all.iter().cloned().fold(0.0, f64::max);
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{scenario}: median time vs {axis}"),
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            x_min..x_max.max(x_min + 1.0),
-            (y_min * 0.8..y_max * 1.25).log_scale(),
-        )
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_desc(axis.to_string())
-        .y_desc("time (s), median with min–max band")
-        .y_label_formatter(&|y| crate::units::human_time(*y))
-        .draw()
-        .map_err(draw_err)?;
+    let Some((_, first)) = points.first() else {
+        return Vec::new();
+    };
     // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
-    // lines of their own, labelled with those values. A parameter that follows x (matmul's
-    // `m` resolved to the swept `size`) or never changes does not split the lines.
+    // lines of their own, labelled with those values only. A parameter that follows x
+    // (matmul's `m` resolved to the swept `size`) or never changes does not split the lines.
     let keys = series_keys(&points, axis);
-    let other = |r: &RunRecord| -> String {
+    let group_of = |r: &RunRecord| -> String {
         keys.iter()
-            .map(|k| format!("{k}={}", r.parameters.get(*k).unwrap_or(&Value::Null)))
+            .map(|k| match r.parameters.get(*k) {
+                Some(Value::String(s)) => format!("{k}={s}"),
+                Some(v) => format!("{k}={v}"),
+                None => format!("{k}=?"),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
     let mut groups: Vec<String> = Vec::new();
     for (_, r) in &points {
-        let g = other(r);
+        let g = group_of(r);
         if !groups.contains(&g) {
             groups.push(g);
         }
     }
-    let series: Vec<(String, &String, String)> = groups
-        .iter()
-        .flat_map(|g| variants.iter().map(move |v| (g.clone(), v)))
-        .map(|(g, v)| {
-            let label = if groups.len() > 1 {
-                format!("{v} ({g})")
-            } else {
-                v.clone()
-            };
-            (g, v, label)
-        })
-        .collect();
-    for (i, (group, name, label)) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let stats: Vec<(f64, f64, f64, f64)> = points
-            .iter()
-            .filter(|(_, r)| &other(r) == group)
-            .filter_map(|(x, r)| {
-                let v = r.variants.iter().find(|v| &v.name == *name)?;
-                Some((*x, v.summary.median_s, v.summary.min_s, v.summary.max_s))
-            })
-            .collect();
-        let band: Vec<(f64, f64)> = stats
-            .iter()
-            .map(|s| (s.0, s.2))
-            .chain(stats.iter().rev().map(|s| (s.0, s.3)))
-            .collect();
-        chart
-            .draw_series(std::iter::once(Polygon::new(band, color.mix(0.15))))
-            .map_err(draw_err)?;
-        chart
-            .draw_series(LineSeries::new(
-                stats.iter().map(|s| (s.0, s.1)),
-                color.stroke_width(2),
-            ))
-            .map_err(draw_err)?
-            .label(label.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
+    let label = |name: &str, g: &str| {
+        if g.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} ({g})")
+        }
+    };
+    let variants: Vec<&str> = first.variants.iter().map(|v| v.name.as_str()).collect();
+    let mut time = Vec::new();
+    for g in &groups {
+        for name in &variants {
+            let stats: Vec<(f64, &crate::harness::Summary)> = points
+                .iter()
+                .filter(|(_, r)| &group_of(r) == g)
+                .filter_map(|(x, r)| {
+                    Some((*x, &r.variants.iter().find(|v| v.name == *name)?.summary))
+                })
+                .collect();
+            time.push(Series {
+                label: label(name, g),
+                points: stats.iter().map(|(x, s)| (*x, s.median_s)).collect(),
+                band: stats
+                    .iter()
+                    .map(|(x, s)| (*x, s.ci95_s[0], s.ci95_s[1]))
+                    .collect(),
+            });
+        }
     }
-    legend(&mut chart)
+    let mut charts: Vec<String> = LineChart {
+        title: format!("{scenario}: median time vs {axis}"),
+        x: Axis::new(axis, false, chart::plain),
+        y: Axis::new(
+            "time per round (median; band: 95% CI)",
+            true,
+            crate::units::human_time,
+        ),
+        series: time,
+    }
+    .svg(width)
+    .into_iter()
+    .collect();
+    for (unit, name, format) in RATES {
+        let keys: Vec<&String> = first
+            .derived
+            .keys()
+            .filter(|k| first.figure(k).unit == unit)
+            .collect();
+        let mut series = Vec::new();
+        for g in &groups {
+            for key in &keys {
+                let pts: Vec<(f64, f64)> = points
+                    .iter()
+                    .filter(|(_, r)| &group_of(r) == g)
+                    .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?)))
+                    .collect();
+                series.push(Series {
+                    label: label(key, g),
+                    points: pts,
+                    band: Vec::new(),
+                });
+            }
+        }
+        if let Some(svg) = (LineChart {
+            title: format!("{scenario}: {name} vs {axis}"),
+            x: Axis::new(axis, false, chart::plain),
+            y: Axis::new(format!("{name} (higher is better)"), false, format),
+            series,
+        })
+        .svg(width)
+        {
+            charts.push(svg);
+        }
+    }
+    charts
 }
 
+/// A rate a sweep charts against its axis: unit, axis name, tick format.
+type Rate = (Unit, &'static str, fn(f64) -> String);
+
+/// The rates a sweep charts against its axis.
+const RATES: [Rate; 3] = [
+    (Unit::Gflops, "GFLOP/s", chart::plain),
+    (Unit::GbytesPerSecond, "GB/s", chart::plain),
+    (Unit::SamplesPerSecond, "samples/s", chart::plain),
+];
+
+/// A run's variants as bars: the median time, whiskers at the 95% CI of the median.
+pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
+    BarChart {
+        title: format!("{}: median time per variant", run.scenario),
+        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        whisker: ci_caption(run),
+        groups: Vec::new(),
+        rows: run
+            .variants
+            .iter()
+            .map(|v| (v.name.clone(), vec![Some(bar(&v.summary))]))
+            .collect(),
+    }
+    .svg(width)
+}
+
+fn bar(s: &crate::harness::Summary) -> Bar {
+    Bar {
+        value: s.median_s,
+        low: s.ci95_s[0],
+        high: s.ci95_s[1],
+    }
+}
+
+/// What the whiskers show; with 5 samples or fewer the interval is min–max (see `Summary`).
+fn ci_caption(run: &RunRecord) -> String {
+    let few = run.variants.iter().any(|v| v.summary.samples_s.len() <= 5);
+    if few {
+        "95% CI of the median (min–max with 5 samples or fewer)".into()
+    } else {
+        "95% CI of the median".into()
+    }
+}
+
+/// Two runs of the same entry side by side: a row per variant, baseline and new bars.
+pub fn comparison_bars(
+    base: &RunRecord,
+    new: &RunRecord,
+    names: [&str; 2],
+    width: f64,
+) -> Option<String> {
+    let mut variants: Vec<&str> = base.variants.iter().map(|v| v.name.as_str()).collect();
+    for v in &new.variants {
+        if !variants.contains(&v.name.as_str()) {
+            variants.push(&v.name);
+        }
+    }
+    let find = |run: &RunRecord, name: &str| {
+        run.variants
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| bar(&v.summary))
+    };
+    BarChart {
+        title: format!("{}: baseline vs new", base.scenario),
+        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        whisker: ci_caption(base),
+        groups: names.iter().map(|n| n.to_string()).collect(),
+        rows: variants
+            .into_iter()
+            .map(|v| (v.to_string(), vec![find(base, v), find(new, v)]))
+            .collect(),
+    }
+    .svg(width)
+}
+
+/// A run's loss curves (`<name>_loss_curve` figures of `[x, loss]` or `[x, loss, seconds]`
+/// points): loss against updates, and against time when every point has its time.
+pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
+    let curves = loss_curves(run);
+    if curves.is_empty() {
+        return Vec::new();
+    }
+    let log = curves.iter().all(|(_, c)| c.iter().all(|p| p.1 > 0.0));
+    let y = || {
+        Axis::new(
+            "loss (as the run reports it)",
+            log,
+            chart::plain as fn(f64) -> String,
+        )
+    };
+    let mut charts: Vec<String> = LineChart {
+        title: format!("{}: loss during training", run.scenario),
+        x: Axis::new("parameter updates", false, chart::plain),
+        y: y(),
+        series: curves
+            .iter()
+            .map(|(name, c)| Series {
+                label: name.clone(),
+                points: c.iter().map(|p| (p.0, p.1)).collect(),
+                band: Vec::new(),
+            })
+            .collect(),
+    }
+    .svg(width)
+    .into_iter()
+    .collect();
+    if curves.iter().all(|(_, c)| c.iter().all(|p| p.2.is_some())) {
+        charts.extend(
+            LineChart {
+                title: format!("{}: loss against time", run.scenario),
+                x: Axis::new(
+                    "time since training started",
+                    false,
+                    crate::units::human_time,
+                ),
+                y: y(),
+                series: curves
+                    .iter()
+                    .map(|(name, c)| Series {
+                        label: name.clone(),
+                        points: c.iter().map(|p| (p.2.unwrap_or(0.0), p.1)).collect(),
+                        band: Vec::new(),
+                    })
+                    .collect(),
+            }
+            .svg(width),
+        );
+    }
+    charts
+}
+
+/// The lane timelines recorded for run `index` of `report`, one block per traced variant on a
+/// shared time axis; `None` when the report carries none for it.
+pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<String> {
+    let groups: Vec<GanttGroup> = report
+        .timelines
+        .iter()
+        .filter(|t| t.run == index)
+        .map(|t| GanttGroup {
+            title: if t.ops == 0 {
+                format!("{}: no engine op in its traced repeat", t.variant)
+            } else {
+                format!(
+                    "{}: {} ops in {}",
+                    t.variant,
+                    t.ops,
+                    crate::units::human_time(t.span_ns as f64 * 1e-9)
+                )
+            },
+            lanes: t
+                .lanes
+                .iter()
+                .map(|l| {
+                    (
+                        l.lane.clone(),
+                        l.busy_ns
+                            .iter()
+                            .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let run = report.runs.get(index)?;
+    chart::gantt(
+        &format!("{}: lane timeline of the traced repeat", run.scenario),
+        &groups,
+        width,
+    )
+}
 /// The parameters besides `axis` that take different values at the same x: each of their
 /// combinations is a line of its own.
 fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> {
@@ -255,113 +422,26 @@ fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> 
         .collect()
 }
 
-/// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...]).
-fn loss_curves(run: &RunRecord) -> Vec<(String, Vec<(f64, f64)>)> {
+/// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...] or
+/// [[update, loss, seconds], ...]).
+type Curve = Vec<(f64, f64, Option<f64>)>;
+
+fn loss_curves(run: &RunRecord) -> Vec<(String, Curve)> {
     run.derived
         .iter()
         .filter_map(|(k, v)| {
             let name = k.strip_suffix("_loss_curve")?;
-            let points: Vec<(f64, f64)> = v
+            let points: Curve = v
                 .as_array()?
                 .iter()
-                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-                .filter(|(_, loss)| *loss > 0.0)
+                .filter_map(|p| {
+                    let loss = p.get(1)?.as_f64()?;
+                    let time = p.get(2).and_then(Value::as_f64);
+                    Some((p.get(0)?.as_f64()?, loss, time))
+                })
+                .filter(|(_, loss, _)| loss.is_finite())
                 .collect();
             (!points.is_empty()).then(|| (name.to_string(), points))
         })
         .collect()
-}
-
-fn curve_chart(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    scenario: &str,
-    curves: &[(String, Vec<(f64, f64)>)],
-) -> Result<(), PlotError> {
-    let all = curves.iter().flat_map(|(_, c)| c.iter());
-    let (mut x_max, mut y_min, mut y_max) = (1f64, f64::INFINITY, 0f64);
-    for &(x, y) in all {
-        x_max = x_max.max(x);
-        y_min = y_min.min(y);
-        y_max = y_max.max(y);
-    }
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{scenario}: loss during training"),
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..x_max, (y_min * 0.8..y_max * 1.25).log_scale())
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_desc("parameter updates")
-        .y_desc("loss (mean squared error, full data)")
-        .draw()
-        .map_err(draw_err)?;
-    for (i, (name, points)) in curves.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(draw_err)?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
-    }
-    legend(&mut chart)
-}
-
-fn bars(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    scenario: &str,
-    run: &RunRecord,
-) -> Result<(), PlotError> {
-    let n = run.variants.len().max(1);
-    let y_max = run
-        .variants
-        .iter()
-        .map(|v| v.summary.max_s)
-        .fold(0.0, f64::max)
-        .max(1e-12);
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{scenario}: median time per variant"),
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..n as f64, 0f64..y_max * 1.15)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_label_formatter(&|_| String::new())
-        .x_desc("variants (see the legend)")
-        .y_desc("time (s), median with min–max whisker")
-        .y_label_formatter(&|y| crate::units::human_time(*y))
-        .draw()
-        .map_err(draw_err)?;
-    for (i, v) in run.variants.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let x = i as f64;
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(x + 0.2, 0.0), (x + 0.8, v.summary.median_s)],
-                color.filled(),
-            )))
-            .map_err(draw_err)?
-            .label(v.name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 16, y + 4)], color.filled()));
-        chart
-            .draw_series(LineSeries::new(
-                [(x + 0.5, v.summary.min_s), (x + 0.5, v.summary.max_s)],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(draw_err)?;
-    }
-    legend(&mut chart)
 }

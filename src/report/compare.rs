@@ -358,7 +358,8 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
     Ok(rows)
 }
 
-fn value(row: &Row, v: f64) -> String {
+/// A compared value as the tables print it.
+pub fn value(row: &Row, v: f64) -> String {
     if row.is_time {
         crate::units::human_time(v)
     } else {
@@ -366,7 +367,8 @@ fn value(row: &Row, v: f64) -> String {
     }
 }
 
-fn percent(change: f64) -> String {
+/// A relative change as the tables print it (`+3.1%`).
+pub fn percent(change: f64) -> String {
     if change.is_finite() {
         format!("{:+.1}%", change * 100.0)
     } else {

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod environment;
 pub mod figure;
 pub mod paired;
+pub mod timeline;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,6 +16,7 @@ use serde_json::{Map, Value};
 pub use atomic::write_atomic;
 pub use environment::{Environment, GpuInfo, LibraryInfo};
 pub use figure::{Better, Figure, Unit};
+pub use timeline::Timeline;
 
 use crate::harness::Summary;
 
@@ -51,6 +53,10 @@ pub struct Report {
     /// Present when the report is a sweep: the scenario and the axes swept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepInfo>,
+    /// The lane timelines of the traced repeat of each variant, present when the runs were
+    /// traced (`--html`, `--trace`, `--timeline`); older reports have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timelines: Vec<Timeline>,
 }
 
 /// The program that produced the report.
@@ -80,6 +86,7 @@ impl Report {
             environment,
             runs,
             sweep: None,
+            timelines: Vec::new(),
         }
     }
 

@@ -1,0 +1,519 @@
+//! A report as one self-contained HTML page: the environment, then per scenario its
+//! explanation, checks (pass/fail at a glance), the variants with their confidence intervals,
+//! the derived figures and the figures (`svg.rs`): bars with 95% CI whiskers, loss curves, the
+//! lane timeline of the traced repeat, and for a sweep its lines against the swept axis. Two
+//! reports make a comparison page with `compare`'s verdicts. Inline CSS and SVG only: no
+//! script, font or image is fetched, so the page opens offline and prints as it shows.
+//!
+//! The page is XHTML-compatible (every element closed, only XML's entities), so an XML parser
+//! can check it.
+
+use std::fmt::Write;
+
+use super::chart::esc;
+use super::svg;
+use crate::report::compare::{self, Row};
+use crate::report::{Environment, Report, RunRecord, Unit, WARNING};
+use crate::units::{human_bytes, human_time};
+
+/// Width of the figures in the page, pixels.
+const WIDTH: f64 = 880.0;
+
+const STYLE: &str = "
+body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; color: #1a1a1a; margin: 0;
+  background: #fafafa; line-height: 1.45; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 32px 64px; background: white; }
+h1 { font-size: 28px; margin: 0 0 4px; }
+h2 { font-size: 22px; margin: 36px 0 6px; padding-top: 12px; border-top: 2px solid #333; }
+h3 { font-size: 16px; margin: 18px 0 6px; }
+.sub { color: #555; margin: 0 0 18px; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #eee; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+code { font-size: 13px; background: #f2f2f2; padding: 0 3px; overflow-wrap: anywhere; }
+.badge { display: inline-block; min-width: 3.2em; text-align: center; font-weight: bold;
+  border-radius: 3px; padding: 0 6px; font-size: 13px; border: 2px solid; }
+.pass { color: #0b5e20; border-color: #0b5e20; background: #e3f4e6; }
+.fail { color: white; border-color: #9c0d0d; background: #b3121b; }
+.neutral { color: #333; border-color: #777; background: #f0f0f0; }
+.warn { color: #6b4500; border-color: #8a5a00; background: #fff3d6; }
+ul.checks { list-style: none; padding: 0; margin: 6px 0; }
+ul.checks li { margin: 4px 0; }
+.explain { background: #f4f7fb; border-left: 4px solid #1f4e9c; padding: 6px 12px; margin: 8px 0; }
+.notes li { color: #444; }
+.figure { margin: 12px 0; overflow-x: auto; }
+.figure svg { max-width: 100%; height: auto; display: block; }
+.missing { color: #555; font-style: italic; }
+.env td:first-child { font-weight: bold; white-space: nowrap; }
+tr.differs td { background: #fff3d6; }
+details summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
+@media print { body { background: white; } main { padding: 0; } h2 { break-before: auto; }
+  .figure { break-inside: avoid; } }
+";
+
+fn open(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\
+         <meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\
+         <title>{}</title><style>{STYLE}</style></head>\n<body><main>\n",
+        esc(title)
+    );
+}
+
+fn close(out: &mut String) {
+    out.push_str("</main></body></html>\n");
+}
+
+fn badge(passed: bool) -> &'static str {
+    if passed {
+        "<span class=\"badge pass\">✓ pass</span>"
+    } else {
+        "<span class=\"badge fail\">✗ FAIL</span>"
+    }
+}
+
+/// The environment rows: what, value.
+fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
+    let e: &Environment = &report.environment;
+    let gpu = if e.gpu.available {
+        let mut s = e.gpu.name.clone().unwrap_or_else(|| "available".into());
+        if let Some(m) = e.gpu.memory_bytes {
+            let _ = write!(s, ", {}", human_bytes(m));
+        }
+        if let Some(d) = &e.gpu.driver {
+            let _ = write!(s, ", driver {d}");
+        }
+        s
+    } else {
+        format!(
+            "unavailable: {}",
+            e.gpu.reason.as_deref().unwrap_or("unknown reason")
+        )
+    };
+    vec![
+        (
+            "parbench",
+            format!("{} ({})", report.tool.version, report.tool.git_commit),
+        ),
+        ("started", e.started_at.clone()),
+        ("host", e.host.clone()),
+        ("OS", e.os.clone()),
+        ("CPU", format!("{}, {} cores", e.cpu_model, e.cores)),
+        ("memory", human_bytes(e.memory_bytes)),
+        ("GPU", gpu),
+        ("engine", e.engine.clone()),
+        ("rustc", e.rustc.clone()),
+        ("command", e.argv.join(" ")),
+    ]
+}
+
+/// The page of one report.
+pub fn page(report: &Report) -> String {
+    let mut out = String::new();
+    open(&mut out, "parbench report");
+    let passed = report.all_checks_passed();
+    let checks: usize = report.runs.iter().map(|r| r.checks.len()).sum();
+    let failed: usize = report
+        .runs
+        .iter()
+        .map(|r| r.checks.iter().filter(|c| !c.passed).count())
+        .sum();
+    let _ = write!(
+        out,
+        "<h1>parbench report</h1><p class=\"sub\">{} run(s) of the chapter's experiments; \
+         {} check(s), {} {}</p>",
+        report.runs.len(),
+        checks,
+        badge(passed),
+        if failed > 0 {
+            format!("{failed} failed")
+        } else {
+            "all passed".into()
+        }
+    );
+    out.push_str("<h2 id=\"environment\">Environment</h2><table class=\"env\">");
+    for (k, v) in environment_rows(report) {
+        let _ = write!(out, "<tr><td>{k}</td><td>{}</td></tr>", esc(&v));
+    }
+    out.push_str("</table>");
+    summary_table(&mut out, report);
+    let sweep_scenario = report.sweep.as_ref().map(|s| s.scenario.clone());
+    let sweep = sweep_scenario
+        .as_deref()
+        .and_then(|s| svg::sweep_of(report, s));
+    if let (Some(scenario), Some((axis, runs))) = (&sweep_scenario, &sweep) {
+        let _ = write!(
+            out,
+            "<h2 id=\"sweep\">Sweep of {} over {}</h2>",
+            esc(scenario),
+            esc(axis)
+        );
+        if let Some(s) = &report.sweep {
+            out.push_str("<p>Axes: ");
+            let axes: Vec<String> = s
+                .axes
+                .iter()
+                .map(|(k, v)| format!("<code>{}</code> = {}", esc(k), esc(&v.join(", "))))
+                .collect();
+            out.push_str(&axes.join("; "));
+            out.push_str("</p>");
+        }
+        for chart in svg::sweep_charts(scenario, axis, runs, WIDTH) {
+            figure(&mut out, &chart);
+        }
+        out.push_str("<details open=\"open\"><summary>Every point of the sweep: tables and figures</summary>");
+    }
+    for (i, run) in report.runs.iter().enumerate() {
+        run_section(&mut out, report, i, run);
+    }
+    if sweep.is_some() {
+        out.push_str("</details>");
+    }
+    close(&mut out);
+    out
+}
+
+/// A line per run: scenario, parameters, checks, with a link to its section.
+fn summary_table(out: &mut String, report: &Report) {
+    if report.runs.is_empty() {
+        out.push_str("<p class=\"missing\">The report holds no runs.</p>");
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"summary\">Scenarios</h2><table><tr><th>scenario</th><th>parameters</th>\
+         <th>checks</th><th>variants</th></tr>",
+    );
+    for (i, run) in report.runs.iter().enumerate() {
+        let failed = run.checks.iter().filter(|c| !c.passed).count();
+        let status = if run.checks.is_empty() {
+            "<span class=\"badge neutral\">none</span>".to_string()
+        } else if failed == 0 {
+            format!("{} {}", badge(true), run.checks.len())
+        } else {
+            format!("{} {failed} of {}", badge(false), run.checks.len())
+        };
+        let _ = write!(
+            out,
+            "<tr><td><a href=\"#run-{i}\">{}</a></td><td><code>{}</code></td><td>{status}</td><td class=\"num\">{}</td></tr>",
+            esc(&run.scenario),
+            esc(&svg::describe_parameters(run)),
+            run.variants.len()
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn figure(out: &mut String, svg: &str) {
+    out.push_str("<div class=\"figure\">");
+    out.push_str(svg);
+    out.push_str("</div>");
+}
+
+fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord) {
+    let _ = write!(
+        out,
+        "<section id=\"run-{index}\"><h2>{}</h2><p class=\"sub\"><code>{}</code><br/>devices: {}</p>",
+        esc(&run.scenario),
+        esc(&svg::describe_parameters(run)),
+        esc(&run.devices.join(", "))
+    );
+    for line in &run.explanation {
+        let _ = write!(out, "<p class=\"explain\">{}</p>", esc(line));
+    }
+    if !run.checks.is_empty() {
+        out.push_str("<h3>Checks</h3><ul class=\"checks\">");
+        for c in &run.checks {
+            let _ = write!(
+                out,
+                "<li>{} <b>{}</b>: {}</li>",
+                badge(c.passed),
+                esc(&c.name),
+                esc(&c.detail)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    variants_table(out, run);
+    derived_table(out, run);
+    if !run.notes.is_empty() {
+        out.push_str("<ul class=\"notes\">");
+        for n in &run.notes {
+            match n.strip_prefix(WARNING) {
+                Some(w) => {
+                    let _ = write!(
+                        out,
+                        "<li><span class=\"badge warn\">warning</span> {}</li>",
+                        esc(w)
+                    );
+                }
+                None => {
+                    let _ = write!(out, "<li>note: {}</li>", esc(n));
+                }
+            }
+        }
+        out.push_str("</ul>");
+    }
+    let _ = write!(out, "<div id=\"run-{index}-figures\">");
+    if let Some(chart) = svg::variant_bars(run, WIDTH) {
+        figure(out, &chart);
+    }
+    for chart in svg::loss_charts(run, WIDTH) {
+        figure(out, &chart);
+    }
+    match svg::timeline_chart(report, index, WIDTH) {
+        Some(chart) => figure(out, &chart),
+        None => out.push_str(
+            "<p class=\"missing\">No lane timeline: this report carries no trace of this run. \
+             Runs made with <code>--html FILE</code> (or <code>--trace</code>, \
+             <code>--timeline</code>) record one extra traced repeat of every variant, and their \
+             <code>-o</code> report keeps it.</p>",
+        ),
+    }
+    out.push_str("</div></section>\n");
+}
+
+fn variants_table(out: &mut String, run: &RunRecord) {
+    out.push_str(
+        "<h3>Variants</h3><table><tr><th>variant</th><th>median</th><th>95% CI of the median</th>\
+         <th>min</th><th>max</th><th>n</th><th>outliers</th><th></th></tr>",
+    );
+    for v in &run.variants {
+        let s = &v.summary;
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            human_time(s.median_s),
+            human_time(s.ci95_s[0]),
+            human_time(s.ci95_s[1]),
+            human_time(s.min_s),
+            human_time(s.max_s),
+            s.samples_s.len(),
+            s.outliers,
+            esc(v.label.as_deref().unwrap_or(""))
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn derived_table(out: &mut String, run: &RunRecord) {
+    let rows: Vec<(&String, String)> = run
+        .derived
+        .iter()
+        .filter(|(k, _)| run.figure(k).unit != Unit::Series)
+        .map(|(k, v)| (k, run.figure(k).format(v)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Derived figures</h3><table><tr><th>figure</th><th>value</th></tr>");
+    for (k, v) in rows {
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td class=\"num\">{}</td></tr>",
+            esc(k),
+            esc(&v)
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// The page comparing two reports: both environments side by side (differences marked),
+/// `compare`'s verdicts, and each entry both have as paired bars.
+pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold: f64) -> String {
+    let mut out = String::new();
+    open(&mut out, "parbench comparison");
+    let (rows, nothing) = match compare::compare(base, new, threshold) {
+        Ok(rows) => (rows, false),
+        Err(_) => (Vec::new(), true),
+    };
+    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
+    let _ = write!(
+        out,
+        "<h1>parbench comparison</h1><p class=\"sub\">baseline <code>{}</code> against new \
+         <code>{}</code>; threshold {:.1}%: {} {regressions} regression(s)</p>",
+        esc(names[0]),
+        esc(names[1]),
+        threshold * 100.0,
+        badge(regressions == 0)
+    );
+    out.push_str(
+        "<h2 id=\"environment\">Environments</h2><table class=\"env\"><tr><th></th>\
+         <th>baseline</th><th>new</th></tr>",
+    );
+    for ((k, a), (_, b)) in environment_rows(base)
+        .into_iter()
+        .zip(environment_rows(new))
+    {
+        let class = if a != b && !matches!(k, "started" | "command") {
+            " class=\"differs\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr{class}><td>{k}</td><td>{}</td><td>{}</td></tr>",
+            esc(&a),
+            esc(&b)
+        );
+    }
+    out.push_str("</table>");
+    let differences = compare::environment_differences(base, new);
+    if !differences.is_empty() {
+        let _ = write!(
+            out,
+            "<p><span class=\"badge warn\">warning</span> the reports come from different \
+             environments ({}): a change may be the machine's, not the code's.</p>",
+            esc(&differences.join("; "))
+        );
+    }
+    out.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
+    if nothing {
+        out.push_str(
+            "<p class=\"missing\">Nothing to compare: no scenario, parameters and variant \
+             appear in both reports.</p>",
+        );
+    } else {
+        verdict_table(&mut out, &rows);
+    }
+    for run in &base.runs {
+        let Some(other) = new.runs.iter().find(|r| r.key() == run.key()) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "<section><h2>{}</h2><p class=\"sub\"><code>{}</code><br/>checks: baseline {}, new {}</p>",
+            esc(&run.scenario),
+            esc(&svg::describe_parameters(run)),
+            badge(run.checks.iter().all(|c| c.passed)),
+            badge(other.checks.iter().all(|c| c.passed))
+        );
+        if let Some(chart) = svg::comparison_bars(run, other, ["baseline", "new"], WIDTH) {
+            figure(&mut out, &chart);
+        }
+        out.push_str("</section>\n");
+    }
+    let only = |a: &Report, b: &Report| -> Vec<String> {
+        a.runs
+            .iter()
+            .filter(|r| !b.runs.iter().any(|o| o.key() == r.key()))
+            .map(|r| r.key())
+            .collect()
+    };
+    for (which, keys) in [("baseline", only(base, new)), ("new", only(new, base))] {
+        if !keys.is_empty() {
+            let _ = write!(out, "<h3>Only in the {which} report</h3><ul>");
+            for k in keys {
+                let _ = write!(out, "<li><code>{}</code></li>", esc(&k));
+            }
+            out.push_str("</ul>");
+        }
+    }
+    close(&mut out);
+    out
+}
+
+fn verdict_table(out: &mut String, rows: &[Row]) {
+    out.push_str(
+        "<table><tr><th>entry</th><th>baseline</th><th>new</th><th>change</th><th>p</th>\
+         <th>verdict</th></tr>",
+    );
+    for r in rows {
+        let class = match r.verdict.as_str() {
+            "slower" | "worse" => "fail",
+            "faster" | "better" => "pass",
+            _ => "neutral",
+        };
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
+            esc(&r.entry),
+            compare::value(r, r.base),
+            compare::value(r, r.new),
+            compare::percent(r.change),
+            r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
+            r.verdict.as_str()
+        );
+    }
+    out.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Summary;
+    use crate::report::{GpuInfo, Timeline, TracedRun};
+    use serde_json::Map;
+
+    fn report(scale: f64) -> Report {
+        let mut run = RunRecord::new("async", Map::new(), vec!["cpu:0 (1 thread)".into()]);
+        let samples: Vec<f64> = (0..8).map(|i| scale * (1.0 + i as f64 * 0.01)).collect();
+        run.add_variants(
+            vec!["sync".into(), "async <fast>".into()],
+            vec![
+                Summary::from_samples(&samples).unwrap(),
+                Summary::from_samples(&samples.iter().map(|s| s / 3.0).collect::<Vec<_>>())
+                    .unwrap(),
+            ],
+            [None, Some("a label & more".into())],
+        );
+        run.derive("async_speedup", 3.0);
+        run.check("exact", true, "y = x + 1");
+        run.check("order", false, "broken on purpose");
+        run.explanation.push("pushing is cheap".into());
+        let mut r = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run],
+        );
+        let rec = crate::report::timeline::traced_op;
+        r.timelines.push(Timeline::of(
+            0,
+            &TracedRun {
+                scenario: "async".into(),
+                variant: "sync".into(),
+                records: vec![rec(0, 0, 500), rec(1, 200, 1000)],
+            },
+        ));
+        r
+    }
+
+    fn parse(html: &str) {
+        roxmltree::Document::parse_with_options(
+            html,
+            roxmltree::ParsingOptions {
+                allow_dtd: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    }
+
+    #[test]
+    fn a_page_is_well_formed_and_shows_checks_figures_and_the_timeline() {
+        let html = page(&report(1e-3));
+        parse(&html);
+        assert!(html.contains("✗ FAIL") && html.contains("✓ pass"));
+        assert!(html.contains("async &lt;fast&gt;"));
+        assert!(html.contains("lane timeline of the traced repeat"));
+        assert!(html.contains("pushing is cheap"));
+        assert_eq!(html.matches("<svg").count(), 2, "bars and the timeline");
+        assert!(!html.contains("<script") && !html.contains("src="));
+        let mut untraced = report(1e-3);
+        untraced.timelines.clear();
+        assert!(page(&untraced).contains("No lane timeline"));
+    }
+
+    #[test]
+    fn a_comparison_page_shows_the_verdicts_side_by_side() {
+        let html = comparison_page(&report(1e-3), &report(2e-3), ["a.json", "b.json"], 0.05);
+        parse(&html);
+        assert!(html.contains("slower"), "twice the time is slower");
+        assert!(html.contains("baseline") && html.contains("b.json"));
+        assert_eq!(html.matches("<svg").count(), 1);
+    }
+}
