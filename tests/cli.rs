@@ -1224,7 +1224,10 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
     );
     assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     let d = &run["derived"];
-    assert_eq!(d["parameters"].as_f64(), Some((16 * 24 + 24 + 24 * 4 + 4) as f64));
+    assert_eq!(
+        d["parameters"].as_f64(),
+        Some((16 * 24 + 24 + 24 * 4 + 4) as f64)
+    );
     for v in ["one_device", "parameter_server", "ring", "async"] {
         let curve = d[format!("{v}_loss_curve")].as_array().unwrap();
         // [update, loss, seconds], seconds never going back.

@@ -11,17 +11,19 @@
 //! - `async`: each device pulls the parameters, computes its shard's gradient and pushes its
 //!   update on its own (a parameter server without a barrier); staleness counted.
 //!
-//! Each chunk of each device's gradient buffer is a var of its own, so the ring's steps on
-//! different chunks run at once on different devices, as on real links.
+//! Each chunk of each device's gradient is a var of its own ([`Chunked`]), so the ring's steps
+//! on different chunks run at once on different devices, as on real links. Buffers live in a
+//! [`Workspace`] per scheme, reused by every run: fresh multi-megabyte buffers would page
+//! fault on every run.
 
-use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use super::chunked::Chunked;
 use super::mlp::{gradient, sgd, Dataset, Layers};
 use super::{shard, LossEntry, Trained};
 use crate::device::Runtime;
-use crate::engine::{OpError, Var};
+use crate::engine::{LaneId, OpError, Var};
 
 /// The in-process synchronization schemes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,44 +45,52 @@ pub struct Setup {
     pub lr: f32,
 }
 
-/// A buffer that engine ops share, ordered by its var: an op locks it only while the engine
-/// lets it run, so the lock is never contended.
-#[derive(Clone)]
-struct Shared {
-    var: Var,
-    data: Arc<Mutex<Vec<f32>>>,
+fn poisoned() -> OpError {
+    OpError::msg("a training buffer was poisoned by a failed op")
 }
 
-impl Shared {
-    fn new(data: Vec<f32>) -> Shared {
-        Shared {
+/// Parameters that engine ops share, ordered by their var. Readers (a gradient and a
+/// broadcast of the same replica) run at once, so the lock is a read-write one.
+#[derive(Clone)]
+struct Params {
+    var: Var,
+    data: Arc<RwLock<Vec<f32>>>,
+}
+
+impl Params {
+    fn new(n: usize) -> Params {
+        Params {
             var: Var::new(),
-            data: Arc::new(Mutex::new(data)),
+            data: Arc::new(RwLock::new(vec![0.0; n])),
         }
     }
-
-    fn lock(&self) -> Result<MutexGuard<'_, Vec<f32>>, OpError> {
-        self.data
-            .lock()
-            .map_err(|_| OpError::msg("a training buffer was poisoned by a failed op"))
-    }
 }
 
-/// Chunk `c` of `k` of `n` parameters.
-pub fn chunk(n: usize, k: usize, c: usize) -> Range<usize> {
-    c * n / k..(c + 1) * n / k
+/// One device's buffers: its parameter replica, its gradient in the all-reduce's chunks (a
+/// var each) and, for the schemes that pull parameters, a scratch gradient.
+struct DeviceBuffers {
+    params: Params,
+    grads: Arc<Chunked>,
+    grad_vars: Vec<Var>,
 }
 
-/// One device's state in a synchronous run: its parameter replica and its gradient buffer,
-/// cut into the chunks the all-reduce moves.
-struct Replica {
-    params: Shared,
-    grads: Vec<Shared>,
+/// A scheme's buffers on every device, reused by each of its runs.
+pub struct Workspace {
+    scheme: Scheme,
+    devices: Vec<DeviceBuffers>,
+    /// `async`: the server's parameters, and the log of every update's staleness, whose length
+    /// is the server's update count (both only touched with the parameters locked).
+    server: Arc<Mutex<Vec<f32>>>,
+    server_var: Var,
+    staleness: Arc<Mutex<Vec<u64>>>,
+    log: Arc<Mutex<Vec<LossEntry>>>,
 }
 
-/// A pushed training run; read it after the engine has finished it.
+/// A pushed training run; read it after the engine has finished it (and before the next run
+/// of the same scheme).
 pub struct Pending {
-    params: Arc<Mutex<Vec<f32>>>,
+    params: Arc<RwLock<Vec<f32>>>,
+    server: Option<Arc<Mutex<Vec<f32>>>>,
     log: Arc<Mutex<Vec<LossEntry>>>,
     staleness: Arc<Mutex<Vec<u64>>>,
 }
@@ -88,9 +98,16 @@ pub struct Pending {
 impl Pending {
     /// The trained parameters, loss log and staleness (call after `wait_all`).
     pub fn take(&self) -> Trained {
-        let get = |m: &Mutex<Vec<f32>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let params = match &self.server {
+            Some(s) => s.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => self
+                .params
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        };
         Trained {
-            params: get(&self.params),
+            params,
             log: self.log.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             staleness: self
                 .staleness
@@ -101,64 +118,88 @@ impl Pending {
     }
 }
 
-/// Per-device gradient scratch, reused by every run (a fresh multi-megabyte buffer would page
-/// fault on every step); only one op of a device uses it at a time, and its lock says so.
-pub struct Scratch(Vec<Arc<Mutex<Vec<f32>>>>);
-
-impl Scratch {
-    pub fn new(devices: usize, parameters: usize) -> Scratch {
-        Scratch(
-            (0..devices)
-                .map(|_| Arc::new(Mutex::new(vec![0f32; parameters])))
-                .collect(),
-        )
-    }
-}
-
-fn poisoned() -> OpError {
-    OpError::msg("a training buffer was poisoned by a failed op")
-}
-
 impl Setup {
-    /// Push one training run of `scheme` onto `rt`'s devices.
-    pub fn push(&self, rt: &Runtime, scheme: Scheme, scratch: &Scratch) -> Pending {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let staleness = Arc::new(Mutex::new(Vec::new()));
-        let start = Instant::now();
-        let params = match scheme {
-            Scheme::OneDevice => self.push_one_device(rt, scratch, &log, start),
-            Scheme::ParameterServer | Scheme::Ring => {
-                self.push_synchronous(rt, scheme, scratch, &log, start)
-            }
-            Scheme::Async => self.push_async(rt, scratch, &log, &staleness, start),
-        };
-        Pending {
-            params,
-            log,
-            staleness,
+    /// Buffers for `scheme` on this setup's devices.
+    pub fn workspace(&self, scheme: Scheme) -> Workspace {
+        let (n, k) = (self.initial.len(), self.devices);
+        let used = if scheme == Scheme::OneDevice { 1 } else { k };
+        Workspace {
+            scheme,
+            devices: (0..used)
+                .map(|_| DeviceBuffers {
+                    params: Params::new(n),
+                    grads: Arc::new(Chunked::new(n, k)),
+                    grad_vars: (0..k).map(|_| Var::new()).collect(),
+                })
+                .collect(),
+            server: Arc::new(Mutex::new(vec![
+                0.0;
+                if scheme == Scheme::Async { n } else { 0 }
+            ])),
+            server_var: Var::new(),
+            staleness: Arc::new(Mutex::new(Vec::new())),
+            log: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
-    fn push_one_device(
-        &self,
-        rt: &Runtime,
-        scratch: &Scratch,
-        log: &Arc<Mutex<Vec<LossEntry>>>,
-        start: Instant,
-    ) -> Arc<Mutex<Vec<f32>>> {
-        let params = Shared::new(self.initial.to_vec());
+    /// Push one training run of the workspace's scheme onto `rt`'s devices.
+    pub fn push(&self, rt: &Runtime, ws: &Workspace) -> Pending {
+        let start = Instant::now();
+        let lane = |d: usize| rt.devices[d].compute;
+        // Start from the initial parameters, logs empty: ops of their own, after whatever
+        // the previous run left in flight.
+        for (d, dev) in ws.devices.iter().enumerate() {
+            let (p, init) = (dev.params.data.clone(), self.initial.clone());
+            let (log, staleness, server) =
+                (ws.log.clone(), ws.staleness.clone(), ws.server.clone());
+            // Device 0's load empties the logs (writing the server's var); the others' loads
+            // read that var, so no op of this run logs before the logs are emptied.
+            let first = d == 0;
+            let (reads, writes): (Vec<&Var>, Vec<&Var>) = if first {
+                (vec![], vec![&dev.params.var, &ws.server_var])
+            } else {
+                (vec![&ws.server_var], vec![&dev.params.var])
+            };
+            rt.engine.push("load", lane(d), &reads, &writes, move || {
+                p.write().map_err(|_| poisoned())?.copy_from_slice(&init);
+                if first {
+                    log.lock().map_err(|_| poisoned())?.clear();
+                    staleness.lock().map_err(|_| poisoned())?.clear();
+                    let mut s = server.lock().map_err(|_| poisoned())?;
+                    if !s.is_empty() {
+                        s.copy_from_slice(&init);
+                    }
+                }
+                Ok(())
+            });
+        }
+        match ws.scheme {
+            Scheme::OneDevice => self.push_one_device(rt, ws, start),
+            Scheme::ParameterServer | Scheme::Ring => self.push_synchronous(rt, ws, start),
+            Scheme::Async => self.push_async(rt, ws, start),
+        }
+        Pending {
+            params: ws.devices[0].params.data.clone(),
+            server: (ws.scheme == Scheme::Async).then(|| ws.server.clone()),
+            log: ws.log.clone(),
+            staleness: ws.staleness.clone(),
+        }
+    }
+
+    fn push_one_device(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let dev = &ws.devices[0];
         for step in 0..self.steps {
-            let (p, g, log) = (params.clone(), scratch.0[0].clone(), log.clone());
+            let (p, g, log) = (dev.params.data.clone(), dev.grads.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
             let (batch, lr) = (self.batch, self.lr);
             rt.engine.push(
                 "step",
                 rt.devices[0].compute,
                 &[],
-                &[&params.var],
+                &[&dev.params.var],
                 move || {
-                    let mut p = p.lock()?;
-                    let mut g = g.lock().map_err(|_| poisoned())?;
+                    let mut p = p.write().map_err(|_| poisoned())?;
+                    let mut g = g.write_all()?;
                     let rows = (step as usize * batch, batch);
                     let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
                     sgd(&mut p, &g, lr);
@@ -166,192 +207,151 @@ impl Setup {
                 },
             );
         }
-        params.data
     }
 
-    fn push_synchronous(
-        &self,
-        rt: &Runtime,
-        scheme: Scheme,
-        scratch: &Scratch,
-        log: &Arc<Mutex<Vec<LossEntry>>>,
-        start: Instant,
-    ) -> Arc<Mutex<Vec<f32>>> {
-        let (k, n) = (self.devices, self.initial.len());
-        let replicas: Vec<Replica> = (0..k)
-            .map(|_| Replica {
-                params: Shared::new(self.initial.to_vec()),
-                grads: (0..k)
-                    .map(|c| Shared::new(vec![0f32; chunk(n, k, c).len()]))
-                    .collect(),
-            })
-            .collect();
+    fn push_synchronous(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let k = self.devices;
+        let devs = &ws.devices;
         let lane = |d: usize| rt.devices[d].compute;
         for step in 0..self.steps {
-            for (d, r) in replicas.iter().enumerate() {
-                self.push_gradient(rt, step, d, r, &scratch.0[d], log, start);
+            for d in 0..k {
+                self.push_gradient(rt, step, d, ws, start);
             }
-            match scheme {
-                Scheme::Ring => {
-                    // Reduce-scatter: at step t device i sends chunk (i - t) mod k to i + 1,
-                    // which adds it to its own; after k - 1 steps device i holds the sum of
-                    // chunk (i + 1) mod k. All-gather: device i passes chunk (i + 1 - t) mod k
-                    // on, and the receiver keeps it.
-                    for (name, add, shift) in
-                        [("reduce-scatter", true, 0), ("all-gather", false, 1)]
-                    {
-                        for t in 0..k.saturating_sub(1) {
-                            for i in 0..k {
-                                let to = (i + 1) % k;
-                                let c = (i + shift + k - t) % k;
-                                let (src, dst) =
-                                    (replicas[i].grads[c].clone(), replicas[to].grads[c].clone());
-                                rt.engine.push(
-                                    name,
-                                    lane(to),
-                                    &[&replicas[i].grads[c].var],
-                                    &[&replicas[to].grads[c].var],
-                                    move || {
-                                        let (s, mut d) = (src.lock()?, dst.lock()?);
-                                        if add {
-                                            d.iter_mut().zip(s.iter()).for_each(|(d, s)| *d += s);
-                                        } else {
-                                            d.copy_from_slice(&s);
-                                        }
-                                        Ok(())
-                                    },
-                                );
-                            }
+            if ws.scheme == Scheme::Ring {
+                // Reduce-scatter: at step t device i sends chunk (i - t) mod k to i + 1, which
+                // adds it to its own; after k - 1 steps device i holds the sum of chunk
+                // (i + 1) mod k. All-gather: device i passes chunk (i + 1 - t) mod k on, and the
+                // receiver keeps it.
+                for (name, add, shift) in [("reduce-scatter", true, 0), ("all-gather", false, 1)] {
+                    for t in 0..k.saturating_sub(1) {
+                        for i in 0..k {
+                            let to = (i + 1) % k;
+                            let c = (i + shift + k - t) % k;
+                            let (src, dst) = (devs[i].grads.clone(), devs[to].grads.clone());
+                            rt.engine.push(
+                                name,
+                                lane(to),
+                                &[&devs[i].grad_vars[c]],
+                                &[&devs[to].grad_vars[c]],
+                                move || {
+                                    let (s, mut d) = (src.read(c)?, dst.write(c)?);
+                                    if add {
+                                        d.iter_mut().zip(s.iter()).for_each(|(d, s)| *d += s);
+                                    } else {
+                                        d.copy_from_slice(&s);
+                                    }
+                                    Ok(())
+                                },
+                            );
                         }
-                    }
-                    for (d, r) in replicas.iter().enumerate() {
-                        self.push_update(rt, lane(d), r);
                     }
                 }
-                _ => {
-                    // Reduce every device's gradient onto device 0, update there, broadcast.
-                    let all: Vec<Shared> = replicas.iter().flat_map(|r| r.grads.clone()).collect();
-                    let reads: Vec<&Var> = replicas[1..]
-                        .iter()
-                        .flat_map(|r| r.grads.iter().map(|g| &g.var))
-                        .collect();
-                    let writes: Vec<&Var> = replicas[0].grads.iter().map(|g| &g.var).collect();
-                    rt.engine.push("reduce", lane(0), &reads, &writes, move || {
-                        for c in 0..k {
-                            let mut sum = all[c].lock()?;
-                            for d in 1..k {
-                                let g = all[d * k + c].lock()?;
-                                sum.iter_mut().zip(g.iter()).for_each(|(s, g)| *s += g);
-                            }
+                for d in 0..k {
+                    self.push_update(rt, lane(d), &devs[d]);
+                }
+            } else {
+                // Reduce every device's gradient onto device 0, update there, broadcast.
+                let all: Vec<Arc<Chunked>> = devs.iter().map(|d| d.grads.clone()).collect();
+                let reads: Vec<&Var> = devs[1..].iter().flat_map(|d| &d.grad_vars).collect();
+                let writes: Vec<&Var> = devs[0].grad_vars.iter().collect();
+                rt.engine.push("reduce", lane(0), &reads, &writes, move || {
+                    let mut sum = all[0].write_all()?;
+                    for c in 0..k {
+                        let range = all[0].range(c);
+                        for g in &all[1..] {
+                            let g = g.read(c)?;
+                            sum[range.clone()]
+                                .iter_mut()
+                                .zip(g.iter())
+                                .for_each(|(s, g)| *s += g);
                         }
-                        Ok(())
-                    });
-                    self.push_update(rt, lane(0), &replicas[0]);
-                    for (d, r) in replicas.iter().enumerate().skip(1) {
-                        let (src, dst) = (replicas[0].params.clone(), r.params.clone());
-                        rt.engine.push(
-                            "broadcast",
-                            lane(d),
-                            &[&replicas[0].params.var],
-                            &[&r.params.var],
-                            move || {
-                                dst.lock()?.copy_from_slice(&src.lock()?);
-                                Ok(())
-                            },
-                        );
                     }
+                    Ok(())
+                });
+                self.push_update(rt, lane(0), &devs[0]);
+                for (d, dev) in devs.iter().enumerate().skip(1) {
+                    let (src, dst) = (devs[0].params.data.clone(), dev.params.data.clone());
+                    rt.engine.push(
+                        "broadcast",
+                        lane(d),
+                        &[&devs[0].params.var],
+                        &[&dev.params.var],
+                        move || {
+                            let src = src.read().map_err(|_| poisoned())?;
+                            dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
+                            Ok(())
+                        },
+                    );
                 }
             }
         }
-        replicas[0].params.data.clone()
     }
 
-    /// Device `d`'s shard gradient at `step`, packed into its chunks (as Horovod packs
-    /// gradients into one fusion buffer before the all-reduce).
-    #[allow(clippy::too_many_arguments)]
-    fn push_gradient(
-        &self,
-        rt: &Runtime,
-        step: u64,
-        d: usize,
-        r: &Replica,
-        scratch: &Arc<Mutex<Vec<f32>>>,
-        log: &Arc<Mutex<Vec<LossEntry>>>,
-        start: Instant,
-    ) {
-        let (k, n, batch) = (self.devices, self.initial.len(), self.batch);
-        let (p, grads, g) = (r.params.clone(), r.grads.clone(), scratch.clone());
-        let (layers, data, log) = (self.layers.clone(), self.data.clone(), log.clone());
+    /// Device `d`'s shard gradient at `step`, written in place into its chunked buffer.
+    fn push_gradient(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
+        let dev = &ws.devices[d];
+        let (k, batch) = (self.devices, self.batch);
+        let (p, g) = (dev.params.data.clone(), dev.grads.clone());
+        let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
         let rows = shard(step, batch, k, d);
-        let writes: Vec<&Var> = r.grads.iter().map(|g| &g.var).collect();
+        let writes: Vec<&Var> = dev.grad_vars.iter().collect();
         rt.engine.push(
             "gradient",
             rt.devices[d].compute,
-            &[&r.params.var],
+            &[&dev.params.var],
             &writes,
             move || {
-                let mut g = g.lock().map_err(|_| poisoned())?;
-                let loss = gradient(&layers, &p.lock()?, &data, rows, batch as f32, &mut g);
-                for (c, chunk_buf) in grads.iter().enumerate() {
-                    chunk_buf.lock()?.copy_from_slice(&g[chunk(n, k, c)]);
-                }
+                let p = p.read().map_err(|_| poisoned())?;
+                let mut g = g.write_all()?;
+                let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
                 record(&log, step, loss * batch as f64, rows.1, start)
             },
         );
     }
 
     /// `params -= lr · reduced gradient` on one replica.
-    fn push_update(&self, rt: &Runtime, lane: crate::engine::LaneId, r: &Replica) {
-        let (k, n, lr) = (self.devices, self.initial.len(), self.lr);
-        let (p, grads) = (r.params.clone(), r.grads.clone());
-        let reads: Vec<&Var> = r.grads.iter().map(|g| &g.var).collect();
+    fn push_update(&self, rt: &Runtime, lane: LaneId, dev: &DeviceBuffers) {
+        let lr = self.lr;
+        let (p, g) = (dev.params.data.clone(), dev.grads.clone());
+        let reads: Vec<&Var> = dev.grad_vars.iter().collect();
         rt.engine
-            .push("update", lane, &reads, &[&r.params.var], move || {
-                let mut p = p.lock()?;
-                for (c, g) in grads.iter().enumerate() {
-                    sgd(&mut p[chunk(n, k, c)], &g.lock()?, lr);
+            .push("update", lane, &reads, &[&dev.params.var], move || {
+                let mut p = p.write().map_err(|_| poisoned())?;
+                for c in 0..g.chunks() {
+                    sgd(&mut p[g.range(c)], &g.read(c)?, lr);
                 }
                 Ok(())
             });
     }
 
-    fn push_async(
-        &self,
-        rt: &Runtime,
-        scratch: &Scratch,
-        log: &Arc<Mutex<Vec<LossEntry>>>,
-        staleness: &Arc<Mutex<Vec<u64>>>,
-        start: Instant,
-    ) -> Arc<Mutex<Vec<f32>>> {
+    fn push_async(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
         let k = self.devices;
-        // The server's parameters; its update count is the length of the staleness log, which
-        // is only touched with the parameters locked (lock order: parameters, then log).
-        let server = Arc::new(Mutex::new(self.initial.to_vec()));
-        let pulled: Vec<Arc<Mutex<Vec<f32>>>> = (0..k)
-            .map(|_| Arc::new(Mutex::new(self.initial.to_vec())))
-            .collect();
-        for (d, local) in pulled.iter().enumerate() {
-            let chain = Var::new();
+        for (d, dev) in ws.devices.iter().enumerate() {
             for step in 0..self.steps {
-                let (server, local, g) = (server.clone(), local.clone(), scratch.0[d].clone());
+                let (server, local, g) = (
+                    ws.server.clone(),
+                    dev.params.data.clone(),
+                    dev.grads.clone(),
+                );
                 let (layers, data) = (self.layers.clone(), self.data.clone());
-                let (log, staleness) = (log.clone(), staleness.clone());
+                let (log, staleness) = (ws.log.clone(), ws.staleness.clone());
                 let (batch, lr) = (self.batch, self.lr);
                 let rows = shard(step, batch, k, d);
+                // Each device's steps in order (its replica's var); all after the load.
                 rt.engine.push(
                     "async step",
                     rt.devices[d].compute,
-                    &[],
-                    &[&chain],
+                    &[&ws.server_var],
+                    &[&dev.params.var],
                     move || {
-                        let mut local = local.lock().map_err(|_| poisoned())?;
+                        let mut local = local.write().map_err(|_| poisoned())?;
                         // Pull: whatever the server holds now.
                         let seen = {
                             let s = server.lock().map_err(|_| poisoned())?;
                             local.copy_from_slice(&s);
                             staleness.lock().map_err(|_| poisoned())?.len()
                         };
-                        let mut g = g.lock().map_err(|_| poisoned())?;
+                        let mut g = g.write_all()?;
                         let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
                         // Push: the server applies it at once, whatever happened meanwhile.
                         let update = {
@@ -367,7 +367,6 @@ impl Setup {
                 );
             }
         }
-        server
     }
 }
 
@@ -426,8 +425,10 @@ mod tests {
 
     fn train(s: &Setup, scheme: Scheme) -> Trained {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; s.devices]).expect("devices");
-        let scratch = Scratch::new(s.devices, s.initial.len());
-        let pending = s.push(&rt, scheme, &scratch);
+        let ws = s.workspace(scheme);
+        // Twice on one workspace: the second run starts afresh.
+        s.push(&rt, &ws);
+        let pending = s.push(&rt, &ws);
         rt.engine.wait_all().expect("training runs");
         pending.take()
     }
@@ -476,14 +477,5 @@ mod tests {
         assert_eq!(updates, (0..15).collect::<Vec<_>>());
         assert!(t.params.iter().all(|v| v.is_finite()));
         assert_ne!(t.params, *s.initial);
-    }
-
-    #[test]
-    fn ring_chunks_cover_the_parameters() {
-        for (n, k) in [(10, 3), (7, 7), (1_863_690, 4)] {
-            let total: usize = (0..k).map(|c| chunk(n, k, c).len()).sum();
-            assert_eq!(total, n);
-            assert_eq!(chunk(n, k, k - 1).end, n);
-        }
     }
 }

@@ -11,6 +11,7 @@
 //! - `engine` backend ([`in_process`]): k CPU devices of one engine;
 //! - `mpi` backend (`mpi` module, cargo feature `mpi`): one rank per device, started by `mpirun`.
 
+pub mod chunked;
 pub mod in_process;
 pub mod mlp;
 #[cfg(feature = "mpi")]
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use self::in_process::{Pending, Scheme, Scratch, Setup};
+use self::in_process::{Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
 use super::support::{check_elements, traced, Explained};
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
@@ -515,24 +516,21 @@ impl DataParallel {
         let threads = ctx.cpu_split(cfg.devices);
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
-        let scratch = Scratch::new(cfg.devices, setup.initial.len());
         let schemes = [
             ("one-device", Scheme::OneDevice),
             ("parameter-server", Scheme::ParameterServer),
             ("ring", Scheme::Ring),
             ("async", Scheme::Async),
         ];
+        let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
         let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
         let train = |i: usize| {
-            let (setup, rt, scratch, last) = (&setup, &rt, &scratch, &last);
+            let (setup, rt, ws, last) = (&setup, &rt, &workspaces[i], &last);
             move || {
-                synced(engine, || -> Result<Option<Pending>, ScenarioError> {
-                    let pending = setup.push(rt, schemes[i].1, scratch);
-                    // The previous run's buffers are freed after the clock stops.
-                    Ok(last[i]
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .replace(pending))
+                synced(engine, || -> Result<(), ScenarioError> {
+                    let pending = setup.push(rt, ws);
+                    *last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
+                    Ok(())
                 })
             }
         };
@@ -541,20 +539,31 @@ impl DataParallel {
             .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
+        // The last timed run of each scheme, before the traced runs below reuse its buffers.
+        let trained: Vec<(String, Trained)> = schemes
+            .iter()
+            .zip(&last)
+            .map(|((name, _), p)| {
+                let t = p
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map(Pending::take)
+                    .unwrap_or_default();
+                (name.to_string(), t)
+            })
+            .collect();
 
         // Communication's share, from one more traced run of each synchronous scheme.
         let mut shares = Vec::new();
-        for (name, scheme) in [
-            ("parameter-server", Scheme::ParameterServer),
-            ("ring", Scheme::Ring),
-        ] {
-            let (_, records) = traced(engine, || -> Result<Pending, ScenarioError> {
-                let p = setup.push(&rt, scheme, &scratch);
+        for i in [1, 2] {
+            let (_, records) = traced(engine, || -> Result<(), ScenarioError> {
+                setup.push(&rt, &workspaces[i]);
                 engine.wait_all()?;
-                Ok(p)
+                Ok(())
             })?;
             if let Some(records) = records {
-                shares.push((name.to_string(), communication_share(&records)));
+                shares.push((schemes[i].0.to_string(), communication_share(&records)));
             }
         }
 
@@ -577,19 +586,6 @@ impl DataParallel {
                 )),
             ],
         );
-        let trained: Vec<(String, Trained)> = schemes
-            .iter()
-            .zip(&last)
-            .map(|((name, _), p)| {
-                let t = p
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_ref()
-                    .map(Pending::take)
-                    .unwrap_or_default();
-                (name.to_string(), t)
-            })
-            .collect();
         conclude(&mut run, cfg, &setup, "devices", &trained, &shares);
         Ok(run)
     }
