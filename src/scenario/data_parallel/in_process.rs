@@ -246,8 +246,8 @@ impl Setup {
                         }
                     }
                 }
-                for d in 0..k {
-                    self.push_update(rt, lane(d), &devs[d]);
+                for (d, dev) in devs.iter().enumerate() {
+                    self.push_update(rt, lane(d), dev);
                 }
             } else {
                 // Reduce every device's gradient onto device 0, update there, broadcast.
