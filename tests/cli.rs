@@ -1334,14 +1334,21 @@ fn plot_draws_the_loss_curves_of_a_training_run() {
         .success();
     parbench().args(["plot"]).arg(&report).assert().success();
     let svg = std::fs::read_to_string(dir.path().join("dp.svg")).unwrap();
-    assert!(svg.contains("loss during training"));
-    // 20 steps: a point per step for each synchronous scheme.
+    assert!(svg.contains("loss during training") && svg.contains("loss against time"));
+    // 20 steps: a point per step for each synchronous scheme, in both loss charts.
     assert_eq!(
         series_paths(&svg, 20),
-        3,
-        "one-device, parameter-server, ring"
+        6,
+        "one-device, parameter-server, ring, twice"
     );
     assert!(svg.contains("ring") && svg.contains("async"));
+    // Throughput against devices, with the ideal line from one device to 3.
+    assert!(svg.contains("throughput vs devices") && svg.contains("ideal: k × one device"));
+    assert_eq!(
+        series_paths(&svg, 2),
+        1,
+        "the ideal line, at 1 and 3 devices"
+    );
 }
 
 #[test]

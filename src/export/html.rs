@@ -160,7 +160,10 @@ pub fn page(report: &Report) -> String {
             out.push_str(&axes.join("; "));
             out.push_str("</p>");
         }
-        for chart in svg::sweep_charts(scenario, axis, runs, WIDTH) {
+        for chart in svg::scaling_chart(runs, WIDTH)
+            .into_iter()
+            .chain(svg::sweep_charts(scenario, axis, runs, WIDTH))
+        {
             figure(&mut out, &chart);
         }
         out.push_str("<details open=\"open\"><summary>Every point of the sweep: tables and figures</summary>");
@@ -257,6 +260,9 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     }
     let _ = write!(out, "<div id=\"run-{index}-figures\">");
     if let Some(chart) = svg::variant_bars(run, WIDTH) {
+        figure(out, &chart);
+    }
+    if let Some(chart) = svg::scaling_chart(&[run], WIDTH) {
         figure(out, &chart);
     }
     for chart in svg::loss_charts(run, WIDTH) {

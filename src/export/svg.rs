@@ -1,8 +1,9 @@
 //! Pictures of a report (SVG, drawn with `chart.rs`): time against the swept parameter, a line
 //! per variant with the 95% CI of its median as a band, and the sweep's rates (GFLOP/s, GB/s)
 //! against it; loss curves of a training run; the variants' medians as bars with 95% CI
-//! whiskers; the lane timelines of a traced repeat. `plot` draws one of them, the HTML report
-//! all that apply.
+//! whiskers; the lane timelines of a traced repeat; a training run's throughput against its
+//! devices with the ideal line. `plot` draws one of them (a training report: its throughput
+//! and loss charts, stacked), the HTML report all that apply.
 
 use serde_json::Value;
 
@@ -77,6 +78,13 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
         .filter(|r| r.scenario == scenario)
         .collect();
     let first = runs.first().copied().ok_or(PlotError::Empty)?;
+    if let Some(scaling) = scaling_chart(&runs, PLOT_WIDTH) {
+        let mut charts = vec![scaling];
+        if runs.len() == 1 {
+            charts.extend(loss_charts(first, PLOT_WIDTH));
+        }
+        return Ok(stack(&charts));
+    }
     let chart = match numeric_axis(report, &runs) {
         Some(axis) => sweep_charts(scenario, &axis, &runs, PLOT_WIDTH)
             .into_iter()
@@ -87,6 +95,106 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
             .or_else(|| variant_bars(first, PLOT_WIDTH)),
     };
     chart.ok_or(PlotError::Empty)
+}
+
+/// A count's tick label: whole numbers only (no tick reads "1.25 devices").
+fn whole(v: f64) -> String {
+    if v.fract() == 0.0 {
+        chart::plain(v)
+    } else {
+        String::new()
+    }
+}
+
+/// Charts one above the other, as one SVG.
+fn stack(charts: &[String]) -> String {
+    let size = |svg: &str, attr: &str| -> f64 {
+        svg.split_once(&format!("{attr}=\""))
+            .and_then(|(_, rest)| rest.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let width = charts.iter().map(|c| size(c, "width")).fold(0.0, f64::max);
+    let mut out = String::new();
+    let mut y = 0.0;
+    for c in charts {
+        out.push_str(&c.replacen("<svg ", &format!("<svg y=\"{y:.0}\" "), 1));
+        y += size(c, "height");
+    }
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{y:.0}\" \
+         viewBox=\"0 0 {width:.0} {y:.0}\">{out}</svg>"
+    )
+}
+
+/// Training throughput against devices (ranks): each variant's samples/s at its run's device
+/// count, the one-device baseline at 1, and the ideal line, k × one device. `None` for runs
+/// that are not training runs (no `one_device_samples_per_second` figure).
+pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
+    const BASE: &str = "one_device_samples_per_second";
+    let runs: Vec<(f64, f64, &RunRecord)> = runs
+        .iter()
+        .filter_map(|r| {
+            let k = r.parameters.get("devices")?.as_f64()?;
+            Some((k, r.derived.get(BASE)?.as_f64()?, *r))
+        })
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let base = runs.iter().map(|r| r.1).sum::<f64>() / runs.len() as f64;
+    let mut ks: Vec<f64> = std::iter::once(1.0)
+        .chain(runs.iter().map(|r| r.0))
+        .collect();
+    ks.sort_by(f64::total_cmp);
+    ks.dedup();
+    // In the order of the loss charts' lines (one-device first), so a variant keeps its
+    // colour and marker across the charts; the ideal line last.
+    let mut series = vec![Series {
+        label: "one-device".into(),
+        points: runs.iter().map(|r| (1.0, r.1)).collect(),
+        band: Vec::new(),
+    }];
+    let mut names: Vec<&str> = Vec::new();
+    for (_, _, r) in &runs {
+        for key in r.derived.keys() {
+            if let Some(name) = key.strip_suffix("_samples_per_second") {
+                if key != BASE && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    for name in names {
+        let key = format!("{name}_samples_per_second");
+        let mut points: Vec<(f64, f64)> = runs
+            .iter()
+            .filter_map(|(k, _, r)| Some((*k, r.derived.get(&key)?.as_f64()?)))
+            .filter(|p| p.1.is_finite())
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(Series {
+            label: name.replace('_', "-"),
+            points,
+            band: Vec::new(),
+        });
+    }
+    series.push(Series {
+        label: "ideal: k × one device".into(),
+        points: ks.iter().map(|&k| (k, k * base)).collect(),
+        band: Vec::new(),
+    });
+    let what = match runs[0].2.parameters.get("backend").and_then(Value::as_str) {
+        Some("mpi") => "ranks",
+        _ => "devices",
+    };
+    LineChart {
+        title: format!("{}: throughput vs {what}", runs[0].2.scenario),
+        x: Axis::new(what, false, whole),
+        y: Axis::new("samples/s (higher is better)", false, chart::plain),
+        series,
+    }
+    .svg(width)
 }
 
 /// The swept axis of `report`'s runs of `scenario`, and those runs, when the report is a sweep
@@ -441,7 +549,8 @@ fn loss_curves(run: &RunRecord) -> Vec<(String, Curve)> {
                 })
                 .filter(|(_, loss, _)| loss.is_finite())
                 .collect();
-            (!points.is_empty()).then(|| (name.to_string(), points))
+            // Named as the variant is (`one_device` → `one-device`).
+            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
         })
         .collect()
 }
