@@ -224,15 +224,18 @@ pub(super) fn run_plan(
         run.scenario.validate(&run.params)?;
         support::check_requested_device(&run.params, common.fallback)?;
     }
-    for out in [&common.output, &common.trace, &common.html]
-        .into_iter()
-        .flatten()
-    {
-        check_output_path(out)?;
-    }
-    // An MPI job starts before anything prints: only rank 0 prints and writes.
+    // An MPI job starts before anything prints or is checked for writing: only rank 0 prints
+    // and writes (the other ranks' hosts need not have its output paths).
     if plan.iter().any(|r| r.scenario.distributed(&r.params)) {
         crate::distributed::init().map_err(|e| UsageError(e.to_string()))?;
+    }
+    if !crate::distributed::is_secondary_rank() {
+        for out in [&common.output, &common.trace, &common.html]
+            .into_iter()
+            .flatten()
+        {
+            check_output_path(out)?;
+        }
     }
     if crate::distributed::is_secondary_rank() {
         for planned in plan

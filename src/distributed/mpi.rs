@@ -7,6 +7,7 @@
 //! deadline the rank prints who it waited for and calls `MPI_Abort`, which ends every rank.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,8 @@ use super::{DistributedError, Place};
 static UNIVERSE: Mutex<Option<(Universe, Place)>> = Mutex::new(None);
 /// Set once MPI was finalized: it cannot be started again in this process.
 static FINALIZED: Mutex<bool> = Mutex::new(false);
+/// A panic ends the whole job (set while a launched job's MPI is up).
+static ABORT_ON_PANIC: AtomicBool = AtomicBool::new(false);
 
 /// Exit code of a job ended because a rank stopped answering.
 const ABORT_CODE: i32 = 1;
@@ -72,17 +75,23 @@ pub fn init() -> Result<Place, DistributedError> {
         local_size,
         launched,
     };
-    // A panic on any thread of a rank must end the job: unwinding would reach MPI_Finalize,
-    // which waits for ranks that wait for this one.
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        previous(info);
-        eprintln!(
-            "parbench: rank {} of {} panicked; ending the MPI job",
-            place.rank, place.size
-        );
-        SimpleCommunicator::world().abort(101);
-    }));
+    // A panic in a rank of a launched job must end the job: unwinding would reach
+    // MPI_Finalize, which waits for ranks that wait for this one. (A process on its own has
+    // no one waiting: its panics unwind as ever, and the engine keeps catching its ops'.)
+    if launched {
+        ABORT_ON_PANIC.store(true, Ordering::SeqCst);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            if ABORT_ON_PANIC.load(Ordering::SeqCst) {
+                eprintln!(
+                    "parbench: rank {} of {} panicked; ending the MPI job",
+                    place.rank, place.size
+                );
+                SimpleCommunicator::world().abort(101);
+            }
+        }));
+    }
     *slot = Some((universe, place));
     Ok(place)
 }
@@ -98,6 +107,7 @@ pub fn is_secondary_rank() -> bool {
 
 /// End MPI (`MPI_Finalize`), if it was started.
 pub fn finalize() {
+    ABORT_ON_PANIC.store(false, Ordering::SeqCst);
     let universe = UNIVERSE.lock().unwrap_or_else(|e| e.into_inner()).take();
     if universe.is_some() {
         *FINALIZED.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -199,6 +209,9 @@ impl Comm {
         let deadline = self.deadline();
         let mut flags = vec![0u8; k];
         if self.rank() != 0 {
+            // Twice as long as rank 0 waits: when another rank is missing, rank 0 (which knows
+            // who) ends the job first; this rank names rank 0 only if rank 0 is the one gone.
+            let deadline = deadline + self.timeout;
             let root = self.world.process_at_rank(0);
             mpi::request::scope(|scope| {
                 let (here, go) = flags.split_at_mut(1);
@@ -361,6 +374,17 @@ impl Comm {
         status.source_rank().max(0) as usize
     }
 
+    /// The cores this rank computes with: its own when it is bound to fewer than the host has
+    /// (mpirun binds each of 2 ranks or fewer to a core), else the host's split between its
+    /// ranks on this host.
+    pub fn cores(&self) -> usize {
+        let mine = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match host_cpus() {
+            Some(host) if mine >= host => (host / self.place.local_size.max(1)).max(1),
+            _ => mine,
+        }
+    }
+
     /// Every rank's `bytes`, on rank 0 (`None` on the others).
     pub fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
         // Sizes first (fixed size, blocking: each rank is here after the same barrier), then
@@ -408,6 +432,18 @@ impl Comm {
             self.wait(r, deadline, &|| format!("rank 0 ({what})"));
         });
     }
+}
+
+/// CPUs online on this host (`/sys/devices/system/cpu/online`: `0-15`, `0,2-3`), if known.
+fn host_cpus() -> Option<usize> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    list.trim().split(',').try_fold(0usize, |n, part| {
+        let count = match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?,
+            None => part.parse::<usize>().map(|_| 1).ok()?,
+        };
+        Some(n + count)
+    })
 }
 
 /// `send` to read and `recv` to write of one buffer (disjoint ranges).

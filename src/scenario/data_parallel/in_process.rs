@@ -66,8 +66,8 @@ impl Params {
     }
 }
 
-/// One device's buffers: its parameter replica, its gradient in the all-reduce's chunks (a
-/// var each) and, for the schemes that pull parameters, a scratch gradient.
+/// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
+/// in the all-reduce's chunks, a var each.
 struct DeviceBuffers {
     params: Params,
     grads: Arc<Chunked>,
@@ -108,6 +108,7 @@ impl Pending {
         };
         Trained {
             params,
+            communication: None,
             log: self.log.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             staleness: self
                 .staleness

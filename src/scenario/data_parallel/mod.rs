@@ -131,6 +131,8 @@ pub struct LossEntry {
 #[derive(Clone, Debug, Default)]
 pub struct Trained {
     pub params: Vec<f32>,
+    /// MPI runs: the share of rank 0's run spent in its all-reduce calls (waits included).
+    pub communication: Option<f64>,
     pub log: Vec<LossEntry>,
     pub staleness: Vec<u64>,
 }
@@ -271,6 +273,8 @@ pub struct VariantFigures {
 pub struct Figures {
     pub devices: usize,
     pub what: &'static str,
+    /// What the communication share is a share of.
+    pub share_of: &'static str,
     pub parameters: usize,
     pub target_loss: f64,
     pub variants: Vec<VariantFigures>,
@@ -296,8 +300,9 @@ pub fn explain(f: &Figures) -> Explained {
         }
         if let Some(c) = v.communication_share {
             s += &format!(
-                "; communication took {:.1}% of the busy time (all-reduce of {} a step)",
+                "; communication took {:.1}% of {} (all-reduce of {} a step)",
                 100.0 * c,
+                f.share_of,
                 human_bytes(4 * f.parameters as u64)
             );
         }
@@ -347,6 +352,16 @@ pub fn explain(f: &Figures) -> Explained {
         sentences,
         warnings,
     }
+}
+
+/// Parameters of an MLP of these widths, `None` if the count overflows.
+fn parameter_count(widths: &[usize]) -> Option<u64> {
+    widths.windows(2).try_fold(0u64, |sum, w| {
+        (w[0] as u64)
+            .checked_mul(w[1] as u64)?
+            .checked_add(w[1] as u64)?
+            .checked_add(sum)
+    })
 }
 
 /// The validated parameters of a run.
@@ -449,8 +464,10 @@ fn conclude(
     let base_rate = run.median(&reference.0).map(|t| samples / t);
     for (name, t) in trained {
         let rate = run.median(name).map_or(f64::NAN, |s| samples / s);
-        let c = thin(curve(&t.log, cfg.batch), 200);
-        let reached = time_to_target(&c, cfg.target_loss);
+        let full = curve(&t.log, cfg.batch);
+        // The first crossing on every point; the stored curve is thinned.
+        let reached = time_to_target(&full, cfg.target_loss);
+        let c = thin(full, 200);
         let final_loss = loss_of(&t.params);
         let kp = key(name);
         run.derive(&format!("{kp}_samples_per_second"), rate);
@@ -497,6 +514,11 @@ fn conclude(
     explain(&Figures {
         devices: k,
         what,
+        share_of: if what == "ranks" {
+            "rank 0's time, waits included"
+        } else {
+            "the devices' busy time"
+        },
         parameters: setup.initial.len(),
         target_loss: cfg.target_loss,
         variants,
@@ -586,6 +608,27 @@ impl DataParallel {
                 )),
             ],
         );
+        if threads.iter().any(|&t| t != threads[0]) {
+            run.notes.push(format!(
+                "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
+                 scaling efficiency compares with the largest device; --cpu-threads N gives \
+                 each N",
+                threads
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                threads[0]
+            ));
+        }
+        let cores = crate::device::available_cores();
+        if threads.iter().sum::<usize>() > cores {
+            run.notes.push(format!(
+                "the devices' {} threads share {cores} cores: the scaling efficiency cannot \
+                 reach 1",
+                threads.iter().sum::<usize>()
+            ));
+        }
         conclude(&mut run, cfg, &setup, "devices", &trained, &shares);
         Ok(run)
     }
@@ -622,21 +665,29 @@ impl Scenario for DataParallel {
                     .into(),
             ));
         }
-        let data = (cfg.samples as u64).checked_mul(cfg.layers.inputs() as u64);
+        let mpi = params.text("backend") == "mpi";
+        // The data, the noise it is made from while it is built, and the class centroids.
+        let (inputs, classes) = (cfg.layers.inputs() as u64, cfg.layers.classes() as u64);
+        let data = (cfg.samples as u64)
+            .checked_mul(2)
+            .and_then(|rows| rows.checked_add(classes))
+            .and_then(|rows| rows.checked_mul(inputs));
         check_elements("data-parallel's training data", data)?;
-        // Every device holds a replica, a gradient buffer and a scratch gradient; the async
-        // variant a pulled copy more.
-        let per_device = (cfg.layers.parameters() as u64).checked_mul(4);
-        check_elements(
-            "data-parallel's parameters and gradients",
-            per_device.and_then(|p| p.checked_mul(cfg.devices as u64 + 1)),
-        )?;
+        // All four schemes' buffers are alive at once: one-device 2n, parameter server and
+        // ring 2kn each, async 2kn + n; plus the initial parameters and each variant's trained
+        // copy (4n). Under MPI a rank holds about 8n, and every rank on the host as much: the
+        // check counts --devices of them.
+        let n = parameter_count(&cfg.layers.0);
+        let k = cfg.devices as u64;
+        let floats = n.and_then(|n| n.checked_mul(6 * k + 8));
+        check_elements("data-parallel's parameters and gradients", floats)?;
         let widest = cfg.layers.0.iter().max().copied().unwrap_or(1) as u64;
         check_elements(
             "data-parallel's activations",
             (cfg.batch as u64).checked_mul(widest.saturating_mul(cfg.layers.0.len() as u64)),
         )?;
-        if cfg.batch < cfg.devices {
+        // Under MPI the ranks are the devices: the run checks the batch against their number.
+        if cfg.batch < cfg.devices && !mpi {
             return Err(ScenarioError::Input(
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),
             ));
@@ -768,6 +819,7 @@ mod tests {
         Figures {
             devices: 2,
             what: "devices",
+            share_of: "the devices' busy time",
             parameters: 1_000_000,
             target_loss: 0.5,
             variants: vec![
@@ -786,8 +838,8 @@ mod tests {
             e.sentences,
             [
                 "ring: 1,800 samples/s, a scaling efficiency of 0.90 (2 devices against 2 × \
-                 1,000 samples/s on one); communication took 4.1% of the busy time (all-reduce \
-                 of 3.8 MiB a step).",
+                 1,000 samples/s on one); communication took 4.1% of the devices' busy time \
+                 (all-reduce of 3.8 MiB a step).",
                 "async: 1,900 samples/s.",
                 "Time to a loss of 0.500: one-device in 500.0 ms, ring in 300.0 ms, async not \
                  within its run; final loss one-device 0.123, ring 0.123, async 0.123.",

@@ -28,6 +28,9 @@ use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 const TAG_PARAMS: i32 = 1;
 const TAG_GRADIENT: i32 = 2;
+/// Rank 0 training alone tells the others after each step that it is alive, so their waits
+/// stay bounded by a step, not by its whole run.
+const TAG_ALIVE: i32 = 3;
 
 /// Fault tests: `RANK:stall` makes that rank hang before its first wait on the others (past
 /// `--timeout`), `RANK:exit` makes it exit there without a word, as a crash would.
@@ -118,13 +121,27 @@ impl Rank<'_> {
                 );
                 sgd(&mut b.params, &b.gradient[..n], s.lr);
                 log.push(Self::entry(step, f64::from(b.gradient[n]), s.batch, start));
+                for r in 1..self.comm.size() {
+                    self.comm
+                        .send(r, TAG_ALIVE, &[step as f32], "one-device's progress");
+                }
+            }
+        } else {
+            let mut step = [0f32];
+            for _ in 0..s.steps {
+                self.comm.receive(
+                    Some(0),
+                    TAG_ALIVE,
+                    &mut step,
+                    "its next one-device step (rank 0 trains alone)",
+                );
             }
         }
         self.comm.barrier("one-device: rank 0 training alone");
         Trained {
             params: b.params.clone(),
             log,
-            staleness: Vec::new(),
+            ..Trained::default()
         }
     }
 
@@ -134,8 +151,10 @@ impl Rank<'_> {
         let mut log = Vec::new();
         b.params.copy_from_slice(&s.initial);
         let start = Instant::now();
+        let mut communicating = Duration::ZERO;
         for step in 0..s.steps {
             self.gradient(&b.params, shard(step, s.batch, k, rank), &mut b.gradient);
+            let reducing = Instant::now();
             let sum = if ring {
                 let what = format!("ring all-reduce of step {step}");
                 self.comm
@@ -146,6 +165,7 @@ impl Rank<'_> {
                 self.comm.all_reduce_sum(&b.gradient, &mut b.reduced, &what);
                 &b.reduced
             };
+            communicating += reducing.elapsed();
             sgd(&mut b.params, &sum[..n], s.lr);
             if rank == 0 {
                 log.push(Self::entry(step, f64::from(sum[n]), s.batch, start));
@@ -154,7 +174,8 @@ impl Rank<'_> {
         Trained {
             params: b.params.clone(),
             log,
-            staleness: Vec::new(),
+            communication: Some(communicating.as_secs_f64() / start.elapsed().as_secs_f64()),
+            ..Trained::default()
         }
     }
 
@@ -213,6 +234,7 @@ impl Rank<'_> {
             params: b.params.clone(),
             log,
             staleness,
+            ..Trained::default()
         }
     }
 }
@@ -234,9 +256,7 @@ pub(super) fn run(
             cfg.batch
         )));
     }
-    let threads = ctx
-        .cpu_threads
-        .unwrap_or_else(|| (crate::device::available_cores() / place.local_size.max(1)).max(1));
+    let threads = ctx.cpu_threads.unwrap_or_else(|| comm.cores());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(move |i| format!("rank {} worker {i}", place.rank))
@@ -371,6 +391,10 @@ pub(super) fn run(
             )
         })
         .collect();
-    conclude(&mut run, cfg, &setup, "ranks", &trained, &[]);
+    let shares: Vec<(String, f64)> = trained
+        .iter()
+        .filter_map(|(n, t)| Some((n.clone(), t.communication?)))
+        .collect();
+    conclude(&mut run, cfg, &setup, "ranks", &trained, &shares);
     Ok(run)
 }
