@@ -119,6 +119,7 @@ fn async_json_follows_the_schema() {
             "async",
             "push-only",
             "chain",
+            "ping-pong",
             "products",
             "products-push-only"
         ]
@@ -143,6 +144,9 @@ fn async_json_follows_the_schema() {
         "predicted_sync_s",
         "predicted_async_s",
         "products_over_push_only_ratio",
+        "handoff_p50_s",
+        "handoff_p99_s",
+        "ping_pong_per_op_s",
     ] {
         assert!(
             run["derived"][key].is_number(),
@@ -150,14 +154,17 @@ fn async_json_follows_the_schema() {
             run["derived"]
         );
     }
+    let d = &run["derived"];
+    assert!(d["handoff_p50_s"].as_f64() <= d["handoff_p99_s"].as_f64());
+    assert_eq!(run["figures"]["handoff_p99_s"]["better"], "lower");
     let checks = run["checks"].as_array().unwrap();
     assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
-    assert!(
-        checks
-            .iter()
-            .any(|c| c["name"] == "timed products match float64"),
-        "{checks:?}"
-    );
+    for name in [
+        "timed products match float64",
+        "ping-pong ran its ops in order",
+    ] {
+        assert!(checks.iter().any(|c| c["name"] == name), "{checks:?}");
+    }
     let explanation = run["explanation"].to_string();
     assert!(
         explanation.contains("the pitfall on the book's workload: pushing 10 products of 64×64"),
@@ -858,7 +865,7 @@ fn export_writes_github_action_benchmark_entries() {
     assert!(out.status.success());
     let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
     let entries = entries.as_array().unwrap();
-    assert_eq!(entries.len(), 6, "one entry per variant");
+    assert_eq!(entries.len(), 7, "one entry per variant");
     for e in entries {
         assert_eq!(e["unit"], "s");
         assert!(e["value"].as_f64().is_some_and(|v| v > 0.0));
@@ -1429,7 +1436,7 @@ fn compare_warns_of_other_environments_and_speaks_json() {
         .iter()
         .filter(|r| r["is_time"] == true)
         .collect();
-    assert_eq!(times.len(), 6, "a row per variant: {doc}");
+    assert_eq!(times.len(), 7, "a row per variant: {doc}");
     assert!(times.iter().all(|r| r["verdict"] == "slower"), "{doc}");
     assert!(doc["regressions"].as_u64().unwrap() >= 6, "{doc}");
     // Same environment: no warning.
@@ -1836,7 +1843,7 @@ fn report_writes_a_self_contained_page_of_a_saved_run() {
     }
     assert!(html.contains("✓ pass") && !html.contains("✗ FAIL"));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["timelines"].as_array().map(Vec::len), Some(6));
+    assert_eq!(doc["timelines"].as_array().map(Vec::len), Some(7));
 
     // A report without traces says so instead of drawing one; the default output is beside it.
     let plain = at("plain.json");

@@ -9,12 +9,19 @@
 //!   does: a few large matrix products, where computing dominates pushing (for `y = x + 1`
 //!   pushing *is* most of the work, so `push-only` is close to `async` and the lesson hides).
 //!
+//! - `ping-pong` pushes N dependent ops that alternate between two single-thread CPU lanes
+//!   and waits once: every op is a hand-off from one lane's worker to the other's, the cost a
+//!   multi-device step pays each time it crosses devices; a traced run gives each hop's
+//!   latency (`handoff_p50_s`, `handoff_p99_s`).
+//!
 //! The book's model splits one iteration into t1 (front end hands the op to the backend),
 //! t2 (backend executes it) and t3 (result returns to the front end) and predicts
 //! sync ≈ N(t1+t2+t3), async ≈ t1 + N·t2 + t3. An instrumented extra run measures the three
 //! from engine timestamps so the predictions can be set against the measured medians.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::support::{
@@ -22,9 +29,9 @@ use super::support::{
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
-use crate::device::{available_cores, Device, GpuOrder, Runtime};
-use crate::engine::{Engine, Mode};
-use crate::harness::stats::median;
+use crate::device::{available_cores, Device, DeviceRequest, GpuOrder, Runtime};
+use crate::engine::{Engine, LaneId, Mode, OpError, Var};
+use crate::harness::stats::{median, quantile};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::tensor::Tensor;
@@ -164,8 +171,22 @@ impl Scenario for AsyncLoop {
             request,
             fallback_note: notes,
         } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
-        let rt = Runtime::new(&ctx.runtime, &[request])?;
+        // A single-thread CPU device beside it for the ping-pong chain, which alternates
+        // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
+        // second single-thread CPU device), so its traced repeat shows on the same engine.
+        let is_cpu = matches!(request, DeviceRequest::Cpu { .. });
+        let one = DeviceRequest::Cpu { threads: 1 };
+        let requests = if is_cpu {
+            vec![request, one]
+        } else {
+            vec![request, one, one]
+        };
+        let rt = Runtime::new(&ctx.runtime, &requests)?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
+        let pp = [
+            rt.devices[rt.devices.len() - 2].compute,
+            rt.devices[rt.devices.len() - 1].compute,
+        ];
         let x = Tensor::ones(engine, device, &shape);
         x.wait_to_read()?;
 
@@ -187,6 +208,7 @@ impl Scenario for AsyncLoop {
             Ok(y)
         };
         let keep = |i: usize, y: Tensor| outputs.borrow_mut()[i] = Some(y);
+        let pp_last: RefCell<Option<Arc<AtomicU64>>> = RefCell::new(None);
         let mut variants = vec![
             Variant::new("sync", || {
                 engine.wait_all()?;
@@ -233,6 +255,17 @@ impl Scenario for AsyncLoop {
                 y.into_iter().for_each(|y| keep(3, y));
                 Ok(elapsed)
             }),
+            Variant::new("ping-pong", || {
+                let mut counter = None;
+                let elapsed = synced(engine, || {
+                    counter = Some(ping_pong(engine, pp, n));
+                    Ok::<_, ScenarioError>(())
+                })?;
+                counter
+                    .into_iter()
+                    .for_each(|c| *pp_last.borrow_mut() = Some(c));
+                Ok(elapsed)
+            }),
             Variant::new("products", || {
                 let mut y = None;
                 let elapsed = synced(engine, || {
@@ -267,6 +300,9 @@ impl Scenario for AsyncLoop {
             )),
             "chain" => Some(format!(
                 "y = y + 1, {n} dependent ops, pushed at once, one wait"
+            )),
+            "ping-pong" => Some(format!(
+                "{n} dependent ops alternating between two CPU lanes, one wait"
             )),
             _ => None,
         });
@@ -341,8 +377,20 @@ impl Scenario for AsyncLoop {
             ),
         );
 
+        // The ping-pong chain ran every op once, in order, alternating lanes.
+        let counted = pp_last.into_inner().map(|c| c.load(Ordering::SeqCst));
+        run.check(
+            "ping-pong ran its ops in order",
+            counted == Some(n),
+            format!(
+                "the last timed chain counted {} of {n} ops, each checking its turn",
+                counted.map_or_else(|| "none".to_string(), |c| c.to_string())
+            ),
+        );
         let phases = measure_phases(engine, &x, n.min(MODEL_OPS))?;
         derive(&mut run, engine.mode(), n, &phases);
+        let hops = handoffs(engine, pp, n.min(MODEL_OPS))?;
+        derive_handoffs(&mut run, n, &hops);
         derive_gpu(&mut run, device, n);
         derive_pitfall(&mut run, products, product_size);
         #[cfg(feature = "cuda")]
@@ -370,6 +418,68 @@ impl Scenario for AsyncLoop {
         }
         Ok(run)
     }
+}
+
+/// Push `n` ops that alternate between two lanes, each writing the same var (so each
+/// waits for the one before, on the other lane), each checking it runs in its turn; returns
+/// the counter they advance.
+fn ping_pong(engine: &Engine, lanes: [LaneId; 2], n: u64) -> Arc<AtomicU64> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let turn = Var::new();
+    for i in 0..n {
+        let c = counter.clone();
+        let lane = lanes[(i % 2) as usize];
+        engine.push("ping-pong", lane, &[], &[&turn], move || {
+            match c.compare_exchange(i, i + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => Ok(()),
+                Err(seen) => Err(OpError::msg(format!(
+                    "op {i} of the ping-pong chain ran when {seen} ops had run, not {i}"
+                ))),
+            }
+        });
+    }
+    counter
+}
+
+/// Each hop's latency in a traced ping-pong chain of `ops` ops: from one op's end on one lane
+/// to the next op's start on the other, in seconds, sorted.
+fn handoffs(engine: &Engine, lanes: [LaneId; 2], ops: u64) -> Result<Vec<f64>, ScenarioError> {
+    let (_, records) = super::support::traced(engine, || -> Result<(), ScenarioError> {
+        ping_pong(engine, lanes, ops);
+        engine.wait_all()?;
+        Ok(())
+    })?;
+    let mut records = records.unwrap_or_default();
+    records.retain(|r| r.name == "ping-pong");
+    let mut hops: Vec<f64> = records
+        .windows(2)
+        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
+        .collect();
+    hops.sort_by(f64::total_cmp);
+    Ok(hops)
+}
+
+/// The hand-off figures and their sentence.
+fn derive_handoffs(run: &mut RunRecord, n: u64, hops: &[f64]) {
+    if hops.is_empty() {
+        return;
+    }
+    let (p50, p99) = (quantile(hops, 0.5), quantile(hops, 0.99));
+    let lower = Figure::new(Unit::Seconds, Better::Lower);
+    run.derive_as("handoff_p50_s", p50, lower);
+    run.derive_as("handoff_p99_s", p99, lower);
+    let per_op = run.median("ping-pong").unwrap_or(f64::NAN) / n as f64;
+    run.derive_as("ping_pong_per_op_s", per_op, lower);
+    run.explanation.push(format!(
+        "ping-pong: {n} dependent ops alternating between two CPU lanes took {} per op; from \
+         one lane's op ending to the next starting on the other lane took {} (median hop) and \
+         {} at the 99th percentile, in a traced chain of {} ops: what a multi-device step pays \
+         each time it crosses devices.",
+        human_time(per_op),
+        human_time(p50),
+        human_time(p99),
+        hops.len() + 1
+    ));
 }
 
 /// Time `ops` synchronous iterations op by op from engine timestamps.
