@@ -98,7 +98,9 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_lines):
         f"{d['async_speedup']:.2f}×; the push-only pitfall on 10 products of 1000²: "
         f"{human_time(median(a, 'products-push-only'))} pushed vs "
         f"{human_time(median(a, 'products'))} computed "
-        f"({d['products_over_push_only_ratio']:.0f}× too little)"))
+        f"({d['products_over_push_only_ratio']:.0f}× too little); ping-pong between two lanes: "
+        f"a hop {human_time(d['handoff_p50_s'])} (median), {human_time(d['handoff_p99_s'])} "
+        f"(99th percentile)"))
 
     m = r["matmul"]
     out.append((
@@ -233,7 +235,8 @@ def self_test():
                 "derived": derived}
     report = {"environment": {"cpu_model": "CPU", "cores": 2, "gpu": {"available": False}}, "runs": [
         run("async", {"sync": 1e-3, "async": 5e-4, "products": 0.2, "products-push-only": 1e-5},
-            {"async_speedup": 2.0, "products_over_push_only_ratio": 20000.0}),
+            {"async_speedup": 2.0, "products_over_push_only_ratio": 20000.0,
+             "handoff_p50_s": 6.5e-7, "handoff_p99_s": 2.1e-6}),
         run("matmul", {"matmul": 1.0}, {"gflops": 150.0, "threads": 2.0}),
         run("cpu-gpu", {"a-alone": 1.0, "b-alone": 1.0, "parallel": 1.1},
             {"overlap_efficiency": 0.91, "parallel_speedup": 1.82}),
@@ -260,6 +263,7 @@ def self_test():
     text = table(report["environment"], ["probe before: x", "probe after: y"],
                  engine_rows(bench, torture, "72.0") + rows(report, "80.1", "3.4", compare, numpy))
     for want in ["sync 1.000 ms, async 500.0 µs: 2.00×", "(20000× too little)",
+                 "a hop 650.0 ns (median), 2.100 µs (99th percentile)",
                  "1 thread 0.97–0.98× (≈ 92 GFLOP/s)", "(numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads)", "largest median change 3.4%, 0 flagged",
                  "2 devices: ring 14,484 samples/s, scaling efficiency 0.88 (parameter server 0.85) "
                  "against one device's 8,219; loss 2.32 → 0.0779 in 20 steps",
