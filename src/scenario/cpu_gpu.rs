@@ -183,6 +183,16 @@ impl Scenario for CpuGpu {
         // Both from the same (last timed) sample: the overlap can never exceed its time.
         run.derive("traced_parallel_s", traced_s);
         run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
+        // What the machine allows, without the engine: on the CPU fallback, the same products
+        // on two plain threads, alone and at once.
+        let ceiling = if dev_b.is_gpu() {
+            None
+        } else {
+            let threads = (a_threads, dev_b.threads);
+            let c = bare_threads_ceiling(&x_a.to_vec()?, &x_b.to_vec()?, cpu_size, threads, ops)?;
+            run.derive("bare_threads_overlap_efficiency", c);
+            Some(c)
+        };
         // A ratio of two medians is only as firm as they are.
         let wobble = |v: &str| run.median_uncertainty(v).unwrap_or(f64::NAN);
         let f = Medians {
@@ -193,6 +203,7 @@ impl Scenario for CpuGpu {
             a_uncertainty: wobble("a-alone"),
             b_uncertainty: wobble("b-alone"),
             par_uncertainty: wobble("parallel"),
+            ceiling,
         };
         explain(&f, &db).record(&mut run);
         Ok(run)
@@ -213,6 +224,9 @@ struct Medians {
     a_uncertainty: f64,
     b_uncertainty: f64,
     par_uncertainty: f64,
+    /// The same overlap efficiency for the same products on two plain threads, no engine (the
+    /// CPU fallback only): what this machine allows.
+    ceiling: Option<f64>,
 }
 
 /// What the figures show, and the figures outside their physical range: an overlap
@@ -254,9 +268,75 @@ fn explain(f: &Medians, device_b: &str) -> Explained {
             (a + b) / par
         ));
     }
+    if let Some(c) = f.ceiling {
+        out.sentences.push(format!(
+            "the machine's own ceiling: the same products on two plain threads, without the \
+             engine, overlap with an efficiency of {c:.2}; the engine's {overlap:.2} is {:.2} of it.",
+            overlap / c
+        ));
+    }
     out.sentences
         .push(one_device_sentence(f.one, a + b, device_b));
     out
+}
+
+/// Rounds of the bare-threads measurement (alone, alone, together each), and the products of
+/// each workload in it: enough for a median, a few seconds at the defaults.
+const CEILING_ROUNDS: usize = 3;
+const CEILING_OPS: u64 = 3;
+
+/// max(a, b) / together for `ops` (at most [`CEILING_OPS`]) products `x · x` of each of two
+/// n×n inputs, each on a plain thread inside a rayon pool of its device's threads, with no
+/// engine: medians of [`CEILING_ROUNDS`] rounds, the order rotated each round.
+fn bare_threads_ceiling(
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+    (threads_a, threads_b): (usize, usize),
+    ops: u64,
+) -> Result<f64, ScenarioError> {
+    let pool = |t: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t.max(1))
+            .build()
+            .map_err(|e| ScenarioError::Input(format!("cannot start a thread pool: {e}")))
+    };
+    let (pool_a, pool_b) = (pool(threads_a)?, pool(threads_b)?);
+    let view = |x| ndarray::ArrayView2::from_shape((n, n), x);
+    let (va, vb) = (
+        view(a).map_err(|e| ScenarioError::Input(e.to_string()))?,
+        view(b).map_err(|e| ScenarioError::Input(e.to_string()))?,
+    );
+    let ops = ops.min(CEILING_OPS);
+    let work = |p: &rayon::ThreadPool, x: ndarray::ArrayView2<'_, f32>| {
+        p.install(|| {
+            for _ in 0..ops {
+                std::hint::black_box(crate::device::cpu::matmul(x, x));
+            }
+        })
+    };
+    let time = |f: &dyn Fn()| {
+        let t = std::time::Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let (mut alone_a, mut alone_b, mut together) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..CEILING_ROUNDS {
+        for k in 0..3 {
+            match (round + k) % 3 {
+                0 => alone_a.push(time(&|| work(&pool_a, va))),
+                1 => alone_b.push(time(&|| work(&pool_b, vb))),
+                _ => together.push(time(&|| {
+                    std::thread::scope(|s| {
+                        s.spawn(|| work(&pool_a, va));
+                        work(&pool_b, vb);
+                    })
+                })),
+            }
+        }
+    }
+    let m = |v: &[f64]| crate::harness::stats::median(v).unwrap_or(f64::NAN);
+    Ok(m(&alone_a).max(m(&alone_b)) / m(&together))
 }
 
 /// What running both workloads on one device showed, worded by the figures: `one` against
@@ -393,6 +473,7 @@ mod tests {
             a_uncertainty: 0.01,
             b_uncertainty: 0.01,
             par_uncertainty: 0.01,
+            ceiling: None,
         }
     }
 
@@ -417,6 +498,24 @@ mod tests {
         assert!(!all.contains("gains little"), "{all}");
         assert!(!all.contains("uncertain"), "{all}");
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        assert!(!all.contains("ceiling"), "{all}");
+        // Beside the machine's own ceiling: 0.80 / 0.95 = 0.84 of it.
+        let mut f = medians(2.0, 1.0, 2.5, 3.6);
+        f.ceiling = Some(0.95);
+        let all = explain(&f, "cpu:1").sentences.join("\n");
+        assert!(
+            all.contains("overlap with an efficiency of 0.95; the engine's 0.80 is 0.84 of it."),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn the_bare_threads_ceiling_is_a_ratio_of_real_timings() {
+        let x: Vec<f32> = (0..64 * 64).map(|i| (i % 7) as f32).collect();
+        let c = bare_threads_ceiling(&x, &x, 64, (1, 1), 2).unwrap();
+        assert!(c.is_finite() && c > 0.0, "{c}");
+        // Inputs that do not match the size are an error, not a panic.
+        assert!(bare_threads_ceiling(&x[1..], &x, 64, (1, 1), 2).is_err());
     }
 
     #[test]
