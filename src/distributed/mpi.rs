@@ -56,8 +56,8 @@ pub fn init() -> Result<Place, DistributedError> {
     if !launched && std::env::var_os("OMPI_MCA_ess_singleton_isolated").is_none() {
         // A process started without mpirun is a one-rank job. OpenMPI would start a PMIx
         // server for it, which needs a network listener that a sandbox may not have.
-        // SAFETY-free: std::env::set_var is safe in edition 2021; no other thread of ours
-        // reads the environment while the CLI starts a run.
+        // Set before MPI starts and before any run starts a thread that could read the
+        // environment (the CLI starts MPI first).
         std::env::set_var("OMPI_MCA_ess_singleton_isolated", "1");
     }
     let universe = mpi::initialize().ok_or_else(|| {
