@@ -262,19 +262,8 @@ impl Comm {
         });
         let go = [1u8];
         for r in 1..k {
-            self.send_bytes(r, &go, what);
+            self.send(r, TAG_BARRIER, &go, what);
         }
-    }
-
-    fn send_bytes(&self, to: usize, data: &[u8], what: &str) {
-        let deadline = self.deadline();
-        mpi::request::scope(|scope| {
-            let tx = self
-                .world
-                .process_at_rank(to as i32)
-                .immediate_send_with_tag(scope, data, TAG_BARRIER);
-            self.wait(tx, deadline, &|| format!("rank {to} ({what})"));
-        });
     }
 
     /// `recv = Σ over ranks of send` (`MPI_Allreduce`, non-blocking and polled).
@@ -340,7 +329,7 @@ impl Comm {
     }
 
     /// Send `data` to rank `to` with `tag`.
-    pub fn send(&self, to: usize, tag: i32, data: &[f32], what: &str) {
+    pub fn send<T: Equivalence>(&self, to: usize, tag: i32, data: &[T], what: &str) {
         let deadline = self.deadline();
         mpi::request::scope(|scope| {
             let tx = self
