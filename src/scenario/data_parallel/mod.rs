@@ -149,10 +149,9 @@ pub fn shard(step: u64, batch: usize, k: usize, s: usize) -> (usize, usize) {
 /// Parameters equal within float32 summation-order tolerance: the norm of the difference
 /// relative to the norm of the reference. Shards summed in another order round differently and
 /// ReLU's kinks let that grow over steps. Measured on the default model (1.9 M parameters,
-/// batch 256, lr 0.1): 2 and 4 devices differ from one by 3.6e-6 after 20 steps and 4.1e-6
-/// after 100; one device's gradient dropped from the last of 100 steps gives 4.3e-5, a
-/// learning rate 1% off 1.9e-4. (The largest single difference separates them less well: one
-/// parameter sitting at a kink differs by 7.5e-5 of the largest in a correct run.)
+/// batch 512, lr 0.1; `calibrate_agreement` below): 2 and 4 devices differ from one by 2.3e-8
+/// after 20 steps and at most 8.1e-7 after 100; one device's gradient dropped from the last of
+/// 100 steps gives 4.0e-5 (3.6e-4 of 20), a learning rate 1% off 1.4e-4.
 pub fn agrees(reference: &[f32], got: &[f32]) -> (bool, f64) {
     let mut diff = 0f64;
     let mut norm = 0f64;
@@ -855,5 +854,45 @@ mod tests {
         assert!(explain(&f).sentences[3].contains("never stale"));
         f.variants[1].scaling_efficiency = Some(1.3);
         assert_eq!(explain(&f).warnings.len(), 1);
+    }
+
+    /// How `agrees`' tolerance was chosen: how far correct runs and slightly wrong ones land
+    /// from one-device SGD on the default model (a minute of a release build):
+    /// `cargo test --release --lib calibrate_agreement -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn calibrate_agreement() {
+        let layers = Layers(vec![784, 1024, 1024, 10]);
+        let data = Dataset::new(8192, 784, 10, SEED);
+        let init = layers.initial_parameters(SEED);
+        let batch = 512;
+        let train = |k: usize, lr: f32, drop: Option<u64>, steps: u64| {
+            let (mut p, mut g, mut sum) =
+                (init.clone(), vec![0f32; init.len()], vec![0f32; init.len()]);
+            for step in 0..steps {
+                sum.fill(0.0);
+                for s in (0..k).filter(|&s| drop != Some(step) || s != 1) {
+                    let rows = shard(step, batch, k, s);
+                    mlp::gradient(&layers, &p, &data, rows, batch as f32, &mut g);
+                    sum.iter_mut().zip(&g).for_each(|(a, b)| *a += b);
+                }
+                mlp::sgd(&mut p, &sum, lr);
+            }
+            p
+        };
+        for steps in [20, 100] {
+            let one = train(1, 0.1, None, steps);
+            for (what, p) in [
+                ("2 devices", train(2, 0.1, None, steps)),
+                ("4 devices", train(4, 0.1, None, steps)),
+                (
+                    "one gradient dropped, last step",
+                    train(2, 0.1, Some(steps - 1), steps),
+                ),
+                ("learning rate 1% off", train(1, 0.101, None, steps)),
+            ] {
+                println!("{steps} steps, {what}: {:.2e}", agrees(&one, &p).1);
+            }
+        }
     }
 }
