@@ -35,6 +35,12 @@ pub struct Place {
     pub launched: bool,
 }
 
+/// Chunk `c` of `n` elements cut into `k` (sizes differ by at most one): how a ring
+/// all-reduce cuts its buffer, across ranks and across the devices of one process alike.
+pub fn chunk(n: usize, k: usize, c: usize) -> std::ops::Range<usize> {
+    c * n / k..(c + 1) * n / k
+}
+
 /// The install line for a build with MPI.
 pub const INSTALL: &str = "apt-get install -y libopenmpi-dev openmpi-bin libclang-dev, then \
      cargo build --release --features mpi, and run mpirun -n 2 parbench data-parallel \

@@ -2,7 +2,7 @@
 //! has a deadline.
 //!
 //! Waits poll non-blocking requests (`MPI_Iallreduce`, `MPI_Isend`/`MPI_Irecv`,
-//! `MPI_Ibarrier`): spinning briefly, then sleeping 50 µs between polls, so a waiting rank does
+//! `MPI_Ibcast`): spinning briefly, then sleeping 50 µs between polls, so a waiting rank does
 //! not take a core from the rank it waits for (two ranks often share two cores here). On the
 //! deadline the rank prints who it waited for and calls `MPI_Abort`, which ends every rank.
 
@@ -19,7 +19,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Count;
 
-use super::{DistributedError, Place};
+use super::{chunk, DistributedError, Place};
 
 /// The MPI environment: initialized once, finalized by [`finalize`].
 static UNIVERSE: Mutex<Option<(Universe, Place)>> = Mutex::new(None);
@@ -132,11 +132,6 @@ pub struct Comm {
     timeout: Duration,
 }
 
-/// Chunk `c` of `k` of `n` elements.
-fn chunk(n: usize, k: usize, c: usize) -> Range<usize> {
-    c * n / k..(c + 1) * n / k
-}
-
 impl Comm {
     pub fn place(&self) -> Place {
         self.place
@@ -185,12 +180,7 @@ impl Comm {
                     what()
                 ));
             }
-            polls = polls.saturating_add(1);
-            if polls > 2000 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                std::hint::spin_loop();
-            }
+            back_off(&mut polls);
         }
     }
 
@@ -254,10 +244,7 @@ impl Comm {
                         self.timeout.as_secs_f64()
                     ));
                 }
-                polls = polls.saturating_add(1);
-                if polls > 2000 {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
+                back_off(&mut polls);
             }
         });
         let go = [1u8];
@@ -433,6 +420,16 @@ fn host_cpus() -> Option<usize> {
         };
         Some(n + count)
     })
+}
+
+/// Between two polls of a request: spin for the first few thousand, then sleep 50 µs each.
+fn back_off(polls: &mut u32) {
+    *polls = polls.saturating_add(1);
+    if *polls > 2000 {
+        std::thread::sleep(Duration::from_micros(50));
+    } else {
+        std::hint::spin_loop();
+    }
 }
 
 /// `send` to read and `recv` to write of one buffer (disjoint ranges).

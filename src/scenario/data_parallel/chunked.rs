@@ -40,8 +40,7 @@ impl Chunked {
 
     /// Elements of chunk `c`.
     pub fn range(&self, c: usize) -> Range<usize> {
-        let (n, k) = (self.data.len(), self.chunks());
-        c * n / k..(c + 1) * n / k
+        crate::distributed::chunk(self.data.len(), self.chunks(), c)
     }
 
     fn taken(c: usize) -> OpError {

@@ -379,12 +379,9 @@ fn record(
     rows: usize,
     start: Instant,
 ) -> Result<(), OpError> {
-    log.lock().map_err(|_| poisoned())?.push(LossEntry {
-        update,
-        loss_sum,
-        rows,
-        seconds: start.elapsed().as_secs_f64(),
-    });
+    log.lock()
+        .map_err(|_| poisoned())?
+        .push(LossEntry::since(start, update, loss_sum, rows));
     Ok(())
 }
 

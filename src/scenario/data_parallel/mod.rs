@@ -18,7 +18,7 @@ pub mod mlp;
 pub mod mpi;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -118,6 +118,9 @@ const SEED: u64 = 20;
 /// Rows the final loss is measured on (the first ones of the training set).
 const EVAL_ROWS: usize = 1024;
 
+/// The asynchronous variant's name, in every backend.
+const ASYNC: &str = "async";
+
 /// One loss measurement: the summed loss of `rows` rows at update `update`, `seconds` after
 /// the run started.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +129,18 @@ pub struct LossEntry {
     pub loss_sum: f64,
     pub rows: usize,
     pub seconds: f64,
+}
+
+impl LossEntry {
+    /// The loss of `rows` rows at `update`, measured now: `seconds` since `start`.
+    pub fn since(start: Instant, update: u64, loss_sum: f64, rows: usize) -> LossEntry {
+        LossEntry {
+            update,
+            loss_sum,
+            rows,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
 }
 
 /// What one training run left: the final parameters, its loss log and (asynchronous runs) how
@@ -430,11 +445,11 @@ fn conclude(
     run.derive("allreduce_bytes", 4.0 * setup.initial.len() as f64);
 
     let reference = &trained[0];
-    let asynchronous = trained.iter().find(|(n, _)| n == "async");
-    for (name, t) in trained.iter().skip(1) {
-        if asynchronous.is_some_and(|(a, _)| a == name) {
-            continue;
-        }
+    let asynchronous = trained.iter().find(|(n, _)| n == ASYNC);
+    // Every variant after the baseline but `async` must end where the baseline ends.
+    let synchronous: Vec<&(String, Trained)> =
+        trained[1..].iter().filter(|(n, _)| n != ASYNC).collect();
+    for (name, t) in synchronous.iter().copied() {
         let (ok, rel) = agrees(&reference.1.params, &t.params);
         run.check(
             &format!("{name} equals {} SGD", reference.0),
@@ -447,11 +462,6 @@ fn conclude(
             ),
         );
     }
-    let synchronous: Vec<&(String, Trained)> = trained
-        .iter()
-        .skip(1)
-        .filter(|(n, _)| asynchronous.is_none_or(|(a, _)| a != n))
-        .collect();
     if let [a, b, ..] = synchronous.as_slice() {
         let (ok, rel) = agrees(&a.1.params, &b.1.params);
         run.check(
@@ -479,7 +489,7 @@ fn conclude(
             Figure::new(Unit::Seconds, Better::Lower),
         );
         run.derive_series(&format!("{kp}_loss_curve"), json!(c));
-        let is_sync = name != &reference.0 && asynchronous.is_none_or(|(a, _)| a != name);
+        let is_sync = synchronous.iter().any(|(n, _)| n == name);
         let efficiency = base_rate.filter(|_| is_sync).map(|b| rate / (k as f64 * b));
         if let Some(e) = efficiency {
             run.derive(&format!("{kp}_scaling_efficiency"), e);
@@ -543,7 +553,7 @@ impl DataParallel {
             ("one-device", Scheme::OneDevice),
             ("parameter-server", Scheme::ParameterServer),
             ("ring", Scheme::Ring),
-            ("async", Scheme::Async),
+            (ASYNC, Scheme::Async),
         ];
         let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
         let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::mlp::{gradient, sgd};
-use super::{conclude, shard, Config, DataParallel, LossEntry, Trained};
+use super::{conclude, shard, Config, DataParallel, LossEntry, Trained, ASYNC};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
 use crate::report::RunRecord;
@@ -54,7 +54,7 @@ fn inject_fault(rank: usize, timeout: Duration) {
 fn variants(size: usize) -> Vec<&'static str> {
     let mut v = vec!["one-device", "allreduce", "ring"];
     if size > 1 {
-        v.push("async");
+        v.push(ASYNC);
     }
     v
 }
@@ -97,16 +97,6 @@ impl Rank<'_> {
         out[n] = (loss * s.batch as f64) as f32;
     }
 
-    /// Log entry of `update` at the time since `start` (rank 0 only keeps a log).
-    fn entry(update: u64, loss_sum: f64, rows: usize, start: Instant) -> LossEntry {
-        LossEntry {
-            update,
-            loss_sum,
-            rows,
-            seconds: start.elapsed().as_secs_f64(),
-        }
-    }
-
     fn one_device(&self, b: &mut Buffers) -> Trained {
         let s = self.setup;
         let (n, mut log) = (self.n(), Vec::new());
@@ -120,7 +110,12 @@ impl Rank<'_> {
                     &mut b.gradient,
                 );
                 sgd(&mut b.params, &b.gradient[..n], s.lr);
-                log.push(Self::entry(step, f64::from(b.gradient[n]), s.batch, start));
+                log.push(LossEntry::since(
+                    start,
+                    step,
+                    f64::from(b.gradient[n]),
+                    s.batch,
+                ));
                 for r in 1..self.comm.size() {
                     self.comm
                         .send(r, TAG_ALIVE, &[step as f32], "one-device's progress");
@@ -168,7 +163,7 @@ impl Rank<'_> {
             communicating += reducing.elapsed();
             sgd(&mut b.params, &sum[..n], s.lr);
             if rank == 0 {
-                log.push(Self::entry(step, f64::from(sum[n]), s.batch, start));
+                log.push(LossEntry::since(start, step, f64::from(sum[n]), s.batch));
             }
         }
         Trained {
@@ -222,7 +217,12 @@ impl Rank<'_> {
             sgd(&mut b.params, &b.gradient[..n], s.lr);
             staleness.push(version - seen[from]);
             let rows = shard(s.steps - left[from], s.batch, workers, from - 1).1;
-            log.push(Self::entry(version, f64::from(b.gradient[n]), rows, start));
+            log.push(LossEntry::since(
+                start,
+                version,
+                f64::from(b.gradient[n]),
+                rows,
+            ));
             version += 1;
             left[from] -= 1;
             if left[from] > 0 {
