@@ -30,7 +30,7 @@ seconds "$bin" run scenarios/ci.toml --quiet -o "$out/ci1.json" > "$out/ci-secon
 "$bin" compare "$out/ci1.json" "$out/ci2.json" --format json > "$out/ci-compare.json" || true
 scripts/matmul-vs-numpy.sh 2000 3 > "$out/numpy.txt"
 # The engine's own cost (criterion writes each estimate to target/criterion/*/new/estimates.json).
-rm -rf target/criterion/async target/criterion/round_trip
+rm -rf target/criterion/async target/criterion/round_trip target/criterion/floor
 cargo bench --quiet --bench engine -- --noplot > "$out/bench.txt" 2>&1
 cp -r target/criterion "$out/"
 # The randomized engine test at a million ops (a debug build, as CI runs it at 12,000).

@@ -4,12 +4,19 @@
 //! the device's rayon pool, so an op's inner parallelism (a matmul's `par_iter`, say) uses that
 //! device's threads and no other. A CUDA device has two lanes, compute and copy, so copies
 //! overlap compute.
+//!
+//! The queue hands ops over in batches: a lane's only worker takes everything queued in one
+//! swap, so while it is busy the pushing thread appends to a buffer no other core touches, and
+//! the two cores exchange one cache line per batch rather than several per op (a channel's
+//! head, tail and slot). A lane of several workers hands ops out one at a time, so each worker
+//! gets its share.
 
 use std::cell::Cell;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -67,18 +74,133 @@ impl LaneSpec {
     }
 }
 
-pub(crate) enum Msg {
-    Run(OpRef),
-    Stop,
-}
-
 pub(crate) struct Lane {
     pub(crate) name: String,
-    pub(crate) tx: Sender<Msg>,
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     pub(crate) workers: usize,
     /// Ops started on this lane while placement is logged (the first few are printed).
-    pub(crate) placed: std::sync::atomic::AtomicUsize,
+    pub(crate) placed: AtomicUsize,
+    pub(crate) queue: LaneQueue,
+}
+
+impl Lane {
+    pub(crate) fn new(spec: LaneSpec) -> Lane {
+        Lane {
+            queue: LaneQueue::new(spec.workers),
+            name: spec.name,
+            pool: spec.pool,
+            workers: spec.workers,
+            placed: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Ready ops waiting for a worker, and the workers' parking place.
+pub(crate) struct LaneQueue {
+    state: Mutex<QueueState>,
+    /// Ops queued, mirrored outside the lock so an idle worker can poll without taking it.
+    queued: AtomicUsize,
+    wake: Condvar,
+}
+
+struct QueueState {
+    ops: VecDeque<OpRef>,
+    /// Workers parked on `wake`.
+    sleepers: usize,
+    /// Workers still running; once none is, an op handed to the lane runs on the caller.
+    live: usize,
+    /// Set by shutdown: workers leave once the queue is empty.
+    stopping: bool,
+}
+
+/// What [`LaneQueue::submit`] did with an op.
+pub(crate) enum Submitted {
+    Queued,
+    /// The workers are gone (the engine is shutting down): the caller must run it.
+    NoWorker(OpRef),
+}
+
+impl LaneQueue {
+    fn new(workers: usize) -> LaneQueue {
+        LaneQueue {
+            state: Mutex::new(QueueState {
+                ops: VecDeque::new(),
+                sleepers: 0,
+                live: workers,
+                stopping: false,
+            }),
+            queued: AtomicUsize::new(0),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        // Only engine code that cannot panic holds this lock.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue a ready op, waking a parked worker if there is one.
+    pub(crate) fn submit(&self, op: OpRef) -> Submitted {
+        let mut s = self.lock();
+        if s.live == 0 {
+            return Submitted::NoWorker(op);
+        }
+        s.ops.push_back(op);
+        self.queued.store(s.ops.len(), Ordering::Relaxed);
+        let wake = s.sleepers > 0;
+        drop(s);
+        if wake {
+            self.wake.notify_one();
+        }
+        Submitted::Queued
+    }
+
+    /// Tell the workers to leave once the queue is empty.
+    pub(crate) fn stop(&self) {
+        self.lock().stopping = true;
+        self.wake.notify_all();
+    }
+
+    /// Move the next ops into `batch` (empty on entry): all of them for a lane's only worker,
+    /// one for a worker that shares its lane. Polls for [`WORKER_SPIN`] before parking, since
+    /// waking a parked thread costs tens of microseconds on a VM, far more than a small op.
+    /// Returns false when the worker must leave.
+    fn take(&self, batch: &mut VecDeque<OpRef>, workers: usize) -> bool {
+        let spin_until = Instant::now() + WORKER_SPIN;
+        let mut pause = 1u32;
+        while self.queued.load(Ordering::Relaxed) == 0 {
+            if Instant::now() >= spin_until {
+                break;
+            }
+            // Each poll pulls the line the pusher writes on every push; polling flat out
+            // would steal it back after every op, and the two cores would pay for the line's
+            // trips instead of running ops. Backing off to about half a microsecond lets the
+            // pusher queue several ops per trip, at a small cost in latency.
+            for _ in 0..pause {
+                std::hint::spin_loop();
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
+        let mut s = self.lock();
+        loop {
+            if !s.ops.is_empty() {
+                if workers == 1 {
+                    std::mem::swap(&mut s.ops, batch);
+                } else if let Some(op) = s.ops.pop_front() {
+                    batch.push_back(op);
+                }
+                self.queued.store(s.ops.len(), Ordering::Relaxed);
+                return true;
+            }
+            if s.stopping {
+                s.live -= 1;
+                return false;
+            }
+            s.sleepers += 1;
+            s = self.wake.wait(s).unwrap_or_else(|p| p.into_inner());
+            s.sleepers -= 1;
+        }
+    }
 }
 
 thread_local! {
@@ -90,26 +212,23 @@ pub(crate) fn in_worker() -> bool {
     IN_WORKER.with(|w| w.get())
 }
 
-/// Polls before a worker parks. Waking a parked thread costs tens of microseconds on a VM,
-/// far more than a small op: a worker that just finished one keeps looking for the next
-/// for a few tens of microseconds, so a synchronous round trip does not pay a wake-up.
-const WORKER_SPIN: u32 = 4_000;
+/// How long an idle worker polls its queue before parking: a worker that just finished an op
+/// keeps looking for the next for this long, so a synchronous round trip or a hand-off from
+/// another lane does not pay a wake-up.
+const WORKER_SPIN: Duration = Duration::from_micros(50);
 
-fn next_message(rx: &Receiver<Msg>) -> Option<Msg> {
-    for _ in 0..WORKER_SPIN {
-        match rx.try_recv() {
-            Ok(m) => return Some(m),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => std::hint::spin_loop(),
-        }
-    }
-    rx.recv().ok()
-}
+/// The longest pause between two polls of an idle worker, in `spin_loop` hints (a `pause`
+/// instruction is about 40 ns on current x86 cores, a few on older ones).
+const MAX_PAUSE: u32 = 16;
 
-fn worker_loop(shared: Arc<Shared>, rx: Receiver<Msg>) {
+fn worker_loop(shared: Arc<Shared>, index: usize) {
     IN_WORKER.with(|w| w.set(true));
-    while let Some(Msg::Run(op)) = next_message(&rx) {
-        run_guarded(&shared, op);
+    let lane = &shared.lanes[index];
+    let mut batch = VecDeque::new();
+    while lane.queue.take(&mut batch, lane.workers) {
+        while let Some(op) = batch.pop_front() {
+            run_guarded(&shared, op);
+        }
     }
     IN_WORKER.with(|w| w.set(false));
 }
@@ -133,23 +252,25 @@ pub(crate) fn run_guarded(shared: &Arc<Shared>, op: OpRef) {
 }
 
 /// Start the lane's workers. Plain threads are returned for joining; pool workers are rayon
-/// jobs that end when they receive `Msg::Stop`.
+/// jobs that end when the lane is stopped.
 pub(crate) fn start_workers(
     shared: &Arc<Shared>,
     index: usize,
-    rx: Receiver<Msg>,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     let lane = &shared.lanes[index];
     let mut handles = Vec::new();
     for w in 0..lane.workers {
         let shared2 = shared.clone();
-        let rx2 = rx.clone();
         match &lane.pool {
-            Some(pool) => pool.spawn(move || worker_loop(shared2, rx2)),
+            Some(pool) => pool.spawn(move || worker_loop(shared2, index)),
             None => handles.push(
                 std::thread::Builder::new()
                     .name(format!("{} worker {w}", lane.name))
-                    .spawn(move || worker_loop(shared2, rx2))?,
+                    .spawn(move || worker_loop(shared2, index))
+                    .inspect_err(|_| {
+                        // This worker never runs: the lane must not count on it.
+                        lane.queue.lock().live -= 1;
+                    })?,
             ),
         }
     }

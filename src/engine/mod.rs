@@ -47,8 +47,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use lane::{in_worker, Lane, Msg};
-use op::{Body, OpBlock, OpRef};
+use lane::{in_worker, Lane, Submitted};
+use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
 use var::{spin_until, Access};
 
 /// How pushed ops are executed.
@@ -131,30 +131,18 @@ impl EngineBuilder {
 
     /// Start the workers. Fails only if the OS refuses a thread.
     pub fn build(self) -> Result<Engine, std::io::Error> {
-        let mut receivers = Vec::new();
-        let mut lanes = Vec::new();
-        for spec in self.lanes {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            receivers.push(rx);
-            lanes.push(Lane {
-                name: spec.name,
-                tx,
-                pool: spec.pool,
-                workers: spec.workers,
-                placed: AtomicUsize::new(0),
-            });
-        }
         let shared = Arc::new(Shared {
-            lanes,
+            lanes: self.lanes.into_iter().map(Lane::new).collect(),
             mode: self.mode,
             log_placement: self.log_placement,
             max_inflight: self.max_inflight,
-            pending: AtomicUsize::new(0),
+            pushed: Padded(AtomicUsize::new(0)),
+            completed: Padded(AtomicUsize::new(0)),
             max_pending: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             idle_waiters: AtomicUsize::new(0),
-            register: Mutex::new(()),
+            register: Padded(Mutex::new(())),
             first_error: Mutex::new(None),
             tracing: AtomicBool::new(false),
             trace_seq: AtomicU64::new(0),
@@ -163,8 +151,8 @@ impl EngineBuilder {
             sync_hooks: self.sync_hooks,
         });
         let mut threads = Vec::new();
-        for (i, rx) in receivers.into_iter().enumerate() {
-            threads.extend(lane::start_workers(&shared, i, rx)?);
+        for i in 0..shared.lanes.len() {
+            threads.extend(lane::start_workers(&shared, i)?);
         }
         Ok(Engine {
             shared: shared.clone(),
@@ -261,7 +249,7 @@ impl Engine {
     ) where
         F: FnOnce() -> Result<(), OpError> + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, Body::Sync(Box::new(body)));
+        self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
     }
 
     /// Push an op that completes when its body fires the [`Completion`] (from any thread, at
@@ -277,28 +265,24 @@ impl Engine {
     ) where
         F: FnOnce(Completion) + Send + 'static,
     {
-        self.push_body(
-            name.into(),
-            lane,
-            reads,
-            writes,
-            Body::Async(Box::new(body)),
-        );
+        self.push_body(name.into(), lane, reads, writes, AsyncBody::new(body));
     }
 
     /// Clear the error carried by `var`, in program order: ops pushed after this see a
     /// healthy var again (ops pushed before it still see the error).
     pub fn clear_error(&self, var: &Var, lane: LaneId) {
-        self.push_body("clear-error".into(), lane, &[], &[var], Body::ClearErrors);
+        self.push_body("clear-error".into(), lane, &[], &[var], ClearErrors);
     }
 
-    fn push_body(
+    /// The generic part of a push: build the op, with its body inline. The rest is
+    /// [`register`](Self::register), compiled once rather than once per closure type.
+    fn push_body<B: OpBody + 'static>(
         &self,
         name: Cow<'static, str>,
         lane: LaneId,
         reads: &[&Var],
         writes: &[&Var],
-        body: Body,
+        body: B,
     ) {
         let shared = &self.shared;
         assert!(
@@ -315,7 +299,12 @@ impl Engine {
                 shared.trace_seq.fetch_add(1, Ordering::Relaxed),
             )
         });
-        let op = Arc::new(OpBlock::new(name, lane.0, deps, n_reads, body, stamp));
+        self.register(OpBlock::new_ref(name, lane.0, deps, n_reads, body, stamp));
+    }
+
+    /// Register an op's accesses with its vars, and dispatch it if nothing holds it back.
+    fn register(&self, op: OpRef) {
+        let shared = &self.shared;
         // Ops touching several vars register them atomically with respect to each other:
         // two threads registering {x, y} in interleaved order could otherwise each wait for
         // the other forever. One var alone cannot form such a cycle, so it skips the lock.
@@ -332,12 +321,14 @@ impl Engine {
             }
         }
         drop(_registering);
-        if op.decrement_wait() {
-            shared.dispatch(op.clone());
-        }
         // Naive: wait for the op. Not from inside an op, where the op pushed may queue behind
-        // the one pushing it on the same worker.
-        if shared.mode == Mode::Naive && !in_worker() {
+        // the one pushing it on the same worker. Otherwise the op is handed over without a
+        // clone, so this thread does not touch its count again once a worker may have it.
+        let awaited = (shared.mode == Mode::Naive && !in_worker()).then(|| op.clone());
+        if op.decrement_wait() {
+            shared.dispatch(op);
+        }
+        if let Some(op) = awaited {
             shared.block_until(|| op.is_finished());
         }
     }
@@ -383,20 +374,25 @@ impl Engine {
 
     /// Ops pushed and not yet completed.
     pub fn pending(&self) -> usize {
-        self.shared.pending.load(Ordering::Acquire)
+        self.shared.pending()
     }
 
-    /// The most ops that were pending at once since the last [`reset_max_pending`](Self::reset_max_pending).
-    pub fn max_pending(&self) -> usize {
-        self.shared.max_pending.load(Ordering::Acquire)
+    /// The most ops that were pending at once since the last
+    /// [`reset_max_pending`](Self::reset_max_pending), on an engine with a
+    /// [`max_inflight`](EngineBuilder::max_inflight) bound; `None` without one. Unbounded, the
+    /// pushing thread would have to read the workers' completion count on every push, the
+    /// very cache-line traffic that splitting the pending count into two counters avoids.
+    pub fn max_pending(&self) -> Option<usize> {
+        self.shared
+            .max_inflight
+            .map(|_| self.shared.max_pending.load(Ordering::Acquire))
     }
 
     /// Restart the high-water mark of pending ops.
     pub fn reset_max_pending(&self) {
-        self.shared.max_pending.store(
-            self.shared.pending.load(Ordering::Acquire),
-            Ordering::Release,
-        );
+        self.shared
+            .max_pending
+            .store(self.shared.pending(), Ordering::Release);
     }
 
     /// The configured bound on pending ops.
@@ -448,6 +444,18 @@ fn dedupe(reads: &[&Var], writes: &[&Var]) -> (op::Deps, usize) {
     (deps, n_reads)
 }
 
+/// A value alone on its own pair of cache lines (x86 prefetches lines in pairs), so writes to
+/// it do not evict what other threads read or write beside it.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -468,13 +476,18 @@ pub(crate) struct Shared {
     mode: Mode,
     pub(crate) log_placement: bool,
     max_inflight: Option<usize>,
-    pending: AtomicUsize,
+    /// Ops pushed, and ops completed: pending is the difference. Two counters on lines of
+    /// their own, so the pushing thread and the workers each write only their own (one
+    /// counter written by both would cross between their cores on every op).
+    pushed: Padded<AtomicUsize>,
+    completed: Padded<AtomicUsize>,
+    /// Tracked only under a `max_inflight` bound (see [`Engine::max_pending`]).
     max_pending: AtomicUsize,
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
     idle_waiters: AtomicUsize,
     /// Serializes the registration of ops with several vars (see `push_body`).
-    register: Mutex<()>,
+    register: Padded<Mutex<()>>,
     first_error: Mutex<Option<EngineError>>,
     tracing: AtomicBool,
     /// Push sequence of traced ops (see [`TraceRecord::seq`]).
@@ -523,8 +536,7 @@ impl Shared {
 
     /// Hand a ready op to its lane's workers.
     pub(crate) fn dispatch(self: &Arc<Self>, op: OpRef) {
-        let lane = &self.lanes[op.lane];
-        if let Err(crossbeam_channel::SendError(Msg::Run(op))) = lane.tx.send(Msg::Run(op)) {
+        if let Submitted::NoWorker(op) = self.lanes[op.lane].queue.submit(op) {
             // Workers are gone (engine shutting down): run it here so it still completes.
             lane::run_guarded(self, op);
         }
@@ -532,41 +544,65 @@ impl Shared {
 
     /// Count a new pending op, blocking while the `max_inflight` bound is reached.
     fn acquire_slot(&self) {
-        let now = match self.max_inflight {
+        let max = match self.max_inflight {
             // An op pushing from inside another op counts but never blocks on the bound: the
             // op it would wait for may be the one pushing.
-            None => self.pending.fetch_add(1, Ordering::SeqCst) + 1,
-            Some(_) if in_worker() => self.pending.fetch_add(1, Ordering::SeqCst) + 1,
-            Some(max) => loop {
-                let p = self.pending.load(Ordering::SeqCst);
-                if p < max {
-                    if self
-                        .pending
-                        .compare_exchange_weak(p, p + 1, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok()
-                    {
-                        break p + 1;
-                    }
-                } else {
-                    self.block_until(|| self.pending.load(Ordering::SeqCst) < max);
+            Some(max) if !in_worker() => max,
+            _ => {
+                self.pushed.fetch_add(1, Ordering::SeqCst);
+                if self.max_inflight.is_some() {
+                    self.note_pending_peak();
                 }
-            },
+                return;
+            }
         };
-        // Read first: a read-modify-write on every push would bounce the line between cores.
+        loop {
+            // Completions only lower the count, so a slot seen free stays free until taken.
+            let p = self.pushed.load(Ordering::SeqCst);
+            let pending = p.saturating_sub(self.completed.load(Ordering::SeqCst));
+            if pending < max {
+                if self
+                    .pushed
+                    .compare_exchange_weak(p, p + 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    break;
+                }
+            } else {
+                self.block_until(|| self.pending() < max);
+            }
+        }
+        self.note_pending_peak();
+    }
+
+    fn note_pending_peak(&self) {
+        let now = self.pending();
         if now > self.max_pending.load(Ordering::Relaxed) {
             self.max_pending.fetch_max(now, Ordering::AcqRel);
         }
     }
 
+    /// Ops pushed and not yet completed. Completed is read first: every op it counts was
+    /// pushed before, so the difference never goes below zero.
+    fn pending(&self) -> usize {
+        let completed = self.completed.load(Ordering::SeqCst);
+        self.pushed.load(Ordering::SeqCst).saturating_sub(completed)
+    }
+
     /// Called once per op, after its dependants were dispatched.
     pub(crate) fn op_finished(&self) {
-        let now = self.pending.fetch_sub(1, Ordering::SeqCst) - 1;
+        let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
         // Wake sleepers only when what they wait for may have become true: a wake-up is a
         // syscall, and doing one per completed op while `wait_all` sleeps would cost more than
-        // the ops themselves.
+        // the ops themselves. The pushed count is read only then, so a worker does not pull
+        // the pushing thread's line on every op.
+        if self.idle_waiters.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let now = self.pushed.load(Ordering::SeqCst).saturating_sub(done);
         let may_matter =
             now == 0 || self.mode == Mode::Naive || self.max_inflight.is_some_and(|max| now < max);
-        if may_matter && self.idle_waiters.load(Ordering::SeqCst) > 0 {
+        if may_matter {
             let _g = lock(&self.idle_lock);
             self.idle_cv.notify_all();
         }
@@ -615,10 +651,7 @@ impl Shared {
             self.log_placement_summary();
         }
         for lane in &self.lanes {
-            for _ in 0..lane.workers {
-                // A send fails only when the workers are already gone.
-                let _ = lane.tx.send(Msg::Stop);
-            }
+            lane.queue.stop();
         }
         for t in threads {
             let _ = t.join();
@@ -626,7 +659,7 @@ impl Shared {
     }
 
     fn wait_idle(&self) {
-        self.block_until(|| self.pending.load(Ordering::SeqCst) == 0);
+        self.block_until(|| self.pending() == 0);
     }
 
     /// Spin, then yield, then sleep until `done()` holds. Every op completion re-checks

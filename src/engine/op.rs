@@ -8,12 +8,16 @@
 //! Completion is a separate step from "the body returned": an asynchronous body gets a
 //! [`Completion`] it may fire later from any thread (a CUDA event callback, say), so no worker
 //! thread has to block while a device is busy.
+//!
+//! An op is one allocation: the body's closure lives inside the op block (an unsized
+//! `OpBlock<dyn OpBody>`), not in a box of its own, since every allocation the pushing thread
+//! makes is freed by a worker, and each such cross-thread free costs cache-line trips.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::error::{panic_message, EngineError, OpError};
 use super::var::Var;
@@ -24,19 +28,136 @@ pub(crate) type OpRef = Arc<OpBlock>;
 /// An op's vars: most ops touch one to four, kept inline so a push allocates less.
 pub(crate) type Deps = smallvec::SmallVec<[Var; 4]>;
 
-/// A synchronous body: the op completes when it returns.
-pub(crate) type SyncBody = Box<dyn FnOnce() -> Result<(), OpError> + Send + 'static>;
-/// An asynchronous body: the op completes when the [`Completion`] is fired.
-pub(crate) type AsyncBody = Box<dyn FnOnce(Completion) + Send + 'static>;
+/// Ops a completion makes ready.
+pub(crate) type Granted = smallvec::SmallVec<[OpRef; 4]>;
 
-pub(crate) enum Body {
-    Sync(SyncBody),
-    Async(AsyncBody),
-    /// Engine-internal: complete at once and leave the written vars without error.
+/// How an op's body completes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    /// When it returns, with its result.
+    Sync,
+    /// When it fires its [`Completion`].
+    Async,
+    /// Engine-internal: at once, leaving its written vars without error.
     ClearErrors,
 }
 
-pub(crate) struct OpBlock {
+/// What an op does when it runs, stored inline in its block.
+pub(crate) trait OpBody: Send + Sync {
+    fn kind(&self) -> BodyKind;
+
+    /// Run a synchronous body (`Ok` if there was none left to run).
+    ///
+    /// # Safety
+    /// At most one of `run_sync`, `run_async` and `discard`, once per body, by the thread that
+    /// won [`OpBlock::claim`].
+    unsafe fn run_sync(&self) -> Result<(), OpError> {
+        Ok(())
+    }
+
+    /// Run an asynchronous body, which completes through `completion`.
+    ///
+    /// # Safety
+    /// As for [`run_sync`](OpBody::run_sync).
+    unsafe fn run_async(&self, completion: Completion) {
+        drop(completion);
+    }
+
+    /// Drop the body without running it (an upstream op failed).
+    ///
+    /// # Safety
+    /// As for [`run_sync`](OpBody::run_sync).
+    unsafe fn discard(&self) {}
+}
+
+/// A closure, taken out exactly once by the thread that claimed its op.
+struct Once<F>(UnsafeCell<Option<F>>);
+
+// SAFETY: the closure is only ever moved out (never shared) by the one thread that claimed the
+// op, so sharing the cell between threads needs only `F: Send`.
+unsafe impl<F: Send> Sync for Once<F> {}
+
+impl<F> Once<F> {
+    fn new(f: F) -> Self {
+        Once(UnsafeCell::new(Some(f)))
+    }
+
+    /// # Safety
+    /// The caller has claimed the op (no other thread can be in here).
+    unsafe fn take(&self) -> Option<F> {
+        // SAFETY: exclusive access, by the caller's claim.
+        unsafe { (*self.0.get()).take() }
+    }
+}
+
+/// A synchronous body: the op completes when it returns.
+pub(crate) struct SyncBody<F>(Once<F>);
+
+/// An asynchronous body: the op completes when the [`Completion`] is fired.
+pub(crate) struct AsyncBody<F>(Once<F>);
+
+/// Engine-internal: complete at once and leave the written vars without error.
+pub(crate) struct ClearErrors;
+
+impl<F> SyncBody<F> {
+    pub(crate) fn new(f: F) -> Self {
+        SyncBody(Once::new(f))
+    }
+}
+
+impl<F> AsyncBody<F> {
+    pub(crate) fn new(f: F) -> Self {
+        AsyncBody(Once::new(f))
+    }
+}
+
+impl<F> OpBody for SyncBody<F>
+where
+    F: FnOnce() -> Result<(), OpError> + Send,
+{
+    fn kind(&self) -> BodyKind {
+        BodyKind::Sync
+    }
+
+    unsafe fn run_sync(&self) -> Result<(), OpError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.take() }.map_or(Ok(()), |f| f())
+    }
+
+    unsafe fn discard(&self) {
+        // SAFETY: forwarded from the caller.
+        drop(unsafe { self.0.take() });
+    }
+}
+
+impl<F> OpBody for AsyncBody<F>
+where
+    F: FnOnce(Completion) + Send,
+{
+    fn kind(&self) -> BodyKind {
+        BodyKind::Async
+    }
+
+    unsafe fn run_async(&self, completion: Completion) {
+        // SAFETY: forwarded from the caller.
+        if let Some(f) = unsafe { self.0.take() } {
+            f(completion);
+        }
+    }
+
+    unsafe fn discard(&self) {
+        // SAFETY: forwarded from the caller.
+        drop(unsafe { self.0.take() });
+    }
+}
+
+impl OpBody for ClearErrors {
+    fn kind(&self) -> BodyKind {
+        BodyKind::ClearErrors
+    }
+}
+
+pub(crate) struct OpBlock<B: ?Sized = dyn OpBody> {
     pub(crate) name: Cow<'static, str>,
     pub(crate) lane: usize,
     /// Reads first, then writes, inline for up to four vars.
@@ -44,7 +165,8 @@ pub(crate) struct OpBlock {
     n_reads: usize,
     /// Dependencies still missing, plus one held by the pusher until registration ends.
     wait: AtomicUsize,
-    body: Mutex<Option<Body>>,
+    /// Set by the thread that runs (or discards) the body: exactly one does.
+    claimed: AtomicBool,
     /// Set by the first completion; later ones are ignored (exactly-once completion).
     completed: AtomicBool,
     /// Set once completion has released every dependant (what the naive mode waits for).
@@ -55,6 +177,8 @@ pub(crate) struct OpBlock {
     /// What tracing records, for ops pushed while it is on: boxed, so an untraced op (the
     /// hot path) stays small.
     pub(crate) trace: Option<Box<OpTrace>>,
+    /// Last, so the block can be unsized to `OpBlock<dyn OpBody>`.
+    body: B,
 }
 
 /// The trace-only part of an op.
@@ -69,22 +193,23 @@ pub(crate) struct OpTrace {
     pub(crate) worker: std::sync::OnceLock<String>,
 }
 
-impl OpBlock {
-    pub(crate) fn new(
+impl<B: OpBody + 'static> OpBlock<B> {
+    /// A new op, as the one allocation the engine makes for it.
+    pub(crate) fn new_ref(
         name: Cow<'static, str>,
         lane: usize,
         deps: Deps,
         n_reads: usize,
-        body: Body,
+        body: B,
         traced: Option<(u64, u64)>,
-    ) -> OpBlock {
-        OpBlock {
+    ) -> OpRef {
+        Arc::new(OpBlock {
             name,
             lane,
             wait: AtomicUsize::new(deps.len() + 1),
             deps,
             n_reads,
-            body: Mutex::new(Some(body)),
+            claimed: AtomicBool::new(false),
             completed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             dropped_in_panic: AtomicBool::new(false),
@@ -96,9 +221,12 @@ impl OpBlock {
                     worker: std::sync::OnceLock::new(),
                 })
             }),
-        }
+            body,
+        })
     }
+}
 
+impl OpBlock {
     pub(crate) fn reads(&self) -> &[Var] {
         &self.deps[..self.n_reads]
     }
@@ -121,8 +249,9 @@ impl OpBlock {
         self.finished.load(Ordering::SeqCst)
     }
 
-    fn take_body(&self) -> Option<Body> {
-        self.body.lock().unwrap_or_else(|p| p.into_inner()).take()
+    /// True for the one caller that gets to run or discard the body.
+    fn claim(&self) -> bool {
+        !self.claimed.swap(true, Ordering::AcqRel)
     }
 }
 
@@ -145,7 +274,7 @@ thread_local! {
 
 /// The [`RUNNING_BODY`] key of an op.
 fn body_key(op: &OpRef) -> usize {
-    Arc::as_ptr(op) as usize
+    Arc::as_ptr(op) as *const () as usize
 }
 
 impl Completion {
@@ -197,12 +326,16 @@ fn inherited_error(op: &OpBlock) -> Option<EngineError> {
 
 /// Run a ready op on the current thread. Never panics: a panicking body becomes an error.
 pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
-    let Some(body) = op.take_body() else { return };
-    if let Body::ClearErrors = body {
+    if !op.claim() {
+        return;
+    }
+    if op.body.kind() == BodyKind::ClearErrors {
         complete(shared, op, None);
         return;
     }
     if let Some(error) = inherited_error(op) {
+        // SAFETY: claimed above.
+        unsafe { op.body.discard() };
         complete(shared, op, Some(error));
         return;
     }
@@ -218,11 +351,14 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
     }
     #[cfg(test)]
     if op.name == tests_support::PANIC_IN_ENGINE {
+        // SAFETY: claimed above.
+        unsafe { op.body.discard() };
         panic!("injected panic in the engine's own code");
     }
-    match body {
-        Body::Sync(f) => {
-            let error = match catch_unwind(AssertUnwindSafe(f)) {
+    let error = match op.body.kind() {
+        BodyKind::Sync => {
+            // SAFETY: claimed above.
+            match catch_unwind(AssertUnwindSafe(|| unsafe { op.body.run_sync() })) {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(EngineError::OpFailed {
                     op: op.name.to_string(),
@@ -232,10 +368,9 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                     op: op.name.to_string(),
                     message: panic_message(payload.as_ref()),
                 }),
-            };
-            complete(shared, op, error);
+            }
         }
-        Body::Async(f) => {
+        BodyKind::Async => {
             let completion = Completion {
                 op: Some(op.clone()),
                 shared: shared.clone(),
@@ -243,27 +378,28 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
             // Restored after, in case this runs inside another op's body (`dispatch` runs an
             // op in place once the workers are gone).
             let outer = RUNNING_BODY.with(|b| b.replace(body_key(op)));
-            let result = catch_unwind(AssertUnwindSafe(move || f(completion)));
+            // SAFETY: claimed above.
+            let result = catch_unwind(AssertUnwindSafe(|| unsafe {
+                op.body.run_async(completion)
+            }));
             RUNNING_BODY.with(|b| b.set(outer));
             let message = match result {
-                Err(payload) => Some(panic_message(payload.as_ref())),
+                Err(payload) => panic_message(payload.as_ref()),
                 // The body caught a panic that dropped its completion handle.
                 Ok(()) if op.dropped_in_panic.load(Ordering::Acquire) => {
-                    Some("panicked while holding its completion handle".to_string())
+                    "panicked while holding its completion handle".to_string()
                 }
-                Ok(()) => None,
+                Ok(()) => return,
             };
-            if let Some(message) = message {
-                // A no-op if the completion fired before the panic (exactly once).
-                let error = EngineError::OpPanicked {
-                    op: op.name.to_string(),
-                    message,
-                };
-                complete(shared, op, Some(error));
-            }
+            // A no-op if the completion fired before the panic (exactly once).
+            Some(EngineError::OpPanicked {
+                op: op.name.to_string(),
+                message,
+            })
         }
-        Body::ClearErrors => {}
-    }
+        BodyKind::ClearErrors => None,
+    };
+    complete(shared, op, error);
 }
 
 /// Release the op's dependencies, record its trace, and dispatch the ops it unblocks.
@@ -277,7 +413,8 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
     if let Some(e) = &error {
         shared.record_error(e);
     }
-    let mut granted = Vec::new();
+    // Inline: a chain grants one op per completion, which must not cost an allocation.
+    let mut granted = Granted::new();
     for v in op.reads() {
         v.complete_read(&mut granted);
     }

@@ -338,7 +338,7 @@ fn max_inflight_bounds_pending_ops() {
         assert_eq!(pushed.load(Ordering::SeqCst), MAX + 5);
         assert_eq!(
             e.max_pending(),
-            MAX,
+            Some(MAX),
             "the high-water mark must equal the bound"
         );
     });

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::error::EngineError;
-use super::op::OpRef;
+use super::op::{Granted, OpRef};
 
 static NEXT_VAR_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -112,7 +112,7 @@ impl Var {
     }
 
     /// A granted read finished. Ops whose access becomes granted are appended to `granted`.
-    pub(crate) fn complete_read(&self, granted: &mut Vec<OpRef>) {
+    pub(crate) fn complete_read(&self, granted: &mut Granted) {
         let mut s = self.lock();
         debug_assert!(s.running_reads > 0);
         s.running_reads -= 1;
@@ -128,7 +128,7 @@ impl Var {
     }
 
     /// A granted write finished, leaving `error` as the var's state.
-    pub(crate) fn complete_write(&self, error: Option<&EngineError>, granted: &mut Vec<OpRef>) {
+    pub(crate) fn complete_write(&self, error: Option<&EngineError>, granted: &mut Granted) {
         let mut s = self.lock();
         debug_assert!(s.writing);
         s.writing = false;

@@ -29,8 +29,9 @@ use super::support::{
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
-use crate::device::{available_cores, Device, DeviceRequest, GpuOrder, Runtime};
+use crate::device::{available_cores, Device, DeviceError, DeviceRequest, GpuOrder, Runtime};
 use crate::engine::{Engine, LaneId, Mode, OpError, Var};
+use crate::harness::floor;
 use crate::harness::stats::{median, quantile};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, Figure, RunRecord, Unit};
@@ -392,6 +393,12 @@ impl Scenario for AsyncLoop {
         let hops = handoffs(engine, pp, n.min(MODEL_OPS))?;
         derive_handoffs(&mut run, n, &hops);
         derive_gpu(&mut run, device, n);
+        if is_cpu {
+            engine.wait_all()?;
+            let floor =
+                floor::channel_floor_per_op(n, FLOOR_ROUNDS).map_err(DeviceError::Workers)?;
+            derive_floor(&mut run, n, floor);
+        }
         derive_pitfall(&mut run, products, product_size);
         #[cfg(feature = "cuda")]
         if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
@@ -418,6 +425,35 @@ impl Scenario for AsyncLoop {
         }
         Ok(run)
     }
+}
+
+/// Rounds of the channel floor (each of `--iterations` closures); the median is quoted.
+const FLOOR_ROUNDS: usize = 15;
+
+/// The engine's per-op cost against the machine's floor for handing work to a thread,
+/// measured in the same run ([`floor::channel_round`]). Not a bound the engine cannot beat
+/// (it could batch where the channel does not), so the sentence claims none.
+fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
+    let lower = Figure::new(Unit::Seconds, Better::Lower);
+    run.derive_as("channel_floor_per_op_s", floor, lower);
+    let asyn = run.median("async").unwrap_or(f64::NAN) / n as f64;
+    let push = run.median("push-only").unwrap_or(f64::NAN) / n as f64;
+    run.derive_as(
+        "async_over_floor_ratio",
+        asyn / floor,
+        Figure::new(Unit::Ratio, Better::Lower),
+    );
+    run.explanation.push(format!(
+        "the floor: {n} boxed closures sent through a channel to one other thread, which runs \
+         and frees them, took {} each here (median of {FLOOR_ROUNDS} rounds): handing work to \
+         a thread, with no dependency tracking, no output tensor and no bookkeeping. async's \
+         {} per op is {:.2}× that, push-only's {} is {:.2}×.",
+        human_time(floor),
+        human_time(asyn),
+        asyn / floor,
+        human_time(push),
+        push / floor,
+    ));
 }
 
 /// Push `n` ops that alternate between two lanes, each writing the same var (so each
