@@ -50,21 +50,24 @@ def median(run, variant):
 def engine_rows(bench, torture, torture_seconds):
     """Rows for the engine: `bench` maps a criterion id (`async/fresh-var/1000`) to its median
     in ns per iteration; `torture` is the torture test's stderr."""
+    def by_size(group):
+        """[(N, median)] of the benchmarks `group/N`, by N."""
+        return sorted((int(k.rsplit("/", 1)[1]), v) for k, v in bench.items()
+                      if k.startswith(f"{group}/"))
+
     out = []
     cells = []
     for kind, title in (("fresh-var", "fresh vars"), ("read-shared", "readers of one var"),
                         ("write-chain", "write chain")):
-        sizes = sorted((int(k.rsplit("/", 1)[1]), v) for k, v in bench.items()
-                       if k.startswith(f"async/{kind}/"))
+        sizes = by_size(f"async/{kind}")
         if sizes:
             per_op = " / ".join(f"{v / n:.0f}" for n, v in sizes)
             counts = " / ".join(f"{n:,}" for n, _ in sizes)
             cells.append(f"{title} {per_op} ns at {counts} ops")
     if cells:
         out.append(("engine, async, per op", "`cargo bench --bench engine`", "; ".join(cells)))
-    floor = sorted((int(k.rsplit("/", 1)[1]), v) for k, v in bench.items()
-                   if k.startswith("floor/boxed-closure-channel/"))
-    fresh = {int(k.rsplit("/", 1)[1]): v for k, v in bench.items() if k.startswith("async/fresh-var/")}
+    floor = by_size("floor/boxed-closure-channel")
+    fresh = dict(by_size("async/fresh-var"))
     if floor:
         per_op = " / ".join(f"{v / n:.0f}" for n, v in floor)
         counts = " / ".join(f"{n:,}" for n, _ in floor)

@@ -23,25 +23,23 @@ pub fn channel_round(n: u64) -> std::io::Result<Duration> {
                     job();
                 }
             })?;
+        // Send `k` closures, then spin until the counter reaches `total`. A send fails only
+        // if the worker is gone, and it lives until `tx` is dropped.
+        let run = |k: u64, total: u64| {
+            for _ in 0..k {
+                let d = &done;
+                let _ = tx.send(Box::new(move || {
+                    d.fetch_add(1, Ordering::Release);
+                }));
+            }
+            while done.load(Ordering::Acquire) < total {
+                std::hint::spin_loop();
+            }
+        };
         // Warm the thread and the channel: the first message pays the thread's start.
-        let warm = &done;
-        let _ = tx.send(Box::new(move || {
-            warm.fetch_add(1, Ordering::Release);
-        }));
-        while done.load(Ordering::Acquire) < 1 {
-            std::hint::spin_loop();
-        }
+        run(1, 1);
         let t = Instant::now();
-        for _ in 0..n {
-            let d = &done;
-            // A send fails only if the worker is gone, and it lives until `tx` is dropped.
-            let _ = tx.send(Box::new(move || {
-                d.fetch_add(1, Ordering::Release);
-            }));
-        }
-        while done.load(Ordering::Acquire) < n + 1 {
-            std::hint::spin_loop();
-        }
+        run(n, n + 1);
         let elapsed = t.elapsed();
         drop(tx);
         Ok(elapsed)

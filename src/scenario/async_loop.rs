@@ -441,7 +441,7 @@ fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
     run.derive_as(
         "async_over_floor_ratio",
         asyn / floor,
-        Figure::new(Unit::Ratio, Better::Lower),
+        Figure::RATIO_LOWER_IS_BETTER,
     );
     run.explanation.push(format!(
         "the floor: {n} boxed closures sent through a channel to one other thread, which runs \
