@@ -11,9 +11,9 @@
 //! head, tail and slot). A lane of several workers hands ops out one at a time, so each worker
 //! gets its share.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::error::{panic_message, EngineError};
-use super::op::{complete, execute, OpRef};
+use super::op::{complete, execute, from_thin, into_thin, OpHead, OpRef};
+use super::Padded;
 use super::Shared;
 
 /// Identifies a lane of one engine (returned by [`EngineBuilder::lane`](super::EngineBuilder::lane)).
@@ -96,21 +97,33 @@ impl Lane {
 }
 
 /// Ready ops waiting for a worker, and the workers' parking place.
+///
+/// Ops come in through an intake: a stack of ops linked through the ops themselves, which a
+/// submitter extends with one compare-and-swap and a worker empties with one swap, so a hand-off
+/// moves one cache line (the intake's) besides the op's own, and none when the worker is
+/// behind. A lane of several workers moves what one of them took into `ready`, in push order,
+/// for any of them to run.
 pub(crate) struct LaneQueue {
-    state: Mutex<QueueState>,
-    /// Ops queued, mirrored outside the lock so an idle worker can poll without taking it.
-    queued: AtomicUsize,
-    wake: Condvar,
+    /// The newest op handed over and not yet taken (null: none; [`closed`]: no worker is left).
+    intake: Padded<AtomicPtr<OpHead>>,
+    /// Ops taken from the intake by a worker of a lane of several, for any of them.
+    ready: Mutex<VecDeque<OpRef>>,
+    /// Mirror of `ready.len()`, so an idle worker can poll without taking the lock.
+    ready_len: AtomicUsize,
+    /// Read on every hand-off, written only when a worker parks or leaves: a line of its own,
+    /// so that reading it costs no trip between cores.
+    park: Padded<Park>,
 }
 
-struct QueueState {
-    ops: VecDeque<OpRef>,
-    /// Workers parked on `wake`.
-    sleepers: usize,
-    /// Workers still running; once none is, an op handed to the lane runs on the caller.
-    live: usize,
-    /// Set by shutdown: workers leave once the queue is empty.
-    stopping: bool,
+struct Park {
+    /// Workers parked (or about to) on `wake`.
+    sleepers: AtomicUsize,
+    /// Workers still running; the last to leave closes the intake.
+    live: AtomicUsize,
+    /// Set by shutdown: workers leave once there is nothing left to run.
+    stopping: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
 }
 
 /// What [`LaneQueue::submit`] did with an op.
@@ -120,45 +133,109 @@ pub(crate) enum Submitted {
     NoWorker(OpRef),
 }
 
+/// The intake's mark for "no worker left": an address no op can have.
+fn closed() -> *mut OpHead {
+    static CLOSED: u8 = 0;
+    std::ptr::addr_of!(CLOSED).cast::<OpHead>().cast_mut()
+}
+
 impl LaneQueue {
     fn new(workers: usize) -> LaneQueue {
         LaneQueue {
-            state: Mutex::new(QueueState {
-                ops: VecDeque::new(),
-                sleepers: 0,
-                live: workers,
-                stopping: false,
+            intake: Padded(AtomicPtr::new(std::ptr::null_mut())),
+            ready: Mutex::new(VecDeque::new()),
+            ready_len: AtomicUsize::new(0),
+            park: Padded(Park {
+                sleepers: AtomicUsize::new(0),
+                live: AtomicUsize::new(workers),
+                stopping: AtomicBool::new(false),
+                lock: Mutex::new(()),
+                wake: Condvar::new(),
             }),
-            queued: AtomicUsize::new(0),
-            wake: Condvar::new(),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
-        // Only engine code that cannot panic holds this lock.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queue a ready op, waking a parked worker if there is one.
     pub(crate) fn submit(&self, op: OpRef) -> Submitted {
-        let mut s = self.lock();
-        if s.live == 0 {
-            return Submitted::NoWorker(op);
+        if OWN_LANE.with(Cell::get) == self as *const LaneQueue as usize {
+            // Made ready by an op on this lane's only worker: that thread runs it next.
+            RUN_NEXT.with(|r| r.borrow_mut().push_back(op));
+            return Submitted::Queued;
         }
-        s.ops.push_back(op);
-        self.queued.store(s.ops.len(), Ordering::Relaxed);
-        let wake = s.sleepers > 0;
-        drop(s);
-        if wake {
-            self.wake.notify_one();
+        let node = into_thin(op);
+        let mut head = self.intake.load(Ordering::Relaxed);
+        loop {
+            if head == closed() {
+                // SAFETY: `node` came from `into_thin` above and was not published.
+                return Submitted::NoWorker(unsafe { from_thin(node) });
+            }
+            // SAFETY: `node` is live (it owns a reference) and not yet visible to any worker.
+            unsafe { (*node).set_next(head) };
+            // SeqCst, with the load of `sleepers` below: a worker going to sleep increments
+            // `sleepers` and then re-reads the intake, so one of the two sees the other.
+            match self.intake.compare_exchange_weak(
+                head,
+                node.cast_mut(),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => head = now,
+            }
+        }
+        if self.park.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake_one();
         }
         Submitted::Queued
     }
 
+    fn wake_one(&self) {
+        let _g = lock(&self.park.lock);
+        self.park.wake.notify_one();
+    }
+
     /// Tell the workers to leave once the queue is empty.
     pub(crate) fn stop(&self) {
-        self.lock().stopping = true;
-        self.wake.notify_all();
+        self.park.stopping.store(true, Ordering::SeqCst);
+        let _g = lock(&self.park.lock);
+        self.park.wake.notify_all();
+    }
+
+    /// Everything in the intake, oldest first, appended to `batch`; the intake is left empty
+    /// (or closed, with `close`).
+    fn take_intake(&self, batch: &mut VecDeque<OpRef>, close: bool) {
+        let mark = if close {
+            closed()
+        } else {
+            std::ptr::null_mut()
+        };
+        let mut node = self.intake.swap(mark, Ordering::Acquire);
+        if node == closed() {
+            return;
+        }
+        // The stack is newest first: reverse its links, then hand the ops out oldest first
+        // (in place, so taking a batch allocates nothing).
+        let mut oldest = std::ptr::null_mut();
+        while !node.is_null() {
+            // SAFETY: the nodes of a swapped-out list are live (each owns a reference) and
+            // reachable by this thread only.
+            let next = unsafe { (*node).next() }.cast_mut();
+            // SAFETY: as above.
+            unsafe { (*node).set_next(oldest) };
+            oldest = node;
+            node = next;
+        }
+        while !oldest.is_null() {
+            // SAFETY: every node came from `into_thin` and is turned back once, here.
+            let op = unsafe { from_thin(oldest) };
+            oldest = op.next().cast_mut();
+            batch.push_back(op);
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        let head = self.intake.load(Ordering::SeqCst);
+        (!head.is_null() && head != closed()) || self.ready_len.load(Ordering::SeqCst) > 0
     }
 
     /// Move the next ops into `batch` (empty on entry): all of them for a lane's only worker,
@@ -166,45 +243,114 @@ impl LaneQueue {
     /// waking a parked thread costs tens of microseconds on a VM, far more than a small op.
     /// Returns false when the worker must leave.
     fn take(&self, batch: &mut VecDeque<OpRef>, workers: usize) -> bool {
+        loop {
+            if workers > 1 && self.take_ready(batch) {
+                return true;
+            }
+            self.take_intake(batch, false);
+            if !batch.is_empty() {
+                if workers > 1 && batch.len() > 1 {
+                    // Keep the oldest, leave the rest to the lane's other workers.
+                    let mut ready = lock(&self.ready);
+                    ready.extend(batch.drain(1..));
+                    self.ready_len.store(ready.len(), Ordering::SeqCst);
+                    drop(ready);
+                    if self.park.sleepers.load(Ordering::SeqCst) > 0 {
+                        self.wake_one();
+                    }
+                }
+                return true;
+            }
+            if self.park.stopping.load(Ordering::SeqCst) {
+                return self.leave(batch);
+            }
+            if !self.poll() {
+                self.park();
+            }
+        }
+    }
+
+    /// The oldest op of `ready` into `batch`, if there is one.
+    fn take_ready(&self, batch: &mut VecDeque<OpRef>) -> bool {
+        if self.ready_len.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut ready = lock(&self.ready);
+        let Some(op) = ready.pop_front() else {
+            return false;
+        };
+        self.ready_len.store(ready.len(), Ordering::SeqCst);
+        batch.push_back(op);
+        true
+    }
+
+    /// Poll for work for up to [`WORKER_SPIN`]; true once there is some.
+    fn poll(&self) -> bool {
         let spin_until = Instant::now() + WORKER_SPIN;
         let mut pause = 1u32;
-        while self.queued.load(Ordering::Relaxed) == 0 {
-            if Instant::now() >= spin_until {
-                break;
+        loop {
+            if self.has_work() || self.park.stopping.load(Ordering::Relaxed) {
+                return true;
             }
-            // Each poll pulls the line the pusher writes on every push; polling flat out
-            // would steal it back after every op, and the two cores would pay for the line's
-            // trips instead of running ops. Backing off to about half a microsecond lets the
-            // pusher queue several ops per trip, at a small cost in latency.
+            if Instant::now() >= spin_until {
+                return false;
+            }
+            // Each poll pulls the intake's line, which the pusher writes on every hand-off;
+            // polling flat out would steal it back after every op. Backing off to about half
+            // a microsecond lets the pusher queue several ops per trip, at a small cost in
+            // latency.
             for _ in 0..pause {
                 std::hint::spin_loop();
             }
             pause = (pause * 2).min(MAX_PAUSE);
         }
-        let mut s = self.lock();
-        loop {
-            if !s.ops.is_empty() {
-                if workers == 1 {
-                    std::mem::swap(&mut s.ops, batch);
-                } else if let Some(op) = s.ops.pop_front() {
-                    batch.push_back(op);
-                }
-                self.queued.store(s.ops.len(), Ordering::Relaxed);
-                return true;
-            }
-            if s.stopping {
-                s.live -= 1;
-                return false;
-            }
-            s.sleepers += 1;
-            s = self.wake.wait(s).unwrap_or_else(|p| p.into_inner());
-            s.sleepers -= 1;
-        }
     }
+
+    /// Sleep until there is work or the lane stops.
+    fn park(&self) {
+        let mut g = lock(&self.park.lock);
+        // SeqCst, paired with `submit`: after this increment a submitter sees a sleeper, or
+        // the re-check below sees its op.
+        self.park.sleepers.fetch_add(1, Ordering::SeqCst);
+        while !self.has_work() && !self.park.stopping.load(Ordering::SeqCst) {
+            g = self.park.wake.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        self.park.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A worker leaves (returns false). The last one closes the intake, so later hand-offs
+    /// run on their caller, and leaves in `batch` what was handed over meanwhile, for it to
+    /// run before it goes.
+    fn leave(&self, batch: &mut VecDeque<OpRef>) -> bool {
+        if self.park.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.take_intake(batch, true);
+            batch.extend(lock(&self.ready).drain(..));
+            self.ready_len.store(0, Ordering::SeqCst);
+        }
+        false
+    }
+}
+
+impl Drop for LaneQueue {
+    /// Release ops still in the intake (none after an orderly shutdown).
+    fn drop(&mut self) {
+        let mut rest = VecDeque::new();
+        self.take_intake(&mut rest, true);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Only engine code that cannot panic holds these locks.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 thread_local! {
     static IN_WORKER: Cell<bool> = const { Cell::new(false) };
+    /// The queue of the lane this thread is the only worker of (its address), or 0.
+    static OWN_LANE: Cell<usize> = const { Cell::new(0) };
+    /// Ops that ops run on this thread made ready on its own lane: they need no hand-off, so
+    /// a chain on one lane never touches the intake the pushing thread writes.
+    static RUN_NEXT: RefCell<VecDeque<OpRef>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// True on an engine worker thread (where blocking waits on the engine would deadlock).
@@ -224,12 +370,27 @@ const MAX_PAUSE: u32 = 16;
 fn worker_loop(shared: Arc<Shared>, index: usize) {
     IN_WORKER.with(|w| w.set(true));
     let lane = &shared.lanes[index];
+    let own = match lane.workers {
+        1 => &lane.queue as *const LaneQueue as usize,
+        _ => 0,
+    };
+    // Restored on leaving, in case this runs nested in another worker's pool job.
+    let outer_lane = OWN_LANE.with(|l| l.replace(own));
     let mut batch = VecDeque::new();
-    while lane.queue.take(&mut batch, lane.workers) {
-        while let Some(op) = batch.pop_front() {
+    let run_all = |batch: &mut VecDeque<OpRef>| {
+        while let Some(op) = batch
+            .pop_front()
+            .or_else(|| RUN_NEXT.with(|r| r.borrow_mut().pop_front()))
+        {
             run_guarded(&shared, op);
         }
+    };
+    while lane.queue.take(&mut batch, lane.workers) {
+        run_all(&mut batch);
     }
+    // What the last worker took as it closed the lane.
+    run_all(&mut batch);
+    OWN_LANE.with(|l| l.set(outer_lane));
     IN_WORKER.with(|w| w.set(false));
 }
 
@@ -269,7 +430,7 @@ pub(crate) fn start_workers(
                     .spawn(move || worker_loop(shared2, index))
                     .inspect_err(|_| {
                         // This worker never runs: the lane must not count on it.
-                        lane.queue.lock().live -= 1;
+                        lane.queue.park.live.fetch_sub(1, Ordering::AcqRel);
                     })?,
             ),
         }

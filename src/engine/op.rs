@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::cell::{Cell, UnsafeCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::error::{panic_message, EngineError, OpError};
@@ -157,7 +157,25 @@ impl OpBody for ClearErrors {
     }
 }
 
+/// An op: its bookkeeping, then its body inline (one allocation). `repr(C)` puts the head at
+/// offset 0 whatever the body, so a thin pointer to the head names the whole block (a lane's
+/// intake links ops by thin pointers; see [`into_thin`]).
+#[repr(C)]
 pub(crate) struct OpBlock<B: ?Sized = dyn OpBody> {
+    head: OpHead,
+    /// Last, so the block can be unsized to `OpBlock<dyn OpBody>`.
+    body: B,
+}
+
+impl<B: ?Sized> std::ops::Deref for OpBlock<B> {
+    type Target = OpHead;
+    fn deref(&self) -> &OpHead {
+        &self.head
+    }
+}
+
+/// The part of an op that does not depend on its body.
+pub(crate) struct OpHead {
     pub(crate) name: Cow<'static, str>,
     pub(crate) lane: usize,
     /// Reads first, then writes, inline for up to four vars.
@@ -174,11 +192,47 @@ pub(crate) struct OpBlock<B: ?Sized = dyn OpBody> {
     /// The completion handle was dropped while the op's own body unwound: if the body
     /// itself catches that panic, `execute` still has to complete the op.
     dropped_in_panic: AtomicBool,
+    /// The next op in a lane's intake (an op is dispatched once, so it is in one intake at
+    /// most, once).
+    next: AtomicPtr<OpHead>,
+    /// Rebuilds the block's full (unsized) pointer from a thin one.
+    unsize: fn(*const OpHead) -> *const OpBlock,
     /// What tracing records, for ops pushed while it is on: boxed, so an untraced op (the
     /// hot path) stays small.
     pub(crate) trace: Option<Box<OpTrace>>,
-    /// Last, so the block can be unsized to `OpBlock<dyn OpBody>`.
-    body: B,
+}
+
+/// [`OpHead::unsize`] for a body of type `B`.
+fn unsize<B: OpBody + 'static>(head: *const OpHead) -> *const OpBlock {
+    head.cast::<OpBlock<B>>() as *const OpBlock
+}
+
+/// The op as one thin pointer that owns the reference `op` held (see [`from_thin`]).
+pub(crate) fn into_thin(op: OpRef) -> *const OpHead {
+    Arc::into_raw(op).cast::<OpHead>()
+}
+
+/// The reference [`into_thin`] gave away.
+///
+/// # Safety
+/// `head` came from [`into_thin`] and is turned back at most once.
+pub(crate) unsafe fn from_thin(head: *const OpHead) -> OpRef {
+    // SAFETY: `head` points at a live block's head (the reference it owns keeps the block
+    // alive), `unsize` was set for that block's body type, and the head is at offset 0 of the
+    // block (`repr(C)`), so this is the pointer `Arc::into_raw` returned.
+    unsafe { Arc::from_raw(((*head).unsize)(head)) }
+}
+
+impl OpHead {
+    /// The op after this one in an intake.
+    pub(crate) fn next(&self) -> *const OpHead {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Link this op in front of `next`, before the intake publishes it.
+    pub(crate) fn set_next(&self, next: *const OpHead) {
+        self.next.store(next.cast_mut(), Ordering::Relaxed);
+    }
 }
 
 /// The trace-only part of an op.
@@ -204,29 +258,33 @@ impl<B: OpBody + 'static> OpBlock<B> {
         traced: Option<(u64, u64)>,
     ) -> OpRef {
         Arc::new(OpBlock {
-            name,
-            lane,
-            wait: AtomicUsize::new(deps.len() + 1),
-            deps,
-            n_reads,
-            claimed: AtomicBool::new(false),
-            completed: AtomicBool::new(false),
-            finished: AtomicBool::new(false),
-            dropped_in_panic: AtomicBool::new(false),
-            trace: traced.map(|(pushed_ns, seq)| {
-                Box::new(OpTrace {
-                    pushed_ns,
-                    started_ns: AtomicU64::new(0),
-                    seq,
-                    worker: std::sync::OnceLock::new(),
-                })
-            }),
+            head: OpHead {
+                name,
+                lane,
+                wait: AtomicUsize::new(deps.len() + 1),
+                deps,
+                n_reads,
+                claimed: AtomicBool::new(false),
+                completed: AtomicBool::new(false),
+                finished: AtomicBool::new(false),
+                dropped_in_panic: AtomicBool::new(false),
+                next: AtomicPtr::new(std::ptr::null_mut()),
+                unsize: unsize::<B>,
+                trace: traced.map(|(pushed_ns, seq)| {
+                    Box::new(OpTrace {
+                        pushed_ns,
+                        started_ns: AtomicU64::new(0),
+                        seq,
+                        worker: std::sync::OnceLock::new(),
+                    })
+                }),
+            },
             body,
         })
     }
 }
 
-impl OpBlock {
+impl OpHead {
     pub(crate) fn reads(&self) -> &[Var] {
         &self.deps[..self.n_reads]
     }

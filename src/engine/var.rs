@@ -4,14 +4,22 @@
 //! or write. Like MXNet's `ThreadedVar` it keeps a FIFO of the accesses that are waiting for it,
 //! in push order: reads that follow each other run together, a write waits for every earlier
 //! access and blocks every later one. The engine never looks at the data itself.
+//!
+//! The state is split by who writes it. The pushing side counts the reads and writes pushed
+//! and holds the accesses that must wait; the completing side counts the reads and writes
+//! completed. An access is granted once the completed counts reach the counts pushed before it,
+//! so the two sides meet only when something waits: reading a var that nothing writes, or
+//! writing a var nothing else touches, moves no cache line between the pushing thread and the
+//! workers.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::error::EngineError;
 use super::op::{Granted, OpRef};
+use super::Padded;
 
 static NEXT_VAR_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -21,13 +29,13 @@ pub struct Var(pub(crate) Arc<VarInner>);
 
 pub(crate) struct VarInner {
     id: u64,
-    state: Mutex<VarState>,
-    /// Signalled when a write completes and someone waits in `wait_to_read`.
+    /// The pushing side. Completions take this lock only when `done.waiting` is set.
+    pushed: Mutex<Pushed>,
+    /// Signalled (under `pushed`) when a write completes and someone sleeps in
+    /// `wait_written`.
     written: Condvar,
-    /// Mirror of `state.completed_writes`, so waiters can spin without the lock.
-    completed_writes: AtomicU64,
-    /// Mirror of `state.error.is_some()`, so the no-error path never takes the lock.
-    poisoned: AtomicBool,
+    /// The completing side, on lines of its own.
+    done: Padded<Done>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,19 +45,45 @@ pub(crate) enum Access {
 }
 
 #[derive(Default)]
-struct VarState {
-    /// Accesses that could not be granted at push, in push order.
-    queue: VecDeque<(Access, OpRef)>,
-    /// Reads granted and not yet completed.
-    running_reads: usize,
-    /// A write is granted and not yet completed.
-    writing: bool,
-    pushed_writes: u64,
-    completed_writes: u64,
+struct Pushed {
+    reads: u64,
+    writes: u64,
+    /// The completed writes last read from `done`: while it equals `writes`, a read is granted
+    /// without reading the completing side's line (which a worker writes on every completion).
+    writes_seen_done: u64,
+    /// Accesses not granted at push, in push order, each with the counts it waits for.
+    queue: VecDeque<Waiting>,
+}
+
+struct Waiting {
+    access: Access,
+    op: OpRef,
+    /// Reads and writes pushed before this access.
+    reads_before: u64,
+    writes_before: u64,
+}
+
+#[derive(Default)]
+struct Done {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    /// Set while `pushed.queue` is not empty (changed only under `pushed`'s lock).
+    waiting: AtomicBool,
+    /// Threads asleep in `wait_written`.
+    sleepers: AtomicUsize,
+    /// Mirror of `error.is_some()`, so the no-error path never takes the lock.
+    poisoned: AtomicBool,
     /// Error left by the last completed write (an op that failed or was skipped).
-    error: Option<EngineError>,
-    /// Threads blocked in `wait_to_read` on this var.
-    waiters: usize,
+    error: Mutex<Option<EngineError>>,
+}
+
+impl Done {
+    /// True when an access pushed after `reads_before` reads and `writes_before` writes may
+    /// run now. Completed counts never pass the access's own, since later accesses wait for it.
+    fn reached(&self, access: Access, reads_before: u64, writes_before: u64) -> bool {
+        self.writes.load(Ordering::SeqCst) >= writes_before
+            && (access == Access::Read || self.reads.load(Ordering::SeqCst) >= reads_before)
+    }
 }
 
 impl Var {
@@ -57,10 +91,9 @@ impl Var {
     pub fn new() -> Var {
         Var(Arc::new(VarInner {
             id: NEXT_VAR_ID.fetch_add(1, Ordering::Relaxed),
-            state: Mutex::new(VarState::default()),
+            pushed: Mutex::new(Pushed::default()),
             written: Condvar::new(),
-            completed_writes: AtomicU64::new(0),
-            poisoned: AtomicBool::new(false),
+            done: Padded(Done::default()),
         }))
     }
 
@@ -76,112 +109,124 @@ impl Var {
 
     /// The number of writes pushed on this var so far (its version, in MXNet's terms).
     pub fn pushed_writes(&self) -> u64 {
-        self.lock().pushed_writes
+        self.lock().writes
     }
 
-    fn lock(&self) -> MutexGuard<'_, VarState> {
+    fn lock(&self) -> MutexGuard<'_, Pushed> {
         // The state is only mutated by engine code that cannot panic while holding the lock;
         // a poisoned mutex would still hold consistent data, so take it either way.
-        self.0.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.pushed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Register an access by `op`. Returns true when it is granted at once.
     pub(crate) fn append(&self, access: Access, op: &OpRef) -> bool {
-        let mut s = self.lock();
+        let done = &self.0.done;
+        let mut p = self.lock();
+        let (reads_before, writes_before) = (p.reads, p.writes);
         match access {
-            Access::Read => {
-                if !s.writing && s.queue.is_empty() {
-                    s.running_reads += 1;
-                    true
-                } else {
-                    s.queue.push_back((Access::Read, op.clone()));
-                    false
-                }
+            Access::Read => p.reads += 1,
+            Access::Write => p.writes += 1,
+        }
+        if p.queue.is_empty() {
+            // Nothing waits, so this access waits only for accesses that were granted.
+            if access == Access::Read && p.writes_seen_done == writes_before {
+                return true;
             }
-            Access::Write => {
-                s.pushed_writes += 1;
-                if !s.writing && s.running_reads == 0 && s.queue.is_empty() {
-                    s.writing = true;
-                    true
-                } else {
-                    s.queue.push_back((Access::Write, op.clone()));
-                    false
-                }
+            if done.reached(access, reads_before, writes_before) {
+                p.writes_seen_done = writes_before;
+                return true;
             }
+        }
+        p.queue.push_back(Waiting {
+            access,
+            op: op.clone(),
+            reads_before,
+            writes_before,
+        });
+        if p.queue.len() == 1 {
+            // SeqCst with the completions' increment-then-load: a completion that this
+            // check misses sees `waiting` and grants the access itself.
+            done.waiting.store(true, Ordering::SeqCst);
+            if done.reached(access, reads_before, writes_before) {
+                p.queue.clear();
+                done.waiting.store(false, Ordering::SeqCst);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Grant the waiting accesses whose turn has come, oldest first, into `granted`.
+    fn grant_waiting(&self, granted: &mut Granted) {
+        let done = &self.0.done;
+        let mut p = self.lock();
+        // Each waits for at least what the one before it waits for, so the first that may
+        // not run yet holds back the rest.
+        while let Some(w) = p.queue.front() {
+            if !done.reached(w.access, w.reads_before, w.writes_before) {
+                break;
+            }
+            if let Some(w) = p.queue.pop_front() {
+                granted.push(w.op);
+            }
+        }
+        if p.queue.is_empty() {
+            done.waiting.store(false, Ordering::SeqCst);
         }
     }
 
     /// A granted read finished. Ops whose access becomes granted are appended to `granted`.
     pub(crate) fn complete_read(&self, granted: &mut Granted) {
-        let mut s = self.lock();
-        debug_assert!(s.running_reads > 0);
-        s.running_reads -= 1;
-        if s.running_reads == 0 && !s.writing {
-            // Reads are only ever queued behind a write, so the front is a write (or nothing).
-            if let Some((Access::Write, _)) = s.queue.front() {
-                if let Some((_, op)) = s.queue.pop_front() {
-                    s.writing = true;
-                    granted.push(op);
-                }
-            }
+        let done = &self.0.done;
+        done.reads.fetch_add(1, Ordering::SeqCst);
+        if done.waiting.load(Ordering::SeqCst) {
+            self.grant_waiting(granted);
         }
     }
 
     /// A granted write finished, leaving `error` as the var's state.
     pub(crate) fn complete_write(&self, error: Option<&EngineError>, granted: &mut Granted) {
-        let mut s = self.lock();
-        debug_assert!(s.writing);
-        s.writing = false;
-        s.completed_writes += 1;
-        s.error = error.cloned();
-        self.0.poisoned.store(s.error.is_some(), Ordering::Release);
-        self.0
-            .completed_writes
-            .store(s.completed_writes, Ordering::Release);
-        if s.waiters > 0 {
+        let done = &self.0.done;
+        if error.is_some() || done.poisoned.load(Ordering::Acquire) {
+            let mut e = done.error.lock().unwrap_or_else(|p| p.into_inner());
+            *e = error.cloned();
+            done.poisoned.store(e.is_some(), Ordering::Release);
+        }
+        done.writes.fetch_add(1, Ordering::SeqCst);
+        if done.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock();
             self.0.written.notify_all();
         }
-        // Grant every read up to the next write; if the front is a write, grant it alone.
-        while let Some((Access::Read, _)) = s.queue.front() {
-            if let Some((_, op)) = s.queue.pop_front() {
-                s.running_reads += 1;
-                granted.push(op);
-            }
-        }
-        if s.running_reads == 0 {
-            if let Some((Access::Write, _)) = s.queue.front() {
-                if let Some((_, op)) = s.queue.pop_front() {
-                    s.writing = true;
-                    granted.push(op);
-                }
-            }
+        if done.waiting.load(Ordering::SeqCst) {
+            self.grant_waiting(granted);
         }
     }
 
     /// The error this var carries, if the last write to complete failed.
     /// Only meaningful to a caller whose access is granted (nothing else can write meanwhile).
     pub(crate) fn error(&self) -> Option<EngineError> {
-        if !self.0.poisoned.load(Ordering::Acquire) {
+        let done = &self.0.done;
+        if !done.poisoned.load(Ordering::Acquire) {
             return None;
         }
-        self.lock().error.clone()
+        done.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Block until every write pushed before this call has completed; return the var's error.
     pub(crate) fn wait_written(&self) -> Result<(), EngineError> {
-        let target = self.lock().pushed_writes;
-        if !spin_until(|| self.0.completed_writes.load(Ordering::Acquire) >= target) {
-            let mut s = self.lock();
-            s.waiters += 1;
-            while s.completed_writes < target {
-                s = self.0.written.wait(s).unwrap_or_else(|p| p.into_inner());
+        let done = &self.0.done;
+        let target = self.lock().writes;
+        if !spin_until(|| done.writes.load(Ordering::Acquire) >= target) {
+            let mut p = self.lock();
+            // SeqCst with `complete_write`'s increment-then-load: it sees this sleeper, or
+            // this check sees its write.
+            done.sleepers.fetch_add(1, Ordering::SeqCst);
+            while done.writes.load(Ordering::SeqCst) < target {
+                p = self.0.written.wait(p).unwrap_or_else(|p| p.into_inner());
             }
-            s.waiters -= 1;
+            done.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
-        match self.0.poisoned.load(Ordering::Acquire) {
-            false => Ok(()),
-            true => self.lock().error.clone().map_or(Ok(()), Err),
-        }
+        self.error().map_or(Ok(()), Err)
     }
 }
 
