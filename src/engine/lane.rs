@@ -363,6 +363,12 @@ pub(crate) fn in_worker() -> bool {
 /// another lane does not pay a wake-up.
 const WORKER_SPIN: Duration = Duration::from_micros(50);
 
+/// Ops a worker retires at once while busy (see [`Shared::retire`]).
+const RETIRE_BATCH: usize = 64;
+
+/// The fewest ops a worker retires as it goes idle.
+const RETIRE_IDLE: usize = 16;
+
 /// The longest pause between two polls of an idle worker, in `spin_loop` hints (a `pause`
 /// instruction is about 40 ns on current x86 cores, a few on older ones).
 const MAX_PAUSE: u32 = 16;
@@ -377,12 +383,24 @@ fn worker_loop(shared: Arc<Shared>, index: usize) {
     // Restored on leaving, in case this runs nested in another worker's pool job.
     let outer_lane = OWN_LANE.with(|l| l.replace(own));
     let mut batch = VecDeque::new();
-    let run_all = |batch: &mut VecDeque<OpRef>| {
+    let mut retired = Vec::with_capacity(RETIRE_BATCH);
+    let mut run_all = |batch: &mut VecDeque<OpRef>| {
         while let Some(op) = batch
             .pop_front()
             .or_else(|| RUN_NEXT.with(|r| r.borrow_mut().pop_front()))
         {
-            run_guarded(&shared, op);
+            run_guarded(&shared, &op);
+            retired.push(op);
+            if retired.len() == RETIRE_BATCH {
+                shared.retire(&mut retired);
+            }
+        }
+        // Going idle, a worker retires what it holds only past a few ops: retiring each op
+        // of a synchronous loop would add a trip between the cores to every round trip. Ops
+        // held back keep only their names and var handles (their bodies are gone), and are
+        // freed when the worker leaves.
+        if retired.len() >= RETIRE_IDLE {
+            shared.retire(&mut retired);
         }
     };
     while lane.queue.take(&mut batch, lane.workers) {
@@ -398,8 +416,8 @@ fn worker_loop(shared: Arc<Shared>, index: usize) {
 /// error, and a panic in the engine's own code around it (logging, tracing) completes the op
 /// with an error too, instead of killing the worker (rayon aborts the process when a pool
 /// job panics; a dead thread lane would leave every wait hanging).
-pub(crate) fn run_guarded(shared: &Arc<Shared>, op: OpRef) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, &op))) {
+pub(crate) fn run_guarded(shared: &Arc<Shared>, op: &OpRef) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, op))) {
         let error = EngineError::OpPanicked {
             op: op.name.to_string(),
             message: format!(
@@ -408,7 +426,7 @@ pub(crate) fn run_guarded(shared: &Arc<Shared>, op: OpRef) {
             ),
         };
         // A no-op if the op had completed before the panic (exactly once).
-        complete(shared, &op, Some(error));
+        complete(shared, op, Some(error));
     }
 }
 

@@ -143,6 +143,7 @@ impl EngineBuilder {
             idle_cv: Condvar::new(),
             idle_waiters: AtomicUsize::new(0),
             register: Padded(Mutex::new(())),
+            retired: Padded(Retired::default()),
             first_error: Mutex::new(None),
             tracing: AtomicBool::new(false),
             trace_seq: AtomicU64::new(0),
@@ -291,6 +292,7 @@ impl Engine {
             lane.0,
             shared.lanes.len()
         );
+        shared.free_retired();
         let (deps, n_reads) = dedupe(reads, writes);
         shared.acquire_slot();
         let stamp = shared.tracing().then(|| {
@@ -356,6 +358,7 @@ impl Engine {
             return Err(EngineError::WaitInsideOp);
         }
         self.shared.wait_idle();
+        self.shared.free_retired();
         // Taken first, so a failing device sync cannot leave it to the next wait_all. Every
         // device is synchronized even when one fails; an op's error, the root cause, wins
         // over a sync failure it may have caused.
@@ -470,6 +473,13 @@ fn placement_line(text: std::fmt::Arguments) {
     let _ = writeln!(std::io::stderr().lock(), "[placement] {text}");
 }
 
+/// Ops that workers have run, waiting to be freed by a pushing thread.
+#[derive(Default)]
+struct Retired {
+    any: AtomicBool,
+    batches: Mutex<Vec<Vec<OpRef>>>,
+}
+
 /// State shared by the front end, the workers and completion callbacks.
 pub(crate) struct Shared {
     pub(crate) lanes: Vec<Lane>,
@@ -488,6 +498,8 @@ pub(crate) struct Shared {
     idle_waiters: AtomicUsize,
     /// Serializes the registration of ops with several vars (see `push_body`).
     register: Padded<Mutex<()>>,
+    /// Ops run by workers, for the pushing side to free (see [`Shared::retire`]).
+    retired: Padded<Retired>,
     first_error: Mutex<Option<EngineError>>,
     tracing: AtomicBool,
     /// Push sequence of traced ops (see [`TraceRecord::seq`]).
@@ -534,11 +546,38 @@ impl Shared {
         }
     }
 
+    /// Hand ops a worker has run to the pushing side, which frees them on its next push or
+    /// wait. An op is allocated by the thread that pushes it; freed by a worker, each op's
+    /// memory and the counts of the vars it holds would cross back between the cores one op
+    /// at a time, and the pusher's allocator would pick them up one by one. Retired in
+    /// batches, the worker publishes one list per batch and the pusher frees locally.
+    pub(crate) fn retire(&self, ops: &mut Vec<OpRef>) {
+        if ops.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(ops, Vec::with_capacity(ops.capacity()));
+        lock(&self.retired.batches).push(batch);
+        self.retired.any.store(true, Ordering::Release);
+    }
+
+    /// Free what workers retired, if anything.
+    fn free_retired(&self) {
+        if !self.retired.any.load(Ordering::Relaxed) {
+            return;
+        }
+        let batches = {
+            let mut b = lock(&self.retired.batches);
+            self.retired.any.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *b)
+        };
+        drop(batches);
+    }
+
     /// Hand a ready op to its lane's workers.
     pub(crate) fn dispatch(self: &Arc<Self>, op: OpRef) {
         if let Submitted::NoWorker(op) = self.lanes[op.lane].queue.submit(op) {
             // Workers are gone (engine shutting down): run it here so it still completes.
-            lane::run_guarded(self, op);
+            lane::run_guarded(self, &op);
         }
     }
 

@@ -51,7 +51,7 @@ pub(super) fn alloc(
     n: usize,
     mem: &Arc<MemTracker>,
 ) -> Result<(CudaSlice<f32>, Allocation), String> {
-    let counted = mem.track((n as u64).saturating_mul(4));
+    let counted = mem.clone().track((n as u64).saturating_mul(4));
     Ok((d.alloc(n)?, counted))
 }
 

@@ -54,10 +54,7 @@ pub(crate) enum Storage {
 
 impl Storage {
     /// A host buffer, counted by `memory` until it is freed.
-    fn host_tracked(
-        array: ArrayD<f32>,
-        memory: &Arc<crate::device::memory::MemTracker>,
-    ) -> Storage {
+    fn host_tracked(array: ArrayD<f32>, memory: Arc<crate::device::memory::MemTracker>) -> Storage {
         let bytes = (array.len() * std::mem::size_of::<f32>()) as u64;
         Storage::Host(array, memory.track(bytes))
     }
@@ -221,7 +218,7 @@ impl Tensor {
             );
             return out;
         }
-        let storage = Storage::host_tracked(array, &device.memory);
+        let storage = Storage::host_tracked(array, device.memory.clone());
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
@@ -255,7 +252,7 @@ impl Tensor {
                         Fill::Ones => ArrayD::ones(IxDyn(&s)),
                         Fill::Uniform(seed) => cpu::uniform(&s, seed),
                     };
-                    *write(&dst)? = Storage::host_tracked(values, &mem);
+                    *write(&dst)? = Storage::host_tracked(values, mem);
                     Ok(())
                 })
             }
@@ -305,7 +302,7 @@ impl Tensor {
             &[&out.var],
             move || {
                 let y = f(&*read(&src)?.host()?)?;
-                *write(&dst)? = Storage::host_tracked(y, &mem);
+                *write(&dst)? = Storage::host_tracked(y, mem);
                 Ok(())
             },
         );
@@ -336,7 +333,7 @@ impl Tensor {
                     let b = yg.as_deref().unwrap_or(&xg).host()?;
                     f(&a, &b)?
                 };
-                *write(&dst)? = Storage::host_tracked(z, &mem);
+                *write(&dst)? = Storage::host_tracked(z, mem);
                 Ok(())
             },
         );
@@ -587,7 +584,7 @@ impl Tensor {
                 &[&out.var],
                 move || {
                     let copy = read(&src)?.host()?.into_owned();
-                    *write(&dst)? = Storage::host_tracked(copy, &mem);
+                    *write(&dst)? = Storage::host_tracked(copy, mem);
                     Ok(())
                 },
             ),
