@@ -5,11 +5,13 @@
 //! device's threads and no other. A CUDA device has two lanes, compute and copy, so copies
 //! overlap compute.
 //!
-//! The queue hands ops over in batches: a lane's only worker takes everything queued in one
-//! swap, so while it is busy the pushing thread appends to a buffer no other core touches, and
-//! the two cores exchange one cache line per batch rather than several per op (a channel's
-//! head, tail and slot). A lane of several workers hands ops out one at a time, so each worker
-//! gets its share.
+//! The queue hands ops over in batches: a submitter pushes an op onto the lane's intake (a
+//! stack linked through the ops themselves) and a lane's only worker takes everything there in
+//! one swap, so while the worker is busy the intake's line stays on the pushing core, and the
+//! two cores exchange it once per batch rather than several lines per op (a channel's head,
+//! tail and slot). Ops that an op makes ready on its own single-worker lane skip the intake
+//! altogether. A lane of several workers hands ops out one at a time, so each worker gets its
+//! share.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

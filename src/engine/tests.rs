@@ -463,6 +463,26 @@ fn dropping_the_engine_finishes_pending_work() {
     });
 }
 
+#[test]
+fn ops_are_freed_once_run_whoever_frees_them() {
+    // Workers hand run ops back in batches for the pushing side to free, and hold a few back
+    // while idle: every op (and the var handles it holds) must still be freed, by a later push,
+    // a wait, or the workers leaving.
+    within(10, || {
+        let v = Var::new();
+        {
+            let (e, l) = engine(2);
+            for i in 0..1000 {
+                e.push("read", l[i % 2], &[&v], &[], || Ok(()));
+            }
+            e.wait_all().unwrap();
+            e.push("write", l[0], &[], &[&v], || Ok(()));
+            e.wait_to_read(&v).unwrap();
+        }
+        assert_eq!(Arc::strong_count(&v.0), 1, "an op still holds the var");
+    });
+}
+
 // ---- property test: the engine gives exactly the result of running ops in push order ----
 
 /// One op of a random program: `dst[w] = f(sum of src[r]) ` for every written var, with an
