@@ -16,7 +16,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,8 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::error::{panic_message, EngineError};
 use super::op::{complete, execute, from_thin, into_thin, OpHead, OpRef};
-use super::Padded;
-use super::Shared;
+use super::{lock, Padded, Shared};
 
 /// Identifies a lane of one engine (returned by [`EngineBuilder::lane`](super::EngineBuilder::lane)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -339,11 +338,6 @@ impl Drop for LaneQueue {
         let mut rest = VecDeque::new();
         self.take_intake(&mut rest, true);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Only engine code that cannot panic holds these locks.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 thread_local! {

@@ -459,6 +459,8 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
+/// Take an engine lock. Only engine code that cannot panic holds one, so a poisoned mutex
+/// still guards consistent data: take it either way.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -552,9 +554,6 @@ impl Shared {
     /// at a time, and the pusher's allocator would pick them up one by one. Retired in
     /// batches, the worker publishes one list per batch and the pusher frees locally.
     pub(crate) fn retire(&self, ops: &mut Vec<OpRef>) {
-        if ops.is_empty() {
-            return;
-        }
         let batch = std::mem::replace(ops, Vec::with_capacity(ops.capacity()));
         lock(&self.retired.batches).push(batch);
         self.retired.any.store(true, Ordering::Release);

@@ -223,18 +223,6 @@ pub(crate) unsafe fn from_thin(head: *const OpHead) -> OpRef {
     unsafe { Arc::from_raw(((*head).unsize)(head)) }
 }
 
-impl OpHead {
-    /// The op after this one in an intake.
-    pub(crate) fn next(&self) -> *const OpHead {
-        self.next.load(Ordering::Relaxed)
-    }
-
-    /// Link this op in front of `next`, before the intake publishes it.
-    pub(crate) fn set_next(&self, next: *const OpHead) {
-        self.next.store(next.cast_mut(), Ordering::Relaxed);
-    }
-}
-
 /// The trace-only part of an op.
 pub(crate) struct OpTrace {
     /// Trace clock readings (ns since the engine's epoch).
@@ -285,6 +273,16 @@ impl<B: OpBody + 'static> OpBlock<B> {
 }
 
 impl OpHead {
+    /// The op after this one in an intake.
+    pub(crate) fn next(&self) -> *const OpHead {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Link this op in front of `next`, before the intake publishes it.
+    pub(crate) fn set_next(&self, next: *const OpHead) {
+        self.next.store(next.cast_mut(), Ordering::Relaxed);
+    }
+
     pub(crate) fn reads(&self) -> &[Var] {
         &self.deps[..self.n_reads]
     }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::error::EngineError;
 use super::op::{Granted, OpRef};
-use super::Padded;
+use super::{lock, Padded};
 
 static NEXT_VAR_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -113,9 +113,7 @@ impl Var {
     }
 
     fn lock(&self) -> MutexGuard<'_, Pushed> {
-        // The state is only mutated by engine code that cannot panic while holding the lock;
-        // a poisoned mutex would still hold consistent data, so take it either way.
-        self.0.pushed.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0.pushed)
     }
 
     /// Register an access by `op`. Returns true when it is granted at once.
@@ -188,7 +186,7 @@ impl Var {
     pub(crate) fn complete_write(&self, error: Option<&EngineError>, granted: &mut Granted) {
         let done = &self.0.done;
         if error.is_some() || done.poisoned.load(Ordering::Acquire) {
-            let mut e = done.error.lock().unwrap_or_else(|p| p.into_inner());
+            let mut e = lock(&done.error);
             *e = error.cloned();
             done.poisoned.store(e.is_some(), Ordering::Release);
         }
@@ -209,7 +207,7 @@ impl Var {
         if !done.poisoned.load(Ordering::Acquire) {
             return None;
         }
-        done.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lock(&done.error).clone()
     }
 
     /// Block until every write pushed before this call has completed; return the var's error.
