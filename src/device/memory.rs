@@ -8,6 +8,15 @@ use std::sync::Arc;
 /// exact, since every buffer registers when it is created and unregisters when it is freed.
 #[derive(Debug, Default)]
 pub struct MemTracker {
+    counts: Counts,
+}
+
+/// Aligned to its own pair of cache lines, apart from the handle's reference count: each op
+/// clones the handle on the pushing thread while a worker registers the op's output here, and
+/// on one line the two would take it from each other on every op.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Counts {
     live: AtomicU64,
     peak: AtomicU64,
 }
@@ -17,8 +26,8 @@ impl MemTracker {
     /// handle by value: an op moves the one it captured into the guard, rather than paying for
     /// a clone and a drop on a count the pushing thread also writes.
     pub fn track(self: Arc<Self>, bytes: u64) -> Allocation {
-        let now = self.live.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        self.peak.fetch_max(now, Ordering::AcqRel);
+        let now = self.counts.live.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.counts.peak.fetch_max(now, Ordering::AcqRel);
         Allocation {
             bytes,
             tracker: self,
@@ -27,17 +36,17 @@ impl MemTracker {
 
     /// Bytes live now.
     pub fn live(&self) -> u64 {
-        self.live.load(Ordering::Acquire)
+        self.counts.live.load(Ordering::Acquire)
     }
 
     /// The most bytes live at once since the last [`reset_peak`](Self::reset_peak).
     pub fn peak(&self) -> u64 {
-        self.peak.load(Ordering::Acquire)
+        self.counts.peak.load(Ordering::Acquire)
     }
 
     /// Start a new peak from what is live now.
     pub fn reset_peak(&self) {
-        self.peak.store(self.live(), Ordering::Release);
+        self.counts.peak.store(self.live(), Ordering::Release);
     }
 }
 
@@ -50,7 +59,10 @@ pub struct Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        self.tracker.live.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.tracker
+            .counts
+            .live
+            .fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 

@@ -156,8 +156,7 @@ impl EngineBuilder {
             threads.extend(lane::start_workers(&shared, i)?);
         }
         Ok(Engine {
-            shared: shared.clone(),
-            _owner: Arc::new(Owner {
+            owner: Arc::new(Owner {
                 shared,
                 threads: Mutex::new(threads),
             }),
@@ -174,8 +173,9 @@ impl EngineBuilder {
 /// wait for that op forever.
 #[derive(Clone)]
 pub struct Engine {
-    shared: Arc<Shared>,
-    _owner: Arc<Owner>,
+    /// One reference count, not two: every tensor holds an engine handle, so a clone and a
+    /// drop of it are on every tensor op's path.
+    owner: Arc<Owner>,
 }
 
 /// Stops the workers when the last [`Engine`] handle goes away. Ops hold `Arc<Shared>`, not
@@ -205,6 +205,10 @@ impl Drop for Owner {
 }
 
 impl Engine {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.owner.shared
+    }
+
     /// Start building an engine in the given mode.
     pub fn builder(mode: Mode) -> EngineBuilder {
         EngineBuilder {
@@ -231,7 +235,7 @@ impl Engine {
 
     /// The execution mode.
     pub fn mode(&self) -> Mode {
-        self.shared.mode
+        self.shared().mode
     }
 
     /// Push an op whose body completes when it returns. Returns at once in threaded mode.
@@ -285,7 +289,7 @@ impl Engine {
         writes: &[&Var],
         body: B,
     ) {
-        let shared = &self.shared;
+        let shared = self.shared();
         assert!(
             lane.0 < shared.lanes.len(),
             "lane {} does not belong to this engine ({} lanes)",
@@ -306,28 +310,28 @@ impl Engine {
 
     /// Register an op's accesses with its vars, and dispatch it if nothing holds it back.
     fn register(&self, op: OpRef) {
-        let shared = &self.shared;
+        let shared = self.shared();
         // Ops touching several vars register them atomically with respect to each other:
         // two threads registering {x, y} in interleaved order could otherwise each wait for
         // the other forever. One var alone cannot form such a cycle, so it skips the lock.
         let _registering =
             (op.reads().len() + op.writes().len() > 1).then(|| lock(&shared.register));
+        // Accesses granted at once are taken off the wait count in one step at the end,
+        // with the pusher's own unit: only completions of earlier ops decrement it before
+        // then, and they cannot reach zero while that unit is held.
+        let mut granted = 0;
         for v in op.reads() {
-            if v.append(Access::Read, &op) {
-                op.decrement_wait();
-            }
+            granted += usize::from(v.append(Access::Read, &op));
         }
         for v in op.writes() {
-            if v.append(Access::Write, &op) {
-                op.decrement_wait();
-            }
+            granted += usize::from(v.append(Access::Write, &op));
         }
         drop(_registering);
         // Naive: wait for the op. Not from inside an op, where the op pushed may queue behind
         // the one pushing it on the same worker. Otherwise the op is handed over without a
         // clone, so this thread does not touch its count again once a worker may have it.
         let awaited = (shared.mode == Mode::Naive && !in_worker()).then(|| op.clone());
-        if op.decrement_wait() {
+        if op.release_wait(granted + 1) {
             shared.dispatch(op);
         }
         if let Some(op) = awaited {
@@ -357,14 +361,14 @@ impl Engine {
         if in_worker() {
             return Err(EngineError::WaitInsideOp);
         }
-        self.shared.wait_idle();
-        self.shared.free_retired();
+        self.shared().wait_idle();
+        self.shared().free_retired();
         // Taken first, so a failing device sync cannot leave it to the next wait_all. Every
         // device is synchronized even when one fails; an op's error, the root cause, wins
         // over a sync failure it may have caused.
-        let first = lock(&self.shared.first_error).take();
+        let first = lock(&self.shared().first_error).take();
         let mut sync_error = None;
-        for hook in &self.shared.sync_hooks {
+        for hook in &self.shared().sync_hooks {
             if let Err(e) = hook() {
                 sync_error.get_or_insert(EngineError::DeviceSync(e));
             }
@@ -377,7 +381,7 @@ impl Engine {
 
     /// Ops pushed and not yet completed.
     pub fn pending(&self) -> usize {
-        self.shared.pending()
+        self.shared().pending()
     }
 
     /// The most ops that were pending at once since the last
@@ -386,46 +390,46 @@ impl Engine {
     /// pushing thread would have to read the workers' completion count on every push, the
     /// very cache-line traffic that splitting the pending count into two counters avoids.
     pub fn max_pending(&self) -> Option<usize> {
-        self.shared
+        self.shared()
             .max_inflight
-            .map(|_| self.shared.max_pending.load(Ordering::Acquire))
+            .map(|_| self.shared().max_pending.load(Ordering::Acquire))
     }
 
     /// Restart the high-water mark of pending ops.
     pub fn reset_max_pending(&self) {
-        self.shared
+        self.shared()
             .max_pending
-            .store(self.shared.pending(), Ordering::Release);
+            .store(self.shared().pending(), Ordering::Release);
     }
 
     /// The configured bound on pending ops.
     pub fn max_inflight(&self) -> Option<usize> {
-        self.shared.max_inflight
+        self.shared().max_inflight
     }
 
     /// Names of the lanes, by [`LaneId::index`].
     pub fn lane_names(&self) -> Vec<String> {
-        self.shared.lanes.iter().map(|l| l.name.clone()).collect()
+        self.shared().lanes.iter().map(|l| l.name.clone()).collect()
     }
 
     /// Start or stop recording a [`TraceRecord`] per completed op.
     pub fn set_tracing(&self, on: bool) {
-        self.shared.tracing.store(on, Ordering::Release);
+        self.shared().tracing.store(on, Ordering::Release);
     }
 
     /// True while trace records are being gathered.
     pub fn is_tracing(&self) -> bool {
-        self.shared.tracing()
+        self.shared().tracing()
     }
 
     /// Take the trace records gathered so far (in completion order).
     pub fn take_trace(&self) -> Vec<TraceRecord> {
-        std::mem::take(&mut *lock(&self.shared.trace))
+        std::mem::take(&mut *lock(&self.shared().trace))
     }
 
     /// Nanoseconds since the engine started, on the clock trace records use.
     pub fn now_ns(&self) -> u64 {
-        self.shared.now_ns()
+        self.shared().now_ns()
     }
 }
 

@@ -293,7 +293,12 @@ impl OpHead {
 
     /// Take one dependency off; true when this was the last one and the op is ready.
     pub(crate) fn decrement_wait(&self) -> bool {
-        self.wait.fetch_sub(1, Ordering::AcqRel) == 1
+        self.release_wait(1)
+    }
+
+    /// Take `n` off the wait count at once; true when they were the last.
+    pub(crate) fn release_wait(&self, n: usize) -> bool {
+        self.wait.fetch_sub(n, Ordering::AcqRel) == n
     }
 
     /// SeqCst, paired with the store in [`complete`]: a naive-mode pusher sleeps after

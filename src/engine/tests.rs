@@ -456,7 +456,7 @@ fn dropping_the_engine_finishes_pending_work() {
                     Ok(())
                 });
             }
-            shared = Arc::downgrade(&e.shared);
+            shared = Arc::downgrade(e.shared());
         }
         assert_eq!(done.load(Ordering::SeqCst), 100);
         assert_eq!(shared.strong_count(), 0, "the workers were not all joined");
@@ -644,7 +644,7 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
             c.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
-        let shared = Arc::downgrade(&e.shared);
+        let shared = Arc::downgrade(e.shared());
         drop(e);
         // The front end has no handle left to wait with: poll for B (under the watchdog).
         while counter.load(Ordering::SeqCst) == 0 {

@@ -84,7 +84,30 @@ impl Storage {
     }
 }
 
-type Buffer = Arc<RwLock<Storage>>;
+type Buffer = Arc<BufferCell>;
+
+/// A tensor's storage behind its lock, with a gap that keeps the lock off the line of the
+/// handle's reference count: the pushing thread clones an input's handle for each op that
+/// reads it while the worker takes the read lock, and on one line the two would pass it back
+/// and forth twice per op.
+pub(crate) struct BufferCell {
+    _gap: [u8; 64],
+    lock: RwLock<Storage>,
+}
+
+impl std::ops::Deref for BufferCell {
+    type Target = RwLock<Storage>;
+    fn deref(&self) -> &RwLock<Storage> {
+        &self.lock
+    }
+}
+
+fn new_buffer(storage: Storage) -> Buffer {
+    Arc::new(BufferCell {
+        _gap: [0; 64],
+        lock: RwLock::new(storage),
+    })
+}
 
 /// Which element-wise kernel an op runs on a GPU (the host closure's twin).
 #[derive(Clone, Copy)]
@@ -171,7 +194,7 @@ impl Tensor {
             engine: engine.clone(),
             device: device.clone(),
             var: Var::new(),
-            data: Arc::new(RwLock::new(Storage::Empty)),
+            data: new_buffer(Storage::Empty),
             shape,
         }
     }
@@ -223,7 +246,7 @@ impl Tensor {
             engine: engine.clone(),
             device: device.clone(),
             var: Var::new(),
-            data: Arc::new(RwLock::new(storage)),
+            data: new_buffer(storage),
             shape,
         }
     }

@@ -62,12 +62,12 @@ fn relu_and_add_row_compute_a_dense_layer() {
 
 #[test]
 fn reading_one_buffer_twice_takes_one_lock() {
-    let buf: Buffer = Arc::new(RwLock::new(Storage::Empty));
+    let buf: Buffer = new_buffer(Storage::Empty);
     // The pair of one buffer is one guard; of two buffers, two.
     let (one, two) = read_both(&buf, &buf).unwrap();
     assert!(two.is_none());
     drop(one);
-    let other: Buffer = Arc::new(RwLock::new(Storage::Empty));
+    let other: Buffer = new_buffer(Storage::Empty);
     assert!(read_both(&buf, &other).unwrap().1.is_some());
 }
 
