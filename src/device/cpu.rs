@@ -80,6 +80,15 @@ pub fn uniform(shape: &[usize], seed: u64) -> ArrayD<f32> {
 /// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
 /// from one of its ops).
 pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
+    matmul_with(matmul_kernel(), a, b)
+}
+
+/// [`matmul`] on a given kernel (it must run on this core: see [`matmul_kernel_choice`]).
+pub fn matmul_with(
+    kernel: MatmulKernel,
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+) -> Array2<f32> {
     let (m, n) = (a.nrows(), b.ncols());
     assert_eq!(
         a.ncols(),
@@ -95,10 +104,10 @@ pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
     // sweep over a fresh 16 MB output costs memory bandwidth two devices would share.
     let mut c = Array2::<f32>::uninit((m, n));
     let (sc0, sc1) = (c.strides()[0], c.strides()[1]);
-    // SAFETY: `c` is a fresh m×n allocation with strides (sc0, sc1); `gemm_raw` writes every
+    // SAFETY: `c` is a fresh m×n allocation with strides (sc0, sc1); `product_raw` writes every
     // element of it without reading (see `matmul_into`), after which it is initialized.
     unsafe {
-        gemm_raw(a, b, c.as_mut_ptr().cast::<f32>(), (sc0, sc1));
+        product_raw(kernel, a, b, c.as_mut_ptr().cast::<f32>(), (sc0, sc1));
         c.assume_init()
     }
 }
@@ -126,21 +135,120 @@ pub fn matmul_into(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, mut c: ArrayV
     }
     let sc = (c.strides()[0], c.strides()[1]);
     // SAFETY: `c` is a live, mutably borrowed m×n view with these strides.
-    unsafe { gemm_raw(a, b, c.as_mut_ptr(), sc) }
+    unsafe { product_raw(matmul_kernel(), a, b, c.as_mut_ptr(), sc) }
 }
 
-/// `dst = a · b` through gemm, with `dst` given as a pointer and (row, column) strides.
+/// Which kernel computes a CPU matrix product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatmulKernel {
+    /// The `gemm` crate's runtime-dispatched kernels (the choice on AVX-512 cores and off
+    /// x86-64).
+    Gemm,
+    /// parbench's own AVX2/FMA kernel ([`super::sgemm`]), the choice of optimized builds on
+    /// x86-64 cores with AVX2 and FMA but no AVX-512, where `gemm` trails OpenBLAS.
+    Avx2,
+}
+
+impl MatmulKernel {
+    /// The environment variable that overrides the choice (`gemm` or `avx2`), to compare them.
+    pub const ENV: &'static str = "PARBENCH_MATMUL_KERNEL";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatmulKernel::Gemm => "gemm",
+            MatmulKernel::Avx2 => "avx2",
+        }
+    }
+}
+
+/// The kernel matrix products use in this process, and why (for the report's notes).
+pub struct KernelChoice {
+    pub kernel: MatmulKernel,
+    pub why: String,
+}
+
+/// The kernel matrix products use in this process: the one [`MatmulKernel::ENV`] names if
+/// this core can run it, else the faster one for this core and build. Chosen once.
+pub fn matmul_kernel() -> MatmulKernel {
+    matmul_kernel_choice().kernel
+}
+
+/// [`matmul_kernel`] with the reason for it.
+pub fn matmul_kernel_choice() -> &'static KernelChoice {
+    static CHOICE: std::sync::OnceLock<KernelChoice> = std::sync::OnceLock::new();
+    CHOICE.get_or_init(|| choose_kernel(std::env::var(MatmulKernel::ENV).ok().as_deref()))
+}
+
+fn choose_kernel(asked: Option<&str>) -> KernelChoice {
+    // Only an optimized build makes parbench's own kernel fast; a debug build optimizes its
+    // dependencies alone (see Cargo.toml), `gemm` among them, which is then the faster.
+    #[cfg(target_arch = "x86_64")]
+    let (best, avx2_runs) = if !cfg!(debug_assertions) && super::sgemm::preferred() {
+        (MatmulKernel::Avx2, true)
+    } else {
+        (MatmulKernel::Gemm, super::sgemm::available())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (best, avx2_runs) = (MatmulKernel::Gemm, false);
+    let env = MatmulKernel::ENV;
+    let (kernel, why) = match asked.map(str::trim) {
+        None | Some("") => (best, "the faster one for this core and build".to_string()),
+        Some("gemm") => (MatmulKernel::Gemm, format!("{env}=gemm")),
+        Some("avx2") if avx2_runs => (MatmulKernel::Avx2, format!("{env}=avx2")),
+        Some("avx2") => (
+            best,
+            format!("{env}=avx2 ignored: this core lacks AVX2 or FMA"),
+        ),
+        Some(other) => (
+            best,
+            format!("{env}={other} ignored: expected gemm or avx2"),
+        ),
+    };
+    KernelChoice { kernel, why }
+}
+
+/// `dst = a · b` on `kernel` (the `gemm` crate's where ours cannot run), with `dst` given as
+/// a pointer and (row, column) strides.
 ///
 /// # Safety
 /// `dst` must address a writable m×n matrix with strides `sc` that aliases neither input; it
 /// need not be initialized (gemm overwrites without reading when `read_dst` is false).
-unsafe fn gemm_raw(
+unsafe fn product_raw(
+    kernel: MatmulKernel,
     a: ArrayView2<'_, f32>,
     b: ArrayView2<'_, f32>,
     dst: *mut f32,
     sc: (isize, isize),
 ) {
     let ((m, k), n) = (a.dim(), b.ncols());
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = kernel;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == MatmulKernel::Avx2 && super::sgemm::available() {
+        let (sa, sb) = (a.strides(), b.strides());
+        let mat = |ptr, s: &[isize]| super::sgemm::Mat {
+            ptr,
+            rs: s[0],
+            cs: s[1],
+        };
+        // SAFETY: the kernel runs on this core (checked above); the views and `dst` are the
+        // caller's m×k, k×n and m×n matrices.
+        unsafe {
+            super::sgemm::sgemm(super::sgemm::Product {
+                m,
+                n,
+                k,
+                a: mat(a.as_ptr(), sa),
+                b: mat(b.as_ptr(), sb),
+                c: super::sgemm::Mat {
+                    ptr: dst,
+                    rs: sc.0,
+                    cs: sc.1,
+                },
+            })
+        };
+        return;
+    }
     let parallelism = if rayon::current_num_threads() > 1 {
         // 0: as many threads as the current pool has.
         gemm::Parallelism::Rayon(0)
@@ -213,25 +321,38 @@ mod tests {
         }
     }
 
+    /// The kernels this core can run: each is tested, whichever the process would choose.
+    fn kernels() -> Vec<MatmulKernel> {
+        let mut all = vec![MatmulKernel::Gemm];
+        #[cfg(target_arch = "x86_64")]
+        if crate::device::sgemm::available() {
+            all.push(MatmulKernel::Avx2);
+        }
+        all
+    }
+
     #[test]
     fn matmul_matches_a_naive_reference_on_odd_sizes() {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
             .unwrap();
-        for &(m, k, n) in &[
-            (1, 1, 1),
-            (3, 5, 7),
-            (63, 63, 63),
-            (129, 129, 129),
-            (17, 300, 9),
-        ] {
-            let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
-            let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
-            let want = naive(&a, &b);
-            assert_close(&matmul(a.view(), b.view()), &want, k);
-            // The same inside a two-thread pool (parallel kernel).
-            assert_close(&pool.install(|| matmul(a.view(), b.view())), &want, k);
+        for kernel in kernels() {
+            for &(m, k, n) in &[
+                (1, 1, 1),
+                (3, 5, 7),
+                (63, 63, 63),
+                (129, 129, 129),
+                (17, 300, 9),
+            ] {
+                let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
+                let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
+                let want = naive(&a, &b);
+                assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
+                // The same inside a two-thread pool (parallel kernel).
+                let parallel = pool.install(|| matmul_with(kernel, a.view(), b.view()));
+                assert_close(&parallel, &want, k);
+            }
         }
     }
 
@@ -242,7 +363,29 @@ mod tests {
         // aᵀ · b with aᵀ a non-contiguous view.
         let at = a.t();
         let want = naive(&at.to_owned(), &b);
-        assert_close(&matmul(at, b.view()), &want, 5);
+        for kernel in kernels() {
+            assert_close(&matmul_with(kernel, at, b.view()), &want, 5);
+        }
+    }
+
+    #[test]
+    fn the_kernel_is_chosen_by_the_core_unless_asked() {
+        let auto = choose_kernel(None);
+        assert_eq!(auto.why, "the faster one for this core and build");
+        assert_eq!(choose_kernel(Some("")).kernel, auto.kernel);
+        let gemm = choose_kernel(Some("gemm"));
+        assert_eq!(gemm.kernel, MatmulKernel::Gemm);
+        assert_eq!(gemm.why, format!("{}=gemm", MatmulKernel::ENV));
+        let bad = choose_kernel(Some("blas"));
+        assert_eq!(bad.kernel, auto.kernel);
+        assert!(
+            bad.why.ends_with("=blas ignored: expected gemm or avx2"),
+            "{}",
+            bad.why
+        );
+        let avx2 = choose_kernel(Some(" avx2 "));
+        let runs = kernels().contains(&MatmulKernel::Avx2);
+        assert_eq!(avx2.kernel == MatmulKernel::Avx2, runs, "{}", avx2.why);
     }
 
     #[test]

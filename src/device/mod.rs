@@ -9,6 +9,8 @@ pub mod cpu;
 pub mod cuda;
 pub mod discovery;
 pub mod memory;
+#[cfg(target_arch = "x86_64")]
+pub mod sgemm;
 
 use std::sync::Arc;
 

@@ -7,6 +7,7 @@ use super::support::{
     Accelerator,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::cpu::matmul_kernel_choice;
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::RunRecord;
@@ -190,6 +191,14 @@ impl Scenario for Matmul {
             rt.describe_devices(),
         );
         run.notes.extend(notes);
+        if !device.is_gpu() {
+            let choice = matmul_kernel_choice();
+            run.notes.push(format!(
+                "CPU products ran on the {} kernel ({})",
+                choice.kernel.as_str(),
+                choice.why
+            ));
+        }
         let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
         run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);
         let median = run.median("matmul").unwrap_or(f64::NAN);
