@@ -10,6 +10,7 @@ use common::QUICK;
 fn parbench() -> Command {
     let mut c = Command::cargo_bin("parbench").expect("binary builds");
     c.env_remove("PARBENCH_ENGINE");
+    c.env_remove("PARBENCH_MATMUL_KERNEL");
     c
 }
 
@@ -1970,5 +1971,30 @@ fn html_output_is_checked_before_anything_runs() {
             dir.path().to_str().unwrap(),
         ],
         "it is a directory",
+    );
+}
+
+#[test]
+fn matmul_notes_which_kernel_ran_and_why() {
+    let doc = json_of(&["matmul", "--size", "32"]);
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(
+        notes.contains("CPU products ran on the gemm kernel"),
+        "{notes}"
+    );
+    // A value it does not know is ignored, and the note says so.
+    let out = parbench()
+        .env("PARBENCH_MATMUL_KERNEL", "blas")
+        .args(["matmul", "--size", "32"])
+        .args(QUICK)
+        .arg("--json")
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(
+        notes.contains("PARBENCH_MATMUL_KERNEL=blas ignored: expected gemm or avx2"),
+        "{notes}"
     );
 }
