@@ -295,6 +295,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_completing_side_is_a_line_past_the_pushing_side() {
+        let pushing_end = std::mem::offset_of!(VarInner, written) + std::mem::size_of::<Condvar>();
+        assert!(std::mem::offset_of!(VarInner, done) >= pushing_end + 64);
+    }
+
+    #[test]
     fn var_ids_are_unique_across_threads_and_blocks() {
         // Each thread goes through several of its id blocks while the others take theirs.
         let per_thread = 3 * VAR_ID_BLOCK as usize + 7;

@@ -89,7 +89,8 @@ type Buffer = Arc<BufferCell>;
 /// A tensor's storage behind its lock, with a gap that keeps the lock off the line of the
 /// handle's reference count: the pushing thread clones an input's handle for each op that
 /// reads it while the worker takes the read lock, and on one line the two would pass it back
-/// and forth twice per op.
+/// and forth twice per op. `repr(C)` keeps the gap first, where it does its work.
+#[repr(C)]
 pub(crate) struct BufferCell {
     _gap: [u8; 64],
     lock: RwLock<Storage>,

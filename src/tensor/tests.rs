@@ -484,3 +484,10 @@ fn a_cuda_graph_of_a_host_tensor_is_a_device_error() {
         Ok(_) => panic!("a host tensor was captured"),
     }
 }
+
+#[test]
+fn a_buffer_keeps_its_lock_a_line_past_the_reference_count() {
+    // The count is at the start of the Arc's allocation, the cell right after it: the lock
+    // must start a whole line past the cell's start.
+    assert!(std::mem::offset_of!(BufferCell, lock) >= 64);
+}
