@@ -212,8 +212,22 @@ fn choose_kernel(asked: Option<&str>) -> KernelChoice {
     KernelChoice { kernel, why }
 }
 
-/// `dst = a · b` on `kernel` (the `gemm` crate's where ours cannot run, or for a product too
-/// small for it to win), with `dst` given as a pointer and (row, column) strides.
+/// The kernel an m×k · k×n product runs on when `chosen` is asked for: the AVX2 kernel only
+/// where this core can run it and the product reaches [`AVX2_MIN_MULTIPLY_ADDS`], else `gemm`.
+pub fn kernel_for(chosen: MatmulKernel, m: usize, n: usize, k: usize) -> MatmulKernel {
+    #[cfg(target_arch = "x86_64")]
+    if chosen == MatmulKernel::Avx2
+        && super::sgemm::available()
+        && m * n * k >= AVX2_MIN_MULTIPLY_ADDS
+    {
+        return MatmulKernel::Avx2;
+    }
+    let _ = (chosen, m, n, k);
+    MatmulKernel::Gemm
+}
+
+/// `dst = a · b` on the kernel [`kernel_for`] gives `kernel`, with `dst` given as a pointer and
+/// (row, column) strides.
 ///
 /// # Safety
 /// `dst` must address a writable m×n matrix with strides `sc` that aliases neither input; it
@@ -229,10 +243,7 @@ unsafe fn product_raw(
     #[cfg(not(target_arch = "x86_64"))]
     let _ = kernel;
     #[cfg(target_arch = "x86_64")]
-    if kernel == MatmulKernel::Avx2
-        && super::sgemm::available()
-        && m * n * k >= AVX2_MIN_MULTIPLY_ADDS
-    {
+    if kernel_for(kernel, m, n, k) == MatmulKernel::Avx2 {
         let (sa, sb) = (a.strides(), b.strides());
         let mat = |ptr, s: &[isize]| super::sgemm::Mat {
             ptr,

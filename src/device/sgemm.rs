@@ -26,9 +26,7 @@ const NC: usize = 2048;
 
 /// True when this core has what the kernel needs and no AVX-512 (where `gemm` is as fast).
 pub fn preferred() -> bool {
-    is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("fma")
-        && !is_x86_feature_detected!("avx512f")
+    available() && !is_x86_feature_detected!("avx512f")
 }
 
 /// True when the kernel can run on this core at all.
@@ -68,9 +66,6 @@ unsafe impl Sync for Product {}
 /// `c` is writable and aliases neither input.
 pub unsafe fn sgemm(p: Product) {
     let Product { m, n, .. } = p;
-    if m == 0 || n == 0 {
-        return;
-    }
     let threads = rayon::current_num_threads();
     // Bands of at least one block: a thread with less than that waits more than it computes.
     let parts = if m >= n {

@@ -7,7 +7,7 @@ use super::support::{
     Accelerator,
 };
 use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::cpu::{matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
+use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::RunRecord;
@@ -193,17 +193,17 @@ impl Scenario for Matmul {
         run.notes.extend(notes);
         if !device.is_gpu() {
             let choice = matmul_kernel_choice();
-            let small = m * k * n < AVX2_MIN_MULTIPLY_ADDS;
+            let used = kernel_for(choice.kernel, m, n, k);
             let note = match choice.kernel {
-                MatmulKernel::Avx2 if small => format!(
+                MatmulKernel::Avx2 if used == MatmulKernel::Gemm => format!(
                     "CPU products ran on the gemm kernel: the avx2 kernel ({}) runs products of \
                      {} multiply-adds or more",
                     choice.why,
                     crate::units::grouped(AVX2_MIN_MULTIPLY_ADDS as u64)
                 ),
-                kernel => format!(
+                _ => format!(
                     "CPU products ran on the {} kernel ({})",
-                    kernel.as_str(),
+                    used.as_str(),
                     choice.why
                 ),
             };
