@@ -289,4 +289,15 @@ mod tests {
             ["efficiency 1.07 above 1"]
         );
     }
+
+    #[test]
+    fn figures_read_back_from_json_are_the_figures_written() {
+        // A value that serde_json's default (fast) float parser reads one ulp off, and that
+        // four significant digits then round the other way (2.216 µs written, 2.215 µs read):
+        // `report` of a saved run must print what `--html` printed.
+        let x = 2.2155000000000002e-6_f64;
+        let text = serde_json::to_string(&x).unwrap();
+        let back: f64 = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.to_bits(), x.to_bits(), "{text}");
+    }
 }
