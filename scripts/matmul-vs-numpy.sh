@@ -53,9 +53,25 @@ for lib in threadpool_info():
               f"kernel {lib.get('architecture')}, {lib.get('num_threads')} threads")
 PY
 printf '%-8s %-6s %12s %12s %8s\n' round threads parbench numpy ratio
+rows=()
 for r in $(seq 1 "$rounds"); do
   for t in 1 2; do
     p=$(parbench_gflops "$t"); n=$(numpy_gflops "$t")
+    rows+=("$t $p $n")
     printf '%-8s %-6s %12s %12s %8s\n' "$r" "$t" "$p" "$n" "$("$venv/bin/python" -c "print(f'{$p/$n:.2f}')")"
   done
 done
+# One figure per thread count: the median of each side's rounds, and their ratio. A single
+# round's ratio moves with whatever else the host ran during it; the medians of interleaved
+# rounds share the drift.
+printf '%s\n' "${rows[@]}" | "$venv/bin/python" -c '
+import sys, statistics
+by = {}
+for line in sys.stdin:
+    t, p, n = line.split()
+    by.setdefault(t, ([], []))
+    by[t][0].append(float(p)); by[t][1].append(float(n))
+for t, (p, n) in sorted(by.items()):
+    mp, mn = statistics.median(p), statistics.median(n)
+    print(f"median   {t:<6} {mp:12.1f} {mn:12.1f} {mp / mn:8.2f}")
+'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates README.md's "Measured here" table: runs every command the table names, on this
 # machine, now, and prints the table in Markdown with the date, the machine and its FMA peak
-# before and after (paste it over the old one). About 7 minutes on a 2-core machine. Not CI.
+# before and after (paste it over the old one). About 12 minutes on a 2-core machine. Not CI.
 #
 #   scripts/readme-figures.sh            (outputs under target/readme-figures/)
 set -euo pipefail
@@ -28,7 +28,11 @@ seconds "$bin" all --quiet -o "$out/all.json" > "$out/all-seconds.txt"
 seconds "$bin" run scenarios/ci.toml --quiet -o "$out/ci1.json" > "$out/ci-seconds.txt"
 "$bin" run scenarios/ci.toml --quiet -o "$out/ci2.json" > /dev/null
 "$bin" compare "$out/ci1.json" "$out/ci2.json" --format json > "$out/ci-compare.json" || true
-scripts/matmul-vs-numpy.sh 2000 3 > "$out/numpy.txt"
+# The sizes and rounds of NUMPY_RUNS in readme_figures.py.
+for run in "1000 5" "2000 5" "4000 3"; do
+  set -- $run
+  scripts/matmul-vs-numpy.sh "$1" "$2" > "$out/numpy-$1.txt"
+done
 # The engine's own cost (criterion writes each estimate to target/criterion/*/new/estimates.json).
 rm -rf target/criterion/async target/criterion/round_trip target/criterion/floor
 cargo bench --quiet --bench engine -- --noplot > "$out/bench.txt" 2>&1

@@ -97,7 +97,35 @@ def read_criterion(root):
     return found
 
 
-def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_lines):
+# The sizes and rounds `readme-figures.sh` runs `matmul-vs-numpy.sh` with (keep the two alike).
+NUMPY_RUNS = [(1000, 5), (2000, 5), (4000, 3)]
+
+
+def numpy_row(size, rounds, lines):
+    """The table row of one `scripts/matmul-vs-numpy.sh SIZE ROUNDS` output: per thread count,
+    the ratio of the medians over the rounds (the script's `median` lines), with the range of
+    the single rounds' ratios beside it."""
+    per_round, medians = {}, {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 5 and parts[0].isdigit():
+            per_round.setdefault(parts[1], []).append(float(parts[4]))
+        elif len(parts) == 5 and parts[0] == "median":
+            medians[parts[1]] = (float(parts[2]), float(parts[3]), float(parts[4]))
+    if not medians:
+        return None
+    cells = []
+    for t in sorted(medians):
+        p, n, ratio = medians[t]
+        rs = sorted(per_round.get(t, [ratio]))
+        cells.append(f"{t} thread{'s' if t != '1' else ''} {ratio:.2f}× ({p:.0f} vs {n:.0f} "
+                     f"GFLOP/s; single rounds {rs[0]:.2f}–{rs[-1]:.2f}×)")
+    kernel = next((l[2:] for l in lines if l.startswith("# numpy")), "kernel not reported")
+    return (f"CPU matmul vs NumPy/OpenBLAS, {size}²", f"`scripts/matmul-vs-numpy.sh {size} {rounds}`",
+            "parbench / NumPy, medians of interleaved rounds: " + ", ".join(cells) + f" ({kernel})")
+
+
+def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
     r = runs_by_scenario(all_report)
     out = []
     cmd = "`parbench all -o all.json`"
@@ -120,21 +148,10 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_lines):
         "`matmul` 2000², all cores", f"{cmd}: its `matmul` run",
         f"{m['derived']['gflops']:.1f} GFLOP/s ({m['derived']['threads']:.0f} threads)"))
 
-    ratios = {}
-    for line in numpy_lines:
-        parts = line.split()
-        if len(parts) == 5 and parts[0].isdigit():
-            ratios.setdefault(parts[1], []).append((float(parts[4]), float(parts[2])))
-    if ratios:
-        cells = []
-        for t in sorted(ratios):
-            rs = sorted(x for x, _ in ratios[t])
-            g = sorted(p for _, p in ratios[t])[len(ratios[t]) // 2]
-            cells.append(f"{t} thread{'s' if t != '1' else ''} {rs[0]:.2f}–{rs[-1]:.2f}× (≈ {g:.0f} GFLOP/s)")
-        kernel = next((l[2:] for l in numpy_lines if l.startswith("# numpy")), "kernel not reported")
-        out.append((
-            "CPU matmul vs NumPy/OpenBLAS, 2000²", "`scripts/matmul-vs-numpy.sh 2000 3`",
-            "parbench / NumPy: " + ", ".join(cells) + f" ({kernel})"))
+    for size, rounds, lines in numpy_runs:
+        row = numpy_row(size, rounds, lines)
+        if row:
+            out.append(row)
 
     c = r["cpu-gpu"]
     d = c["derived"]
@@ -231,14 +248,18 @@ def main(out):
     ci_compare = json.load(open(os.path.join(out, "ci-compare.json")))
     all_seconds = open(os.path.join(out, "all-seconds.txt")).read().strip()
     ci_seconds = open(os.path.join(out, "ci-seconds.txt")).read().strip()
-    numpy_lines = open(os.path.join(out, "numpy.txt")).read().splitlines()
+    numpy_runs = []
+    for size, rounds in NUMPY_RUNS:
+        path = os.path.join(out, f"numpy-{size}.txt")
+        if os.path.exists(path):
+            numpy_runs.append((size, rounds, open(path).read().splitlines()))
     probes = open(os.path.join(out, "probes.txt")).read().strip().splitlines()
     bench = read_criterion(os.path.join(out, "criterion"))
     torture = open(os.path.join(out, "torture.txt")).read()
     torture_seconds = open(os.path.join(out, "torture-seconds.txt")).read().strip()
     print(table(report["environment"], probes,
                 engine_rows(bench, torture, torture_seconds)
-                + rows(report, all_seconds, ci_seconds, ci_compare, numpy_lines)))
+                + rows(report, all_seconds, ci_seconds, ci_compare, numpy_runs)))
 
 
 def self_test():
