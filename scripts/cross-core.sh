@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-10}
+if [ "$(nproc)" -lt 2 ]; then echo "cross-core.sh: needs two CPUs, this machine offers $(nproc)" >&2; exit 2; fi
 cargo build --release --quiet
 bin=target/release/parbench
 probe=target/cross-core-latency

@@ -28,7 +28,8 @@ seconds "$bin" all --quiet -o "$out/all.json" > "$out/all-seconds.txt"
 seconds "$bin" run scenarios/ci.toml --quiet -o "$out/ci1.json" > "$out/ci-seconds.txt"
 "$bin" run scenarios/ci.toml --quiet -o "$out/ci2.json" > /dev/null
 "$bin" compare "$out/ci1.json" "$out/ci2.json" --format json > "$out/ci-compare.json" || true
-# The sizes and rounds of NUMPY_RUNS in readme_figures.py.
+# The sizes issue 13 names; readme_figures.py reads every numpy-SIZE.txt.
+rm -f "$out"/numpy-*.txt
 for run in "1000 5" "2000 5" "4000 3"; do
   set -- $run
   scripts/matmul-vs-numpy.sh "$1" "$2" > "$out/numpy-$1.txt"

@@ -6,6 +6,7 @@ Every figure is read from a report or an output of that run: nothing here is typ
 """
 import json
 import os
+import re
 import sys
 
 
@@ -97,19 +98,16 @@ def read_criterion(root):
     return found
 
 
-# The sizes and rounds `readme-figures.sh` runs `matmul-vs-numpy.sh` with (keep the two alike).
-NUMPY_RUNS = [(1000, 5), (2000, 5), (4000, 3)]
-
-
-def numpy_row(size, rounds, lines):
+def numpy_row(size, lines):
     """The table row of one `scripts/matmul-vs-numpy.sh SIZE ROUNDS` output: per thread count,
     the ratio of the medians over the rounds (the script's `median` lines), with the range of
     the single rounds' ratios beside it."""
-    per_round, medians = {}, {}
+    per_round, medians, rounds = {}, {}, 0
     for line in lines:
         parts = line.split()
         if len(parts) == 5 and parts[0].isdigit():
             per_round.setdefault(parts[1], []).append(float(parts[4]))
+            rounds = max(rounds, int(parts[0]))
         elif len(parts) == 5 and parts[0] == "median":
             medians[parts[1]] = (float(parts[2]), float(parts[3]), float(parts[4]))
     if not medians:
@@ -148,8 +146,8 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
         "`matmul` 2000², all cores", f"{cmd}: its `matmul` run",
         f"{m['derived']['gflops']:.1f} GFLOP/s ({m['derived']['threads']:.0f} threads)"))
 
-    for size, rounds, lines in numpy_runs:
-        row = numpy_row(size, rounds, lines)
+    for size, lines in numpy_runs:
+        row = numpy_row(size, lines)
         if row:
             out.append(row)
 
@@ -238,7 +236,6 @@ def table(env, probes, out_rows):
 
 def scaling(probe):
     """The 2-thread scaling a machine-probe line reports (`(0.99x of ideal scaling)`)."""
-    import re
     m = re.search(r"\(([0-9.]+)x of ideal scaling\)", probe)
     return float(m.group(1)) if m else None
 
@@ -248,11 +245,10 @@ def main(out):
     ci_compare = json.load(open(os.path.join(out, "ci-compare.json")))
     all_seconds = open(os.path.join(out, "all-seconds.txt")).read().strip()
     ci_seconds = open(os.path.join(out, "ci-seconds.txt")).read().strip()
-    numpy_runs = []
-    for size, rounds in NUMPY_RUNS:
-        path = os.path.join(out, f"numpy-{size}.txt")
-        if os.path.exists(path):
-            numpy_runs.append((size, rounds, open(path).read().splitlines()))
+    # One numpy-SIZE.txt per size readme-figures.sh ran, smallest first.
+    numpy_runs = sorted(
+        (int(m.group(1)), open(os.path.join(out, f)).read().splitlines())
+        for f in os.listdir(out) if (m := re.fullmatch(r"numpy-(\d+)\.txt", f)))
     probes = open(os.path.join(out, "probes.txt")).read().strip().splitlines()
     bench = read_criterion(os.path.join(out, "criterion"))
     torture = open(os.path.join(out, "torture.txt")).read()
