@@ -123,6 +123,16 @@ def numpy_row(size, lines):
             "parbench / NumPy, medians of interleaved rounds: " + ", ".join(cells) + f" ({kernel})")
 
 
+def line_cell(d):
+    """The cross-core line latency the async run measured around its samples, if it did."""
+    if "cross_core_line_s" not in d:
+        return ""
+    return (f"; a cache line between the two CPUs {human_time(d['cross_core_line_s'])} one way "
+            f"({human_time(d['cross_core_line_before_s'])} before the samples, "
+            f"{human_time(d['cross_core_line_after_s'])} after): async per op "
+            f"{d['async_over_line_ratio']:.1f}× that")
+
+
 def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
     r = runs_by_scenario(all_report)
     out = []
@@ -139,7 +149,7 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
         f"({d['products_over_push_only_ratio']:.0f}× too little); ping-pong between two lanes: "
         f"a hop {human_time(d['handoff_p50_s'])} (median), {human_time(d['handoff_p99_s'])} "
         f"(99th percentile); async per op {d['async_over_floor_ratio']:.2f}× the channel floor "
-        f"({human_time(d['channel_floor_per_op_s'])} per closure, same run)"))
+        f"({human_time(d['channel_floor_per_op_s'])} per closure, same run)" + line_cell(d)))
 
     m = r["matmul"]
     out.append((
@@ -267,7 +277,9 @@ def self_test():
         run("async", {"sync": 1e-3, "async": 5e-4, "products": 0.2, "products-push-only": 1e-5},
             {"async_speedup": 2.0, "products_over_push_only_ratio": 20000.0,
              "handoff_p50_s": 6.5e-7, "handoff_p99_s": 2.1e-6,
-             "async_over_floor_ratio": 2.5, "channel_floor_per_op_s": 2e-7}),
+             "async_over_floor_ratio": 2.5, "channel_floor_per_op_s": 2e-7,
+             "cross_core_line_s": 5e-8, "cross_core_line_before_s": 4.8e-8,
+             "cross_core_line_after_s": 5.2e-8, "async_over_line_ratio": 10.0}),
         run("matmul", {"matmul": 1.0}, {"gflops": 150.0, "threads": 2.0}),
         run("cpu-gpu", {"a-alone": 1.0, "b-alone": 1.0, "parallel": 1.1},
             {"overlap_efficiency": 0.91, "parallel_speedup": 1.82}),
@@ -306,7 +318,9 @@ def self_test():
                  "against one device's 8,219; loss 2.32 → 0.0779 in 20 steps",
                  "fresh vars 309 / 200 ns at 1,000 / 100,000 ops", "| same | 0.52 µs |",
                  "150 / 100 ns at 1,000 / 100,000 closures; fresh-var ops cost 2.06× / 2.00× that",
-                 "async per op 2.50× the channel floor (200.0 ns per closure, same run)",
+                 "async per op 2.50× the channel floor (200.0 ns per closure, same run); a cache line "
+                 "between the two CPUs 50.00 ns one way (48.00 ns before the samples, 52.00 ns after): "
+                 "async per op 10.0× that",
                  "896 random programs, 1000440 ops, all equal to the sequential interpretation, 72.0 s", "| `parbench all` | `time parbench all` | 80.1 s"]:
         assert want in text, (want, text)
     assert "4000²" not in text, text

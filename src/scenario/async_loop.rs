@@ -287,8 +287,19 @@ impl Scenario for AsyncLoop {
             }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        // The host's cross-core latency, just before and just after the samples.
+        let line_rounds = || -> Result<_, ScenarioError> {
+            engine.wait_all()?;
+            // Idle workers poll for a while before they park; on two CPUs one still polling
+            // would share a CPU with the probe's threads.
+            std::thread::sleep(LINE_QUIET);
+            floor::line_rounds(floor::LINE_HOPS, LINE_ROUNDS)
+                .map_err(|e| ScenarioError::from(DeviceError::Workers(e)))
+        };
+        let line_before = line_rounds()?;
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
+        let line_after = line_rounds()?;
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         run.notes.extend(notes);
@@ -399,6 +410,7 @@ impl Scenario for AsyncLoop {
                 floor::channel_floor_per_op(n, FLOOR_ROUNDS).map_err(DeviceError::Workers)?;
             derive_floor(&mut run, n, floor);
         }
+        derive_line(&mut run, n, line_before.zip(line_after));
         derive_pitfall(&mut run, products, product_size);
         #[cfg(feature = "cuda")]
         if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
@@ -427,6 +439,15 @@ impl Scenario for AsyncLoop {
     }
 }
 
+/// Derive a machine reference time measured beside the samples (`name`, in seconds) and
+/// async's cost per op as a multiple of it (`ratio`); returns async's cost per op.
+fn derive_reference(run: &mut RunRecord, n: u64, name: &str, seconds: f64, ratio: &str) -> f64 {
+    run.derive_as(name, seconds, Figure::new(Unit::Seconds, Better::Lower));
+    let asyn = run.median("async").unwrap_or(f64::NAN) / n as f64;
+    run.derive_as(ratio, asyn / seconds, Figure::RATIO_LOWER_IS_BETTER);
+    asyn
+}
+
 /// Rounds of the channel floor (each of `--iterations` closures); the median is quoted.
 const FLOOR_ROUNDS: usize = 15;
 
@@ -434,15 +455,14 @@ const FLOOR_ROUNDS: usize = 15;
 /// measured in the same run ([`floor::channel_round`]). Not a bound the engine cannot beat
 /// (it could batch where the channel does not), so the sentence claims none.
 fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
-    let lower = Figure::new(Unit::Seconds, Better::Lower);
-    run.derive_as("channel_floor_per_op_s", floor, lower);
-    let asyn = run.median("async").unwrap_or(f64::NAN) / n as f64;
-    let push = run.median("push-only").unwrap_or(f64::NAN) / n as f64;
-    run.derive_as(
+    let asyn = derive_reference(
+        run,
+        n,
+        "channel_floor_per_op_s",
+        floor,
         "async_over_floor_ratio",
-        asyn / floor,
-        Figure::RATIO_LOWER_IS_BETTER,
     );
+    let push = run.median("push-only").unwrap_or(f64::NAN) / n as f64;
     run.explanation.push(format!(
         "the floor: {n} boxed closures sent through a channel to one other thread, which runs \
          and frees them, took {} each here (median of {FLOOR_ROUNDS} rounds): handing work to \
@@ -454,6 +474,59 @@ fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
         human_time(push),
         push / floor,
     ));
+}
+
+/// How long the engine is left idle before the line latency is measured (its workers park).
+const LINE_QUIET: Duration = Duration::from_millis(5);
+
+/// Rounds of [`floor::line_round`] before and after the samples.
+const LINE_ROUNDS: usize = 5;
+
+/// Before and after differing by more than this factor, the run is flagged as spanning two
+/// regimes of the host.
+const LINE_SHIFT: f64 = 1.5;
+
+/// The latency of a cache line between two cores, measured just before and just after the
+/// samples, beside async's cost per op: on a VM the host changes that latency from minute to
+/// minute (it moves the vCPUs), and every op moves several lines between the pushing thread
+/// and the worker, so a reader needs it to compare two runs' per-op figures. `None` on a
+/// machine with one CPU.
+fn derive_line(run: &mut RunRecord, n: u64, rounds: Option<(Vec<f64>, Vec<f64>)>) {
+    let Some((before, after)) = rounds else {
+        run.notes.push(
+            "the cross-core line latency was not measured: this machine offers one CPU".into(),
+        );
+        return;
+    };
+    let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
+    let (b, a) = (med(&before), med(&after));
+    let all: Vec<f64> = before.iter().chain(&after).copied().collect();
+    let line = med(&all);
+    let asyn = derive_reference(run, n, "cross_core_line_s", line, "async_over_line_ratio");
+    let lower = Figure::new(Unit::Seconds, Better::Lower);
+    run.derive_as("cross_core_line_before_s", b, lower);
+    run.derive_as("cross_core_line_after_s", a, lower);
+    run.explanation.push(format!(
+        "a cache line took {} to move one way between two threads' cores here ({} before the \
+         samples, {} after; median of {LINE_ROUNDS} rounds each). async's {} per op is {:.1}× \
+         that: an op moves several lines between the pushing thread and the worker (the op, its \
+         output, reference and memory counts), so on a VM, whose host changes this latency \
+         from minute to minute, compare per-op figures between runs only beside it.",
+        human_time(line),
+        human_time(b),
+        human_time(a),
+        human_time(asyn),
+        asyn / line,
+    ));
+    let shift = b.max(a) / b.min(a);
+    if shift > LINE_SHIFT {
+        run.notes.push(format!(
+            "the host's cross-core latency changed {shift:.1}× during the samples ({} before, {} \
+             after): the per-op figures of this run mix two regimes of the machine",
+            human_time(b),
+            human_time(a),
+        ));
+    }
 }
 
 /// Push `n` ops that alternate between two lanes, each writing the same var (so each
@@ -776,6 +849,43 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("--min-samples"), "{w}");
+    }
+
+    /// A run whose async variant took 1 ms for 1000 ops (1 µs per op).
+    fn run_with_async() -> RunRecord {
+        let mut run = RunRecord::new("async", serde_json::Map::new(), vec![]);
+        let one_ms = crate::harness::Summary::from_samples(&[1e-3; 5]).expect("samples");
+        run.add_variants(vec!["async".into()], vec![one_ms], [None]);
+        run
+    }
+
+    #[test]
+    fn the_line_latency_is_quoted_beside_async_and_a_shift_is_flagged() {
+        let figure = |run: &RunRecord, k: &str| run.derived[k].as_f64().expect(k);
+        // Steady enough (250 ns before, 200 ns after): the figure is the median of all eight
+        // rounds, 200 ns, and async's 1 µs per op is 5 lines.
+        let mut run = run_with_async();
+        derive_line(&mut run, 1000, Some((vec![250e-9; 3], vec![200e-9; 5])));
+        assert!((figure(&run, "cross_core_line_s") - 200e-9).abs() < 1e-15);
+        assert!((figure(&run, "async_over_line_ratio") - 5.0).abs() < 1e-9);
+        assert!(run.notes.is_empty(), "{:?}", run.notes);
+        let text = run.explanation.join(" ");
+        assert!(text.contains("1.000 µs per op is 5.0× that"), "{text}");
+        // The host moved the vCPUs between the two measurements: flagged.
+        let mut run = run_with_async();
+        derive_line(&mut run, 1000, Some((vec![50e-9; 5], vec![240e-9; 5])));
+        assert!((figure(&run, "cross_core_line_before_s") - 50e-9).abs() < 1e-15);
+        assert!((figure(&run, "cross_core_line_after_s") - 240e-9).abs() < 1e-15);
+        assert!(
+            run.notes.iter().any(|n| n.contains("changed 4.8×")),
+            "{:?}",
+            run.notes
+        );
+        // One CPU: no figure, and a note that says why.
+        let mut run = run_with_async();
+        derive_line(&mut run, 1000, None);
+        assert!(!run.derived.contains_key("cross_core_line_s"));
+        assert!(run.notes[0].contains("one CPU"), "{:?}", run.notes);
     }
 
     #[test]
