@@ -20,6 +20,8 @@ for r in $(seq 1 "$rounds"); do
 import json, sys
 d = json.load(sys.stdin)["runs"][0]["derived"]
 ns = lambda k: d[k] * 1e9
-print("%-6s %18.1f %18.1f %18.1f %8.1f" % (sys.argv[1], ns("cross_core_line_before_s"),
-      ns("cross_core_line_after_s"), ns("async_per_op_s"), d["async_over_line_ratio"]))' "$r"
+# No ratio when the latency moved between before and after (the run says so in a note).
+ratio = "%.1f" % d["async_over_line_ratio"] if "async_over_line_ratio" in d else "moved"
+print("%-6s %18.1f %18.1f %18.1f %8s" % (sys.argv[1], ns("cross_core_line_before_s"),
+      ns("cross_core_line_after_s"), ns("async_per_op_s"), ratio))' "$r"
 done

@@ -14,6 +14,11 @@
 //!   multi-device step pays each time it crosses devices; a traced run gives each hop's
 //!   latency (`handoff_p50_s`, `handoff_p99_s`).
 //!
+//! Beside them, two references from the same run describe the machine: the channel floor (a
+//! hand-off to a thread with no engine) and the one-way latency of a cache line between two
+//! CPUs, measured before and after the samples, since each op moves a few lines between the
+//! pushing core and the worker's and a VM's host changes that latency from minute to minute.
+//!
 //! The book's model splits one iteration into t1 (front end hands the op to the backend),
 //! t2 (backend executes it) and t3 (result returns to the front end) and predicts
 //! sync ≈ N(t1+t2+t3), async ≈ t1 + N·t2 + t3. An instrumented extra run measures the three
