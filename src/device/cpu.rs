@@ -244,26 +244,17 @@ unsafe fn product_raw(
     let _ = kernel;
     #[cfg(target_arch = "x86_64")]
     if kernel_for(kernel, m, n, k) == MatmulKernel::Avx2 {
-        let (sa, sb) = (a.strides(), b.strides());
-        let mat = |ptr, s: &[isize]| super::sgemm::Mat {
-            ptr,
-            rs: s[0],
-            cs: s[1],
-        };
+        use super::sgemm::{sgemm, Mat, Product};
         // SAFETY: the kernel runs on this core (checked above); the views and `dst` are the
         // caller's m×k, k×n and m×n matrices.
         unsafe {
-            super::sgemm::sgemm(super::sgemm::Product {
+            sgemm(Product {
                 m,
                 n,
                 k,
-                a: mat(a.as_ptr(), sa),
-                b: mat(b.as_ptr(), sb),
-                c: super::sgemm::Mat {
-                    ptr: dst,
-                    rs: sc.0,
-                    cs: sc.1,
-                },
+                a: Mat::new(a.as_ptr(), a.strides()),
+                b: Mat::new(b.as_ptr(), b.strides()),
+                c: Mat::new(dst, &[sc.0, sc.1]),
             })
         };
         return;

@@ -42,6 +42,17 @@ pub struct Mat<T> {
     pub cs: isize,
 }
 
+impl<T> Mat<T> {
+    /// A matrix from its pointer and its (row, column) strides, as ndarray reports them.
+    pub fn new(ptr: T, strides: &[isize]) -> Mat<T> {
+        Mat {
+            ptr,
+            rs: strides[0],
+            cs: strides[1],
+        }
+    }
+}
+
 /// One product, `c = a · b` with `a` m×k and `b` k×n.
 #[derive(Clone, Copy)]
 pub struct Product {
@@ -360,14 +371,6 @@ mod tests {
         })
     }
 
-    fn mat<T>(ptr: T, strides: &[isize]) -> Mat<T> {
-        Mat {
-            ptr,
-            rs: strides[0],
-            cs: strides[1],
-        }
-    }
-
     /// `c = a · b` through the kernel, into any view.
     fn product(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
         let ((m, k), n) = (a.dim(), b.ncols());
@@ -378,9 +381,9 @@ mod tests {
                 m,
                 n,
                 k,
-                a: mat(a.as_ptr(), a.strides()),
-                b: mat(b.as_ptr(), b.strides()),
-                c: mat(c.as_mut_ptr(), &cs),
+                a: Mat::new(a.as_ptr(), a.strides()),
+                b: Mat::new(b.as_ptr(), b.strides()),
+                c: Mat::new(c.as_mut_ptr(), &cs),
             })
         };
     }
