@@ -425,8 +425,7 @@ impl Scenario for AsyncLoop {
             })?;
             run.derive("driver_launch_s", launch);
             run.derive("driver_launch_and_wait_s", launch_wait);
-            let per_op = |v: &str| run.median(v).unwrap_or(f64::NAN) / n as f64;
-            let (sync, asyn) = (per_op("sync"), per_op("async"));
+            let (sync, asyn) = (per_op(&run, "sync", n), per_op(&run, "async", n));
             run.derive("async_over_driver_launch_ratio", asyn / launch);
             run.explanation.push(format!(
                 "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
@@ -444,6 +443,11 @@ impl Scenario for AsyncLoop {
     }
 }
 
+/// A variant's median time per op of its `n` ops (NaN if it was not measured).
+fn per_op(run: &RunRecord, variant: &str, n: u64) -> f64 {
+    run.median(variant).unwrap_or(f64::NAN) / n as f64
+}
+
 /// A time that describes the machine, not parbench: a regression gate must not call it a
 /// regression of the code when the host changes.
 const MACHINE_SECONDS: Figure = Figure::new(Unit::Seconds, Better::Neither);
@@ -453,7 +457,7 @@ const MACHINE_SECONDS: Figure = Figure::new(Unit::Seconds, Better::Neither);
 /// per op.
 fn derive_reference(run: &mut RunRecord, n: u64, name: &str, seconds: f64, ratio: &str) -> f64 {
     run.derive_as(name, seconds, MACHINE_SECONDS);
-    let asyn = run.median("async").unwrap_or(f64::NAN) / n as f64;
+    let asyn = per_op(run, "async", n);
     run.derive_as(ratio, asyn / seconds, Figure::RATIO_LOWER_IS_BETTER);
     asyn
 }
@@ -472,7 +476,7 @@ fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
         floor,
         "async_over_floor_ratio",
     );
-    let push = run.median("push-only").unwrap_or(f64::NAN) / n as f64;
+    let push = per_op(run, "push-only", n);
     run.explanation.push(format!(
         "the floor: {n} boxed closures sent through a channel to one other thread, which runs \
          and frees them, took {} each here (median of {FLOOR_ROUNDS} rounds): handing work to \
@@ -518,7 +522,7 @@ fn derive_line(run: &mut RunRecord, n: u64, rounds: Option<(Vec<f64>, Vec<f64>)>
     if !steady {
         // No single latency describes the run: a median of all rounds would fall between
         // the two regimes, at a value the machine never showed.
-        let asyn = run.median("async").unwrap_or(f64::NAN) / n as f64;
+        let asyn = per_op(run, "async", n);
         run.notes.push(format!(
             "the host's cross-core latency changed {shift:.1}× between the measurements before \
              and after the samples ({} and {}): the per-op figures of this run mix two regimes \
@@ -601,14 +605,14 @@ fn derive_handoffs(run: &mut RunRecord, n: u64, hops: &[f64]) {
     let lower = Figure::new(Unit::Seconds, Better::Lower);
     run.derive_as("handoff_p50_s", p50, lower);
     run.derive_as("handoff_p99_s", p99, lower);
-    let per_op = run.median("ping-pong").unwrap_or(f64::NAN) / n as f64;
-    run.derive_as("ping_pong_per_op_s", per_op, lower);
+    let ping_pong = per_op(run, "ping-pong", n);
+    run.derive_as("ping_pong_per_op_s", ping_pong, lower);
     run.explanation.push(format!(
         "ping-pong: {n} dependent ops alternating between two CPU lanes took {} per op; from \
          one lane's op ending to the next starting on the other lane took {} (median hop) and \
          {} at the 99th percentile, in a traced chain of {} ops: what a multi-device step pays \
          each time it crosses devices.",
-        human_time(per_op),
+        human_time(ping_pong),
         human_time(p50),
         human_time(p99),
         hops.len() + 1
