@@ -26,11 +26,28 @@ impl MemTracker {
     /// handle by value: an op moves the one it captured into the guard, rather than paying for
     /// a clone and a drop on a count the pushing thread also writes.
     pub fn track(self: Arc<Self>, bytes: u64) -> Allocation {
-        let now = self.counts.live.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        self.counts.peak.fetch_max(now, Ordering::AcqRel);
+        self.add(bytes);
         Allocation {
             bytes,
             tracker: self,
+        }
+    }
+
+    /// Count `bytes` as live until a matching [`sub`](Self::sub): for a holder that keeps
+    /// the tracker itself (a tensor's buffer), where a guard would move the tracker's
+    /// reference count on every store.
+    pub fn add(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let now = self.counts.live.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.counts.peak.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// Stop counting `bytes` that [`add`](Self::add) counted.
+    pub fn sub(&self, bytes: u64) {
+        if bytes != 0 {
+            self.counts.live.fetch_sub(bytes, Ordering::AcqRel);
         }
     }
 
@@ -59,10 +76,7 @@ pub struct Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        self.tracker
-            .counts
-            .live
-            .fetch_sub(self.bytes, Ordering::AcqRel);
+        self.tracker.sub(self.bytes);
     }
 }
 

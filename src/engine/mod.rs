@@ -38,7 +38,7 @@ pub use error::{EngineError, OpError};
 pub use lane::{LaneId, LaneSpec};
 pub use op::Completion;
 pub use trace::TraceRecord;
-pub use var::Var;
+pub use var::{DataVar, OpVars, Var, VarData, VarKey};
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -48,7 +48,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use lane::{in_worker, Lane, Submitted};
-use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
+use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody, VarsBody};
 use var::{spin_until, Access};
 
 /// How pushed ops are executed.
@@ -255,6 +255,23 @@ impl Engine {
         F: FnOnce() -> Result<(), OpError> + Send + 'static,
     {
         self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
+    }
+
+    /// [`push`](Self::push) for a body that reaches the data of the op's vars through
+    /// [`OpVars`] (see [`DataVar`]) instead of holding handles of its own: the handles a
+    /// closure captures are dropped by the worker that runs it, and each such drop moves a
+    /// count the pushing thread also moves.
+    pub fn push_with<F>(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        lane: LaneId,
+        reads: &[&Var],
+        writes: &[&Var],
+        body: F,
+    ) where
+        F: FnOnce(&OpVars<'_>) -> Result<(), OpError> + Send + 'static,
+    {
+        self.push_body(name.into(), lane, reads, writes, VarsBody::new(body));
     }
 
     /// Push an op that completes when its body fires the [`Completion`] (from any thread, at

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Arc;
 
 use super::error::{panic_message, EngineError, OpError};
-use super::var::Var;
+use super::var::{OpVars, Var};
 use super::Shared;
 
 pub(crate) type OpRef = Arc<OpBlock>;
@@ -51,7 +51,8 @@ pub(crate) trait OpBody: Send + Sync {
     /// # Safety
     /// At most one of `run_sync`, `run_async` and `discard`, once per body, by the thread that
     /// won [`OpBlock::claim`].
-    unsafe fn run_sync(&self) -> Result<(), OpError> {
+    unsafe fn run_sync(&self, vars: &OpVars<'_>) -> Result<(), OpError> {
+        let _ = vars;
         Ok(())
     }
 
@@ -96,12 +97,21 @@ pub(crate) struct SyncBody<F>(Once<F>);
 /// An asynchronous body: the op completes when the [`Completion`] is fired.
 pub(crate) struct AsyncBody<F>(Once<F>);
 
+/// A synchronous body that reaches the data of its op's vars through [`OpVars`].
+pub(crate) struct VarsBody<F>(Once<F>);
+
 /// Engine-internal: complete at once and leave the written vars without error.
 pub(crate) struct ClearErrors;
 
 impl<F> SyncBody<F> {
     pub(crate) fn new(f: F) -> Self {
         SyncBody(Once::new(f))
+    }
+}
+
+impl<F> VarsBody<F> {
+    pub(crate) fn new(f: F) -> Self {
+        VarsBody(Once::new(f))
     }
 }
 
@@ -119,9 +129,28 @@ where
         BodyKind::Sync
     }
 
-    unsafe fn run_sync(&self) -> Result<(), OpError> {
+    unsafe fn run_sync(&self, _: &OpVars<'_>) -> Result<(), OpError> {
         // SAFETY: forwarded from the caller.
         unsafe { self.0.take() }.map_or(Ok(()), |f| f())
+    }
+
+    unsafe fn discard(&self) {
+        // SAFETY: forwarded from the caller.
+        drop(unsafe { self.0.take() });
+    }
+}
+
+impl<F> OpBody for VarsBody<F>
+where
+    F: FnOnce(&OpVars<'_>) -> Result<(), OpError> + Send,
+{
+    fn kind(&self) -> BodyKind {
+        BodyKind::Sync
+    }
+
+    unsafe fn run_sync(&self, vars: &OpVars<'_>) -> Result<(), OpError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.take() }.map_or(Ok(()), |f| f(vars))
     }
 
     unsafe fn discard(&self) {
@@ -419,7 +448,8 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
     let error = match op.body.kind() {
         BodyKind::Sync => {
             // SAFETY: claimed above.
-            match catch_unwind(AssertUnwindSafe(|| unsafe { op.body.run_sync() })) {
+            let vars = OpVars { deps: &op.deps };
+            match catch_unwind(AssertUnwindSafe(|| unsafe { op.body.run_sync(&vars) })) {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(EngineError::OpFailed {
                     op: op.name.to_string(),

@@ -11,7 +11,16 @@
 //! so the two sides meet only when something waits: reading a var that nothing writes, or
 //! writing a var nothing else touches, moves no cache line between the pushing thread and the
 //! workers.
+//!
+//! A var may also own data on behalf of its users ([`DataVar`]): a tensor's buffer, say. An op
+//! body reaches that data through the vars its op names ([`OpVars`]), so it holds no handle of
+//! its own, and a worker never moves a reference count that the pushing thread also moves (that
+//! count's cache line would cross between the cores twice per op). The data's contents are
+//! released as soon as the last owner is gone *and* every access pushed before that has
+//! completed, by whichever thread sees both last, so memory is freed when it was before: when
+//! the last op that uses it finishes.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -52,6 +61,9 @@ pub struct Var(pub(crate) Arc<VarInner>);
 #[repr(C)]
 pub(crate) struct VarInner {
     id: u64,
+    /// [`DataVar`] handles alive (0 for a plain var). On the pushing side: owners are cloned
+    /// and dropped where ops are pushed.
+    owners: AtomicUsize,
     /// The pushing side. Completions take this lock only when `done.waiting` is set.
     pushed: Mutex<Pushed>,
     /// Signalled (under `pushed`) when a write completes and someone sleeps in
@@ -90,7 +102,6 @@ struct Waiting {
     writes_before: u64,
 }
 
-#[derive(Default)]
 struct Done {
     reads: AtomicU64,
     writes: AtomicU64,
@@ -100,8 +111,28 @@ struct Done {
     sleepers: AtomicUsize,
     /// Mirror of `error.is_some()`, so the no-error path never takes the lock.
     poisoned: AtomicBool,
+    /// Total accesses pushed when the last owner went ([`NOT_ORPHANED`] until then): once
+    /// that many have completed, the data is released.
+    orphaned_at: AtomicU64,
+    /// Set by the one thread that releases the data.
+    released: AtomicBool,
+    /// What the var owns, beside the counts a worker updates as it completes an access (the
+    /// worker that runs an op reads it on a line it already holds).
+    data: Option<Box<dyn VarData>>,
     /// Error left by the last completed write (an op that failed or was skipped).
     error: Mutex<Option<EngineError>>,
+}
+
+/// [`Done::orphaned_at`] while the var still has an owner.
+const NOT_ORPHANED: u64 = u64::MAX;
+
+/// Data a var owns on behalf of its [`DataVar`] handles (a tensor's buffer).
+pub trait VarData: Any + Send + Sync {
+    /// Free what the data holds: its owners are gone and every access pushed before the last
+    /// one went has completed, so nothing can read it any more. Called at most once, on the
+    /// thread that saw that last (a worker or the thread that dropped the last owner); the
+    /// data itself is dropped with the var, once no op names it.
+    fn release(&self);
 }
 
 impl Done {
@@ -116,13 +147,40 @@ impl Done {
 impl Var {
     /// A fresh variable with no pending accesses.
     pub fn new() -> Var {
+        Var::with(None, 0)
+    }
+
+    fn with(data: Option<Box<dyn VarData>>, owners: usize) -> Var {
         Var(Arc::new(VarInner {
             id: next_var_id(),
+            owners: AtomicUsize::new(owners),
             pushed: Mutex::new(Pushed::default()),
             written: Condvar::new(),
             _gap: [0; 64],
-            done: Done::default(),
+            done: Done {
+                reads: AtomicU64::new(0),
+                writes: AtomicU64::new(0),
+                waiting: AtomicBool::new(false),
+                sleepers: AtomicUsize::new(0),
+                poisoned: AtomicBool::new(false),
+                orphaned_at: AtomicU64::new(NOT_ORPHANED),
+                released: AtomicBool::new(false),
+                data,
+                error: Mutex::new(None),
+            },
         }))
+    }
+
+    /// What names this var inside an op body ([`OpVars::data`]): a plain address, so a body
+    /// that keeps it holds no reference count.
+    pub fn key(&self) -> VarKey {
+        VarKey(Arc::as_ptr(&self.0) as usize)
+    }
+
+    /// The data the var owns, if it is a `T`.
+    pub fn data<T: VarData>(&self) -> Option<&T> {
+        let data: &dyn Any = self.0.done.data.as_deref()?;
+        data.downcast_ref()
     }
 
     /// A process-unique id, for traces and debugging.
@@ -208,6 +266,7 @@ impl Var {
         if done.waiting.load(Ordering::SeqCst) {
             self.grant_waiting(granted);
         }
+        self.release_if_drained();
     }
 
     /// A granted write finished, leaving `error` as the var's state.
@@ -225,6 +284,37 @@ impl Var {
         }
         if done.waiting.load(Ordering::SeqCst) {
             self.grant_waiting(granted);
+        }
+        self.release_if_drained();
+    }
+
+    /// The last owner is gone: release the data once every access pushed so far has
+    /// completed (now, if they all have).
+    fn orphan(&self) {
+        let total = {
+            let p = self.lock();
+            p.reads + p.writes
+        };
+        // SeqCst, with the completions' increment-then-load in `release_if_drained`: this
+        // thread sees the last completion, or that completion sees this mark (Dekker).
+        self.0.done.orphaned_at.store(total, Ordering::SeqCst);
+        self.release_if_drained();
+    }
+
+    /// Release the data if the var is orphaned and every access pushed before that has
+    /// completed; exactly one thread does.
+    fn release_if_drained(&self) {
+        let done = &self.0.done;
+        let Some(data) = &done.data else { return };
+        let at = done.orphaned_at.load(Ordering::SeqCst);
+        if at == NOT_ORPHANED {
+            return;
+        }
+        // Completed counts only grow, and never pass what was pushed: a sum that reaches the
+        // total pushed means every one of those accesses has completed.
+        let completed = done.reads.load(Ordering::SeqCst) + done.writes.load(Ordering::SeqCst);
+        if completed >= at && !done.released.swap(true, Ordering::AcqRel) {
+            data.release();
         }
     }
 
@@ -276,6 +366,71 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
         }
     }
     done()
+}
+
+/// A var's address, which an op body uses to find the var's data among its op's vars
+/// ([`OpVars::data`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VarKey(usize);
+
+/// What a body pushed with [`Engine::push_with`](super::Engine::push_with) may reach: the
+/// vars its op names, which the op keeps alive while the body runs.
+pub struct OpVars<'a> {
+    pub(crate) deps: &'a [Var],
+}
+
+impl<'a> OpVars<'a> {
+    /// The data of the var `key` names, if the op names that var and its data is a `T`.
+    pub fn data<T: VarData>(&self, key: VarKey) -> Option<&'a T> {
+        self.deps.iter().find(|v| v.key() == key)?.data()
+    }
+}
+
+/// A handle that owns a var's data (see [`VarData`]): cloning adds an owner; once the last is
+/// dropped the data is released as soon as every access pushed until then has completed.
+/// Ops name it as its [`var`](DataVar::var), like any other.
+pub struct DataVar(Var);
+
+impl DataVar {
+    /// A fresh var owning `data`, with this handle as its one owner.
+    pub fn new(data: Box<dyn VarData>) -> DataVar {
+        DataVar(Var::with(Some(data), 1))
+    }
+
+    /// The var ops name to read or write the data.
+    pub fn var(&self) -> &Var {
+        &self.0
+    }
+
+    /// The data, if it is a `T`.
+    pub fn data<T: VarData>(&self) -> Option<&T> {
+        self.0.data()
+    }
+}
+
+impl Clone for DataVar {
+    fn clone(&self) -> DataVar {
+        // Relaxed, as for `Arc`: a new owner comes from an existing one, which keeps the
+        // count above zero meanwhile.
+        self.0 .0.owners.fetch_add(1, Ordering::Relaxed);
+        DataVar(self.0.clone())
+    }
+}
+
+impl Drop for DataVar {
+    fn drop(&mut self) {
+        // AcqRel, as for `Arc`: the last owner sees everything the others did before they
+        // went.
+        if self.0 .0.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.orphan();
+        }
+    }
+}
+
+impl fmt::Debug for DataVar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DataVar#{}", self.0 .0.id)
+    }
 }
 
 impl Default for Var {

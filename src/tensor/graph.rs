@@ -66,13 +66,13 @@ impl Tensor {
             output.data.clone(),
         );
         let mem = self.device.memory.clone();
-        let vars: Vec<&Var> = reads.iter().map(|t| &t.var).collect();
+        let vars: Vec<&Var> = reads.iter().map(|t| t.var()).collect();
         gpu::push(
             &self.engine,
             self.device.compute,
             "capture graph",
             &vars,
-            &[&output.var],
+            &[output.var()],
             dev,
             gpu::Stream::Compute,
             move |d| {
@@ -146,13 +146,13 @@ impl CapturedGraph {
     /// Push one replay: one engine op that launches the whole graph. Returns the output tensor.
     pub fn replay(&self) -> Tensor {
         let state = self.state.clone();
-        let vars: Vec<&Var> = self.reads.iter().map(|t| &t.var).collect();
+        let vars: Vec<&Var> = self.reads.iter().map(|t| t.var()).collect();
         gpu::push(
             &self.output.engine,
             self.output.device.compute,
             "replay graph",
             &vars,
-            &[&self.output.var],
+            &[self.output.var()],
             &self.dev,
             gpu::Stream::Compute,
             move |d| {

@@ -6,16 +6,21 @@
 //!
 //! The buffer sits behind an `RwLock` only to make the sharing safe in Rust's terms: the
 //! engine already orders every access through the tensor's [`Var`], so the lock is never
-//! contended.
+//! contended. The var owns the buffer ([`DataVar`]): the ops of the hot paths reach it
+//! through the vars they name rather than through handles of their own, so the worker that
+//! runs them moves no reference count the pushing thread also moves, and the engine frees the
+//! values once the last tensor handle is gone and the last op that uses them has finished.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::device::memory::MemTracker;
 
 use ndarray::{ArrayD, Ix2, IxDyn};
 
 #[cfg(feature = "cuda")]
 use crate::device::cuda::ops::Map as Kernel;
 use crate::device::{cpu, Device, DeviceKind};
-use crate::engine::{Engine, EngineError, OpError, Var};
+use crate::engine::{DataVar, Engine, EngineError, OpError, OpVars, Var, VarData, VarKey};
 
 /// Errors of the tensor front end.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -39,12 +44,12 @@ pub enum TensorError {
 pub(crate) enum Storage {
     /// Not written yet.
     Empty,
-    /// Host memory, registered with the device's tracker while it lives (the guard is held
-    /// only for its drop, which unregisters the bytes).
-    Host(
-        ArrayD<f32>,
-        #[allow(dead_code)] crate::device::memory::Allocation,
-    ),
+    /// Host memory, counted by its buffer's tracker while it lives (the buffer stores and
+    /// frees it: see [`BufferCell::store_host`]). Boxed, so the array's header is allocated
+    /// and freed by the worker that computes and releases it, and the cell the pushing thread
+    /// allocated and later frees keeps a pointer: inline, the header took three cache lines
+    /// of that cell, which the two cores then passed back and forth once per op.
+    Host(Box<ArrayD<f32>>),
     #[cfg(feature = "cuda")]
     Cuda(Arc<gpu::GpuBuffer>),
     /// Page-locked host memory, filled by a device→host copy, with its shape.
@@ -53,17 +58,19 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
-    /// A host buffer, counted by `memory` until it is freed.
-    fn host_tracked(array: ArrayD<f32>, memory: Arc<crate::device::memory::MemTracker>) -> Storage {
-        let bytes = (array.len() * std::mem::size_of::<f32>()) as u64;
-        Storage::Host(array, memory.track(bytes))
+    /// The bytes of host memory this storage holds.
+    fn host_bytes(&self) -> u64 {
+        match self {
+            Storage::Host(a) => (a.len() * std::mem::size_of::<f32>()) as u64,
+            _ => 0,
+        }
     }
 
     /// The values in host memory: borrowed from an ordinary host buffer, or copied out of a
     /// pinned buffer that a device→host copy filled (so a host copy is usable by host ops).
     fn host(&self) -> Result<std::borrow::Cow<'_, ArrayD<f32>>, OpError> {
         match self {
-            Storage::Host(a, _) => Ok(std::borrow::Cow::Borrowed(a)),
+            Storage::Host(a) => Ok(std::borrow::Cow::Borrowed(a)),
             #[cfg(feature = "cuda")]
             Storage::Pinned(buf, shape) => {
                 let values = buf.as_slice().map_err(OpError::msg)?.to_vec();
@@ -84,15 +91,12 @@ impl Storage {
     }
 }
 
-type Buffer = Arc<BufferCell>;
-
-/// A tensor's storage behind its lock, with a gap that keeps the lock off the line of the
-/// handle's reference count: the pushing thread clones an input's handle for each op that
-/// reads it while the worker takes the read lock, and on one line the two would pass it back
-/// and forth twice per op. `repr(C)` keeps the gap first, where it does its work.
-#[repr(C)]
+/// A tensor's storage behind its lock, and the tracker that counts its host bytes. Owned by
+/// the tensor's var, which keeps it alive while any op names the var.
 pub(crate) struct BufferCell {
-    _gap: [u8; 64],
+    /// Counts the host bytes of `lock`'s storage. Set when the buffer is made, on the pushing
+    /// thread: a worker storing values moves no reference count.
+    memory: Arc<MemTracker>,
     lock: RwLock<Storage>,
 }
 
@@ -103,11 +107,82 @@ impl std::ops::Deref for BufferCell {
     }
 }
 
-fn new_buffer(storage: Storage) -> Buffer {
-    Arc::new(BufferCell {
-        _gap: [0; 64],
-        lock: RwLock::new(storage),
-    })
+impl BufferCell {
+    /// Store host values in `slot` (this buffer's storage, locked for writing): they count
+    /// from now on, and what they replace stops counting.
+    fn store_host(&self, slot: &mut Storage, values: ArrayD<f32>) {
+        let new = Storage::Host(Box::new(values));
+        self.memory.add(new.host_bytes());
+        let old = std::mem::replace(slot, new);
+        self.memory.sub(old.host_bytes());
+    }
+
+    /// Store host values, taking the lock.
+    fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
+        self.store_host(&mut *write(self)?, values);
+        Ok(())
+    }
+}
+
+impl VarData for BufferCell {
+    /// Free the values as soon as nothing can read them.
+    fn release(&self) {
+        // A poisoned lock still holds storage that must stop counting.
+        let mut slot = self.lock.write().unwrap_or_else(|e| e.into_inner());
+        let old = std::mem::replace(&mut *slot, Storage::Empty);
+        self.memory.sub(old.host_bytes());
+    }
+}
+
+impl Drop for BufferCell {
+    fn drop(&mut self) {
+        let storage = self.lock.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.memory.sub(storage.host_bytes());
+    }
+}
+
+/// A tensor's buffer: a handle that owns its var's [`BufferCell`] (cloning it keeps the
+/// values alive, as a tensor does).
+#[derive(Clone)]
+pub(crate) struct Buffer(DataVar);
+
+impl Buffer {
+    fn new(memory: Arc<MemTracker>, storage: Storage) -> Buffer {
+        memory.add(storage.host_bytes());
+        Buffer(DataVar::new(Box::new(BufferCell {
+            memory,
+            lock: RwLock::new(storage),
+        })))
+    }
+
+    fn var(&self) -> &Var {
+        self.0.var()
+    }
+
+    /// What an op body pushed with `push_with` finds this buffer by.
+    fn key(&self) -> VarKey {
+        self.var().key()
+    }
+
+    /// True when both handles name one buffer.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    fn same(&self, other: &Buffer) -> bool {
+        self.var().same(other.var())
+    }
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = BufferCell;
+    fn deref(&self) -> &BufferCell {
+        // A `Buffer` is only ever made by `Buffer::new`, around a `BufferCell`.
+        self.0.data().expect("a tensor's var owns a BufferCell")
+    }
+}
+
+/// The buffer of the var `key` names, among the vars of the op whose body asks.
+fn cell<'a>(vars: &OpVars<'a>, key: VarKey) -> Result<&'a BufferCell, OpError> {
+    vars.data(key)
+        .ok_or_else(|| OpError::msg("the op does not name the tensor it uses"))
 }
 
 /// Which element-wise kernel an op runs on a GPU (the host closure's twin).
@@ -146,7 +221,7 @@ impl Fill {
     }
 }
 
-fn read(buf: &Buffer) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
+fn read(buf: &BufferCell) -> Result<RwLockReadGuard<'_, Storage>, OpError> {
     buf.read()
         .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
 }
@@ -159,9 +234,9 @@ type ReadPair<'a> = (
     Option<RwLockReadGuard<'a, Storage>>,
 );
 
-fn read_both<'a>(x: &'a Buffer, y: &'a Buffer) -> Result<ReadPair<'a>, OpError> {
+fn read_both<'a>(x: &'a BufferCell, y: &'a BufferCell) -> Result<ReadPair<'a>, OpError> {
     let first = read(x)?;
-    let second = if Arc::ptr_eq(x, y) {
+    let second = if std::ptr::eq(x, y) {
         None
     } else {
         Some(read(y)?)
@@ -169,7 +244,7 @@ fn read_both<'a>(x: &'a Buffer, y: &'a Buffer) -> Result<ReadPair<'a>, OpError> 
     Ok((first, second))
 }
 
-fn write(buf: &Buffer) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
+fn write(buf: &BufferCell) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
     buf.write()
         .map_err(|_| OpError::msg("tensor buffer poisoned by an earlier panic"))
 }
@@ -179,7 +254,7 @@ fn write(buf: &Buffer) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
 pub struct Tensor {
     engine: Engine,
     device: Arc<Device>,
-    var: Var,
+    /// The values, owned by the var the engine tracks them by.
     data: Buffer,
     shape: Arc<[usize]>,
 }
@@ -194,8 +269,7 @@ impl Tensor {
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
-            var: Var::new(),
-            data: new_buffer(Storage::Empty),
+            data: Buffer::new(device.memory.clone(), Storage::Empty),
             shape,
         }
     }
@@ -221,8 +295,8 @@ impl Tensor {
                 engine,
                 device.compute,
                 "upload",
-                &[&host.var],
-                &[&out.var],
+                &[host.var()],
+                &[out.var()],
                 dev,
                 gpu::Stream::Compute,
                 move |d| {
@@ -242,12 +316,10 @@ impl Tensor {
             );
             return out;
         }
-        let storage = Storage::host_tracked(array, device.memory.clone());
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
-            var: Var::new(),
-            data: new_buffer(storage),
+            data: Buffer::new(device.memory.clone(), Storage::Host(Box::new(array))),
             shape,
         }
     }
@@ -266,29 +338,29 @@ impl Tensor {
     /// A new tensor whose values an op on `device` generates.
     fn filled(engine: &Engine, device: &Arc<Device>, shape: &[usize], fill: Fill) -> Tensor {
         let out = Tensor::pending(engine, device, shape);
-        let (dst, s) = (out.data.clone(), shape.to_vec());
-        let mem = device.memory.clone();
         let name = fill.name();
         match &device.kind {
             DeviceKind::Cpu { .. } => {
-                engine.push(name, device.compute, &[], &[&out.var], move || {
+                let (dst, s) = (out.data.key(), shape.to_vec());
+                engine.push_with(name, device.compute, &[], &[out.var()], move |vars| {
                     let values = match fill {
                         Fill::Ones => ArrayD::ones(IxDyn(&s)),
                         Fill::Uniform(seed) => cpu::uniform(&s, seed),
                     };
-                    *write(&dst)? = Storage::host_tracked(values, mem);
-                    Ok(())
+                    cell(vars, dst)?.put_host(values)
                 })
             }
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => {
                 let n = out.len();
+                let dst = out.data.clone();
+                let mem = device.memory.clone();
                 gpu::push(
                     engine,
                     device.compute,
                     name,
                     &[],
-                    &[&out.var],
+                    &[out.var()],
                     dev,
                     gpu::Stream::Compute,
                     move |d| {
@@ -317,17 +389,15 @@ impl Tensor {
         f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
     ) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
-        let (src, dst) = (self.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
-        self.engine.push(
+        let (src, dst) = (self.data.key(), out.data.key());
+        self.engine.push_with(
             name,
             self.device.compute,
-            &[&self.var],
-            &[&out.var],
-            move || {
-                let y = f(&*read(&src)?.host()?)?;
-                *write(&dst)? = Storage::host_tracked(y, mem);
-                Ok(())
+            &[self.var()],
+            &[out.var()],
+            move |vars| {
+                let y = f(&*read(cell(vars, src)?)?.host()?)?;
+                cell(vars, dst)?.put_host(y)
             },
         );
         out
@@ -343,22 +413,20 @@ impl Tensor {
         f: impl FnOnce(&ArrayD<f32>, &ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
     ) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
-        let (x, y, dst) = (self.data.clone(), other.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
-        self.engine.push(
+        let (x, y, dst) = (self.data.key(), other.data.key(), out.data.key());
+        self.engine.push_with(
             name,
             self.device.compute,
-            &[&self.var, &other.var],
-            &[&out.var],
-            move || {
+            &[self.var(), other.var()],
+            &[out.var()],
+            move |vars| {
                 let z = {
-                    let (xg, yg) = read_both(&x, &y)?;
+                    let (xg, yg) = read_both(cell(vars, x)?, cell(vars, y)?)?;
                     let a = xg.host()?;
                     let b = yg.as_deref().unwrap_or(&xg).host()?;
                     f(&a, &b)?
                 };
-                *write(&dst)? = Storage::host_tracked(z, mem);
-                Ok(())
+                cell(vars, dst)?.put_host(z)
             },
         );
         out
@@ -382,8 +450,8 @@ impl Tensor {
                 &self.engine,
                 self.device.compute,
                 name,
-                &[&self.var],
-                &[&out.var],
+                &[self.var()],
+                &[out.var()],
                 dev,
                 gpu::Stream::Compute,
                 move |d| {
@@ -441,8 +509,8 @@ impl Tensor {
                 &self.engine,
                 self.device.compute,
                 "add_row",
-                &[&self.var, &row.var],
-                &[&out.var],
+                &[self.var(), row.var()],
+                &[out.var()],
                 dev,
                 gpu::Stream::Compute,
                 move |d| {
@@ -505,27 +573,27 @@ impl Tensor {
                 &self.shape[..]
             )));
         }
-        let (x, y) = (self.data.clone(), other.data.clone());
-        self.engine.push(
+        let (x, y) = (self.data.key(), other.data.key());
+        self.engine.push_with(
             "axpby in place",
             self.device.compute,
-            &[&other.var],
-            &[&self.var],
-            move || {
-                let mut xg = write(&x)?;
-                if Arc::ptr_eq(&x, &y) {
-                    let Storage::Host(xs, _) = &mut *xg else {
+            &[other.var()],
+            &[self.var()],
+            move |vars| {
+                let mut xg = write(cell(vars, x)?)?;
+                if x == y {
+                    let Storage::Host(xs) = &mut *xg else {
                         return Err(OpError::msg("expected a tensor in host memory"));
                     };
                     xs.mapv_inplace(|p| a * p + b * p);
                     return Ok(());
                 }
-                let yg = read(&y)?;
+                let yg = read(cell(vars, y)?)?;
                 let ys = yg.host()?;
-                let Storage::Host(xs, _) = &mut *xg else {
+                let Storage::Host(xs) = &mut *xg else {
                     return Err(OpError::msg("expected a tensor in host memory"));
                 };
-                ndarray::Zip::from(xs)
+                ndarray::Zip::from(&mut **xs)
                     .and(&*ys)
                     .for_each(|p, &q| *p = a * *p + b * q);
                 Ok(())
@@ -553,7 +621,7 @@ impl Tensor {
             let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
             let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
             let mem = self.device.memory.clone();
-            let (reads, writes) = ([&self.var, &rhs.var], [&out.var]);
+            let (reads, writes) = ([self.var(), rhs.var()], [out.var()]);
             let k_dim = self.shape[1];
             gpu::push(
                 &self.engine,
@@ -569,7 +637,7 @@ impl Tensor {
                     let mut slot = write(&dst).map_err(|e| e.to_string())?;
                     let a = read(&x).and_then(|s| s.cuda()).map_err(|e| e.to_string())?;
                     // One lock at a time: `x · x` must not hold two reads of one buffer.
-                    let b = if Arc::ptr_eq(&x, &y) {
+                    let b = if x.same(&y) {
                         a.clone()
                     } else {
                         read(&y).and_then(|s| s.cuda()).map_err(|e| e.to_string())?
@@ -598,29 +666,30 @@ impl Tensor {
         // CPU device), not on the GPU's lanes.
         let host = self.device.host_device(&self.device);
         let out = Tensor::pending_shaped(&self.engine, &host, self.shape.clone());
-        let (src, dst) = (self.data.clone(), out.data.clone());
-        let mem = self.device.memory.clone();
         match &self.device.kind {
-            DeviceKind::Cpu { .. } => self.engine.push(
-                "copy to host",
-                self.device.copy,
-                &[&self.var],
-                &[&out.var],
-                move || {
-                    let copy = read(&src)?.host()?.into_owned();
-                    *write(&dst)? = Storage::host_tracked(copy, mem);
-                    Ok(())
-                },
-            ),
+            DeviceKind::Cpu { .. } => {
+                let (src, dst) = (self.data.key(), out.data.key());
+                self.engine.push_with(
+                    "copy to host",
+                    self.device.copy,
+                    &[self.var()],
+                    &[out.var()],
+                    move |vars| {
+                        let copy = read(cell(vars, src)?)?.host()?.into_owned();
+                        cell(vars, dst)?.put_host(copy)
+                    },
+                )
+            }
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => {
+                let (src, dst) = (self.data.clone(), out.data.clone());
                 let (n, shape) = (self.len(), self.shape.clone());
                 gpu::push(
                     &self.engine,
                     self.device.copy,
                     "copy to host",
-                    &[&self.var],
-                    &[&out.var],
+                    &[self.var()],
+                    &[out.var()],
                     dev,
                     gpu::Stream::Copy,
                     move |d| {
@@ -660,7 +729,7 @@ impl Tensor {
     /// Block until the value is computed (the book's `wait_to_read`): on a GPU in stream
     /// order, also until the device has run the op that wrote it.
     pub fn wait_to_read(&self) -> Result<(), EngineError> {
-        self.engine.wait_to_read(&self.var)?;
+        self.engine.wait_to_read(self.var())?;
         #[cfg(feature = "cuda")]
         if let Ok(data) = self.data.read() {
             if let Storage::Cuda(buf) = &*data {
@@ -679,7 +748,7 @@ impl Tensor {
             .map_err(|_| TensorError::Read("tensor buffer poisoned by an earlier panic".into()))?;
         match &*data {
             Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
-            Storage::Host(a, _) => Ok(a.iter().copied().collect()),
+            Storage::Host(a) => Ok(a.iter().copied().collect()),
             #[cfg(feature = "cuda")]
             Storage::Cuda(slice) => match &self.device.kind {
                 DeviceKind::Cuda(d) => d
@@ -704,7 +773,7 @@ impl Tensor {
 
     /// The var the engine tracks this tensor's buffer by.
     pub fn var(&self) -> &Var {
-        &self.var
+        self.data.var()
     }
 
     /// The device the tensor lives on.
