@@ -369,7 +369,9 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
 }
 
 /// A var's address, which an op body uses to find the var's data among its op's vars
-/// ([`OpVars::data`]).
+/// ([`OpVars::data`]). It names the var only while the var lives: a body should look up only
+/// vars its op names, which the op keeps alive, so their addresses cannot have gone to
+/// another var meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct VarKey(usize);
 
