@@ -48,7 +48,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use lane::{in_worker, Lane, Submitted};
-use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody, VarsBody};
+use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
 use var::{spin_until, Access};
 
 /// How pushed ops are executed.
@@ -254,7 +254,7 @@ impl Engine {
     ) where
         F: FnOnce() -> Result<(), OpError> + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
+        self.push_with(name, lane, reads, writes, move |_| body());
     }
 
     /// [`push`](Self::push) for a body that reaches the data of the op's vars through
@@ -271,7 +271,7 @@ impl Engine {
     ) where
         F: FnOnce(&OpVars<'_>) -> Result<(), OpError> + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, VarsBody::new(body));
+        self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
     }
 
     /// Push an op that completes when its body fires the [`Completion`] (from any thread, at

@@ -91,14 +91,12 @@ impl<F> Once<F> {
     }
 }
 
-/// A synchronous body: the op completes when it returns.
-pub(crate) struct SyncBody<F>(Once<F>);
-
 /// An asynchronous body: the op completes when the [`Completion`] is fired.
 pub(crate) struct AsyncBody<F>(Once<F>);
 
-/// A synchronous body that reaches the data of its op's vars through [`OpVars`].
-pub(crate) struct VarsBody<F>(Once<F>);
+/// A synchronous body: the op completes when it returns. It gets the op's vars ([`OpVars`]),
+/// which a plain closure pushed with [`Engine::push`](super::Engine::push) ignores.
+pub(crate) struct SyncBody<F>(Once<F>);
 
 /// Engine-internal: complete at once and leave the written vars without error.
 pub(crate) struct ClearErrors;
@@ -109,12 +107,6 @@ impl<F> SyncBody<F> {
     }
 }
 
-impl<F> VarsBody<F> {
-    pub(crate) fn new(f: F) -> Self {
-        VarsBody(Once::new(f))
-    }
-}
-
 impl<F> AsyncBody<F> {
     pub(crate) fn new(f: F) -> Self {
         AsyncBody(Once::new(f))
@@ -122,25 +114,6 @@ impl<F> AsyncBody<F> {
 }
 
 impl<F> OpBody for SyncBody<F>
-where
-    F: FnOnce() -> Result<(), OpError> + Send,
-{
-    fn kind(&self) -> BodyKind {
-        BodyKind::Sync
-    }
-
-    unsafe fn run_sync(&self, _: &OpVars<'_>) -> Result<(), OpError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.0.take() }.map_or(Ok(()), |f| f())
-    }
-
-    unsafe fn discard(&self) {
-        // SAFETY: forwarded from the caller.
-        drop(unsafe { self.0.take() });
-    }
-}
-
-impl<F> OpBody for VarsBody<F>
 where
     F: FnOnce(&OpVars<'_>) -> Result<(), OpError> + Send,
 {

@@ -45,7 +45,7 @@ pub(crate) enum Storage {
     /// Not written yet.
     Empty,
     /// Host memory, counted by its buffer's tracker while it lives (the buffer stores and
-    /// frees it: see [`BufferCell::store_host`]). Boxed, so the array's header is allocated
+    /// frees it: see [`BufferCell::put_host`]). Boxed, so the array's header is allocated
     /// and freed by the worker that computes and releases it, and the cell the pushing thread
     /// allocated and later frees keeps a pointer: inline, the header took three cache lines
     /// of that cell, which the two cores then passed back and forth once per op.
@@ -108,18 +108,13 @@ impl std::ops::Deref for BufferCell {
 }
 
 impl BufferCell {
-    /// Store host values in `slot` (this buffer's storage, locked for writing): they count
-    /// from now on, and what they replace stops counting.
-    fn store_host(&self, slot: &mut Storage, values: ArrayD<f32>) {
+    /// Store host values: they count from now on, and what they replace stops counting.
+    fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
+        let mut slot = write(self)?;
         let new = Storage::Host(Box::new(values));
         self.memory.add(new.host_bytes());
-        let old = std::mem::replace(slot, new);
+        let old = std::mem::replace(&mut *slot, new);
         self.memory.sub(old.host_bytes());
-    }
-
-    /// Store host values, taking the lock.
-    fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
-        self.store_host(&mut *write(self)?, values);
         Ok(())
     }
 }
@@ -135,9 +130,9 @@ impl VarData for BufferCell {
 }
 
 impl Drop for BufferCell {
+    /// Whatever the cell still holds as it goes stops counting.
     fn drop(&mut self) {
-        let storage = self.lock.get_mut().unwrap_or_else(|e| e.into_inner());
-        self.memory.sub(storage.host_bytes());
+        self.release();
     }
 }
 
