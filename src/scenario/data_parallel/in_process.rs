@@ -355,15 +355,19 @@ impl Setup {
                         let mut g = g.write_all()?;
                         let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
                         // Push: the server applies it at once, whatever happened meanwhile.
-                        let update = {
+                        // The entry is timed under the server's lock, so a later update
+                        // never carries an earlier time than the one before it.
+                        let entry = {
                             let mut s = server.lock().map_err(|_| poisoned())?;
                             sgd(&mut s, &g, lr);
                             let mut log = staleness.lock().map_err(|_| poisoned())?;
                             let stale = (log.len() - seen) as u64;
                             log.push(stale);
-                            log.len() as u64 - 1
+                            let update = log.len() as u64 - 1;
+                            LossEntry::since(start, update, loss * batch as f64, rows.1)
                         };
-                        record(&log, update, loss * batch as f64, rows.1, start)
+                        log.lock().map_err(|_| poisoned())?.push(entry);
+                        Ok(())
                     },
                 );
             }
@@ -473,6 +477,10 @@ mod tests {
         let mut updates: Vec<u64> = t.log.iter().map(|e| e.update).collect();
         updates.sort_unstable();
         assert_eq!(updates, (0..15).collect::<Vec<_>>());
+        // A later update is never timed before an earlier one (the loss curve's time axis).
+        let mut log = t.log.clone();
+        log.sort_by_key(|e| e.update);
+        assert!(log.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert!(t.params.iter().all(|v| v.is_finite()));
         assert_ne!(t.params, *s.initial);
     }
