@@ -365,7 +365,7 @@ const WORKER_SPIN: Duration = Duration::from_micros(50);
 /// cache, and pay a hand-off per handful of ops: a loop of independent `add_scalar` ops cost
 /// 0.83-0.89x as much per op with 128-op batches and no idle retiring, against 64-op batches
 /// retired from 16 ops on idle. 256-op batches did as well there but made a dependent chain
-/// 1.2-1.4x slower (more ops freed in each burst).
+/// 1.2-1.4x slower (probably because each burst frees more ops).
 const RETIRE_BATCH: usize = 128;
 
 /// The longest pause between two polls of an idle worker, in `spin_loop` hints (a `pause`
