@@ -1599,32 +1599,27 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
 
 #[test]
 fn a_run_past_max_time_says_what_the_option_bounds() {
-    let doc = json_of(&[
-        "async",
-        "--iterations",
-        "200",
-        "--product-size",
-        "64",
-        "--max-time",
-        "0",
-    ]);
-    let notes = doc["runs"][0]["notes"].to_string();
+    // The notes of a short `async` run under `--max-time max_time`.
+    let notes_with = |max_time: &str| {
+        let doc = json_of(&[
+            "async",
+            "--iterations",
+            "200",
+            "--product-size",
+            "64",
+            "--max-time",
+            max_time,
+        ]);
+        doc["runs"][0]["notes"].to_string()
+    };
+    let notes = notes_with("0");
     assert!(
         notes.contains("more than --max-time 0.000 ns: that option ends the sampling"),
         "{notes}"
     );
     // A run well within its bound says nothing of it (a bound far above the run's length,
     // so a machine busy with other tests cannot push this run past it).
-    let doc = json_of(&[
-        "async",
-        "--iterations",
-        "200",
-        "--product-size",
-        "64",
-        "--max-time",
-        "600",
-    ]);
-    let notes = doc["runs"][0]["notes"].to_string();
+    let notes = notes_with("600");
     assert!(!notes.contains("--max-time"), "{notes}");
 }
 
