@@ -7,20 +7,29 @@
 //! - `floor/boxed-closure-channel`: N boxed closures through a channel to one other thread,
 //!   without the engine: what handing work to a thread costs on this machine, the reference
 //!   the `async/*` figures are read against (as a ratio from one run).
+//! - `tensor-loop/*`: the README's direct loop, `x.add_scalar(1.0)` 1,000 times on a 1×2
+//!   tensor, then `wait_all`: `async`'s loop without the sampler around it, in three modes
+//!   that take its costs apart (see [`bench_tensor_loop`]).
 //!
 //! Ops run on a CPU device lane (a worker inside a one-thread rayon pool), as in the scenarios.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use parbench::device::{Runtime, RuntimeOptions};
 use parbench::engine::Var;
-use parbench::harness::floor::channel_round;
-use std::time::Duration;
+use parbench::harness::floor::{channel_round, line_rounds, LINE_HOPS};
+use parbench::harness::stats::median;
+use parbench::tensor::Tensor;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The same allocator as the `parbench` binary.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn runtime() -> Runtime {
+    // As the binary does, so the allocator behaves as it does in `parbench`'s own figures.
+    parbench::harness::allocator::keep_freed_memory();
     Runtime::cpu(&RuntimeOptions::default(), &[1]).expect("runtime")
 }
 
@@ -107,5 +116,131 @@ fn bench_floor(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_async, bench_round_trip, bench_floor);
+/// Ops per round of the tensor loop: `async`'s default.
+const TENSOR_LOOP_OPS: u64 = 1_000;
+
+/// `async`'s loop, timed directly, in four modes (each a round of 1,000 ops, reported per op
+/// through the throughput):
+/// - `plain`: push the ops, each output dropped as the next is made, then `wait_all`; the
+///   whole round is timed. This is the figure the README's fifth and sixth sessions quote.
+/// - `held-worker`: an op that spins until released holds the device's worker while the
+///   1,000 ops are pushed, and only the pushing is timed: a push without a running worker
+///   beside it, so the gap to `plain` is what sharing lines with the worker costs.
+/// - `kept-outputs`: as `plain`, but every output stays alive until the round is timed, so no
+///   output is orphaned, released or freed inside the loop: the gap to `plain` is what an
+///   output's end of life costs.
+/// - `chain`: `y = y + 1` 1,000 times, each op waiting for the one before.
+///
+/// Read the modes as ratios from one run: the host's periods move all of them together. The
+/// group prints the cross-core line latency (`harness::floor::line_rounds`) before and after
+/// its modes, so a run that changed period says so.
+fn bench_tensor_loop(c: &mut Criterion) {
+    print_line("before");
+    let rt = runtime();
+    let (engine, dev) = (&rt.engine, &rt.devices[0]);
+    let x = Tensor::ones(engine, dev, &[1, 2]);
+    x.wait_to_read().expect("no op fails");
+    let n = TENSOR_LOOP_OPS;
+    let mut group = c.benchmark_group("tensor-loop");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(n));
+    group.bench_function("plain", |b| {
+        b.iter_custom(|rounds| {
+            (0..rounds)
+                .map(|_| {
+                    let t = Instant::now();
+                    let mut last = None;
+                    for _ in 0..n {
+                        last = Some(x.add_scalar(1.0));
+                    }
+                    drop(last);
+                    engine.wait_all().expect("no op fails");
+                    t.elapsed()
+                })
+                .sum()
+        })
+    });
+    group.bench_function("held-worker", |b| {
+        b.iter_custom(|rounds| {
+            (0..rounds)
+                .map(|_| {
+                    let release = Arc::new(AtomicBool::new(false));
+                    let held = Arc::clone(&release);
+                    engine.push("hold", dev.compute, &[], &[], move || {
+                        while !held.load(Ordering::Acquire) {
+                            std::hint::spin_loop();
+                        }
+                        Ok(())
+                    });
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        drop(x.add_scalar(1.0));
+                    }
+                    let pushed = t.elapsed();
+                    release.store(true, Ordering::Release);
+                    engine.wait_all().expect("no op fails");
+                    pushed
+                })
+                .sum()
+        })
+    });
+    group.bench_function("kept-outputs", |b| {
+        b.iter_custom(|rounds| {
+            (0..rounds)
+                .map(|_| {
+                    let mut kept = Vec::with_capacity(n as usize);
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        kept.push(x.add_scalar(1.0));
+                    }
+                    engine.wait_all().expect("no op fails");
+                    let elapsed = t.elapsed();
+                    drop(kept);
+                    elapsed
+                })
+                .sum()
+        })
+    });
+    group.bench_function("chain", |b| {
+        b.iter_custom(|rounds| {
+            (0..rounds)
+                .map(|_| {
+                    let t = Instant::now();
+                    let mut y = x.add_scalar(1.0);
+                    for _ in 1..n {
+                        y = y.add_scalar(1.0);
+                    }
+                    engine.wait_all().expect("no op fails");
+                    t.elapsed()
+                })
+                .sum()
+        })
+    });
+    group.finish();
+    print_line("after");
+}
+
+/// Prints the median of five rounds of the cross-core line probe, where the machine has two
+/// CPUs.
+fn print_line(when: &str) {
+    match line_rounds(LINE_HOPS, 5) {
+        Ok(Some(rounds)) => match median(&rounds) {
+            Some(per_hop) => println!("cross-core line {when}: {:.0} ns", per_hop * 1e9),
+            None => println!("cross-core line {when}: no rounds"),
+        },
+        Ok(None) => println!("cross-core line {when}: not measured (fewer than two CPUs)"),
+        Err(e) => println!("cross-core line {when}: not measured ({e})"),
+    }
+}
+
+criterion_group!(
+    benches,
+    bench_async,
+    bench_round_trip,
+    bench_floor,
+    bench_tensor_loop
+);
 criterion_main!(benches);

@@ -128,9 +128,16 @@ def line_cell(d):
     if "cross_core_line_before_s" not in d:
         return ""
     if "cross_core_line_s" not in d:
+        probes = ([d["cross_core_line_before_s"]] + list(d.get("cross_core_line_each_round_s", []))
+                  + [d["cross_core_line_after_s"]])
+        regimes = "".join(
+            f"; async {human_time(d[k])} per op in the rounds at the {label} latency"
+            for k, label in (("async_per_op_low_line_s", "lower"), ("async_per_op_high_line_s", "higher"))
+            if k in d)
         return (f"; a cache line between the two CPUs {human_time(d['cross_core_line_before_s'])} "
-                f"one way before the samples, {human_time(d['cross_core_line_after_s'])} after "
-                f"(the host changed in between)")
+                f"one way before the samples, {human_time(d['cross_core_line_after_s'])} after, "
+                f"{human_time(min(probes))} to {human_time(max(probes))} across all probes "
+                f"(the host changed during the run){regimes}")
     return (f"; a cache line between the two CPUs {human_time(d['cross_core_line_s'])} one way "
             f"({human_time(d['cross_core_line_before_s'])} before the samples, "
             f"{human_time(d['cross_core_line_after_s'])} after): async per op "
@@ -331,7 +338,19 @@ def self_test():
                if k not in ("cross_core_line_s", "async_over_line_ratio")}
     shifted["cross_core_line_after_s"] = 2.4e-7
     assert line_cell(shifted) == ("; a cache line between the two CPUs 48.00 ns one way before the samples, "
-                                  "240.0 ns after (the host changed in between)"), line_cell(shifted)
+                                  "240.0 ns after, 48.00 ns to 240.0 ns across all probes "
+                                  "(the host changed during the run)"), line_cell(shifted)
+    # Before and after agree, but a probe between rounds did not: the range says so, and the
+    # cost per op in each regime is quoted apart.
+    shifted["cross_core_line_after_s"] = 5.0e-8
+    shifted["cross_core_line_each_round_s"] = [5.0e-8, 2.1e-7, 5.1e-8]
+    shifted["async_per_op_low_line_s"] = 3.0e-7
+    shifted["async_per_op_high_line_s"] = 6.0e-7
+    assert line_cell(shifted) == ("; a cache line between the two CPUs 48.00 ns one way before the samples, "
+                                  "50.00 ns after, 48.00 ns to 210.0 ns across all probes "
+                                  "(the host changed during the run); async 300.0 ns per op in the rounds "
+                                  "at the lower latency; async 600.0 ns per op in the rounds at the higher "
+                                  "latency"), line_cell(shifted)
     assert "4000²" not in text, text
     assert "busy" not in text, text
     busy = table(report["environment"], ["probe before: 2 threads 118 GFLOP/s (0.54x of ideal scaling)"], [])

@@ -1,6 +1,7 @@
 //! Measuring: the book's `Benchmark` timer, the sampler that repeats and interleaves variants,
 //! and the statistics of the samples.
 
+pub mod allocator;
 pub mod floor;
 pub mod sampler;
 pub mod stats;

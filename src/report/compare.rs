@@ -13,9 +13,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{Better, Report, SCHEMA};
 #[cfg(test)]
-use super::{Figure, RunRecord, Unit};
+use super::RunRecord;
+use super::{Better, Figure, Report, Unit, SCHEMA};
 use crate::harness::stats::mann_whitney_p;
 
 /// Why two reports cannot be compared (a usage error).
@@ -130,6 +130,8 @@ pub struct Row {
     pub verdict: Verdict,
     /// True for times (seconds), false for derived figures (their own units).
     pub is_time: bool,
+    /// The unit the two values are printed in.
+    pub unit: Unit,
 }
 
 /// How the two reports' environments differ where it changes timings (machine, engine, GPU),
@@ -319,6 +321,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
                 p_value,
                 verdict,
                 is_time: true,
+                unit: Unit::Seconds,
             });
         }
         for (k, nval) in &nr.derived {
@@ -326,7 +329,8 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
             else {
                 continue;
             };
-            let up_is_better = match nr.figure(k).better {
+            let figure = nr.figure(k);
+            let up_is_better = match figure.better {
                 Better::Higher => true,
                 Better::Lower => false,
                 Better::Neither => continue,
@@ -349,6 +353,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
                 p_value: None,
                 verdict,
                 is_time: false,
+                unit: figure.unit,
             });
         }
     }
@@ -360,11 +365,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
 
 /// A compared value as the tables print it.
 pub fn value(row: &Row, v: f64) -> String {
-    if row.is_time {
-        crate::units::human_time(v)
-    } else {
-        format!("{v:.3}")
-    }
+    Figure::new(row.unit, Better::Neither).format(&Value::from(v))
 }
 
 /// A relative change as the tables print it (`+3.1%`).
@@ -582,24 +583,31 @@ mod tests {
         }
     }
 
+    /// A report of one run with one variant and the derived figures `derive` adds.
+    fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
+        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
+        run.add_variants(
+            vec!["v".into()],
+            vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
+            [None],
+        );
+        derive(&mut run);
+        Report::new(
+            crate::report::Environment::capture(
+                "threaded",
+                crate::report::GpuInfo::unavailable("x"),
+            ),
+            vec![run],
+        )
+    }
+
     #[test]
     fn a_figure_better_lower_is_worse_when_it_rises() {
         let doc = |v: f64| {
-            let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-            run.add_variants(
-                vec!["v".into()],
-                vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
-                [None],
-            );
-            run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
-            run.derive("t1_s", v);
-            Report::new(
-                crate::report::Environment::capture(
-                    "threaded",
-                    crate::report::GpuInfo::unavailable("x"),
-                ),
-                vec![run],
-            )
+            report_deriving(|run| {
+                run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
+                run.derive("t1_s", v);
+            })
         };
         let rows = compare(&doc(1.0), &doc(2.0), 0.1).expect("rows");
         let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
@@ -613,6 +621,31 @@ mod tests {
         assert_eq!(
             row("derived:chain_ratio").map(|r| r.verdict),
             Some(Verdict::Better)
+        );
+    }
+
+    #[test]
+    fn a_derived_figure_prints_in_its_own_unit() {
+        let doc = |v: f64| {
+            report_deriving(|run| {
+                run.derive_as("per_op_s", v, Figure::new(Unit::Seconds, Better::Lower));
+                run.derive_as("x_ratio", v * 1e6, Figure::RATIO_LOWER_IS_BETTER);
+            })
+        };
+        // Nanoseconds, which three decimals of a second would print as 0.000.
+        let rows = compare(&doc(300e-9), &doc(600e-9), 0.1).expect("rows");
+        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name)).expect(name);
+        let r = row("derived:per_op_s");
+        assert_eq!(
+            (value(r, r.base), value(r, r.new)),
+            ("300.0 ns".into(), "600.0 ns".into())
+        );
+        let r = row("derived:x_ratio");
+        assert_eq!(value(r, r.base), "0.30×");
+        let text = render(&rows, 0.1, false);
+        assert!(
+            text.contains("300.0 ns") && text.contains("600.0 ns"),
+            "{text}"
         );
     }
 }

@@ -16,8 +16,10 @@
 //!
 //! Beside them, two references from the same run describe the machine: the channel floor (a
 //! hand-off to a thread with no engine) and the one-way latency of a cache line between two
-//! CPUs, measured before and after the samples, since each op moves a few lines between the
-//! pushing core and the worker's and a VM's host changes that latency from minute to minute.
+//! CPUs, measured before the samples, after each round of them and after them, since each op
+//! moves a few lines between the pushing core and the worker's and a VM's host changes that
+//! latency from minute to minute: a run whose rounds saw two latencies says so, and quotes
+//! async's cost in each.
 //!
 //! The book's model splits one iteration into t1 (front end hands the op to the backend),
 //! t2 (backend executes it) and t3 (result returns to the front end) and predicts
@@ -293,18 +295,32 @@ impl Scenario for AsyncLoop {
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         // The host's cross-core latency, just before and just after the samples.
-        let line_rounds = || -> Result<_, ScenarioError> {
+        let line_rounds = |rounds: usize| -> Result<_, ScenarioError> {
             engine.wait_all()?;
             // Idle workers poll for a while before they park; on two CPUs one still polling
             // would share a CPU with the probe's threads.
             std::thread::sleep(LINE_QUIET);
-            floor::line_rounds(floor::LINE_HOPS, LINE_ROUNDS)
+            floor::line_rounds(floor::LINE_HOPS, rounds)
                 .map_err(|e| ScenarioError::from(DeviceError::Workers(e)))
         };
-        let line_before = line_rounds()?;
-        let summaries = ctx.sample(self, engine, &mut variants)?;
+        let line_before = line_rounds(LINE_ROUNDS)?;
+        // One round of the probe after every round of samples, so that a run whose rounds
+        // span two states of the host can tell which ran in which; then an op on each lane the
+        // variants use, so the next round finds the workers polling, as the round before did,
+        // rather than parked by the probe's quiet spell.
+        let mut line_each_round = Vec::new();
+        let mut between = || -> Result<(), ScenarioError> {
+            if let Some(r) = line_rounds(1)? {
+                line_each_round.extend(r);
+            }
+            for lane in [device.compute, pp[0], pp[1]] {
+                engine.push("wake", lane, &[], &[], || Ok(()));
+            }
+            Ok(engine.wait_all()?)
+        };
+        let summaries = ctx.sample_between(self, engine, &mut variants, &mut between)?;
         drop(variants);
-        let line_after = line_rounds()?;
+        let line_after = line_rounds(LINE_ROUNDS)?;
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         run.notes.extend(notes);
@@ -415,7 +431,14 @@ impl Scenario for AsyncLoop {
                 floor::channel_floor_per_op(n, FLOOR_ROUNDS).map_err(DeviceError::Workers)?;
             derive_floor(&mut run, n, floor);
         }
-        derive_line(&mut run, n, line_before.zip(line_after));
+        let probes = line_before
+            .zip(line_after)
+            .map(|(before, after)| LineProbes {
+                before,
+                each_round: line_each_round,
+                after,
+            });
+        derive_line(&mut run, n, probes);
         derive_pitfall(&mut run, products, product_size);
         #[cfg(feature = "cuda")]
         if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
@@ -500,23 +523,46 @@ const LINE_ROUNDS: usize = 5;
 /// regimes of the host.
 const LINE_SHIFT: f64 = 1.5;
 
-/// The latency of a cache line between two cores, measured just before and just after the
-/// samples, beside async's cost per op: on a VM the host changes that latency from minute to
-/// minute (it moves the vCPUs), and every op moves several lines between the pushing thread
-/// and the worker, so a reader needs it to compare two runs' per-op figures. `None` on a
-/// machine with one CPU.
-fn derive_line(run: &mut RunRecord, n: u64, rounds: Option<(Vec<f64>, Vec<f64>)>) {
-    let Some((before, after)) = rounds else {
+/// The probes of the cross-core line latency around the samples, in seconds per hop.
+struct LineProbes {
+    /// [`LINE_ROUNDS`] rounds just before the samples.
+    before: Vec<f64>,
+    /// One round after each round of samples, in order.
+    each_round: Vec<f64>,
+    /// [`LINE_ROUNDS`] rounds just after the samples.
+    after: Vec<f64>,
+}
+
+/// The latency of a cache line between two cores, measured just before the samples, after
+/// each round of them and just after them, beside async's cost per op: on a VM the host
+/// changes that latency from minute to minute (it moves the vCPUs), and every op moves several
+/// lines between the pushing thread and the worker, so a reader needs it to compare two runs'
+/// per-op figures, and to know whether one run's samples all saw the same machine. `None` on
+/// a machine with one CPU.
+fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes>) {
+    let Some(probes) = probes else {
         run.notes.push(
             "the cross-core line latency was not measured: this machine offers one CPU".into(),
         );
         return;
     };
     let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
-    let (b, a) = (med(&before), med(&after));
+    let (b, a) = (med(&probes.before), med(&probes.after));
     run.derive_as("cross_core_line_before_s", b, MACHINE_SECONDS);
     run.derive_as("cross_core_line_after_s", a, MACHINE_SECONDS);
-    let shift = b.max(a) / b.min(a);
+    run.derive_series(
+        "cross_core_line_each_round_s",
+        serde_json::json!(probes.each_round),
+    );
+    // The latency on either side of each round: round i lies between points i and i + 1.
+    let points: Vec<f64> = std::iter::once(b)
+        .chain(probes.each_round.iter().copied())
+        .chain(std::iter::once(a))
+        .collect();
+    let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| {
+        (lo.min(p), hi.max(p))
+    });
+    let shift = hi / lo;
     // Written so that a NaN ratio (no usable round) counts as a shift too.
     let steady = shift <= LINE_SHIFT;
     if !steady {
@@ -524,37 +570,101 @@ fn derive_line(run: &mut RunRecord, n: u64, rounds: Option<(Vec<f64>, Vec<f64>)>
         // the two regimes, at a value the machine never showed.
         let asyn = per_op(run, "async", n);
         run.notes.push(format!(
-            "the host's cross-core latency changed {shift:.1}× between the measurements before \
-             and after the samples ({} and {}): the per-op figures of this run mix two regimes \
-             of the machine",
-            human_time(b),
-            human_time(a),
+            "the host's cross-core latency changed {shift:.1}× during the run (from {} to {} \
+             across the probes before, between and after the rounds of samples): the per-op \
+             figures of this run mix two regimes of the machine",
+            human_time(lo),
+            human_time(hi),
         ));
         run.explanation.push(format!(
             "a cache line took {} to move one way between two threads' cores just before the \
-             samples and {} just after (median of {LINE_ROUNDS} rounds each): the host changed \
-             in between, so async's {} per op is not quoted against either.",
+             samples and {} just after (median of {LINE_ROUNDS} rounds each), and from {} to {} \
+             in the probes between rounds: the host changed during the run, so async's {} per \
+             op is not quoted against any of them.",
             human_time(b),
             human_time(a),
+            human_time(lo),
+            human_time(hi),
             human_time(asyn),
         ));
+        derive_by_regime(run, n, &points, (lo * hi).sqrt());
         return;
     }
-    let all: Vec<f64> = before.iter().chain(&after).copied().collect();
+    let all: Vec<f64> = probes
+        .before
+        .iter()
+        .chain(&probes.each_round)
+        .chain(&probes.after)
+        .copied()
+        .collect();
     let line = med(&all);
     let asyn = derive_reference(run, n, "cross_core_line_s", line, "async_over_line_ratio");
     run.explanation.push(format!(
         "a cache line took {} to move one way between two threads' cores here ({} before the \
-         samples, {} after; median of {LINE_ROUNDS} rounds each). async's {} per op is {:.1}× \
-         that: an op moves several lines between the pushing thread and the worker (the op, its \
-         output, reference and memory counts), so on a VM, whose host changes this latency \
-         from minute to minute, compare per-op figures between runs only beside it.",
+         samples, {} after, median of {LINE_ROUNDS} rounds each; every probe, before, between \
+         and after the rounds of samples, within {LINE_SHIFT}× of the others). async's {} per op is {:.1}× that: an op moves several \
+         lines between the pushing thread and the worker (the op, its output, reference and \
+         memory counts), so on a VM, whose host changes this latency from minute to minute, \
+         compare per-op figures between runs only beside it.",
         human_time(line),
         human_time(b),
         human_time(a),
         human_time(asyn),
         asyn / line,
     ));
+}
+
+/// For a run whose line latency changed: async's cost per op in the rounds that ran wholly
+/// below `threshold` (`async_per_op_low_line_s`) and wholly above it
+/// (`async_per_op_high_line_s`), judged by the probes on either side of each round (`points`,
+/// one more than the rounds), so a reader sees what each regime cost instead of a median of
+/// both. Rounds with a probe on each side of the threshold are left out of both.
+fn derive_by_regime(run: &mut RunRecord, n: u64, points: &[f64], threshold: f64) {
+    let Some(samples) = run
+        .variants
+        .iter()
+        .find(|v| v.name == "async")
+        .map(|v| v.summary.samples_s.clone())
+    else {
+        return;
+    };
+    let (mut low, mut high, mut low_line, mut high_line) = (vec![], vec![], vec![], vec![]);
+    for (sample, side) in samples.iter().zip(points.windows(2)) {
+        let (x, y) = (side[0], side[1]);
+        if x < threshold && y < threshold {
+            low.push(sample / n as f64);
+            low_line.extend([x, y]);
+        } else if x >= threshold && y >= threshold {
+            high.push(sample / n as f64);
+            high_line.extend([x, y]);
+        }
+    }
+    let mut parts = Vec::new();
+    for (key, per_op, line, label) in [
+        ("async_per_op_low_line_s", &low, &low_line, "lower"),
+        ("async_per_op_high_line_s", &high, &high_line, "higher"),
+    ] {
+        if let (Some(cost), Some(line)) = (median(per_op), median(line)) {
+            run.derive_as(key, cost, Figure::new(Unit::Seconds, Better::Lower));
+            parts.push(format!(
+                "{} of the {} rounds ran wholly at the {label} latency (about {}), async {} per op",
+                per_op.len(),
+                samples.len(),
+                human_time(line),
+                human_time(cost),
+            ));
+        }
+    }
+    let straddled = samples.len().min(points.len().saturating_sub(1)) - low.len() - high.len();
+    if straddled > 0 {
+        parts.push(format!("{straddled} straddled the change"));
+    }
+    if !parts.is_empty() {
+        run.explanation.push(format!(
+            "By the probes on either side of each round: {}.",
+            parts.join("; ")
+        ));
+    }
 }
 
 /// Push `n` ops that alternate between two lanes, each writing the same var (so each
@@ -887,16 +997,35 @@ mod tests {
         run
     }
 
+    fn probes(before: Vec<f64>, each_round: Vec<f64>, after: Vec<f64>) -> Option<LineProbes> {
+        Some(LineProbes {
+            before,
+            each_round,
+            after,
+        })
+    }
+
     #[test]
     fn the_line_latency_is_quoted_beside_async_and_a_shift_is_flagged() {
         let figure = |run: &RunRecord, k: &str| run.derived[k].as_f64().expect(k);
-        // Steady enough (250 ns before, 200 ns after): the figure is the median of all eight
-        // rounds, 200 ns, and async's 1 µs per op is 5 lines.
+        // Steady enough (250 ns before, 200 ns after and between rounds): the figure is the
+        // median of every probe, 200 ns, and async's 1 µs per op is 5 lines.
         let mut run = run_with_async();
-        derive_line(&mut run, 1000, Some((vec![250e-9; 3], vec![200e-9; 5])));
+        derive_line(
+            &mut run,
+            1000,
+            probes(vec![250e-9; 3], vec![200e-9; 5], vec![200e-9; 5]),
+        );
         assert!((figure(&run, "cross_core_line_s") - 200e-9).abs() < 1e-15);
         assert!((figure(&run, "async_over_line_ratio") - 5.0).abs() < 1e-9);
         assert!(run.notes.is_empty(), "{:?}", run.notes);
+        assert_eq!(
+            run.derived["cross_core_line_each_round_s"]
+                .as_array()
+                .unwrap()
+                .len(),
+            5
+        );
         // The latency describes the host; only the engine's multiple of it is a score.
         assert_eq!(run.figure("cross_core_line_s").better, Better::Neither);
         assert_eq!(run.figure("async_over_line_ratio").better, Better::Lower);
@@ -905,7 +1034,11 @@ mod tests {
         // The host moved the vCPUs between the two measurements: flagged, and no figure
         // between the two regimes is quoted as the latency.
         let mut run = run_with_async();
-        derive_line(&mut run, 1000, Some((vec![50e-9; 5], vec![240e-9; 5])));
+        derive_line(
+            &mut run,
+            1000,
+            probes(vec![50e-9; 5], vec![50e-9; 5], vec![240e-9; 5]),
+        );
         assert!((figure(&run, "cross_core_line_before_s") - 50e-9).abs() < 1e-15);
         assert!((figure(&run, "cross_core_line_after_s") - 240e-9).abs() < 1e-15);
         assert!(
@@ -925,6 +1058,42 @@ mod tests {
         derive_line(&mut run, 1000, None);
         assert!(!run.derived.contains_key("cross_core_line_s"));
         assert!(run.notes[0].contains("one CPU"), "{:?}", run.notes);
+    }
+
+    #[test]
+    fn a_shift_between_rounds_is_flagged_and_each_regime_quoted_apart() {
+        let figure = |run: &RunRecord, k: &str| run.derived[k].as_f64().expect(k);
+        // Before and after agree (40 ns), but the host was slow (200 ns) around rounds 3 and
+        // 4 of six: the before/after pair alone would call this run steady.
+        let mut run = RunRecord::new("async", serde_json::Map::new(), vec![]);
+        let samples = [0.3e-3, 0.3e-3, 0.6e-3, 0.6e-3, 0.3e-3, 0.3e-3];
+        let summary = crate::harness::Summary::from_samples(&samples).expect("samples");
+        run.add_variants(vec!["async".into()], vec![summary], [None]);
+        // Probes: before, after rounds 1..6, after. Round i lies between probes i and i + 1:
+        // rounds 1, 2 and 6 see 40 ns on both sides, round 4 200 ns on both, rounds 3 and 5
+        // a probe on each side of the change.
+        let each_round = vec![40e-9, 40e-9, 200e-9, 200e-9, 40e-9, 40e-9];
+        derive_line(
+            &mut run,
+            1000,
+            probes(vec![40e-9; 5], each_round, vec![40e-9; 5]),
+        );
+        assert!(
+            run.notes.iter().any(|n| n.contains("changed 5.0×")),
+            "{:?}",
+            run.notes
+        );
+        assert!(!run.derived.contains_key("cross_core_line_s"));
+        // Rounds 1, 2 and 6 are low (0.3 µs per op), round 4 high (0.6 µs); 3 and 5 straddle.
+        assert!((figure(&run, "async_per_op_low_line_s") - 0.3e-6).abs() < 1e-15);
+        assert!((figure(&run, "async_per_op_high_line_s") - 0.6e-6).abs() < 1e-15);
+        let text = run.explanation.join(" ");
+        assert!(
+            text.contains("3 of the 6 rounds ran wholly at the lower latency")
+                && text.contains("1 of the 6 rounds ran wholly at the higher latency")
+                && text.contains("2 straddled the change"),
+            "{text}"
+        );
     }
 
     #[test]
