@@ -119,13 +119,15 @@ fn bench_floor(c: &mut Criterion) {
 /// Ops per round of the tensor loop: `async`'s default.
 const TENSOR_LOOP_OPS: u64 = 1_000;
 
-/// `async`'s loop, timed directly, in four modes (each a round of 1,000 ops, reported per op
+/// `async`'s loop, timed directly, in five modes (each a round of 1,000 ops, reported per op
 /// through the throughput):
 /// - `plain`: push the ops, each output dropped as the next is made, then `wait_all`; the
 ///   whole round is timed. This is the figure the README's fifth and sixth sessions quote.
 /// - `held-worker`: an op that spins until released holds the device's worker while the
 ///   1,000 ops are pushed, and only the pushing is timed: a push without a running worker
 ///   beside it, so the gap to `plain` is what sharing lines with the worker costs.
+/// - `held-worker-busy`: as `held-worker`, but the held worker computes instead of polling
+///   with `pause`: the same figure says the two CPUs do not share a core.
 /// - `kept-outputs`: as `plain`, but every output stays alive until the round is timed, so no
 ///   output is orphaned, released or freed inside the loop: the gap to `plain` is what an
 ///   output's end of life costs.
@@ -163,30 +165,26 @@ fn bench_tensor_loop(c: &mut Criterion) {
                 .sum()
         })
     });
-    group.bench_function("held-worker", |b| {
-        b.iter_custom(|rounds| {
-            (0..rounds)
-                .map(|_| {
-                    let release = Arc::new(AtomicBool::new(false));
-                    let held = Arc::clone(&release);
-                    engine.push("hold", dev.compute, &[], &[], move || {
-                        while !held.load(Ordering::Acquire) {
-                            std::hint::spin_loop();
+    for (mode, busy) in [("held-worker", false), ("held-worker-busy", true)] {
+        group.bench_function(mode, |b| {
+            b.iter_custom(|rounds| {
+                (0..rounds)
+                    .map(|_| {
+                        let release = Arc::new(AtomicBool::new(false));
+                        engine.push("hold", dev.compute, &[], &[], hold(&release, busy));
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            drop(x.add_scalar(1.0));
                         }
-                        Ok(())
-                    });
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        drop(x.add_scalar(1.0));
-                    }
-                    let pushed = t.elapsed();
-                    release.store(true, Ordering::Release);
-                    engine.wait_all().expect("no op fails");
-                    pushed
-                })
-                .sum()
-        })
-    });
+                        let pushed = t.elapsed();
+                        release.store(true, Ordering::Release);
+                        engine.wait_all().expect("no op fails");
+                        pushed
+                    })
+                    .sum()
+            })
+        });
+    }
     group.bench_function("kept-outputs", |b| {
         b.iter_custom(|rounds| {
             (0..rounds)
@@ -221,6 +219,31 @@ fn bench_tensor_loop(c: &mut Criterion) {
     });
     group.finish();
     print_line("after");
+}
+
+/// An op body that holds its worker until `release` is set: polling with `pause` (`busy`
+/// false), or doing multiply-adds between polls (`busy` true), so the worker's CPU computes
+/// while the pushing thread pushes. If the two vCPUs shared a physical core, the busy hold
+/// would slow the pushes.
+fn hold(
+    release: &Arc<AtomicBool>,
+    busy: bool,
+) -> impl FnOnce() -> Result<(), parbench::engine::OpError> + Send + 'static {
+    let release = Arc::clone(release);
+    move || {
+        let mut acc = 1u64;
+        while !release.load(Ordering::Acquire) {
+            if busy {
+                for i in 0..64u64 {
+                    acc = acc.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i);
+                }
+                std::hint::black_box(acc);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Prints the median of five rounds of the cross-core line probe, where the machine has two
