@@ -7,9 +7,9 @@
 //! - `floor/boxed-closure-channel`: N boxed closures through a channel to one other thread,
 //!   without the engine: what handing work to a thread costs on this machine, the reference
 //!   the `async/*` figures are read against (as a ratio from one run).
-//! - `tensor-loop/*`: the README's direct loop, `x.add_scalar(1.0)` 1,000 times on a 1×2
-//!   tensor, then `wait_all`: `async`'s loop without the sampler around it, in three modes
-//!   that take its costs apart (see [`bench_tensor_loop`]).
+//! - `tensor-loop/*`: the direct loop the README's issue-13 notes quote, `x.add_scalar(1.0)`
+//!   1,000 times on a 1×2 tensor, then `wait_all`: `async`'s loop without the sampler around
+//!   it, in five modes that take its costs apart (see [`bench_tensor_loop`]).
 //!
 //! Ops run on a CPU device lane (a worker inside a one-thread rayon pool), as in the scenarios.
 

@@ -294,7 +294,8 @@ impl Scenario for AsyncLoop {
             }),
         ];
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-        // The host's cross-core latency, just before and just after the samples.
+        // The host's cross-core latency: just before the samples, between their rounds and
+        // just after them.
         let line_rounds = |rounds: usize| -> Result<_, ScenarioError> {
             engine.wait_all()?;
             // Idle workers poll for a while before they park; on two CPUs one still polling
@@ -562,8 +563,20 @@ fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes>) {
     let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| {
         (lo.min(p), hi.max(p))
     });
+    let unusable = points
+        .iter()
+        .filter(|p| !(p.is_finite() && **p > 0.0))
+        .count();
+    if unusable > 0 {
+        // Nothing says which regime those rounds ran in: no latency is quoted.
+        run.notes.push(format!(
+            "{unusable} of the {} probes of the cross-core line latency gave no figure: async's \
+             cost per op is not quoted against it",
+            points.len()
+        ));
+        return;
+    }
     let shift = hi / lo;
-    // Written so that a NaN ratio (no usable round) counts as a shift too.
     let steady = shift <= LINE_SHIFT;
     if !steady {
         // No single latency describes the run: a median of all rounds would fall between
@@ -1052,6 +1065,19 @@ mod tests {
         assert!(
             text.contains("50.00 ns to move one way") && text.contains("not quoted"),
             "{text}"
+        );
+        // A probe with no usable figure: the run is not called steady.
+        let mut run = run_with_async();
+        derive_line(
+            &mut run,
+            1000,
+            probes(vec![50e-9; 5], vec![f64::NAN], vec![50e-9; 5]),
+        );
+        assert!(!run.derived.contains_key("cross_core_line_s"));
+        assert!(
+            run.notes.iter().any(|n| n.contains("1 of the 3 probes")),
+            "{:?}",
+            run.notes
         );
         // One CPU: no figure, and a note that says why.
         let mut run = run_with_async();
