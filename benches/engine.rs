@@ -106,11 +106,7 @@ fn bench_floor(c: &mut Criterion) {
     for &n in &[1_000u64, 100_000] {
         group.throughput(Throughput::Elements(n));
         group.bench_with_input(BenchmarkId::new("boxed-closure-channel", n), &n, |b, &n| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| channel_round(n).expect("a thread"))
-                    .sum()
-            })
+            timed_rounds(b, || channel_round(n).expect("a thread"))
         });
     }
     group.finish();
@@ -150,75 +146,65 @@ fn bench_tensor_loop(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(n));
     group.bench_function("plain", |b| {
-        b.iter_custom(|rounds| {
-            (0..rounds)
-                .map(|_| {
-                    let t = Instant::now();
-                    let mut last = None;
-                    for _ in 0..n {
-                        last = Some(x.add_scalar(1.0));
-                    }
-                    drop(last);
-                    engine.wait_all().expect("no op fails");
-                    t.elapsed()
-                })
-                .sum()
+        timed_rounds(b, || {
+            let t = Instant::now();
+            let mut last = None;
+            for _ in 0..n {
+                last = Some(x.add_scalar(1.0));
+            }
+            drop(last);
+            engine.wait_all().expect("no op fails");
+            t.elapsed()
         })
     });
     for (mode, busy) in [("held-worker", false), ("held-worker-busy", true)] {
         group.bench_function(mode, |b| {
-            b.iter_custom(|rounds| {
-                (0..rounds)
-                    .map(|_| {
-                        let release = Arc::new(AtomicBool::new(false));
-                        engine.push("hold", dev.compute, &[], &[], hold(&release, busy));
-                        let t = Instant::now();
-                        for _ in 0..n {
-                            drop(x.add_scalar(1.0));
-                        }
-                        let pushed = t.elapsed();
-                        release.store(true, Ordering::Release);
-                        engine.wait_all().expect("no op fails");
-                        pushed
-                    })
-                    .sum()
+            timed_rounds(b, || {
+                let release = Arc::new(AtomicBool::new(false));
+                engine.push("hold", dev.compute, &[], &[], hold(&release, busy));
+                let t = Instant::now();
+                for _ in 0..n {
+                    drop(x.add_scalar(1.0));
+                }
+                let pushed = t.elapsed();
+                release.store(true, Ordering::Release);
+                engine.wait_all().expect("no op fails");
+                pushed
             })
         });
     }
     group.bench_function("kept-outputs", |b| {
-        b.iter_custom(|rounds| {
-            (0..rounds)
-                .map(|_| {
-                    let mut kept = Vec::with_capacity(n as usize);
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        kept.push(x.add_scalar(1.0));
-                    }
-                    engine.wait_all().expect("no op fails");
-                    let elapsed = t.elapsed();
-                    drop(kept);
-                    elapsed
-                })
-                .sum()
+        timed_rounds(b, || {
+            let mut kept = Vec::with_capacity(n as usize);
+            let t = Instant::now();
+            for _ in 0..n {
+                kept.push(x.add_scalar(1.0));
+            }
+            engine.wait_all().expect("no op fails");
+            let elapsed = t.elapsed();
+            drop(kept);
+            elapsed
         })
     });
     group.bench_function("chain", |b| {
-        b.iter_custom(|rounds| {
-            (0..rounds)
-                .map(|_| {
-                    let t = Instant::now();
-                    let mut y = x.add_scalar(1.0);
-                    for _ in 1..n {
-                        y = y.add_scalar(1.0);
-                    }
-                    engine.wait_all().expect("no op fails");
-                    t.elapsed()
-                })
-                .sum()
+        timed_rounds(b, || {
+            let t = Instant::now();
+            let mut y = x.add_scalar(1.0);
+            for _ in 1..n {
+                y = y.add_scalar(1.0);
+            }
+            engine.wait_all().expect("no op fails");
+            t.elapsed()
         })
     });
     group.finish();
     print_line("after");
+}
+
+/// Criterion's iterations as rounds that time themselves: `round` returns the time of the part
+/// it measures, so set-up and clean-up inside a round stay off the clock.
+fn timed_rounds(b: &mut criterion::Bencher<'_>, mut round: impl FnMut() -> Duration) {
+    b.iter_custom(|rounds| (0..rounds).map(|_| round()).sum());
 }
 
 /// An op body that holds its worker until `release` is set: polling with `pause` (`busy`

@@ -560,9 +560,6 @@ fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes>) {
         .chain(probes.each_round.iter().copied())
         .chain(std::iter::once(a))
         .collect();
-    let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| {
-        (lo.min(p), hi.max(p))
-    });
     let unusable = points
         .iter()
         .filter(|p| !(p.is_finite() && **p > 0.0))
@@ -576,6 +573,9 @@ fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes>) {
         ));
         return;
     }
+    let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| {
+        (lo.min(p), hi.max(p))
+    });
     let shift = hi / lo;
     let steady = shift <= LINE_SHIFT;
     if !steady {
@@ -615,10 +615,10 @@ fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes>) {
     run.explanation.push(format!(
         "a cache line took {} to move one way between two threads' cores here ({} before the \
          samples, {} after, median of {LINE_ROUNDS} rounds each; every probe, before, between \
-         and after the rounds of samples, within {LINE_SHIFT}× of the others). async's {} per op is {:.1}× that: an op moves several \
-         lines between the pushing thread and the worker (the op, its output, reference and \
-         memory counts), so on a VM, whose host changes this latency from minute to minute, \
-         compare per-op figures between runs only beside it.",
+         and after the rounds of samples, within {LINE_SHIFT}× of the others). async's {} per \
+         op is {:.1}× that: an op moves several lines between the pushing thread and the worker \
+         (the op, its output, reference and memory counts), so on a VM, whose host changes this \
+         latency from minute to minute, compare per-op figures between runs only beside it.",
         human_time(line),
         human_time(b),
         human_time(a),
