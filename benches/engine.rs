@@ -9,7 +9,7 @@
 //!   the `async/*` figures are read against (as a ratio from one run).
 //! - `tensor-loop/*`: the direct loop the README's issue-13 notes quote, `x.add_scalar(1.0)`
 //!   1,000 times on a 1×2 tensor, then `wait_all`: `async`'s loop without the sampler around
-//!   it, in five modes that take its costs apart (see [`bench_tensor_loop`]).
+//!   it, in six modes that take its costs apart (see [`bench_tensor_loop`]).
 //!
 //! Ops run on a CPU device lane (a worker inside a one-thread rayon pool), as in the scenarios.
 
@@ -115,7 +115,7 @@ fn bench_floor(c: &mut Criterion) {
 /// Ops per round of the tensor loop: `async`'s default.
 const TENSOR_LOOP_OPS: u64 = 1_000;
 
-/// `async`'s loop, timed directly, in five modes (each a round of 1,000 ops, reported per op
+/// `async`'s loop, timed directly, in six modes (each a round of 1,000 ops, reported per op
 /// through the throughput):
 /// - `plain`: push the ops, each output dropped as the next is made, then `wait_all`; the
 ///   whole round is timed. This is the figure the README's fifth and sixth sessions quote.
@@ -124,6 +124,10 @@ const TENSOR_LOOP_OPS: u64 = 1_000;
 ///   beside it, so the gap to `plain` is what sharing lines with the worker costs.
 /// - `held-worker-busy`: as `held-worker`, but the held worker computes instead of polling
 ///   with `pause`: the same figure says the two CPUs do not share a core.
+/// - `worker-drain`: the other side of `held-worker`: the 1,000 ops are pushed while the
+///   worker is held, and what is timed is the worker running them alone, from the release
+///   until a last op sets a flag. The pushing thread polls that flag, not `wait_all`, whose
+///   poll reads the completion counter the worker writes on every op.
 /// - `kept-outputs`: as `plain`, but every output stays alive until the round is timed, so no
 ///   output is orphaned, released or freed inside the loop: the gap to `plain` is what an
 ///   output's end of life costs.
@@ -173,6 +177,29 @@ fn bench_tensor_loop(c: &mut Criterion) {
             })
         });
     }
+    group.bench_function("worker-drain", |b| {
+        timed_rounds(b, || {
+            let release = Arc::new(AtomicBool::new(false));
+            engine.push("hold", dev.compute, &[], &[], hold(&release, false));
+            for _ in 0..n {
+                drop(x.add_scalar(1.0));
+            }
+            let done = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&done);
+            engine.push("done", dev.compute, &[], &[], move || {
+                flag.store(true, Ordering::Release);
+                Ok(())
+            });
+            let t = Instant::now();
+            release.store(true, Ordering::Release);
+            while !done.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let drained = t.elapsed();
+            engine.wait_all().expect("no op fails");
+            drained
+        })
+    });
     group.bench_function("kept-outputs", |b| {
         timed_rounds(b, || {
             let mut kept = Vec::with_capacity(n as usize);

@@ -49,7 +49,7 @@ use std::time::Instant;
 
 use lane::{in_worker, Lane, Submitted};
 use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
-use var::{spin_until, Access};
+use var::spin_until;
 
 /// How pushed ops are executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +142,6 @@ impl EngineBuilder {
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             idle_waiters: AtomicUsize::new(0),
-            register: Padded(Mutex::new(())),
             retired: Padded(Retired::default()),
             first_error: Mutex::new(None),
             tracing: AtomicBool::new(false),
@@ -328,22 +327,10 @@ impl Engine {
     /// Register an op's accesses with its vars, and dispatch it if nothing holds it back.
     fn register(&self, op: OpRef) {
         let shared = self.shared();
-        // Ops touching several vars register them atomically with respect to each other:
-        // two threads registering {x, y} in interleaved order could otherwise each wait for
-        // the other forever. One var alone cannot form such a cycle, so it skips the lock.
-        let _registering =
-            (op.reads().len() + op.writes().len() > 1).then(|| lock(&shared.register));
         // Accesses granted at once are taken off the wait count in one step at the end,
         // with the pusher's own unit: only completions of earlier ops decrement it before
         // then, and they cannot reach zero while that unit is held.
-        let mut granted = 0;
-        for v in op.reads() {
-            granted += usize::from(v.append(Access::Read, &op));
-        }
-        for v in op.writes() {
-            granted += usize::from(v.append(Access::Write, &op));
-        }
-        drop(_registering);
+        let granted = var::append_all(&op);
         // Naive: wait for the op. Not from inside an op, where the op pushed may queue behind
         // the one pushing it on the same worker. Otherwise the op is handed over without a
         // clone, so this thread does not touch its count again once a worker may have it.
@@ -496,11 +483,19 @@ fn placement_line(text: std::fmt::Arguments) {
     let _ = writeln!(std::io::stderr().lock(), "[placement] {text}");
 }
 
+/// Batches of retired ops kept before the oldest is freed: 24 of 128 ops, about 2 MB of ops,
+/// vars and buffers for `add_scalar`, more than a core's L2 (1 MB here), so memory the worker
+/// wrote has left its cache by the time the pushing thread frees and reuses it. Freed at
+/// once, the pushing thread rewrote lines still in the worker's cache: `tensor-loop/plain`
+/// (`cargo bench --bench engine`) cost 1.10-1.12x as much per op as with 16 or 24 batches
+/// kept, 8 kept cost 1.05x, 48 and 128 no better than none.
+const RETIRED_LAG: usize = 24;
+
 /// Ops that workers have run, waiting to be freed by a pushing thread.
 #[derive(Default)]
 struct Retired {
     any: AtomicBool,
-    batches: Mutex<Vec<Vec<OpRef>>>,
+    batches: Mutex<std::collections::VecDeque<Vec<OpRef>>>,
 }
 
 /// State shared by the front end, the workers and completion callbacks.
@@ -519,8 +514,6 @@ pub(crate) struct Shared {
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
     idle_waiters: AtomicUsize,
-    /// Serializes the registration of ops with several vars (see `push_body`).
-    register: Padded<Mutex<()>>,
     /// Ops run by workers, for the pushing side to free (see [`Shared::retire`]).
     retired: Padded<Retired>,
     first_error: Mutex<Option<EngineError>>,
@@ -576,21 +569,25 @@ impl Shared {
     /// batches, the worker publishes one list per batch and the pusher frees locally.
     pub(crate) fn retire(&self, ops: &mut Vec<OpRef>) {
         let batch = std::mem::replace(ops, Vec::with_capacity(ops.capacity()));
-        lock(&self.retired.batches).push(batch);
-        self.retired.any.store(true, Ordering::Release);
+        let mut batches = lock(&self.retired.batches);
+        batches.push_back(batch);
+        if batches.len() > RETIRED_LAG {
+            self.retired.any.store(true, Ordering::Release);
+        }
     }
 
-    /// Free what workers retired, if anything.
+    /// Free what workers retired beyond the last [`RETIRED_LAG`] batches, if anything.
     fn free_retired(&self) {
         if !self.retired.any.load(Ordering::Relaxed) {
             return;
         }
-        let batches = {
+        let old: Vec<Vec<OpRef>> = {
             let mut b = lock(&self.retired.batches);
             self.retired.any.store(false, Ordering::Relaxed);
-            std::mem::take(&mut *b)
+            let n = b.len().saturating_sub(RETIRED_LAG);
+            b.drain(..n).collect()
         };
-        drop(batches);
+        drop(old);
     }
 
     /// Hand a ready op to its lane's workers.

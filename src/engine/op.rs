@@ -285,6 +285,11 @@ impl OpHead {
         self.next.store(next.cast_mut(), Ordering::Relaxed);
     }
 
+    /// Every var the op names: its reads, then its writes.
+    pub(crate) fn deps(&self) -> &[Var] {
+        &self.deps
+    }
+
     pub(crate) fn reads(&self) -> &[Var] {
         &self.deps[..self.n_reads]
     }

@@ -561,27 +561,54 @@ proptest! {
     }
 }
 
-#[test]
-fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
-    within(20, || {
-        let (e, l) = engine(2);
-        let (x, y) = (Var::new(), Var::new());
-        let threads: Vec<_> = (0..2)
+/// Pushers on `threads` threads, started together, each pushing `ops(thread, i)` 20,000
+/// times: long enough that the threads overlap for most of it.
+fn push_together(
+    threads: usize,
+    ops: impl Fn(&Engine, LaneId, usize, usize) + Send + Sync + 'static,
+) {
+    within(60, move || {
+        let (e, l) = engine(threads);
+        let start = Arc::new(std::sync::Barrier::new(threads));
+        let ops = Arc::new(ops);
+        let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (e, x, y, lane) = (e.clone(), x.clone(), y.clone(), l[t]);
+                let (e, lane, start, ops) = (e.clone(), l[t], start.clone(), ops.clone());
                 std::thread::spawn(move || {
-                    for _ in 0..2000 {
-                        // Opposite orders from the two threads.
-                        let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
-                        e.push("xy", lane, &[], &writes, || Ok(()));
+                    start.wait();
+                    for i in 0..20_000 {
+                        ops(&e, lane, t, i);
                     }
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        for h in handles {
+            h.join().unwrap();
         }
         e.wait_all().unwrap();
+    });
+}
+
+#[test]
+fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
+    let (x, y) = (Var::new(), Var::new());
+    push_together(2, move |e, lane, t, _| {
+        // Opposite orders from the two threads.
+        let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
+        e.push("xy", lane, &[], &writes, || Ok(()));
+    });
+}
+
+#[test]
+fn concurrent_pushers_of_three_overlapping_vars_do_not_deadlock() {
+    // Ops of three vars take the general registration path (two take a shortcut).
+    let vars = [Var::new(), Var::new(), Var::new()];
+    push_together(3, move |e, lane, t, i| {
+        // Each thread rotates the order its own way; one var is read.
+        let k = (t + i) % 3;
+        let order = if t == 1 { [2, 1, 0] } else { [0, 1, 2] };
+        let at = |j: usize| &vars[order[(k + j) % 3]];
+        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], || Ok(()));
     });
 }
 

@@ -203,9 +203,13 @@ impl Var {
     }
 
     /// Register an access by `op`. Returns true when it is granted at once.
-    pub(crate) fn append(&self, access: Access, op: &OpRef) -> bool {
+    fn append(&self, access: Access, op: &OpRef) -> bool {
+        self.append_locked(&mut self.lock(), access, op)
+    }
+
+    /// [`append`](Self::append) with this var's pushing side already locked (`p`).
+    fn append_locked(&self, p: &mut Pushed, access: Access, op: &OpRef) -> bool {
         let done = &self.0.done;
-        let mut p = self.lock();
         let (reads_before, writes_before) = (p.reads, p.writes);
         match access {
             Access::Read => p.reads += 1,
@@ -344,6 +348,57 @@ impl Var {
         }
         self.error().map_or(Ok(()), Err)
     }
+}
+
+/// Register every access of `op` with its vars; returns how many were granted at once.
+///
+/// An op's accesses register atomically with respect to every other op that shares a var
+/// with it: two threads registering {x, y} in interleaved order could otherwise each queue
+/// behind the other, at x one way round and at y the other, and wait forever. The vars are
+/// locked in address order and all held until every access is in (two-phase locking), so the
+/// order of two ops is the same at every var they share. No engine-wide lock is taken:
+/// pushers of disjoint vars do not meet, and a completion only ever holds one var's lock.
+/// One var alone cannot form such a cycle, so it takes its lock for the append only.
+pub(crate) fn append_all(op: &OpRef) -> usize {
+    let (deps, n_reads) = (op.deps(), op.reads().len());
+    let access = |i: usize| {
+        if i < n_reads {
+            Access::Read
+        } else {
+            Access::Write
+        }
+    };
+    match deps {
+        [v] => return usize::from(v.append(access(0), op)),
+        [a, b] => {
+            // The common case (an input and an output), without the general case's vectors.
+            let (mut pa, mut pb) = if a.key().0 < b.key().0 {
+                let pa = a.lock();
+                (pa, b.lock())
+            } else {
+                let pb = b.lock();
+                (a.lock(), pb)
+            };
+            let granted = usize::from(a.append_locked(&mut pa, access(0), op))
+                + usize::from(b.append_locked(&mut pb, access(1), op));
+            return granted;
+        }
+        _ => {}
+    }
+    let mut order: smallvec::SmallVec<[usize; 4]> = (0..deps.len()).collect();
+    order.sort_unstable_by_key(|&i| deps[i].key().0);
+    let mut guards: smallvec::SmallVec<[Option<MutexGuard<'_, Pushed>>; 4]> =
+        deps.iter().map(|_| None).collect();
+    for i in order {
+        guards[i] = Some(deps[i].lock());
+    }
+    let mut granted = 0;
+    for (i, (v, guard)) in deps.iter().zip(&mut guards).enumerate() {
+        if let Some(p) = guard {
+            granted += usize::from(v.append_locked(p, access(i), op));
+        }
+    }
+    granted
 }
 
 /// Busy-wait iterations before yielding, then sleeping. Tuned so a synchronous round trip

@@ -130,9 +130,13 @@ impl VarData for BufferCell {
 }
 
 impl Drop for BufferCell {
-    /// Whatever the cell still holds as it goes stops counting.
+    /// Whatever the cell still holds as it goes stops counting. Through `get_mut`, not the
+    /// lock: every op's output is dropped here, and taking a lock nobody else can hold would
+    /// cost the pushing thread two locked instructions per op.
     fn drop(&mut self) {
-        self.release();
+        let slot = self.lock.get_mut().unwrap_or_else(|e| e.into_inner());
+        let old = std::mem::replace(slot, Storage::Empty);
+        self.memory.sub(old.host_bytes());
     }
 }
 
