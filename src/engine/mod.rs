@@ -487,8 +487,9 @@ fn placement_line(text: std::fmt::Arguments) {
 /// vars and buffers for `add_scalar`, more than a core's L2 (1 MB here), so memory the worker
 /// wrote has left its cache by the time the pushing thread frees and reuses it. Freed at
 /// once, the pushing thread rewrote lines still in the worker's cache: `tensor-loop/plain`
-/// (`cargo bench --bench engine`) cost 1.10-1.12x as much per op as with 16 or 24 batches
-/// kept, 8 kept cost 1.05x, 48 and 128 no better than none.
+/// (`cargo bench --bench engine`) cost 1.04-1.05x as much per op in the fast rounds of
+/// `scripts/bench-ab.sh` (see the README's issue-13 notes); 8 and 48 batches kept could not
+/// be told apart from 24 there.
 const RETIRED_LAG: usize = 24;
 
 /// Ops that workers have run, waiting to be freed by a pushing thread.
