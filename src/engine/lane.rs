@@ -368,6 +368,20 @@ const WORKER_SPIN: Duration = Duration::from_micros(50);
 /// 1.2-1.4x slower (probably because each burst frees more ops).
 const RETIRE_BATCH: usize = 128;
 
+/// A batch shorter than this, run in less than [`STREAM_BATCH_TIME`] and with more ops already
+/// waiting after it, means the worker keeps up with a stream of tiny ops: it then pauses
+/// [`STREAM_PAUSE`] before its next take.
+const STREAM_BATCH: usize = 16;
+
+/// See [`STREAM_BATCH`]: a batch that took longer holds ops whose run time dwarfs a hand-off.
+const STREAM_BATCH_TIME: Duration = Duration::from_micros(2);
+
+/// The pause of a worker that keeps up with a stream, in `spin_loop` hints: about 4 µs on the
+/// machine the README measures on (a `pause` there takes about 25 ns), long enough for the
+/// next batch to reach [`STREAM_BATCH`] ops of `async`'s loop, so the pause is not repeated.
+/// 40 and 400 measured alongside (README, issue 13).
+const STREAM_PAUSE: u32 = 160;
+
 /// The longest pause between two polls of an idle worker, in `spin_loop` hints (a `pause`
 /// instruction is about 40 ns on current x86 cores, a few on older ones).
 const MAX_PAUSE: u32 = 16;
@@ -400,7 +414,20 @@ fn worker_loop(shared: Arc<Shared>, index: usize) {
         // when the worker leaves.
     };
     while lane.queue.take(&mut batch, lane.workers) {
+        // Timed only when short, so a worker taking long batches reads no clock.
+        let short = (lane.workers == 1 && batch.len() < STREAM_BATCH).then(Instant::now);
         run_all(&mut batch);
+        if short.is_some_and(|t| t.elapsed() < STREAM_BATCH_TIME) && lane.queue.has_work() {
+            // Tiny ops keep coming while the worker takes them a few at a time: it is as fast
+            // as the pusher, and each take pulls the intake and the fresh ops' lines from a
+            // core still writing beside them. Pausing lets the next batch grow, so the two
+            // cores meet once per batch. Only then: after a lone op (a synchronous round
+            // trip, a hand-off from another lane) the intake is empty, and after longer ops
+            // the pause would cost more than it saves, so the worker goes straight on.
+            for _ in 0..STREAM_PAUSE {
+                std::hint::spin_loop();
+            }
+        }
     }
     // What the last worker took as it closed the lane.
     run_all(&mut batch);

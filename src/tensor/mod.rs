@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::device::memory::MemTracker;
 
-use ndarray::{ArrayD, Ix2, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Dimension, Ix2, IxDyn};
 
 #[cfg(feature = "cuda")]
 use crate::device::cuda::ops::Map as Kernel;
@@ -44,17 +44,18 @@ pub enum TensorError {
 pub(crate) enum Storage {
     /// Not written yet.
     Empty,
-    /// Host memory, counted by its buffer's tracker while it lives (the buffer stores and
-    /// frees it: see [`BufferCell::put_host`]). Boxed, so the array's header is allocated
-    /// and freed by the worker that computes and releases it, and the cell the pushing thread
-    /// allocated and later frees keeps a pointer: inline, the header took three cache lines
-    /// of that cell, which the two cores then passed back and forth once per op.
-    Host(Box<ArrayD<f32>>),
+    /// Host memory, row-major in its cell's shape, counted by the cell's tracker while it
+    /// lives (the cell stores and frees it: see [`BufferCell::put_flat`]). Flat rather than
+    /// an `ndarray` array: an element-wise op maps one slice into a new one, without the
+    /// stride bookkeeping of a dynamic-rank array (a fifth of a worker's time per small op,
+    /// measured with `perf`), with one allocation instead of two, and storing it writes two
+    /// words into the cell the pushing thread allocated rather than an array's header.
+    Host(Box<[f32]>),
     #[cfg(feature = "cuda")]
     Cuda(Arc<gpu::GpuBuffer>),
-    /// Page-locked host memory, filled by a device→host copy, with its shape.
+    /// Page-locked host memory, filled by a device→host copy, in its cell's shape.
     #[cfg(feature = "cuda")]
-    Pinned(Arc<crate::device::cuda::PinnedBuffer>, Arc<[usize]>),
+    Pinned(Arc<crate::device::cuda::PinnedBuffer>),
 }
 
 impl Storage {
@@ -66,18 +67,21 @@ impl Storage {
         }
     }
 
-    /// The values in host memory: borrowed from an ordinary host buffer, or copied out of a
-    /// pinned buffer that a device→host copy filled (so a host copy is usable by host ops).
-    fn host(&self) -> Result<std::borrow::Cow<'_, ArrayD<f32>>, OpError> {
+    /// The values in host memory, row-major: an ordinary host buffer, or a pinned buffer
+    /// that a device→host copy filled (so a host copy is usable by host ops).
+    fn flat(&self) -> Result<&[f32], OpError> {
         match self {
-            Storage::Host(a) => Ok(std::borrow::Cow::Borrowed(a)),
+            Storage::Host(values) => Ok(values),
             #[cfg(feature = "cuda")]
-            Storage::Pinned(buf, shape) => {
-                let values = buf.as_slice().map_err(OpError::msg)?.to_vec();
-                ArrayD::from_shape_vec(IxDyn(shape), values)
-                    .map(std::borrow::Cow::Owned)
-                    .map_err(OpError::from)
-            }
+            Storage::Pinned(buf) => buf.as_slice().map_err(OpError::msg),
+            _ => Err(OpError::msg("expected a tensor in host memory")),
+        }
+    }
+
+    /// The host values, to change in place.
+    fn flat_mut(&mut self) -> Result<&mut [f32], OpError> {
+        match self {
+            Storage::Host(values) => Ok(values),
             _ => Err(OpError::msg("expected a tensor in host memory")),
         }
     }
@@ -91,12 +95,15 @@ impl Storage {
     }
 }
 
-/// A tensor's storage behind its lock, and the tracker that counts its host bytes. Owned by
-/// the tensor's var, which keeps it alive while any op names the var.
+/// A tensor's storage behind its lock, its shape, and the tracker that counts its host
+/// bytes. Owned by the tensor's var, which keeps it alive while any op names the var.
 pub(crate) struct BufferCell {
     /// Counts the host bytes of `lock`'s storage. Set when the buffer is made, on the pushing
     /// thread: a worker storing values moves no reference count.
     memory: Arc<MemTracker>,
+    /// The shape of the values, fixed when the buffer is made: host values are stored flat.
+    /// Inline (up to four dimensions), so a body that needs it moves no reference count.
+    shape: IxDyn,
     lock: RwLock<Storage>,
 }
 
@@ -108,15 +115,55 @@ impl std::ops::Deref for BufferCell {
 }
 
 impl BufferCell {
-    /// Store host values: they count from now on, and what they replace stops counting.
+    /// Store host values of the cell's shape, given as an array.
     fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
+        if values.shape() != self.shape.slice() {
+            return Err(OpError::msg(format!(
+                "an op produced values of shape {:?} for a tensor of shape {:?}",
+                values.shape(),
+                self.shape.slice()
+            )));
+        }
+        self.put_flat(into_flat(values))
+    }
+
+    /// Store host values, row-major in the cell's shape: they count from now on, and what
+    /// they replace stops counting.
+    fn put_flat(&self, values: Box<[f32]>) -> Result<(), OpError> {
+        if values.len() != self.shape.size() {
+            return Err(OpError::msg(format!(
+                "an op produced {} values for a tensor of shape {:?}",
+                values.len(),
+                self.shape.slice()
+            )));
+        }
         let mut slot = write(self)?;
-        let new = Storage::Host(Box::new(values));
+        let new = Storage::Host(values);
         self.memory.add(new.host_bytes());
         let old = std::mem::replace(&mut *slot, new);
         self.memory.sub(old.host_bytes());
         Ok(())
     }
+
+    /// `storage` (this cell's, locked by the caller) seen as an array of the cell's shape.
+    fn view<'a>(&self, storage: &'a Storage) -> Result<ArrayViewD<'a, f32>, OpError> {
+        Ok(ArrayViewD::from_shape(self.shape.clone(), storage.flat()?)?)
+    }
+}
+
+/// An array's values, row-major, without a copy when it is already laid out that way (what
+/// `ndarray` makes by default).
+fn into_flat(values: ArrayD<f32>) -> Box<[f32]> {
+    if values.is_standard_layout() {
+        let n = values.len();
+        let (raw, offset) = values.into_raw_vec_and_offset();
+        let start = offset.unwrap_or(0);
+        if start == 0 && raw.len() == n {
+            return raw.into_boxed_slice();
+        }
+        return raw[start..start + n].into();
+    }
+    values.iter().copied().collect()
 }
 
 impl VarData for BufferCell {
@@ -146,10 +193,11 @@ impl Drop for BufferCell {
 pub(crate) struct Buffer(DataVar);
 
 impl Buffer {
-    fn new(memory: Arc<MemTracker>, storage: Storage) -> Buffer {
+    fn new(memory: Arc<MemTracker>, shape: &[usize], storage: Storage) -> Buffer {
         memory.add(storage.host_bytes());
         Buffer(DataVar::new(Box::new(BufferCell {
             memory,
+            shape: IxDyn(shape),
             lock: RwLock::new(storage),
         })))
     }
@@ -268,7 +316,7 @@ impl Tensor {
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
-            data: Buffer::new(device.memory.clone(), Storage::Empty),
+            data: Buffer::new(device.memory.clone(), &shape, Storage::Empty),
             shape,
         }
     }
@@ -301,11 +349,7 @@ impl Tensor {
                 move |d| {
                     let mut slot = write(&dst).map_err(|e| e.to_string())?;
                     let values = read(&src).map_err(|e| e.to_string())?;
-                    let values = values.host().map_err(|e| e.to_string())?;
-                    let values = values.as_standard_layout();
-                    let values = values
-                        .as_slice()
-                        .ok_or("upload: non-contiguous host array")?;
+                    let values = values.flat().map_err(|e| e.to_string())?;
                     let mut y = gpu::alloc(d, n, &mem)?;
                     d.upload(values, &mut y.0)?;
                     *slot = Storage::Cuda(gpu::finish(d, y)?);
@@ -318,7 +362,11 @@ impl Tensor {
         Tensor {
             engine: engine.clone(),
             device: device.clone(),
-            data: Buffer::new(device.memory.clone(), Storage::Host(Box::new(array))),
+            data: Buffer::new(
+                device.memory.clone(),
+                &shape,
+                Storage::Host(into_flat(array)),
+            ),
             shape,
         }
     }
@@ -379,13 +427,13 @@ impl Tensor {
         out
     }
 
-    /// Push a host op on this tensor's compute lane that reads this tensor and writes a new one
-    /// of `shape`, computed by `f` from the host values.
-    fn push_host(
+    /// Push an op on this tensor's compute lane that reads this tensor and writes a new one of
+    /// `shape`: `body` gets the op's vars and the keys of the two buffers.
+    fn push_unary(
         &self,
         name: &'static str,
         shape: Arc<[usize]>,
-        f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
+        body: impl FnOnce(&OpVars<'_>, VarKey, VarKey) -> Result<(), OpError> + Send + 'static,
     ) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
         let (src, dst) = (self.data.key(), out.data.key());
@@ -394,12 +442,36 @@ impl Tensor {
             self.device.compute,
             &[self.var()],
             &[out.var()],
-            move |vars| {
-                let y = f(&*read(cell(vars, src)?)?.host()?)?;
-                cell(vars, dst)?.put_host(y)
-            },
+            move |vars| body(vars, src, dst),
         );
         out
+    }
+
+    /// A host op of this tensor, computing a new one of `shape` with `f` from its values.
+    fn push_host(
+        &self,
+        name: &'static str,
+        shape: Arc<[usize]>,
+        f: impl FnOnce(ArrayViewD<'_, f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
+    ) -> Tensor {
+        self.push_unary(name, shape, move |vars, src, dst| {
+            let x = cell(vars, src)?;
+            let y = f(x.view(&*read(x)?)?)?;
+            cell(vars, dst)?.put_host(y)
+        })
+    }
+
+    /// A host op that maps this tensor's values, row-major, to as many new ones: no array is
+    /// built around either side.
+    fn push_flat(
+        &self,
+        name: &'static str,
+        f: impl FnOnce(&[f32]) -> Box<[f32]> + Send + 'static,
+    ) -> Tensor {
+        self.push_unary(name, self.shape.clone(), move |vars, src, dst| {
+            let y = f(read(cell(vars, src)?)?.flat()?);
+            cell(vars, dst)?.put_flat(y)
+        })
     }
 
     /// [`push_host`](Tensor::push_host) for an op of two tensors (`self` and `other` may share
@@ -409,7 +481,9 @@ impl Tensor {
         name: &'static str,
         other: &Tensor,
         shape: Arc<[usize]>,
-        f: impl FnOnce(&ArrayD<f32>, &ArrayD<f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
+        f: impl FnOnce(ArrayViewD<'_, f32>, ArrayViewD<'_, f32>) -> Result<ArrayD<f32>, OpError>
+            + Send
+            + 'static,
     ) -> Tensor {
         let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
         let (x, y, dst) = (self.data.key(), other.data.key(), out.data.key());
@@ -420,10 +494,11 @@ impl Tensor {
             &[out.var()],
             move |vars| {
                 let z = {
-                    let (xg, yg) = read_both(cell(vars, x)?, cell(vars, y)?)?;
-                    let a = xg.host()?;
-                    let b = yg.as_deref().unwrap_or(&xg).host()?;
-                    f(&a, &b)?
+                    let (xc, yc) = (cell(vars, x)?, cell(vars, y)?);
+                    let (xg, yg) = read_both(xc, yc)?;
+                    let a = xc.view(&xg)?;
+                    let b = yc.view(yg.as_deref().unwrap_or(&xg))?;
+                    f(a, b)?
                 };
                 cell(vars, dst)?.put_host(z)
             },
@@ -468,7 +543,7 @@ impl Tensor {
             return out;
         }
         let _ = kernel;
-        self.push_host(name, self.shape.clone(), move |x| Ok(x.mapv(&f)))
+        self.push_flat(name, move |x| x.iter().map(|&v| f(v)).collect())
     }
 
     /// `max(self, 0)`, element-wise.
@@ -482,7 +557,7 @@ impl Tensor {
         &self,
         name: &'static str,
         shape: &[usize],
-        f: impl FnOnce(&ArrayD<f32>) -> Result<ArrayD<f32>, E> + Send + 'static,
+        f: impl FnOnce(ArrayViewD<'_, f32>) -> Result<ArrayD<f32>, E> + Send + 'static,
     ) -> Tensor
     where
         E: std::error::Error + Send + Sync + 'static,
@@ -526,8 +601,8 @@ impl Tensor {
             return Ok(out);
         }
         Ok(self.push_host2("add_row", row, self.shape.clone(), |x, b| {
-            let x = x.view().into_dimensionality::<Ix2>()?;
-            let b = b.view().into_dimensionality::<Ix2>()?;
+            let x = x.into_dimensionality::<Ix2>()?;
+            let b = b.into_dimensionality::<Ix2>()?;
             Ok((&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn())
         }))
     }
@@ -553,8 +628,8 @@ impl Tensor {
         }
         Ok(
             self.push_host2("axpby", other, self.shape.clone(), move |x, y| {
-                Ok(ndarray::Zip::from(x)
-                    .and(y)
+                Ok(ndarray::Zip::from(&x)
+                    .and(&y)
                     .map_collect(|&p, &q| a * p + b * q))
             }),
         )
@@ -581,20 +656,17 @@ impl Tensor {
             move |vars| {
                 let mut xg = write(cell(vars, x)?)?;
                 if x == y {
-                    let Storage::Host(xs) = &mut *xg else {
-                        return Err(OpError::msg("expected a tensor in host memory"));
-                    };
-                    xs.mapv_inplace(|p| a * p + b * p);
+                    for p in xg.flat_mut()? {
+                        *p = a * *p + b * *p;
+                    }
                     return Ok(());
                 }
                 let yg = read(cell(vars, y)?)?;
-                let ys = yg.host()?;
-                let Storage::Host(xs) = &mut *xg else {
-                    return Err(OpError::msg("expected a tensor in host memory"));
-                };
-                ndarray::Zip::from(&mut **xs)
-                    .and(&*ys)
-                    .for_each(|p, &q| *p = a * *p + b * q);
+                let (xs, ys) = (xg.flat_mut()?, yg.flat()?);
+                // Both tensors have one shape (checked at push), so one length.
+                for (p, &q) in xs.iter_mut().zip(ys) {
+                    *p = a * *p + b * q;
+                }
                 Ok(())
             },
         );
@@ -651,8 +723,8 @@ impl Tensor {
             return Ok(out);
         }
         Ok(self.push_host2("matmul", rhs, Arc::from([m, n]), |a, b| {
-            let a = a.view().into_dimensionality::<Ix2>()?;
-            let b = b.view().into_dimensionality::<Ix2>()?;
+            let a = a.into_dimensionality::<Ix2>()?;
+            let b = b.into_dimensionality::<Ix2>()?;
             Ok(cpu::matmul(a, b).into_dyn())
         }))
     }
@@ -674,15 +746,15 @@ impl Tensor {
                     &[self.var()],
                     &[out.var()],
                     move |vars| {
-                        let copy = read(cell(vars, src)?)?.host()?.into_owned();
-                        cell(vars, dst)?.put_host(copy)
+                        let copy = read(cell(vars, src)?)?.flat()?.into();
+                        cell(vars, dst)?.put_flat(copy)
                     },
                 )
             }
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => {
                 let (src, dst) = (self.data.clone(), out.data.clone());
-                let (n, shape) = (self.len(), self.shape.clone());
+                let n = self.len();
                 gpu::push(
                     &self.engine,
                     self.device.copy,
@@ -700,7 +772,7 @@ impl Tensor {
                         let ready = from.ready();
                         d.copy_to_host(&from.slice, ready.as_ref(), &mut host)?;
                         drop(ready);
-                        *slot = Storage::Pinned(Arc::new(host), shape);
+                        *slot = Storage::Pinned(Arc::new(host));
                         drop(slot);
                         Ok((from, dst))
                     },
@@ -747,7 +819,7 @@ impl Tensor {
             .map_err(|_| TensorError::Read("tensor buffer poisoned by an earlier panic".into()))?;
         match &*data {
             Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
-            Storage::Host(a) => Ok(a.iter().copied().collect()),
+            Storage::Host(values) => Ok(values.to_vec()),
             #[cfg(feature = "cuda")]
             Storage::Cuda(slice) => match &self.device.kind {
                 DeviceKind::Cuda(d) => d
@@ -758,7 +830,7 @@ impl Tensor {
                 }
             },
             #[cfg(feature = "cuda")]
-            Storage::Pinned(host, _) => host
+            Storage::Pinned(host) => host
                 .as_slice()
                 .map(<[f32]>::to_vec)
                 .map_err(TensorError::Read),

@@ -63,12 +63,12 @@ fn relu_and_add_row_compute_a_dense_layer() {
 #[test]
 fn reading_one_buffer_twice_takes_one_lock() {
     let memory = Arc::new(MemTracker::default());
-    let buf = Buffer::new(memory.clone(), Storage::Empty);
+    let buf = Buffer::new(memory.clone(), &[2], Storage::Empty);
     // The pair of one buffer is one guard; of two buffers, two.
     let (one, two) = read_both(&buf, &buf).unwrap();
     assert!(two.is_none());
     drop(one);
-    let other = Buffer::new(memory, Storage::Empty);
+    let other = Buffer::new(memory, &[2], Storage::Empty);
     assert!(read_both(&buf, &other).unwrap().1.is_some());
 }
 
@@ -528,4 +528,59 @@ fn values_are_freed_once_the_last_handle_and_the_last_op_using_them_are_gone() {
     assert!(memory.peak() >= base + 8000);
     drop(z);
     assert_eq!(memory.live(), base, "every byte is uncounted");
+}
+
+#[test]
+fn arrays_are_stored_row_major_whatever_their_layout() {
+    let a = ndarray::arr2(&[[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+    // Standard layout: the values as they are.
+    assert_eq!(
+        &*into_flat(a.clone().into_dyn()),
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
+    // Transposed (column-major memory): read back in the transposed shape's row order.
+    let t = a.clone().reversed_axes().into_dyn();
+    assert!(!t.is_standard_layout());
+    assert_eq!(&*into_flat(t), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // Standard layout that starts past the first element of its vector.
+    let mut tail = a.into_dyn();
+    tail.slice_collapse(ndarray::s![1.., ..]);
+    assert!(tail.is_standard_layout());
+    assert_eq!(&*into_flat(tail), &[4.0, 5.0, 6.0]);
+}
+
+#[test]
+fn a_cell_refuses_values_of_another_shape() {
+    let memory = Arc::new(MemTracker::default());
+    let buf = Buffer::new(memory.clone(), &[2, 3], Storage::Empty);
+    let wrong = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[3, 2]));
+    let err = buf.put_host(wrong).unwrap_err().to_string();
+    assert!(err.contains("[3, 2]") && err.contains("[2, 3]"), "{err}");
+    let err = buf.put_flat(vec![0.0; 5].into()).unwrap_err().to_string();
+    assert!(err.contains("5 values"), "{err}");
+    assert_eq!(memory.live(), 0, "nothing refused was counted");
+    buf.put_flat(vec![1.0; 6].into()).unwrap();
+    assert_eq!(memory.live(), 24);
+    let slot = read(&buf).unwrap();
+    let view = buf.view(&slot).unwrap();
+    assert_eq!(view.shape(), &[2, 3]);
+}
+
+#[test]
+fn views_and_in_place_ops_see_the_values_in_their_shape() {
+    let rt = rt();
+    let d = &rt.devices[0];
+    let a = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]]);
+    // A transposed array uploads in its own row order.
+    let x = Tensor::from_host(&rt.engine, d, a.clone().reversed_axes().into_dyn());
+    assert_eq!(x.shape(), &[2, 3]);
+    assert_eq!(x.to_vec().unwrap(), vec![1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+    let y = Tensor::from_host(&rt.engine, d, a.into_dyn());
+    let p = x.matmul(&y).unwrap();
+    assert_eq!(p.to_vec().unwrap(), vec![35.0, 44.0, 44.0, 56.0]);
+    let shifted = p.apply("shift", &[2, 2], |v| {
+        Ok::<_, ndarray::ShapeError>(v.mapv(|e| e - 1.0))
+    });
+    shifted.axpby_assign(2.0, &shifted, 0.0).unwrap();
+    assert_eq!(shifted.to_vec().unwrap(), vec![68.0, 86.0, 86.0, 110.0]);
 }
