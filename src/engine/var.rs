@@ -64,6 +64,9 @@ pub(crate) struct VarInner {
     /// [`DataVar`] handles alive (0 for a plain var). On the pushing side: owners are cloned
     /// and dropped where ops are pushed.
     owners: AtomicUsize,
+    /// Mirror of the reads and writes pushed (`pushed`'s counts summed), stored under its
+    /// lock, so the last owner reads it without taking the lock.
+    pushed_total: AtomicU64,
     /// The pushing side. Completions take this lock only when `done.waiting` is set.
     pushed: Mutex<Pushed>,
     /// Signalled (under `pushed`) when a write completes and someone sleeps in
@@ -154,6 +157,7 @@ impl Var {
         Var(Arc::new(VarInner {
             id: next_var_id(),
             owners: AtomicUsize::new(owners),
+            pushed_total: AtomicU64::new(0),
             pushed: Mutex::new(Pushed::default()),
             written: Condvar::new(),
             _gap: [0; 64],
@@ -215,6 +219,9 @@ impl Var {
             Access::Read => p.reads += 1,
             Access::Write => p.writes += 1,
         }
+        self.0
+            .pushed_total
+            .store(p.reads + p.writes, Ordering::Relaxed);
         if p.queue.is_empty() {
             // Nothing waits, so this access waits only for accesses that were granted.
             if access == Access::Read && p.writes_seen_done == writes_before {
@@ -295,10 +302,10 @@ impl Var {
     /// The last owner is gone: release the data once every access pushed so far has
     /// completed (now, if they all have).
     fn orphan(&self) {
-        let total = {
-            let p = self.lock();
-            p.reads + p.writes
-        };
+        // Relaxed: every access pushed before the last owner went happens before this (it
+        // was pushed by this thread, or by one whose handle was dropped before this one), and
+        // a load sees every store that happens before it.
+        let total = self.0.pushed_total.load(Ordering::Relaxed);
         // SeqCst, with the completions' increment-then-load in `release_if_drained`: this
         // thread sees the last completion, or that completion sees this mark (Dekker).
         self.0.done.orphaned_at.store(total, Ordering::SeqCst);

@@ -26,14 +26,14 @@ impl Tensor {
         &self,
         layers: &[(Tensor, Tensor)],
     ) -> Result<CapturedGraph, TensorError> {
-        let DeviceKind::Cuda(dev) = &self.device.kind else {
+        let DeviceKind::Cuda(dev) = &self.place.device.kind else {
             return Err(TensorError::Device(format!(
                 "a CUDA graph needs a GPU tensor, not one on {}",
-                self.device.name
+                self.place.device.name
             )));
         };
         let mut dims = Vec::new();
-        let (m, mut k) = match &self.shape[..] {
+        let (m, mut k) = match &self.place.shape[..] {
             [m, k] => (*m, *k),
             s => {
                 return Err(TensorError::Shape(format!(
@@ -42,7 +42,7 @@ impl Tensor {
             }
         };
         for (w, b) in layers {
-            match (&w.shape[..], &b.shape[..]) {
+            match (&w.place.shape[..], &b.place.shape[..]) {
                 ([wk, n], [1, bn]) if *wk == k && bn == n => {
                     dims.push((m, k, *n));
                     k = *n;
@@ -54,7 +54,7 @@ impl Tensor {
                 }
             }
         }
-        let output = Tensor::pending(&self.engine, &self.device, &[m, k]);
+        let output = Tensor::pending(&self.place.engine, &self.place.device, &[m, k]);
         let mut reads = vec![self.clone()];
         for (w, b) in layers {
             reads.extend([w.clone(), b.clone()]);
@@ -65,11 +65,11 @@ impl Tensor {
             reads.iter().map(|t| t.data.clone()).collect::<Vec<_>>(),
             output.data.clone(),
         );
-        let mem = self.device.memory.clone();
+        let mem = self.place.device.memory.clone();
         let vars: Vec<&Var> = reads.iter().map(|t| t.var()).collect();
         gpu::push(
-            &self.engine,
-            self.device.compute,
+            &self.place.engine,
+            self.place.device.compute,
             "capture graph",
             &vars,
             &[output.var()],
@@ -148,8 +148,8 @@ impl CapturedGraph {
         let state = self.state.clone();
         let vars: Vec<&Var> = self.reads.iter().map(|t| t.var()).collect();
         gpu::push(
-            &self.output.engine,
-            self.output.device.compute,
+            &self.output.place.engine,
+            self.output.place.device.compute,
             "replay graph",
             &vars,
             &[self.output.var()],

@@ -299,31 +299,51 @@ fn write(buf: &BufferCell) -> Result<RwLockWriteGuard<'_, Storage>, OpError> {
 /// A handle to a tensor on a device. Cloning shares the same data.
 #[derive(Clone)]
 pub struct Tensor {
-    engine: Engine,
-    device: Arc<Device>,
+    place: Arc<Placement>,
     /// The values, owned by the var the engine tracks them by.
     data: Buffer,
-    shape: Arc<[usize]>,
+}
+
+/// Where a tensor lives and its shape: what the output of an element-wise op shares with its
+/// input. One handle instead of three, so a new tensor moves one reference count, not three.
+struct Placement {
+    engine: Engine,
+    device: Arc<Device>,
+    shape: Box<[usize]>,
+}
+
+impl Placement {
+    fn new(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Arc<Placement> {
+        Arc::new(Placement {
+            engine: engine.clone(),
+            device: device.clone(),
+            shape: shape.into(),
+        })
+    }
 }
 
 impl Tensor {
     /// A tensor whose value will be written by the op the caller pushes next.
     fn pending(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
-        Tensor::pending_shaped(engine, device, shape.into())
+        Tensor::pending_at(Placement::new(engine, device, shape))
     }
 
-    fn pending_shaped(engine: &Engine, device: &Arc<Device>, shape: Arc<[usize]>) -> Tensor {
+    /// [`pending`](Tensor::pending) where `place` says where and of what shape.
+    fn pending_at(place: Arc<Placement>) -> Tensor {
         Tensor {
-            engine: engine.clone(),
-            device: device.clone(),
-            data: Buffer::new(device.memory.clone(), &shape, Storage::Empty),
-            shape,
+            data: Buffer::new(place.device.memory.clone(), &place.shape, Storage::Empty),
+            place,
         }
+    }
+
+    /// A placement beside this tensor's (same engine and device) with another shape.
+    fn reshaped(&self, shape: &[usize]) -> Arc<Placement> {
+        Placement::new(&self.place.engine, &self.place.device, shape)
     }
 
     #[cfg(feature = "cuda")]
     fn len(&self) -> usize {
-        self.shape.iter().product()
+        self.place.shape.iter().product()
     }
 
     /// A tensor whose values the front end already holds (a minibatch a data loader just
@@ -331,11 +351,11 @@ impl Tensor {
     /// On a GPU the values are uploaded by an op on its compute lane (the host array is counted
     /// on the GPU's host device until then).
     pub fn from_host(engine: &Engine, device: &Arc<Device>, array: ArrayD<f32>) -> Tensor {
-        let shape: Arc<[usize]> = array.shape().into();
+        let place = Placement::new(engine, device, array.shape());
         #[cfg(feature = "cuda")]
         if let DeviceKind::Cuda(dev) = &device.kind {
             let host = Tensor::from_host(engine, &device.host_device(device), array);
-            let out = Tensor::pending_shaped(engine, device, shape);
+            let out = Tensor::pending_at(place);
             let (src, dst, n) = (host.data.clone(), out.data.clone(), out.len());
             let mem = device.memory.clone();
             gpu::push(
@@ -360,14 +380,12 @@ impl Tensor {
             return out;
         }
         Tensor {
-            engine: engine.clone(),
-            device: device.clone(),
             data: Buffer::new(
                 device.memory.clone(),
-                &shape,
+                &place.shape,
                 Storage::Host(into_flat(array)),
             ),
-            shape,
+            place,
         }
     }
 
@@ -432,14 +450,14 @@ impl Tensor {
     fn push_unary(
         &self,
         name: &'static str,
-        shape: Arc<[usize]>,
+        place: Arc<Placement>,
         body: impl FnOnce(&OpVars<'_>, VarKey, VarKey) -> Result<(), OpError> + Send + 'static,
     ) -> Tensor {
-        let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
+        let out = Tensor::pending_at(place);
         let (src, dst) = (self.data.key(), out.data.key());
-        self.engine.push_with(
+        self.place.engine.push_with(
             name,
-            self.device.compute,
+            self.place.device.compute,
             &[self.var()],
             &[out.var()],
             move |vars| body(vars, src, dst),
@@ -451,10 +469,10 @@ impl Tensor {
     fn push_host(
         &self,
         name: &'static str,
-        shape: Arc<[usize]>,
+        place: Arc<Placement>,
         f: impl FnOnce(ArrayViewD<'_, f32>) -> Result<ArrayD<f32>, OpError> + Send + 'static,
     ) -> Tensor {
-        self.push_unary(name, shape, move |vars, src, dst| {
+        self.push_unary(name, place, move |vars, src, dst| {
             let x = cell(vars, src)?;
             let y = f(x.view(&*read(x)?)?)?;
             cell(vars, dst)?.put_host(y)
@@ -468,7 +486,7 @@ impl Tensor {
         name: &'static str,
         f: impl FnOnce(&[f32]) -> Box<[f32]> + Send + 'static,
     ) -> Tensor {
-        self.push_unary(name, self.shape.clone(), move |vars, src, dst| {
+        self.push_unary(name, self.place.clone(), move |vars, src, dst| {
             let y = f(read(cell(vars, src)?)?.flat()?);
             cell(vars, dst)?.put_flat(y)
         })
@@ -480,16 +498,16 @@ impl Tensor {
         &self,
         name: &'static str,
         other: &Tensor,
-        shape: Arc<[usize]>,
+        place: Arc<Placement>,
         f: impl FnOnce(ArrayViewD<'_, f32>, ArrayViewD<'_, f32>) -> Result<ArrayD<f32>, OpError>
             + Send
             + 'static,
     ) -> Tensor {
-        let out = Tensor::pending_shaped(&self.engine, &self.device, shape);
+        let out = Tensor::pending_at(place);
         let (x, y, dst) = (self.data.key(), other.data.key(), out.data.key());
-        self.engine.push_with(
+        self.place.engine.push_with(
             name,
-            self.device.compute,
+            self.place.device.compute,
             &[self.var(), other.var()],
             &[out.var()],
             move |vars| {
@@ -515,14 +533,14 @@ impl Tensor {
         kernel: Map,
     ) -> Tensor {
         #[cfg(feature = "cuda")]
-        if let DeviceKind::Cuda(dev) = &self.device.kind {
-            let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        if let DeviceKind::Cuda(dev) = &self.place.device.kind {
+            let out = Tensor::pending_at(self.place.clone());
             let (src, dst) = (self.data.clone(), out.data.clone());
-            let mem = self.device.memory.clone();
+            let mem = self.place.device.memory.clone();
             let n = self.len();
             gpu::push(
-                &self.engine,
-                self.device.compute,
+                &self.place.engine,
+                self.place.device.compute,
                 name,
                 &[self.var()],
                 &[out.var()],
@@ -562,26 +580,28 @@ impl Tensor {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        self.push_host(name, shape.into(), move |x| f(x).map_err(OpError::from))
+        self.push_host(name, self.reshaped(shape), move |x| {
+            f(x).map_err(OpError::from)
+        })
     }
 
     /// `self + row`, the 1×n `row` added to every row of the m×n `self` (a layer's bias).
     pub fn add_row(&self, row: &Tensor) -> Result<Tensor, TensorError> {
-        let (a, r) = (&self.shape[..], &row.shape[..]);
+        let (a, r) = (&self.place.shape[..], row.shape());
         if a.len() != 2 || r != [1, a[1]] {
             return Err(TensorError::Shape(format!(
                 "cannot add a {r:?} row to {a:?}"
             )));
         }
         #[cfg(feature = "cuda")]
-        if let DeviceKind::Cuda(dev) = &self.device.kind {
-            let out = Tensor::pending_shaped(&self.engine, &self.device, self.shape.clone());
+        if let DeviceKind::Cuda(dev) = &self.place.device.kind {
+            let out = Tensor::pending_at(self.place.clone());
             let (x, b, dst) = (self.data.clone(), row.data.clone(), out.data.clone());
-            let mem = self.device.memory.clone();
+            let mem = self.place.device.memory.clone();
             let (rows, cols) = (a[0], a[1]);
             gpu::push(
-                &self.engine,
-                self.device.compute,
+                &self.place.engine,
+                self.place.device.compute,
                 "add_row",
                 &[self.var(), row.var()],
                 &[out.var()],
@@ -600,7 +620,7 @@ impl Tensor {
             );
             return Ok(out);
         }
-        Ok(self.push_host2("add_row", row, self.shape.clone(), |x, b| {
+        Ok(self.push_host2("add_row", row, self.place.clone(), |x, b| {
             let x = x.into_dimensionality::<Ix2>()?;
             let b = b.into_dimensionality::<Ix2>()?;
             Ok((&x + &b.row(0).insert_axis(ndarray::Axis(0))).into_dyn())
@@ -619,15 +639,15 @@ impl Tensor {
 
     /// `a · self + b · other`, element-wise (host tensors of one shape), on `self`'s device.
     pub fn axpby(&self, a: f32, other: &Tensor, b: f32) -> Result<Tensor, TensorError> {
-        if self.shape != other.shape {
+        if self.place.shape != other.place.shape {
             return Err(TensorError::Shape(format!(
                 "cannot add {:?} and {:?}",
-                &self.shape[..],
-                &other.shape[..]
+                &self.place.shape[..],
+                &other.place.shape[..]
             )));
         }
         Ok(
-            self.push_host2("axpby", other, self.shape.clone(), move |x, y| {
+            self.push_host2("axpby", other, self.place.clone(), move |x, y| {
                 Ok(ndarray::Zip::from(&x)
                     .and(&y)
                     .map_collect(|&p, &q| a * p + b * q))
@@ -640,17 +660,17 @@ impl Tensor {
     /// earlier reader of `self` (write after read) and every earlier write (write after write).
     /// `other` may be `self` itself.
     pub fn axpby_assign(&self, a: f32, other: &Tensor, b: f32) -> Result<(), TensorError> {
-        if self.shape != other.shape {
+        if self.place.shape != other.place.shape {
             return Err(TensorError::Shape(format!(
                 "cannot add {:?} into {:?}",
-                &other.shape[..],
-                &self.shape[..]
+                &other.place.shape[..],
+                &self.place.shape[..]
             )));
         }
         let (x, y) = (self.data.key(), other.data.key());
-        self.engine.push_with(
+        self.place.engine.push_with(
             "axpby in place",
-            self.device.compute,
+            self.place.device.compute,
             &[other.var()],
             &[self.var()],
             move |vars| {
@@ -680,7 +700,7 @@ impl Tensor {
 
     /// Matrix product of two 2-D tensors, on `self`'s device.
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor, TensorError> {
-        let (a, b) = (&self.shape[..], &rhs.shape[..]);
+        let (a, b) = (&self.place.shape[..], rhs.shape());
         if a.len() != 2 || b.len() != 2 || a[1] != b[0] {
             return Err(TensorError::Shape(format!(
                 "cannot multiply {a:?} by {b:?}"
@@ -688,15 +708,15 @@ impl Tensor {
         }
         let (m, n) = (a[0], b[1]);
         #[cfg(feature = "cuda")]
-        if let DeviceKind::Cuda(dev) = &self.device.kind {
-            let out = Tensor::pending(&self.engine, &self.device, &[m, n]);
+        if let DeviceKind::Cuda(dev) = &self.place.device.kind {
+            let out = Tensor::pending(&self.place.engine, &self.place.device, &[m, n]);
             let (x, y, dst) = (self.data.clone(), rhs.data.clone(), out.data.clone());
-            let mem = self.device.memory.clone();
+            let mem = self.place.device.memory.clone();
             let (reads, writes) = ([self.var(), rhs.var()], [out.var()]);
-            let k_dim = self.shape[1];
+            let k_dim = self.place.shape[1];
             gpu::push(
-                &self.engine,
-                self.device.compute,
+                &self.place.engine,
+                self.place.device.compute,
                 "matmul",
                 &reads,
                 &writes,
@@ -722,11 +742,13 @@ impl Tensor {
             );
             return Ok(out);
         }
-        Ok(self.push_host2("matmul", rhs, Arc::from([m, n]), |a, b| {
-            let a = a.into_dimensionality::<Ix2>()?;
-            let b = b.into_dimensionality::<Ix2>()?;
-            Ok(cpu::matmul(a, b).into_dyn())
-        }))
+        Ok(
+            self.push_host2("matmul", rhs, self.reshaped(&[m, n]), |a, b| {
+                let a = a.into_dimensionality::<Ix2>()?;
+                let b = b.into_dimensionality::<Ix2>()?;
+                Ok(cpu::matmul(a, b).into_dyn())
+            }),
+        )
     }
 
     /// Copy the values to host memory on the device's *copy* lane, so the copy overlaps the
@@ -735,14 +757,14 @@ impl Tensor {
     pub fn copy_to_host(&self) -> Tensor {
         // The copy lives in host memory: ops on it run on the host device (a GPU's companion
         // CPU device), not on the GPU's lanes.
-        let host = self.device.host_device(&self.device);
-        let out = Tensor::pending_shaped(&self.engine, &host, self.shape.clone());
-        match &self.device.kind {
+        let host = self.place.device.host_device(&self.place.device);
+        let out = Tensor::pending_at(Placement::new(&self.place.engine, &host, &self.place.shape));
+        match &self.place.device.kind {
             DeviceKind::Cpu { .. } => {
                 let (src, dst) = (self.data.key(), out.data.key());
-                self.engine.push_with(
+                self.place.engine.push_with(
                     "copy to host",
-                    self.device.copy,
+                    self.place.device.copy,
                     &[self.var()],
                     &[out.var()],
                     move |vars| {
@@ -756,8 +778,8 @@ impl Tensor {
                 let (src, dst) = (self.data.clone(), out.data.clone());
                 let n = self.len();
                 gpu::push(
-                    &self.engine,
-                    self.device.copy,
+                    &self.place.engine,
+                    self.place.device.copy,
                     "copy to host",
                     &[self.var()],
                     &[out.var()],
@@ -785,22 +807,23 @@ impl Tensor {
     /// The same host tensor, with ops on it placed on another CPU device (host memory is
     /// shared by all CPU devices, so nothing is copied). GPU tensors must be copied instead.
     pub fn placed_on(&self, device: &Arc<Device>) -> Result<Tensor, TensorError> {
-        if (self.device.is_gpu() || device.is_gpu()) && self.device.name != device.name {
+        if (self.place.device.is_gpu() || device.is_gpu()) && self.place.device.name != device.name
+        {
             return Err(TensorError::Device(format!(
                 "a tensor on {} cannot be used on {} without a copy",
-                self.device.name, device.name
+                self.place.device.name, device.name
             )));
         }
         Ok(Tensor {
-            device: device.clone(),
-            ..self.clone()
+            place: Placement::new(&self.place.engine, device, &self.place.shape),
+            data: self.data.clone(),
         })
     }
 
     /// Block until the value is computed (the book's `wait_to_read`): on a GPU in stream
     /// order, also until the device has run the op that wrote it.
     pub fn wait_to_read(&self) -> Result<(), EngineError> {
-        self.engine.wait_to_read(self.var())?;
+        self.place.engine.wait_to_read(self.var())?;
         #[cfg(feature = "cuda")]
         if let Ok(data) = self.data.read() {
             if let Storage::Cuda(buf) = &*data {
@@ -821,7 +844,7 @@ impl Tensor {
             Storage::Empty => Err(TensorError::Read("the tensor was never written".into())),
             Storage::Host(values) => Ok(values.to_vec()),
             #[cfg(feature = "cuda")]
-            Storage::Cuda(slice) => match &self.device.kind {
+            Storage::Cuda(slice) => match &self.place.device.kind {
                 DeviceKind::Cuda(d) => d
                     .read_back(&slice.slice, slice.ready().as_ref())
                     .map_err(TensorError::Read),
@@ -839,7 +862,7 @@ impl Tensor {
 
     /// The tensor's shape.
     pub fn shape(&self) -> &[usize] {
-        &self.shape
+        &self.place.shape
     }
 
     /// The var the engine tracks this tensor's buffer by.
@@ -849,7 +872,7 @@ impl Tensor {
 
     /// The device the tensor lives on.
     pub fn device(&self) -> &Arc<Device> {
-        &self.device
+        &self.place.device
     }
 }
 
