@@ -273,6 +273,35 @@ impl Engine {
         self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
     }
 
+    /// [`push_with`](Self::push_with) for an op that writes one new var, made here to own
+    /// `data` and returned as its first owner; the body gets its key. No other op can name
+    /// that var before this one, so its write is counted when the var is made, without
+    /// taking the var's lock: what every tensor op that computes a new tensor pushes.
+    pub fn push_with_new<F>(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        lane: LaneId,
+        reads: &[&Var],
+        data: Box<dyn VarData>,
+        body: F,
+    ) -> DataVar
+    where
+        F: FnOnce(&OpVars<'_>, VarKey) -> Result<(), OpError> + Send + 'static,
+    {
+        self.check_lane(lane);
+        let out = DataVar::new_written(data);
+        let key = out.var().key();
+        self.push_op(
+            name.into(),
+            lane,
+            reads,
+            &[],
+            Some(out.var()),
+            SyncBody::new(move |vars: &OpVars<'_>| body(vars, key)),
+        );
+        out
+    }
+
     /// Push an op that completes when its body fires the [`Completion`] (from any thread, at
     /// any later time): how a device op finishes when its hardware does, without a worker
     /// blocking on it.
@@ -295,8 +324,15 @@ impl Engine {
         self.push_body("clear-error".into(), lane, &[], &[var], ClearErrors);
     }
 
-    /// The generic part of a push: build the op, with its body inline. The rest is
-    /// [`register`](Self::register), compiled once rather than once per closure type.
+    fn check_lane(&self, lane: LaneId) {
+        let lanes = self.shared().lanes.len();
+        assert!(
+            lane.0 < lanes,
+            "lane {} does not belong to this engine ({lanes} lanes)",
+            lane.0
+        );
+    }
+
     fn push_body<B: OpBody + 'static>(
         &self,
         name: Cow<'static, str>,
@@ -305,15 +341,28 @@ impl Engine {
         writes: &[&Var],
         body: B,
     ) {
+        self.check_lane(lane);
+        self.push_op(name, lane, reads, writes, None, body);
+    }
+
+    /// The generic part of a push: build the op, with its body inline. The rest is
+    /// [`register`](Self::register), compiled once rather than once per closure type.
+    /// `new_write` is a var made for this op with its write already counted
+    /// ([`push_with_new`](Self::push_with_new)): it goes last, and does not register.
+    fn push_op<B: OpBody + 'static>(
+        &self,
+        name: Cow<'static, str>,
+        lane: LaneId,
+        reads: &[&Var],
+        writes: &[&Var],
+        new_write: Option<&Var>,
+        body: B,
+    ) {
         let shared = self.shared();
-        assert!(
-            lane.0 < shared.lanes.len(),
-            "lane {} does not belong to this engine ({} lanes)",
-            lane.0,
-            shared.lanes.len()
-        );
         shared.free_retired();
-        let (deps, n_reads) = dedupe(reads, writes);
+        let (mut deps, n_reads) = dedupe(reads, writes);
+        let registering = deps.len();
+        deps.extend(new_write.cloned());
         shared.acquire_slot();
         let stamp = shared.tracing().then(|| {
             (
@@ -321,21 +370,28 @@ impl Engine {
                 shared.trace_seq.fetch_add(1, Ordering::Relaxed),
             )
         });
-        self.register(OpBlock::new_ref(name, lane.0, deps, n_reads, body, stamp));
+        self.register(
+            OpBlock::new_ref(name, lane.0, deps, n_reads, body, stamp),
+            registering,
+        );
     }
 
-    /// Register an op's accesses with its vars, and dispatch it if nothing holds it back.
-    fn register(&self, op: OpRef) {
+    /// Register the op's accesses with its first `registering` vars (the rest were counted
+    /// as they were made), and dispatch it if nothing holds it back.
+    fn register(&self, op: OpRef, registering: usize) {
         let shared = self.shared();
         // Accesses granted at once are taken off the wait count in one step at the end,
         // with the pusher's own unit: only completions of earlier ops decrement it before
         // then, and they cannot reach zero while that unit is held.
-        let granted = var::append_all(&op);
+        let granted = var::append_all(&op, registering) + (op.deps().len() - registering);
         // Naive: wait for the op. Not from inside an op, where the op pushed may queue behind
         // the one pushing it on the same worker. Otherwise the op is handed over without a
         // clone, so this thread does not touch its count again once a worker may have it.
         let awaited = (shared.mode == Mode::Naive && !in_worker()).then(|| op.clone());
-        if op.release_wait(granted + 1) {
+        // Every access granted at once: none waits in a var's queue, so no completion will
+        // ever take a unit off the wait count, and this thread holds the last ones. The op is
+        // ready without the locked decrement.
+        if granted == op.deps().len() || op.release_wait(granted + 1) {
             shared.dispatch(op);
         }
         if let Some(op) = awaited {
@@ -453,6 +509,25 @@ fn dedupe(reads: &[&Var], writes: &[&Var]) -> (op::Deps, usize) {
         }
     }
     (deps, n_reads)
+}
+
+/// An `Arc` whose value `init` writes field by field, straight into the new allocation:
+/// `Arc::new` builds the value on the stack and then copies it in, and for an op block or a
+/// var (a few hundred bytes each) that copy took about a tenth of a push.
+///
+/// # Safety
+/// `init` must initialize every field of the value it is given (padding aside).
+#[inline(always)]
+unsafe fn arc_in_place<T>(init: impl FnOnce(*mut T)) -> Arc<T> {
+    let slot = Arc::into_raw(Arc::<T>::new_uninit()).cast_mut().cast::<T>();
+    // SAFETY: `slot` is the value of an `Arc` no one else holds, and its pointer comes from
+    // the allocation, with write access. Once `init` has initialized it (the caller's
+    // promise), the `Arc<MaybeUninit<T>>` is an `Arc<T>` (same layout), which `from_raw`
+    // takes back.
+    unsafe {
+        init(slot);
+        Arc::from_raw(slot)
+    }
 }
 
 /// A value alone on its own pair of cache lines (x86 prefetches lines in pairs), so writes to

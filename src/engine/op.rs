@@ -16,6 +16,7 @@
 use std::borrow::Cow;
 use std::cell::{Cell, UnsafeCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -247,30 +248,51 @@ impl<B: OpBody + 'static> OpBlock<B> {
         body: B,
         traced: Option<(u64, u64)>,
     ) -> OpRef {
-        Arc::new(OpBlock {
-            head: OpHead {
-                name,
-                lane,
-                wait: AtomicUsize::new(deps.len() + 1),
-                deps,
-                n_reads,
-                claimed: AtomicBool::new(false),
-                completed: AtomicBool::new(false),
-                finished: AtomicBool::new(false),
-                dropped_in_panic: AtomicBool::new(false),
-                next: AtomicPtr::new(std::ptr::null_mut()),
-                unsize: unsize::<B>,
-                trace: traced.map(|(pushed_ns, seq)| {
-                    Box::new(OpTrace {
-                        pushed_ns,
-                        started_ns: AtomicU64::new(0),
-                        seq,
-                        worker: std::sync::OnceLock::new(),
-                    })
-                }),
-            },
-            body,
-        })
+        let trace = traced.map(|(pushed_ns, seq)| {
+            Box::new(OpTrace {
+                pushed_ns,
+                started_ns: AtomicU64::new(0),
+                seq,
+                worker: std::sync::OnceLock::new(),
+            })
+        });
+        // SAFETY: `init` writes every field (the patterns list them all, so a field added
+        // without being written here fails to compile).
+        unsafe {
+            super::arc_in_place(|op: *mut OpBlock<B>| {
+                if false {
+                    let OpBlock { head, body: _ } = &*op;
+                    let OpHead {
+                        name: _,
+                        lane: _,
+                        deps: _,
+                        n_reads: _,
+                        wait: _,
+                        claimed: _,
+                        completed: _,
+                        finished: _,
+                        dropped_in_panic: _,
+                        next: _,
+                        unsize: _,
+                        trace: _,
+                    } = head;
+                }
+                let head = addr_of_mut!((*op).head);
+                addr_of_mut!((*head).name).write(name);
+                addr_of_mut!((*head).lane).write(lane);
+                addr_of_mut!((*head).wait).write(AtomicUsize::new(deps.len() + 1));
+                addr_of_mut!((*head).deps).write(deps);
+                addr_of_mut!((*head).n_reads).write(n_reads);
+                addr_of_mut!((*head).claimed).write(AtomicBool::new(false));
+                addr_of_mut!((*head).completed).write(AtomicBool::new(false));
+                addr_of_mut!((*head).finished).write(AtomicBool::new(false));
+                addr_of_mut!((*head).dropped_in_panic).write(AtomicBool::new(false));
+                addr_of_mut!((*head).next).write(AtomicPtr::new(std::ptr::null_mut()));
+                addr_of_mut!((*head).unsize).write(unsize::<B>);
+                addr_of_mut!((*head).trace).write(trace);
+                addr_of_mut!((*op).body).write(body);
+            })
+        }
     }
 }
 

@@ -1047,3 +1047,57 @@ fn an_access_after_the_release_does_not_release_again() {
         assert_eq!(released.load(Ordering::SeqCst), 1);
     });
 }
+
+/// A value one op stores and another reads, through the var that owns it.
+struct Slot(AtomicU64);
+
+impl VarData for Slot {
+    fn release(&self) {}
+}
+
+/// An op that sleeps, then stores `value` in the new var it was pushed with.
+fn slow_new_slot(e: &Engine, lane: LaneId, value: u64) -> DataVar {
+    e.push_with_new(
+        "writer",
+        lane,
+        &[],
+        Box::new(Slot(AtomicU64::new(0))),
+        move |vars, key| {
+            std::thread::sleep(Duration::from_millis(50));
+            let slot = vars.data::<Slot>(key).ok_or(OpError::msg("no slot"))?;
+            slot.0.store(value, Ordering::SeqCst);
+            Ok(())
+        },
+    )
+}
+
+#[test]
+fn a_var_made_with_its_writer_is_read_only_after_the_write() {
+    within(10, || {
+        let (e, l) = engine(2);
+        let out = slow_new_slot(&e, l[0], 7);
+        assert_eq!(out.var().pushed_writes(), 1, "the op's write is counted");
+        // On another lane, so a read granted too early would run during the write.
+        let seen = Arc::new(AtomicU64::new(0));
+        let (seen2, key) = (seen.clone(), out.var().key());
+        e.push_with("reader", l[1], &[out.var()], &[], move |vars| {
+            let slot = vars.data::<Slot>(key).ok_or(OpError::msg("no slot"))?;
+            seen2.store(slot.0.load(Ordering::SeqCst), Ordering::SeqCst);
+            Ok(())
+        });
+        e.wait_all().unwrap();
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            7,
+            "the read ran before the write"
+        );
+        let out = slow_new_slot(&e, l[0], 9);
+        e.wait_to_read(out.var()).unwrap();
+        let slot = out.data::<Slot>().unwrap();
+        assert_eq!(
+            slot.0.load(Ordering::SeqCst),
+            9,
+            "the wait ended before the write"
+        );
+    });
+}

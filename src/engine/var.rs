@@ -23,6 +23,7 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -75,7 +76,7 @@ pub(crate) struct VarInner {
     /// Keeps `done` off the last line the fields above use. A gap rather than an aligned
     /// [`Padded`](super::Padded): every tensor op creates a var, and an over-aligned
     /// allocation takes the allocator's slow path (it cost a tenth of a push).
-    _gap: [u8; 64],
+    _gap: std::mem::MaybeUninit<[u8; 64]>,
     /// The completing side, on lines of its own.
     done: Done,
 }
@@ -150,29 +151,58 @@ impl Done {
 impl Var {
     /// A fresh variable with no pending accesses.
     pub fn new() -> Var {
-        Var::with(None, 0)
+        Var::with(None, 0, 0)
     }
 
-    fn with(data: Option<Box<dyn VarData>>, owners: usize) -> Var {
-        Var(Arc::new(VarInner {
-            id: next_var_id(),
-            owners: AtomicUsize::new(owners),
-            pushed_total: AtomicU64::new(0),
-            pushed: Mutex::new(Pushed::default()),
-            written: Condvar::new(),
-            _gap: [0; 64],
-            done: Done {
-                reads: AtomicU64::new(0),
-                writes: AtomicU64::new(0),
-                waiting: AtomicBool::new(false),
-                sleepers: AtomicUsize::new(0),
-                poisoned: AtomicBool::new(false),
-                orphaned_at: AtomicU64::new(NOT_ORPHANED),
-                released: AtomicBool::new(false),
-                data,
-                error: Mutex::new(None),
-            },
-        }))
+    /// A var owning `data` (if any) with `owners` [`DataVar`] handles and `writes` writes
+    /// already pushed (see [`DataVar::new_written`]).
+    fn with(data: Option<Box<dyn VarData>>, owners: usize, writes: u64) -> Var {
+        // SAFETY: `init` writes every field (the patterns below list them all, so a field
+        // added without being written here fails to compile; `_gap` is padding, never read).
+        Var(unsafe {
+            super::arc_in_place(|v: *mut VarInner| {
+                if false {
+                    let VarInner {
+                        id: _,
+                        owners: _,
+                        pushed_total: _,
+                        pushed: _,
+                        written: _,
+                        _gap: _,
+                        done,
+                    } = &*v;
+                    let Done {
+                        reads: _,
+                        writes: _,
+                        waiting: _,
+                        sleepers: _,
+                        poisoned: _,
+                        orphaned_at: _,
+                        released: _,
+                        data: _,
+                        error: _,
+                    } = done;
+                }
+                addr_of_mut!((*v).id).write(next_var_id());
+                addr_of_mut!((*v).owners).write(AtomicUsize::new(owners));
+                addr_of_mut!((*v).pushed_total).write(AtomicU64::new(writes));
+                addr_of_mut!((*v).pushed).write(Mutex::new(Pushed {
+                    writes,
+                    ..Pushed::default()
+                }));
+                addr_of_mut!((*v).written).write(Condvar::new());
+                let done = addr_of_mut!((*v).done);
+                addr_of_mut!((*done).reads).write(AtomicU64::new(0));
+                addr_of_mut!((*done).writes).write(AtomicU64::new(0));
+                addr_of_mut!((*done).waiting).write(AtomicBool::new(false));
+                addr_of_mut!((*done).sleepers).write(AtomicUsize::new(0));
+                addr_of_mut!((*done).poisoned).write(AtomicBool::new(false));
+                addr_of_mut!((*done).orphaned_at).write(AtomicU64::new(NOT_ORPHANED));
+                addr_of_mut!((*done).released).write(AtomicBool::new(false));
+                addr_of_mut!((*done).data).write(data);
+                addr_of_mut!((*done).error).write(Mutex::new(None));
+            })
+        })
     }
 
     /// What names this var inside an op body ([`OpVars::data`]): a plain address, so a body
@@ -366,8 +396,11 @@ impl Var {
 /// order of two ops is the same at every var they share. No engine-wide lock is taken:
 /// pushers of disjoint vars do not meet, and a completion only ever holds one var's lock.
 /// One var alone cannot form such a cycle, so it takes its lock for the append only.
-pub(crate) fn append_all(op: &OpRef) -> usize {
-    let (deps, n_reads) = (op.deps(), op.reads().len());
+///
+/// Only the first `n` vars register: the rest are new vars whose write the op was pushed
+/// with (see [`DataVar::new_written`]).
+pub(crate) fn append_all(op: &OpRef, n: usize) -> usize {
+    let (deps, n_reads) = (&op.deps()[..n], op.reads().len());
     let access = |i: usize| {
         if i < n_reads {
             Access::Read
@@ -376,6 +409,7 @@ pub(crate) fn append_all(op: &OpRef) -> usize {
         }
     };
     match deps {
+        [] => return 0,
         [v] => return usize::from(v.append(access(0), op)),
         [a, b] => {
             // The common case (an input and an output), without the general case's vectors.
@@ -458,7 +492,13 @@ pub struct DataVar(Var);
 impl DataVar {
     /// A fresh var owning `data`, with this handle as its one owner.
     pub fn new(data: Box<dyn VarData>) -> DataVar {
-        DataVar(Var::with(Some(data), 1))
+        DataVar(Var::with(Some(data), 1, 0))
+    }
+
+    /// [`new`](Self::new), with one write already pushed: that of the op being pushed with
+    /// it, which no other op can precede ([`Engine::push_with_new`](super::Engine::push_with_new)).
+    pub(crate) fn new_written(data: Box<dyn VarData>) -> DataVar {
+        DataVar(Var::with(Some(data), 1, 1))
     }
 
     /// The var ops name to read or write the data.
@@ -483,9 +523,12 @@ impl Clone for DataVar {
 
 impl Drop for DataVar {
     fn drop(&mut self) {
-        // AcqRel, as for `Arc`: the last owner sees everything the others did before they
-        // went.
-        if self.0 .0.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // A count of one is this handle alone, and no other can appear: a new owner is a
+        // clone of an existing one, and this one is going. The Acquire load sees everything
+        // the owners that went before did, as the AcqRel decrement would, without a locked
+        // instruction.
+        let owners = &self.0 .0.owners;
+        if owners.load(Ordering::Acquire) == 1 || owners.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.orphan();
         }
     }

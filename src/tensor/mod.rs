@@ -115,6 +115,16 @@ impl std::ops::Deref for BufferCell {
 }
 
 impl BufferCell {
+    /// A cell holding `storage`, counted from now on.
+    fn boxed(memory: Arc<MemTracker>, shape: &[usize], storage: Storage) -> Box<BufferCell> {
+        memory.add(storage.host_bytes());
+        Box::new(BufferCell {
+            memory,
+            shape: IxDyn(shape),
+            lock: RwLock::new(storage),
+        })
+    }
+
     /// Store host values of the cell's shape, given as an array.
     fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
         if values.shape() != self.shape.slice() {
@@ -194,12 +204,7 @@ pub(crate) struct Buffer(DataVar);
 
 impl Buffer {
     fn new(memory: Arc<MemTracker>, shape: &[usize], storage: Storage) -> Buffer {
-        memory.add(storage.host_bytes());
-        Buffer(DataVar::new(Box::new(BufferCell {
-            memory,
-            shape: IxDyn(shape),
-            lock: RwLock::new(storage),
-        })))
+        Buffer(DataVar::new(BufferCell::boxed(memory, shape, storage)))
     }
 
     fn var(&self) -> &Var {
@@ -453,16 +458,31 @@ impl Tensor {
         place: Arc<Placement>,
         body: impl FnOnce(&OpVars<'_>, VarKey, VarKey) -> Result<(), OpError> + Send + 'static,
     ) -> Tensor {
-        let out = Tensor::pending_at(place);
-        let (src, dst) = (self.data.key(), out.data.key());
-        self.place.engine.push_with(
-            name,
-            self.place.device.compute,
-            &[self.var()],
-            &[out.var()],
-            move |vars| body(vars, src, dst),
-        );
-        out
+        let src = self.data.key();
+        self.push_new(name, place, &[self.var()], move |vars, dst| {
+            body(vars, src, dst)
+        })
+    }
+
+    /// A host op on this tensor's compute lane that reads `reads` and computes a new tensor at
+    /// `place`, whose buffer's key `body` gets: the engine makes its var with the op's write
+    /// already counted.
+    fn push_new(
+        &self,
+        name: &'static str,
+        place: Arc<Placement>,
+        reads: &[&Var],
+        body: impl FnOnce(&OpVars<'_>, VarKey) -> Result<(), OpError> + Send + 'static,
+    ) -> Tensor {
+        let cell = BufferCell::boxed(place.device.memory.clone(), &place.shape, Storage::Empty);
+        let data =
+            self.place
+                .engine
+                .push_with_new(name, self.place.device.compute, reads, cell, body);
+        Tensor {
+            place,
+            data: Buffer(data),
+        }
     }
 
     /// A host op of this tensor, computing a new one of `shape` with `f` from its values.
@@ -503,25 +523,17 @@ impl Tensor {
             + Send
             + 'static,
     ) -> Tensor {
-        let out = Tensor::pending_at(place);
-        let (x, y, dst) = (self.data.key(), other.data.key(), out.data.key());
-        self.place.engine.push_with(
-            name,
-            self.place.device.compute,
-            &[self.var(), other.var()],
-            &[out.var()],
-            move |vars| {
-                let z = {
-                    let (xc, yc) = (cell(vars, x)?, cell(vars, y)?);
-                    let (xg, yg) = read_both(xc, yc)?;
-                    let a = xc.view(&xg)?;
-                    let b = yc.view(yg.as_deref().unwrap_or(&xg))?;
-                    f(a, b)?
-                };
-                cell(vars, dst)?.put_host(z)
-            },
-        );
-        out
+        let (x, y) = (self.data.key(), other.data.key());
+        self.push_new(name, place, &[self.var(), other.var()], move |vars, dst| {
+            let z = {
+                let (xc, yc) = (cell(vars, x)?, cell(vars, y)?);
+                let (xg, yg) = read_both(xc, yc)?;
+                let a = xc.view(&xg)?;
+                let b = yc.view(yg.as_deref().unwrap_or(&xg))?;
+                f(a, b)?
+            };
+            cell(vars, dst)?.put_host(z)
+        })
     }
 
     /// An element-wise op, run on the tensor's device's compute lane: `f` on a host tensor,
