@@ -256,12 +256,14 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 worker: std::sync::OnceLock::new(),
             })
         });
-        // SAFETY: `init` writes every field (the patterns list them all, so a field added
-        // without being written here fails to compile).
+        // SAFETY: `init` writes every field (`every_field_is_written` checks the list).
         unsafe {
             super::arc_in_place(|op: *mut OpBlock<B>| {
-                if false {
-                    let OpBlock { head, body: _ } = &*op;
+                /// Never called: its patterns name every field, so a field added to the
+                /// op without being written below fails to compile.
+                #[allow(dead_code)]
+                fn every_field_is_written<B: ?Sized>(op: &OpBlock<B>) {
+                    let OpBlock { head, body: _ } = op;
                     let OpHead {
                         name: _,
                         lane: _,

@@ -157,11 +157,14 @@ impl Var {
     /// A var owning `data` (if any) with `owners` [`DataVar`] handles and `writes` writes
     /// already pushed (see [`DataVar::new_written`]).
     fn with(data: Option<Box<dyn VarData>>, owners: usize, writes: u64) -> Var {
-        // SAFETY: `init` writes every field (the patterns below list them all, so a field
-        // added without being written here fails to compile; `_gap` is padding, never read).
+        // SAFETY: `init` writes every field (`every_field_is_written` checks the list; `_gap`
+        // is padding, never read).
         Var(unsafe {
             super::arc_in_place(|v: *mut VarInner| {
-                if false {
+                /// Never called: its patterns name every field, so a field added to the
+                /// var without being written below fails to compile.
+                #[allow(dead_code)]
+                fn every_field_is_written(v: &VarInner) {
                     let VarInner {
                         id: _,
                         owners: _,
@@ -170,7 +173,7 @@ impl Var {
                         written: _,
                         _gap: _,
                         done,
-                    } = &*v;
+                    } = v;
                     let Done {
                         reads: _,
                         writes: _,
