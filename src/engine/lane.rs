@@ -24,6 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::error::{panic_message, EngineError};
 use super::op::{complete, execute, from_thin, into_thin, OpHead, OpRef};
+use super::waiting;
 use super::{lock, Padded, Shared};
 
 /// Identifies a lane of one engine (returned by [`EngineBuilder::lane`](super::EngineBuilder::lane)).
@@ -191,6 +192,7 @@ impl LaneQueue {
     }
 
     fn wake_one(&self) {
+        waiting::note_waker();
         let _g = lock(&self.park.lock);
         self.park.wake.notify_one();
     }
@@ -313,10 +315,16 @@ impl LaneQueue {
         // SeqCst, paired with `submit`: after this increment a submitter sees a sleeper, or
         // the re-check below sees its op.
         self.park.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut slept = false;
         while !self.has_work() && !self.park.stopping.load(Ordering::SeqCst) {
             g = self.park.wake.wait(g).unwrap_or_else(|p| p.into_inner());
+            slept = true;
         }
         self.park.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+        if slept {
+            waiting::leave_wakers_cpu();
+        }
     }
 
     /// A worker leaves (returns false). The last one closes the intake, so later hand-offs

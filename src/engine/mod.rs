@@ -11,6 +11,9 @@
 //! panics poisons what it writes, and everything downstream is skipped and inherits the error).
 //! A poisoned var keeps its error until [`clear_error`](Engine::clear_error): a later write to
 //! it is skipped as well, since a write may read the old value (a read-modify-write).
+//! A thread that slept in one of them (or a worker woken for new ops) may come back on another
+//! CPU of its affinity mask: one the kernel woke onto its waker's CPU moves off it (see
+//! `waiting.rs`); its mask is left as it was.
 //!
 //! ```
 //! use parbench::engine::{Engine, LaneSpec, Mode, Var};
@@ -31,6 +34,7 @@ mod lane;
 mod op;
 pub mod trace;
 mod var;
+mod waiting;
 
 #[cfg(feature = "cuda")]
 pub(crate) use error::panic_message;
@@ -49,7 +53,7 @@ use std::time::Instant;
 
 use lane::{in_worker, Lane, Submitted};
 use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
-use var::spin_until;
+use waiting::spin_until;
 
 /// How pushed ops are executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -735,6 +739,7 @@ impl Shared {
         let may_matter =
             now == 0 || self.mode == Mode::Naive || self.max_inflight.is_some_and(|max| now < max);
         if may_matter {
+            waiting::note_waker();
             let _g = lock(&self.idle_lock);
             self.idle_cv.notify_all();
         }
@@ -803,10 +808,16 @@ impl Shared {
         }
         let mut g = lock(&self.idle_lock);
         self.idle_waiters.fetch_add(1, Ordering::SeqCst);
+        let mut slept = false;
         while !done() {
             g = self.idle_cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            slept = true;
         }
         self.idle_waiters.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+        if slept {
+            waiting::leave_wakers_cpu();
+        }
     }
 }
 

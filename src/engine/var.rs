@@ -30,6 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::error::EngineError;
 use super::lock;
 use super::op::{Granted, OpRef};
+use super::waiting::{self, spin_until};
 
 static NEXT_VAR_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -323,6 +324,7 @@ impl Var {
         }
         done.writes.fetch_add(1, Ordering::SeqCst);
         if done.sleepers.load(Ordering::SeqCst) > 0 {
+            waiting::note_waker();
             let _g = self.lock();
             self.0.written.notify_all();
         }
@@ -381,10 +383,16 @@ impl Var {
             // SeqCst with `complete_write`'s increment-then-load: it sees this sleeper, or
             // this check sees its write.
             done.sleepers.fetch_add(1, Ordering::SeqCst);
+            let mut slept = false;
             while done.writes.load(Ordering::SeqCst) < target {
                 p = self.0.written.wait(p).unwrap_or_else(|p| p.into_inner());
+                slept = true;
             }
             done.sleepers.fetch_sub(1, Ordering::SeqCst);
+            drop(p);
+            if slept {
+                waiting::leave_wakers_cpu();
+            }
         }
         self.error().map_or(Ok(()), Err)
     }
@@ -443,28 +451,6 @@ pub(crate) fn append_all(op: &OpRef, n: usize) -> usize {
         }
     }
     granted
-}
-
-/// Busy-wait iterations before yielding, then sleeping. Tuned so a synchronous round trip
-/// stays in the microsecond range without burning a core for long.
-const SPIN_LIMIT: u32 = 2_000;
-const YIELD_LIMIT: u32 = 200;
-
-/// Spin, then yield, until `done()` holds; false if it still does not after that, when the
-/// caller should sleep. A round trip through a busy worker takes well under a microsecond,
-/// far less than a futex sleep and wake-up.
-pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
-    for i in 0..SPIN_LIMIT + YIELD_LIMIT {
-        if done() {
-            return true;
-        }
-        if i < SPIN_LIMIT {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-    done()
 }
 
 /// A var's address, which an op body uses to find the var's data among its op's vars
