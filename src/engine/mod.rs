@@ -52,7 +52,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use lane::{in_worker, Lane, Submitted};
-use op::{AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
+use op::{Accesses, AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
 use waiting::spin_until;
 
 /// How pushed ops are executed.
@@ -364,9 +364,6 @@ impl Engine {
     ) {
         let shared = self.shared();
         shared.free_retired();
-        let (mut deps, n_reads) = dedupe(reads, writes);
-        let registering = deps.len();
-        deps.extend(new_write.cloned());
         shared.acquire_slot();
         let stamp = shared.tracing().then(|| {
             (
@@ -374,10 +371,18 @@ impl Engine {
                 shared.trace_seq.fetch_add(1, Ordering::Relaxed),
             )
         });
-        self.register(
-            OpBlock::new_ref(name, lane.0, deps, n_reads, body, stamp),
-            registering,
+        let (op, registering) = OpBlock::new_ref(
+            name,
+            lane.0,
+            Accesses {
+                reads,
+                writes,
+                new_write,
+            },
+            body,
+            stamp,
         );
+        self.register(op, registering);
     }
 
     /// Register the op's accesses with its first `registering` vars (the rest were counted
@@ -495,24 +500,6 @@ impl Engine {
     pub fn now_ns(&self) -> u64 {
         self.shared().now_ns()
     }
-}
-
-/// The op's vars in one vector, reads first: duplicates removed, and a var that is also
-/// written counted as a write only. Returns the vector and the number of reads.
-fn dedupe(reads: &[&Var], writes: &[&Var]) -> (op::Deps, usize) {
-    let mut deps = op::Deps::with_capacity(reads.len() + writes.len());
-    for v in reads {
-        if !writes.iter().any(|w| w.same(v)) && !deps.iter().any(|x| x.same(v)) {
-            deps.push((*v).clone());
-        }
-    }
-    let n_reads = deps.len();
-    for v in writes {
-        if !deps[n_reads..].iter().any(|x| x.same(v)) {
-            deps.push((*v).clone());
-        }
-    }
-    (deps, n_reads)
 }
 
 /// An `Arc` whose value `init` writes field by field, straight into the new allocation:

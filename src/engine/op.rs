@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, UnsafeCell};
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -238,16 +239,45 @@ pub(crate) struct OpTrace {
     pub(crate) worker: std::sync::OnceLock<String>,
 }
 
+/// The vars an op is pushed with.
+#[derive(Clone, Copy)]
+pub(crate) struct Accesses<'a> {
+    pub(crate) reads: &'a [&'a Var],
+    pub(crate) writes: &'a [&'a Var],
+    /// A var made for this op with its write already counted: it goes last, and does not
+    /// register (see [`DataVar::new_written`](super::DataVar::new_written)).
+    pub(crate) new_write: Option<&'a Var>,
+}
+
+/// Fill `deps` (empty) with the op's vars, reads first: duplicates removed, and a var that is
+/// also written counted as a write only. Returns the number of reads.
+fn fill_deps(deps: &mut Deps, reads: &[&Var], writes: &[&Var]) -> usize {
+    for v in reads {
+        if !writes.iter().any(|w| w.same(v)) && !deps.iter().any(|x| x.same(v)) {
+            deps.push((*v).clone());
+        }
+    }
+    let n_reads = deps.len();
+    for v in writes {
+        if !deps[n_reads..].iter().any(|x| x.same(v)) {
+            deps.push((*v).clone());
+        }
+    }
+    n_reads
+}
+
 impl<B: OpBody + 'static> OpBlock<B> {
-    /// A new op, as the one allocation the engine makes for it.
+    /// A new op, as the one allocation the engine makes for it, and how many of its vars
+    /// register (all but a new write). Its vars are listed straight into the block: a list
+    /// built on the stack and moved in was copied twice, and read back in wider loads than
+    /// it was written with, which the CPU cannot forward from its store buffer.
     pub(crate) fn new_ref(
         name: Cow<'static, str>,
         lane: usize,
-        deps: Deps,
-        n_reads: usize,
+        accesses: Accesses<'_>,
         body: B,
         traced: Option<(u64, u64)>,
-    ) -> OpRef {
+    ) -> (OpRef, usize) {
         let trace = traced.map(|(pushed_ns, seq)| {
             Box::new(OpTrace {
                 pushed_ns,
@@ -256,8 +286,14 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 worker: std::sync::OnceLock::new(),
             })
         });
-        // SAFETY: `init` writes every field (`every_field_is_written` checks the list).
-        unsafe {
+        let mut registering = 0;
+        // Moved in by reference, once the block is allocated: captured by value, the name and
+        // the body were copied onto the stack first, with loads wider than the stores that
+        // had just written them (a stall the CPU cannot forward around, on every push).
+        let (mut name, mut body) = (ManuallyDrop::new(name), ManuallyDrop::new(body));
+        // SAFETY: `init` writes every field (`every_field_is_written` checks the list), and
+        // takes `name` and `body` exactly once.
+        let op = unsafe {
             super::arc_in_place(|op: *mut OpBlock<B>| {
                 /// Never called: its patterns name every field, so a field added to the
                 /// op without being written below fails to compile.
@@ -280,10 +316,15 @@ impl<B: OpBody + 'static> OpBlock<B> {
                     } = head;
                 }
                 let head = addr_of_mut!((*op).head);
-                addr_of_mut!((*head).name).write(name);
+                addr_of_mut!((*head).name).write(ManuallyDrop::take(&mut name));
                 addr_of_mut!((*head).lane).write(lane);
+                addr_of_mut!((*head).deps).write(Deps::new());
+                // The field is written: a reference to it alone is sound.
+                let deps = &mut *addr_of_mut!((*head).deps);
+                let n_reads = fill_deps(deps, accesses.reads, accesses.writes);
+                registering = deps.len();
+                deps.extend(accesses.new_write.cloned());
                 addr_of_mut!((*head).wait).write(AtomicUsize::new(deps.len() + 1));
-                addr_of_mut!((*head).deps).write(deps);
                 addr_of_mut!((*head).n_reads).write(n_reads);
                 addr_of_mut!((*head).claimed).write(AtomicBool::new(false));
                 addr_of_mut!((*head).completed).write(AtomicBool::new(false));
@@ -292,9 +333,10 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 addr_of_mut!((*head).next).write(AtomicPtr::new(std::ptr::null_mut()));
                 addr_of_mut!((*head).unsize).write(unsize::<B>);
                 addr_of_mut!((*head).trace).write(trace);
-                addr_of_mut!((*op).body).write(body);
+                addr_of_mut!((*op).body).write(ManuallyDrop::take(&mut body));
             })
-        }
+        };
+        (op, registering)
     }
 }
 

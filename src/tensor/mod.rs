@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::device::memory::MemTracker;
 
-use ndarray::{ArrayD, ArrayViewD, Dimension, Ix2, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Ix2, IxDyn};
 
 #[cfg(feature = "cuda")]
 use crate::device::cuda::ops::Map as Kernel;
@@ -103,8 +103,43 @@ pub(crate) struct BufferCell {
     memory: Arc<MemTracker>,
     /// The shape of the values, fixed when the buffer is made: host values are stored flat.
     /// Inline (up to four dimensions), so a body that needs it moves no reference count.
-    shape: IxDyn,
+    shape: CellShape,
     lock: RwLock<Storage>,
+}
+
+/// A cell's shape, inline up to four dimensions. Not ndarray's `IxDyn`, which an out-of-line
+/// call returned through the stack, to be copied into the cell with loads wider than its
+/// stores (a stall the CPU cannot forward around, on every push).
+enum CellShape {
+    Inline { len: usize, dims: [usize; 4] },
+    Heap(Box<[usize]>),
+}
+
+impl CellShape {
+    #[inline(always)]
+    fn new(shape: &[usize]) -> CellShape {
+        match shape.len() {
+            // Element by element: a `copy_from_slice` of a run-time length is a `memcpy`
+            // of bytes, read back as words (the same stall again).
+            len @ 0..=4 => CellShape::Inline {
+                len,
+                dims: std::array::from_fn(|i| shape.get(i).copied().unwrap_or(0)),
+            },
+            _ => CellShape::Heap(shape.into()),
+        }
+    }
+
+    fn dims(&self) -> &[usize] {
+        match self {
+            CellShape::Inline { len, dims } => &dims[..*len],
+            CellShape::Heap(dims) => dims,
+        }
+    }
+
+    /// The number of values.
+    fn size(&self) -> usize {
+        self.dims().iter().product()
+    }
 }
 
 impl std::ops::Deref for BufferCell {
@@ -115,23 +150,46 @@ impl std::ops::Deref for BufferCell {
 }
 
 impl BufferCell {
-    /// A cell holding `storage`, counted from now on.
+    /// A cell holding `storage`, counted from now on. Written field by field into its
+    /// allocation: built on the stack, the cell was copied in with loads wider than the
+    /// stores that had just written it, which the CPU cannot forward (a tenth of a push).
+    #[inline(always)] // so a caller's `Storage::Empty` is written as constants, in place
     fn boxed(memory: Arc<MemTracker>, shape: &[usize], storage: Storage) -> Box<BufferCell> {
         memory.add(storage.host_bytes());
-        Box::new(BufferCell {
-            memory,
-            shape: IxDyn(shape),
-            lock: RwLock::new(storage),
-        })
+        let mut cell = Box::<BufferCell>::new_uninit();
+        let slot = cell.as_mut_ptr();
+        // SAFETY: every field of the cell is written (the pattern below names them all, so a
+        // field added later fails to compile until it is written here too); `slot` points
+        // into the allocation, which nothing else can see yet.
+        unsafe {
+            #[allow(dead_code)]
+            fn every_field_is_written(cell: &BufferCell) {
+                let BufferCell {
+                    memory: _,
+                    shape: _,
+                    lock: _,
+                } = cell;
+            }
+            std::ptr::addr_of_mut!((*slot).memory).write(memory);
+            std::ptr::addr_of_mut!((*slot).shape).write(CellShape::new(shape));
+            // An empty lock first, as constants: `RwLock::new(storage)` was built on the
+            // stack and copied (the stall again). A pending tensor's cell stays empty.
+            std::ptr::addr_of_mut!((*slot).lock).write(RwLock::new(Storage::Empty));
+            let mut cell = cell.assume_init();
+            if !matches!(storage, Storage::Empty) {
+                *cell.lock.get_mut().unwrap_or_else(|e| e.into_inner()) = storage;
+            }
+            cell
+        }
     }
 
     /// Store host values of the cell's shape, given as an array.
     fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
-        if values.shape() != self.shape.slice() {
+        if values.shape() != self.shape.dims() {
             return Err(OpError::msg(format!(
                 "an op produced values of shape {:?} for a tensor of shape {:?}",
                 values.shape(),
-                self.shape.slice()
+                self.shape.dims()
             )));
         }
         self.put_flat(into_flat(values))
@@ -144,7 +202,7 @@ impl BufferCell {
             return Err(OpError::msg(format!(
                 "an op produced {} values for a tensor of shape {:?}",
                 values.len(),
-                self.shape.slice()
+                self.shape.dims()
             )));
         }
         let mut slot = write(self)?;
@@ -157,7 +215,10 @@ impl BufferCell {
 
     /// `storage` (this cell's, locked by the caller) seen as an array of the cell's shape.
     fn view<'a>(&self, storage: &'a Storage) -> Result<ArrayViewD<'a, f32>, OpError> {
-        Ok(ArrayViewD::from_shape(self.shape.clone(), storage.flat()?)?)
+        Ok(ArrayViewD::from_shape(
+            IxDyn(self.shape.dims()),
+            storage.flat()?,
+        )?)
     }
 }
 

@@ -584,3 +584,40 @@ fn views_and_in_place_ops_see_the_values_in_their_shape() {
     shifted.axpby_assign(2.0, &shifted, 0.0).unwrap();
     assert_eq!(shifted.to_vec().unwrap(), vec![68.0, 86.0, 86.0, 110.0]);
 }
+
+#[test]
+fn a_cell_keeps_its_shape_inline_up_to_four_dimensions_and_on_the_heap_beyond() {
+    for shape in [
+        &[][..],
+        &[3],
+        &[2, 3],
+        &[1, 2, 3, 4],
+        &[2, 1, 2, 1, 2],
+        &[1; 7],
+    ] {
+        let s = CellShape::new(shape);
+        assert_eq!(s.dims(), shape);
+        assert_eq!(s.size(), shape.iter().product::<usize>());
+        assert_eq!(
+            matches!(s, CellShape::Inline { .. }),
+            shape.len() <= 4,
+            "{shape:?}"
+        );
+    }
+}
+
+#[test]
+fn tensors_of_five_dimensions_compute_and_read_back() {
+    let rt = rt();
+    let d = &rt.devices[0];
+    let x = ndarray::ArrayD::from_shape_fn(IxDyn(&[2, 1, 2, 1, 2]), |i| i[0] as f32 - i[4] as f32);
+    // `apply` reads its input as an array of the cell's shape and stores one of that shape.
+    let y = Tensor::from_host(&rt.engine, d, x.clone())
+        .apply("relu", &[2, 1, 2, 1, 2], |v| {
+            Ok::<_, std::convert::Infallible>(v.mapv(|a| a.max(0.0)))
+        })
+        .add_scalar(2.0);
+    assert_eq!(y.shape(), &[2, 1, 2, 1, 2]);
+    let want: Vec<f32> = x.iter().map(|v| v.max(0.0) + 2.0).collect();
+    assert_eq!(y.to_vec().unwrap(), want);
+}
