@@ -274,7 +274,7 @@ impl Engine {
     ) where
         F: FnOnce(&OpVars<'_>) -> Result<(), OpError> + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, SyncBody::new(body));
+        self.push_op(name.into(), lane, reads, writes, None, SyncBody::new(body));
     }
 
     /// [`push_with`](Self::push_with) for an op that writes one new var, made here to own
@@ -292,7 +292,6 @@ impl Engine {
     where
         F: FnOnce(&OpVars<'_>, VarKey) -> Result<(), OpError> + Send + 'static,
     {
-        self.check_lane(lane);
         let out = DataVar::new_written(data);
         let key = out.var().key();
         self.push_op(
@@ -319,38 +318,17 @@ impl Engine {
     ) where
         F: FnOnce(Completion) + Send + 'static,
     {
-        self.push_body(name.into(), lane, reads, writes, AsyncBody::new(body));
+        self.push_op(name.into(), lane, reads, writes, None, AsyncBody::new(body));
     }
 
     /// Clear the error carried by `var`, in program order: ops pushed after this see a
     /// healthy var again (ops pushed before it still see the error).
     pub fn clear_error(&self, var: &Var, lane: LaneId) {
-        self.push_body("clear-error".into(), lane, &[], &[var], ClearErrors);
+        self.push_op("clear-error".into(), lane, &[], &[var], None, ClearErrors);
     }
 
-    fn check_lane(&self, lane: LaneId) {
-        let lanes = self.shared().lanes.len();
-        assert!(
-            lane.0 < lanes,
-            "lane {} does not belong to this engine ({lanes} lanes)",
-            lane.0
-        );
-    }
-
-    fn push_body<B: OpBody + 'static>(
-        &self,
-        name: Cow<'static, str>,
-        lane: LaneId,
-        reads: &[&Var],
-        writes: &[&Var],
-        body: B,
-    ) {
-        self.check_lane(lane);
-        self.push_op(name, lane, reads, writes, None, body);
-    }
-
-    /// The generic part of a push: build the op, with its body inline. The rest is
-    /// [`register`](Self::register), compiled once rather than once per closure type.
+    /// The generic part of a push: check the lane, build the op, with its body inline. The
+    /// rest is [`register`](Self::register), compiled once rather than once per closure type.
     /// `new_write` is a var made for this op with its write already counted
     /// ([`push_with_new`](Self::push_with_new)): it goes last, and does not register.
     fn push_op<B: OpBody + 'static>(
@@ -363,6 +341,12 @@ impl Engine {
         body: B,
     ) {
         let shared = self.shared();
+        assert!(
+            lane.0 < shared.lanes.len(),
+            "lane {} does not belong to this engine ({} lanes)",
+            lane.0,
+            shared.lanes.len()
+        );
         shared.free_retired();
         shared.acquire_slot();
         let stamp = shared.tracing().then(|| {
@@ -371,7 +355,7 @@ impl Engine {
                 shared.trace_seq.fetch_add(1, Ordering::Relaxed),
             )
         });
-        let (op, registering) = OpBlock::new_ref(
+        let op = OpBlock::new_ref(
             name,
             lane.0,
             Accesses {
@@ -382,6 +366,8 @@ impl Engine {
             body,
             stamp,
         );
+        // A new write goes last and is already counted.
+        let registering = op.deps().len() - usize::from(new_write.is_some());
         self.register(op, registering);
     }
 

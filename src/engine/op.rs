@@ -267,17 +267,17 @@ fn fill_deps(deps: &mut Deps, reads: &[&Var], writes: &[&Var]) -> usize {
 }
 
 impl<B: OpBody + 'static> OpBlock<B> {
-    /// A new op, as the one allocation the engine makes for it, and how many of its vars
-    /// register (all but a new write). Its vars are listed straight into the block: a list
-    /// built on the stack and moved in was copied twice, and read back in wider loads than
-    /// it was written with, which the CPU cannot forward from its store buffer.
+    /// A new op, as the one allocation the engine makes for it. Its vars are listed straight
+    /// into the block (a new write last): a list built on the stack and moved in was copied
+    /// twice, and read back in wider loads than it was written with, which the CPU cannot
+    /// forward from its store buffer.
     pub(crate) fn new_ref(
         name: Cow<'static, str>,
         lane: usize,
         accesses: Accesses<'_>,
         body: B,
         traced: Option<(u64, u64)>,
-    ) -> (OpRef, usize) {
+    ) -> OpRef {
         let trace = traced.map(|(pushed_ns, seq)| {
             Box::new(OpTrace {
                 pushed_ns,
@@ -286,14 +286,13 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 worker: std::sync::OnceLock::new(),
             })
         });
-        let mut registering = 0;
         // Moved in by reference, once the block is allocated: captured by value, the name and
         // the body were copied onto the stack first, with loads wider than the stores that
         // had just written them (a stall the CPU cannot forward around, on every push).
         let (mut name, mut body) = (ManuallyDrop::new(name), ManuallyDrop::new(body));
         // SAFETY: `init` writes every field (`every_field_is_written` checks the list), and
         // takes `name` and `body` exactly once.
-        let op = unsafe {
+        unsafe {
             super::arc_in_place(|op: *mut OpBlock<B>| {
                 /// Never called: its patterns name every field, so a field added to the
                 /// op without being written below fails to compile.
@@ -322,7 +321,6 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 // The field is written: a reference to it alone is sound.
                 let deps = &mut *addr_of_mut!((*head).deps);
                 let n_reads = fill_deps(deps, accesses.reads, accesses.writes);
-                registering = deps.len();
                 deps.extend(accesses.new_write.cloned());
                 addr_of_mut!((*head).wait).write(AtomicUsize::new(deps.len() + 1));
                 addr_of_mut!((*head).n_reads).write(n_reads);
@@ -335,8 +333,7 @@ impl<B: OpBody + 'static> OpBlock<B> {
                 addr_of_mut!((*head).trace).write(trace);
                 addr_of_mut!((*op).body).write(ManuallyDrop::take(&mut body));
             })
-        };
-        (op, registering)
+        }
     }
 }
 

