@@ -7,9 +7,10 @@
 //! - `floor/boxed-closure-channel`: N boxed closures through a channel to one other thread,
 //!   without the engine: what handing work to a thread costs on this machine, the reference
 //!   the `async/*` figures are read against (as a ratio from one run).
-//! - `tensor-loop/*`: the direct loop the README's issue-13 notes quote, `x.add_scalar(1.0)`
-//!   1,000 times on a 1×2 tensor, then `wait_all`: `async`'s loop without the sampler around
-//!   it, in six modes that take its costs apart (see [`bench_tensor_loop`]).
+//! - `tensor-loop/*`: the direct loop src/engine/README.md measures the engine's constants
+//!   with, `x.add_scalar(1.0)` 1,000 times on a 1×2 tensor, then `wait_all`: `async`'s loop
+//!   without the sampler around it, in six modes that take its costs apart (see
+//!   [`bench_tensor_loop`]).
 //!
 //! Ops run on a CPU device lane (a worker inside a one-thread rayon pool), as in the scenarios.
 
@@ -118,7 +119,7 @@ const TENSOR_LOOP_OPS: u64 = 1_000;
 /// `async`'s loop, timed directly, in six modes (each a round of 1,000 ops, reported per op
 /// through the throughput):
 /// - `plain`: push the ops, each output dropped as the next is made, then `wait_all`; the
-///   whole round is timed. This is the figure the README's fifth and sixth sessions quote.
+///   whole round is timed. This is the figure src/engine/README.md quotes as "plain".
 /// - `held-worker`: an op that spins until released holds the device's worker while the
 ///   1,000 ops are pushed, and only the pushing is timed: a push without a running worker
 ///   beside it, so the gap to `plain` is what sharing lines with the worker costs.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Two or more builds of the engine bench, run in turn: how the README's issue-13 notes compare
-# a change to the engine on one filter (default `tensor-loop/plain`), since the host's periods
-# move every figure by up to 2x within minutes and a single build carries about +-10% from code
+# Two or more builds of the engine bench, run in turn: how src/engine/README.md compares a
+# change to the engine on one bench (`tensor-loop/plain`, say), since the host's periods move
+# every figure by up to 2x within minutes and a single build carries about +-10% from code
 # placement alone. Each round runs every binary once (criterion, 0.3 s warm-up, 1.5 s of
 # samples) and prints its estimate; compare the builds round by round, never across rounds.
 #

@@ -3,8 +3,8 @@
 # per round, the one-way latency of a cache line between two threads' cores that the run
 # measured just before and just after its samples (`cross_core_line_before_s`, `_after_s`)
 # beside its cost per op. Each engine op moves a few lines between the pushing core and the
-# worker's, so its cost follows that latency, which a host changes when it moves the vCPUs.
-# Not part of CI; needs two CPUs.
+# worker's, so its cost follows that latency, which a host changes when it moves the vCPUs
+# (src/engine/README.md, "The machine's periods"). Not part of CI; needs two CPUs.
 #
 #   scripts/cross-core.sh [rounds]      (default 10)
 set -euo pipefail

@@ -2,7 +2,7 @@
 # Data-parallel training at the defaults, in one process and as an MPI job on this machine, in
 # one run: the scaling efficiencies, and the 2-rank MPI ring's throughput against the
 # in-process 2-device ring's. Prints a Markdown table with the machine's FMA peak before and
-# after (README.md's "Data-parallel training" figures are its output). Needs OpenMPI
+# after (results/data-parallel-scaling.md is its output). Needs OpenMPI
 # (apt-get install -y libopenmpi-dev openmpi-bin libclang-dev). About a minute here.
 #
 #   scripts/data-parallel-scaling.sh [RANKS]      (default 2; outputs under target/data-parallel/)

@@ -31,7 +31,7 @@ for line in sys.stdin:
   cp target/release/parbench "$out/parbench"
   cp "$tests" "$out/parbench-lib-tests"
   strip "$out/parbench" "$out/parbench-lib-tests"
-  cp scripts/gpu-check.sh scripts/gpu_vs_torch.py scripts/gpu_chapter_torch.py "$out/"
+  cp scripts/gpu-check.sh scripts/gpu-vs-torch.py scripts/gpu-chapter-torch.py "$out/"
   cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx "$out/"
   bytes=$(du -cb "$out"/* | tail -n 1 | cut -f 1)
   limit=$((60 << 20))
@@ -94,8 +94,8 @@ step async "$bin" async --device cuda -o "$dir/async.json"
 step async-host-order "$bin" async --device cuda --gpu-order host -o "$dir/async-host-order.json"
 step hybridize "$bin" hybridize --device cuda -o "$dir/hybridize.json"
 step memory "$bin" memory --device cuda -o "$dir/memory.json"
-step torch python3 "$here/gpu_vs_torch.py" measure "$dir/torch.json"
-step torch-chapter python3 "$here/gpu_chapter_torch.py" measure "$dir/torch-chapter.json"
+step torch python3 "$here/gpu-vs-torch.py" measure "$dir/torch.json"
+step torch-chapter python3 "$here/gpu-chapter-torch.py" measure "$dir/torch-chapter.json"
 # The committed PTX must be what nvcc makes of the committed source (where nvcc is found).
 regenerate_ptx() {
   "$1" -ptx -arch=compute_75 -O3 "$here/elementwise.cu" -o "$dir/elementwise.regenerated.ptx" &&
@@ -114,6 +114,6 @@ if [ -n "$nvcc" ]; then
 else
   echo "== ptx: no nvcc on this machine, the committed PTX was not regenerated" | tee "$dir/ptx.txt"
 fi
-step summary python3 "$here/gpu_vs_torch.py" summary "$dir"
+step summary python3 "$here/gpu-vs-torch.py" summary "$dir"
 cat "$dir/summary.md"
 exit $status

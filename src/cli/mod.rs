@@ -33,6 +33,8 @@ macro_rules! note {
 }
 
 mod ab;
+mod check;
+pub use check::{check_command_line, CommandLineError};
 mod output;
 mod pages;
 mod progress;
@@ -388,34 +390,9 @@ fn parse_clap<T>(
     args: Vec<OsString>,
     from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>,
 ) -> anyhow::Result<Result<T, ExitCode>> {
-    let help_hint = format!(
-        "see '{} --help'",
-        cmd.get_bin_name().unwrap_or(cmd.get_name())
-    );
-    let result = cmd.try_get_matches_from(args).and_then(|m| from(&m));
-    match result {
+    match check::clap_parse(cmd, args, from) {
         Ok(v) => Ok(Ok(v)),
-        Err(e) => match e.kind() {
-            clap::error::ErrorKind::DisplayHelp
-            | clap::error::ErrorKind::DisplayVersion
-            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                let _ = e.print();
-                Ok(Err(
-                    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-                    {
-                        ExitCode::from(2)
-                    } else {
-                        ExitCode::SUCCESS
-                    },
-                ))
-            }
-            _ => {
-                let rendered = e.render().to_string();
-                let first = rendered.lines().next().unwrap_or("invalid arguments");
-                let msg = first.trim_start_matches("error: ").to_string();
-                Err(UsageError(format!("{msg} ({help_hint})")).into())
-            }
-        },
+        Err(e) => e.into_exit().map(Err),
     }
 }
 
@@ -602,20 +579,9 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
 
 /// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
 fn help(topic: Option<&str>) -> anyhow::Result<ExitCode> {
-    let mut cmd = match topic {
-        None => Cli::command().after_help(scenarios_help()),
-        Some(name) => match scenario::find(name) {
-            Some(sc) => scenario_command(sc),
-            None => match Cli::command().find_subcommand(name) {
-                Some(sub) => sub.clone().bin_name(format!("parbench {name}")),
-                None => {
-                    return Err(UsageError(format!(
-                        "no command or scenario '{name}' to explain (see 'parbench help')"
-                    ))
-                    .into())
-                }
-            },
-        },
+    let mut cmd = match check::help_command(topic) {
+        Ok(cmd) => cmd,
+        Err(e) => return e.into_exit(),
     };
     stdout(&format!("{}\n", cmd.render_long_help()))?;
     Ok(ExitCode::SUCCESS)

@@ -4,42 +4,17 @@
 use super::*;
 
 pub(super) fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let name = raw
-        .first()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let Some(sc) = scenario::find(&name) else {
-        let known: Vec<&str> = scenario::registry().iter().map(|s| s.name()).collect();
-        return Err(UsageError(format!(
-            "unknown scenario '{name}' (known: {}; see 'parbench list')",
-            known.join(", ")
-        ))
-        .into());
+    let parsed = match check::scenario_args(raw) {
+        Ok(parsed) => parsed,
+        Err(e) => return e.into_exit(),
     };
-    let parsed = parse_clap(scenario_command(sc), raw, |m| {
-        let common = CommonArgs::from_arg_matches(m)?;
-        let given: Vec<(String, String)> = sc
-            .params()
-            .iter()
-            .filter_map(|p| {
-                m.get_one::<String>(p.name)
-                    .map(|v| (p.name.to_string(), v.clone()))
-            })
-            .collect();
-        Ok((common, given))
-    })?;
-    let (common, given) = match parsed {
-        Ok(v) => v,
-        Err(code) => return Ok(code),
-    };
-    let params = Params::parse(sc.name(), sc.params(), &given)?;
     run_plan(
         vec![suite::PlannedRun {
-            scenario: sc,
-            params,
+            scenario: parsed.scenario,
+            params: parsed.params,
             sampling: SamplingOverrides::default(),
         }],
-        &common,
+        &parsed.common,
     )
 }
 
@@ -53,14 +28,14 @@ pub(super) fn run_sweep(
     resume: Option<PathBuf>,
     common: &CommonArgs,
 ) -> anyhow::Result<ExitCode> {
-    let sc = scenario::find(name)
-        .ok_or_else(|| UsageError(format!("unknown scenario '{name}' (see 'parbench list')")))?;
-    let axes = set
-        .iter()
-        .map(|spec| sweep::parse_axis(sc, spec))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(UsageError)?;
-    let points = sweep::points(sc, &axes).map_err(UsageError)?;
+    let check::SweepPlan {
+        scenario: sc,
+        axes,
+        points,
+    } = match check::sweep_plan(name, set) {
+        Ok(plan) => plan,
+        Err(e) => return e.into_exit(),
+    };
     let ctx = common.context();
     ctx.sampling
         .apply(sc.sampling())

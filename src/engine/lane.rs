@@ -368,12 +368,12 @@ pub(crate) fn in_worker() -> bool {
 const WORKER_SPIN: Duration = Duration::from_micros(50);
 
 /// Ops a worker retires at once (see [`Shared::retire`]), and only full batches. A worker
-/// that also retired what it held whenever it went idle (every few ops, when it keeps up with
-/// the pusher) made the pusher free ops that had just run, on lines still in the worker's
-/// cache, and pay a hand-off per handful of ops: a loop of independent `add_scalar` ops cost
+/// that also retires what it holds whenever it goes idle (every few ops, when it keeps up with
+/// the pusher) makes the pusher free ops that have just run, on lines still in the worker's
+/// cache, and pay a hand-off per handful of ops: a loop of independent `add_scalar` ops costs
 /// 0.83-0.89x as much per op with 128-op batches and no idle retiring, against 64-op batches
-/// retired from 16 ops on idle. 256-op batches did as well there but made a dependent chain
-/// 1.2-1.4x slower (probably because each burst frees more ops).
+/// retired from 16 ops on idle. 256-op batches do as well there but make a dependent chain
+/// 1.2-1.4x slower, probably because each burst frees more ops (see src/engine/README.md).
 const RETIRE_BATCH: usize = 128;
 
 /// A batch shorter than this, run in less than [`STREAM_BATCH_TIME`] and with more ops already
@@ -385,9 +385,11 @@ const STREAM_BATCH: usize = 16;
 const STREAM_BATCH_TIME: Duration = Duration::from_micros(2);
 
 /// The pause of a worker that keeps up with a stream, in `spin_loop` hints: about 4 µs on the
-/// machine the README measures on (a `pause` there takes about 25 ns), long enough for the
-/// next batch to reach [`STREAM_BATCH`] ops of `async`'s loop, so the pause is not repeated.
-/// 40 and 400 measured alongside (README, issue 13).
+/// machine src/engine/README.md measures on (a `pause` there takes about 25 ns), long enough
+/// for the next batch to reach [`STREAM_BATCH`] ops of `async`'s loop, so the pause is not
+/// repeated. In slow rounds of `tensor-loop/plain`, 160 takes 540-564 µs per 1,000 ops
+/// against 721-806 µs with no pause, 586-604 µs at 40 and 524-569 µs at 400 (see
+/// src/engine/README.md).
 const STREAM_PAUSE: u32 = 160;
 
 /// The longest pause between two polls of an idle worker, in `spin_loop` hints (a `pause`

@@ -538,10 +538,10 @@ fn placement_line(text: std::fmt::Arguments) {
 /// Batches of retired ops kept before the oldest is freed: 24 of 128 ops, about 2 MB of ops,
 /// vars and buffers for `add_scalar`, more than a core's L2 (1 MB here), so memory the worker
 /// wrote has left its cache by the time the pushing thread frees and reuses it. Freed at
-/// once, the pushing thread rewrote lines still in the worker's cache: `tensor-loop/plain`
-/// (`cargo bench --bench engine`) cost 1.04-1.05x as much per op in the fast rounds of
-/// `scripts/bench-ab.sh` (see the README's issue-13 notes); 8 and 48 batches kept could not
-/// be told apart from 24 there.
+/// once, the pushing thread rewrites lines still in the worker's cache: `tensor-loop/plain`
+/// (`cargo bench --bench engine`) costs 1.04-1.05x as much per op in the fast rounds of
+/// `scripts/bench-ab.sh`, and 8 or 48 batches kept cannot be told apart from 24 there (see
+/// src/engine/README.md, "Tuned constants and decisions").
 const RETIRED_LAG: usize = 24;
 
 /// Ops that workers have run, waiting to be freed by a pushing thread.

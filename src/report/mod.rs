@@ -1,7 +1,9 @@
 //! Reports: the versioned JSON document and the human table.
 //!
 //! The JSON contract (`"schema": "parbench/1"`) only grows within a version: fields are added,
-//! never renamed or removed, so scripts and baselines keep working.
+//! never renamed or removed, so scripts and baselines keep working. It is described for users in
+//! `docs/report-format.md` and as a JSON Schema in `docs/parbench-1.schema.json`, which
+//! `tests/report_schema.rs` holds the written reports to: a field added here goes there too.
 
 pub mod atomic;
 pub mod compare;
@@ -10,7 +12,9 @@ pub mod figure;
 pub mod paired;
 pub mod timeline;
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub use atomic::write_atomic;
@@ -104,7 +108,11 @@ impl Report {
 }
 
 /// One scenario run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Written with `derived_display` beside `derived` (see [`RunRecord::derived_display`]): the
+/// text is computed as the record is serialized, from the figures it shows, so it can never
+/// disagree with them whoever built or changed the record; reading a report ignores it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RunRecord {
     pub scenario: String,
     /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
@@ -116,15 +124,77 @@ pub struct RunRecord {
     pub derived: Map<String, Value>,
     /// The unit and direction of each derived figure (absent in reports older than it: then
     /// [`RunRecord::figure`] reads them from the key, see [`Figure::named`]).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub figures: std::collections::BTreeMap<String, Figure>,
+    #[serde(default)]
+    pub figures: BTreeMap<String, Figure>,
     pub checks: Vec<Check>,
     /// Conditions of the run a reader must know (fallback devices, mode); a figure outside its
     /// physical range is a note that starts with [`WARNING`] ([`RunRecord::warn`]).
     pub notes: Vec<String>,
     /// What the numbers show, in a sentence or three (printed under the table).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub explanation: Vec<String>,
+}
+
+/// A [`RunRecord`] as the JSON writes it: its fields, and `derived_display` computed from them.
+#[derive(Serialize)]
+struct RunRecordJson<'a> {
+    scenario: &'a str,
+    parameters: &'a Map<String, Value>,
+    devices: &'a [String],
+    variants: &'a [VariantRecord],
+    derived: &'a Map<String, Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    derived_display: Map<String, Value>,
+    #[serde(skip_serializing_if = "no_figures")]
+    figures: &'a BTreeMap<String, Figure>,
+    checks: &'a [Check],
+    notes: &'a [String],
+    #[serde(skip_serializing_if = "no_lines")]
+    explanation: &'a [String],
+}
+
+fn no_figures(figures: &&BTreeMap<String, Figure>) -> bool {
+    figures.is_empty()
+}
+
+fn no_lines(lines: &&[String]) -> bool {
+    lines.is_empty()
+}
+
+impl Serialize for RunRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Every field by name (no `..`): a field added to `RunRecord` does not compile until
+        // it is written here too.
+        let RunRecord {
+            scenario,
+            parameters,
+            devices,
+            variants,
+            derived,
+            figures,
+            checks,
+            notes,
+            explanation,
+        } = self;
+        let derived_display = self
+            .derived_display()
+            .into_iter()
+            .map(|(k, text)| (k.to_string(), Value::String(text)))
+            .collect();
+        RunRecordJson {
+            scenario,
+            parameters,
+            devices,
+            variants,
+            derived,
+            derived_display,
+            figures,
+            checks,
+            notes,
+            explanation,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl RunRecord {
@@ -204,6 +274,17 @@ impl RunRecord {
             .insert(key.into(), Figure::new(Unit::Series, Better::Neither));
     }
 
+    /// Each derived figure that is a number, worded in its unit as the table words it
+    /// (`"4.58×"`, `"185.4 ns"`), in the order of `derived`; `null`s and series are left out.
+    /// The JSON writes these as `derived_display`.
+    pub fn derived_display(&self) -> Vec<(&str, String)> {
+        self.derived
+            .iter()
+            .filter(|(_, v)| v.as_f64().is_some_and(f64::is_finite))
+            .map(|(k, v)| (k.as_str(), self.figure(k).format(v)))
+            .collect()
+    }
+
     /// The unit and direction of a derived figure: as the run stated it, else from its key.
     pub fn figure(&self, key: &str) -> Figure {
         self.figures
@@ -233,14 +314,54 @@ impl RunRecord {
 }
 
 /// One variant's samples and statistics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Written with `median_display` (see [`VariantRecord::median_display`]), computed as the
+/// record is serialized; reading a report ignores it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct VariantRecord {
     pub name: String,
     /// A warning or gloss shown next to the variant (e.g. that `push-only` is not the cost).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub label: Option<String>,
     #[serde(flatten)]
     pub summary: Summary,
+}
+
+impl VariantRecord {
+    /// The median as the table words it (`"848.6 µs"`); the JSON writes it as
+    /// `median_display`.
+    pub fn median_display(&self) -> String {
+        crate::units::human_time(self.summary.median_s)
+    }
+}
+
+/// A [`VariantRecord`] as the JSON writes it: its fields, and `median_display`.
+#[derive(Serialize)]
+struct VariantRecordJson<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
+    #[serde(flatten)]
+    summary: &'a Summary,
+    median_display: String,
+}
+
+impl Serialize for VariantRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Every field by name, as for `RunRecord`.
+        let VariantRecord {
+            name,
+            label,
+            summary,
+        } = self;
+        VariantRecordJson {
+            name,
+            label: label.as_deref(),
+            summary,
+            median_display: self.median_display(),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// A correctness check.
@@ -288,6 +409,134 @@ mod tests {
             run.warnings().collect::<Vec<_>>(),
             ["efficiency 1.07 above 1"]
         );
+    }
+
+    /// A run with two variants and derived figures of every kind: numbers in several units, a
+    /// non-finite number (`null`) and a series.
+    fn run_with_figures() -> RunRecord {
+        let mut run = RunRecord::new("x", Map::new(), vec!["cpu:0 (1 thread)".into()]);
+        run.add_variants(
+            vec!["sync".into(), "async".into()],
+            vec![
+                Summary::from_samples(&[848.6e-6, 848.6e-6, 900e-6]).expect("samples"),
+                Summary::from_samples(&[185.4e-9]).expect("samples"),
+            ],
+            [None, Some("a label".to_string())],
+        );
+        run.derive("async_speedup", 4.5768);
+        run.derive("t1_s", 185.4e-9);
+        run.derive("peak_bytes", 3.0 * 1024.0 * 1024.0);
+        run.derive("gflops", 35.04);
+        run.derive("ops_per_pass", 12.0);
+        run.derive("time_to_target_s", f64::NAN);
+        run.derive_series("loss_curve", serde_json::json!([[0.0, 1.0], [1.0, 0.5]]));
+        run
+    }
+
+    #[test]
+    fn display_fields_word_the_figures_as_the_table_does() {
+        let run = run_with_figures();
+        let json = serde_json::to_value(&run).expect("serializes");
+        let table = crate::export::table::render_run(&run);
+
+        let medians: Vec<&str> = json["variants"]
+            .as_array()
+            .expect("variants")
+            .iter()
+            .map(|v| v["median_display"].as_str().expect("median_display"))
+            .collect();
+        assert_eq!(medians, ["848.6 µs", "185.4 ns"]);
+        for (v, shown) in run.variants.iter().zip(&medians) {
+            assert_eq!(*shown, crate::units::human_time(v.summary.median_s));
+            let row = table
+                .lines()
+                .find(|l| l.trim_start().starts_with(&v.name))
+                .expect("the variant's row");
+            assert!(row.contains(shown), "{row:?} lacks {shown:?}");
+        }
+
+        let display = json["derived_display"]
+            .as_object()
+            .expect("derived_display");
+        let keys: Vec<&str> = display.keys().map(String::as_str).collect();
+        // Numbers only, in the order of `derived`: no `null`, no series.
+        assert_eq!(
+            keys,
+            [
+                "async_speedup",
+                "t1_s",
+                "peak_bytes",
+                "gflops",
+                "ops_per_pass"
+            ]
+        );
+        assert_eq!(display["async_speedup"], "4.58×");
+        assert_eq!(display["t1_s"], "185.4 ns");
+        assert_eq!(display["peak_bytes"], "3.0 MiB");
+        assert_eq!(display["gflops"], "35.0 GFLOP/s");
+        assert_eq!(display["ops_per_pass"], "12");
+        for (key, shown) in display {
+            let shown = shown.as_str().expect("a string");
+            assert_eq!(shown, run.figure(key).format(&run.derived[key]));
+            let line = table
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+                .expect("the figure's line");
+            assert!(line.trim_end().ends_with(shown), "{line:?} lacks {shown:?}");
+        }
+        assert_eq!(
+            run.derived_display()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>(),
+            keys
+        );
+    }
+
+    #[test]
+    fn a_run_without_numbers_writes_no_derived_display() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        let json = serde_json::to_value(&run).expect("serializes");
+        assert!(json.get("derived_display").is_none(), "{json}");
+        // The fields skipped when empty stay skipped.
+        assert!(json.get("figures").is_none(), "{json}");
+        assert!(json.get("explanation").is_none(), "{json}");
+        run.derive("unknown_s", f64::INFINITY);
+        let json = serde_json::to_value(&run).expect("serializes");
+        assert!(json.get("derived_display").is_none(), "{json}");
+        assert_eq!(json["derived"]["unknown_s"], Value::Null);
+    }
+
+    #[test]
+    fn reports_with_or_without_display_fields_read_back_the_same() {
+        let mut report = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run_with_figures()],
+        );
+        report.runs[0].explanation.push("why".into());
+        let text = report.to_json();
+        let written: Value = serde_json::from_str(&text).expect("json");
+        assert!(written["runs"][0].get("derived_display").is_some());
+        assert!(written["runs"][0]["variants"][0]
+            .get("median_display")
+            .is_some());
+        let back: Report = serde_json::from_str(&text).expect("a report with them reads");
+        assert_eq!(back, report);
+        assert_eq!(back.to_json(), text, "written again, the same text");
+
+        // A report from before the display fields.
+        let mut older = written.clone();
+        for run in older["runs"].as_array_mut().expect("runs") {
+            run.as_object_mut().expect("run").remove("derived_display");
+            for v in run["variants"].as_array_mut().expect("variants") {
+                v.as_object_mut().expect("variant").remove("median_display");
+            }
+        }
+        assert!(!older.to_string().contains("_display"));
+        let back: Report = serde_json::from_value(older).expect("an older report reads");
+        assert_eq!(back, report);
+        // Written again, it gains them.
+        assert_eq!(back.to_json(), text);
     }
 
     #[test]

@@ -22,7 +22,7 @@ const SEED: u64 = 0x005e_edab;
 /// Significance of the paired test for a verdict, family-wise (after Holm's correction): a
 /// gate runs on every pull request, so even a 5% chance per run of flagging unchanged code is
 /// a false alarm every twenty runs. A real regression still reaches it: every run of a 10%
-/// slower build did (results/README.md).
+/// slower build did (results/ab-gate.md).
 const ALPHA: f64 = 0.01;
 
 /// The decision on one entry's pairs.

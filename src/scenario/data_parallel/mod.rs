@@ -56,7 +56,8 @@ const PARAMS: &[ParamSpec] = &[
             max: 1_000_000,
         },
         // 256 rows a device at 2: at 128 the products run ~10% slower per row, and the
-        // all-reduce and the full update each step weigh twice as much (README).
+        // all-reduce and the full update each step weigh twice as much
+        // (results/data-parallel-scaling.md).
         default: "512",
     },
     ParamSpec {

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates README.md's "Measured here" table: runs every command the table names, on this
-# machine, now, and prints the table in Markdown with the date, the machine and its FMA peak
-# before and after (paste it over the old one). About 12 minutes on a 2-core machine. Not CI.
+# Regenerates the table of results/measured-here.md: runs every command the table names, on
+# this machine, now, and prints the table in Markdown with the date, the machine and its FMA
+# peak before and after (paste it over the old one, with the host, date and commit). About 12
+# minutes on a 2-core machine. Not CI.
 #
-#   scripts/readme-figures.sh            (outputs under target/readme-figures/)
+#   scripts/measured-here.sh            (outputs under target/measured-here/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=target/readme-figures
+out=target/measured-here
 mkdir -p "$out"
 cargo build --release --quiet
 bin=target/release/parbench
@@ -28,7 +29,7 @@ seconds "$bin" all --quiet -o "$out/all.json" > "$out/all-seconds.txt"
 seconds "$bin" run scenarios/ci.toml --quiet -o "$out/ci1.json" > "$out/ci-seconds.txt"
 "$bin" run scenarios/ci.toml --quiet -o "$out/ci2.json" > /dev/null
 "$bin" compare "$out/ci1.json" "$out/ci2.json" --format json > "$out/ci-compare.json" || true
-# The sizes issue 13 names; readme_figures.py reads every numpy-SIZE.txt.
+# Three sizes, 1 and 2 threads each; measured-here.py reads every numpy-SIZE.txt.
 rm -f "$out"/numpy-*.txt
 for run in "1000 5" "2000 5" "4000 3"; do
   set -- $run
@@ -43,4 +44,4 @@ PARBENCH_TORTURE=1000000 seconds cargo test --quiet --lib engine::torture -- --n
   > "$out/torture-seconds.txt" 2> "$out/torture.txt"
 echo "probe after: $(probe)" >> "$out/probes.txt"
 
-python3 scripts/readme_figures.py "$out"
+python3 scripts/measured-here.py "$out"

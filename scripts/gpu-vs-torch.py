@@ -3,12 +3,12 @@
 
 Used by scripts/gpu-check.sh:
 
-  python3 gpu_vs_torch.py measure OUT.json   # PyTorch with CUDA: matmul, D2H copy, run-then-copy
-  python3 gpu_vs_torch.py summary DIR        # DIR's parbench reports + torch.json -> DIR/summary.md
-  python3 gpu_vs_torch.py self-test          # the summary on synthetic reports: no torch, no GPU
+  python3 gpu-vs-torch.py measure OUT.json   # PyTorch with CUDA: matmul, D2H copy, run-then-copy
+  python3 gpu-vs-torch.py summary DIR        # DIR's parbench reports + torch.json -> DIR/summary.md
+  python3 gpu-vs-torch.py self-test          # the summary on synthetic reports: no torch, no GPU
 
-`summary` exits 1 when a parbench check failed or a report is missing; the goals of issue 9
-are reported as met or not, they do not change the exit code.
+`summary` exits 1 when a parbench check failed or a report is missing; the GPU goals (matmul and
+copies against PyTorch, overlap) are reported as met or not, they do not change the exit code.
 """
 import json
 import os
@@ -219,7 +219,7 @@ def summarize(directory):
         ("cpu-gpu overlap efficiency", _fmt(eff), "-", eff, ">= 0.95", lambda r: r >= 0.95),
         ("run-copy overlapped / (max(run, copy) + one copy)", _fmt(ideal), _fmt(torch.get("overlapped_over_ideal_ratio")), ideal, "<= 1.05", lambda r: r <= 1.05),
     ]
-    # The chapter on the GPU (issue 10): y = x + 1, chains, CUDA graphs.
+    # The chapter on the GPU: y = x + 1, chains, CUDA graphs.
     p_async, t_async = derived("async", "async_per_op_s"), chapter.get("add_one_async_s_per_op")
     p_speed, t_speed = derived("async", "async_speedup"), chapter.get("add_one_async_speedup")
     p_chain, t_chain = derived("async", "chain_over_async_ratio"), chapter.get("dependent_over_independent")
@@ -303,7 +303,7 @@ def self_test():
         os.remove(os.path.join(d, "matmul.json"))
         text, ok = summarize(d)
         assert not ok and "| matmul | report | missing |" in text, text
-    print("gpu_vs_torch self-test: 1 passed, 0 failed")
+    print("gpu-vs-torch self-test: 1 passed, 0 failed")
     return 0
 
 

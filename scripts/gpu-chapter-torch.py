@@ -2,9 +2,9 @@
 """PyTorch's figures for the chapter on computational performance, on the same GPU, beside
 parbench's GPU `async`, chained kernels and `hybridize` (CUDA graph) scenarios.
 
-  python3 gpu_chapter_torch.py measure OUT.json [--iterations N] [--shape 1,2] [--layers 4]
+  python3 gpu-chapter-torch.py measure OUT.json [--iterations N] [--shape 1,2] [--layers 4]
                                [--width 64] [--batch 16] [--passes 200] [--repeats R]
-  python3 gpu_chapter_torch.py self-test   # parsing, statistics, JSON writing: no torch, no GPU
+  python3 gpu-chapter-torch.py self-test   # parsing, statistics, JSON writing: no torch, no GPU
 
 float32 on cuda:0, TF32 off (as parbench computes). Each loop runs once as a warm-up, then
 `repeats` times timed with time.perf_counter around the whole loop, started after a
@@ -34,7 +34,7 @@ DEFAULTS = {"iterations": 1000, "shape": [1, 2], "layers": 4, "width": 64, "batc
 FIGURES = ("add_one_sync_s_per_op", "add_one_async_s_per_op", "independent_kernels_s_per_kernel",
            "dependent_kernels_s_per_kernel", "mlp_eager_s_per_pass", "mlp_graph_s_per_pass")
 CHAIN_CHECK_OPS = 100_000  # with inputs in eighths, every partial sum stays exact (< 2^21)
-USAGE = "usage: gpu_chapter_torch.py measure OUT.json [--OPTION N ...] | self-test"
+USAGE = "usage: gpu-chapter-torch.py measure OUT.json [--OPTION N ...] | self-test"
 
 
 class UsageError(Exception):
@@ -119,7 +119,7 @@ def build_result(params, meta, samples, checks):
 def write_json(path, obj):
     """Write obj to path atomically: a temporary file beside it, then os.replace."""
     text = json.dumps(obj, indent=2, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".gpu_chapter_torch.", dir=os.path.dirname(os.path.abspath(path)))
+    fd, tmp = tempfile.mkstemp(prefix=".gpu-chapter-torch.", dir=os.path.dirname(os.path.abspath(path)))
     mask = os.umask(0)
     os.umask(mask)
     os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's 0600
@@ -308,7 +308,7 @@ def self_test():
         except Exception as e:  # report every failing test, not only the first
             failed += 1
             print(f"FAIL {test.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
-    print(f"gpu_chapter_torch self-test: {len(tests) - failed} passed, {failed} failed")
+    print(f"gpu-chapter-torch self-test: {len(tests) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

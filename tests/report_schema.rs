@@ -1,0 +1,456 @@
+//! The `parbench/1` report against its JSON Schema (`docs/parbench-1.schema.json`): what the
+//! binary writes (every scenario, a sweep, traced runs) and the reports committed under
+//! `results/` validate; a report with a field missing, of the wrong type or misspelt does not.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+
+const SCHEMA: &str = "docs/parbench-1.schema.json";
+
+/// Sampling as small as it goes: the report's shape does not depend on it.
+const TINY: &[&str] = &[
+    "--warmup",
+    "0",
+    "--min-samples",
+    "1",
+    "--max-samples",
+    "1",
+    "--max-time",
+    "0.01",
+    "--quiet",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn parbench() -> Command {
+    let mut c = Command::cargo_bin("parbench").expect("binary builds");
+    c.env_remove("PARBENCH_ENGINE");
+    c.env_remove("PARBENCH_MATMUL_KERNEL");
+    c
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+fn schema() -> &'static Value {
+    static SCHEMA_DOC: OnceLock<Value> = OnceLock::new();
+    SCHEMA_DOC.get_or_init(|| read_json(&root().join(SCHEMA)))
+}
+
+fn validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        jsonschema::draft202012::new(schema()).unwrap_or_else(|e| panic!("{SCHEMA}: {e}"))
+    })
+}
+
+/// Each way `doc` breaks the schema, as `instance path: message`.
+fn errors(doc: &Value) -> Vec<String> {
+    validator()
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", display_path(&e.instance_path().to_string())))
+        .collect()
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() {
+        "(the document)"
+    } else {
+        path
+    }
+}
+
+/// Fails with every error and where it is, so a report that breaks the schema says how.
+fn assert_valid(what: &str, doc: &Value) {
+    let errors = errors(doc);
+    assert!(
+        errors.is_empty(),
+        "{what} does not match {SCHEMA} ({} errors):\n  {}",
+        errors.len(),
+        errors
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+}
+
+/// Runs parbench with `args` plus `-o FILE`, checks it succeeded, and returns the report.
+fn report_of(args: &[&str], dir: &Path) -> Value {
+    let out_file = dir.join("report.json");
+    let out = parbench()
+        .args(args)
+        .arg("-o")
+        .arg(&out_file)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "parbench {args:?} failed ({:?}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_json(&out_file)
+}
+
+/// The report of `tests/data/all-small.toml` (all eight scenarios at small sizes), traced so
+/// it carries `timelines`; run once for the tests that share it.
+fn small_suite() -> &'static Value {
+    static REPORT: OnceLock<Value> = OnceLock::new();
+    REPORT.get_or_init(|| {
+        let suite = root().join("tests/data/all-small.toml");
+        traced_report(&["run", suite.to_str().expect("a UTF-8 path")])
+    })
+}
+
+/// The report of `parbench COMMAND...` with one sample a variant, traced (`--html` and
+/// `--trace`) so that it carries `timelines` too.
+fn traced_report(command: &[&str]) -> Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let html = dir.path().join("report.html");
+    let trace = dir.path().join("trace.json");
+    let mut args = command.to_vec();
+    args.extend_from_slice(TINY);
+    args.extend([
+        "--html",
+        html.to_str().expect("a UTF-8 path"),
+        "--trace",
+        trace.to_str().expect("a UTF-8 path"),
+    ]);
+    report_of(&args, dir.path())
+}
+
+/// The scenarios of a suite file, in order.
+fn suite_scenarios(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("suite");
+    let suite: toml::Table = text.parse().expect("a TOML suite");
+    suite["run"]
+        .as_array()
+        .expect("[[run]]")
+        .iter()
+        .map(|r| r["scenario"].as_str().expect("scenario").to_string())
+        .collect()
+}
+
+fn scenarios_of(report: &Value) -> Vec<&str> {
+    report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["scenario"].as_str().expect("scenario"))
+        .collect()
+}
+
+#[test]
+fn the_schema_is_a_draft_2020_12_schema_with_a_description_for_each_property() {
+    let schema = schema();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert!(schema["$id"].is_string() && schema["title"].is_string());
+    if let Err(e) = jsonschema::meta::validate(schema) {
+        panic!("{SCHEMA} is not a valid schema: {}: {e}", e.instance_path());
+    }
+    // The draft named in the document is the one the tests use.
+    jsonschema::validator_for(schema).expect("a validator for the schema's own $schema");
+
+    fn resolve<'a>(schema: &'a Value, node: &'a Value) -> &'a Value {
+        match node["$ref"].as_str() {
+            Some(r) => {
+                let pointer = r.strip_prefix('#').expect("a local $ref");
+                schema
+                    .pointer(pointer)
+                    .unwrap_or_else(|| panic!("{r} resolves"))
+            }
+            None => node,
+        }
+    }
+    fn walk(schema: &Value, node: &Value, at: &str, missing: &mut Vec<String>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::Object(props)) = map.get("properties") {
+                    for (name, prop) in props {
+                        if !resolve(schema, prop)["description"].is_string() {
+                            missing.push(format!("{at}/properties/{name}"));
+                        }
+                    }
+                }
+                // `if` tests a value; it declares no property.
+                for (k, v) in map.iter().filter(|(k, _)| *k != "if") {
+                    walk(schema, v, &format!("{at}/{k}"), missing);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(schema, v, &format!("{at}/{i}"), missing);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    walk(schema, schema, "", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "properties without a description: {missing:?}"
+    );
+}
+
+#[test]
+fn every_scenario_traced_gives_a_valid_report() {
+    let report = small_suite();
+    assert_valid("the report of tests/data/all-small.toml", report);
+
+    // The small suite runs what `parbench all` runs, in the same order.
+    let all = suite_scenarios(&root().join("scenarios/default.toml"));
+    assert_eq!(scenarios_of(report), all);
+    let timelines = report["timelines"].as_array().expect("traced: timelines");
+    assert!(!timelines.is_empty());
+    // The display fields are there, and as the table words them.
+    for run in report["runs"].as_array().expect("runs") {
+        for v in run["variants"].as_array().expect("variants") {
+            let shown = v["median_display"].as_str().expect("median_display");
+            assert!(
+                shown.ends_with('s') && shown.chars().next().is_some_and(|c| c.is_ascii_digit()),
+                "{shown:?}"
+            );
+        }
+        let numbers = run["derived"]
+            .as_object()
+            .expect("derived")
+            .iter()
+            .filter(|(_, v)| v.is_number())
+            .count();
+        let display = run["derived_display"].as_object().map_or(0, |d| d.len());
+        assert_eq!(display, numbers, "{}: {run}", run["scenario"]);
+    }
+}
+
+/// What the suite test stands in for: `parbench all` itself, at its book sizes (about 75 s in a
+/// debug build on two cores), so it runs only when asked: `.ci/run` runs it with
+/// `cargo test --release --test report_schema -- --ignored` (about 25 s of running there).
+#[test]
+#[ignore = "slow in a debug build (about 75 s on 2 cores): .ci/run runs it in release"]
+fn parbench_all_gives_a_valid_report() {
+    let report = traced_report(&["all"]);
+    assert_valid("the report of parbench all", &report);
+    let all = suite_scenarios(&root().join("scenarios/default.toml"));
+    assert_eq!(scenarios_of(&report), all);
+    assert!(report["timelines"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+}
+
+#[test]
+fn a_sweep_gives_a_valid_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut args = vec!["sweep", "matmul", "--set", "size=32,64", "--set", "ops=1"];
+    args.extend_from_slice(TINY);
+    let report = report_of(&args, dir.path());
+    assert_valid("the report of a sweep", &report);
+    assert_eq!(
+        report["sweep"],
+        json!({"scenario": "matmul", "axes": [["size", ["32", "64"]], ["ops", ["1"]]]})
+    );
+    assert_eq!(report["runs"].as_array().map(Vec::len), Some(2));
+}
+
+/// Every `.json` file under `dir`, recursively.
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            json_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+}
+
+/// The reports kept in the repository, old ones included: a field added since they were
+/// written is optional, so they still validate.
+#[test]
+fn the_committed_reports_are_valid() {
+    let mut files = Vec::new();
+    json_files(&root().join("results"), &mut files);
+    files.sort();
+    let mut checked = Vec::new();
+    for path in &files {
+        let doc = read_json(path);
+        // results/ also keeps Chrome traces, device listings and PyTorch figures.
+        if doc["schema"] != "parbench/1" {
+            continue;
+        }
+        let name = path
+            .strip_prefix(root())
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        assert_valid(&name, &doc);
+        checked.push(name);
+    }
+    assert!(
+        checked.iter().any(|f| f.starts_with("results/baselines/"))
+            && checked.iter().any(|f| f.starts_with("results/gpu/")),
+        "the baselines and the GPU reports are checked: {checked:?}"
+    );
+}
+
+/// The example in docs/report-format.md is a report as parbench writes it.
+#[test]
+fn the_documented_example_is_valid() {
+    let path = root().join("docs/report-format.md");
+    let text = std::fs::read_to_string(&path).expect("docs/report-format.md");
+    let mut examples = Vec::new();
+    let mut block: Option<String> = None;
+    for line in text.lines() {
+        match (&mut block, line.trim_end()) {
+            (None, "```json") => block = Some(String::new()),
+            (Some(b), "```") => {
+                if let Ok(doc) = serde_json::from_str::<Value>(b) {
+                    if doc.get("schema").is_some() {
+                        examples.push(doc);
+                    }
+                }
+                block = None;
+            }
+            (Some(b), l) => {
+                b.push_str(l);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert_eq!(examples.len(), 1, "one whole report in {}", path.display());
+    assert_valid("the example of docs/report-format.md", &examples[0]);
+}
+
+/// `doc` with `change` applied at the JSON pointer `at` (which must exist).
+fn changed(doc: &Value, at: &str, change: impl FnOnce(&mut Value)) -> Value {
+    let mut doc = doc.clone();
+    change(
+        doc.pointer_mut(at)
+            .unwrap_or_else(|| panic!("{at} is in the report")),
+    );
+    doc
+}
+
+/// `doc` without the field at `at`.
+fn without(doc: &Value, at: &str) -> Value {
+    let (parent, field) = at.rsplit_once('/').expect("a pointer to a field");
+    changed(doc, parent, |p| {
+        p.as_object_mut()
+            .expect("an object")
+            .remove(field)
+            .unwrap_or_else(|| panic!("{at} is in the report"));
+    })
+}
+
+/// Asserts the schema rejects `doc`, with an error at `path` (the instance path).
+fn assert_rejected(what: &str, doc: &Value, path: &str) {
+    let errors = errors(doc);
+    let at = format!("{}: ", display_path(path));
+    assert!(
+        errors.iter().any(|e| e.starts_with(&at)),
+        "{what}: expected an error at {}, got {errors:?}",
+        display_path(path)
+    );
+}
+
+#[test]
+fn broken_reports_are_rejected_where_they_break() {
+    let good = small_suite();
+    assert_valid("the unchanged report", good);
+    let variant = "/runs/0/variants/0";
+
+    // Required fields removed.
+    for (field, parent) in [
+        ("/runs/0/variants/0/median_s", variant),
+        ("/runs/0/variants/0/samples_s", variant),
+        ("/runs/0/derived", "/runs/0"),
+        ("/environment/gpu", "/environment"),
+        ("/tool/git_commit", "/tool"),
+        ("/timelines/0/lanes", "/timelines/0"),
+    ] {
+        assert_rejected(&format!("without {field}"), &without(good, field), parent);
+    }
+    assert_rejected("without environment", &without(good, "/environment"), "");
+    assert_rejected("without runs", &without(good, "/runs"), "");
+
+    // Wrong types and values.
+    let cases: Vec<(&str, Value)> = vec![
+        ("/runs/0/variants/0/median_s", json!("fast")),
+        ("/runs/0/variants/0/median_display", json!(0.5)),
+        ("/runs/0/variants/0/outliers", json!(1.5)),
+        ("/runs/0/variants/0/ci95_s", json!([1.0])),
+        ("/runs/0/derived_display/async_speedup", json!(3.4)),
+        ("/runs/0/checks/0/passed", json!("yes")),
+        ("/runs/0/notes", json!("engine: threaded")),
+        ("/environment/cores", json!(-1)),
+        ("/environment/engine", json!("turbo")),
+        ("/environment/started_at", json!("yesterday")),
+        ("/schema", json!("parbench/2")),
+        ("/timelines/0/lanes/0/busy_ns/0", json!([1, 2, 3])),
+    ];
+    for (at, value) in cases {
+        let doc = changed(good, at, |v| *v = value.clone());
+        assert_rejected(&format!("{at} = {value}"), &doc, at);
+    }
+    let figure = good["runs"][0]["figures"]
+        .as_object()
+        .and_then(|f| f.keys().next())
+        .expect("a figure")
+        .clone();
+    let at = format!("/runs/0/figures/{figure}/unit");
+    assert_rejected(
+        "an unknown unit",
+        &changed(good, &at, |v| *v = json!("furlongs")),
+        &at,
+    );
+    let at = format!("/runs/0/figures/{figure}/better");
+    assert_rejected(
+        "an unknown direction",
+        &changed(good, &at, |v| *v = json!("sideways")),
+        &at,
+    );
+
+    // A misspelt field where the keys are fixed (the right one still there, so only the
+    // closed set of keys can catch it).
+    for (at, field) in [
+        (variant, "median_ms"),
+        ("/runs/0", "note"),
+        ("/environment", "host_name"),
+        ("/environment/gpu", "reasons"),
+        ("/tool", "commit"),
+        ("", "timeline"),
+    ] {
+        let doc = changed(good, at, |o| o[field] = json!("x"));
+        assert_rejected(&format!("an unknown field {field} in {at}"), &doc, at);
+    }
+
+    // A GPU said to be available must say which.
+    let doc = changed(good, "/environment/gpu", |g| {
+        *g = json!({"available": true});
+    });
+    assert_rejected("an available GPU without a name", &doc, "/environment/gpu");
+
+    // The maps keyed by data stay open.
+    let doc = changed(good, "/runs/0", |r| {
+        r["parameters"]["new_parameter"] = json!(3);
+        r["derived"]["new_figure_s"] = json!(1e-6);
+        r["derived"]["new_series"] = json!([[0, 1.0, null]]);
+        r["derived_display"]["new_figure_s"] = json!("1.000 µs");
+        r["figures"]["new_figure_s"] = json!({"unit": "seconds", "better": "lower"});
+    });
+    assert_valid("a report with new keys in its maps", &doc);
+}
