@@ -45,6 +45,24 @@ pub struct Figure {
     pub better: Better,
 }
 
+/// A derived figure a scenario records, declared once with its key in the report, its unit and
+/// its direction: `const ASYNC_SPEEDUP: FigureSpec = FigureSpec::new("async_speedup",
+/// Unit::Ratio, Better::Higher)`, recorded with [`RunRecord::record`](super::RunRecord::record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FigureSpec {
+    pub key: &'static str,
+    pub figure: Figure,
+}
+
+impl FigureSpec {
+    pub const fn new(key: &'static str, unit: Unit, better: Better) -> FigureSpec {
+        FigureSpec {
+            key,
+            figure: Figure::new(unit, better),
+        }
+    }
+}
+
 impl Figure {
     /// A ratio where lower is better: to a bound, to an ideal, or to a cheaper variant.
     pub const RATIO_LOWER_IS_BETTER: Figure = Figure::new(Unit::Ratio, Better::Lower);

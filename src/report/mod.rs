@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 pub use atomic::write_atomic;
 pub use environment::{Environment, GpuInfo, LibraryInfo};
-pub use figure::{Better, Figure, Unit};
+pub use figure::{Better, Figure, FigureSpec, Unit};
 pub use timeline::Timeline;
 
 use crate::harness::Summary;
@@ -254,10 +254,16 @@ impl RunRecord {
         }
     }
 
-    /// Record a derived figure; non-finite values become `null` (JSON has no NaN).
-    /// Record a derived figure; its unit and direction follow from its key ([`Figure::named`]).
+    /// Record a derived figure whose unit and direction follow from its key
+    /// ([`Figure::named`]): for tests' synthetic runs only; the scenarios state theirs.
+    #[cfg(test)]
     pub fn derive(&mut self, key: &str, value: f64) {
         self.derive_as(key, value, Figure::named(key));
+    }
+
+    /// Record a derived figure declared with its unit and direction.
+    pub fn record(&mut self, spec: FigureSpec, value: f64) {
+        self.derive_as(spec.key, value, spec.figure);
     }
 
     /// Record a derived figure with its unit and direction stated.

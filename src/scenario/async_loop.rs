@@ -34,16 +34,54 @@ use std::time::{Duration, Instant};
 use super::support::{
     check_bytes, check_matrices, chosen_device, matmul_error, matmul_tolerance, Accelerator,
 };
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::memory::f32_bytes;
 use crate::device::{available_cores, Device, DeviceError, DeviceRequest, GpuOrder, Runtime};
 use crate::engine::{Engine, LaneId, Mode, OpError, Var};
 use crate::harness::floor;
 use crate::harness::stats::{median, quantile};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, Figure, RunRecord, Unit};
+use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
+
+/// The derived figures this scenario records, each with its unit and direction.
+const DRIVER_LAUNCH_S: FigureSpec =
+    FigureSpec::new("driver_launch_s", Unit::Seconds, Better::Neither);
+const DRIVER_LAUNCH_AND_WAIT_S: FigureSpec =
+    FigureSpec::new("driver_launch_and_wait_s", Unit::Seconds, Better::Neither);
+const ASYNC_OVER_DRIVER_LAUNCH_RATIO: FigureSpec = FigureSpec::new(
+    "async_over_driver_launch_ratio",
+    Unit::Ratio,
+    Better::Neither,
+);
+const ASYNC_SPEEDUP: FigureSpec = FigureSpec::new("async_speedup", Unit::Ratio, Better::Higher);
+const SYNC_PER_OP_S: FigureSpec = FigureSpec::new("sync_per_op_s", Unit::Seconds, Better::Neither);
+const ASYNC_PER_OP_S: FigureSpec =
+    FigureSpec::new("async_per_op_s", Unit::Seconds, Better::Neither);
+const PUSH_PER_OP_S: FigureSpec = FigureSpec::new("push_per_op_s", Unit::Seconds, Better::Neither);
+const T1_S: FigureSpec = FigureSpec::new("t1_s", Unit::Seconds, Better::Neither);
+const T2_S: FigureSpec = FigureSpec::new("t2_s", Unit::Seconds, Better::Neither);
+const T3_S: FigureSpec = FigureSpec::new("t3_s", Unit::Seconds, Better::Neither);
+const PREDICTED_SYNC_S: FigureSpec =
+    FigureSpec::new("predicted_sync_s", Unit::Seconds, Better::Neither);
+const PREDICTED_ASYNC_S: FigureSpec =
+    FigureSpec::new("predicted_async_s", Unit::Seconds, Better::Neither);
+const MEASURED_OVER_PREDICTED_SYNC_RATIO: FigureSpec = FigureSpec::new(
+    "measured_over_predicted_sync_ratio",
+    Unit::Ratio,
+    Better::Neither,
+);
+const MEASURED_OVER_PREDICTED_ASYNC_RATIO: FigureSpec = FigureSpec::new(
+    "measured_over_predicted_async_ratio",
+    Unit::Ratio,
+    Better::Neither,
+);
+const CHAIN_PER_OP_S: FigureSpec =
+    FigureSpec::new("chain_per_op_s", Unit::Seconds, Better::Neither);
 
 /// The `async` scenario.
 pub struct AsyncLoop;
@@ -83,7 +121,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "device",
         help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
         default: "cpu",
     },
 ];
@@ -126,6 +164,27 @@ struct Phases {
     t3: f64,
 }
 
+/// The parameters, read once.
+struct Config {
+    iterations: u64,
+    shape: Vec<usize>,
+    products: u64,
+    product_size: usize,
+    device: DeviceChoice,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            iterations: params.int("iterations")?,
+            shape: params.shape("shape")?.to_vec(),
+            products: params.int("products")?,
+            product_size: params.count("product_size")?,
+            device: params.choice("device")?,
+        })
+    }
+}
+
 impl Scenario for AsyncLoop {
     fn name(&self) -> &'static str {
         "async"
@@ -150,14 +209,15 @@ impl Scenario for AsyncLoop {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let elements = params
-            .shape("shape")
+        let cfg = Config::of(params)?;
+        let elements = cfg
+            .shape
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64));
         // x, the y being computed, and the y the front end still holds; plus the queued ops
         // themselves (an op and its buffers' bookkeeping, about half a kilobyte each), all of
         // which the async loop may have pending at once.
-        let queued = params.int("iterations").checked_mul(512);
+        let queued = cfg.iterations.checked_mul(512);
         let bytes = elements
             .and_then(|e| f32_bytes(e, 3))
             .and_then(|b| b.checked_add(queued?));
@@ -165,20 +225,25 @@ impl Scenario for AsyncLoop {
         // The input, the products in flight, and the checked product's host copies.
         check_matrices(
             "async with this --product-size",
-            params.int("product_size"),
-            params.int("products") + 4,
+            cfg.product_size as u64,
+            cfg.products.saturating_add(4),
             None,
         )
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let n = params.int("iterations");
-        let shape = params.shape("shape").to_vec();
+        let Config {
+            iterations: n,
+            shape,
+            products,
+            product_size,
+            device: choice,
+        } = Config::of(params)?;
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
+        } = chosen_device(choice, threads, ctx.gpu_fallback)?;
         // A single-thread CPU device beside it for the ping-pong chain, which alternates
         // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
         // second single-thread CPU device), so its traced repeat shows on the same engine.
@@ -201,8 +266,6 @@ impl Scenario for AsyncLoop {
         // The last output of every timed variant, checked after sampling: the timed work itself
         // must have computed x + 1, not only the check's own loop.
         let outputs: RefCell<[Option<Tensor>; 4]> = RefCell::new([None, None, None, None]);
-        let (products, product_size) =
-            (params.int("products"), params.int("product_size") as usize);
         let m = Tensor::uniform(engine, device, &[product_size, product_size], 7);
         m.wait_to_read()?;
         // The last product of each product variant, checked after sampling.
@@ -447,10 +510,10 @@ impl Scenario for AsyncLoop {
             let (launch, launch_wait) = gpu.launch_floor(FLOOR_LAUNCHES).map_err(|e| {
                 crate::device::DeviceError::Gpu(format!("timing the driver alone: {e}"))
             })?;
-            run.derive("driver_launch_s", launch);
-            run.derive("driver_launch_and_wait_s", launch_wait);
+            run.record(DRIVER_LAUNCH_S, launch);
+            run.record(DRIVER_LAUNCH_AND_WAIT_S, launch_wait);
             let (sync, asyn) = (per_op(&run, "sync", n), per_op(&run, "async", n));
-            run.derive("async_over_driver_launch_ratio", asyn / launch);
+            run.record(ASYNC_OVER_DRIVER_LAUNCH_RATIO, asyn / launch);
             run.explanation.push(format!(
                 "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
                  followed by a wait for it; the async loop's {} per op is {:.2}× a bare launch, the sync loop's \
@@ -788,17 +851,17 @@ fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let speedup = sync / asyn;
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
-    run.derive("async_speedup", speedup);
-    run.derive("sync_per_op_s", sync / nf);
-    run.derive("async_per_op_s", asyn / nf);
-    run.derive("push_per_op_s", push / nf);
-    run.derive("t1_s", p.t1);
-    run.derive("t2_s", p.t2);
-    run.derive("t3_s", p.t3);
-    run.derive("predicted_sync_s", pred_sync);
-    run.derive("predicted_async_s", pred_async);
-    run.derive("measured_over_predicted_sync_ratio", sync / pred_sync);
-    run.derive("measured_over_predicted_async_ratio", asyn / pred_async);
+    run.record(ASYNC_SPEEDUP, speedup);
+    run.record(SYNC_PER_OP_S, sync / nf);
+    run.record(ASYNC_PER_OP_S, asyn / nf);
+    run.record(PUSH_PER_OP_S, push / nf);
+    run.record(T1_S, p.t1);
+    run.record(T2_S, p.t2);
+    run.record(T3_S, p.t3);
+    run.record(PREDICTED_SYNC_S, pred_sync);
+    run.record(PREDICTED_ASYNC_S, pred_async);
+    run.record(MEASURED_OVER_PREDICTED_SYNC_RATIO, sync / pred_sync);
+    run.record(MEASURED_OVER_PREDICTED_ASYNC_RATIO, asyn / pred_async);
 
     run.notes.push(format!("engine: {}", mode.as_str()));
     explain(mode, n, &f, p).record(run);
@@ -903,7 +966,7 @@ fn derive_gpu(run: &mut RunRecord, device: &Device, n: u64) {
     let chain = run.median("chain").unwrap_or(f64::NAN);
     let asyn = run.median("async").unwrap_or(f64::NAN);
     let ratio = chain / asyn;
-    run.derive("chain_per_op_s", chain / n as f64);
+    run.record(CHAIN_PER_OP_S, chain / n as f64);
     run.derive_as(
         "chain_over_async_ratio",
         ratio,

@@ -11,13 +11,33 @@ use super::support::{
     accelerator, check_matrices, gflops, host_ordered, matmul_error, matmul_tolerance, run_matmuls,
     traced, Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
 };
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::{faster_or_slower, human_time};
+
+/// The derived figures this scenario records, each with its unit and direction.
+const SEQUENTIAL_S: FigureSpec = FigureSpec::new("sequential_s", Unit::Seconds, Better::Neither);
+const PARALLEL_SPEEDUP: FigureSpec =
+    FigureSpec::new("parallel_speedup", Unit::Ratio, Better::Higher);
+const OVERLAP_EFFICIENCY: FigureSpec =
+    FigureSpec::new("overlap_efficiency", Unit::Number, Better::Higher);
+const ONE_DEVICE_SPEEDUP: FigureSpec =
+    FigureSpec::new("one_device_speedup", Unit::Ratio, Better::Higher);
+const A_GFLOPS: FigureSpec = FigureSpec::new("a_gflops", Unit::Gflops, Better::Higher);
+const B_GFLOPS: FigureSpec = FigureSpec::new("b_gflops", Unit::Gflops, Better::Higher);
+const TRACED_PARALLEL_S: FigureSpec =
+    FigureSpec::new("traced_parallel_s", Unit::Seconds, Better::Neither);
+const TRACED_OVERLAP_S: FigureSpec =
+    FigureSpec::new("traced_overlap_s", Unit::Seconds, Better::Neither);
+const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec = FigureSpec::new(
+    "bare_threads_overlap_efficiency",
+    Unit::Number,
+    Better::Higher,
+);
 
 /// The `cpu-gpu` scenario.
 pub struct CpuGpu;
@@ -49,6 +69,37 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
+/// The parameters, read once.
+struct Config {
+    ops: u64,
+    cpu_size: usize,
+    gpu_size: usize,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            ops: params.int("ops")?,
+            cpu_size: params.count("cpu_size")?,
+            gpu_size: params.count("gpu_size")?,
+        })
+    }
+}
+
+super::variant::variants! {
+    /// What `cpu-gpu` times.
+    enum Timed {
+        /// `run(x)` on device A (the CPU) alone.
+        AAlone = "a-alone",
+        /// `run(x)` on device B (the GPU, or a second CPU device) alone.
+        BAlone = "b-alone",
+        /// Both pushed back to back, no wait between.
+        Parallel = "parallel",
+        /// Both workloads on device B alone.
+        OneDevice = "one-device",
+    }
+}
+
 impl Scenario for CpuGpu {
     fn name(&self) -> &'static str {
         "cpu-gpu"
@@ -67,19 +118,23 @@ impl Scenario for CpuGpu {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let cfg = Config::of(params)?;
         // Host, on the CPU fallback: x_a, x_b and x_a on B, the outputs of both runs, and the
         // check's host copies of an input and an output.
         check_matrices(
             "cpu-gpu with this --cpu-size",
-            params.int("cpu_size"),
-            5 + 2 * params.int("ops"),
+            cfg.cpu_size as u64,
+            cfg.ops.saturating_mul(2).saturating_add(5),
             None,
         )
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let ops = params.int("ops");
-        let cpu_size = params.int("cpu_size") as usize;
+        let Config {
+            ops,
+            cpu_size,
+            gpu_size,
+        } = Config::of(params)?;
         let cores = available_cores();
         let acc = accelerator("cpu:1", ctx.cpu_threads.unwrap_or(split_cores(cores, 2)[1]));
         let a_threads = match acc.request {
@@ -93,11 +148,7 @@ impl Scenario for CpuGpu {
         )?;
         let engine = &rt.engine;
         let (dev_a, dev_b) = (&rt.devices[0], &rt.devices[1]);
-        let b_size = if dev_b.is_gpu() {
-            params.int("gpu_size") as usize
-        } else {
-            cpu_size
-        };
+        let b_size = if dev_b.is_gpu() { gpu_size } else { cpu_size };
         if let Some(free) = dev_b.free_memory() {
             // The GPU holds x_b, A's input and both runs' outputs (the one-device variant)...
             let largest = b_size.max(cpu_size) as u64;
@@ -123,23 +174,27 @@ impl Scenario for CpuGpu {
             ys.extend(run_matmuls(second, ops)?);
             Ok(ys)
         };
-        let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("a-alone", || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
-            }),
-            Variant::new("b-alone", || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
-            }),
-            Variant::new("parallel", || {
-                let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
-                if let Some(records) = records {
-                    *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
+        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+            .iter()
+            .map(|&v| match v {
+                Timed::AAlone => Variant::new(v.name(), || {
+                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
+                }),
+                Timed::BAlone => Variant::new(v.name(), || {
+                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
+                }),
+                Timed::Parallel => Variant::new(v.name(), || {
+                    let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
+                    if let Some(records) = records {
+                        *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
+                    }
+                    Ok(wall)
+                }),
+                Timed::OneDevice => {
+                    Variant::new(v.name(), || synced(engine, || both(&x_a_on_b, &x_b)))
                 }
-                Ok(wall)
-            }),
-            Variant::new("one-device", || synced(engine, || both(&x_a_on_b, &x_b))),
-        ];
-        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+            })
+            .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
@@ -148,22 +203,31 @@ impl Scenario for CpuGpu {
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
         let (da, db) = (dev_a.describe(), dev_b.describe());
-        let labels = [
-            format!("run(x) on {da}: {ops} × {cpu_size}²"),
-            format!("run(x) on {db}: {ops} × {b_size}²"),
-            "both pushed back to back, no wait between".to_string(),
-            format!("both workloads on {db} alone"),
-        ];
-        run.add_variants(names, summaries, labels.map(Some));
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let (a, b, par, one) = (m("a-alone"), m("b-alone"), m("parallel"), m("one-device"));
+        let label = |v: Timed| match v {
+            Timed::AAlone => format!("run(x) on {da}: {ops} × {cpu_size}²"),
+            Timed::BAlone => format!("run(x) on {db}: {ops} × {b_size}²"),
+            Timed::Parallel => "both pushed back to back, no wait between".to_string(),
+            Timed::OneDevice => format!("both workloads on {db} alone"),
+        };
+        run.add_variants(
+            Timed::names(),
+            summaries,
+            Timed::ALL.iter().map(|&v| Some(label(v))),
+        );
+        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let (a, b, par, one) = (
+            m(Timed::AAlone),
+            m(Timed::BAlone),
+            m(Timed::Parallel),
+            m(Timed::OneDevice),
+        );
         let overlap = a.max(b) / par;
-        run.derive("sequential_s", a + b);
-        run.derive("parallel_speedup", (a + b) / par);
-        run.derive("overlap_efficiency", overlap);
-        run.derive("one_device_speedup", (a + b) / one);
-        run.derive("a_gflops", gflops(ops, (cpu_size, cpu_size, cpu_size), a));
-        run.derive("b_gflops", gflops(ops, (b_size, b_size, b_size), b));
+        run.record(SEQUENTIAL_S, a + b);
+        run.record(PARALLEL_SPEEDUP, (a + b) / par);
+        run.record(OVERLAP_EFFICIENCY, overlap);
+        run.record(ONE_DEVICE_SPEEDUP, (a + b) / one);
+        run.record(A_GFLOPS, gflops(ops, (cpu_size, cpu_size, cpu_size), a));
+        run.record(B_GFLOPS, gflops(ops, (b_size, b_size, b_size), b));
 
         check_products(&x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
         let (traced_s, records) = timed_trace.into_inner().unwrap_or_default();
@@ -181,8 +245,8 @@ impl Scenario for CpuGpu {
             },
         );
         // Both from the same (last timed) sample: the overlap can never exceed its time.
-        run.derive("traced_parallel_s", traced_s);
-        run.derive("traced_overlap_s", both_busy_s(&records, dev_a, dev_b));
+        run.record(TRACED_PARALLEL_S, traced_s);
+        run.record(TRACED_OVERLAP_S, both_busy_s(&records, dev_a, dev_b));
         // What the machine allows, without the engine: on the CPU fallback, the same products
         // on two plain threads, alone and at once.
         let ceiling = if dev_b.is_gpu() {
@@ -190,19 +254,19 @@ impl Scenario for CpuGpu {
         } else {
             let threads = (a_threads, dev_b.threads);
             let c = bare_threads_ceiling(&x_a.to_vec()?, &x_b.to_vec()?, cpu_size, threads, ops)?;
-            run.derive("bare_threads_overlap_efficiency", c);
+            run.record(BARE_THREADS_OVERLAP_EFFICIENCY, c);
             Some(c)
         };
         // A ratio of two medians is only as firm as they are.
-        let wobble = |v: &str| run.median_uncertainty(v).unwrap_or(f64::NAN);
+        let uncertainty = |v: Timed| run.median_uncertainty(v.name()).unwrap_or(f64::NAN);
         let f = Medians {
             a,
             b,
             par,
             one,
-            a_uncertainty: wobble("a-alone"),
-            b_uncertainty: wobble("b-alone"),
-            par_uncertainty: wobble("parallel"),
+            a_uncertainty: uncertainty(Timed::AAlone),
+            b_uncertainty: uncertainty(Timed::BAlone),
+            par_uncertainty: uncertainty(Timed::Parallel),
             ceiling,
         };
         explain(&f, &db).record(&mut run);

@@ -19,14 +19,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::support::{check_matrices, traced, Explained, BETWEEN_ROUNDS};
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{Device, Runtime};
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Figure, RunRecord};
+use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
+
+/// The derived figures this scenario records, each with its unit and direction.
+const PARALLEL_SPEEDUP: FigureSpec =
+    FigureSpec::new("parallel_speedup", Unit::Ratio, Better::Higher);
+const WORK_S: FigureSpec = FigureSpec::new("work_s", Unit::Seconds, Better::Neither);
+const CRITICAL_PATH_S: FigureSpec =
+    FigureSpec::new("critical_path_s", Unit::Seconds, Better::Neither);
+const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
+const PARALLEL_OVER_BOUND_RATIO_MIN: FigureSpec = FigureSpec::new(
+    "parallel_over_bound_ratio_min",
+    Unit::Number,
+    Better::Neither,
+);
 
 /// The `deps` scenario.
 pub struct Deps;
@@ -229,6 +242,27 @@ fn same_values(reference: &[Tensor], got: &[Tensor]) -> Result<bool, ScenarioErr
     Ok(true)
 }
 
+/// The parameters, read once.
+struct Config {
+    width: usize,
+    depth: usize,
+    size: usize,
+    devices: usize,
+    seed: u64,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            width: params.count("width")?,
+            depth: params.count("depth")?,
+            size: params.count("size")?,
+            devices: params.count("devices")?,
+            seed: params.int("seed")?,
+        })
+    }
+}
+
 impl Scenario for Deps {
     fn name(&self) -> &'static str {
         "deps"
@@ -253,22 +287,23 @@ impl Scenario for Deps {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let cfg = Config::of(params)?;
         // The inputs and a run's copies of them, a product's intermediate and its result per
         // op (all may be pending at once), and three runs' slots held for the comparison.
-        let (width, depth) = (params.int("width"), params.int("depth"));
-        let tensors = width
+        let tensors = (cfg.width as u64)
             .saturating_mul(5)
-            .saturating_add(depth.saturating_mul(2));
-        check_matrices("deps with this --size", params.int("size"), tensors, None)
+            .saturating_add((cfg.depth as u64).saturating_mul(2));
+        check_matrices("deps with this --size", cfg.size as u64, tensors, None)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let (width, depth) = (params.int("width") as usize, params.int("depth") as usize);
-        let (n, devices, seed) = (
-            params.int("size") as usize,
-            params.int("devices") as usize,
-            params.int("seed"),
-        );
+        let Config {
+            width,
+            depth,
+            size: n,
+            devices,
+            seed,
+        } = Config::of(params)?;
         let threads = ctx.cpu_split(devices);
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
@@ -353,16 +388,16 @@ impl Scenario for Deps {
         };
         let (work, path, bound) = (med(|b| b.work_s), med(|b| b.path_s), med(|b| b.bound_s));
         let ratio = median(&ratios).unwrap_or(f64::NAN);
-        run.derive("parallel_speedup", seq / par);
-        run.derive("work_s", work);
-        run.derive("critical_path_s", path);
-        run.derive("lower_bound_s", bound);
+        run.record(PARALLEL_SPEEDUP, seq / par);
+        run.record(WORK_S, work);
+        run.record(CRITICAL_PATH_S, path);
+        run.record(LOWER_BOUND_S, bound);
         run.derive_as(
             "parallel_over_bound_ratio",
             ratio,
             Figure::RATIO_LOWER_IS_BETTER,
         );
-        run.derive("parallel_over_bound_ratio_min", lowest);
+        run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
         let f = Medians {
             seq,
             par,

@@ -15,13 +15,25 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::support::{chosen_device, matmul_tolerance, Accelerator, Explained, BETWEEN_ROUNDS};
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::support::{
+    check_elements, chosen_device, matmul_tolerance, Accelerator, Explained, BETWEEN_ROUNDS,
+};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
+
+/// The derived figures this scenario records, each with its unit and direction.
+const HYBRIDIZE_SPEEDUP: FigureSpec =
+    FigureSpec::new("hybridize_speedup", Unit::Ratio, Better::Higher);
+const OPS_PER_PASS: FigureSpec = FigureSpec::new("ops_per_pass", Unit::Number, Better::Neither);
+const OVERHEAD_PER_OP_S: FigureSpec =
+    FigureSpec::new("overhead_per_op_s", Unit::Seconds, Better::Neither);
 
 /// The `hybridize` scenario.
 pub struct Hybridize;
@@ -57,10 +69,31 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "device",
         help: "cpu, or cuda: the graph is then a CUDA graph (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
         default: "cpu",
     },
 ];
+
+/// The parameters, read once.
+struct Config {
+    layers: usize,
+    width: usize,
+    batch: usize,
+    passes: u64,
+    device: DeviceChoice,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            layers: params.count("layers")?,
+            width: params.count("width")?,
+            batch: params.count("batch")?,
+            passes: params.int("passes")?,
+            device: params.choice("device")?,
+        })
+    }
+}
 
 /// One layer's kernels on host arrays: exactly what the imperative ops run, in the same order.
 fn layer(h: &Array2<f32>, w: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
@@ -108,15 +141,45 @@ impl Scenario for Hybridize {
         }
     }
 
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let Config {
+            layers,
+            width,
+            batch,
+            passes,
+            ..
+        } = Config::of(params)?;
+        let (layers, width, batch) = (layers as u64, width as u64, batch as u64);
+        // The weights and biases three times over (host arrays, tensors, the captured graph's
+        // copy), and at worst every pass's intermediates pending at once: three tensors per
+        // layer and pass, plus each variant's kept outputs.
+        let weights = width
+            .checked_mul(width + 1)
+            .and_then(|w| w.checked_mul(layers))
+            .and_then(|w| w.checked_mul(3));
+        let activations = batch
+            .checked_mul(width)
+            .and_then(|a| a.checked_mul(passes))
+            .and_then(|a| a.checked_mul(layers.checked_mul(3)?.checked_add(2)?));
+        check_elements(
+            "hybridize with these sizes",
+            weights.and_then(|w| w.checked_add(activations?)),
+        )
+    }
+
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let layers = params.int("layers") as usize;
-        let (width, batch) = (params.int("width") as usize, params.int("batch") as usize);
-        let passes = params.int("passes");
+        let Config {
+            layers,
+            width,
+            batch,
+            passes,
+            device: choice,
+        } = Config::of(params)?;
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
+        } = chosen_device(choice, threads, ctx.gpu_fallback)?;
         let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
 
@@ -226,9 +289,9 @@ impl Scenario for Hybridize {
             ops_per_pass,
             gpu: device.is_gpu(),
         };
-        run.derive("hybridize_speedup", f.imp / f.hyb);
-        run.derive("ops_per_pass", ops_per_pass as f64);
-        run.derive("overhead_per_op_s", f.overhead_per_op());
+        run.record(HYBRIDIZE_SPEEDUP, f.imp / f.hyb);
+        run.record(OPS_PER_PASS, ops_per_pass as f64);
+        run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
         explain(&f).record(&mut run);
         Ok(run)
     }

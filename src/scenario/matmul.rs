@@ -6,11 +6,14 @@ use super::support::{
     check_elements, check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance,
     Accelerator,
 };
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use serde_json::{Map, Value};
 
@@ -21,6 +24,12 @@ const DIM: ParamKind = ParamKind::Int {
     min: 0,
     max: 100_000,
 };
+
+/// The derived figures this scenario records, each with its unit and direction.
+const GFLOPS: FigureSpec = FigureSpec::new("gflops", Unit::Gflops, Better::Higher);
+const GFLOPS_PER_THREAD: FigureSpec =
+    FigureSpec::new("gflops_per_thread", Unit::Gflops, Better::Higher);
+const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Neither);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -62,7 +71,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "device",
         help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
         default: "cpu",
     },
     ParamSpec {
@@ -73,13 +82,38 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-fn dims(params: &Params) -> (usize, usize, usize) {
-    let size = params.int("size");
-    let pick = |name: &str| match params.int(name) {
-        0 => size,
-        v => v,
-    } as usize;
-    (pick("m"), pick("k"), pick("n"))
+/// The parameters, read once.
+struct Config {
+    /// m, k, n with the 0s resolved to `--size`.
+    dims: (usize, usize, usize),
+    ops: u64,
+    device: DeviceChoice,
+    /// `--threads`; `None` for 0 (`--cpu-threads`, or all cores).
+    threads: Option<usize>,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        let size = params.count("size")?;
+        let pick = |name: &str| -> Result<usize, ParamError> {
+            Ok(match params.count(name)? {
+                0 => size,
+                v => v,
+            })
+        };
+        Ok(Config {
+            dims: (pick("m")?, pick("k")?, pick("n")?),
+            ops: params.int("ops")?,
+            device: params.choice("device")?,
+            threads: Some(params.count("threads")?).filter(|&t| t > 0),
+        })
+    }
+
+    /// Threads of the CPU device: `--threads`, or with 0 `--cpu-threads`, or all cores.
+    fn threads(&self, ctx: &RunContext) -> usize {
+        self.threads
+            .unwrap_or_else(|| ctx.cpu_threads.unwrap_or_else(available_cores))
+    }
 }
 
 /// What the run showed: the rate of `ops` products of m×k · k×n taking `median` seconds in all,
@@ -90,14 +124,6 @@ fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)
         gflops(ops, (m, k, n), median),
         crate::units::human_time(median / ops as f64)
     )
-}
-
-/// Threads of the CPU device: `--threads`, or with 0 `--cpu-threads`, or all cores.
-fn threads(params: &Params, ctx: &RunContext) -> usize {
-    match params.int("threads") {
-        0 => ctx.cpu_threads.unwrap_or_else(available_cores),
-        t => t as usize,
-    }
 }
 
 impl Scenario for Matmul {
@@ -124,8 +150,11 @@ impl Scenario for Matmul {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let (m, k, n) = dims(params);
-        let ops = params.int("ops");
+        let Config {
+            dims: (m, k, n),
+            ops,
+            ..
+        } = Config::of(params)?;
         // A, B and `ops` outputs alive at once; the check then holds A, B, C and host copies
         // of all three: 2(A + B) + (ops + 2) C at most.
         let (m, k, n) = (m as u64, k as u64, n as u64);
@@ -142,26 +171,25 @@ impl Scenario for Matmul {
 
     fn resolved_params(&self, params: &Params, ctx: &RunContext) -> Map<String, Value> {
         let mut out = params.to_json();
-        let (m, k, n) = dims(params);
-        for (name, v) in [
-            ("m", m),
-            ("k", k),
-            ("n", n),
-            ("threads", threads(params, ctx)),
-        ] {
+        // Parameters that `validate` refused never get here; unread ones stay as given.
+        let Ok(cfg) = Config::of(params) else {
+            return out;
+        };
+        let (m, k, n) = cfg.dims;
+        for (name, v) in [("m", m), ("k", k), ("n", n), ("threads", cfg.threads(ctx))] {
             out.insert(name.into(), v.into());
         }
         out
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let (m, k, n) = dims(params);
-        let ops = params.int("ops");
-        let threads = threads(params, ctx);
+        let cfg = Config::of(params)?;
+        let ((m, k, n), ops) = (cfg.dims, cfg.ops);
+        let threads = cfg.threads(ctx);
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
+        } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
         let rt = Runtime::new(&ctx.runtime, &[request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);
         if let Some(free) = device.free_memory() {
@@ -213,11 +241,11 @@ impl Scenario for Matmul {
         run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);
         let median = run.median("matmul").unwrap_or(f64::NAN);
         let rate = gflops(ops, (m, k, n), median);
-        run.derive("gflops", rate);
+        run.record(GFLOPS, rate);
         if !device.is_gpu() {
-            run.derive("gflops_per_thread", rate / device.threads as f64);
+            run.record(GFLOPS_PER_THREAD, rate / device.threads as f64);
         }
-        run.derive("threads", device.threads as f64);
+        run.record(THREADS, device.threads as f64);
 
         let c = a.matmul(&b)?;
         let err = matmul_error(&a.to_vec()?, &b.to_vec()?, &c.to_vec()?, (m, k, n), 32);

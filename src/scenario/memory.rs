@@ -16,13 +16,25 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use super::support::{check_elements, check_matrices, chosen_device, host_ordered, Accelerator};
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::{available_cores, Runtime, RuntimeOptions};
 use crate::engine::Engine;
 use crate::harness::{SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_bytes;
+
+/// The derived figures this scenario records, each with its unit and direction.
+/// `<variant>_peak_bytes`: each variant's peak of live bytes.
+const PEAK_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
+const MINIBATCH_BYTES: FigureSpec =
+    FigureSpec::new("minibatch_bytes", Unit::Bytes, Better::Neither);
+const MEMORY_RATIO: FigureSpec = FigureSpec::new("memory_ratio", Unit::Ratio, Better::Neither);
+const BOUNDED_TIME_RATIO: FigureSpec =
+    FigureSpec::new("bounded_time_ratio", Unit::Ratio, Better::Neither);
 
 /// The `memory` scenario.
 pub struct Memory;
@@ -67,7 +79,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "device",
         help: "cpu, or cuda: count GPU memory (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(&["cpu", "cuda"]),
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
         default: "cpu",
     },
 ];
@@ -105,6 +117,28 @@ struct Shape {
     features: usize,
 }
 
+/// The parameters, read once.
+struct Config {
+    batches: usize,
+    inflight: usize,
+    shape: Shape,
+    device: DeviceChoice,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            batches: params.count("batches")?,
+            inflight: params.count("inflight")?,
+            shape: Shape {
+                batch: params.count("batch")?,
+                features: params.count("features")?,
+            },
+            device: params.choice("device")?,
+        })
+    }
+}
+
 impl Scenario for Memory {
     fn name(&self) -> &'static str {
         "memory"
@@ -129,23 +163,25 @@ impl Scenario for Memory {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let Config {
+            batches, shape: p, ..
+        } = Config::of(params)?;
         // Worst case, unbounded: every minibatch input and output at once, plus W.
-        let rows = params
-            .int("batch")
-            .saturating_mul(params.int("batches"))
+        let rows = (p.batch as u64)
+            .saturating_mul(batches as u64)
             .saturating_mul(3);
-        let features = params.int("features");
+        let features = p.features as u64;
         check_elements("memory with these sizes", rows.checked_mul(features))?;
         check_matrices("memory with this --features", features, 1, None)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let batches = params.int("batches") as usize;
-        let inflight = params.int("inflight") as usize;
-        let p = Shape {
-            batch: params.int("batch") as usize,
-            features: params.int("features") as usize,
-        };
+        let Config {
+            batches,
+            inflight,
+            shape: p,
+            device,
+        } = Config::of(params)?;
         // One device: the loader (front end) and the compute lane run side by side.
         let threads = ctx
             .cpu_threads
@@ -153,7 +189,7 @@ impl Scenario for Memory {
         let Accelerator {
             request,
             fallback_note: notes,
-        } = chosen_device(params.text("device"), threads, ctx.gpu_fallback)?;
+        } = chosen_device(device, threads, ctx.gpu_fallback)?;
         let options = host_ordered(&ctx.runtime);
         let free = Runtime::new(&options, &[request])?;
         // On a GPU the upload of each input is an op of its own.
@@ -220,16 +256,17 @@ impl Scenario for Memory {
         let batch_bytes = (p.batch * p.features * 4) as u64;
         let peak = |i: usize| peaks[i].iter().copied().max().unwrap_or(0);
         for (i, name) in names.iter().enumerate() {
-            run.derive(
+            run.derive_as(
                 &format!("{}_peak_bytes", name.replace('-', "_")),
                 peak(i) as f64,
+                PEAK_BYTES,
             );
         }
-        run.derive("minibatch_bytes", batch_bytes as f64);
-        run.derive("memory_ratio", peak(0) as f64 / peak(3).max(1) as f64);
+        run.record(MINIBATCH_BYTES, batch_bytes as f64);
+        run.record(MEMORY_RATIO, peak(0) as f64 / peak(3).max(1) as f64);
         let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
         let time_ratio = m("bounded") / m("unbounded");
-        run.derive("bounded_time_ratio", time_ratio);
+        run.record(BOUNDED_TIME_RATIO, time_ratio);
 
         // A minibatch in flight holds its input and, while its product runs, the product and
         // the scaled output: three minibatches' bytes at most.

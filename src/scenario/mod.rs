@@ -16,10 +16,11 @@ pub mod run_copy;
 pub mod suite;
 pub mod support;
 pub mod sweep;
+pub mod variant;
 
 use std::sync::Arc;
 
-pub use params::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use params::{Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, ParamValue, Params};
 
 use crate::device::{DeviceError, RuntimeOptions};
 use crate::engine::EngineError;
@@ -309,74 +310,53 @@ mod tests {
         assert!(err.is_usage(), "{err}");
     }
 
-    /// Parameters are looked up by name at run time, where a typo would panic: every lookup in
-    /// a scenario's source must name a parameter it declares, of the kind the lookup reads.
+    /// Every scenario reads its parameters into its own configuration struct, where a
+    /// misspelt or mistyped lookup is an error: validating the defaults reads every one.
     #[test]
-    fn every_parameter_lookup_names_a_declared_parameter_of_its_kind() {
-        // Each scenario's source, found by the name its `name()` returns, so a new scenario
-        // is covered without a line here.
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenario");
-        let mut sources = Vec::new();
-        for entry in std::fs::read_dir(&dir).expect("src/scenario") {
-            let path = entry.expect("entry").path();
-            // A scenario in a folder of its own is all its files together.
-            let text = if path.is_dir() {
-                let mut files: Vec<_> = std::fs::read_dir(&path)
-                    .expect("a scenario's folder")
-                    .map(|e| e.expect("entry").path())
-                    .collect();
-                files.sort();
-                files
-                    .iter()
-                    .map(|f| std::fs::read_to_string(f).expect("source"))
-                    .collect::<String>()
-            } else {
-                std::fs::read_to_string(&path).expect("source")
-            };
-            let marker = "fn name(&self) -> &'static str {";
-            let Some(at) = text.find(marker) else {
-                continue;
-            };
-            // `fn name` returning a literal: a scenario (this file names the marker too).
-            let literal = text[at + marker.len()..].trim_start().strip_prefix('"');
-            if let Some(rest) = literal.filter(|r| r.starts_with(|c: char| c.is_ascii_lowercase()))
-            {
-                let name = rest[..rest.find('"').expect("a closing quote")].to_string();
-                sources.push((name, text));
-            }
-        }
+    fn every_scenario_configures_and_validates_its_defaults() {
         for s in registry() {
-            assert!(
-                sources.iter().any(|(n, _)| n == s.name()),
-                "no source found for {}",
-                s.name()
-            );
-        }
-        let mut looked_up = 0;
-        for (name, source) in &sources {
-            let scenario = find(name).unwrap_or_else(|| panic!("{name} is not registered"));
-            for (method, kind) in [
-                ("int", "Int"),
-                ("text", "Choice"),
-                ("shape", "Shape"),
-                ("float", "Float"),
-            ] {
-                let call = format!(".{method}(\"");
-                for (at, _) in source.match_indices(&call) {
-                    let rest = &source[at + call.len()..];
-                    let param = &rest[..rest.find('"').expect("closing quote")];
-                    let spec = scenario.params().iter().find(|p| p.name == param);
-                    let spec =
-                        spec.unwrap_or_else(|| panic!("{name} looks up undeclared '{param}'"));
-                    assert!(
-                        format!("{:?}", spec.kind).starts_with(kind),
-                        "{name} reads '{param}' with .{method}() but declares {:?}",
-                        spec.kind
-                    );
-                    looked_up += 1;
-                }
+            let p = Params::parse(s.name(), s.params(), &[]).expect("defaults parse");
+            if let Err(e) = s.validate(&p) {
+                panic!("{} refuses its own defaults: {e}", s.name());
             }
         }
-        assert!(looked_up > 40, "the scan found only {looked_up} lookups");
+    }
+
+    /// The largest value each parameter allows, as the command line would write it.
+    fn largest(spec: &ParamSpec) -> Option<String> {
+        match spec.kind {
+            ParamKind::Int { max, .. } => Some(max.to_string()),
+            ParamKind::Float { max, .. } => Some(max.to_string()),
+            ParamKind::Shape { max_dims } => Some(vec!["100000"; max_dims].join("x")),
+            ParamKind::Choice(_) => None,
+        }
+    }
+
+    /// Sizes that do not fit are refused before anything is allocated, with a usage error
+    /// (exit 2), never an abort: each parameter at its largest allowed value alone must be
+    /// accepted or refused as a usage error, and all of them at once refused.
+    #[test]
+    fn every_scenario_refuses_its_largest_sizes_before_allocating() {
+        for s in registry() {
+            let validate = |given: &[(String, String)]| {
+                // A value refused by the parser (a shape whose elements overflow) is refused.
+                let p = Params::parse(s.name(), s.params(), given)?;
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.validate(&p)))
+                    .unwrap_or_else(|_| panic!("{} panicked validating {given:?}", s.name()))
+            };
+            let mut all = Vec::new();
+            for spec in s.params() {
+                let Some(value) = largest(spec) else { continue };
+                let given = [(spec.name.to_string(), value)];
+                if let Err(e) = validate(&given) {
+                    assert!(e.is_usage(), "{} --{}: {e}", s.name(), spec.flag());
+                }
+                all.extend(given);
+            }
+            match validate(&all) {
+                Err(e) => assert!(e.is_usage(), "{}: {e}", s.name()),
+                Ok(()) => panic!("{} accepts every parameter at its largest", s.name()),
+            }
+        }
     }
 }

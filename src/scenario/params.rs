@@ -70,7 +70,63 @@ pub enum ParamError {
         name: String,
         known: String,
     },
+    /// A scenario read a parameter it does not declare, or as another kind than it declares:
+    /// a programming error, caught by the test that configures every scenario from its
+    /// defaults.
+    #[error("parameter '{name}' is not declared as {wanted}")]
+    Undeclared { name: String, wanted: &'static str },
 }
+
+/// A parameter whose value is one of a fixed set of words, read as an enum of its own
+/// ([`Params::choice`]); declared with `choice!`.
+pub trait Choice: Sized + Copy + 'static {
+    /// Every word, as the command line takes it: the parameter's [`ParamKind::Choice`].
+    const WORDS: &'static [&'static str];
+    /// The value a word names.
+    fn from_word(word: &str) -> Option<Self>;
+    /// The word that names this value.
+    fn word(self) -> &'static str;
+}
+
+/// An enum of the words a [`ParamKind::Choice`] parameter takes, implementing [`Choice`]:
+/// `choice! { pub enum Backend { Engine = "engine", Mpi = "mpi" } }`.
+macro_rules! choice {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $crate::scenario::Choice for $name {
+            const WORDS: &'static [&'static str] = &[$($word),+];
+            fn from_word(word: &str) -> Option<Self> {
+                match word {
+                    $($word => Some(Self::$variant),)+
+                    _ => None,
+                }
+            }
+            fn word(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word),+
+                }
+            }
+        }
+    };
+}
+pub(crate) use choice;
+
+choice! {
+    /// Where a scenario with a `--device` parameter runs: a CPU device, or the GPU (an error
+    /// without a usable one unless `--fallback` accepts a CPU device).
+    pub enum DeviceChoice {
+        Cpu = "cpu",
+        Cuda = "cuda",
+    }
+}
+
+/// The `--device` parameter every scenario that offers one declares (default `cpu`).
+pub const DEVICE_PARAM: &str = "device";
 
 /// Parse `raw` as a value of `spec`.
 pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError> {
@@ -140,7 +196,16 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
     }
 }
 
-/// The values of every parameter of a scenario, in declaration order.
+fn undeclared(name: &str, wanted: &'static str) -> ParamError {
+    ParamError::Undeclared {
+        name: name.into(),
+        wanted,
+    }
+}
+
+/// The values of every parameter of a scenario, in declaration order. A scenario reads them
+/// once, into a configuration struct of its own (`Config::of`), through the typed getters
+/// below; everything after that reads the struct.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     values: Vec<(&'static str, ParamValue)>,
@@ -171,53 +236,65 @@ impl Params {
         Ok(Params { values })
     }
 
-    fn get(&self, name: &str) -> &ParamValue {
+    fn get(&self, name: &str, wanted: &'static str) -> Result<&ParamValue, ParamError> {
         self.values
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v)
-            .unwrap_or_else(|| panic!("scenario asked for undeclared parameter '{name}'"))
+            .ok_or_else(|| undeclared(name, wanted))
     }
 
-    /// An `Int` parameter. Panics if the scenario did not declare it (a programming error).
-    pub fn int(&self, name: &str) -> u64 {
-        match self.get(name) {
-            ParamValue::Int(v) => *v,
-            other => panic!("parameter '{name}' is not an integer: {other:?}"),
+    /// An `Int` parameter.
+    pub fn int(&self, name: &str) -> Result<u64, ParamError> {
+        match self.get(name, "a whole number")? {
+            ParamValue::Int(v) => Ok(*v),
+            _ => Err(undeclared(name, "a whole number")),
         }
     }
 
+    /// An `Int` parameter as a count or size in memory (`usize`).
+    pub fn count(&self, name: &str) -> Result<usize, ParamError> {
+        let v = self.int(name)?;
+        usize::try_from(v).map_err(|_| ParamError::Invalid {
+            flag: name.replace('_', "-"),
+            value: v.to_string(),
+            reason: "too large for this machine's address space".into(),
+        })
+    }
+
     /// A `Shape` parameter.
-    pub fn shape(&self, name: &str) -> &[usize] {
-        match self.get(name) {
-            ParamValue::Shape(v) => v,
-            other => panic!("parameter '{name}' is not a shape: {other:?}"),
+    pub fn shape(&self, name: &str) -> Result<&[usize], ParamError> {
+        match self.get(name, "a shape")? {
+            ParamValue::Shape(v) => Ok(v),
+            _ => Err(undeclared(name, "a shape")),
         }
     }
 
     /// A `Float` parameter.
-    pub fn float(&self, name: &str) -> f64 {
-        match self.get(name) {
-            ParamValue::Float(v) => *v,
-            other => panic!("parameter '{name}' is not a number: {other:?}"),
+    pub fn float(&self, name: &str) -> Result<f64, ParamError> {
+        match self.get(name, "a number")? {
+            ParamValue::Float(v) => Ok(*v),
+            _ => Err(undeclared(name, "a number")),
         }
     }
 
-    /// A `Choice` parameter.
-    pub fn text(&self, name: &str) -> &str {
-        match self.get(name) {
-            ParamValue::Text(v) => v,
-            other => panic!("parameter '{name}' is not a word: {other:?}"),
+    /// A `Choice` parameter, as the enum of its words.
+    pub fn choice<C: Choice>(&self, name: &str) -> Result<C, ParamError> {
+        match self.get(name, "a choice")? {
+            ParamValue::Text(word) => {
+                C::from_word(word).ok_or_else(|| undeclared(name, "a choice"))
+            }
+            _ => Err(undeclared(name, "a choice")),
         }
     }
 
-    /// A `Choice` parameter if the scenario declares one by that name (for code shared by
-    /// scenarios that differ in their parameters).
-    pub fn declared_text(&self, name: &str) -> Option<&str> {
-        self.values.iter().find_map(|(n, v)| match v {
-            ParamValue::Text(t) if *n == name => Some(t.as_str()),
-            _ => None,
-        })
+    /// The `--device` a scenario that declares one asks for; `None` for a scenario without
+    /// it (for code shared by all scenarios, such as the GPU check before a plan runs).
+    pub fn device(&self) -> Result<Option<DeviceChoice>, ParamError> {
+        match self.values.iter().any(|(n, _)| *n == DEVICE_PARAM) {
+            true => self.choice(DEVICE_PARAM).map(Some),
+            false => Ok(None),
+        }
     }
 
     /// The values as the report's `parameters` object.
@@ -255,7 +332,7 @@ mod tests {
         ParamSpec {
             name: "device",
             help: "",
-            kind: ParamKind::Choice(&["cpu", "cuda"]),
+            kind: ParamKind::Choice(DeviceChoice::WORDS),
             default: "cpu",
         },
     ];
@@ -271,12 +348,15 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let p = parse(&[("iterations", "42"), ("shape", "(3, 4)")]).unwrap();
-        assert_eq!(p.int("iterations"), 42);
-        assert_eq!(p.shape("shape"), &[3, 4]);
-        assert_eq!(p.float("lr"), 0.1);
+        assert_eq!(p.int("iterations"), Ok(42));
+        assert_eq!(p.count("iterations"), Ok(42));
+        assert_eq!(p.shape("shape"), Ok(&[3, 4][..]));
+        assert_eq!(p.float("lr"), Ok(0.1));
+        assert_eq!(p.choice::<DeviceChoice>("device"), Ok(DeviceChoice::Cpu));
+        assert_eq!(p.device(), Ok(Some(DeviceChoice::Cpu)));
         assert_eq!(
             parse(&[("shape", "1000x1000")]).unwrap().shape("shape"),
-            &[1000, 1000]
+            Ok(&[1000, 1000][..])
         );
         let json = serde_json::to_string(&p.to_json()).unwrap();
         assert_eq!(
@@ -302,7 +382,10 @@ mod tests {
             );
         }
         assert!(parse(&[("lr", "NaN")]).is_err());
-        assert_eq!(parse(&[("device", "CUDA")]).unwrap().text("device"), "cuda");
+        assert_eq!(
+            parse(&[("device", "CUDA")]).unwrap().device(),
+            Ok(Some(DeviceChoice::Cuda))
+        );
         assert_eq!(
             parse(&[("device", "tpu")]).unwrap_err().to_string(),
             "invalid value 'tpu' for --device: expected one of: cpu, cuda"
@@ -316,6 +399,61 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"
+        );
+    }
+
+    #[test]
+    fn a_lookup_of_an_undeclared_or_mistyped_parameter_is_an_error_not_a_panic() {
+        let p = parse(&[]).unwrap();
+        let undeclared = |name: &str, wanted| ParamError::Undeclared {
+            name: name.into(),
+            wanted,
+        };
+        assert_eq!(
+            p.int("iteration"),
+            Err(undeclared("iteration", "a whole number"))
+        );
+        assert_eq!(
+            p.float("iterations"),
+            Err(undeclared("iterations", "a number"))
+        );
+        assert_eq!(p.shape("lr"), Err(undeclared("lr", "a shape")));
+        assert_eq!(
+            p.choice::<DeviceChoice>("shape"),
+            Err(undeclared("shape", "a choice"))
+        );
+        let without_device = Params::parse("t", &SPECS[..3], &[]).unwrap();
+        assert_eq!(without_device.device(), Ok(None));
+    }
+
+    choice! {
+        enum Colour {
+            Red = "red",
+            Blue = "blue",
+        }
+    }
+
+    #[test]
+    fn a_choice_reads_back_the_words_it_declares() {
+        assert_eq!(Colour::WORDS, ["red", "blue"]);
+        for word in Colour::WORDS {
+            assert_eq!(Colour::from_word(word).map(Colour::word), Some(*word));
+        }
+        assert_eq!(Colour::from_word("green"), None);
+        // A Choice spec whose words the enum does not know is a programming error, reported.
+        let specs = [ParamSpec {
+            name: "colour",
+            help: "",
+            kind: ParamKind::Choice(&["red", "green"]),
+            default: "green",
+        }];
+        let p = Params::parse("t", &specs, &[]).unwrap();
+        assert!(p.choice::<Colour>("colour").is_err());
+        assert_eq!(
+            Params::parse("t", &specs, &[("colour".into(), "red".into())])
+                .unwrap()
+                .choice::<Colour>("colour"),
+            Ok(Colour::Red)
         );
     }
 }

@@ -10,14 +10,27 @@ use super::support::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
     Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
 };
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Figure, RunRecord};
+use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
+
+/// The derived figures this scenario records, each with its unit and direction.
+const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
+const IDEAL_S: FigureSpec = FigureSpec::new("ideal_s", Unit::Seconds, Better::Neither);
+const OVERLAP_EFFICIENCY: FigureSpec =
+    FigureSpec::new("overlap_efficiency", Unit::Number, Better::Higher);
+const SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP: FigureSpec = FigureSpec::new(
+    "sequential_over_overlapped_speedup",
+    Unit::Ratio,
+    Better::Higher,
+);
+const COPY_GBYTES_PER_S: FigureSpec =
+    FigureSpec::new("copy_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher);
 
 /// The `run-copy` scenario.
 pub struct RunCopy;
@@ -40,6 +53,21 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
+/// The parameters, read once.
+struct Config {
+    ops: u64,
+    size: usize,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            ops: params.int("ops")?,
+            size: params.count("size")?,
+        })
+    }
+}
+
 impl Scenario for RunCopy {
     fn name(&self) -> &'static str {
         "run-copy"
@@ -58,19 +86,19 @@ impl Scenario for RunCopy {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let Config { ops, size } = Config::of(params)?;
         // x, the products kept for the copy variant, the products of the running variant, and
         // their host copies.
         check_matrices(
             "run-copy with this --size",
-            params.int("size"),
-            1 + 3 * params.int("ops"),
+            size as u64,
+            ops.saturating_mul(3).saturating_add(1),
             None,
         )
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let ops = params.int("ops");
-        let size = params.int("size") as usize;
+        let Config { ops, size } = Config::of(params)?;
         // On the CPU fallback the copy lane is a thread of its own: leave it a core.
         let fallback_threads = ctx
             .cpu_threads
@@ -155,22 +183,22 @@ impl Scenario for RunCopy {
             bound: median(&bounds.iter().map(|b| b.1).collect::<Vec<_>>()).unwrap_or(f64::NAN),
             bound_ratio: median(&ratios).unwrap_or(f64::NAN),
         };
-        run.derive("lower_bound_s", f.bound);
+        run.record(LOWER_BOUND_S, f.bound);
         run.derive_as(
             "overlapped_over_bound_ratio",
             f.bound_ratio,
             Figure::RATIO_LOWER_IS_BETTER,
         );
-        run.derive("ideal_s", f.ideal());
+        run.record(IDEAL_S, f.ideal());
         run.derive_as(
             "overlapped_over_ideal_ratio",
             f.overlapped / f.ideal(),
             Figure::RATIO_LOWER_IS_BETTER,
         );
-        run.derive("overlap_efficiency", f.efficiency());
-        run.derive("sequential_over_overlapped_speedup", f.seq / f.overlapped);
+        run.record(OVERLAP_EFFICIENCY, f.efficiency());
+        run.record(SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP, f.seq / f.overlapped);
         let bytes = (size * size * 4) as f64 * ops as f64;
-        run.derive("copy_gbytes_per_s", bytes / f.copy / 1e9);
+        run.record(COPY_GBYTES_PER_S, bytes / f.copy / 1e9);
 
         // Correctness: distinct inputs per product, so a copy that moved nothing (or the
         // wrong buffer) cannot match; reused host buffers are poisoned with NaN before each

@@ -11,7 +11,7 @@ use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
 use crate::tensor::{Tensor, TensorError};
 
-use super::{Params, ScenarioError};
+use super::{DeviceChoice, Params, ScenarioError};
 
 /// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): three rounds after
 /// one warm-up keep `parbench all` near two minutes.
@@ -42,11 +42,11 @@ pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> Accelerator 
 /// error: the reason is the probe's, as `parbench devices` prints it) unless `fallback` accepts
 /// a CPU device named `cpu:0` in its place, with the note that says so.
 pub fn chosen_device(
-    choice: &str,
+    choice: DeviceChoice,
     threads: usize,
     fallback: bool,
 ) -> Result<Accelerator, ScenarioError> {
-    if choice != "cuda" {
+    if choice == DeviceChoice::Cpu {
         return Ok(Accelerator {
             request: DeviceRequest::Cpu { threads },
             fallback_note: None,
@@ -80,9 +80,9 @@ impl Accelerator {
 /// Before anything runs: the GPU that `params` ask for (`device = "cuda"`) can be used, or
 /// `fallback` accepts a CPU device instead. Scenarios without a `device` parameter pass.
 pub fn check_requested_device(params: &Params, fallback: bool) -> Result<(), ScenarioError> {
-    match params.declared_text("device") {
-        Some("cuda") => chosen_device("cuda", 1, fallback).map(|_| ()),
-        _ => Ok(()),
+    match params.device()? {
+        Some(DeviceChoice::Cuda) => chosen_device(DeviceChoice::Cuda, 1, fallback).map(|_| ()),
+        Some(DeviceChoice::Cpu) | None => Ok(()),
     }
 }
 

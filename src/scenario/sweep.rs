@@ -251,8 +251,8 @@ mod tests {
         ];
         let p = points(m, &axes).unwrap();
         assert_eq!(p.len(), 6);
-        assert_eq!((p[0].int("size"), p[0].int("ops")), (100, 1));
-        assert_eq!((p[5].int("size"), p[5].int("ops")), (200, 3));
+        assert_eq!((p[0].int("size"), p[0].int("ops")), (Ok(100), Ok(1)));
+        assert_eq!((p[5].int("size"), p[5].int("ops")), (Ok(200), Ok(3)));
         let bad = vec![parse_axis(m, "size=100,0").unwrap()];
         assert!(points(m, &bad).unwrap_err().contains("--size"));
     }

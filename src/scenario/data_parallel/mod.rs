@@ -25,12 +25,27 @@ use serde_json::json;
 use self::in_process::{Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
 use super::support::{check_elements, traced, Explained};
-use super::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
+};
 use crate::device::Runtime;
 use crate::engine::trace::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, Figure, RunRecord, Unit};
+use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::units::{human_bytes, human_time, significant};
+
+/// The derived figures this scenario records, each with its unit and direction; a variant's
+/// own figures are named `<variant>_samples_per_second` and so on.
+const SAMPLES_PER_SECOND: Figure = Figure::new(Unit::SamplesPerSecond, Better::Higher);
+const FINAL_LOSS: Figure = Figure::new(Unit::Number, Better::Neither);
+const SCALING_EFFICIENCY: Figure = Figure::new(Unit::Number, Better::Higher);
+const INITIAL_LOSS: FigureSpec = FigureSpec::new("initial_loss", Unit::Number, Better::Neither);
+const ALLREDUCE_BYTES: FigureSpec =
+    FigureSpec::new("allreduce_bytes", Unit::Bytes, Better::Neither);
+const ASYNC_STALENESS_MAX: FigureSpec =
+    FigureSpec::new("async_staleness_max", Unit::Number, Better::Neither);
+const ASYNC_STALENESS_MEAN: FigureSpec =
+    FigureSpec::new("async_staleness_mean", Unit::Number, Better::Neither);
 
 /// The `data-parallel` scenario.
 pub struct DataParallel;
@@ -108,7 +123,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "backend",
         help: "engine: devices of this process; mpi: one rank per device (cargo feature mpi, started by mpirun)",
-        kind: ParamKind::Choice(&["engine", "mpi"]),
+        kind: ParamKind::Choice(Backend::WORDS),
         default: "engine",
     },
 ];
@@ -390,19 +405,35 @@ struct Config {
     lr: f32,
     samples: usize,
     target_loss: f64,
+    /// How long a rank waits for another (MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    timeout: Duration,
+    backend: Backend,
+}
+
+super::params::choice! {
+    /// Where the devices that train together are.
+    pub enum Backend {
+        /// Engine lanes of this process.
+        Engine = "engine",
+        /// MPI ranks, one device each.
+        Mpi = "mpi",
+    }
 }
 
 impl Config {
-    fn of(params: &Params) -> Config {
-        Config {
-            devices: params.int("devices") as usize,
-            layers: Layers(params.shape("layers").to_vec()),
-            batch: params.int("batch") as usize,
-            steps: params.int("steps"),
-            lr: params.float("lr") as f32,
-            samples: params.int("samples") as usize,
-            target_loss: params.float("target_loss"),
-        }
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        Ok(Config {
+            devices: params.count("devices")?,
+            layers: Layers(params.shape("layers")?.to_vec()),
+            batch: params.count("batch")?,
+            steps: params.int("steps")?,
+            lr: params.float("lr")? as f32,
+            samples: params.count("samples")?,
+            target_loss: params.float("target_loss")?,
+            timeout: Duration::from_secs_f64(params.float("timeout")?),
+            backend: params.choice("backend")?,
+        })
     }
 
     fn setup(&self, devices: usize) -> Setup {
@@ -437,13 +468,13 @@ fn conclude(
     let samples = cfg.steps as f64 * cfg.batch as f64;
     let eval = (0, EVAL_ROWS.min(cfg.samples));
     let loss_of = |p: &[f32]| mlp::loss(&setup.layers, p, &setup.data, eval);
-    run.derive("initial_loss", loss_of(&setup.initial));
+    run.record(INITIAL_LOSS, loss_of(&setup.initial));
     run.derive_as(
         "parameters",
         setup.initial.len() as f64,
         Figure::new(Unit::Number, Better::Neither),
     );
-    run.derive("allreduce_bytes", 4.0 * setup.initial.len() as f64);
+    run.record(ALLREDUCE_BYTES, 4.0 * setup.initial.len() as f64);
 
     let reference = &trained[0];
     let asynchronous = trained.iter().find(|(n, _)| n == ASYNC);
@@ -482,8 +513,12 @@ fn conclude(
         let c = thin(full, 200);
         let final_loss = loss_of(&t.params);
         let kp = key(name);
-        run.derive(&format!("{kp}_samples_per_second"), rate);
-        run.derive(&format!("{kp}_final_loss"), final_loss);
+        run.derive_as(
+            &format!("{kp}_samples_per_second"),
+            rate,
+            SAMPLES_PER_SECOND,
+        );
+        run.derive_as(&format!("{kp}_final_loss"), final_loss, FINAL_LOSS);
         run.derive_as(
             &format!("{kp}_time_to_target_s"),
             reached.unwrap_or(f64::NAN),
@@ -493,7 +528,7 @@ fn conclude(
         let is_sync = synchronous.iter().any(|(n, _)| n == name);
         let efficiency = base_rate.filter(|_| is_sync).map(|b| rate / (k as f64 * b));
         if let Some(e) = efficiency {
-            run.derive(&format!("{kp}_scaling_efficiency"), e);
+            run.derive_as(&format!("{kp}_scaling_efficiency"), e, SCALING_EFFICIENCY);
         }
         let share = shares.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
         if let Some(s) = share {
@@ -514,14 +549,14 @@ fn conclude(
     }
     let staleness_mean = asynchronous.map(|(_, t)| {
         let s = &t.staleness;
-        run.derive(
-            "async_staleness_max",
+        run.record(
+            ASYNC_STALENESS_MAX,
             s.iter().copied().max().unwrap_or(0) as f64,
         );
         s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
     });
     if let Some(m) = staleness_mean {
-        run.derive("async_staleness_mean", m);
+        run.record(ASYNC_STALENESS_MEAN, m);
     }
     explain(&Figures {
         devices: k,
@@ -670,14 +705,14 @@ impl Scenario for DataParallel {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let cfg = Config::of(params);
+        let cfg = Config::of(params)?;
         if cfg.layers.0.len() < 2 {
             return Err(ScenarioError::Input(
                 "data-parallel: --layers needs at least inputs and classes (e.g. 784x1024x10)"
                     .into(),
             ));
         }
-        let mpi = params.text("backend") == "mpi";
+        let mpi = cfg.backend == Backend::Mpi;
         // The data, the noise it is made from while it is built, and the class centroids.
         let (inputs, classes) = (cfg.layers.inputs() as u64, cfg.layers.classes() as u64);
         let data = (cfg.samples as u64)
@@ -704,7 +739,7 @@ impl Scenario for DataParallel {
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),
             ));
         }
-        if params.text("backend") == "mpi" && !cfg!(feature = "mpi") {
+        if mpi && !cfg!(feature = "mpi") {
             return Err(ScenarioError::Input(format!(
                 "data-parallel: --backend mpi needs a build with the mpi feature: {}",
                 crate::distributed::INSTALL
@@ -714,14 +749,15 @@ impl Scenario for DataParallel {
     }
 
     fn distributed(&self, params: &Params) -> bool {
-        params.text("backend") == "mpi"
+        Config::of(params).is_ok_and(|cfg| cfg.backend == Backend::Mpi)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let cfg = Config::of(params);
-        match params.text("backend") {
+        let cfg = Config::of(params)?;
+        match cfg.backend {
             #[cfg(feature = "mpi")]
-            "mpi" => self::mpi::run(self, params, &cfg, ctx),
+            Backend::Mpi => self::mpi::run(self, params, &cfg, ctx),
+            // `validate` refuses mpi in a build without the feature.
             _ => self.run_in_process(params, &cfg, ctx),
         }
     }

@@ -246,8 +246,7 @@ pub(super) fn run(
     cfg: &Config,
     ctx: &RunContext,
 ) -> Result<RunRecord, ScenarioError> {
-    let timeout = Duration::from_secs_f64(params.float("timeout"));
-    let comm = distributed::world(timeout).map_err(|e| ScenarioError::Input(e.to_string()))?;
+    let comm = distributed::world(cfg.timeout).map_err(|e| ScenarioError::Input(e.to_string()))?;
     let place = comm.place();
     let k = place.size;
     if cfg.batch < k {
@@ -275,7 +274,7 @@ pub(super) fn run(
         setup: &setup,
         pool: &pool,
     };
-    inject_fault(place.rank, timeout);
+    inject_fault(place.rank, cfg.timeout);
 
     // The same rounds on every rank: no time-based stopping.
     let mut config = ctx.sampling.apply(scenario.sampling());

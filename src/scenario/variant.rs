@@ -1,0 +1,53 @@
+//! The variants a scenario times, as an enum of its own: each variant's name in the report is
+//! written once, and everything that needs a variant (building its closure, labelling it,
+//! looking its median up) matches on the enum, so a variant cannot be added in one place and
+//! forgotten in another.
+
+/// Declares a scenario's variants: `variants! { enum Timed { Sync = "sync", Async = "async" } }`
+/// gives the enum, `Timed::ALL` in the order they are timed and reported, `name()` (the name in
+/// the report) and `names()` (all of them, for `RunRecord::add_variants`).
+macro_rules! variants {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name { $($(#[$vmeta])* $variant),+ }
+
+        #[allow(dead_code)]
+        impl $name {
+            /// Every variant, in the order they are timed and reported.
+            $vis const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The variant's name in the report.
+            $vis fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+
+            /// Every variant's name, in the order of [`ALL`](Self::ALL).
+            $vis fn names() -> Vec<String> {
+                Self::ALL.iter().map(|v| v.name().to_string()).collect()
+            }
+        }
+    };
+}
+pub(crate) use variants;
+
+#[cfg(test)]
+mod tests {
+    super::variants! {
+        enum Timed {
+            First = "first",
+            Second = "second-one",
+        }
+    }
+
+    #[test]
+    fn names_follow_the_declaration() {
+        assert_eq!(Timed::ALL, [Timed::First, Timed::Second]);
+        assert_eq!(Timed::Second.name(), "second-one");
+        assert_eq!(Timed::names(), ["first", "second-one"]);
+    }
+}
