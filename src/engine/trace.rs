@@ -96,22 +96,32 @@ pub fn sort_by_push(records: &mut [TraceRecord]) {
     records.sort_by_key(|r| r.seq);
 }
 
+/// An op that started before an op it depends on had completed, seen in a trace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("op #{op} '{op_name}' started {early_ns} ns before op #{dependency} '{dependency_name}' it depends on had completed")]
+pub struct OrderViolation {
+    pub op: u64,
+    pub op_name: String,
+    pub early_ns: u64,
+    pub dependency: u64,
+    pub dependency_name: String,
+}
+
 /// Verify from the trace alone that no op started before an op it depends on had completed.
 /// `records` must hold every op of the traced run, sorted by push order.
-pub fn check_order(records: &[TraceRecord]) -> Result<(), String> {
+pub fn check_order(records: &[TraceRecord]) -> Result<(), OrderViolation> {
     for (i, before) in dependencies(records).into_iter().enumerate() {
         let r = &records[i];
         for j in before {
             let d = &records[j];
             if r.started_ns < d.ended_ns {
-                return Err(format!(
-                    "op #{} '{}' started {} ns before op #{} '{}' it depends on had completed",
-                    r.seq,
-                    r.name,
-                    d.ended_ns - r.started_ns,
-                    d.seq,
-                    d.name
-                ));
+                return Err(OrderViolation {
+                    op: r.seq,
+                    op_name: r.name.to_string(),
+                    early_ns: d.ended_ns - r.started_ns,
+                    dependency: d.seq,
+                    dependency_name: d.name.to_string(),
+                });
             }
         }
     }
@@ -232,7 +242,8 @@ mod tests {
             op(2, 0, &[], &[1], (20, 30)),
         ];
         let e = check_order(&t).unwrap_err();
-        assert!(e.contains("op #2") && e.contains("op #1"), "{e}");
+        assert_eq!((e.op, e.dependency), (2, 1), "{e}");
+        assert!(e.to_string().starts_with("op #2 '"), "{e}");
         // A read that overtook the write it depends on is caught too.
         let t = [op(0, 0, &[], &[1], (0, 10)), op(1, 1, &[1], &[], (5, 20))];
         assert!(check_order(&t).is_err());

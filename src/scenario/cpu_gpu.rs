@@ -241,7 +241,7 @@ impl Scenario for CpuGpu {
                      {ops} read x_b, each on a thread of {}",
                     dev_a.name, dev_b.name
                 ),
-                Err(e) => e.clone(),
+                Err(e) => e.to_string(),
             },
         );
         // Both from the same (last timed) sample: the overlap can never exceed its time.
@@ -459,6 +459,24 @@ fn check_products(
     Ok(())
 }
 
+/// Where a traced parallel sample's products did not run as pushed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Misplaced {
+    #[error("no trace of a timed parallel sample")]
+    NoTrace,
+    #[error("{found} products of {device}'s input in the trace, expected {expected}")]
+    Count {
+        device: String,
+        found: usize,
+        expected: u64,
+    },
+    #[error("a product of {device}'s input ran on thread '{worker}', not one of {device}")]
+    Thread { device: String, worker: String },
+}
+
+/// The display name of `Tensor::matmul`'s op, which the trace records.
+const MATMUL_OP: &str = "matmul";
+
 /// From a timed run's trace: every product reading `x_a` ran on a thread of device A, every
 /// one reading `x_b` on a thread of device B, `ops` of each. Decided by the thread that ran
 /// the op, not by the lane it was pushed to.
@@ -467,28 +485,28 @@ fn check_placement(
     (x_a, dev_a): (&Tensor, &Device),
     (x_b, dev_b): (&Tensor, &Device),
     ops: u64,
-) -> Result<(), String> {
+) -> Result<(), Misplaced> {
     if records.is_empty() {
-        return Err("no trace of a timed parallel sample".into());
+        return Err(Misplaced::NoTrace);
     }
     for (x, dev) in [(x_a, dev_a), (x_b, dev_b)] {
         let id = x.var().id();
         let products: Vec<&TraceRecord> = records
             .iter()
-            .filter(|r| r.name == "matmul" && r.reads.contains(&id))
+            .filter(|r| r.name == MATMUL_OP && r.reads.contains(&id))
             .collect();
         if products.len() as u64 != ops {
-            return Err(format!(
-                "{} products of {}'s input in the trace, expected {ops}",
-                products.len(),
-                dev.name
-            ));
+            return Err(Misplaced::Count {
+                device: dev.name.clone(),
+                found: products.len(),
+                expected: ops,
+            });
         }
         if let Some(r) = products.iter().find(|r| !dev.owns_thread(&r.worker)) {
-            return Err(format!(
-                "a product of {}'s input ran on thread '{}', not one of {}",
-                dev.name, r.worker, dev.name
-            ));
+            return Err(Misplaced::Thread {
+                device: dev.name.clone(),
+                worker: r.worker.clone(),
+            });
         }
     }
     Ok(())
@@ -642,7 +660,10 @@ mod tests {
             .unwrap();
         r.worker = "cpu:0 t0".into();
         let e = check_placement(&records, (&x_a, a), (&x_b, b), 3).unwrap_err();
-        assert!(e.contains("cpu:1"), "{e}");
+        assert!(
+            matches!(&e, Misplaced::Thread { device, .. } if device == "cpu:1"),
+            "{e}"
+        );
         // ...and so is a missing product, or no trace at all.
         assert!(check_placement(&records[1..], (&x_a, a), (&x_b, b), 3).is_err());
         assert!(check_placement(&[], (&x_a, a), (&x_b, b), 3).is_err());

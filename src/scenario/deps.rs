@@ -21,10 +21,11 @@ use std::time::Duration;
 use super::support::{check_matrices, traced, Explained, BETWEEN_ROUNDS};
 use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{Device, Runtime};
+use crate::engine::trace::OrderViolation;
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -35,11 +36,23 @@ const WORK_S: FigureSpec = FigureSpec::new("work_s", Unit::Seconds, Better::Neit
 const CRITICAL_PATH_S: FigureSpec =
     FigureSpec::new("critical_path_s", Unit::Seconds, Better::Neither);
 const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
+const PARALLEL_OVER_BOUND_RATIO: FigureSpec =
+    FigureSpec::new("parallel_over_bound_ratio", Unit::Ratio, Better::Lower);
 const PARALLEL_OVER_BOUND_RATIO_MIN: FigureSpec = FigureSpec::new(
     "parallel_over_bound_ratio_min",
     Unit::Number,
     Better::Neither,
 );
+
+super::variant::variants! {
+    /// What `deps` times.
+    enum Timed {
+        /// Each op waited for before the next is pushed.
+        OpByOp = "op-by-op",
+        /// The whole DAG pushed at once.
+        Parallel = "parallel",
+    }
+}
 
 /// The `deps` scenario.
 pub struct Deps;
@@ -187,7 +200,7 @@ struct SampleBound {
     /// max(critical path, work / devices).
     bound_s: f64,
     /// `Err` names the first dependency the trace shows broken.
-    order: Result<(), String>,
+    order: Result<(), OrderViolation>,
 }
 
 impl SampleBound {
@@ -321,41 +334,49 @@ impl Scenario for Deps {
         engine.wait_all()?;
 
         let bounds: RefCell<Vec<SampleBound>> = RefCell::new(Vec::new());
-        let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("op-by-op", || {
-                synced(engine, || execute(&nodes, &inputs, &rt.devices, n, true))
-            }),
-            Variant::new("parallel", || {
-                let (wall, bound) = parallel_sample(engine, &nodes, &inputs, &rt.devices, n)?;
-                bounds.borrow_mut().extend(bound);
-                Ok(wall)
-            }),
-        ];
-        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let (nodes, inputs, devices_used, bounds) = (&nodes, &inputs, &rt.devices, &bounds);
+        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+            .iter()
+            .map(|&v| -> Variant<ScenarioError> {
+                match v {
+                    Timed::OpByOp => Variant::new(v.name(), move || {
+                        synced(engine, || execute(nodes, inputs, devices_used, n, true))
+                    }),
+                    Timed::Parallel => Variant::new(v.name(), move || {
+                        let (wall, bound) =
+                            parallel_sample(engine, nodes, inputs, devices_used, n)?;
+                        bounds.borrow_mut().extend(bound);
+                        Ok(wall)
+                    }),
+                }
+            })
+            .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
-        let bounds = bounds.into_inner();
+        let bounds = bounds.take();
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         let count = |k: Kind| nodes.iter().filter(|x| x.kind == k).count();
         run.add_variants(
-            names,
+            Timed::names(),
             summaries,
-            [
-                Some("each op waited for before the next is pushed".to_string()),
-                Some(format!(
-                    "{depth} ops ({} products, {} mixes, {} in-place updates) pushed at once",
-                    count(Kind::Product),
-                    count(Kind::Mix),
-                    count(Kind::Update)
-                )),
-            ],
+            Timed::ALL.iter().map(|&v| {
+                Some(match v {
+                    Timed::OpByOp => "each op waited for before the next is pushed".to_string(),
+                    Timed::Parallel => format!(
+                        "{depth} ops ({} products, {} mixes, {} in-place updates) pushed at once",
+                        count(Kind::Product),
+                        count(Kind::Mix),
+                        count(Kind::Update)
+                    ),
+                })
+            }),
         );
 
         // Correctness: the parallel schedule gives exactly the op-by-op values, twice.
-        let reference = execute(&nodes, &inputs, &rt.devices, n, true)?;
-        let first = execute(&nodes, &inputs, &rt.devices, n, false)?;
-        let second = execute(&nodes, &inputs, &rt.devices, n, false)?;
+        let reference = execute(nodes, inputs, &rt.devices, n, true)?;
+        let first = execute(nodes, inputs, &rt.devices, n, false)?;
+        let second = execute(nodes, inputs, &rt.devices, n, false)?;
         let identical = same_values(&reference, &first)? && same_values(&reference, &second)?;
         run.check(
             "bit-identical to op-by-op execution",
@@ -373,7 +394,7 @@ impl Scenario for Deps {
             "every parallel sample kept its dependencies and its lower bound",
             !bounds.is_empty() && bounds.iter().all(SampleBound::holds),
             match &broken {
-                Some(e) => e.clone(),
+                Some(e) => e.to_string(),
                 None => format!(
                     "{} traced samples; lowest time / bound {lowest:.3} (below 1 would mean a broken dependency)",
                     bounds.len()
@@ -381,8 +402,8 @@ impl Scenario for Deps {
             },
         );
 
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let (seq, par) = (m("op-by-op"), m("parallel"));
+        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let (seq, par) = (m(Timed::OpByOp), m(Timed::Parallel));
         let med = |f: fn(&SampleBound) -> f64| {
             median(&bounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
         };
@@ -392,13 +413,9 @@ impl Scenario for Deps {
         run.record(WORK_S, work);
         run.record(CRITICAL_PATH_S, path);
         run.record(LOWER_BOUND_S, bound);
-        run.derive_as(
-            "parallel_over_bound_ratio",
-            ratio,
-            Figure::RATIO_LOWER_IS_BETTER,
-        );
+        run.record(PARALLEL_OVER_BOUND_RATIO, ratio);
         run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
-        let f = Medians {
+        let f = Schedules {
             seq,
             par,
             work,
@@ -416,7 +433,7 @@ impl Scenario for Deps {
 
 /// The medians (and the traced bounds) the explanation quotes, as plain numbers.
 #[derive(Debug, Clone, Copy)]
-struct Medians {
+struct Schedules {
     /// `op-by-op` and `parallel`.
     seq: f64,
     par: f64,
@@ -436,7 +453,7 @@ struct Medians {
 /// the devices that the op-by-op run's hand-offs do not explain (each parallel sample took
 /// at least work / devices, so op by op must have cost more than the work to be beaten by
 /// more than the devices).
-fn explain(f: &Medians) -> Explained {
+fn explain(f: &Schedules) -> Explained {
     let (seq, par, devices) = (f.seq, f.par, f.devices);
     let speedup = seq / par;
     let mut out = Explained::default();
@@ -482,8 +499,8 @@ mod tests {
     use super::*;
 
     /// 2 devices, 10 ops; work 4 s along a 1.5 s path: the bound is max(1.5, 4 / 2) = 2 s.
-    fn medians(seq: f64, par: f64) -> Medians {
-        Medians {
+    fn medians(seq: f64, par: f64) -> Schedules {
+        Schedules {
             seq,
             par,
             work: 4.0,
@@ -648,7 +665,13 @@ mod tests {
         };
         assert!(!beaten.holds());
         let broken = SampleBound {
-            order: Err("op #3 started before op #2".into()),
+            order: Err(OrderViolation {
+                op: 3,
+                op_name: "matmul".into(),
+                early_ns: 10,
+                dependency: 2,
+                dependency_name: "matmul".into(),
+            }),
             ..ok
         };
         assert!(!broken.holds());

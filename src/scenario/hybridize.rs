@@ -35,6 +35,16 @@ const OPS_PER_PASS: FigureSpec = FigureSpec::new("ops_per_pass", Unit::Number, B
 const OVERHEAD_PER_OP_S: FigureSpec =
     FigureSpec::new("overhead_per_op_s", Unit::Seconds, Better::Neither);
 
+super::variant::variants! {
+    /// What `hybridize` times.
+    enum Timed {
+        /// One engine op per kernel.
+        Imperative = "imperative",
+        /// The captured graph replayed as one op.
+        Hybridized = "hybridized",
+    }
+}
+
 /// The `hybridize` scenario.
 pub struct Hybridize;
 
@@ -219,23 +229,30 @@ impl Scenario for Hybridize {
         let replay = Replay::capture(&x, &tensors, &params_host, [batch, width])?;
         let hybrid = || replay.run();
 
-        let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("imperative", || {
-                synced(engine, || {
-                    let mut outs = Vec::new();
-                    for _ in 0..passes {
-                        outs.push(imperative()?);
-                    }
-                    Ok::<_, ScenarioError>(outs)
-                })
-            }),
-            Variant::new("hybridized", || {
-                synced(engine, || {
-                    Ok::<_, ScenarioError>((0..passes).map(|_| hybrid()).collect::<Vec<_>>())
-                })
-            }),
-        ];
-        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let (imperative, hybrid) = (&imperative, &hybrid);
+        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+            .iter()
+            .map(|&v| -> Variant<ScenarioError> {
+                match v {
+                    Timed::Imperative => Variant::new(v.name(), move || {
+                        synced(engine, || {
+                            let mut outs = Vec::new();
+                            for _ in 0..passes {
+                                outs.push(imperative()?);
+                            }
+                            Ok::<_, ScenarioError>(outs)
+                        })
+                    }),
+                    Timed::Hybridized => Variant::new(v.name(), move || {
+                        synced(engine, || {
+                            Ok::<_, ScenarioError>(
+                                (0..passes).map(|_| hybrid()).collect::<Vec<_>>(),
+                            )
+                        })
+                    }),
+                }
+            })
+            .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
@@ -247,15 +264,16 @@ impl Scenario for Hybridize {
         } else {
             "replayed graph op"
         };
+        let label = |v: Timed| match v {
+            Timed::Imperative => {
+                format!("{passes} passes × {ops_per_pass} ops (product, bias, ReLU per layer)")
+            }
+            Timed::Hybridized => format!("{passes} passes × 1 {graph_op}"),
+        };
         run.add_variants(
-            names,
+            Timed::names(),
             summaries,
-            [
-                Some(format!(
-                    "{passes} passes × {ops_per_pass} ops (product, bias, ReLU per layer)"
-                )),
-                Some(format!("{passes} passes × 1 {graph_op}")),
-            ],
+            Timed::ALL.iter().map(|&v| Some(label(v))),
         );
         let replayed = hybrid().to_vec()?;
         let identical = imperative()?.to_vec()? == replayed;
@@ -281,10 +299,10 @@ impl Scenario for Hybridize {
                 ),
             );
         }
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let f = Medians {
-            imp: m("imperative"),
-            hyb: m("hybridized"),
+        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let f = Passes {
+            imp: m(Timed::Imperative),
+            hyb: m(Timed::Hybridized),
             passes,
             ops_per_pass,
             gpu: device.is_gpu(),
@@ -299,7 +317,7 @@ impl Scenario for Hybridize {
 
 /// The medians the explanation quotes, and the workload they ran, as plain numbers.
 #[derive(Debug, Clone, Copy)]
-struct Medians {
+struct Passes {
     imp: f64,
     hyb: f64,
     passes: u64,
@@ -307,7 +325,7 @@ struct Medians {
     gpu: bool,
 }
 
-impl Medians {
+impl Passes {
     /// The time saved per engine op that replaying saves: all but one op of each pass.
     fn overhead_per_op(&self) -> f64 {
         let saved_ops = (self.passes as f64) * (self.ops_per_pass as f64 - 1.0);
@@ -320,7 +338,7 @@ impl Medians {
 /// `ops_per_pass` engine ops per pass where the replay pays one, so it can be at most that
 /// many times slower, unless a replayed pass (all its kernels in one op) cost less than one
 /// imperative op.
-fn explain(f: &Medians) -> Explained {
+fn explain(f: &Passes) -> Explained {
     let (imp, hyb, ops_per_pass) = (f.imp, f.hyb, f.ops_per_pass);
     let per_op = f.overhead_per_op();
     let mut out = Explained::default();
@@ -450,8 +468,8 @@ mod tests {
         h.to_vec().unwrap()
     }
 
-    fn medians(imp: f64, hyb: f64) -> Medians {
-        Medians {
+    fn medians(imp: f64, hyb: f64) -> Passes {
+        Passes {
             imp,
             hyb,
             passes: 100,

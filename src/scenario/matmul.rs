@@ -17,6 +17,14 @@ use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use serde_json::{Map, Value};
 
+super::variant::variants! {
+    /// What `matmul` times.
+    enum Timed {
+        /// --ops products, pushed, one wait.
+        Matmul = "matmul",
+    }
+}
+
 /// The `matmul` scenario.
 pub struct Matmul;
 
@@ -204,7 +212,7 @@ impl Scenario for Matmul {
         let b = Tensor::uniform(engine, device, &[k, n], 2);
         engine.wait_all()?;
 
-        let mut variants = vec![Variant::new("matmul", || {
+        let mut variants = vec![Variant::new(Timed::Matmul.name(), || {
             synced(engine, || {
                 let ys: Result<Vec<Tensor>, _> = (0..ops).map(|_| a.matmul(&b)).collect();
                 Ok::<_, ScenarioError>(ys?)
@@ -238,8 +246,8 @@ impl Scenario for Matmul {
             run.notes.push(note);
         }
         let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
-        run.add_variants(vec!["matmul".into()], summaries, [Some(label)]);
-        let median = run.median("matmul").unwrap_or(f64::NAN);
+        run.add_variants(Timed::names(), summaries, [Some(label)]);
+        let median = run.median(Timed::Matmul.name()).unwrap_or(f64::NAN);
         let rate = gflops(ops, (m, k, n), median);
         run.record(GFLOPS, rate);
         if !device.is_gpu() {

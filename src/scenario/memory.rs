@@ -36,6 +36,22 @@ const MEMORY_RATIO: FigureSpec = FigureSpec::new("memory_ratio", Unit::Ratio, Be
 const BOUNDED_TIME_RATIO: FigureSpec =
     FigureSpec::new("bounded_time_ratio", Unit::Ratio, Better::Neither);
 
+super::variant::variants! {
+    /// What `memory` times, and whose peak live bytes it records.
+    enum Timed {
+        /// Every minibatch pushed, one wait.
+        Unbounded = "unbounded",
+        /// Half the minibatches pushed, one wait.
+        UnboundedHalf = "unbounded-half",
+        /// A wait after every minibatch.
+        SyncPerBatch = "sync-per-batch",
+        /// At most --inflight minibatches in flight.
+        Bounded = "bounded",
+        /// Half the minibatches, at most --inflight in flight.
+        BoundedHalf = "bounded-half",
+    }
+}
+
 /// The `memory` scenario.
 pub struct Memory;
 
@@ -207,8 +223,9 @@ impl Scenario for Memory {
         bounded.engine.wait_all()?;
 
         let half = batches / 2;
-        let peaks: RefCell<Vec<Vec<u64>>> = RefCell::new(vec![Vec::new(); 5]);
-        let measured = |i: usize, rt: &Runtime, w: &Tensor, n: usize, sync_each: bool| {
+        // Each variant's peaks, in the order of `Timed::ALL`.
+        let peaks: RefCell<Vec<Vec<u64>>> = RefCell::new(vec![Vec::new(); Timed::ALL.len()]);
+        let measured = |v: Timed, rt: &Runtime, w: &Tensor, n: usize, sync_each: bool| {
             // Drain first: leftovers would be billed to this sample's time and memory.
             rt.engine.wait_all()?;
             let mem = &rt.devices[0].memory;
@@ -217,61 +234,69 @@ impl Scenario for Memory {
             let t = Instant::now();
             epoch(&rt.engine, rt, w, &p, n, sync_each)?;
             let elapsed = t.elapsed();
-            peaks.borrow_mut()[i].push(mem.peak() - base);
+            peaks.borrow_mut()[v as usize].push(mem.peak() - base);
             Ok::<_, ScenarioError>(elapsed)
         };
-        let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("unbounded", || measured(0, &free, &w_free, batches, false)),
-            Variant::new("unbounded-half", || {
-                measured(1, &free, &w_free, half, false)
-            }),
-            Variant::new("sync-per-batch", || {
-                measured(2, &free, &w_free, batches, true)
-            }),
-            Variant::new("bounded", || {
-                measured(3, &bounded, &w_bounded, batches, false)
-            }),
-            Variant::new("bounded-half", || {
-                measured(4, &bounded, &w_bounded, half, false)
-            }),
-        ];
-        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let (free_rt, bounded_rt, w_free, w_bounded) = (&free, &bounded, &w_free, &w_bounded);
+        let measured = &measured;
+        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+            .iter()
+            .map(|&v| {
+                let (rt, w, n, sync_each) = match v {
+                    Timed::Unbounded => (free_rt, w_free, batches, false),
+                    Timed::UnboundedHalf => (free_rt, w_free, half, false),
+                    Timed::SyncPerBatch => (free_rt, w_free, batches, true),
+                    Timed::Bounded => (bounded_rt, w_bounded, batches, false),
+                    Timed::BoundedHalf => (bounded_rt, w_bounded, half, false),
+                };
+                Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
+            })
+            .collect();
         let summaries = ctx.sample(self, &free.engine, &mut variants)?;
         drop(variants);
         let peaks = peaks.into_inner();
 
         let mut run = RunRecord::new(self.name(), params.to_json(), free.describe_devices());
         run.notes.extend(notes);
+        let label = |v: Timed| match v {
+            Timed::Unbounded => format!("{batches} minibatches pushed, one wait"),
+            Timed::UnboundedHalf => format!("{half} minibatches pushed, one wait"),
+            Timed::SyncPerBatch => "a wait after every minibatch".to_string(),
+            Timed::Bounded => format!("at most {inflight} minibatches in flight"),
+            Timed::BoundedHalf => format!("{half} minibatches, at most {inflight} in flight"),
+        };
         run.add_variants(
-            names.clone(),
+            Timed::names(),
             summaries,
-            [
-                Some(format!("{batches} minibatches pushed, one wait")),
-                Some(format!("{half} minibatches pushed, one wait")),
-                Some("a wait after every minibatch".to_string()),
-                Some(format!("at most {inflight} minibatches in flight")),
-                Some(format!("{half} minibatches, at most {inflight} in flight")),
-            ],
+            Timed::ALL.iter().map(|&v| Some(label(v))),
         );
         let batch_bytes = (p.batch * p.features * 4) as u64;
-        let peak = |i: usize| peaks[i].iter().copied().max().unwrap_or(0);
-        for (i, name) in names.iter().enumerate() {
+        let peak = |v: Timed| peaks[v as usize].iter().copied().max().unwrap_or(0);
+        for &v in Timed::ALL {
             run.derive_as(
-                &format!("{}_peak_bytes", name.replace('-', "_")),
-                peak(i) as f64,
+                &format!("{}_peak_bytes", v.name().replace('-', "_")),
+                peak(v) as f64,
                 PEAK_BYTES,
             );
         }
         run.record(MINIBATCH_BYTES, batch_bytes as f64);
-        run.record(MEMORY_RATIO, peak(0) as f64 / peak(3).max(1) as f64);
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let time_ratio = m("bounded") / m("unbounded");
+        run.record(
+            MEMORY_RATIO,
+            peak(Timed::Unbounded) as f64 / peak(Timed::Bounded).max(1) as f64,
+        );
+        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let time_ratio = m(Timed::Bounded) / m(Timed::Unbounded);
         run.record(BOUNDED_TIME_RATIO, time_ratio);
 
         // A minibatch in flight holds its input and, while its product runs, the product and
         // the scaled output: three minibatches' bytes at most.
         let limit = (inflight as u64 + 1) * 3 * batch_bytes;
-        let worst = peaks[3].iter().chain(&peaks[4]).copied().max().unwrap_or(0);
+        let worst = peaks[Timed::Bounded as usize]
+            .iter()
+            .chain(&peaks[Timed::BoundedHalf as usize])
+            .copied()
+            .max()
+            .unwrap_or(0);
         run.check(
             "bounded stays within its minibatches' bytes",
             worst <= limit,
@@ -281,7 +306,14 @@ impl Scenario for Memory {
                 human_bytes(limit)
             ),
         );
-        let peaks = [0, 1, 2, 3, 4].map(peak);
+        let peaks = [
+            Timed::Unbounded,
+            Timed::UnboundedHalf,
+            Timed::SyncPerBatch,
+            Timed::Bounded,
+            Timed::BoundedHalf,
+        ]
+        .map(peak);
         run.explanation.push(explain(&peaks, inflight, time_ratio));
         Ok(run)
     }

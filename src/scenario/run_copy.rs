@@ -15,7 +15,7 @@ use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use crate::units::human_time;
 
@@ -31,6 +31,24 @@ const SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP: FigureSpec = FigureSpec::new(
 );
 const COPY_GBYTES_PER_S: FigureSpec =
     FigureSpec::new("copy_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher);
+const OVERLAPPED_OVER_BOUND_RATIO: FigureSpec =
+    FigureSpec::new("overlapped_over_bound_ratio", Unit::Ratio, Better::Lower);
+const OVERLAPPED_OVER_IDEAL_RATIO: FigureSpec =
+    FigureSpec::new("overlapped_over_ideal_ratio", Unit::Ratio, Better::Lower);
+
+super::variant::variants! {
+    /// What `run-copy` times.
+    enum Timed {
+        /// The products alone.
+        Run = "run",
+        /// The copies alone, of products computed before.
+        Copy = "copy",
+        /// All products, a wait, then all copies.
+        RunThenCopy = "run-then-copy",
+        /// Product i+1 and the copy of y[i] pushed together.
+        Overlapped = "overlapped",
+    }
+}
 
 /// The `run-copy` scenario.
 pub struct RunCopy;
@@ -120,43 +138,48 @@ impl Scenario for RunCopy {
         // Per traced `overlapped` sample: (its time, the busier of its two lanes).
         let bounds: RefCell<Vec<(f64, f64)>> = RefCell::new(Vec::new());
         let copy_all = |ys: &[Tensor]| ys.iter().map(Tensor::copy_to_host).collect::<Vec<_>>();
-        let mut variants: Vec<Variant<ScenarioError>> = vec![
-            Variant::new("run", || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x, ops)?))
-            }),
-            Variant::new("copy", || {
-                synced(engine, || Ok::<_, ScenarioError>(copy_all(&kept)))
-            }),
-            Variant::new("run-then-copy", || {
-                synced(engine, || {
-                    let ys = run_matmuls(&x, ops)?;
-                    engine.wait_all()?;
-                    let mut all = copy_all(&ys);
-                    all.extend(ys);
-                    Ok(all)
-                })
-            }),
-            Variant::new("overlapped", || {
-                let (wall, records) = traced(engine, || {
-                    synced(engine, || {
-                        let mut all = Vec::new();
-                        for _ in 0..ops {
-                            let y = x.matmul(&x)?;
-                            all.push(y.copy_to_host());
-                            all.push(y);
+        let (x, kept, bounds, copy_all) = (&x, &kept, &bounds, &copy_all);
+        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+            .iter()
+            .map(|&v| -> Variant<ScenarioError> {
+                match v {
+                    Timed::Run => Variant::new(v.name(), move || {
+                        synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
+                    }),
+                    Timed::Copy => Variant::new(v.name(), move || {
+                        synced(engine, || Ok::<_, ScenarioError>(copy_all(kept)))
+                    }),
+                    Timed::RunThenCopy => Variant::new(v.name(), move || {
+                        synced(engine, || {
+                            let ys = run_matmuls(x, ops)?;
+                            engine.wait_all()?;
+                            let mut all = copy_all(&ys);
+                            all.extend(ys);
+                            Ok(all)
+                        })
+                    }),
+                    Timed::Overlapped => Variant::new(v.name(), move || {
+                        let (wall, records) = traced(engine, || {
+                            synced(engine, || {
+                                let mut all = Vec::new();
+                                for _ in 0..ops {
+                                    let y = x.matmul(x)?;
+                                    all.push(y.copy_to_host());
+                                    all.push(y);
+                                }
+                                Ok::<_, ScenarioError>(all)
+                            })
+                        })?;
+                        if let Some(records) = records {
+                            let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
+                            let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
+                            bounds.borrow_mut().push((wall.as_secs_f64(), bound));
                         }
-                        Ok::<_, ScenarioError>(all)
-                    })
-                })?;
-                if let Some(records) = records {
-                    let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
-                    let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
-                    bounds.borrow_mut().push((wall.as_secs_f64(), bound));
+                        Ok(wall)
+                    }),
                 }
-                Ok(wall)
-            }),
-        ];
-        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+            })
+            .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
@@ -164,37 +187,33 @@ impl Scenario for RunCopy {
         acc.mark_fallback(&mut devices, 0);
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
-        let labels = [
-            format!("{ops} products {size}² on {}", device.name),
-            format!("{ops} copies of {size}² to host on the copy lane"),
-            "all products, wait, then all copies".to_string(),
-            "product i+1 and copy of y[i] pushed together".to_string(),
-        ];
-        run.add_variants(names, summaries, labels.map(Some));
-        let m = |v: &str| run.median(v).unwrap_or(f64::NAN);
-        let bounds = bounds.into_inner();
+        let label = |v: Timed| match v {
+            Timed::Run => format!("{ops} products {size}² on {}", device.name),
+            Timed::Copy => format!("{ops} copies of {size}² to host on the copy lane"),
+            Timed::RunThenCopy => "all products, wait, then all copies".to_string(),
+            Timed::Overlapped => "product i+1 and copy of y[i] pushed together".to_string(),
+        };
+        run.add_variants(
+            Timed::names(),
+            summaries,
+            Timed::ALL.iter().map(|&v| Some(label(v))),
+        );
+        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let bounds = bounds.take();
         let ratios: Vec<f64> = bounds.iter().map(|(wall, b)| wall / b).collect();
-        let f = Medians {
+        let f = CopyOverlap {
             ops,
-            run: m("run"),
-            copy: m("copy"),
-            seq: m("run-then-copy"),
-            overlapped: m("overlapped"),
+            run: m(Timed::Run),
+            copy: m(Timed::Copy),
+            seq: m(Timed::RunThenCopy),
+            overlapped: m(Timed::Overlapped),
             bound: median(&bounds.iter().map(|b| b.1).collect::<Vec<_>>()).unwrap_or(f64::NAN),
             bound_ratio: median(&ratios).unwrap_or(f64::NAN),
         };
         run.record(LOWER_BOUND_S, f.bound);
-        run.derive_as(
-            "overlapped_over_bound_ratio",
-            f.bound_ratio,
-            Figure::RATIO_LOWER_IS_BETTER,
-        );
+        run.record(OVERLAPPED_OVER_BOUND_RATIO, f.bound_ratio);
         run.record(IDEAL_S, f.ideal());
-        run.derive_as(
-            "overlapped_over_ideal_ratio",
-            f.overlapped / f.ideal(),
-            Figure::RATIO_LOWER_IS_BETTER,
-        );
+        run.record(OVERLAPPED_OVER_IDEAL_RATIO, f.overlapped / f.ideal());
         run.record(OVERLAP_EFFICIENCY, f.efficiency());
         run.record(SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP, f.seq / f.overlapped);
         let bytes = (size * size * 4) as f64 * ops as f64;
@@ -239,7 +258,7 @@ impl Scenario for RunCopy {
 
 /// The medians (and the trace's figures) the explanation quotes, as plain numbers.
 #[derive(Debug, Clone, Copy)]
-struct Medians {
+struct CopyOverlap {
     ops: u64,
     run: f64,
     copy: f64,
@@ -252,7 +271,7 @@ struct Medians {
     bound_ratio: f64,
 }
 
-impl Medians {
+impl CopyOverlap {
     /// Perfect overlap: the longer of run and copy, plus the last copy, which cannot overlap.
     fn ideal(&self) -> f64 {
         self.run.max(self.copy) + self.copy / self.ops as f64
@@ -269,7 +288,7 @@ impl Medians {
 const LANES: f64 = 2.0;
 
 /// What the figures show, and the figures outside their physical range.
-fn explain(f: &Medians) -> Explained {
+fn explain(f: &CopyOverlap) -> Explained {
     let (r, c, seq, ov) = (f.run, f.copy, f.seq, f.overlapped);
     let (ideal, eff, ratio) = (f.ideal(), f.efficiency(), f.bound_ratio);
     let mut out = Explained::default();
@@ -345,8 +364,8 @@ mod tests {
     use crate::device::RuntimeOptions;
 
     /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
-    fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> Medians {
-        Medians {
+    fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> CopyOverlap {
+        CopyOverlap {
             ops: 10,
             run: 1.0,
             copy: 0.5,

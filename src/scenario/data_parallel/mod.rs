@@ -12,27 +12,31 @@
 //! - `mpi` backend (`mpi` module, cargo feature `mpi`): one rank per device, started by `mpirun`.
 
 pub mod chunked;
+mod conclude;
+mod explain;
 pub mod in_process;
 pub mod mlp;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod training;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::json;
-
+use self::conclude::conclude;
+pub use self::explain::{explain, Figures, VariantFigures};
 use self::in_process::{Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
-use super::support::{check_elements, traced, Explained};
+pub use self::training::{
+    agrees, communication_share, curve, shard, time_to_target, LossEntry, Trained, AGREEMENT,
+};
+use super::support::{check_elements, traced};
 use super::{
     Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
 };
 use crate::device::Runtime;
-use crate::engine::trace::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
-use crate::units::{human_bytes, human_time, significant};
 
 /// The derived figures this scenario records, each with its unit and direction; a variant's
 /// own figures are named `<variant>_samples_per_second` and so on.
@@ -134,255 +138,63 @@ const SEED: u64 = 20;
 /// Rows the final loss is measured on (the first ones of the training set).
 const EVAL_ROWS: usize = 1024;
 
-/// The asynchronous variant's name, in every backend.
-const ASYNC: &str = "async";
-
-/// One loss measurement: the summed loss of `rows` rows at update `update`, `seconds` after
-/// the run started.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LossEntry {
-    pub update: u64,
-    pub loss_sum: f64,
-    pub rows: usize,
-    pub seconds: f64,
-}
-
-impl LossEntry {
-    /// The loss of `rows` rows at `update`, measured now: `seconds` since `start`.
-    pub fn since(start: Instant, update: u64, loss_sum: f64, rows: usize) -> LossEntry {
-        LossEntry {
-            update,
-            loss_sum,
-            rows,
-            seconds: start.elapsed().as_secs_f64(),
-        }
+super::variant::variants! {
+    /// What `data-parallel` times: the baseline, the synchronous schemes of each backend
+    /// (in process: parameter server and ring; MPI: `MPI_Allreduce` and the ring), and
+    /// asynchronous updates.
+    pub enum Timed {
+        /// One device (rank 0) alone.
+        OneDevice = "one-device",
+        /// Shard gradients reduced onto one device, updated, broadcast.
+        ParameterServer = "parameter-server",
+        /// Shard gradients summed by `MPI_Allreduce`.
+        Allreduce = "allreduce",
+        /// Ring reduce-scatter + all-gather.
+        Ring = "ring",
+        /// Asynchronous updates, stale reads allowed.
+        Async = "async",
     }
 }
 
-/// What one training run left: the final parameters, its loss log and (asynchronous runs) how
-/// many updates old each gradient's parameters were.
-#[derive(Clone, Debug, Default)]
-pub struct Trained {
-    pub params: Vec<f32>,
-    /// MPI runs: the share of rank 0's run spent in its all-reduce calls (waits included).
-    pub communication: Option<f64>,
-    pub log: Vec<LossEntry>,
-    pub staleness: Vec<u64>,
-}
-
-/// Shard `s` of `k` of the global batch at `step`: (start row, rows).
-pub fn shard(step: u64, batch: usize, k: usize, s: usize) -> (usize, usize) {
-    let per = batch / k + usize::from(s < batch % k);
-    let before: usize = (0..s).map(|t| batch / k + usize::from(t < batch % k)).sum();
-    (step as usize * batch + before, per)
-}
-
-/// Parameters equal within float32 summation-order tolerance: the norm of the difference
-/// relative to the norm of the reference. Shards summed in another order round differently and
-/// ReLU's kinks let that grow over steps. Measured on the default model (1.9 M parameters,
-/// batch 512, lr 0.1; `calibrate_agreement` below): 2 and 4 devices differ from one by 2.3e-8
-/// after 20 steps and at most 8.1e-7 after 100; one device's gradient dropped from the last of
-/// 100 steps gives 4.0e-5 (3.6e-4 of 20), a learning rate 1% off 1.4e-4.
-pub fn agrees(reference: &[f32], got: &[f32]) -> (bool, f64) {
-    let mut diff = 0f64;
-    let mut norm = 0f64;
-    for (a, b) in reference.iter().zip(got) {
-        diff += f64::from(a - b).powi(2);
-        norm += f64::from(*a).powi(2);
+impl Timed {
+    /// A synchronous data-parallel scheme, which must end where one-device SGD ends.
+    pub fn is_synchronous(self) -> bool {
+        matches!(
+            self,
+            Timed::ParameterServer | Timed::Allreduce | Timed::Ring
+        )
     }
-    let relative = diff.sqrt() / norm.sqrt().max(1e-30);
-    // NaN compares false: a diverged parameter fails.
-    let ok = reference.len() == got.len() && relative <= AGREEMENT;
-    (
-        ok,
-        if relative.is_nan() {
-            f64::INFINITY
-        } else {
-            relative
-        },
-    )
-}
 
-/// The largest relative difference [`agrees`] accepts.
-pub const AGREEMENT: f64 = 2e-5;
-
-/// A loss curve from a run's log: a point per update that closes a global batch's worth of
-/// rows, `[update, mean loss over the latest batch rows, seconds]`. For synchronous runs each
-/// step's shards are one batch; for an asynchronous run the last k updates are.
-pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
-    let mut entries = log.to_vec();
-    entries.sort_by(|a, b| {
-        a.update
-            .cmp(&b.update)
-            .then(a.seconds.total_cmp(&b.seconds))
-    });
-    let mut points = Vec::new();
-    let mut i = 0;
-    while i < entries.len() {
-        let mut j = i;
-        while j < entries.len() && entries[j].update == entries[i].update {
-            j += 1;
-        }
-        // The latest entries that cover a batch (at least this update's own).
-        let (mut loss, mut rows, mut seconds) = (0.0, 0usize, 0f64);
-        for e in entries[..j].iter().rev() {
-            if rows >= batch && e.update != entries[i].update {
-                break;
-            }
-            loss += e.loss_sum;
-            rows += e.rows;
-            if e.update == entries[i].update {
-                seconds = seconds.max(e.seconds);
-            }
-        }
-        if rows >= batch || j == entries.len() {
-            points.push([entries[i].update as f64, loss / rows.max(1) as f64, seconds]);
-        }
-        i = j;
+    /// The variant's name as a figure key prefix (`parameter-server` → `parameter_server`).
+    fn key(self) -> String {
+        self.name().replace('-', "_")
     }
-    points
 }
 
-/// Seconds until the curve first reaches `target`, if it does.
-pub fn time_to_target(curve: &[[f64; 3]], target: f64) -> Option<f64> {
-    curve.iter().find(|p| p[1] <= target).map(|p| p[2])
+/// What a run trains on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Participants {
+    /// CPU devices of one engine.
+    Devices,
+    /// MPI ranks.
+    Ranks,
 }
 
-/// At most `n` points of a curve, evenly spread, the last one kept.
-fn thin(curve: Vec<[f64; 3]>, n: usize) -> Vec<[f64; 3]> {
-    if curve.len() <= n {
-        return curve;
-    }
-    let stride = curve.len().div_ceil(n);
-    let last = curve.len() - 1;
-    curve
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| (last - i).is_multiple_of(stride))
-        .map(|(_, p)| p)
-        .collect()
-}
-
-/// The share of the lanes' busy time that communication ops took in a traced run.
-pub fn communication_share(records: &[TraceRecord]) -> f64 {
-    let busy = |comm: bool| -> u64 {
-        records
-            .iter()
-            .filter(|r| {
-                let is_comm = matches!(
-                    r.name.as_str(),
-                    "reduce" | "broadcast" | "reduce-scatter" | "all-gather"
-                );
-                is_comm == comm
-            })
-            .map(TraceRecord::duration_ns)
-            .sum()
-    };
-    let (comm, compute) = (busy(true), busy(false));
-    comm as f64 / (comm + compute).max(1) as f64
-}
-
-/// A variant's name as a figure key prefix (`parameter-server` → `parameter_server`).
-fn key(variant: &str) -> String {
-    variant.replace('-', "_")
-}
-
-/// One variant's figures, as the explanation quotes them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VariantFigures {
-    pub name: String,
-    pub samples_per_second: f64,
-    pub final_loss: f64,
-    pub time_to_target: Option<f64>,
-    /// Synchronous variants on k devices: throughput_k / (k × throughput of one device).
-    pub scaling_efficiency: Option<f64>,
-    /// From the traced run: communication's share of the lanes' busy time.
-    pub communication_share: Option<f64>,
-}
-
-/// The figures a run's explanation quotes, as plain numbers (tests feed synthetic ones).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Figures {
-    pub devices: usize,
-    pub what: &'static str,
-    /// What the communication share is a share of.
-    pub share_of: &'static str,
-    pub parameters: usize,
-    pub target_loss: f64,
-    pub variants: Vec<VariantFigures>,
-    pub staleness_mean: Option<f64>,
-}
-
-/// What a training run showed, each figure worded as the table prints it.
-pub fn explain(f: &Figures) -> Explained {
-    let rate = |v: f64| Figure::named("samples_per_second").format(&v.into());
-    let mut sentences = Vec::new();
-    let base = f.variants.first();
-    for v in &f.variants[1..] {
-        let mut s = format!("{}: {}", v.name, rate(v.samples_per_second));
-        if let (Some(e), Some(b)) = (v.scaling_efficiency, base) {
-            s += &format!(
-                ", a scaling efficiency of {:.2} ({} {} against {} × {} on one)",
-                e,
-                f.devices,
-                f.what,
-                f.devices,
-                rate(b.samples_per_second)
-            );
-        }
-        if let Some(c) = v.communication_share {
-            s += &format!(
-                "; communication took {:.1}% of {} (all-reduce of {} a step)",
-                100.0 * c,
-                f.share_of,
-                human_bytes(4 * f.parameters as u64)
-            );
-        }
-        sentences.push(s + ".");
-    }
-    let reached: Vec<String> = f
-        .variants
-        .iter()
-        .map(|v| match v.time_to_target {
-            Some(t) => format!("{} in {}", v.name, human_time(t)),
-            None => format!("{} not within its run", v.name),
-        })
-        .collect();
-    sentences.push(format!(
-        "Time to a loss of {}: {}; final loss {}.",
-        significant(f.target_loss),
-        reached.join(", "),
-        f.variants
-            .iter()
-            .map(|v| format!("{} {}", v.name, significant(v.final_loss)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    if let Some(s) = f.staleness_mean {
-        sentences.push(if s > 0.0 {
-            format!(
-                "Asynchronous updates read parameters {s:.1} updates old on average: no device \
-                 waits for another, but a stale gradient is worth less than a fresh one."
-            )
-        } else {
-            "Asynchronous updates were never stale in this run: each gradient was applied \
-             before the next parameters were read (as with a single worker)."
-                .to_string()
-        });
-    }
-    let mut warnings = Vec::new();
-    for v in &f.variants {
-        if v.scaling_efficiency.is_some_and(|e| e > 1.1) {
-            warnings.push(format!(
-                "{}'s scaling efficiency above 1.1: {}",
-                v.name,
-                super::support::BETWEEN_ROUNDS
-            ));
+impl Participants {
+    /// The word the explanation uses ("2 devices").
+    pub fn word(self) -> &'static str {
+        match self {
+            Participants::Devices => "devices",
+            Participants::Ranks => "ranks",
         }
     }
-    Explained {
-        sentences,
-        warnings,
+
+    /// What communication's share is a share of.
+    pub fn share_of(self) -> &'static str {
+        match self {
+            Participants::Devices => "the devices' busy time",
+            Participants::Ranks => "rank 0's time, waits included",
+        }
     }
 }
 
@@ -454,126 +266,6 @@ impl Config {
     }
 }
 
-/// The checks, figures and explanation of a run from its variants' last trained runs.
-/// `variants` is in report order, the one-device baseline first and asynchronous last.
-fn conclude(
-    run: &mut RunRecord,
-    cfg: &Config,
-    setup: &Setup,
-    what: &'static str,
-    trained: &[(String, Trained)],
-    shares: &[(String, f64)],
-) {
-    let k = setup.devices;
-    let samples = cfg.steps as f64 * cfg.batch as f64;
-    let eval = (0, EVAL_ROWS.min(cfg.samples));
-    let loss_of = |p: &[f32]| mlp::loss(&setup.layers, p, &setup.data, eval);
-    run.record(INITIAL_LOSS, loss_of(&setup.initial));
-    run.derive_as(
-        "parameters",
-        setup.initial.len() as f64,
-        Figure::new(Unit::Number, Better::Neither),
-    );
-    run.record(ALLREDUCE_BYTES, 4.0 * setup.initial.len() as f64);
-
-    let reference = &trained[0];
-    let asynchronous = trained.iter().find(|(n, _)| n == ASYNC);
-    // Every variant after the baseline but `async` must end where the baseline ends.
-    let synchronous: Vec<&(String, Trained)> =
-        trained[1..].iter().filter(|(n, _)| n != ASYNC).collect();
-    for (name, t) in synchronous.iter().copied() {
-        let (ok, rel) = agrees(&reference.1.params, &t.params);
-        run.check(
-            &format!("{name} equals {} SGD", reference.0),
-            ok,
-            format!(
-                "{} parameters after {} steps, difference {rel:.2e} of their norm \
-                 (tolerance {AGREEMENT:.0e})",
-                t.params.len(),
-                cfg.steps
-            ),
-        );
-    }
-    if let [a, b, ..] = synchronous.as_slice() {
-        let (ok, rel) = agrees(&a.1.params, &b.1.params);
-        run.check(
-            &format!("{} and {} give the same parameters", a.0, b.0),
-            ok,
-            format!("difference {rel:.2e} of their norm (tolerance {AGREEMENT:.0e})"),
-        );
-    }
-
-    let mut variants = Vec::new();
-    let base_rate = run.median(&reference.0).map(|t| samples / t);
-    for (name, t) in trained {
-        let rate = run.median(name).map_or(f64::NAN, |s| samples / s);
-        let full = curve(&t.log, cfg.batch);
-        // The first crossing on every point; the stored curve is thinned.
-        let reached = time_to_target(&full, cfg.target_loss);
-        let c = thin(full, 200);
-        let final_loss = loss_of(&t.params);
-        let kp = key(name);
-        run.derive_as(
-            &format!("{kp}_samples_per_second"),
-            rate,
-            SAMPLES_PER_SECOND,
-        );
-        run.derive_as(&format!("{kp}_final_loss"), final_loss, FINAL_LOSS);
-        run.derive_as(
-            &format!("{kp}_time_to_target_s"),
-            reached.unwrap_or(f64::NAN),
-            Figure::new(Unit::Seconds, Better::Lower),
-        );
-        run.derive_series(&format!("{kp}_loss_curve"), json!(c));
-        let is_sync = synchronous.iter().any(|(n, _)| n == name);
-        let efficiency = base_rate.filter(|_| is_sync).map(|b| rate / (k as f64 * b));
-        if let Some(e) = efficiency {
-            run.derive_as(&format!("{kp}_scaling_efficiency"), e, SCALING_EFFICIENCY);
-        }
-        let share = shares.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
-        if let Some(s) = share {
-            run.derive_as(
-                &format!("{kp}_communication_share"),
-                s,
-                Figure::new(Unit::Number, Better::Neither),
-            );
-        }
-        variants.push(VariantFigures {
-            name: name.clone(),
-            samples_per_second: rate,
-            final_loss,
-            time_to_target: reached,
-            scaling_efficiency: efficiency,
-            communication_share: share,
-        });
-    }
-    let staleness_mean = asynchronous.map(|(_, t)| {
-        let s = &t.staleness;
-        run.record(
-            ASYNC_STALENESS_MAX,
-            s.iter().copied().max().unwrap_or(0) as f64,
-        );
-        s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
-    });
-    if let Some(m) = staleness_mean {
-        run.record(ASYNC_STALENESS_MEAN, m);
-    }
-    explain(&Figures {
-        devices: k,
-        what,
-        share_of: if what == "ranks" {
-            "rank 0's time, waits included"
-        } else {
-            "the devices' busy time"
-        },
-        parameters: setup.initial.len(),
-        target_loss: cfg.target_loss,
-        variants,
-        staleness_mean,
-    })
-    .record(run);
-}
-
 impl DataParallel {
     fn run_in_process(
         &self,
@@ -586,10 +278,10 @@ impl DataParallel {
         let rt = Runtime::cpu(&ctx.runtime, &threads)?;
         let engine = &rt.engine;
         let schemes = [
-            ("one-device", Scheme::OneDevice),
-            ("parameter-server", Scheme::ParameterServer),
-            ("ring", Scheme::Ring),
-            (ASYNC, Scheme::Async),
+            (Timed::OneDevice, Scheme::OneDevice),
+            (Timed::ParameterServer, Scheme::ParameterServer),
+            (Timed::Ring, Scheme::Ring),
+            (Timed::Async, Scheme::Async),
         ];
         let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
         let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
@@ -604,56 +296,61 @@ impl DataParallel {
             }
         };
         let mut variants: Vec<Variant<ScenarioError>> = (0..schemes.len())
-            .map(|i| Variant::new(schemes[i].0, train(i)))
+            .map(|i| Variant::new(schemes[i].0.name(), train(i)))
             .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
         // The last timed run of each scheme, before the traced runs below reuse its buffers.
-        let trained: Vec<(String, Trained)> = schemes
+        let trained: Vec<(Timed, Trained)> = schemes
             .iter()
             .zip(&last)
-            .map(|((name, _), p)| {
+            .map(|(&(v, _), p)| {
                 let t = p
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .as_ref()
                     .map(Pending::take)
                     .unwrap_or_default();
-                (name.to_string(), t)
+                (v, t)
             })
             .collect();
 
         // Communication's share, from one more traced run of each synchronous scheme.
         let mut shares = Vec::new();
-        for i in [1, 2] {
+        for (i, _) in schemes
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.0.is_synchronous())
+        {
             let (_, records) = traced(engine, || -> Result<(), ScenarioError> {
                 setup.push(&rt, &workspaces[i]);
                 engine.wait_all()?;
                 Ok(())
             })?;
             if let Some(records) = records {
-                shares.push((schemes[i].0.to_string(), communication_share(&records)));
+                shares.push((schemes[i].0, communication_share(&records)));
             }
         }
 
         let k = cfg.devices;
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        let label = |s: Scheme| match s {
+            Scheme::OneDevice => format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
+            Scheme::ParameterServer => {
+                format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
+            }
+            Scheme::Ring => format!(
+                "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
+            ),
+            Scheme::Async => format!(
+                "{k} devices × {} updates of their shard, stale reads allowed",
+                cfg.steps
+            ),
+        };
         run.add_variants(
-            schemes.iter().map(|s| s.0.to_string()).collect(),
+            schemes.iter().map(|s| s.0.name().to_string()).collect(),
             summaries,
-            [
-                Some(format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch)),
-                Some(format!(
-                    "{k} shard gradients, reduce onto cpu:0, update, broadcast"
-                )),
-                Some(format!(
-                    "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
-                )),
-                Some(format!(
-                    "{k} devices × {} updates of their shard, stale reads allowed",
-                    cfg.steps
-                )),
-            ],
+            schemes.iter().map(|s| Some(label(s.1))),
         );
         if threads.iter().any(|&t| t != threads[0]) {
             run.notes.push(format!(
@@ -676,7 +373,14 @@ impl DataParallel {
                 threads.iter().sum::<usize>()
             ));
         }
-        conclude(&mut run, cfg, &setup, "devices", &trained, &shares);
+        conclude(
+            &mut run,
+            cfg,
+            &setup,
+            Participants::Devices,
+            &trained,
+            &shares,
+        );
         Ok(run)
     }
 }
@@ -759,187 +463,6 @@ impl Scenario for DataParallel {
             Backend::Mpi => self::mpi::run(self, params, &cfg, ctx),
             // `validate` refuses mpi in a build without the feature.
             _ => self.run_in_process(params, &cfg, ctx),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_cover_the_batch_exactly() {
-        let covered: Vec<(usize, usize)> = (0..3).map(|s| shard(2, 10, 3, s)).collect();
-        assert_eq!(covered, vec![(20, 4), (24, 3), (27, 3)]);
-    }
-
-    #[test]
-    fn the_check_rejects_a_wrong_result() {
-        let right = vec![0.5f32, -1.0, 0.25];
-        assert!(agrees(&right, &right).0);
-        assert!(agrees(&right, &[0.500_01, -1.0, 0.25]).0);
-        assert!(!agrees(&right, &[0.5001, -1.0, 0.25]).0);
-        // Diverged parameters (NaN) and a missing parameter never agree.
-        assert!(!agrees(&right, &[f32::NAN, -1.0, 0.25]).0);
-        assert!(!agrees(&right, &[0.5, -1.0]).0);
-    }
-
-    fn entry(update: u64, loss_sum: f64, rows: usize, seconds: f64) -> LossEntry {
-        LossEntry {
-            update,
-            loss_sum,
-            rows,
-            seconds,
-        }
-    }
-
-    #[test]
-    fn a_synchronous_curve_has_a_point_per_step() {
-        // Two devices, batch 4: each step's two shards make its point.
-        let log = vec![
-            entry(0, 4.0, 2, 0.1),
-            entry(0, 2.0, 2, 0.2),
-            entry(1, 1.0, 2, 0.4),
-            entry(1, 1.0, 2, 0.3),
-        ];
-        assert_eq!(curve(&log, 4), vec![[0.0, 1.5, 0.2], [1.0, 0.5, 0.4]]);
-        assert_eq!(time_to_target(&curve(&log, 4), 1.0), Some(0.4));
-        assert_eq!(time_to_target(&curve(&log, 4), 0.1), None);
-    }
-
-    #[test]
-    fn an_asynchronous_curve_averages_the_last_batch_of_updates() {
-        // Batch 4 in shards of 2: each point is the mean over the last two updates.
-        let log = vec![
-            entry(0, 4.0, 2, 0.1),
-            entry(1, 2.0, 2, 0.2),
-            entry(2, 0.0, 2, 0.3),
-        ];
-        assert_eq!(curve(&log, 4), vec![[1.0, 1.5, 0.2], [2.0, 0.5, 0.3]]);
-    }
-
-    #[test]
-    fn thinning_keeps_the_last_point() {
-        let c: Vec<[f64; 3]> = (0..10).map(|i| [i as f64, 0.0, 0.0]).collect();
-        let t = thin(c, 4);
-        assert!(t.len() <= 4 && t.last() == Some(&[9.0, 0.0, 0.0]), "{t:?}");
-    }
-
-    fn record(name: &str, duration: u64) -> TraceRecord {
-        TraceRecord {
-            lane: 0,
-            lane_name: "cpu:0".into(),
-            name: name.into(),
-            seq: 0,
-            reads: vec![],
-            writes: vec![],
-            worker: "w".into(),
-            pushed_ns: 0,
-            started_ns: 0,
-            ended_ns: duration,
-            failed: false,
-        }
-    }
-
-    #[test]
-    fn communication_share_counts_the_collectives_only() {
-        let records = vec![
-            record("gradient", 70),
-            record("update", 10),
-            record("reduce-scatter", 10),
-            record("all-gather", 10),
-        ];
-        assert_eq!(communication_share(&records), 0.2);
-        assert_eq!(communication_share(&[]), 0.0);
-    }
-
-    fn figures() -> Figures {
-        let v = |name: &str, rate: f64, e: Option<f64>, c: Option<f64>, t: Option<f64>| {
-            VariantFigures {
-                name: name.into(),
-                samples_per_second: rate,
-                final_loss: 0.1234,
-                time_to_target: t,
-                scaling_efficiency: e,
-                communication_share: c,
-            }
-        };
-        Figures {
-            devices: 2,
-            what: "devices",
-            share_of: "the devices' busy time",
-            parameters: 1_000_000,
-            target_loss: 0.5,
-            variants: vec![
-                v("one-device", 1000.0, None, None, Some(0.5)),
-                v("ring", 1800.4, Some(0.9002), Some(0.0412), Some(0.3)),
-                v("async", 1900.0, None, None, None),
-            ],
-            staleness_mean: Some(0.96),
-        }
-    }
-
-    #[test]
-    fn the_explanation_quotes_the_figures_as_the_table_prints_them() {
-        let e = explain(&figures());
-        assert_eq!(
-            e.sentences,
-            [
-                "ring: 1,800 samples/s, a scaling efficiency of 0.90 (2 devices against 2 × \
-                 1,000 samples/s on one); communication took 4.1% of the devices' busy time \
-                 (all-reduce of 3.8 MiB a step).",
-                "async: 1,900 samples/s.",
-                "Time to a loss of 0.500: one-device in 500.0 ms, ring in 300.0 ms, async not \
-                 within its run; final loss one-device 0.123, ring 0.123, async 0.123.",
-                "Asynchronous updates read parameters 1.0 updates old on average: no device \
-                 waits for another, but a stale gradient is worth less than a fresh one.",
-            ]
-        );
-        assert!(e.warnings.is_empty());
-        let mut f = figures();
-        f.staleness_mean = Some(0.0);
-        assert!(explain(&f).sentences[3].contains("never stale"));
-        f.variants[1].scaling_efficiency = Some(1.3);
-        assert_eq!(explain(&f).warnings.len(), 1);
-    }
-
-    /// How `agrees`' tolerance was chosen: how far correct runs and slightly wrong ones land
-    /// from one-device SGD on the default model (a minute of a release build):
-    /// `cargo test --release --lib calibrate_agreement -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn calibrate_agreement() {
-        let layers = Layers(vec![784, 1024, 1024, 10]);
-        let data = Dataset::new(8192, 784, 10, SEED);
-        let init = layers.initial_parameters(SEED);
-        let batch = 512;
-        let train = |k: usize, lr: f32, drop: Option<u64>, steps: u64| {
-            let (mut p, mut g, mut sum) =
-                (init.clone(), vec![0f32; init.len()], vec![0f32; init.len()]);
-            for step in 0..steps {
-                sum.fill(0.0);
-                for s in (0..k).filter(|&s| drop != Some(step) || s != 1) {
-                    let rows = shard(step, batch, k, s);
-                    mlp::gradient(&layers, &p, &data, rows, batch as f32, &mut g);
-                    sum.iter_mut().zip(&g).for_each(|(a, b)| *a += b);
-                }
-                mlp::sgd(&mut p, &sum, lr);
-            }
-            p
-        };
-        for steps in [20, 100] {
-            let one = train(1, 0.1, None, steps);
-            for (what, p) in [
-                ("2 devices", train(2, 0.1, None, steps)),
-                ("4 devices", train(4, 0.1, None, steps)),
-                (
-                    "one gradient dropped, last step",
-                    train(2, 0.1, Some(steps - 1), steps),
-                ),
-                ("learning rate 1% off", train(1, 0.101, None, steps)),
-            ] {
-                println!("{steps} steps, {what}: {:.2e}", agrees(&one, &p).1);
-            }
         }
     }
 }

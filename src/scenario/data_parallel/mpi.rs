@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::mlp::{gradient, sgd};
-use super::{conclude, shard, Config, DataParallel, LossEntry, Trained, ASYNC};
+use super::{conclude, shard, Config, DataParallel, LossEntry, Participants, Timed, Trained};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
 use crate::report::RunRecord;
@@ -51,10 +51,39 @@ fn inject_fault(rank: usize, timeout: Duration) {
 }
 
 /// The variants under MPI, the baseline first and asynchronous last.
-fn variants(size: usize) -> Vec<&'static str> {
-    let mut v = vec!["one-device", "allreduce", "ring"];
+/// How ranks train: the variants of the MPI backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RankScheme {
+    OneDevice,
+    Allreduce,
+    Ring,
+    Async,
+}
+
+impl RankScheme {
+    /// The variant it is reported as.
+    fn variant(self) -> Timed {
+        match self {
+            RankScheme::OneDevice => Timed::OneDevice,
+            RankScheme::Allreduce => Timed::Allreduce,
+            RankScheme::Ring => Timed::Ring,
+            RankScheme::Async => Timed::Async,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        self.variant().name()
+    }
+}
+
+fn variants(size: usize) -> Vec<RankScheme> {
+    let mut v = vec![
+        RankScheme::OneDevice,
+        RankScheme::Allreduce,
+        RankScheme::Ring,
+    ];
     if size > 1 {
-        v.push(ASYNC);
+        v.push(RankScheme::Async);
     }
     v
 }
@@ -291,13 +320,13 @@ pub(super) fn run(
         let (rank, buffers, last, name) = (&rank, &buffers, &last, names[i]);
         move || -> Result<Duration, ScenarioError> {
             let mut b = buffers.lock().unwrap_or_else(|e| e.into_inner());
-            rank.comm.barrier(&format!("the start of {name}"));
+            rank.comm.barrier(&format!("the start of {}", name.name()));
             let start = Instant::now();
             let trained = match name {
-                "one-device" => rank.one_device(&mut b),
-                "allreduce" => rank.synchronous(&mut b, false),
-                "ring" => rank.synchronous(&mut b, true),
-                _ => rank.asynchronous(&mut b),
+                RankScheme::OneDevice => rank.one_device(&mut b),
+                RankScheme::Allreduce => rank.synchronous(&mut b, false),
+                RankScheme::Ring => rank.synchronous(&mut b, true),
+                RankScheme::Async => rank.asynchronous(&mut b),
             };
             let took = start.elapsed();
             *last[i].lock().unwrap_or_else(|e| e.into_inner()) = trained;
@@ -305,7 +334,7 @@ pub(super) fn run(
         }
     };
     let mut runs: Vec<Variant<ScenarioError>> = (0..names.len())
-        .map(|i| Variant::new(names[i], train(i)))
+        .map(|i| Variant::new(names[i].name(), train(i)))
         .collect();
     let progress = |p| {
         if let (0, Some(report)) = (place.rank, &ctx.progress) {
@@ -323,8 +352,8 @@ pub(super) fn run(
         "host": comm.host(),
         "pid": std::process::id(),
         "threads": threads,
-        "median_s": names.iter().zip(&summaries).map(|(n, s)| (n.to_string(), json!(s.median_s))).collect::<serde_json::Map<_, _>>(),
-        "samples_s": names.iter().zip(&summaries).map(|(n, s)| (n.to_string(), json!(s.samples_s))).collect::<serde_json::Map<_, _>>(),
+        "median_s": names.iter().zip(&summaries).map(|(n, s)| (n.name().to_string(), json!(s.median_s))).collect::<serde_json::Map<_, _>>(),
+        "samples_s": names.iter().zip(&summaries).map(|(n, s)| (n.name().to_string(), json!(s.samples_s))).collect::<serde_json::Map<_, _>>(),
     });
     let gathered = comm.gather_bytes(mine.to_string().as_bytes());
     let mut parameters = params.to_json();
@@ -352,16 +381,16 @@ pub(super) fn run(
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
     let steps = cfg.steps;
     run.add_variants(
-        names.iter().map(|s| s.to_string()).collect(),
+        names.iter().map(|v| v.name().to_string()).collect(),
         summaries,
         names.iter().map(|name| {
             Some(match *name {
-                "one-device" => format!("{steps} steps of {} rows on rank 0 alone", cfg.batch),
-                "allreduce" => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
-                "ring" => format!(
+                RankScheme::OneDevice => format!("{steps} steps of {} rows on rank 0 alone", cfg.batch),
+                RankScheme::Allreduce => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+                RankScheme::Ring => format!(
                     "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
                 ),
-                _ => format!(
+                RankScheme::Async => format!(
                     "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
                     k - 1
                 ),
@@ -380,20 +409,27 @@ pub(super) fn run(
             .push("async needs a server rank and a worker: run with 2 ranks or more".into());
     }
     run.derive_series("ranks", Value::Array(ranks));
-    let trained: Vec<(String, Trained)> = names
+    let trained: Vec<(Timed, Trained)> = names
         .iter()
         .zip(&last)
         .map(|(n, t)| {
             (
-                n.to_string(),
+                n.variant(),
                 std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner())),
             )
         })
         .collect();
-    let shares: Vec<(String, f64)> = trained
+    let shares: Vec<(Timed, f64)> = trained
         .iter()
-        .filter_map(|(n, t)| Some((n.clone(), t.communication?)))
+        .filter_map(|(n, t)| Some((*n, t.communication?)))
         .collect();
-    conclude(&mut run, cfg, &setup, "ranks", &trained, &shares);
+    conclude(
+        &mut run,
+        cfg,
+        &setup,
+        Participants::Ranks,
+        &trained,
+        &shares,
+    );
     Ok(run)
 }

@@ -1,0 +1,71 @@
+//! The derived figures `async` records, each declared once with its key in the report, its
+//! unit and its direction.
+
+use crate::report::{Better, FigureSpec, Unit};
+
+const fn seconds(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Seconds, better)
+}
+
+const fn ratio(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Ratio, better)
+}
+
+/// A time that describes the machine, not parbench: a regression gate must not call it a
+/// regression of the code when the host changes.
+const fn machine(key: &'static str) -> FigureSpec {
+    seconds(key, Better::Neither)
+}
+
+// The book's model and the loops it describes.
+pub(super) const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::Higher);
+pub(super) const SYNC_PER_OP_S: FigureSpec = seconds("sync_per_op_s", Better::Neither);
+pub(super) const ASYNC_PER_OP_S: FigureSpec = seconds("async_per_op_s", Better::Neither);
+pub(super) const PUSH_PER_OP_S: FigureSpec = seconds("push_per_op_s", Better::Neither);
+pub(super) const T1_S: FigureSpec = seconds("t1_s", Better::Neither);
+pub(super) const T2_S: FigureSpec = seconds("t2_s", Better::Neither);
+pub(super) const T3_S: FigureSpec = seconds("t3_s", Better::Neither);
+pub(super) const PREDICTED_SYNC_S: FigureSpec = seconds("predicted_sync_s", Better::Neither);
+pub(super) const PREDICTED_ASYNC_S: FigureSpec = seconds("predicted_async_s", Better::Neither);
+pub(super) const MEASURED_OVER_PREDICTED_SYNC_RATIO: FigureSpec =
+    ratio("measured_over_predicted_sync_ratio", Better::Neither);
+pub(super) const MEASURED_OVER_PREDICTED_ASYNC_RATIO: FigureSpec =
+    ratio("measured_over_predicted_async_ratio", Better::Neither);
+
+// The pitfall on the book's matrix products.
+pub(super) const PRODUCTS_OVER_PUSH_ONLY_RATIO: FigureSpec =
+    ratio("products_over_push_only_ratio", Better::Neither);
+
+// The dependent chain.
+pub(super) const CHAIN_PER_OP_S: FigureSpec = seconds("chain_per_op_s", Better::Neither);
+pub(super) const CHAIN_OVER_ASYNC_RATIO: FigureSpec =
+    ratio("chain_over_async_ratio", Better::Lower);
+
+// Hand-offs between two lanes.
+pub(super) const HANDOFF_P50_S: FigureSpec = seconds("handoff_p50_s", Better::Lower);
+pub(super) const HANDOFF_P99_S: FigureSpec = seconds("handoff_p99_s", Better::Lower);
+pub(super) const PING_PONG_PER_OP_S: FigureSpec = seconds("ping_pong_per_op_s", Better::Lower);
+
+// The machine beside the engine: the channel floor and the cross-core line latency.
+pub(super) const CHANNEL_FLOOR_PER_OP_S: FigureSpec = machine("channel_floor_per_op_s");
+pub(super) const ASYNC_OVER_FLOOR_RATIO: FigureSpec =
+    ratio("async_over_floor_ratio", Better::Lower);
+pub(super) const CROSS_CORE_LINE_S: FigureSpec = machine("cross_core_line_s");
+pub(super) const ASYNC_OVER_LINE_RATIO: FigureSpec = ratio("async_over_line_ratio", Better::Lower);
+pub(super) const CROSS_CORE_LINE_BEFORE_S: FigureSpec = machine("cross_core_line_before_s");
+pub(super) const CROSS_CORE_LINE_AFTER_S: FigureSpec = machine("cross_core_line_after_s");
+/// A series, one probe after each round of samples.
+pub(super) const CROSS_CORE_LINE_EACH_ROUND_S: &str = "cross_core_line_each_round_s";
+pub(super) const ASYNC_PER_OP_LOW_LINE_S: FigureSpec =
+    seconds("async_per_op_low_line_s", Better::Lower);
+pub(super) const ASYNC_PER_OP_HIGH_LINE_S: FigureSpec =
+    seconds("async_per_op_high_line_s", Better::Lower);
+
+// The GPU driver alone.
+#[cfg(feature = "cuda")]
+pub(super) const DRIVER_LAUNCH_S: FigureSpec = machine("driver_launch_s");
+#[cfg(feature = "cuda")]
+pub(super) const DRIVER_LAUNCH_AND_WAIT_S: FigureSpec = machine("driver_launch_and_wait_s");
+#[cfg(feature = "cuda")]
+pub(super) const ASYNC_OVER_DRIVER_LAUNCH_RATIO: FigureSpec =
+    ratio("async_over_driver_launch_ratio", Better::Neither);

@@ -1,0 +1,157 @@
+//! What a training run showed, in sentences, from its figures as plain numbers.
+
+use super::{Participants, Timed, SAMPLES_PER_SECOND};
+use crate::scenario::support::Explained;
+use crate::units::{human_bytes, human_time, significant};
+
+/// One variant's figures, as the explanation quotes them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantFigures {
+    pub name: Timed,
+    pub samples_per_second: f64,
+    pub final_loss: f64,
+    pub time_to_target: Option<f64>,
+    /// Synchronous variants on k devices: throughput_k / (k × throughput of one device).
+    pub scaling_efficiency: Option<f64>,
+    /// From the traced run: communication's share of the lanes' busy time.
+    pub communication_share: Option<f64>,
+}
+
+/// The figures a run's explanation quotes, as plain numbers (tests feed synthetic ones).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figures {
+    pub devices: usize,
+    /// What the run trains on: devices of one engine, or MPI ranks.
+    pub participants: Participants,
+    pub parameters: usize,
+    pub target_loss: f64,
+    pub variants: Vec<VariantFigures>,
+    pub staleness_mean: Option<f64>,
+}
+
+/// What a training run showed, each figure worded as the table prints it.
+pub fn explain(f: &Figures) -> Explained {
+    let rate = |v: f64| SAMPLES_PER_SECOND.format(&v.into());
+    let mut sentences = Vec::new();
+    let base = f.variants.first();
+    for v in &f.variants[1..] {
+        let mut s = format!("{}: {}", v.name.name(), rate(v.samples_per_second));
+        if let (Some(e), Some(b)) = (v.scaling_efficiency, base) {
+            s += &format!(
+                ", a scaling efficiency of {:.2} ({} {} against {} × {} on one)",
+                e,
+                f.devices,
+                f.participants.word(),
+                f.devices,
+                rate(b.samples_per_second)
+            );
+        }
+        if let Some(c) = v.communication_share {
+            s += &format!(
+                "; communication took {:.1}% of {} (all-reduce of {} a step)",
+                100.0 * c,
+                f.participants.share_of(),
+                human_bytes(4 * f.parameters as u64)
+            );
+        }
+        sentences.push(s + ".");
+    }
+    let reached: Vec<String> = f
+        .variants
+        .iter()
+        .map(|v| match v.time_to_target {
+            Some(t) => format!("{} in {}", v.name.name(), human_time(t)),
+            None => format!("{} not within its run", v.name.name()),
+        })
+        .collect();
+    sentences.push(format!(
+        "Time to a loss of {}: {}; final loss {}.",
+        significant(f.target_loss),
+        reached.join(", "),
+        f.variants
+            .iter()
+            .map(|v| format!("{} {}", v.name.name(), significant(v.final_loss)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if let Some(s) = f.staleness_mean {
+        sentences.push(if s > 0.0 {
+            format!(
+                "Asynchronous updates read parameters {s:.1} updates old on average: no device \
+                 waits for another, but a stale gradient is worth less than a fresh one."
+            )
+        } else {
+            "Asynchronous updates were never stale in this run: each gradient was applied \
+             before the next parameters were read (as with a single worker)."
+                .to_string()
+        });
+    }
+    let mut warnings = Vec::new();
+    for v in &f.variants {
+        if v.scaling_efficiency.is_some_and(|e| e > 1.1) {
+            warnings.push(format!(
+                "{}'s scaling efficiency above 1.1: {}",
+                v.name.name(),
+                crate::scenario::support::BETWEEN_ROUNDS
+            ));
+        }
+    }
+    Explained {
+        sentences,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures() -> Figures {
+        let v = |name: Timed, rate: f64, e: Option<f64>, c: Option<f64>, t: Option<f64>| {
+            VariantFigures {
+                name,
+                samples_per_second: rate,
+                final_loss: 0.1234,
+                time_to_target: t,
+                scaling_efficiency: e,
+                communication_share: c,
+            }
+        };
+        Figures {
+            devices: 2,
+            participants: Participants::Devices,
+            parameters: 1_000_000,
+            target_loss: 0.5,
+            variants: vec![
+                v(Timed::OneDevice, 1000.0, None, None, Some(0.5)),
+                v(Timed::Ring, 1800.4, Some(0.9002), Some(0.0412), Some(0.3)),
+                v(Timed::Async, 1900.0, None, None, None),
+            ],
+            staleness_mean: Some(0.96),
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_the_figures_as_the_table_prints_them() {
+        let e = explain(&figures());
+        assert_eq!(
+            e.sentences,
+            [
+                "ring: 1,800 samples/s, a scaling efficiency of 0.90 (2 devices against 2 × \
+                 1,000 samples/s on one); communication took 4.1% of the devices' busy time \
+                 (all-reduce of 3.8 MiB a step).",
+                "async: 1,900 samples/s.",
+                "Time to a loss of 0.500: one-device in 500.0 ms, ring in 300.0 ms, async not \
+                 within its run; final loss one-device 0.123, ring 0.123, async 0.123.",
+                "Asynchronous updates read parameters 1.0 updates old on average: no device \
+                 waits for another, but a stale gradient is worth less than a fresh one.",
+            ]
+        );
+        assert!(e.warnings.is_empty());
+        let mut f = figures();
+        f.staleness_mean = Some(0.0);
+        assert!(explain(&f).sentences[3].contains("never stale"));
+        f.variants[1].scaling_efficiency = Some(1.3);
+        assert_eq!(explain(&f).warnings.len(), 1);
+    }
+}
