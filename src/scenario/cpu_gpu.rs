@@ -9,9 +9,11 @@ use std::cell::RefCell;
 
 use super::support::{
     accelerator, check_matrices, gflops, host_ordered, matmul_error, matmul_tolerance, run_matmuls,
-    traced, Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
+    traced, Explained, SECONDS_PER_ROUND,
 };
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError, Warning,
+};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -326,11 +328,10 @@ fn explain(f: &Medians, device_b: &str) -> Explained {
             "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
              measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
         ));
-        out.warnings.push(format!(
-            "overlap efficiency max(a, b)/parallel = {overlap:.2} is above 1.0 (parallel speed-up {:.2}×): \
-             two devices cannot finish both workloads before the slower one alone; {BETWEEN_ROUNDS}.",
-            (a + b) / par
-        ));
+        out.warnings.push(Warning::OverlapAboveOne {
+            overlap,
+            speedup: (a + b) / par,
+        });
     }
     if let Some(c) = f.ceiling {
         out.sentences.push(format!(
@@ -605,7 +606,7 @@ mod tests {
         // max(2, 1.9) / 1.87 = 1.07, (2 + 1.9) / 1.87 = 2.09.
         let e = explain(&medians(2.0, 1.9, 1.87, 3.9), "cpu:1");
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
-        let w = &e.warnings[0];
+        let w = e.warnings[0].to_string();
         assert!(
             w.contains("= 1.07 is above 1.0") && w.contains("speed-up 2.09×"),
             "{w}"

@@ -18,8 +18,10 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::support::{check_matrices, traced, Explained, BETWEEN_ROUNDS};
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::support::{check_matrices, traced, Explained};
+use super::{
+    ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError, Warning,
+};
 use crate::device::{Device, Runtime};
 use crate::engine::trace::OrderViolation;
 use crate::engine::{trace, Engine, TraceRecord};
@@ -471,13 +473,12 @@ fn explain(f: &Schedules) -> Explained {
                 human_time(per_op_extra)
             ));
         } else {
-            out.warnings.push(format!(
-                "the speed-up {speedup:.2}× exceeds the {devices} devices, yet op by op ({}) took no longer than \
-                 the ops' own run time ({}): each parallel sample took at least work / {devices} devices, so \
-                 this cannot hold within one round; {BETWEEN_ROUNDS}.",
-                human_time(seq),
-                human_time(f.work),
-            ));
+            out.warnings.push(Warning::SpeedupAboveDevices {
+                speedup,
+                devices,
+                op_by_op_s: seq,
+                work_s: f.work,
+            });
         }
     }
     out.sentences.push(format!(
@@ -545,7 +546,7 @@ mod tests {
         let e = explain(&medians(3.9, 1.5));
         assert!(!e.sentences.join("\n").contains("hand-off and a wait"));
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
-        let w = &e.warnings[0];
+        let w = e.warnings[0].to_string();
         assert!(
             w.contains("2.60× exceeds the 2 devices") && w.contains("(3.900 s)"),
             "{w}"

@@ -15,12 +15,10 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::support::{
-    check_elements, chosen_device, matmul_tolerance, Accelerator, Explained, BETWEEN_ROUNDS,
-};
+use super::support::{check_elements, chosen_device, matmul_tolerance, Accelerator, Explained};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
+    ScenarioError, Warning,
 };
 use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -365,12 +363,10 @@ fn explain(f: &Passes) -> Explained {
         )
     });
     if imp / hyb > ops_per_pass as f64 {
-        out.warnings.push(format!(
-            "hybridize_speedup {:.2}× is above the {ops_per_pass} ops per pass that replaying saves: one \
-             replayed pass, all its kernels in one engine op, would have cost less than one imperative op; \
-             {BETWEEN_ROUNDS}.",
-            imp / hyb
-        ));
+        out.warnings.push(Warning::HybridizeAboveOpsPerPass {
+            speedup: imp / hyb,
+            ops_per_pass,
+        });
     }
     out
 }
@@ -504,7 +500,7 @@ mod tests {
         // 6 ops per pass at most give 6×: 6.5× is flagged, 6× is not.
         let e = explain(&medians(6.5, 1.0));
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
-        let w = &e.warnings[0];
+        let w = e.warnings[0].to_string();
         assert!(
             w.contains("6.50× is above the 6 ops per pass") && w.contains("--min-samples"),
             "{w}"

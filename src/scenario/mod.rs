@@ -17,10 +17,12 @@ pub mod suite;
 pub mod support;
 pub mod sweep;
 pub mod variant;
+pub mod warning;
 
 use std::sync::Arc;
 
 pub use params::{Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use warning::Warning;
 
 use crate::device::{DeviceError, RuntimeOptions};
 use crate::engine::EngineError;

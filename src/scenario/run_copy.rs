@@ -8,9 +8,11 @@ use std::cell::RefCell;
 
 use super::support::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
-    Explained, BETWEEN_ROUNDS, SECONDS_PER_ROUND,
+    Explained, SECONDS_PER_ROUND,
 };
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError, Warning,
+};
 use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
@@ -323,27 +325,21 @@ fn explain(f: &CopyOverlap) -> Explained {
         )
     });
     if vs_ideal < 1.0 {
-        out.warnings.push(format!(
-            "overlapped ({}) is below max(run, copy) + one copy ({}), {vs_ideal:.2}× it, so the overlap \
-             efficiency {eff:.2} is above the {:.2} that perfect overlap allows; {BETWEEN_ROUNDS}.",
-            human_time(ov),
-            human_time(ideal),
-            (r + c) / ideal,
-        ));
+        out.warnings.push(Warning::OverlappedBelowIdeal {
+            overlapped_s: ov,
+            ideal_s: ideal,
+            efficiency: eff,
+            perfect: (r + c) / ideal,
+        });
     }
     if seq / ov > LANES {
-        out.warnings.push(format!(
-            "run-then-copy / overlapped = {:.2} is above {LANES}: two lanes can at most halve the time of \
-             the same work done one after the other; {BETWEEN_ROUNDS}.",
-            seq / ov
-        ));
+        out.warnings.push(Warning::SpeedupAboveLanes {
+            speedup: seq / ov,
+            lanes: LANES,
+        });
     }
     if ratio < 1.0 {
-        out.warnings.push(format!(
-            "the overlapped samples took {ratio:.2}× the busy time of their own busier lane, below 1: \
-             bound and time come from the same sample, so this is not noise but a clock or trace that \
-             disagree (a bug to report)."
-        ));
+        out.warnings.push(Warning::BelowOwnBusyLane { ratio });
     }
     out
 }
@@ -404,7 +400,7 @@ mod tests {
         assert!(all.contains("overlapped took 0.95×"), "{all}");
         assert!(all.contains("noise between rounds"), "{all}");
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
-        let w = &e.warnings[0];
+        let w = e.warnings[0].to_string();
         // 1.0 / 1.05 = 0.95; efficiency 1.5 / 1.0 = 1.50 above its ceiling 1.5 / 1.05 = 1.43.
         assert!(
             w.contains("0.95×") && w.contains("efficiency 1.50 is above the 1.43"),
@@ -422,14 +418,16 @@ mod tests {
         let e = explain(&medians(2.5, 1.1, 1.1));
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
         assert!(
-            e.warnings[0].contains("= 2.27 is above 2"),
+            e.warnings[0].to_string().contains("= 2.27 is above 2"),
             "{}",
             e.warnings[0]
         );
         let e = explain(&medians(1.5, 1.1, 0.9));
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
         assert!(
-            e.warnings[0].contains("took 0.90× the busy time"),
+            e.warnings[0]
+                .to_string()
+                .contains("took 0.90× the busy time"),
             "{}",
             e.warnings[0]
         );

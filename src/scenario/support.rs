@@ -11,7 +11,7 @@ use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
 use crate::tensor::{Tensor, TensorError};
 
-use super::{DeviceChoice, Params, ScenarioError};
+use super::{DeviceChoice, Params, ScenarioError, Warning};
 
 /// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): three rounds after
 /// one warm-up keep `parbench all` near two minutes.
@@ -217,7 +217,7 @@ pub fn gflops(ops: u64, (m, k, n): (usize, usize, usize), seconds: f64) -> f64 {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Explained {
     pub sentences: Vec<String>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Explained {
@@ -225,7 +225,7 @@ impl Explained {
     pub fn record(self, run: &mut RunRecord) {
         run.explanation.extend(self.sentences);
         for w in self.warnings {
-            run.warn(w);
+            run.warn(w.to_string());
         }
     }
 }

@@ -8,8 +8,9 @@ use super::{median_of, Timed};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::report::RunRecord;
-use crate::scenario::support::{Explained, BETWEEN_ROUNDS};
+use crate::scenario::support::Explained;
 use crate::scenario::ScenarioError;
+use crate::scenario::Warning;
 use crate::tensor::Tensor;
 use crate::units::{faster_or_slower, human_time};
 
@@ -148,13 +149,10 @@ fn explain(mode: Mode, n: u64, f: &Medians, p: &Phases) -> Explained {
         );
     }
     if push * (1.0 - f.push_uncertainty) > asyn * (1.0 + f.async_uncertainty) {
-        out.warnings.push(format!(
-            "push-only ({}) took longer than async ({}), beyond both medians' 95% intervals, though async makes \
-             the same pushes and then waits: {}.",
-            human_time(push),
-            human_time(asyn),
-            BETWEEN_ROUNDS,
-        ));
+        out.warnings.push(Warning::PushOnlyAboveAsync {
+            push_s: push,
+            async_s: asyn,
+        });
     }
     out
 }
@@ -217,7 +215,7 @@ mod tests {
             .is_empty());
         let e = explained(Mode::Threaded, 6e-3, 2e-3, 2.2e-3);
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
-        let w = &e.warnings[0];
+        let w = e.warnings[0].to_string();
         assert!(
             w.contains("push-only (2.200 ms) took longer than async (2.000 ms)"),
             "{w}"

@@ -2,6 +2,7 @@
 
 use super::{Participants, Timed, SAMPLES_PER_SECOND};
 use crate::scenario::support::Explained;
+use crate::scenario::Warning;
 use crate::units::{human_bytes, human_time, significant};
 
 /// One variant's figures, as the explanation quotes them.
@@ -89,11 +90,9 @@ pub fn explain(f: &Figures) -> Explained {
     let mut warnings = Vec::new();
     for v in &f.variants {
         if v.scaling_efficiency.is_some_and(|e| e > 1.1) {
-            warnings.push(format!(
-                "{}'s scaling efficiency above 1.1: {}",
-                v.name.name(),
-                crate::scenario::support::BETWEEN_ROUNDS
-            ));
+            warnings.push(Warning::ScalingEfficiencyAboveOne {
+                variant: v.name.name(),
+            });
         }
     }
     Explained {
