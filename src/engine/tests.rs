@@ -273,7 +273,14 @@ fn a_panicking_async_op_reports_its_message() {
                 message: "async kaboom".into()
             })
         );
-        let _ = e.wait_all();
+        // wait_all reports the same first error.
+        assert_eq!(
+            e.wait_all(),
+            Err(EngineError::OpPanicked {
+                op: "async boom".into(),
+                message: "async kaboom".into()
+            })
+        );
     });
 }
 
@@ -289,7 +296,12 @@ fn a_dropped_completion_completes_with_an_error() {
                 op: "forgetful".into()
             })
         );
-        let _ = e.wait_all();
+        assert_eq!(
+            e.wait_all(),
+            Err(EngineError::CompletionDropped {
+                op: "forgetful".into()
+            })
+        );
     });
 }
 
@@ -695,7 +707,10 @@ fn an_async_body_that_catches_its_own_panic_still_completes() {
             e.wait_to_read(&a),
             Err(EngineError::OpPanicked { .. })
         ));
-        let _ = e.wait_all();
+        // It completed with its panic, which wait_all reports too.
+        assert!(
+            matches!(e.wait_all(), Err(EngineError::OpPanicked { ref op, .. }) if op == "self-catching")
+        );
     });
 }
 
@@ -826,7 +841,7 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
             0,
             "a write to a poisoned var ran"
         );
-        let _ = e.wait_all();
+        assert!(e.wait_all().is_err(), "wait_all reports the first error");
         e.clear_error(&v, l[0]);
         let r = ran.clone();
         e.push("overwrite", l[0], &[], &[&v], move || {
@@ -931,7 +946,10 @@ fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its
             })
         );
         assert!(e.wait_to_read(&b).is_err());
-        let _ = e.wait_all();
+        assert!(matches!(
+            e.wait_all(),
+            Err(EngineError::OpPanicked { ref op, .. }) if op == "parks its completion"
+        ));
     });
 }
 
@@ -954,7 +972,10 @@ fn a_skipped_op_inherits_the_error_of_its_first_poisoned_var_reads_before_writes
         assert_eq!(origin(&out), "poison r2");
         assert_eq!(origin(&w), "poison r2");
         assert_eq!(origin(&r1), "poison r1");
-        let _ = e.wait_all();
+        assert!(
+            matches!(e.wait_all(), Err(EngineError::OpFailed { ref op, .. }) if op == "poison w"),
+            "wait_all reports the first failure"
+        );
     });
 }
 
