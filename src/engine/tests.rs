@@ -17,7 +17,10 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     });
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(v) => v,
-        Err(_) => panic!("timed out after {secs} s: deadlock or lost op"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("timed out after {secs} s: deadlock or lost op")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("failed: its panic is above"),
     }
 }
 
