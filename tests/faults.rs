@@ -1,7 +1,11 @@
 //! Faults a user can run into, through the binary: output onto special files and full disks,
 //! a sweep killed mid-point, a torn journal, a closed stderr, a suite that is not UTF-8. Each
 //! must end with a clear one-line error and the documented exit code, or succeed — never a
-//! panic, an abort or a hang. Cases that need something this machine lacks say so and return.
+//! panic, an abort or a hang.
+//!
+//! What every Linux machine has (/dev/full, /dev/null, /dev/zero, the /dev/stdout link,
+//! mkfifo) is asserted, not skipped: a test that passes has run. What needs root (mounting a
+//! tmpfs) is `#[ignore]`d; run it as root with `cargo test --test faults -- --ignored`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -95,6 +99,29 @@ fn is_char_device(path: &Path) -> bool {
     file_type(path).is_some_and(|t| t.is_char_device())
 }
 
+/// `path`, a character device every Linux machine has (/dev/full, /dev/null, /dev/zero). The
+/// test fails, not skips, where it is missing.
+#[cfg(unix)]
+fn char_device(path: &str) -> &Path {
+    let device = Path::new(path);
+    assert!(
+        is_char_device(device),
+        "{path} is not a character device here: this test needs it (every Linux machine has it)"
+    );
+    device
+}
+
+/// /dev/stdout, asserted to be the link every Linux machine has (to /proc/self/fd/1).
+#[cfg(target_os = "linux")]
+fn dev_stdout() -> &'static Path {
+    let stdout = Path::new("/dev/stdout");
+    assert!(
+        file_type(stdout).is_some_and(|t| t.is_symlink()),
+        "/dev/stdout is not a link here: this test needs it (every Linux machine has it)"
+    );
+    stdout
+}
+
 fn async_quick(output: &Path) -> Command {
     let mut c = parbench();
     c.args(["async", "--iterations", "100", "--product-size", "64"])
@@ -107,11 +134,7 @@ fn async_quick(output: &Path) -> Command {
 #[cfg(target_os = "linux")]
 #[test]
 fn output_onto_a_full_device_is_a_one_line_error_and_the_device_survives() {
-    let full = Path::new("/dev/full");
-    if !is_char_device(full) {
-        eprintln!("skipped: no /dev/full here");
-        return;
-    }
+    let full = char_device("/dev/full");
     let out = run_with_deadline(async_quick(full), 120);
     assert_one_line_error(&out, 2, "cannot write /dev/full");
     assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
@@ -124,11 +147,7 @@ fn output_onto_a_full_device_is_a_one_line_error_and_the_device_survives() {
 #[cfg(unix)]
 #[test]
 fn output_onto_the_null_device_succeeds_and_the_device_survives() {
-    let null = Path::new("/dev/null");
-    if !is_char_device(null) {
-        eprintln!("skipped: /dev/null is not a character device here");
-        return;
-    }
+    let null = char_device("/dev/null");
     let out = run_with_deadline(async_quick(null), 120);
     assert_eq!(
         out.status.code(),
@@ -146,11 +165,7 @@ fn output_onto_the_null_device_succeeds_and_the_device_survives() {
 #[cfg(target_os = "linux")]
 #[test]
 fn output_onto_dev_stdout_writes_through_and_leaves_the_link() {
-    let stdout = Path::new("/dev/stdout");
-    if !file_type(stdout).is_some_and(|t| t.is_symlink()) {
-        eprintln!("skipped: /dev/stdout is not a link here");
-        return;
-    }
+    let stdout = dev_stdout();
     let out = run_with_deadline(async_quick(stdout), 120);
     assert_eq!(
         out.status.code(),
@@ -172,14 +187,11 @@ fn output_onto_dev_stdout_writes_through_and_leaves_the_link() {
 fn output_onto_dev_stdout_redirected_to_a_file_follows_the_table() {
     // `parbench async -o /dev/stdout > out.txt`: opening /dev/stdout opens out.txt afresh at
     // offset 0, so the report must be appended, not written over the table before it.
-    if !file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()) {
-        eprintln!("skipped: /dev/stdout is not a link here");
-        return;
-    }
+    let stdout = dev_stdout();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("out.txt");
     let file = std::fs::File::create(&path).expect("create");
-    let mut cmd = async_quick(Path::new("/dev/stdout"));
+    let mut cmd = async_quick(stdout);
     let mut child = cmd
         .stdout(Stdio::from(file))
         .stderr(Stdio::null())
@@ -199,7 +211,7 @@ fn output_onto_dev_stdout_redirected_to_a_file_follows_the_table() {
     assert!(text[..json_at].contains("== async"), "{text}");
     let doc: Value = serde_json::from_str(&text[json_at..]).expect("one whole report");
     assert_eq!(doc["runs"][0]["scenario"], "async");
-    assert!(file_type(Path::new("/dev/stdout")).is_some_and(|t| t.is_symlink()));
+    assert!(file_type(stdout).is_some_and(|t| t.is_symlink()));
 }
 
 #[cfg(unix)]
@@ -208,10 +220,11 @@ fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("report.pipe");
     let made = Command::new("mkfifo").arg(&fifo).status();
-    if !made.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: mkfifo is not available");
-        return;
-    }
+    assert!(
+        made.as_ref().is_ok_and(|s| s.success()),
+        "mkfifo {}: {made:?}: this test needs it (every Linux machine has it)",
+        fifo.display()
+    );
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(&fifo).expect("read the fifo"))
@@ -235,14 +248,22 @@ fn output_onto_a_fifo_reaches_the_reader_and_the_fifo_survives() {
 struct SmallFs(PathBuf);
 
 impl SmallFs {
-    fn mount(dir: &Path, size: &str) -> Option<SmallFs> {
-        let ok = Command::new("mount")
+    /// Mount it on `dir`, or say why not (mount's own message: not root, or no permission to
+    /// mount in this container).
+    fn mount(dir: &Path, size: &str) -> Result<SmallFs, String> {
+        let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| SmallFs(dir.to_path_buf()))
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount -t tmpfs failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(SmallFs(dir.to_path_buf()))
     }
 }
 
@@ -254,27 +275,32 @@ impl Drop for SmallFs {
 
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs root (mounts a 64 KiB tmpfs): cargo test --test faults -- --ignored"]
 fn output_into_a_full_filesystem_leaves_no_partial_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some(fs) = SmallFs::mount(dir.path(), "64k") else {
-        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
-        return;
-    };
+    let fs = SmallFs::mount(dir.path(), "64k").unwrap_or_else(|why| {
+        panic!("this test needs root and permission to mount a tmpfs: {why}")
+    });
     // Fill it, leaving less room than a report needs.
     let filler = fs.0.join("filler");
     let mut f = std::fs::File::create(&filler).expect("filler");
     let block = vec![0u8; 4096];
     while std::io::Write::write_all(&mut f, &block).is_ok() {}
     drop(f);
-    let _ = std::fs::OpenOptions::new()
+    let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&filler)
-        .map(|mut f| {
-            // Leave a little room, so the pre-run probe passes and the report write fails.
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = f.set_len(len.saturating_sub(2048));
-            let _ = std::io::Write::flush(&mut f);
-        });
+        .expect("reopen the filler");
+    let len = f.metadata().expect("the filler's size").len();
+    assert!(
+        len > 0 && len <= 64 * 1024,
+        "the filler ({len} bytes) did not fill the 64 KiB tmpfs"
+    );
+    // Leave a little room, so the pre-run probe passes and the report write fails.
+    f.set_len(len.saturating_sub(2048))
+        .expect("shrink the filler");
+    std::io::Write::flush(&mut f).expect("flush the filler");
+    drop(f);
     let target = fs.0.join("report.json");
     let out = run_with_deadline(async_quick(&target), 120);
     assert_one_line_error(&out, 2, "No space left on device");
@@ -461,10 +487,12 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
         .rposition(|&b| b == b'\n')
         .expect("three lines")
         + 1;
-    let Some(multi) = bytes[last_start..].iter().position(|&b| b >= 0x80) else {
-        eprintln!("skipped: the last record has no multi-byte character to cut");
-        return;
-    };
+    // Every matmul record has a `×`: its variant label is "OPS × (M×K · K×N) on DEVICE".
+    let times = "×".as_bytes();
+    let multi = bytes[last_start..]
+        .windows(times.len())
+        .position(|w| w == times)
+        .expect("the last record has its label's '×' to cut");
     // Keep the first byte of that character only.
     std::fs::write(&journal, &bytes[..last_start + multi + 1]).expect("tear");
     resume_sweep(SMALL_SWEEP, &journal, &report, 120);
@@ -483,11 +511,7 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
 fn a_journal_on_a_full_device_is_a_one_line_error_without_a_hang() {
     // Reading /dev/full never ends: the journal must not be read back to check for a torn
     // line. The first append fails, and says which file.
-    let full = Path::new("/dev/full");
-    if !is_char_device(full) {
-        eprintln!("skipped: no /dev/full here");
-        return;
-    }
+    let full = char_device("/dev/full");
     let mut c = parbench();
     c.args(SMALL_SWEEP).args(QUICK).arg("--journal").arg(full);
     let out = run_with_deadline(c, 120);
@@ -499,11 +523,7 @@ fn a_journal_on_a_full_device_is_a_one_line_error_without_a_hang() {
 #[test]
 fn a_journal_on_the_null_device_is_allowed() {
     // `--journal /dev/null`: no journal wanted. It exists, but it is not a journal to resume.
-    let null = Path::new("/dev/null");
-    if !is_char_device(null) {
-        eprintln!("skipped: /dev/null is not a character device here");
-        return;
-    }
+    let null = char_device("/dev/null");
     let mut c = parbench();
     c.args(SMALL_SWEEP).args(QUICK).arg("--journal").arg(null);
     let out = run_with_deadline(c, 120);
@@ -520,11 +540,7 @@ fn a_journal_on_the_null_device_is_allowed() {
 #[test]
 fn resuming_from_a_device_is_a_one_line_error_without_a_hang() {
     // /dev/zero is one endless line: reading it as a journal ran out of memory (SIGABRT).
-    let zero = Path::new("/dev/zero");
-    if !is_char_device(zero) {
-        eprintln!("skipped: no /dev/zero here");
-        return;
-    }
+    let zero = char_device("/dev/zero");
     let mut c = parbench();
     c.args(SMALL_SWEEP).args(QUICK).arg("--resume").arg(zero);
     let out = run_with_deadline(c, 60);
@@ -538,16 +554,15 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
     // The default journal is the -o file with .jsonl; for `-o /dev/null` that was
     // /dev/null.jsonl, a stray file in /dev (as root) or a refused run. It goes to the
     // working directory instead, as without -o.
-    let null = Path::new("/dev/null");
-    if !is_char_device(null) {
-        eprintln!("skipped: /dev/null is not a character device here");
-        return;
-    }
+    let null = char_device("/dev/null");
     let stray = Path::new("/dev/null.jsonl");
-    if stray.exists() {
-        eprintln!("skipped: /dev/null.jsonl already exists (left by something else)");
-        return;
-    }
+    // One left by an older parbench (or made by hand) stays, and must stay as it is.
+    let stray_state = || {
+        std::fs::symlink_metadata(stray)
+            .ok()
+            .map(|m| (m.file_type(), m.len(), m.modified().ok()))
+    };
+    let before = stray_state();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut c = parbench();
     c.current_dir(dir.path())
@@ -556,8 +571,8 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
         .arg("-o")
         .arg(null);
     let out = run_with_deadline(c, 120);
-    let created = stray.exists();
-    if created {
+    let after = stray_state();
+    if before.is_none() && after.is_some() {
         let _ = std::fs::remove_file(stray);
     }
     assert_eq!(
@@ -566,7 +581,7 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!created, "the journal went to /dev/null.jsonl");
+    assert_eq!(after, before, "the journal went to /dev/null.jsonl");
     assert!(is_char_device(null));
     assert_eq!(
         journal_lines(&dir.path().join("parbench-sweep-matmul.jsonl")).len(),
@@ -616,11 +631,7 @@ fn a_suite_that_is_not_utf8_is_a_one_line_usage_error() {
 #[test]
 fn a_suite_that_never_ends_is_a_one_line_usage_error() {
     // /dev/zero is valid UTF-8 (NUL bytes) and endless: reading it whole ran out of memory.
-    let zero = Path::new("/dev/zero");
-    if !is_char_device(zero) {
-        eprintln!("skipped: no /dev/zero here");
-        return;
-    }
+    let zero = char_device("/dev/zero");
     let mut c = parbench();
     c.arg("run").arg(zero);
     let out = run_with_deadline(c, 60);

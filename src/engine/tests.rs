@@ -17,7 +17,10 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     });
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(v) => v,
-        Err(_) => panic!("timed out after {secs} s: deadlock or lost op"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("timed out after {secs} s: deadlock or lost op")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("failed: its panic is above"),
     }
 }
 
@@ -104,37 +107,55 @@ fn a_var_in_reads_and_writes_is_a_write() {
 }
 
 #[test]
-fn independent_ops_run_concurrently() {
+fn independent_ops_meeting_at_a_barrier_do_not_hang() {
     // Each op waits at a two-party barrier: serialized execution would never get past it.
     within(10, || {
         let (e, l) = engine(2);
         let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (met, leaders) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (a, b) = (Var::new(), Var::new());
         for (lane, var) in [(l[0], &a), (l[1], &b)] {
-            let barrier = barrier.clone();
+            let (barrier, met, leaders) = (barrier.clone(), met.clone(), leaders.clone());
             e.push("meet", lane, &[], &[var], move || {
-                barrier.wait();
+                if barrier.wait().is_leader() {
+                    leaders.fetch_add(1, Ordering::SeqCst);
+                }
+                met.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             });
         }
-        e.wait_all().unwrap();
+        assert_eq!(e.wait_all(), Ok(()));
+        // Both ops got past the barrier, as one meeting of two.
+        assert_eq!(met.load(Ordering::SeqCst), 2, "ops past the barrier");
+        assert_eq!(leaders.load(Ordering::SeqCst), 1, "meetings at the barrier");
+        assert_eq!((a.pushed_writes(), b.pushed_writes()), (1, 1));
     });
 }
 
 #[test]
-fn concurrent_readers_of_one_var_run_together() {
+fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
+    // Two readers of one var wait at a two-party barrier: readers run one at a time would
+    // never get past it.
     within(10, || {
         let (e, l) = engine(2);
         let v = Var::new();
         let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (met, leaders) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         for lane in [l[0], l[1]] {
-            let barrier = barrier.clone();
+            let (barrier, met, leaders) = (barrier.clone(), met.clone(), leaders.clone());
             e.push("read", lane, &[&v], &[], move || {
-                barrier.wait();
+                if barrier.wait().is_leader() {
+                    leaders.fetch_add(1, Ordering::SeqCst);
+                }
+                met.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             });
         }
-        e.wait_all().unwrap();
+        assert_eq!(e.wait_all(), Ok(()));
+        // Both readers got past the barrier, as one meeting of two; neither was a write.
+        assert_eq!(met.load(Ordering::SeqCst), 2, "readers past the barrier");
+        assert_eq!(leaders.load(Ordering::SeqCst), 1, "meetings at the barrier");
+        assert_eq!(v.pushed_writes(), 0);
     });
 }
 
@@ -255,7 +276,14 @@ fn a_panicking_async_op_reports_its_message() {
                 message: "async kaboom".into()
             })
         );
-        let _ = e.wait_all();
+        // wait_all reports the same first error.
+        assert_eq!(
+            e.wait_all(),
+            Err(EngineError::OpPanicked {
+                op: "async boom".into(),
+                message: "async kaboom".into()
+            })
+        );
     });
 }
 
@@ -271,7 +299,12 @@ fn a_dropped_completion_completes_with_an_error() {
                 op: "forgetful".into()
             })
         );
-        let _ = e.wait_all();
+        assert_eq!(
+            e.wait_all(),
+            Err(EngineError::CompletionDropped {
+                op: "forgetful".into()
+            })
+        );
     });
 }
 
@@ -592,24 +625,45 @@ fn push_together(
 #[test]
 fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
     let (x, y) = (Var::new(), Var::new());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (vars, count) = ([x.clone(), y.clone()], ran.clone());
     push_together(2, move |e, lane, t, _| {
         // Opposite orders from the two threads.
         let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
-        e.push("xy", lane, &[], &writes, || Ok(()));
+        let ran = count.clone();
+        e.push("xy", lane, &[], &writes, move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
     });
+    // push_together has waited for all of them: every op ran, and wrote both vars.
+    assert_eq!(ran.load(Ordering::SeqCst), 2 * 20_000, "ops run");
+    for v in &vars {
+        assert_eq!(v.pushed_writes(), 2 * 20_000);
+    }
 }
 
 #[test]
 fn concurrent_pushers_of_three_overlapping_vars_do_not_deadlock() {
     // Ops of three vars take the general registration path (two take a shortcut).
     let vars = [Var::new(), Var::new(), Var::new()];
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (pushed, count) = (vars.clone(), ran.clone());
     push_together(3, move |e, lane, t, i| {
         // Each thread rotates the order its own way; one var is read.
         let k = (t + i) % 3;
         let order = if t == 1 { [2, 1, 0] } else { [0, 1, 2] };
         let at = |j: usize| &vars[order[(k + j) % 3]];
-        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], || Ok(()));
+        let ran = count.clone();
+        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
     });
+    // push_together has waited for all of them: every op ran, and each wrote two vars.
+    assert_eq!(ran.load(Ordering::SeqCst), 3 * 20_000, "ops run");
+    let writes: u64 = pushed.iter().map(Var::pushed_writes).sum();
+    assert_eq!(writes, 2 * 3 * 20_000);
 }
 
 #[test]
@@ -623,12 +677,20 @@ fn pushing_from_inside_an_op_never_blocks_on_the_bound_or_in_naive_mode() {
             let inner = e.clone();
             let done = Var::new();
             let d2 = done.clone();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let r = ran.clone();
             e.push("outer", lane, &[], &[&Var::new()], move || {
-                inner.push("inner", lane, &[], &[&d2], || Ok(()));
+                inner.push("inner", lane, &[], &[&d2], move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                });
                 Ok(())
             });
-            e.wait_all().unwrap();
-            e.wait_to_read(&done).unwrap();
+            assert_eq!(e.wait_all(), Ok(()), "{mode:?}");
+            assert_eq!(e.wait_to_read(&done), Ok(()), "{mode:?}");
+            // The op pushed from inside the outer one was pushed, and ran, once.
+            assert_eq!(done.pushed_writes(), 1, "{mode:?}");
+            assert_eq!(ran.load(Ordering::SeqCst), 1, "{mode:?}: the inner op ran");
         });
     }
 }
@@ -648,21 +710,27 @@ fn an_async_body_that_catches_its_own_panic_still_completes() {
             e.wait_to_read(&a),
             Err(EngineError::OpPanicked { .. })
         ));
-        let _ = e.wait_all();
+        // It completed with its panic, which wait_all reports too.
+        assert!(
+            matches!(e.wait_all(), Err(EngineError::OpPanicked { ref op, .. }) if op == "self-catching")
+        );
     });
 }
 
 #[test]
-fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
+fn ops_run_when_the_last_handle_is_dropped_inside_an_op_and_the_workers_finish() {
     within(10, || {
         let (e, l) = engine(2);
         let counter = Arc::new(AtomicUsize::new(0));
         let a = Var::new();
         // Op A holds the only other handle, sleeps, then drops it on its worker.
         let held = e.clone();
+        let a_ran = Arc::new(AtomicUsize::new(0));
+        let c = a_ran.clone();
         e.push("a", l[0], &[], &[&a], move || {
             std::thread::sleep(Duration::from_millis(50));
             drop(held);
+            c.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
         // Op B becomes ready only after A: it must still run.
@@ -681,6 +749,13 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op() {
         while shared.strong_count() > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // Each op ran exactly once, and nothing is left of the engine.
+        assert_eq!(a_ran.load(Ordering::SeqCst), 1, "op a runs");
+        assert_eq!(counter.load(Ordering::SeqCst), 1, "op b runs");
+        assert!(
+            shared.upgrade().is_none(),
+            "the engine's shared state is freed"
+        );
     });
 }
 
@@ -769,7 +844,7 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
             0,
             "a write to a poisoned var ran"
         );
-        let _ = e.wait_all();
+        assert!(e.wait_all().is_err(), "wait_all reports the first error");
         e.clear_error(&v, l[0]);
         let r = ran.clone();
         e.push("overwrite", l[0], &[], &[&v], move || {
@@ -874,7 +949,10 @@ fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its
             })
         );
         assert!(e.wait_to_read(&b).is_err());
-        let _ = e.wait_all();
+        assert!(matches!(
+            e.wait_all(),
+            Err(EngineError::OpPanicked { ref op, .. }) if op == "parks its completion"
+        ));
     });
 }
 
@@ -897,7 +975,10 @@ fn a_skipped_op_inherits_the_error_of_its_first_poisoned_var_reads_before_writes
         assert_eq!(origin(&out), "poison r2");
         assert_eq!(origin(&w), "poison r2");
         assert_eq!(origin(&r1), "poison r1");
-        let _ = e.wait_all();
+        assert!(
+            matches!(e.wait_all(), Err(EngineError::OpFailed { ref op, .. }) if op == "poison w"),
+            "wait_all reports the first failure"
+        );
     });
 }
 

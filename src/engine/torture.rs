@@ -630,5 +630,10 @@ fn random_programs_match_the_sequential_interpretation() {
     let (programs, ops) = seeds.join().unwrap_or_else(|_| {
         panic!("seed {last_seed} differs (replay: PARBENCH_TORTURE_SEED={last_seed})")
     });
+    // Every program the budget called for ran (one, when replaying a seed).
+    assert!(programs >= 1, "no program ran");
+    if only.is_none() {
+        assert!(ops >= total, "{ops} ops run of the {total} asked for");
+    }
     eprintln!("engine torture: {programs} random programs, {ops} ops, all equal to the sequential interpretation");
 }

@@ -1,0 +1,164 @@
+//! `ab`: paired runs of two builds, checked on stand-ins that print exact reports.
+
+use serde_json::Value;
+
+use crate::util::{assert_usage_error, parbench, report_with, scale_times};
+
+/// A stand-in for a parbench build: answers `--version` as parbench does and runs the shell
+/// `body` for anything else.
+#[cfg(unix)]
+fn stand_in(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'parbench 0.1.0'; exit 0; fi\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A stand-in that prints `report` for any `run`, so `ab`'s decisions can be checked on exact,
+/// noise-free values.
+#[cfg(unix)]
+fn fake_parbench(
+    dir: &std::path::Path,
+    name: &str,
+    report: &std::path::Path,
+) -> std::path::PathBuf {
+    stand_in(dir, name, &format!("cat '{}'", report.display()))
+}
+
+#[cfg(unix)]
+#[test]
+fn ab_finds_a_slower_candidate_and_passes_an_identical_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_report = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
+    let slow_report = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 1.3));
+    let base = fake_parbench(dir.path(), "base", &base_report);
+    let same = fake_parbench(dir.path(), "same", &base_report);
+    let slow = fake_parbench(dir.path(), "slow", &slow_report);
+    let suite = dir.path().join("one.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"async\"\nparams = { iterations = 50 }\n",
+    )
+    .unwrap();
+    let ab = |candidate: &std::path::Path, extra: &[&str]| {
+        parbench()
+            .arg("ab")
+            .arg(&base)
+            .arg(candidate)
+            .arg(&suite)
+            .args(["--min-pairs", "8", "--max-pairs", "12"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = ab(&same, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 regressions"), "{text}");
+    assert!(text.contains("  same"), "{text}");
+    // Identical values settle at once: the entry stops at --min-pairs.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1: async: 8 pairs"));
+
+    let json_file = dir.path().join("ab.json");
+    let out = ab(
+        &slow,
+        &["--format", "markdown", "-o", json_file.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("| entry | pairs |"), "{text}");
+    assert!(
+        text.contains("+30.0%") && text.contains("slower ❌"),
+        "{text}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let sync = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["entry"].as_str().unwrap().ends_with("] sync"))
+        .expect("the sync variant");
+    assert_eq!(sync["verdict"], "slower");
+    // A change never ends sampling early: all of --max-pairs.
+    assert_eq!(sync["pairs"].as_array().unwrap().len(), 12);
+    assert!((sync["median_ratio"].as_f64().unwrap() - 1.3).abs() < 1e-9);
+    assert!(doc["regressions"].as_u64().unwrap() >= 6, "{doc}");
+    // The saved pairs judged again, without running anything: a 30% change is no regression at
+    // a 40% threshold, and is one at 5%.
+    for (threshold, code) in [("40%", 0), ("5%", 1)] {
+        let out = parbench()
+            .args(["ab", "--threshold", threshold, "--from"])
+            .arg(&json_file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{threshold}");
+    }
+    assert_usage_error(
+        &["ab", "--from", "/nonexistent.json"],
+        "cannot read the A/B run",
+    );
+    assert_usage_error(&["ab", "only-one"], "required");
+}
+
+#[cfg(unix)]
+#[test]
+fn ab_refuses_what_it_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let parbench_bin = assert_cmd::cargo::cargo_bin("parbench");
+    let me = parbench_bin.to_str().unwrap();
+    assert_usage_error(
+        &["ab", "/nonexistent/parbench", me],
+        "/nonexistent/parbench is neither an executable nor a git revision",
+    );
+    assert_usage_error(&["ab", me, "/bin/true"], "is not a parbench executable");
+    assert_usage_error(
+        &["ab", me, me, "--min-pairs", "9", "--max-pairs", "4"],
+        "--max-pairs 4 is below --min-pairs 9",
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[run]]\nscenario = \"warp\"\n").unwrap();
+    assert_usage_error(
+        &["ab", me, me, bad.to_str().unwrap()],
+        "unknown scenario 'warp'",
+    );
+    // A side that fails on an entry stops the run with its message.
+    let failing = stand_in(dir.path(), "failing", "echo 'error: boom' >&2\nexit 3");
+    let suite = dir.path().join("one.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"async\"\nparams = { iterations = 20, product_size = 16 }\n",
+    )
+    .unwrap();
+    assert_usage_error(
+        &["ab", me, failing.to_str().unwrap(), suite.to_str().unwrap()],
+        "the candidate failed on suite entry 1: async",
+    );
+    // A side that refuses an entry as bad input (exit 2: a parameter it does not know yet) has
+    // that entry skipped and named; the rest of the suite is still compared.
+    let refusing = stand_in(
+        dir.path(),
+        "refusing",
+        "echo \"error: unknown parameter 'product_size'\" >&2\nexit 2",
+    );
+    let out = parbench()
+        .args([
+            "ab",
+            me,
+            refusing.to_str().unwrap(),
+            suite.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ab: skipped: the candidate failed on suite entry 1: async")
+            && stderr.contains("unknown parameter 'product_size'"),
+        "{stderr}"
+    );
+}

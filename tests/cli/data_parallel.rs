@@ -1,0 +1,120 @@
+//! `data-parallel`: the training schemes against one-device SGD, and the MPI backend.
+
+use crate::util::{assert_usage_error, json_of, variant_names, SMALL_TRAINING};
+
+#[test]
+fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves() {
+    let doc = json_of(SMALL_TRAINING);
+    let run = &doc["runs"][0];
+    assert_eq!(
+        variant_names(run),
+        ["one-device", "parameter-server", "ring", "async"]
+    );
+    let checks = run["checks"].as_array().unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "parameter-server equals one-device SGD",
+            "ring equals one-device SGD",
+            "parameter-server and ring give the same parameters"
+        ]
+    );
+    assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
+    let d = &run["derived"];
+    assert_eq!(
+        d["parameters"].as_f64(),
+        Some((16 * 24 + 24 + 24 * 4 + 4) as f64)
+    );
+    for v in ["one_device", "parameter_server", "ring", "async"] {
+        let curve = d[format!("{v}_loss_curve")].as_array().unwrap();
+        // [update, loss, seconds], seconds never going back.
+        assert!(curve.len() >= 10, "{v}: {curve:?}");
+        let seconds: Vec<f64> = curve.iter().map(|p| p[2].as_f64().unwrap()).collect();
+        assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "{v}: {seconds:?}");
+        // Training lowers the loss.
+        assert!(
+            d[format!("{v}_final_loss")].as_f64().unwrap() < d["initial_loss"].as_f64().unwrap()
+        );
+        assert!(d[format!("{v}_samples_per_second")].as_f64().unwrap() > 0.0);
+    }
+    for v in ["parameter_server", "ring"] {
+        let e = d[format!("{v}_scaling_efficiency")].as_f64().unwrap();
+        assert!(e > 0.0 && e.is_finite(), "{v}: {e}");
+        let share = d[format!("{v}_communication_share")].as_f64().unwrap();
+        assert!((0.0..1.0).contains(&share) && share > 0.0, "{v}: {share}");
+        assert_eq!(
+            run["figures"][format!("{v}_scaling_efficiency")]["better"],
+            "higher"
+        );
+    }
+    assert!(d["async_staleness_mean"].is_number());
+    assert_eq!(run["figures"]["ring_time_to_target_s"]["better"], "lower");
+    // The sentences quote the figures as the table prints them: samples/s grouped.
+    let explanation = run["explanation"].as_array().unwrap();
+    let rate = d["ring_samples_per_second"].as_f64().unwrap().round() as u64;
+    let digits = rate.to_string();
+    let grouped: String = digits
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let comma = i > 0 && (digits.len() - i).is_multiple_of(3);
+            comma.then_some(',').into_iter().chain([c])
+        })
+        .collect();
+    assert!(
+        explanation
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with(&format!(
+                "ring: {grouped} samples/s, a scaling efficiency of "
+            ))),
+        "{explanation:?}"
+    );
+    assert_usage_error(
+        &["data-parallel", "--devices", "4", "--batch", "2"],
+        "--batch must be at least --devices",
+    );
+    assert_usage_error(&["data-parallel", "--lr", "-1"], "--lr");
+    assert_usage_error(
+        &["data-parallel", "--layers", "10"],
+        "--layers needs at least",
+    );
+    assert_usage_error(
+        &["data-parallel", "--layers", "100000x100000x10"],
+        "data-parallel's parameters",
+    );
+}
+
+#[test]
+fn data_parallel_over_mpi_needs_the_feature_or_runs_as_one_rank() {
+    if !cfg!(feature = "mpi") {
+        assert_usage_error(
+            &["data-parallel", "--backend", "mpi"],
+            "needs a build with the mpi feature: apt-get install",
+        );
+        return;
+    }
+    // Started without mpirun: one rank, said so, every check passing.
+    let mut args = SMALL_TRAINING.to_vec();
+    args.extend(["--backend", "mpi"]);
+    let doc = json_of(&args);
+    let run = &doc["runs"][0];
+    assert_eq!(variant_names(run), ["one-device", "allreduce", "ring"]);
+    assert_eq!(run["parameters"]["devices"], 1);
+    assert!(run["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["passed"] == true));
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("started without mpirun: running as one rank"),
+        "{notes}"
+    );
+    assert_eq!(run["derived"]["ranks"][0]["rank"], 0);
+    // A sweep cannot span MPI jobs.
+    assert_usage_error(
+        &["sweep", "data-parallel", "--set", "backend=mpi"],
+        "a sweep runs its points in one process",
+    );
+}

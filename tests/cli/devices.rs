@@ -1,0 +1,168 @@
+//! The GPU probe, and every scenario's fallback to a CPU device when no GPU can be used.
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::common::QUICK;
+use crate::util::{assert_usage_error, json_of, parbench, variant_names};
+
+#[test]
+fn devices_reports_a_missing_gpu_with_its_reason() {
+    let out = parbench().arg("devices").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cpu "), "{text}");
+    if !text.contains("cuda:0") {
+        assert!(text.contains("gpu     unavailable: "), "{text}");
+    }
+    let json: Value = serde_json::from_slice(
+        &parbench()
+            .args(["devices", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(json["gpu"]["available"].is_boolean());
+}
+
+#[test]
+fn an_empty_library_path_still_gives_a_clean_unavailable() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = parbench()
+        .env("LD_LIBRARY_PATH", empty.path())
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    if json["gpu"]["available"] == false {
+        assert!(json["gpu"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()));
+    }
+}
+
+#[test]
+fn hidden_gpus_are_reported_as_hidden() {
+    let out = parbench()
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["gpu"]["available"], false);
+}
+
+/// Small sizes: these check the fallback path and the report, not speed.
+#[test]
+fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
+    let args = [
+        "cpu-gpu",
+        "--ops",
+        "2",
+        "--cpu-size",
+        "64",
+        "--gpu-size",
+        "64",
+    ];
+    let doc = json_of(&args);
+    let run = &doc["runs"][0];
+    let names = variant_names(run);
+    assert_eq!(names, ["a-alone", "b-alone", "parallel", "one-device"]);
+    for key in [
+        "parallel_speedup",
+        "overlap_efficiency",
+        "a_gflops",
+        "b_gflops",
+    ] {
+        assert!(run["derived"][key].is_number(), "{key}");
+    }
+    assert!(
+        run["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["passed"] == true),
+        "{}",
+        run["checks"]
+    );
+    if doc["environment"]["gpu"]["available"] == false {
+        assert_eq!(run["devices"].as_array().unwrap().len(), 2);
+        let note = run["notes"][0].as_str().unwrap();
+        assert!(
+            note.starts_with("GPU unavailable: ") && note.ends_with("using cpu:1"),
+            "{note}"
+        );
+        parbench()
+            .args(args)
+            .args(QUICK)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("note: GPU unavailable:"))
+            .stdout(predicate::str::contains(
+                "devices: cpu:0 (1 thread), cpu:1 (1 thread, standing in for the GPU)",
+            ));
+    }
+}
+
+/// Asking for the GPU by name on a machine without one is an error, unless `--fallback`.
+#[test]
+fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
+    let probe = parbench().args(["devices", "--json"]).output().unwrap();
+    let env: Value = serde_json::from_slice(&probe.stdout).unwrap();
+    if env["gpu"]["available"] == true {
+        return;
+    }
+    for scenario in ["matmul", "async", "memory", "hybridize"] {
+        assert_usage_error(
+            &[scenario, "--device", "cuda"],
+            "--device cuda asks for a GPU, and none can be used (",
+        );
+    }
+    assert_usage_error(
+        &[
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,32",
+            "--set",
+            "device=cpu,cuda",
+        ],
+        "add --fallback",
+    );
+    let doc = json_of(&["matmul", "--device", "cuda", "--size", "32", "--fallback"]);
+    let run = &doc["runs"][0];
+    assert!(
+        run["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU unavailable: "),
+        "{run}"
+    );
+    assert_eq!(run["checks"][0]["passed"], true);
+}
+
+#[test]
+fn run_copy_falls_back_and_checks_the_copies() {
+    let doc = json_of(&["run-copy", "--ops", "3", "--size", "64"]);
+    let run = &doc["runs"][0];
+    let names = variant_names(run);
+    assert_eq!(names, ["run", "copy", "run-then-copy", "overlapped"]);
+    assert!(run["derived"]["overlap_efficiency"].is_number());
+    assert!(run["derived"]["lower_bound_s"].is_number());
+    assert_eq!(run["checks"][0]["passed"], true);
+    if doc["environment"]["gpu"]["available"] == false {
+        assert!(run["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU unavailable: "));
+    }
+}

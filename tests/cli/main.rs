@@ -1,0 +1,21 @@
+//! The command line as a user meets it: output contracts, exit codes, and bad input.
+//!
+//! One test binary (`cargo test --test cli`), a module per feature; what they share is in
+//! `util` and in `tests/common` (shared with the other test binaries).
+
+#[path = "../common/mod.rs"]
+mod common;
+mod util;
+
+mod ab;
+mod compare;
+mod data_parallel;
+mod devices;
+mod export;
+mod output;
+mod plot;
+mod report_html;
+mod run;
+mod scenarios;
+mod sweep;
+mod usage;

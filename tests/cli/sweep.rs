@@ -1,0 +1,196 @@
+//! `sweep`: axes, journals, resuming, the summary, and an interrupt.
+
+use serde_json::Value;
+
+use crate::common::QUICK;
+use crate::util::{assert_usage_error, parbench};
+
+const SWEEP: &[&str] = &[
+    "sweep",
+    "matmul",
+    "--set",
+    "size=16:64:16",
+    "--set",
+    "ops=1",
+];
+
+#[test]
+fn an_interrupted_sweep_resumes_without_repeating_a_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let out = dir.path().join("sweep.json");
+    // Stopped after two of four points, as a kill would.
+    let first = parbench()
+        .env("PARBENCH_SWEEP_STOP_AFTER", "2")
+        .args(SWEEP)
+        .args(QUICK)
+        .arg("--journal")
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert_ne!(first.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        2
+    );
+    // Starting over on the same journal by mistake is refused.
+    assert_usage_error(
+        &[SWEEP, &["--journal", journal.to_str().unwrap()]].concat(),
+        "already exists",
+    );
+    parbench()
+        .args(SWEEP)
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let sizes: Vec<u64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["parameters"]["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes,
+        [16, 32, 48, 64],
+        "every point exactly once, in order"
+    );
+    assert_eq!(doc["sweep"]["scenario"], "matmul");
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        4
+    );
+}
+
+#[test]
+fn sweep_rejects_bad_axes_before_running() {
+    assert_usage_error(
+        &["sweep", "matmul", "--set", "colour=1"],
+        "no parameter 'colour'",
+    );
+    assert_usage_error(&["sweep", "matmul", "--set", "size=100,0"], "--size");
+    assert_usage_error(&["sweep", "matmul", "--set", "size=9:1:1"], "START <= STOP");
+    assert_usage_error(
+        &["sweep", "warp", "--set", "size=1"],
+        "unknown scenario 'warp'",
+    );
+}
+
+#[test]
+fn a_sweep_resumed_with_other_axes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32"])
+        .args(QUICK)
+        .arg("--journal")
+        .arg(&journal)
+        .arg("-o")
+        .arg(dir.path().join("a.json"))
+        .assert()
+        .success();
+    assert_usage_error(
+        &[
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,48",
+            "--resume",
+            journal.to_str().unwrap(),
+        ],
+        "holds a point that is not in this sweep (matmul size=32",
+    );
+    // More points than before is a longer sweep, not another one.
+    let out = dir.path().join("b.json");
+    parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32,48"])
+        .args(QUICK)
+        .arg("--resume")
+        .arg(&journal)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_sweep_ends_with_a_summary_of_its_points() {
+    let out = parbench()
+        .args(["sweep", "matmul", "--set", "size=16,32", "--set", "ops=1,2"])
+        .args(QUICK)
+        .args(["--journal", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summary = text
+        .split("== sweep of matmul: 4 points, median per variant\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    let lines: Vec<&str> = summary.lines().collect();
+    assert!(
+        lines[0]
+            .split_whitespace()
+            .eq(["size", "ops", "matmul", "checks"]),
+        "{summary}"
+    );
+    assert_eq!(lines.len(), 5, "a header and a line per point: {summary}");
+    assert!(lines[1].trim_start().starts_with("16    1"), "{summary}");
+    assert!(lines[1..].iter().all(|l| l.ends_with("ok")), "{summary}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_on_a_sweep_says_how_to_resume() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    // The second point takes minutes: the interrupt always lands in it.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("parbench"))
+        .args([
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,6000",
+            "--set",
+            "ops=50",
+            "--quiet",
+        ])
+        .args(["--warmup", "0", "--min-samples", "1", "--max-samples", "1"])
+        .arg("--journal")
+        .arg(&journal)
+        .arg("-o")
+        .arg(dir.path().join("r.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 1 {
+        assert!(start.elapsed() < Duration::from_secs(120), "no first point");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--resume {}", journal.display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        1
+    );
+}
