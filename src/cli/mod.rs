@@ -536,8 +536,10 @@ fn run(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                 );
             }
             stdout(&match format {
-                CompareFormat::Json => compare::render_json(&rows, threshold, &differences),
-                other => compare::render(&rows, threshold, other == CompareFormat::Markdown),
+                CompareFormat::Json => export::compare::render_json(&rows, threshold, &differences),
+                other => {
+                    export::compare::render(&rows, threshold, other == CompareFormat::Markdown)
+                }
             })?;
             Ok(if rows.iter().any(|r| r.verdict.is_regression()) {
                 ExitCode::from(1)

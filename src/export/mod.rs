@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod chrome_trace;
+pub mod compare;
 pub mod github_bench;
 pub mod html;
 pub mod svg;
