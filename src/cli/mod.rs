@@ -84,8 +84,8 @@ pub enum Command {
         /// The parbench report.
         report: PathBuf,
         /// Target format.
-        #[arg(long, value_enum, default_value_t = ExportFormat::GithubActionBenchmark)]
-        format: ExportFormat,
+        #[arg(long, value_enum, default_value_t = export::Format::GithubActionBenchmark)]
+        format: export::Format,
         /// Write to FILE (atomically) instead of stdout.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
@@ -225,33 +225,6 @@ pub struct CommonArgs {
     /// --trace/--timeline repeat come on top (a run that overruns it says so in a note).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
-}
-
-/// What `export` writes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// customSmallerIsBetter JSON for github-action-benchmark.
-    GithubActionBenchmark,
-    /// The table a person at a terminal reads.
-    Table,
-    /// An SVG chart (as `parbench plot` draws).
-    Svg,
-    /// A self-contained HTML page (as `parbench report` writes).
-    Html,
-    /// The parbench/1 JSON document itself.
-    Json,
-}
-
-impl ExportFormat {
-    fn exporter(self) -> &'static dyn Exporter {
-        match self {
-            ExportFormat::GithubActionBenchmark => &export::GithubActionBenchmark,
-            ExportFormat::Table => &export::Table,
-            ExportFormat::Svg => &export::Svg,
-            ExportFormat::Html => &export::Html,
-            ExportFormat::Json => &export::Json,
-        }
-    }
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).
