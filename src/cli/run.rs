@@ -382,3 +382,30 @@ impl CommonArgs {
         self.engine.unwrap_or(Mode::Threaded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{GpuInfo, RunRecord};
+
+    #[test]
+    fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {
+        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
+        run.check("identical", false, "differs");
+        let report = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run],
+        );
+        let common = CommonArgs {
+            quiet: true,
+            ..CommonArgs::default()
+        };
+        let e = finish_report(&report, &common, &RunContext::default()).expect_err("failed");
+        assert!(matches!(e, CliError::CheckFailed), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.line().as_deref(),
+            Some("a correctness check failed (see the report)")
+        );
+    }
+}
