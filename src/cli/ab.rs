@@ -3,11 +3,13 @@
 //! `report::paired` for the decision).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, ExitCode};
+use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
+use super::args::CompareFormat;
+use super::error::CliError;
 use super::output::{check_output_path, stdout};
-use super::{CompareFormat, UsageError};
+use super::values::{parse_seconds, parse_threshold};
 use crate::report::paired::{self, PairedEntry};
 use crate::report::{write_atomic, Report};
 use crate::scenario::suite;
@@ -24,7 +26,7 @@ pub struct AbArgs {
     /// The suite file.
     suite: Option<PathBuf>,
     /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-    #[arg(long, default_value = "5%", value_parser = super::parse_threshold)]
+    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
     threshold: f64,
     /// Samples per process: each side's median of these is its value in a pair.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -37,7 +39,7 @@ pub struct AbArgs {
     max_pairs: u64,
     /// Seconds for the whole run, shared between the suite's entries; an entry stops earlier
     /// once every time of it is settled.
-    #[arg(long, value_name = "SECS", default_value = "240", value_parser = super::parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
     budget: Duration,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
@@ -54,26 +56,27 @@ pub struct AbArgs {
 /// The suite `ab` runs when none is named: small, fast, many samples.
 const DEFAULT_SUITE: &str = "scenarios/ci.toml";
 
-pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     if let Some(path) = &args.from {
         let (entries, settings) = load(path)?;
         return finish(&entries, &args, settings);
     }
     let (Some(base), Some(candidate)) = (&args.base, &args.candidate) else {
-        return Err(UsageError("ab needs a base and a candidate (or --from FILE)".into()).into());
+        return Err(CliError::Usage(
+            "ab needs a base and a candidate (or --from FILE)".into(),
+        ));
     };
     if args.max_pairs < args.min_pairs {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "--max-pairs {} is below --min-pairs {}",
             args.max_pairs, args.min_pairs
-        ))
-        .into());
+        )));
     }
     let suite_path = args.suite.clone().unwrap_or_else(|| DEFAULT_SUITE.into());
-    let text = suite::read(&suite_path).map_err(UsageError)?;
+    let text = suite::read(&suite_path).map_err(CliError::Usage)?;
     let name = suite_path.display().to_string();
     // Checked whole by this build first: a typo fails before minutes of runs.
-    suite::parse(&name, &text).map_err(|e| UsageError(e.to_string()))?;
+    suite::parse(&name, &text)?;
     let entries = split_suite(&name, &text)?;
     if let Some(out) = &args.output {
         check_output_path(out)?;
@@ -91,7 +94,7 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
     for (i, (label, entry_text)) in entries.iter().enumerate() {
         let entry_file = dir.path.join(format!("entry-{i}.toml"));
         std::fs::write(&entry_file, entry_text)
-            .map_err(|e| UsageError(format!("cannot write {}: {e}", entry_file.display())))?;
+            .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", entry_file.display())))?;
         // The budget is shared out evenly; what an entry leaves unused goes to the next ones.
         let deadline = start + args.budget.mul_f64((i + 1) as f64 / entries.len() as f64);
         let mut these: Vec<PairedEntry> = Vec::new();
@@ -119,7 +122,7 @@ pub(super) fn run_ab(args: AbArgs) -> anyhow::Result<ExitCode> {
                         break;
                     }
                     Err(SideError::Refused(why) | SideError::Failed(why)) => {
-                        return Err(UsageError(why).into())
+                        return Err(CliError::Usage(why))
                     }
                 };
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
@@ -166,26 +169,25 @@ fn finish(
     results: &[PairedEntry],
     args: &AbArgs,
     settings: serde_json::Value,
-) -> anyhow::Result<ExitCode> {
+) -> Result<(), CliError> {
     let json = paired::render_json(results, args.threshold, settings);
     if let Some(out) = &args.output {
-        write_atomic(out, json.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        write_atomic(out, json.as_bytes())?;
     }
     stdout(&match args.format {
         CompareFormat::Json => json,
         other => paired::render(results, args.threshold, other == CompareFormat::Markdown),
     })?;
-    Ok(if paired::regressions(results, args.threshold) > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    match paired::regressions(results, args.threshold) {
+        0 => Ok(()),
+        n => Err(CliError::Regression(n)),
+    }
 }
 
 /// The entries and settings of an earlier run's JSON (`ab -o`).
-fn load(path: &Path) -> Result<(Vec<PairedEntry>, serde_json::Value), UsageError> {
+fn load(path: &Path) -> Result<(Vec<PairedEntry>, serde_json::Value), CliError> {
     let fail =
-        |why: String| UsageError(format!("cannot read the A/B run {}: {why}", path.display()));
+        |why: String| CliError::Usage(format!("cannot read the A/B run {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
     let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
     let rows = doc["entries"]
@@ -237,15 +239,15 @@ impl Side {
 
 /// Each `[[run]]` of a suite as a suite of its own (the text a child process reads), with a
 /// label (`2: matmul`).
-fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, UsageError> {
+fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, CliError> {
     let table: toml::Table = text
         .parse()
-        .map_err(|e| UsageError(format!("{name}: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
     let runs = table
         .get("run")
         .and_then(toml::Value::as_array)
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| UsageError(format!("{name}: no [[run]] entries")))?;
+        .ok_or_else(|| CliError::Usage(format!("{name}: no [[run]] entries")))?;
     runs.iter()
         .enumerate()
         .map(|(i, run)| {
@@ -256,7 +258,7 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, UsageErr
             let mut one = toml::Table::new();
             one.insert("run".into(), toml::Value::Array(vec![run.clone()]));
             let text = toml::to_string(&one)
-                .map_err(|e| UsageError(format!("{name}: entry {}: {e}", i + 1)))?;
+                .map_err(|e| CliError::Usage(format!("{name}: entry {}: {e}", i + 1)))?;
             Ok((format!("{}: {scenario}", i + 1), text))
         })
         .collect()
@@ -264,7 +266,7 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, UsageErr
 
 /// A side as an executable: a path as given, or a git revision of the repository around the
 /// working directory, built once (release) into `target/ab/<commit>/parbench`.
-fn resolve(spec: &Path) -> Result<PathBuf, UsageError> {
+fn resolve(spec: &Path) -> Result<PathBuf, CliError> {
     if spec.exists() {
         return Ok(spec.to_path_buf());
     }
@@ -276,11 +278,11 @@ fn resolve(spec: &Path) -> Result<PathBuf, UsageError> {
         &format!("{rev}^{{commit}}"),
     ])
     .map_err(|_| {
-        UsageError(format!(
+        CliError::Usage(format!(
             "{rev} is neither an executable nor a git revision of this repository"
         ))
     })?;
-    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"]).map_err(UsageError)?);
+    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
     let dir = top.join("target").join("ab").join(&sha);
     let bin = dir.join("parbench");
     if bin.exists() {
@@ -300,8 +302,7 @@ fn resolve(spec: &Path) -> Result<PathBuf, UsageError> {
         "--detach",
         &src.to_string_lossy(),
         &sha,
-    ])
-    .map_err(UsageError)?;
+    ])?;
     let built = Process::new("cargo")
         .args(["build", "--release", "--quiet", "--manifest-path"])
         .arg(src.join("Cargo.toml"))
@@ -309,42 +310,47 @@ fn resolve(spec: &Path) -> Result<PathBuf, UsageError> {
         .arg(dir.join("target"))
         .status();
     let copied = match built {
-        Ok(status) if status.success() => {
-            std::fs::copy(dir.join("target/release/parbench"), &bin).map_err(|e| e.to_string())
-        }
-        Ok(status) => Err(format!("cargo build of {rev} failed ({status})")),
-        Err(e) => Err(format!("cannot run cargo to build {rev}: {e}")),
+        Ok(status) if status.success() => std::fs::copy(dir.join("target/release/parbench"), &bin)
+            .map(drop)
+            .map_err(|e| CliError::Usage(e.to_string())),
+        Ok(status) => Err(CliError::Usage(format!(
+            "cargo build of {rev} failed ({status})"
+        ))),
+        Err(e) => Err(CliError::Usage(format!(
+            "cannot run cargo to build {rev}: {e}"
+        ))),
     };
+    // The worktree goes whether or not the build worked.
     let _ = git(&["worktree", "remove", "--force", &src.to_string_lossy()]);
-    copied.map_err(UsageError)?;
-    Ok(bin)
+    copied.map(|()| bin)
 }
 
-/// `git args...`'s trimmed output, or why it failed.
-fn git(args: &[&str]) -> Result<String, String> {
+/// `git args...`'s trimmed output, or why it failed (the revision the user named cannot be
+/// checked out or built: exit 2).
+fn git(args: &[&str]) -> Result<String, CliError> {
     let out = Process::new("git")
         .args(args)
         .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(|e| CliError::Usage(format!("cannot run git: {e}")))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "git {} failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Fail fast, in one line, when a side is not a parbench that runs here.
-fn check_executable(side: &str, bin: &Path) -> Result<(), UsageError> {
+fn check_executable(side: &str, bin: &Path) -> Result<(), CliError> {
     let out = Process::new(bin)
         .arg("--version")
         .output()
-        .map_err(|e| UsageError(format!("cannot run the {side} {}: {e}", bin.display())))?;
+        .map_err(|e| CliError::Usage(format!("cannot run the {side} {}: {e}", bin.display())))?;
     let version = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !version.starts_with("parbench ") {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "the {side} {} is not a parbench executable ('--version' said '{}')",
             bin.display(),
             version.trim()
@@ -415,9 +421,9 @@ impl Drop for TempDir {
     }
 }
 
-fn tempdir() -> Result<TempDir, UsageError> {
+fn tempdir() -> Result<TempDir, CliError> {
     let path = std::env::temp_dir().join(format!("parbench-ab-{}", std::process::id()));
     std::fs::create_dir_all(&path)
-        .map_err(|e| UsageError(format!("cannot create {}: {e}", path.display())))?;
+        .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", path.display())))?;
     Ok(TempDir { path })
 }

@@ -2,7 +2,14 @@
 //! checks every documented command with. The parsing steps here are the ones `run.rs` and
 //! `help` take before they run, so the two cannot disagree.
 
-use super::*;
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use super::args::{scenario_command, Cli, Command, CommonArgs};
+use super::error::CliError;
+use super::help::scenarios_help;
+use crate::scenario::{self, sweep, Params, Scenario};
 
 /// Why a command line would be refused before anything runs (the CLI's exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -39,25 +46,24 @@ impl CommandLineError {
         ))
     }
 
-    /// How the CLI ends on it: help and version print and exit (0, or 2 for help shown because
-    /// nothing was given); anything else is a one-line usage error.
-    pub(super) fn into_exit(self) -> anyhow::Result<ExitCode> {
-        match self {
-            CommandLineError::Clap { error, help } => match error.kind() {
+    /// How the CLI ends on it: help and version print and exit 0; help shown because nothing
+    /// was given prints and exits 2 ([`CliError::NoCommand`]); anything else is a one-line
+    /// usage error.
+    pub(super) fn into_exit(self) -> Result<(), CliError> {
+        if let CommandLineError::Clap { error, .. } = &self {
+            match error.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     let _ = error.print();
-                    Ok(ExitCode::SUCCESS)
+                    return Ok(());
                 }
                 clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                     let _ = error.print();
-                    Ok(ExitCode::from(2))
+                    return Err(CliError::NoCommand);
                 }
-                _ => Err(UsageError(clap_message(&error, &help)).into()),
-            },
-            // A ParamError is a usage error as it is (see `is_usage`).
-            CommandLineError::Param(e) => Err(e.into()),
-            other => Err(UsageError(other.to_string()).into()),
+                _ => {}
+            }
         }
+        Err(CliError::CommandLine(self))
     }
 }
 

@@ -1,6 +1,8 @@
 //! Where output goes: stdout that tolerates a closed pipe, and output paths checked before anything runs.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use super::error::CliError;
 
 /// Write to stdout. A reader that went away (`parbench all | head`) is not an error: the
 /// rest of the output is dropped, and the run still finishes and writes its `-o` file.
@@ -15,8 +17,8 @@ pub(super) fn stdout(text: &str) -> std::io::Result<()> {
 
 /// Refuse an output path that cannot be written, before spending minutes on the benchmark.
 /// Missing directories are created (`-o results/today/run.json`), as `mkdir -p` would.
-pub(super) fn check_output_path(path: &Path) -> Result<(), UsageError> {
-    let fail = |why: &str| UsageError(format!("cannot write {}: {why}", path.display()));
+pub(super) fn check_output_path(path: &Path) -> Result<(), CliError> {
+    let fail = |why: &str| CliError::Usage(format!("cannot write {}: {why}", path.display()));
     if path.is_dir() {
         return Err(fail("it is a directory"));
     }

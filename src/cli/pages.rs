@@ -1,49 +1,56 @@
 //! Pages and scripts for a reader: `parbench report` (a saved report, or two compared, as one
 //! HTML page), the `--html` page of a run, and `parbench completions`.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use clap::CommandFactory;
+
+use super::args::{scenario_command, Cli};
+use super::error::CliError;
+use super::output::{check_output_path, stdout};
+use crate::export;
+use crate::report::{compare, write_atomic};
+use crate::scenario;
 
 /// `parbench report RUN.json [NEW.json] [-o FILE]`: one report's page, or two side by side.
 pub(super) fn run_report(
     reports: &[PathBuf],
     output: Option<PathBuf>,
     threshold: f64,
-) -> anyhow::Result<ExitCode> {
-    let load = |p: &Path| compare::load(p).map_err(|e| UsageError(e.to_string()));
+) -> Result<(), CliError> {
     let html = match reports {
-        [one] => export::html::page(&load(one)?),
+        [one] => export::html::page(&compare::load(one)?),
         [base, new] => {
             let names = [base, new].map(|p| p.display().to_string());
             export::html::comparison_page(
-                &load(base)?,
-                &load(new)?,
+                &compare::load(base)?,
+                &compare::load(new)?,
                 [&names[0], &names[1]],
                 threshold,
             )
         }
-        _ => return Err(UsageError("give one report, or two to compare".into()).into()),
+        _ => return Err(CliError::Usage("give one report, or two to compare".into())),
     };
     let out = output.unwrap_or_else(|| reports[reports.len() - 1].with_extension("html"));
     if reports.contains(&out) {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "the page would overwrite the report {}: choose another -o",
             out.display()
-        ))
-        .into());
+        )));
     }
     check_output_path(&out)?;
     write_page(&out, &html)?;
     note!("wrote {}", out.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Write a page atomically; a failure is the user's output path: exit 2.
-pub(super) fn write_page(path: &Path, html: &str) -> Result<(), UsageError> {
-    write_atomic(path, html.as_bytes()).map_err(|e| UsageError(e.to_string()))
+pub(super) fn write_page(path: &Path, html: &str) -> Result<(), CliError> {
+    Ok(write_atomic(path, html.as_bytes())?)
 }
 
 /// The completion script for `shell`, scenarios and their options included.
-pub(super) fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+pub(super) fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
     let mut cmd = Cli::command();
     for sc in scenario::registry() {
         cmd = cmd.subcommand(scenario_command(*sc));
@@ -51,5 +58,5 @@ pub(super) fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCod
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "parbench", &mut script);
     stdout(&String::from_utf8_lossy(&script))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

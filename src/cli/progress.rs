@@ -1,6 +1,8 @@
 //! Progress bars on stderr, one per scenario.
 
-use super::*;
+use std::sync::Arc;
+
+use crate::scenario;
 
 /// The look of every progress bar: `name [=====>    ] 3/10 unit, eta 4s`.
 pub(super) fn style_bar(bar: &indicatif::ProgressBar, name: &str, unit: &str) {

@@ -1,9 +1,25 @@
 //! Running what the command line asked for: one scenario, a sweep, or a plan (suite), and
 //! finishing its report (table, JSON, trace, exit code).
 
-use super::*;
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
-pub(super) fn run_scenario_command(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
+use super::args::CommonArgs;
+use super::check;
+use super::error::CliError;
+use super::output::{check_output_path, stdout};
+use super::pages;
+use super::progress::{progress_bar, style_bar};
+use crate::device::{self, RuntimeOptions};
+use crate::engine::Mode;
+use crate::export::{self, table};
+use crate::report::{write_atomic, Environment, Report};
+use crate::scenario::{
+    suite, support, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
+};
+
+pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
     let parsed = match check::scenario_args(raw) {
         Ok(parsed) => parsed,
         Err(e) => return e.into_exit(),
@@ -27,7 +43,7 @@ pub(super) fn run_sweep(
     journal: Option<PathBuf>,
     resume: Option<PathBuf>,
     common: &CommonArgs,
-) -> anyhow::Result<ExitCode> {
+) -> Result<(), CliError> {
     let check::SweepPlan {
         scenario: sc,
         axes,
@@ -40,16 +56,15 @@ pub(super) fn run_sweep(
     ctx.sampling
         .apply(sc.sampling())
         .validate()
-        .map_err(UsageError)?;
+        .map_err(CliError::Usage)?;
     for p in &points {
         sc.validate(p)?;
         support::check_requested_device(p, common.fallback)?;
         if sc.distributed(p) {
-            return Err(UsageError(format!(
+            return Err(CliError::Usage(format!(
                 "a sweep runs its points in one process: sweep {name} on one process, or run \
                  each point of --backend mpi under its own mpirun"
-            ))
-            .into());
+            )));
         }
     }
     for out in [&common.output, &common.trace, &common.html]
@@ -67,21 +82,19 @@ pub(super) fn run_sweep(
             _ => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
         });
     if common.output.as_ref() == Some(&journal_path) {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "the journal and the report would both be {}: choose another --journal",
             journal_path.display()
-        ))
-        .into());
+        )));
     }
     let done = match &resume {
-        Some(path) => sweep::read_journal(path).map_err(UsageError)?,
+        Some(path) => sweep::read_journal(path).map_err(CliError::Usage)?,
         // A device (`--journal /dev/null`) is written, never resumed: it may exist.
         None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
-            return Err(UsageError(format!(
-            "journal {} already exists: continue it with --resume {0} or choose another --journal",
-            journal_path.display()
-        ))
-            .into())
+            return Err(CliError::Usage(format!(
+                "journal {} already exists: continue it with --resume {0} or choose another --journal",
+                journal_path.display()
+            )))
         }
         None => Vec::new(),
     };
@@ -91,15 +104,14 @@ pub(super) fn run_sweep(
         .iter()
         .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
     {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "journal {} holds a point that is not in this sweep ({}): resume it with the axes \
              it was started with, or start a new --journal",
             journal_path.display(),
             sweep::describe_point(foreign)
-        ))
-        .into());
+        )));
     }
-    let mut journal = sweep::Journal::open(&journal_path).map_err(UsageError)?;
+    let mut journal = sweep::Journal::open(&journal_path).map_err(CliError::Usage)?;
     // Ctrl-C ends the process at once (a point can take minutes); finished points are in the
     // journal already, so say how to go on from them.
     let resume_hint = format!(
@@ -152,11 +164,10 @@ pub(super) fn run_sweep(
                     ..ctx.clone()
                 };
                 let run = run_timed(sc, params, &point_ctx)?;
-                journal.append(&run).map_err(UsageError)?;
+                journal.append(&run).map_err(CliError::Usage)?;
                 newly += 1;
                 if stop_after == Some(newly) {
-                    note!("error: stopped after {newly} points ({SWEEP_STOP_AFTER})");
-                    return Ok(ExitCode::from(130));
+                    return Err(CliError::Stopped(newly));
                 }
                 run
             }
@@ -180,10 +191,7 @@ pub(super) fn run_sweep(
 }
 
 /// Validate everything, run each scenario, print as they finish, then write the report.
-pub(super) fn run_plan(
-    plan: Vec<suite::PlannedRun>,
-    common: &CommonArgs,
-) -> anyhow::Result<ExitCode> {
+pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Result<(), CliError> {
     let base = common.context();
     // The command line's sampling options win over a suite's.
     let context_of = |run: &suite::PlannedRun| RunContext {
@@ -195,14 +203,14 @@ pub(super) fn run_plan(
             .sampling
             .apply(run.scenario.sampling())
             .validate()
-            .map_err(UsageError)?;
+            .map_err(CliError::Usage)?;
         run.scenario.validate(&run.params)?;
         support::check_requested_device(&run.params, common.fallback)?;
     }
     // An MPI job starts before anything prints or is checked for writing: only rank 0 prints
     // and writes (the other ranks' hosts need not have its output paths).
     if plan.iter().any(|r| r.scenario.distributed(&r.params)) {
-        crate::distributed::init().map_err(|e| UsageError(e.to_string()))?;
+        crate::distributed::init()?;
     }
     if !crate::distributed::is_secondary_rank() {
         for out in [&common.output, &common.trace, &common.html]
@@ -219,7 +227,7 @@ pub(super) fn run_plan(
         {
             run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let gpu = device::discovery::probe_gpu();
     let environment = Environment::capture(common.mode().as_str(), gpu);
@@ -299,17 +307,17 @@ fn run_timed(
     Ok(run)
 }
 
-/// Print or write the report (and the trace), and turn the checks into the exit code.
+/// Print or write the report (and the trace); a failed check is [`CliError::CheckFailed`].
 pub(super) fn finish_report(
     report: &Report,
     common: &CommonArgs,
     ctx: &RunContext,
-) -> anyhow::Result<ExitCode> {
+) -> Result<(), CliError> {
     if common.json {
         stdout(&report.to_json())?;
     }
     if let Some(out) = &common.output {
-        write_atomic(out, report.to_json().as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        write_atomic(out, report.to_json().as_bytes())?;
         if !common.quiet {
             note!("wrote {}", out.display());
         }
@@ -324,7 +332,7 @@ pub(super) fn finish_report(
         let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
         let mut text = serde_json::to_string(&export::chrome_trace::chrome_trace(&traces))?;
         text.push('\n');
-        write_atomic(path, text.as_bytes()).map_err(|e| UsageError(e.to_string()))?;
+        write_atomic(path, text.as_bytes())?;
         if !common.quiet {
             note!(
                 "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
@@ -333,9 +341,71 @@ pub(super) fn finish_report(
         }
     }
     if report.all_checks_passed() {
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     } else {
-        note!("error: a correctness check failed (see the report)");
-        Ok(ExitCode::from(1))
+        Err(CliError::CheckFailed)
+    }
+}
+
+/// What running needs from the shared options: the run context, whether a progress bar shows,
+/// the engine mode.
+impl CommonArgs {
+    fn context(&self) -> RunContext {
+        let progress = self.shows_progress().then(|| progress_bar(None));
+        RunContext {
+            runtime: RuntimeOptions {
+                mode: Some(self.mode()),
+                max_inflight: self.max_inflight.map(|n| n as usize),
+                log_placement: self.log_placement,
+                gpu_order: self.gpu_order.into(),
+            },
+            sampling: SamplingOverrides {
+                warmup: self.warmup.map(|n| n as usize),
+                min_samples: self.min_samples.map(|n| n as usize),
+                max_samples: self.max_samples.map(|n| n as usize),
+                min_time: self.min_time,
+                max_time: self.max_time,
+            },
+            cpu_threads: self.cpu_threads.map(|n| n as usize),
+            progress,
+            traces: (self.trace.is_some() || self.timeline || self.html.is_some())
+                .then(Default::default),
+            gpu_fallback: self.fallback,
+        }
+    }
+
+    fn shows_progress(&self) -> bool {
+        !self.quiet && std::io::stderr().is_terminal()
+    }
+
+    fn mode(&self) -> Mode {
+        self.engine.unwrap_or(Mode::Threaded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{GpuInfo, RunRecord};
+
+    #[test]
+    fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {
+        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
+        run.check("identical", false, "differs");
+        let report = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run],
+        );
+        let common = CommonArgs {
+            quiet: true,
+            ..CommonArgs::default()
+        };
+        let e = finish_report(&report, &common, &RunContext::default()).expect_err("failed");
+        assert!(matches!(e, CliError::CheckFailed), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.line().as_deref(),
+            Some("a correctness check failed (see the report)")
+        );
     }
 }

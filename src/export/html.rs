@@ -11,6 +11,7 @@
 use std::fmt::Write;
 
 use super::chart::esc;
+use super::compare::{percent, value};
 use super::svg;
 use crate::report::compare::{self, Row};
 use crate::report::{Environment, Report, RunRecord, Unit, WARNING};
@@ -439,9 +440,9 @@ fn verdict_table(out: &mut String, rows: &[Row]) {
             "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
             esc(&r.entry),
-            compare::value(r, r.base),
-            compare::value(r, r.new),
-            compare::percent(r.change),
+            value(r, r.base),
+            value(r, r.new),
+            percent(r.change),
             r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
             r.verdict.as_str()
         );

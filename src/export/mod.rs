@@ -3,13 +3,21 @@
 //! so a run's table can be printed as soon as it finishes. The Chrome trace and the text
 //! timeline render the engine's op records of a traced repeat, which a report does not
 //! carry, so they are functions of those records (`chrome_trace`) rather than exporters.
+//!
+//! [`Format`] (`format.rs`) is the one list of the formats: each one's name, help line and
+//! exporter, from which the CLI's `--format` choices come. A comparison of two reports prints
+//! from `compare.rs` (text) and `html.rs` (the page); charts are drawn by `chart/`.
 
 pub mod chart;
 pub mod chrome_trace;
+pub mod compare;
+mod format;
 pub mod github_bench;
 pub mod html;
 pub mod svg;
 pub mod table;
+
+pub use format::Format;
 
 use crate::report::Report;
 
@@ -20,8 +28,6 @@ pub struct ExportError(pub String);
 
 /// One output format of a whole report.
 pub trait Exporter: Sync {
-    /// The format's name, as the command line spells it.
-    fn name(&self) -> &'static str;
     /// The report in this format.
     fn render(&self, report: &Report) -> Result<String, ExportError>;
 }
@@ -38,27 +44,18 @@ pub struct Svg;
 pub struct Html;
 
 impl Exporter for Json {
-    fn name(&self) -> &'static str {
-        "json"
-    }
     fn render(&self, report: &Report) -> Result<String, ExportError> {
         Ok(report.to_json())
     }
 }
 
 impl Exporter for Table {
-    fn name(&self) -> &'static str {
-        "table"
-    }
     fn render(&self, report: &Report) -> Result<String, ExportError> {
         Ok(table::render(report))
     }
 }
 
 impl Exporter for GithubActionBenchmark {
-    fn name(&self) -> &'static str {
-        "github-action-benchmark"
-    }
     fn render(&self, report: &Report) -> Result<String, ExportError> {
         serde_json::to_string_pretty(&github_bench::entries(report))
             .map(|mut text| {
@@ -70,29 +67,15 @@ impl Exporter for GithubActionBenchmark {
 }
 
 impl Exporter for Svg {
-    fn name(&self) -> &'static str {
-        "svg"
-    }
     fn render(&self, report: &Report) -> Result<String, ExportError> {
         svg::svg(report).map_err(|e| ExportError(e.to_string()))
     }
 }
 
 impl Exporter for Html {
-    fn name(&self) -> &'static str {
-        "html"
-    }
     fn render(&self, report: &Report) -> Result<String, ExportError> {
         Ok(html::page(report))
     }
-}
-
-/// Every format, for lookups by name.
-pub const FORMATS: &[&dyn Exporter] = &[&Json, &Table, &GithubActionBenchmark, &Svg, &Html];
-
-/// The format called `name`.
-pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {
-    FORMATS.iter().copied().find(|f| f.name() == name)
 }
 
 #[cfg(test)]
@@ -106,13 +89,13 @@ mod tests {
             Environment::capture("threaded", GpuInfo::unavailable("test")),
             vec![],
         );
-        for f in FORMATS {
-            assert_eq!(by_name(f.name()).map(|g| g.name()), Some(f.name()));
-            if f.name() != "svg" {
-                assert!(f.render(&report).is_ok(), "{}", f.name());
+        for f in Format::ALL {
+            assert_eq!(Format::by_name(f.name()), Some(f));
+            if f != Format::Svg {
+                assert!(f.exporter().render(&report).is_ok(), "{}", f.name());
             }
         }
-        assert!(by_name("pdf").is_none());
+        assert!(Format::by_name("pdf").is_none());
         // An SVG of nothing is an error, not an empty picture.
         assert!(Svg.render(&report).is_err());
     }

@@ -8,14 +8,15 @@
 //! A zero or non-finite median makes an entry "n/a", never faster or slower. Derived figures
 //! with a direction (speed-ups, GFLOP/s, efficiencies, bandwidths) are compared by the
 //! threshold alone, having no samples, and are reported but do not fail the check.
-
-use std::fmt::Write;
+//!
+//! This decides the rows; `export::compare` prints them (table, Markdown, JSON) and
+//! `export::html` draws the comparison page.
 
 use serde_json::Value;
 
+use super::{Better, Report, Unit, SCHEMA};
 #[cfg(test)]
-use super::RunRecord;
-use super::{Better, Figure, Report, Unit, SCHEMA};
+use super::{Figure, RunRecord};
 use crate::harness::stats::mann_whitney_p;
 
 /// Why two reports cannot be compared (a usage error).
@@ -150,33 +151,6 @@ pub fn environment_differences(base: &Report, new: &Report) -> Vec<String> {
     let gpu = |g: &super::GpuInfo| g.name.clone().unwrap_or_else(|| "none".into());
     differ("GPU", gpu(&b.gpu), gpu(&n.gpu));
     out
-}
-
-/// The rows as JSON: one object per entry, with the threshold and the number of regressions.
-pub fn render_json(rows: &[Row], threshold: f64, environment: &[String]) -> String {
-    let entries: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "entry": r.entry,
-                "base": r.base,
-                "new": r.new,
-                "change": if r.change.is_finite() { Some(r.change) } else { None },
-                "p_value": r.p_value,
-                "verdict": r.verdict.as_str(),
-                "is_time": r.is_time,
-            })
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "threshold": threshold,
-        "regressions": rows.iter().filter(|r| r.verdict.is_regression()).count(),
-        "environment_differences": environment,
-        "rows": entries,
-    });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 /// Decide a time comparison from the raw samples: a change counts when it is larger than the
@@ -363,80 +337,6 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
     Ok(rows)
 }
 
-/// A compared value as the tables print it.
-pub fn value(row: &Row, v: f64) -> String {
-    Figure::new(row.unit, Better::Neither).format(&Value::from(v))
-}
-
-/// A relative change as the tables print it (`+3.1%`).
-pub fn percent(change: f64) -> String {
-    if change.is_finite() {
-        format!("{:+.1}%", change * 100.0)
-    } else {
-        "n/a".to_string()
-    }
-}
-
-/// The comparison as a terminal table (`markdown` false) or a Markdown table for pull requests.
-pub fn render(rows: &[Row], threshold: f64, markdown: bool) -> String {
-    let mut out = String::new();
-    let p = |r: &Row| r.p_value.map_or("-".to_string(), |p| format!("{p:.3}"));
-    if markdown {
-        let _ = writeln!(out, "| entry | baseline | new | change | p | verdict |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
-        for r in rows {
-            let mark = if r.verdict.is_regression() {
-                " ❌"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | {} | {}{mark} |",
-                r.entry,
-                value(r, r.base),
-                value(r, r.new),
-                percent(r.change),
-                p(r),
-                r.verdict.as_str()
-            );
-        }
-    } else {
-        let w = rows
-            .iter()
-            .map(|r| r.entry.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  verdict",
-            "entry", "baseline", "new", "change", "p"
-        );
-        for r in rows {
-            let _ = writeln!(
-                out,
-                "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  {}",
-                r.entry,
-                value(r, r.base),
-                value(r, r.new),
-                percent(r.change),
-                p(r),
-                r.verdict.as_str()
-            );
-        }
-    }
-    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
-    let _ = writeln!(
-        out,
-        "\n{} entries compared, threshold {:.1}%: {regressions} regression{}",
-        rows.len(),
-        threshold * 100.0,
-        if regressions == 1 { "" } else { "s" }
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,7 +383,7 @@ mod tests {
         let (verdict, _) = time_verdict(&zero, &new, change, 0.05);
         assert_eq!(verdict, Verdict::NotComparable);
         assert!(!verdict.is_regression());
-        assert_eq!(percent(change), "n/a");
+        assert_eq!(crate::export::compare::percent(change), "n/a");
         assert!(relative_change(f64::NAN, 1.0).is_nan());
         assert!(relative_change(1.0, f64::INFINITY).is_nan());
         assert_eq!(relative_change(2.0, 3.0), 0.5);
@@ -621,31 +521,6 @@ mod tests {
         assert_eq!(
             row("derived:chain_ratio").map(|r| r.verdict),
             Some(Verdict::Better)
-        );
-    }
-
-    #[test]
-    fn a_derived_figure_prints_in_its_own_unit() {
-        let doc = |v: f64| {
-            report_deriving(|run| {
-                run.derive_as("per_op_s", v, Figure::new(Unit::Seconds, Better::Lower));
-                run.derive_as("x_ratio", v * 1e6, Figure::RATIO_LOWER_IS_BETTER);
-            })
-        };
-        // Nanoseconds, which three decimals of a second would print as 0.000.
-        let rows = compare(&doc(300e-9), &doc(600e-9), 0.1).expect("rows");
-        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name)).expect(name);
-        let r = row("derived:per_op_s");
-        assert_eq!(
-            (value(r, r.base), value(r, r.new)),
-            ("300.0 ns".into(), "600.0 ns".into())
-        );
-        let r = row("derived:x_ratio");
-        assert_eq!(value(r, r.base), "0.30×");
-        let text = render(&rows, 0.1, false);
-        assert!(
-            text.contains("300.0 ns") && text.contains("600.0 ns"),
-            "{text}"
         );
     }
 }

@@ -1,0 +1,249 @@
+//! The command line's clap types: the commands, the options every running command shares, and
+//! the command of one scenario (its parameters plus those options). Parsing them and acting on
+//! them is `commands.rs`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::ab::AbArgs;
+use super::values::{parse_mode, parse_seconds, parse_threshold};
+use crate::device::GpuOrder;
+use crate::engine::Mode;
+use crate::export;
+use crate::scenario::Scenario;
+
+/// Reproduce, measure and explain the computational-performance chapter of Dive into Deep
+/// Learning on a built-in asynchronous dependency engine.
+#[derive(Parser, Debug)]
+#[command(name = "parbench", version, about, long_about = None, disable_help_subcommand = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the scenarios with a line on each.
+    List,
+    /// List the devices found (CPU model and cores; GPU name, memory, compute capability, driver)
+    /// or the exact reason a GPU is unavailable.
+    Devices {
+        /// Print the environment block as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every scenario with book-sized parameters (scenarios/default.toml), into one report.
+    All(CommonArgs),
+    /// Run a suite file (scenarios/*.toml) into one report; it is checked whole before anything runs.
+    Run {
+        /// The suite: a TOML list of [[run]] entries.
+        suite: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Convert a JSON report to another format: github-action-benchmark's customSmallerIsBetter
+    /// (the default), the terminal table, an SVG chart, or the JSON itself.
+    Export {
+        /// The parbench report.
+        report: PathBuf,
+        /// Target format.
+        #[arg(long, value_enum, default_value_t = export::Format::GithubActionBenchmark)]
+        format: export::Format,
+        /// Write to FILE (atomically) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Run one scenario over the cartesian product of parameter axes, into one report; each
+    /// finished point is appended to a JSON Lines journal, so an interrupted sweep can resume.
+    Sweep {
+        /// The scenario to sweep.
+        scenario: String,
+        /// An axis: NAME=V1,V2,... with START:STOP:STEP ranges for whole numbers
+        /// (e.g. --set cpu_size=500:2000:500 --set ops=5,10). Repeat for more axes.
+        #[arg(long = "set", value_name = "NAME=VALUES", required = true)]
+        set: Vec<String>,
+        /// The journal to append finished points to (default: the -o file with .jsonl, or
+        /// parbench-sweep-<scenario>.jsonl without -o or when -o is a device or pipe).
+        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+        journal: Option<PathBuf>,
+        /// Continue the sweep recorded in this journal: its finished points are not run again.
+        #[arg(long, value_name = "FILE")]
+        resume: Option<PathBuf>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Draw a report as SVG: time against the swept parameter (a line per variant, 95% CI
+    /// band), a training run's loss curves, or the variants' medians as bars.
+    Plot {
+        /// The JSON report.
+        report: PathBuf,
+        /// The SVG to write (default: the report's path with .svg).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compare two JSON reports: exit 1 if any entry regressed, 2 if they cannot be compared.
+    Compare {
+        /// The reference report.
+        baseline: PathBuf,
+        /// The report to judge.
+        new: PathBuf,
+        /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
+        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        threshold: f64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+        format: CompareFormat,
+    },
+    /// Paired A/B run of two parbench builds over a suite (default scenarios/ci.toml):
+    /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
+    /// the candidate is slower, 2 on bad input.
+    Ab(AbArgs),
+    /// Write a report as one self-contained HTML page (tables, checks, figures), or two
+    /// reports side by side with `compare`'s verdicts.
+    Report {
+        /// The JSON report; a second one is compared against the first (the baseline).
+        #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        /// The page to write (default: the last report's path with .html).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// With two reports: the smallest change that counts, as for `compare`.
+        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        threshold: f64,
+    },
+    /// Print a shell completion script: `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print this help, or the help of a command or scenario (`parbench help cpu-gpu`).
+    Help {
+        /// A command or scenario.
+        topic: Option<String>,
+    },
+    /// Run one scenario: `parbench <scenario> [--param value ...]` (see `parbench list`).
+    #[command(external_subcommand)]
+    Scenario(Vec<OsString>),
+}
+
+/// Options shared by every command that runs scenarios.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CommonArgs {
+    /// Print the JSON report on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to FILE (atomically: a complete file or none).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// No progress bar or notes on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
+    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
+    pub engine: Option<Mode>,
+    /// Bound the ops pending in the engine (push blocks at the bound).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub max_inflight: Option<u64>,
+    /// When a GPU op completes in the engine: stream (when enqueued; dependent GPU ops are
+    /// ordered on the device, the front end runs ahead) or host (when the GPU has finished it).
+    #[arg(long, value_name = "ORDER", value_enum, default_value_t = GpuOrderArg::Stream)]
+    pub gpu_order: GpuOrderArg,
+    /// Threads per CPU device (default: the machine's cores split between the devices).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub cpu_threads: Option<u64>,
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of one extra repeat of every variant
+    /// to FILE: one track per lane.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Print a text timeline (one row per lane) of one extra repeat of every variant.
+    #[arg(long)]
+    pub timeline: bool,
+    /// Also write the report as a self-contained HTML page to FILE (tables, checks, figures,
+    /// and the lane timeline of one extra traced repeat of every variant).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// With --device cuda and no usable GPU, run on a CPU device (with a note saying so)
+    /// instead of failing.
+    #[arg(long)]
+    pub fallback: bool,
+    /// Print the lane of each op as it starts (the book's log_device_placement): the first 20
+    /// ops of each lane, then a count of the rest.
+    #[arg(long)]
+    pub log_placement: bool,
+    /// Untimed warm-up rounds before sampling.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub warmup: Option<u64>,
+    /// Measure at least N rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub min_samples: Option<u64>,
+    /// Measure at most N rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_samples: Option<u64>,
+    /// Keep sampling until this many seconds were measured (after --min-samples).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub min_time: Option<Duration>,
+    /// Stop sampling after this many seconds of measuring, once 3 rounds (or --min-samples,
+    /// if fewer) are in. Not a bound on the whole run: warm-up, set-up, checks and the
+    /// --trace/--timeline repeat come on top (a run that overruns it says so in a note).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub max_time: Option<Duration>,
+}
+
+/// `--gpu-order` (see [`GpuOrder`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuOrderArg {
+    #[default]
+    Stream,
+    Host,
+}
+
+impl From<GpuOrderArg> for GpuOrder {
+    fn from(o: GpuOrderArg) -> GpuOrder {
+        match o {
+            GpuOrderArg::Stream => GpuOrder::Stream,
+            GpuOrderArg::Host => GpuOrder::Host,
+        }
+    }
+}
+
+/// How `compare` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    /// The rows, verdicts and any environment differences as JSON.
+    Json,
+}
+
+/// The clap command of one scenario: its parameters plus the common options.
+pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
+    let s = sc.sampling();
+    let sampling = format!(
+        "Sampling defaults: {} warm-up round(s), then {} to {} rounds, at least {} s and at most {} s \
+         of measuring (--warmup, --min-samples, --max-samples, --min-time, --max-time).",
+        s.warmup,
+        s.min_samples,
+        s.max_samples,
+        s.min_time.as_secs_f64(),
+        s.max_time.as_secs_f64()
+    );
+    let mut cmd = clap::Command::new(sc.name())
+        .bin_name(format!("parbench {}", sc.name()))
+        .after_help(sampling);
+    for p in sc.params() {
+        cmd = cmd.arg(
+            clap::Arg::new(p.name)
+                .long(p.flag())
+                .value_name("VALUE")
+                .help(format!("{} [default: {}]", p.help, p.default))
+                .allow_hyphen_values(true)
+                .num_args(1),
+        );
+    }
+    // After the shared options: their struct's doc would otherwise become the about line.
+    CommonArgs::augment_args(cmd).about(sc.about())
+}

@@ -1,0 +1,167 @@
+//! Dispatch: the command line parsed, then each command run; the short commands (`list`,
+//! `devices`, `plot`, `export`, `compare`, `help`) are here, the longer ones in their own
+//! files (`run.rs`, `ab.rs`, `pages.rs`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use clap::{CommandFactory, FromArgMatches};
+
+use super::ab::run_ab;
+use super::args::{Cli, Command, CompareFormat};
+use super::check::{clap_parse, help_command};
+use super::error::CliError;
+use super::help::scenarios_help;
+use super::output::{check_output_path, stdout};
+use super::pages::{completions, run_report};
+use super::run::{run_plan, run_scenario_command, run_sweep};
+use crate::device;
+use crate::engine::Mode;
+use crate::export::{self, table, Exporter};
+use crate::report::{compare, write_atomic, Environment};
+use crate::scenario::suite;
+
+/// Parse `args` (the program name first) and run the command they name.
+pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
+    let cmd = Cli::command().after_help(scenarios_help());
+    let Some(cli) = parse_clap(cmd, args, Cli::from_arg_matches)? else {
+        return Ok(());
+    };
+    match cli.command {
+        Command::List => stdout(&scenarios_help()).map_err(CliError::from),
+        Command::Devices { json } => devices(json),
+        Command::All(common) => {
+            let plan = suite::parse("scenarios/default.toml (built in)", suite::DEFAULT_SUITE)?;
+            run_plan(plan, &common)
+        }
+        Command::Run {
+            suite: path,
+            common,
+        } => {
+            let name = path.display().to_string();
+            let text = suite::read(&path).map_err(CliError::Usage)?;
+            run_plan(suite::parse(&name, &text)?, &common)
+        }
+        Command::Help { topic } => help(topic.as_deref()),
+        Command::Report {
+            reports,
+            output,
+            threshold,
+        } => run_report(&reports, output, threshold),
+        Command::Completions { shell } => completions(shell),
+        Command::Ab(args) => run_ab(args),
+        Command::Scenario(raw) => run_scenario_command(raw),
+        Command::Sweep {
+            scenario: name,
+            set,
+            journal,
+            resume,
+            common,
+        } => run_sweep(&name, &set, journal, resume, &common),
+        Command::Plot { report, output } => plot(&report, output),
+        Command::Export {
+            report,
+            format,
+            output,
+        } => export(&report, format, output),
+        Command::Compare {
+            baseline,
+            new,
+            threshold,
+            format,
+        } => compare(&baseline, &new, threshold, format),
+    }
+}
+
+/// Parse with clap, then turn the matches into a `T` with `from`: `None` when clap printed the
+/// help or the version instead (exit 0).
+pub(super) fn parse_clap<T>(
+    cmd: clap::Command,
+    args: Vec<OsString>,
+    from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>,
+) -> Result<Option<T>, CliError> {
+    match clap_parse(cmd, args, from) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => e.into_exit().map(|()| None),
+    }
+}
+
+/// `parbench devices [--json]`.
+fn devices(json: bool) -> Result<(), CliError> {
+    let env = Environment::capture(Mode::Threaded.as_str(), device::discovery::probe_gpu());
+    if json {
+        stdout(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
+    } else {
+        stdout(&table::render_devices(&env))?;
+    }
+    Ok(())
+}
+
+/// `parbench plot REPORT [-o FILE]`.
+fn plot(report: &Path, output: Option<PathBuf>) -> Result<(), CliError> {
+    let doc = compare::load(report)?;
+    let svg = export::Svg.render(&doc)?;
+    let out = output.unwrap_or_else(|| report.with_extension("svg"));
+    check_output_path(&out)?;
+    write_atomic(&out, svg.as_bytes())?;
+    note!("wrote {}", out.display());
+    let skipped = export::svg::left_out(&doc);
+    if !skipped.is_empty() {
+        note!(
+            "the chart shows {} only; left out: {} (a report of one scenario each charts them)",
+            export::svg::main_scenario(&doc).unwrap_or_default(),
+            skipped.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `parbench export REPORT --format F [-o FILE]`.
+fn export(report: &Path, format: export::Format, output: Option<PathBuf>) -> Result<(), CliError> {
+    let report = compare::load(report)?;
+    if let Some(path) = &output {
+        check_output_path(path)?;
+    }
+    let text = format.exporter().render(&report)?;
+    match output {
+        Some(path) => write_atomic(&path, text.as_bytes())?,
+        None => stdout(&text)?,
+    }
+    Ok(())
+}
+
+/// `parbench compare BASELINE NEW`: the table, then a regression is exit 1.
+fn compare(
+    baseline: &Path,
+    new: &Path,
+    threshold: f64,
+    format: CompareFormat,
+) -> Result<(), CliError> {
+    let (base, new) = (compare::load(baseline)?, compare::load(new)?);
+    let rows = compare::compare(&base, &new, threshold)?;
+    let differences = compare::environment_differences(&base, &new);
+    if !differences.is_empty() {
+        note!(
+            "warning: the reports come from different environments ({}): a change may be the machine's, not the code's",
+            differences.join("; ")
+        );
+    }
+    stdout(&match format {
+        CompareFormat::Json => export::compare::render_json(&rows, threshold, &differences),
+        other => export::compare::render(&rows, threshold, other == CompareFormat::Markdown),
+    })?;
+    match rows.iter().filter(|r| r.verdict.is_regression()).count() {
+        0 => Ok(()),
+        n => Err(CliError::Regression(n)),
+    }
+}
+
+/// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
+fn help(topic: Option<&str>) -> Result<(), CliError> {
+    let mut cmd = match help_command(topic) {
+        Ok(cmd) => cmd,
+        Err(e) => return e.into_exit(),
+    };
+    stdout(&format!("{}\n", cmd.render_long_help()))?;
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! How a command ends when it does not succeed, and the exit code of each way: every command
+//! returns `Result<(), CliError>`, and [`CliError::exit_code`] is the one place a code is
+//! chosen.
+//!
+//! - 0: success (and `--help`, `--version`);
+//! - 1: something failed while running: a correctness check, a scenario, writing stdout; or
+//!   `compare`/`ab` found a regression;
+//! - 2: what the user asked for cannot be done as asked: the command line, an input file, an
+//!   output path, a scenario's parameters;
+//! - 130: a sweep stopped by its test hook, as an interrupt would.
+//!
+//! Every error is one line on stderr (see [`CliError::line`]), except where the output already
+//! says it: clap's help shown for a missing command, a regression in the printed table.
+
+use std::error::Error as _;
+use std::fmt::Write as _;
+
+use super::check::CommandLineError;
+use super::run::SWEEP_STOP_AFTER;
+use crate::distributed::DistributedError;
+use crate::export::ExportError;
+use crate::report::atomic::AtomicWriteError;
+use crate::report::compare::CompareError;
+use crate::scenario::suite::SuiteError;
+use crate::scenario::ScenarioError;
+
+/// Why a command did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// What the user asked for cannot be done as asked (a bad combination of options, an
+    /// unreadable suite or journal, an output path that cannot be written), in the CLI's words.
+    #[error("{0}")]
+    Usage(String),
+    /// The command line does not parse.
+    #[error(transparent)]
+    CommandLine(#[from] CommandLineError),
+    /// No command was given: clap has printed the help already.
+    #[error("a command is required")]
+    NoCommand,
+    /// A report to read is missing, not a report, or of another schema.
+    #[error(transparent)]
+    Report(#[from] CompareError),
+    /// A report cannot be rendered in the format asked for (an SVG of nothing).
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// An output file cannot be written.
+    #[error(transparent)]
+    Write(#[from] AtomicWriteError),
+    /// A suite file does not parse.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    /// An MPI job cannot start.
+    #[error(transparent)]
+    Distributed(#[from] DistributedError),
+    /// A scenario refused its parameters or device, or failed while running.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A correctness check of a run failed; the report says which.
+    #[error("a correctness check failed (see the report)")]
+    CheckFailed,
+    /// `compare` or `ab` found this many regressions; the printed table says which.
+    #[error("{0} regression(s)")]
+    Regression(usize),
+    /// Writing to stdout failed (other than a reader that went away).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A JSON document could not be written.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A sweep stopped after this many new points ([`SWEEP_STOP_AFTER`]).
+    #[error("stopped after {0} points ({SWEEP_STOP_AFTER})")]
+    Stopped(usize),
+}
+
+impl CliError {
+    /// The process's exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_)
+            | CliError::CommandLine(_)
+            | CliError::NoCommand
+            | CliError::Report(_)
+            | CliError::Export(_)
+            | CliError::Write(_)
+            | CliError::Suite(_)
+            | CliError::Distributed(_) => 2,
+            CliError::Scenario(e) if e.is_usage() => 2,
+            CliError::Scenario(_)
+            | CliError::CheckFailed
+            | CliError::Regression(_)
+            | CliError::Io(_)
+            | CliError::Json(_) => 1,
+            CliError::Stopped(_) => 130,
+        }
+    }
+
+    /// The line stderr shows (without `error: `): the message and its causes, joined with
+    /// `: ` into one line. `None` where the output already said it.
+    pub fn line(&self) -> Option<String> {
+        if matches!(self, CliError::NoCommand | CliError::Regression(_)) {
+            return None;
+        }
+        let mut text = self.to_string();
+        let mut cause = self.source();
+        while let Some(e) = cause {
+            let _ = write!(text, ": {e}");
+            cause = e.source();
+        }
+        Some(one_line(&text))
+    }
+}
+
+/// `s` with its lines trimmed and joined by spaces (clap's and some OS messages span lines).
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_exit_2_failures_1() {
+        assert_eq!(CliError::Usage("bad".into()).exit_code(), 2);
+        assert_eq!(CliError::NoCommand.exit_code(), 2);
+        assert_eq!(CliError::CheckFailed.exit_code(), 1);
+        assert_eq!(CliError::Regression(3).exit_code(), 1);
+        assert_eq!(CliError::Stopped(2).exit_code(), 130);
+        let io = std::io::Error::other("disk full");
+        assert_eq!(CliError::Io(io).exit_code(), 1);
+    }
+
+    #[test]
+    fn a_regression_and_a_missing_command_print_no_line_of_their_own() {
+        assert_eq!(CliError::Regression(1).line(), None);
+        assert_eq!(CliError::NoCommand.line(), None);
+        assert_eq!(
+            CliError::Usage("one\n  two\n".into()).line().as_deref(),
+            Some("one two")
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! A value axis: its label and wording, tick labels thinned so none overlaps the next, and the
+//! grid lines they sit on.
+
+use std::fmt::Write;
+
+use super::scale::Scale;
+use super::text::{text, text_width, TICK_PX};
+
+/// A value axis: its label (with the unit), linear or logarithmic, and how ticks are worded.
+pub struct Axis {
+    pub label: String,
+    pub log: bool,
+    pub format: fn(f64) -> String,
+}
+
+impl Axis {
+    pub fn new(label: impl Into<String>, log: bool, format: fn(f64) -> String) -> Axis {
+        Axis {
+            label: label.into(),
+            log,
+            format,
+        }
+    }
+}
+
+/// A plain number with up to 3 significant digits (`1500`, `0.25`, `2e-7`).
+pub fn plain(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.0e}");
+    }
+    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The ticks with their labels; zero is `0` in any unit.
+pub(super) fn labelled_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
+    scale
+        .ticks()
+        .into_iter()
+        .map(|t| (t, if t == 0.0 { "0".into() } else { format(t) }))
+        .collect()
+}
+
+/// Tick labels along a horizontal axis, every k-th so that none overlaps the next.
+pub(super) fn thin_x_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
+    let ticks = labelled_ticks(scale, format);
+    let mut k = 1;
+    loop {
+        let kept: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
+        let fits = kept.windows(2).all(|w| {
+            let gap = scale.at(w[1].0) - scale.at(w[0].0);
+            gap > (text_width(&w[0].1, TICK_PX) + text_width(&w[1].1, TICK_PX)) / 2.0 + 10.0
+        });
+        if fits || kept.len() <= 2 {
+            return kept;
+        }
+        k += 1;
+    }
+}
+
+/// Vertical grid lines from `top` to `bottom` at the x ticks, labelled under `bottom`.
+pub(super) fn x_grid(
+    out: &mut String,
+    xs: &Scale,
+    format: fn(f64) -> String,
+    top: f64,
+    bottom: f64,
+) {
+    for (t, label) in thin_x_ticks(xs, format) {
+        let x = xs.at(t);
+        let _ = write!(
+            out,
+            "<line x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" stroke=\"#dddddd\"/>"
+        );
+        text(out, x, bottom + 16.0, TICK_PX, "middle", &label);
+    }
+}
+
+/// The y axis's ticks, thinned so labels keep a line between them.
+pub(super) fn thin_y_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
+    let ticks = labelled_ticks(scale, format);
+    let mut k = 1;
+    loop {
+        let kept: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
+        let fits = kept
+            .windows(2)
+            .all(|w| (scale.at(w[0].0) - scale.at(w[1].0)).abs() > TICK_PX + 6.0);
+        if fits || kept.len() <= 2 {
+            return kept;
+        }
+        k += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_numbers_keep_three_significant_digits() {
+        assert_eq!(plain(1500.0), "1500");
+        assert_eq!(plain(0.25), "0.25");
+    }
+
+    #[test]
+    fn x_tick_labels_never_overlap() {
+        let s = Scale::new(0.0, 1e9, false, 0.0, 120.0);
+        let kept = thin_x_ticks(&s, plain);
+        for w in kept.windows(2) {
+            let gap = s.at(w[1].0) - s.at(w[0].0);
+            assert!(gap > (text_width(&w[0].1, TICK_PX) + text_width(&w[1].1, TICK_PX)) / 2.0);
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Bar charts: horizontal bars with whiskers, a row per category and a bar per group.
+
+use std::fmt::Write;
+
+use super::axis::{x_grid, Axis};
+use super::frame::{open_svg, title_block};
+use super::legend::legend_layout;
+use super::scale::Scale;
+use super::style::color;
+use super::text::{text, widest, wrap, LABEL_PX, TICK_PX};
+
+/// One bar: a value and its interval (whisker).
+#[derive(Clone, Copy, Debug)]
+pub struct Bar {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Horizontal bars, a row per category (its name on the left), a bar per group in each row
+/// (one group: no legend), each with a whisker and its value written after it.
+pub struct BarChart {
+    pub title: String,
+    pub axis: Axis,
+    pub whisker: String,
+    pub groups: Vec<String>,
+    pub rows: Vec<(String, Vec<Option<Bar>>)>,
+}
+
+impl BarChart {
+    pub fn svg(&self, width: f64) -> Option<String> {
+        let bars: Vec<Bar> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.1.iter().flatten().copied())
+            .collect();
+        let max = bars
+            .iter()
+            .flat_map(|b| [b.value, b.high])
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        if bars.is_empty() || max <= 0.0 {
+            return None;
+        }
+        let mut body = String::new();
+        let top = title_block(&mut body, &self.title, width);
+        let names: Vec<String> = self.rows.iter().map(|r| r.0.clone()).collect();
+        let left = 16.0 + widest(&names, LABEL_PX) + 10.0;
+        let values: Vec<String> = bars.iter().map(|b| (self.axis.format)(b.value)).collect();
+        let right = width - 16.0 - widest(&values, TICK_PX) - 10.0;
+        let groups = self.groups.len().max(1);
+        let bar_h = if groups == 1 { 18.0 } else { 14.0 };
+        let row_h = bar_h * groups as f64 + 10.0;
+        let plot_h = row_h * self.rows.len() as f64;
+        let bottom = top + plot_h;
+        let (legend_at, legend_rows) = if self.groups.len() > 1 {
+            legend_layout(&self.groups, right - left)
+        } else {
+            (Vec::new(), 0)
+        };
+        let height = bottom + 40.0 + 18.0 + legend_rows as f64 * 22.0 + 6.0;
+        let xs = Scale::new(0.0, max * 1.04, false, left, right);
+        x_grid(&mut body, &xs, self.axis.format, top, bottom);
+        for (r, (name, row)) in self.rows.iter().enumerate() {
+            let y_row = top + r as f64 * row_h + 5.0;
+            text(
+                &mut body,
+                left - 8.0,
+                y_row + row_h / 2.0,
+                LABEL_PX,
+                "end",
+                name,
+            );
+            for (g, bar) in row.iter().enumerate() {
+                let Some(b) = bar else { continue };
+                let y = y_row + g as f64 * bar_h;
+                let w = (xs.at(b.value) - left).max(0.5);
+                let fill = group_fill(g);
+                let _ = write!(
+                    body,
+                    "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" {fill}/>",
+                    y + 1.0,
+                    bar_h - 2.0
+                );
+                let (lo, hi) = (xs.at(b.low.max(0.0)), xs.at(b.high));
+                let ym = y + bar_h / 2.0;
+                let _ = write!(
+                    body,
+                    "<path d=\"M{lo:.1} {ym:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" stroke=\"black\" stroke-width=\"1.5\" fill=\"none\"/>",
+                    ym - 4.0,
+                    ym + 4.0,
+                    ym - 4.0,
+                    ym + 4.0
+                );
+                text(
+                    &mut body,
+                    hi.max(xs.at(b.value)) + 6.0,
+                    ym + 4.0,
+                    TICK_PX,
+                    "start",
+                    &(self.axis.format)(b.value),
+                );
+            }
+        }
+        let _ = write!(
+            body,
+            "<line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>\
+             <line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{right:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>"
+        );
+        let caption = format!("{}; whiskers: {}", self.axis.label, self.whisker);
+        for (i, line) in wrap(&caption, LABEL_PX, width - 32.0).iter().enumerate() {
+            text(
+                &mut body,
+                (left + right) / 2.0,
+                bottom + 36.0 + i as f64 * 16.0,
+                LABEL_PX,
+                "middle",
+                line,
+            );
+        }
+        let lines = wrap(&caption, LABEL_PX, width - 32.0).len().max(1);
+        for ((g, label), (row, x)) in self.groups.iter().enumerate().zip(legend_at) {
+            let y = bottom + 62.0 + (lines - 1) as f64 * 16.0 + row as f64 * 22.0;
+            let x = left + x;
+            let fill = group_fill(g);
+            let _ = write!(
+                body,
+                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"28\" height=\"12\" {fill}/>",
+                y - 6.0
+            );
+            text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
+        }
+        let height = height + (lines - 1) as f64 * 16.0;
+        let mut out = String::new();
+        open_svg(&mut out, width, height, &self.title);
+        out.push_str(&body);
+        out.push_str("</svg>");
+        Some(out)
+    }
+}
+
+/// The fill of group `g`'s bars: the first solid, the others lighter and outlined, so that
+/// greyscale keeps them apart.
+fn group_fill(g: usize) -> String {
+    let c = color(g);
+    if g == 0 {
+        format!("fill=\"{c}\"")
+    } else {
+        format!("fill=\"{c}\" fill-opacity=\"0.45\" stroke=\"{c}\"")
+    }
+}

@@ -1,0 +1,67 @@
+//! How series tell apart: a colour, a dash pattern and a marker each, so that a chart printed
+//! in greyscale still separates its lines.
+
+use std::fmt::Write;
+
+/// Series styles: colours of different lightness (Okabe–Ito and Tol's dark hues), each with
+/// its own dash pattern and marker.
+pub(super) const STYLES: [(&str, &str, Marker); 8] = [
+    ("#1f4e9c", "", Marker::Circle),
+    ("#e69f00", "8 4", Marker::Square),
+    ("#009e73", "2 3", Marker::Triangle),
+    ("#b2182b", "10 3 2 3", Marker::Diamond),
+    ("#56b4e9", "5 2", Marker::Circle),
+    ("#332288", "1 2", Marker::Square),
+    ("#cc79a7", "12 4", Marker::Triangle),
+    ("#555555", "6 2 1 2", Marker::Diamond),
+];
+
+/// The colour of series `i` (lanes, bars of a group).
+pub fn color(i: usize) -> &'static str {
+    STYLES[i % STYLES.len()].0
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+}
+
+pub(super) fn marker(out: &mut String, m: Marker, x: f64, y: f64, color: &str) {
+    let _ = match m {
+        Marker::Circle => write!(
+            out,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>"
+        ),
+        Marker::Square => write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\" fill=\"{color}\"/>",
+            x - 3.5,
+            y - 3.5
+        ),
+        Marker::Triangle => write!(
+            out,
+            "<polygon points=\"{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"{color}\"/>",
+            x,
+            y - 4.5,
+            x - 4.5,
+            y + 3.5,
+            x + 4.5,
+            y + 3.5
+        ),
+        Marker::Diamond => write!(
+            out,
+            "<polygon points=\"{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"{color}\"/>",
+            x,
+            y - 4.5,
+            x + 4.5,
+            y,
+            x,
+            y + 4.5,
+            x - 4.5,
+            y
+        ),
+    };
+}

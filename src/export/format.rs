@@ -1,0 +1,92 @@
+//! The list of output formats of a whole report: the one place a format is named. The CLI's
+//! `--format` choices, their help and the exporter each runs all come from [`Format`].
+
+use clap::builder::PossibleValue;
+
+use super::{Exporter, GithubActionBenchmark, Html, Json, Svg, Table};
+
+/// An output format of `parbench export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    GithubActionBenchmark,
+    Table,
+    Svg,
+    Html,
+    Json,
+}
+
+/// What the command line shows and runs for a format.
+struct Spec {
+    /// The name `--format` takes.
+    name: &'static str,
+    /// The line `--help` shows beside it.
+    help: &'static str,
+    exporter: &'static dyn Exporter,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 5] = [
+        Format::GithubActionBenchmark,
+        Format::Table,
+        Format::Svg,
+        Format::Html,
+        Format::Json,
+    ];
+
+    fn spec(self) -> Spec {
+        match self {
+            Format::GithubActionBenchmark => Spec {
+                name: "github-action-benchmark",
+                help: "customSmallerIsBetter JSON for github-action-benchmark",
+                exporter: &GithubActionBenchmark,
+            },
+            Format::Table => Spec {
+                name: "table",
+                help: "The table a person at a terminal reads",
+                exporter: &Table,
+            },
+            Format::Svg => Spec {
+                name: "svg",
+                help: "An SVG chart (as `parbench plot` draws)",
+                exporter: &Svg,
+            },
+            Format::Html => Spec {
+                name: "html",
+                help: "A self-contained HTML page (as `parbench report` writes)",
+                exporter: &Html,
+            },
+            Format::Json => Spec {
+                name: "json",
+                help: "The parbench/1 JSON document itself",
+                exporter: &Json,
+            },
+        }
+    }
+
+    /// The format's name, as the command line spells it.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The exporter that renders a report in this format.
+    pub fn exporter(self) -> &'static dyn Exporter {
+        self.spec().exporter
+    }
+
+    /// The format called `name`.
+    pub fn by_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Format::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let spec = self.spec();
+        Some(PossibleValue::new(spec.name).help(spec.help))
+    }
+}
