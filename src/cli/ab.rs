@@ -73,7 +73,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         )));
     }
     let suite_path = args.suite.clone().unwrap_or_else(|| DEFAULT_SUITE.into());
-    let text = suite::read(&suite_path).map_err(CliError::Usage)?;
+    let text = suite::read(&suite_path)?;
     let name = suite_path.display().to_string();
     // Checked whole by this build first: a typo fails before minutes of runs.
     suite::parse(&name, &text)?;

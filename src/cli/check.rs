@@ -30,8 +30,8 @@ pub enum CommandLineError {
     #[error(transparent)]
     Param(#[from] scenario::ParamError),
     /// A sweep's `--set` axis does not parse, or one of its points has a bad value.
-    #[error("{0}")]
-    Sweep(String),
+    #[error(transparent)]
+    Sweep(sweep::SweepError),
     /// `parbench help TOPIC` with a topic that is neither a command nor a scenario.
     #[error("no command or scenario '{0}' to explain (see 'parbench help')")]
     UnknownHelpTopic(String),

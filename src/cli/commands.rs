@@ -39,7 +39,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             common,
         } => {
             let name = path.display().to_string();
-            let text = suite::read(&path).map_err(CliError::Usage)?;
+            let text = suite::read(&path)?;
             run_plan(suite::parse(&name, &text)?, &common)
         }
         Command::Help { topic } => help(topic.as_deref()),

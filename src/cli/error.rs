@@ -21,7 +21,8 @@ use crate::distributed::DistributedError;
 use crate::export::ExportError;
 use crate::report::atomic::AtomicWriteError;
 use crate::report::compare::CompareError;
-use crate::scenario::suite::SuiteError;
+use crate::scenario::suite::{SuiteError, SuiteReadError};
+use crate::scenario::sweep::JournalError;
 use crate::scenario::ScenarioError;
 
 /// Why a command did not succeed.
@@ -49,6 +50,12 @@ pub enum CliError {
     /// A suite file does not parse.
     #[error(transparent)]
     Suite(#[from] SuiteError),
+    /// A suite file cannot be read, or is not a suite's text.
+    #[error(transparent)]
+    SuiteRead(#[from] SuiteReadError),
+    /// A sweep's journal cannot be read, opened or appended to.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// An MPI job cannot start.
     #[error(transparent)]
     Distributed(#[from] DistributedError),
@@ -83,6 +90,8 @@ impl CliError {
             | CliError::Export(_)
             | CliError::Write(_)
             | CliError::Suite(_)
+            | CliError::SuiteRead(_)
+            | CliError::Journal(_)
             | CliError::Distributed(_) => 2,
             CliError::Scenario(e) if e.is_usage() => 2,
             CliError::Scenario(_)

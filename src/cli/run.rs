@@ -88,7 +88,7 @@ pub(super) fn run_sweep(
         )));
     }
     let done = match &resume {
-        Some(path) => sweep::read_journal(path).map_err(CliError::Usage)?,
+        Some(path) => sweep::read_journal(path)?,
         // A device (`--journal /dev/null`) is written, never resumed: it may exist.
         None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
             return Err(CliError::Usage(format!(
@@ -111,7 +111,7 @@ pub(super) fn run_sweep(
             sweep::describe_point(foreign)
         )));
     }
-    let mut journal = sweep::Journal::open(&journal_path).map_err(CliError::Usage)?;
+    let mut journal = sweep::Journal::open(&journal_path)?;
     // Ctrl-C ends the process at once (a point can take minutes); finished points are in the
     // journal already, so say how to go on from them.
     let resume_hint = format!(
@@ -164,7 +164,7 @@ pub(super) fn run_sweep(
                     ..ctx.clone()
                 };
                 let run = run_timed(sc, params, &point_ctx)?;
-                journal.append(&run).map_err(CliError::Usage)?;
+                journal.append(&run)?;
                 newly += 1;
                 if stop_after == Some(newly) {
                     return Err(CliError::Stopped(newly));

@@ -469,7 +469,11 @@ mod tests {
             ],
             [None, Some("a label & more".into())],
         );
-        run.derive("async_speedup", 3.0);
+        run.derive_as(
+            "async_speedup",
+            3.0,
+            crate::report::Figure::new(crate::report::Unit::Ratio, crate::report::Better::Higher),
+        );
         run.check("exact", true, "y = x + 1");
         run.check("order", false, "broken on purpose");
         run.explanation.push("pushing is cheap".into());

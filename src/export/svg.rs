@@ -1,4 +1,4 @@
-//! Pictures of a report (SVG, drawn with `chart.rs`): time against the swept parameter, a line
+//! Pictures of a report (SVG, drawn with `chart/`): time against the swept parameter, a line
 //! per variant with the 95% CI of its median as a band, and the sweep's rates (GFLOP/s, GB/s)
 //! against it; loss curves of a training run; the variants' medians as bars with 95% CI
 //! whiskers; the lane timelines of a traced repeat; a training run's throughput against its

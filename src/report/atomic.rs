@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// e.g. `cannot write /nope/x.json: No such file or directory (os error 2)`.
 ///
 /// The I/O error is part of the message rather than exposed as `source()`, so that printing an
-/// error chain (`anyhow`'s `{:#}`) does not repeat it; match on [`AtomicWriteError::Io`] to get
+/// error with its causes on one line (as the CLI does) does not repeat it; match on [`AtomicWriteError::Io`] to get
 /// at the `io::Error` itself.
 #[derive(Debug, thiserror::Error)]
 pub enum AtomicWriteError {

@@ -506,7 +506,7 @@ mod tests {
         let doc = |v: f64| {
             report_deriving(|run| {
                 run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
-                run.derive("t1_s", v);
+                run.derive_as("t1_s", v, Figure::new(Unit::Seconds, Better::Neither));
             })
         };
         let rows = compare(&doc(1.0), &doc(2.0), 0.1).expect("rows");

@@ -254,13 +254,6 @@ impl RunRecord {
         }
     }
 
-    /// Record a derived figure whose unit and direction follow from its key
-    /// ([`Figure::named`]): for tests' synthetic runs only; the scenarios state theirs.
-    #[cfg(test)]
-    pub fn derive(&mut self, key: &str, value: f64) {
-        self.derive_as(key, value, Figure::named(key));
-    }
-
     /// Record a derived figure declared with its unit and direction.
     pub fn record(&mut self, spec: FigureSpec, value: f64) {
         self.derive_as(spec.key, value, spec.figure);
@@ -429,12 +422,15 @@ mod tests {
             ],
             [None, Some("a label".to_string())],
         );
-        run.derive("async_speedup", 4.5768);
-        run.derive("t1_s", 185.4e-9);
-        run.derive("peak_bytes", 3.0 * 1024.0 * 1024.0);
-        run.derive("gflops", 35.04);
-        run.derive("ops_per_pass", 12.0);
-        run.derive("time_to_target_s", f64::NAN);
+        let spec = |key, unit, better| FigureSpec::new(key, unit, better);
+        run.record(spec("async_speedup", Unit::Ratio, Better::Higher), 4.5768);
+        run.record(spec("t1_s", Unit::Seconds, Better::Neither), 185.4e-9);
+        let peak = spec("peak_bytes", Unit::Bytes, Better::Neither);
+        run.record(peak, 3.0 * 1024.0 * 1024.0);
+        run.record(spec("gflops", Unit::Gflops, Better::Higher), 35.04);
+        run.record(spec("ops_per_pass", Unit::Number, Better::Neither), 12.0);
+        let to_target = spec("time_to_target_s", Unit::Seconds, Better::Lower);
+        run.record(to_target, f64::NAN);
         run.derive_series("loss_curve", serde_json::json!([[0.0, 1.0], [1.0, 0.5]]));
         run
     }
@@ -507,7 +503,11 @@ mod tests {
         // The fields skipped when empty stay skipped.
         assert!(json.get("figures").is_none(), "{json}");
         assert!(json.get("explanation").is_none(), "{json}");
-        run.derive("unknown_s", f64::INFINITY);
+        run.derive_as(
+            "unknown_s",
+            f64::INFINITY,
+            Figure::new(Unit::Seconds, Better::Neither),
+        );
         let json = serde_json::to_value(&run).expect("serializes");
         assert!(json.get("derived_display").is_none(), "{json}");
         assert_eq!(json["derived"]["unknown_s"], Value::Null);

@@ -13,15 +13,38 @@
 //! parameter, sizes that do not fit, TOML syntax), and every error names the file and line.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::harness::sampler::seconds;
 use toml::Spanned;
 
 use super::{find, registry, Params, SamplingOverrides, Scenario};
 
 /// `scenarios/default.toml`, built in: what `parbench all` runs, wherever it is started.
 pub const DEFAULT_SUITE: &str = include_str!("../../scenarios/default.toml");
+
+/// A suite file that cannot be read as a suite's text (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteReadError {
+    /// The I/O error is part of the message, not a `source()`, so the CLI's one-line error
+    /// does not repeat it.
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("cannot read {path}: larger than {} KiB, not a suite", MAX_SUITE_BYTES / 1024)]
+    TooLarge { path: String },
+    #[error("cannot read {path}: not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 { path: String, offset: usize },
+}
+
+/// A TOML value of a kind no option takes.
+#[derive(Debug, thiserror::Error)]
+enum OptionValueError {
+    #[error("expected whole numbers in the list, found a {0}")]
+    ListItem(&'static str),
+    #[error("expected a number, a word or a list of numbers, found a {0}")]
+    Value(&'static str),
+}
 
 /// A suite that cannot be run, with where and why (a usage error).
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +96,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`).
-fn as_option_text(v: &toml::Value) -> Result<String, String> {
+fn as_option_text(v: &toml::Value) -> Result<String, OptionValueError> {
     match v {
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
@@ -82,23 +105,12 @@ fn as_option_text(v: &toml::Value) -> Result<String, String> {
             .iter()
             .map(|i| match i {
                 toml::Value::Integer(n) => Ok(n.to_string()),
-                other => Err(format!(
-                    "expected whole numbers in the list, found a {}",
-                    other.type_str()
-                )),
+                other => Err(OptionValueError::ListItem(other.type_str())),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|parts| parts.join(",")),
-        other => Err(format!(
-            "expected a number, a word or a list of numbers, found a {}",
-            other.type_str()
-        )),
+        other => Err(OptionValueError::Value(other.type_str())),
     }
-}
-
-fn seconds(what: &str, v: Option<f64>) -> Result<Option<Duration>, String> {
-    v.map(|s| crate::harness::sampler::seconds(s).map_err(|e| format!("{what}: {e}")))
-        .transpose()
 }
 
 /// Largest suite file read: suites are a few dozen lines, and a device or an endless pipe
@@ -107,25 +119,24 @@ pub const MAX_SUITE_BYTES: u64 = 1 << 20;
 
 /// Read a suite file as UTF-8 text, at most [`MAX_SUITE_BYTES`]. The error is one line naming
 /// the file.
-pub fn read(path: &std::path::Path) -> Result<String, String> {
+pub fn read(path: &std::path::Path) -> Result<String, SuiteReadError> {
     use std::io::Read;
-    let fail = |why: String| format!("cannot read {}: {why}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let shown = || path.display().to_string();
+    let io = |error| SuiteReadError::Io {
+        path: shown(),
+        error,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     file.take(MAX_SUITE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(io)?;
     if bytes.len() as u64 > MAX_SUITE_BYTES {
-        return Err(fail(format!(
-            "larger than {} KiB, not a suite",
-            MAX_SUITE_BYTES / 1024
-        )));
+        return Err(SuiteReadError::TooLarge { path: shown() });
     }
-    String::from_utf8(bytes).map_err(|e| {
-        fail(format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
+    String::from_utf8(bytes).map_err(|e| SuiteReadError::NotUtf8 {
+        path: shown(),
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
@@ -177,8 +188,16 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
                     warmup: s.warmup,
                     min_samples: s.min_samples,
                     max_samples: s.max_samples,
-                    min_time: seconds("min_time", s.min_time).map_err(|r| err(at, r))?,
-                    max_time: seconds("max_time", s.max_time).map_err(|r| err(at, r))?,
+                    min_time: s
+                        .min_time
+                        .map(seconds)
+                        .transpose()
+                        .map_err(|r| err(at, format!("min_time: {r}")))?,
+                    max_time: s
+                        .max_time
+                        .map(seconds)
+                        .transpose()
+                        .map_err(|r| err(at, format!("max_time: {r}")))?,
                 };
                 o.apply(scenario.sampling())
                     .validate()

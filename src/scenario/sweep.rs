@@ -7,16 +7,71 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{ParamKind, Params, Scenario};
+use super::{ParamError, ParamKind, Params, Scenario};
 use crate::report::RunRecord;
 pub use crate::report::SweepInfo;
 
+/// A `--set` axis that does not parse, or a sweep that cannot be planned (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("--set '{spec}': expected NAME=VALUE[,VALUE...]")]
+    Syntax { spec: String },
+    #[error("--set '{spec}': scenario '{scenario}' has no parameter '{name}' (it takes: {known})")]
+    UnknownParameter {
+        spec: String,
+        scenario: &'static str,
+        name: String,
+        known: String,
+    },
+    #[error("--set '{spec}': ranges are for whole-number parameters")]
+    RangeOfNonInteger { spec: String },
+    #[error("--set '{spec}': '{item}' is not START:STOP:STEP")]
+    RangeSyntax { spec: String, item: String },
+    #[error("--set '{spec}': '{item}' needs START <= STOP and STEP > 0")]
+    EmptyRange { spec: String, item: String },
+    #[error("--set '{spec}': '{item}' has more than 10000 values")]
+    RangeTooLong { spec: String, item: String },
+    #[error("--set '{spec}': no values")]
+    NoValues { spec: String },
+    #[error("the sweep has more than 100000 points")]
+    TooManyPoints,
+    /// A point's value that the scenario's parameter refuses.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+}
+
+/// A journal that cannot be opened, appended to or encoded into (a usage error: the path is
+/// the user's).
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The I/O error is part of the message, not a `source()`, so the CLI's one-line error
+    /// does not repeat it.
+    #[error("cannot write journal {path}: {error}")]
+    Write { path: String, error: std::io::Error },
+    #[error("cannot encode a journal record: {0}")]
+    Encode(String),
+    #[error("cannot read journal {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("cannot resume from {path}: not a regular file")]
+    NotARegularFile { path: String },
+    #[error("{path}:{line}: not a sweep journal line: {reason}")]
+    NotAJournalLine {
+        path: String,
+        line: usize,
+        reason: String,
+    },
+}
+
 /// Parse `--set name=v1,v2,start:stop:step` into an axis. Ranges are inclusive and apply to
 /// whole-number parameters.
-pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<String>), String> {
+pub fn parse_axis(
+    scenario: &dyn Scenario,
+    spec: &str,
+) -> Result<(String, Vec<String>), SweepError> {
+    let spec_text = || spec.to_string();
     let (name, values) = spec
         .split_once('=')
-        .ok_or_else(|| format!("--set '{spec}': expected NAME=VALUE[,VALUE...]"))?;
+        .ok_or_else(|| SweepError::Syntax { spec: spec_text() })?;
     let name = name.trim().replace('-', "_");
     let param = scenario
         .params()
@@ -24,11 +79,12 @@ pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<St
         .find(|p| p.name == name)
         .ok_or_else(|| {
             let known: Vec<&str> = scenario.params().iter().map(|p| p.name).collect();
-            format!(
-                "--set '{spec}': scenario '{}' has no parameter '{name}' (it takes: {})",
-                scenario.name(),
-                known.join(", ")
-            )
+            SweepError::UnknownParameter {
+                spec: spec_text(),
+                scenario: scenario.name(),
+                name: name.clone(),
+                known: known.join(", "),
+            }
         })?;
     let mut out = Vec::new();
     // A shape's own commas would be read as a list: shapes take `x` (`--set shape=1x2,4x8`).
@@ -36,25 +92,28 @@ pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<St
         let parts: Vec<&str> = item.split(':').collect();
         if parts.len() == 3 {
             let ParamKind::Int { .. } = param.kind else {
-                return Err(format!(
-                    "--set '{spec}': ranges are for whole-number parameters"
-                ));
+                return Err(SweepError::RangeOfNonInteger { spec: spec_text() });
             };
             let num = |s: &str| {
                 s.trim()
                     .parse::<u64>()
-                    .map_err(|_| format!("--set '{spec}': '{item}' is not START:STOP:STEP"))
+                    .map_err(|_| SweepError::RangeSyntax {
+                        spec: spec_text(),
+                        item: item.to_string(),
+                    })
             };
             let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
             if step == 0 || start > stop {
-                return Err(format!(
-                    "--set '{spec}': '{item}' needs START <= STOP and STEP > 0"
-                ));
+                return Err(SweepError::EmptyRange {
+                    spec: spec_text(),
+                    item: item.to_string(),
+                });
             }
             if (stop - start) / step >= 10_000 {
-                return Err(format!(
-                    "--set '{spec}': '{item}' has more than 10000 values"
-                ));
+                return Err(SweepError::RangeTooLong {
+                    spec: spec_text(),
+                    item: item.to_string(),
+                });
             }
             out.extend((start..=stop).step_by(step as usize).map(|v| v.to_string()));
         } else {
@@ -62,7 +121,7 @@ pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<St
         }
     }
     if out.is_empty() {
-        return Err(format!("--set '{spec}': no values"));
+        return Err(SweepError::NoValues { spec: spec_text() });
     }
     Ok((name, out))
 }
@@ -72,7 +131,7 @@ pub fn parse_axis(scenario: &dyn Scenario, spec: &str) -> Result<(String, Vec<St
 pub fn points(
     scenario: &dyn Scenario,
     axes: &[(String, Vec<String>)],
-) -> Result<Vec<Params>, String> {
+) -> Result<Vec<Params>, SweepError> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (name, values) in axes {
         combos = combos
@@ -86,14 +145,12 @@ pub fn points(
             })
             .collect();
         if combos.len() > 100_000 {
-            return Err("the sweep has more than 100000 points".into());
+            return Err(SweepError::TooManyPoints);
         }
     }
     combos
         .iter()
-        .map(|given| {
-            Params::parse(scenario.name(), scenario.params(), given).map_err(|e| e.to_string())
-        })
+        .map(|given| Ok(Params::parse(scenario.name(), scenario.params(), given)?))
         .collect()
 }
 
@@ -105,14 +162,15 @@ pub fn points(
 ///
 /// Only a regular file can be resumed (its points are appended to it again): a device such as
 /// `/dev/zero` would be read forever.
-pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, String> {
-    let fail = |e: std::io::Error| format!("cannot read journal {}: {e}", path.display());
+pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, JournalError> {
+    let shown = || path.display().to_string();
+    let fail = |error: std::io::Error| JournalError::Read {
+        path: shown(),
+        error,
+    };
     let mut file = File::open(path).map_err(fail)?;
     if !file.metadata().map_err(fail)?.is_file() {
-        return Err(format!(
-            "cannot resume from {}: not a regular file",
-            path.display()
-        ));
+        return Err(JournalError::NotARegularFile { path: shown() });
     }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(fail)?;
@@ -123,11 +181,11 @@ pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, String> {
             continue;
         }
         let record = serde_json::from_slice::<RunRecord>(line).map_err(|e| {
-            format!(
-                "{}:{}: not a sweep journal line: {e}",
-                path.display(),
-                i + 1
-            )
+            JournalError::NotAJournalLine {
+                path: shown(),
+                line: i + 1,
+                reason: e.to_string(),
+            }
         })?;
         records.push(record);
     }
@@ -158,8 +216,11 @@ impl Journal {
     ///
     /// Only a regular file is read back for that: a special file (`/dev/null`, a FIFO) is
     /// only appended to, since reading `/dev/full` never ends and a FIFO would block.
-    pub fn open(path: &Path) -> Result<Journal, String> {
-        let fail = |e: std::io::Error| format!("cannot write journal {}: {e}", path.display());
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+        let fail = |error: std::io::Error| JournalError::Write {
+            path: path.display().to_string(),
+            error,
+        };
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -184,9 +245,9 @@ impl Journal {
     }
 
     /// Append one finished point. The error names the journal (a full disk, `/dev/full`).
-    pub fn append(&mut self, record: &RunRecord) -> Result<(), String> {
-        let mut line = serde_json::to_string(record)
-            .map_err(|e| format!("cannot encode a journal record: {e}"))?;
+    pub fn append(&mut self, record: &RunRecord) -> Result<(), JournalError> {
+        let mut line =
+            serde_json::to_string(record).map_err(|e| JournalError::Encode(e.to_string()))?;
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -194,7 +255,10 @@ impl Journal {
                 true => self.file.sync_data(),
                 false => Ok(()),
             })
-            .map_err(|e| format!("cannot write journal {}: {e}", self.path.display()))
+            .map_err(|error| JournalError::Write {
+                path: self.path.display().to_string(),
+                error,
+            })
     }
 }
 
@@ -235,6 +299,7 @@ mod tests {
         assert_eq!(parse_axis(m, "ops=3").unwrap().1, vec!["3".to_string()]);
         assert!(parse_axis(m, "bogus=1")
             .unwrap_err()
+            .to_string()
             .contains("no parameter 'bogus'"));
         assert!(parse_axis(m, "size").is_err());
         assert!(parse_axis(m, "size=5:1:1").is_err());
@@ -254,7 +319,7 @@ mod tests {
         assert_eq!((p[0].int("size"), p[0].int("ops")), (Ok(100), Ok(1)));
         assert_eq!((p[5].int("size"), p[5].int("ops")), (Ok(200), Ok(3)));
         let bad = vec![parse_axis(m, "size=100,0").unwrap()];
-        assert!(points(m, &bad).unwrap_err().contains("--size"));
+        assert!(points(m, &bad).unwrap_err().to_string().contains("--size"));
     }
 
     #[test]
@@ -312,7 +377,10 @@ mod tests {
         let zero = Path::new("/dev/zero");
         if zero.exists() {
             let err = read_journal(zero).unwrap_err();
-            assert_eq!(err, "cannot resume from /dev/zero: not a regular file");
+            assert_eq!(
+                err.to_string(),
+                "cannot resume from /dev/zero: not a regular file"
+            );
             // Opening must not read it (that would never end).
             let _ = Journal::open(zero);
         }
@@ -339,6 +407,6 @@ mod tests {
         // A broken line in the middle is not silently dropped.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("garbage\n{text}")).unwrap();
-        assert!(read_journal(&path).unwrap_err().contains(":1:"));
+        assert!(read_journal(&path).unwrap_err().to_string().contains(":1:"));
     }
 }
