@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("units", 0),
     ("engine", 1),
+    ("machine", 1),
     ("harness", 2),
     ("device", 2),
     ("distributed", 2),
