@@ -18,7 +18,7 @@ use crate::units::{faster_or_slower, human_time};
 /// only these.
 const ADD_SCALAR_OP: &str = "add_scalar";
 
-/// Medians of the book's three phases, in seconds.
+/// LoopMedians of the book's three phases, in seconds.
 pub(super) struct Phases {
     pub(super) t1: f64,
     pub(super) t2: f64,
@@ -64,7 +64,7 @@ pub(super) fn measure_phases(
 pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let nf = n as f64;
     let uncertainty = |v: Timed| run.median_uncertainty(v.name()).unwrap_or(f64::NAN);
-    let f = Medians {
+    let f = LoopMedians {
         sync: median_of(run, Timed::Sync),
         asyn: median_of(run, Timed::Async),
         push: median_of(run, Timed::PushOnly),
@@ -93,7 +93,7 @@ pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
 
 /// The medians the explanation quotes, and how far the 95% interval of two of them reaches
 /// ([`RunRecord::median_uncertainty`]), as plain numbers.
-struct Medians {
+struct LoopMedians {
     sync: f64,
     asyn: f64,
     push: f64,
@@ -105,7 +105,7 @@ struct Medians {
 /// than `async`, which makes the same pushes and then waits. Only beyond both medians'
 /// intervals: in naive mode, or for ops cheaper than their push, the two are equal up to
 /// noise, and that is a normal result.
-fn explain(mode: Mode, n: u64, f: &Medians, p: &Phases) -> Explained {
+fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
     let nf = n as f64;
     let (sync, asyn, push) = (f.sync, f.asyn, f.push);
     let speedup = sync / asyn;
@@ -163,7 +163,7 @@ mod tests {
 
     /// 1000 ops; t1 = 1 µs, t2 = 2 µs, t3 = 3 µs: sync ≈ 6 ms, async ≈ 2.004 ms.
     fn explained(mode: Mode, sync: f64, asyn: f64, push: f64) -> Explained {
-        let f = Medians {
+        let f = LoopMedians {
             sync,
             asyn,
             push,
