@@ -29,23 +29,26 @@
 //! assert_eq!(*data.lock().unwrap(), 42);
 //! ```
 
+mod builder;
 mod error;
 mod lane;
+mod mode;
 mod op;
 pub mod trace;
 mod var;
 mod waiting;
 
+pub use builder::{EngineBuilder, SyncHook};
 #[cfg(feature = "cuda")]
 pub(crate) use error::panic_message;
 pub use error::{EngineError, OpError};
 pub use lane::{LaneId, LaneSpec};
+pub use mode::Mode;
 pub use op::Completion;
 pub use trace::TraceRecord;
 pub use var::{DataVar, OpVars, Var, VarData, VarKey};
 
 use std::borrow::Cow;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -54,118 +57,6 @@ use std::time::Instant;
 use lane::{in_worker, Lane, Submitted};
 use op::{Accesses, AsyncBody, ClearErrors, OpBlock, OpBody, OpRef, SyncBody};
 use waiting::spin_until;
-
-/// How pushed ops are executed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Ops run on lane workers as soon as their dependencies allow (the default).
-    Threaded,
-    /// `push` returns only once its op has completed (the op still runs on its lane, so it
-    /// uses its device's threads): nothing overlaps, as with MXNet's `NaiveEngine`, the
-    /// baseline that shows what asynchrony buys.
-    Naive,
-}
-
-impl Mode {
-    /// The environment variable that selects the mode when `--engine` is not given.
-    pub const ENV: &'static str = "PARBENCH_ENGINE";
-
-    /// Lower-case name, as accepted by `--engine`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Threaded => "threaded",
-            Mode::Naive => "naive",
-        }
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "threaded" => Ok(Mode::Threaded),
-            "naive" => Ok(Mode::Naive),
-            other => Err(format!(
-                "unknown engine mode '{other}' (expected 'threaded' or 'naive')"
-            )),
-        }
-    }
-}
-
-/// A function `wait_all` calls after every op has completed, to synchronize a device (a CUDA
-/// device synchronizes its streams).
-pub type SyncHook = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
-
-/// Builds an [`Engine`]: choose the mode, add lanes, then [`build`](EngineBuilder::build).
-pub struct EngineBuilder {
-    mode: Mode,
-    lanes: Vec<LaneSpec>,
-    max_inflight: Option<usize>,
-    log_placement: bool,
-    sync_hooks: Vec<SyncHook>,
-}
-
-impl EngineBuilder {
-    /// Add a lane; ops are pushed to it by the returned id.
-    pub fn lane(&mut self, spec: LaneSpec) -> LaneId {
-        self.lanes.push(spec);
-        LaneId(self.lanes.len() - 1)
-    }
-
-    /// Bound the ops pushed and not yet completed: `push` blocks while `n` are pending.
-    /// `None` (the default) is unbounded. `Some(0)` is treated as `Some(1)`.
-    pub fn max_inflight(&mut self, n: Option<usize>) -> &mut Self {
-        self.max_inflight = n.map(|n| n.max(1));
-        self
-    }
-
-    /// Print each op's lane to stderr as it starts (the book's `log_device_placement`), for
-    /// the first [`PLACEMENT_LINES_PER_LANE`] ops of each lane, and a count of the rest at
-    /// shutdown.
-    pub fn log_placement(&mut self, on: bool) -> &mut Self {
-        self.log_placement = on;
-        self
-    }
-
-    /// Register a device synchronization for `wait_all`.
-    pub fn on_wait_all(&mut self, hook: SyncHook) -> &mut Self {
-        self.sync_hooks.push(hook);
-        self
-    }
-
-    /// Start the workers. Fails only if the OS refuses a thread.
-    pub fn build(self) -> Result<Engine, std::io::Error> {
-        let shared = Arc::new(Shared {
-            lanes: self.lanes.into_iter().map(Lane::new).collect(),
-            mode: self.mode,
-            log_placement: self.log_placement,
-            max_inflight: self.max_inflight,
-            pushed: Padded(AtomicUsize::new(0)),
-            completed: Padded(AtomicUsize::new(0)),
-            max_pending: AtomicUsize::new(0),
-            idle_lock: Mutex::new(()),
-            idle_cv: Condvar::new(),
-            idle_waiters: AtomicUsize::new(0),
-            retired: Padded(Retired::default()),
-            first_error: Mutex::new(None),
-            tracing: AtomicBool::new(false),
-            trace_seq: AtomicU64::new(0),
-            trace: Mutex::new(Vec::new()),
-            epoch: Instant::now(),
-            sync_hooks: self.sync_hooks,
-        });
-        let mut threads = Vec::new();
-        for i in 0..shared.lanes.len() {
-            threads.extend(lane::start_workers(&shared, i)?);
-        }
-        Ok(Engine {
-            owner: Arc::new(Owner {
-                shared,
-                threads: Mutex::new(threads),
-            }),
-        })
-    }
-}
 
 /// A handle to the engine. Clones share the same engine; the workers stop when the last
 /// handle is dropped (after everything pushed has completed).
@@ -214,13 +105,7 @@ impl Engine {
 
     /// Start building an engine in the given mode.
     pub fn builder(mode: Mode) -> EngineBuilder {
-        EngineBuilder {
-            mode,
-            lanes: Vec::new(),
-            max_inflight: None,
-            log_placement: false,
-            sync_hooks: Vec::new(),
-        }
+        EngineBuilder::new(mode)
     }
 
     /// An engine with `n` lanes of one dedicated thread each, named `lane:0`, `lane:1`, ...
