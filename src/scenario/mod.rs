@@ -8,6 +8,7 @@ pub mod async_loop;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
+pub mod evidence;
 pub mod hybridize;
 pub mod matmul;
 pub mod memory;

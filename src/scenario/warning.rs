@@ -28,13 +28,6 @@ pub enum Warning {
     SpeedupAboveLanes { speedup: f64, lanes: f64 },
     /// `run-copy`: samples shorter than their own busier lane's busy time, in the same trace.
     BelowOwnBusyLane { ratio: f64 },
-    /// `deps`: a speed-up above the devices that op by op's own cost does not explain.
-    SpeedupAboveDevices {
-        speedup: f64,
-        devices: usize,
-        op_by_op_s: f64,
-        work_s: f64,
-    },
     /// `hybridize`: a speed-up above the ops per pass that replaying saves.
     HybridizeAboveOpsPerPass { speedup: f64, ops_per_pass: usize },
     /// `data-parallel`: a scaling efficiency above 1.1.
@@ -79,19 +72,6 @@ impl fmt::Display for Warning {
                 "the overlapped samples took {ratio:.2}× the busy time of their own busier lane, below 1: \
                  bound and time come from the same sample, so this is not noise but a clock or trace that \
                  disagree (a bug to report)."
-            ),
-            Warning::SpeedupAboveDevices {
-                speedup,
-                devices,
-                op_by_op_s,
-                work_s,
-            } => write!(
-                f,
-                "the speed-up {speedup:.2}× exceeds the {devices} devices, yet op by op ({}) took no longer than \
-                 the ops' own run time ({}): each parallel sample took at least work / {devices} devices, so \
-                 this cannot hold within one round; {BETWEEN_ROUNDS}.",
-                human_time(op_by_op_s),
-                human_time(work_s),
             ),
             Warning::HybridizeAboveOpsPerPass {
                 speedup,

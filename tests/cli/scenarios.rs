@@ -204,9 +204,11 @@ fn deps_is_identical_to_op_by_op_and_reports_the_bound() {
     ]);
     let run = &doc["runs"][0];
     let names = variant_names(run);
-    assert_eq!(names, ["op-by-op", "parallel"]);
+    assert_eq!(names, ["op-by-op", "one-device", "parallel"]);
     assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
     for key in [
+        "asynchrony_speedup",
+        "parallelism_speedup",
         "parallel_speedup",
         "critical_path_s",
         "lower_bound_s",

@@ -1,0 +1,120 @@
+//! Figures with their uncertainty, and comparisons that never claim more than the figures
+//! show: a ratio of two medians carries the interval their 95% intervals allow, and a
+//! comparison with a bound (1 for "faster", a ceiling, a floor) says *indistinguishable* when
+//! that interval reaches across it. Explanations word their comparisons through [`Side`], so a
+//! sentence reads correctly whichever side a measurement lands on.
+
+use crate::report::RunRecord;
+
+/// A median with its 95% confidence interval, in the variant's unit (seconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Estimate {
+    /// A variant's median and interval; NaN throughout when the run has no such variant.
+    pub fn of(run: &RunRecord, variant: &str) -> Estimate {
+        run.variants
+            .iter()
+            .find(|v| v.name == variant)
+            .map_or(Estimate::exact(f64::NAN), |v| Estimate {
+                median: v.summary.median_s,
+                lo: v.summary.ci95_s[0],
+                hi: v.summary.ci95_s[1],
+            })
+    }
+
+    /// A figure known exactly (an interval of width zero).
+    pub const fn exact(value: f64) -> Estimate {
+        Estimate {
+            median: value,
+            lo: value,
+            hi: value,
+        }
+    }
+
+    /// How far the interval reaches from the median, relative to it, at its wider side.
+    pub fn uncertainty(&self) -> f64 {
+        (self.median - self.lo).max(self.hi - self.median) / self.median
+    }
+}
+
+/// `a / b` and the interval the two estimates' intervals allow for it: from the smallest
+/// `a` over the largest `b` to the largest `a` over the smallest `b`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Ratio {
+    pub fn of(a: Estimate, b: Estimate) -> Ratio {
+        Ratio {
+            value: a.median / b.median,
+            lo: a.lo / b.hi,
+            hi: a.hi / b.lo,
+        }
+    }
+
+    /// Where the ratio lies against `bound`: above or below only when its whole interval is.
+    /// A ratio with no finite interval is [`Side::Unknown`].
+    pub fn against(&self, bound: f64) -> Side {
+        if !(self.lo.is_finite() && self.hi.is_finite() && self.value.is_finite()) {
+            Side::Unknown
+        } else if self.lo > bound {
+            Side::Above
+        } else if self.hi < bound {
+            Side::Below
+        } else {
+            Side::Within
+        }
+    }
+}
+
+/// Where a figure lies against a bound, within the evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Its whole interval lies above the bound.
+    Above,
+    /// Its whole interval lies below the bound.
+    Below,
+    /// Its interval reaches across the bound: indistinguishable from it here.
+    Within,
+    /// Not measured, or not finite.
+    Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(median: f64, lo: f64, hi: f64) -> Estimate {
+        Estimate { median, lo, hi }
+    }
+
+    #[test]
+    fn a_ratio_carries_the_interval_of_its_parts() {
+        let r = Ratio::of(est(4.0, 3.0, 5.0), est(2.0, 1.0, 2.5));
+        assert_eq!((r.value, r.lo, r.hi), (2.0, 1.2, 5.0));
+        assert_eq!(r.against(1.0), Side::Above);
+        assert_eq!(r.against(2.0), Side::Within);
+        assert_eq!(r.against(6.0), Side::Below);
+    }
+
+    #[test]
+    fn overlapping_intervals_are_indistinguishable_not_faster() {
+        // Medians 1.2× apart, but a's interval reaches below b's: no verdict.
+        let r = Ratio::of(est(1.2, 0.9, 1.5), est(1.0, 0.95, 1.05));
+        assert!(r.value > 1.0);
+        assert_eq!(r.against(1.0), Side::Within);
+        assert_eq!(
+            Ratio::of(est(f64::NAN, 1.0, 1.0), est(1.0, 1.0, 1.0)).against(1.0),
+            Side::Unknown
+        );
+        assert_eq!(Estimate::exact(2.0).uncertainty(), 0.0);
+    }
+}
