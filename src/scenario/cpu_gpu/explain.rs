@@ -1,177 +1,206 @@
-//! What `cpu-gpu`'s figures show, in sentences, from the medians as plain numbers.
+//! What `cpu-gpu`'s figures show, in sentences, from the medians and their intervals. A
+//! comparison is a verdict only where the interval its medians' intervals allow lies wholly on
+//! one side; otherwise the sentence says the two are indistinguishable here.
 
+use crate::scenario::evidence::{Estimate, Ratio, Side};
 use crate::scenario::support::Explained;
 use crate::scenario::Warning;
 use crate::units::{faster_or_slower, human_time};
 
-/// Above this relative reach of a median's 95% interval, the overlap efficiency is called uncertain.
-const UNCERTAIN_MEDIAN: f64 = 0.05;
-
-/// The medians the explanation quotes, and how far each one's 95% interval reaches
-/// ([`RunRecord::median_uncertainty`]), as plain numbers.
+/// The medians the explanation quotes, with their 95% intervals.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct DeviceTimes {
-    pub(super) a: f64,
-    pub(super) b: f64,
-    pub(super) par: f64,
-    pub(super) one: f64,
-    pub(super) a_uncertainty: f64,
-    pub(super) b_uncertainty: f64,
-    pub(super) par_uncertainty: f64,
-    /// The same overlap efficiency for the same products on two plain threads, no engine (the
-    /// CPU fallback only): what this machine allows.
-    pub(super) ceiling: Option<f64>,
+    pub(super) a: Estimate,
+    pub(super) b: Estimate,
+    pub(super) par: Estimate,
+    pub(super) one: Estimate,
+    /// The overlap efficiency of the same products on two plain threads, without the engine
+    /// (the CPU fallback only): a reference measured beside the run, not a bound.
+    pub(super) bare_threads: Option<f64>,
+}
+
+impl DeviceTimes {
+    /// a + b, one workload after the other on their own devices.
+    pub(super) fn sequential(&self) -> Estimate {
+        Estimate {
+            median: self.a.median + self.b.median,
+            lo: self.a.lo + self.b.lo,
+            hi: self.a.hi + self.b.hi,
+        }
+    }
+
+    /// The slower workload alone: max(a, b).
+    fn slower_alone(&self) -> Estimate {
+        Estimate {
+            median: self.a.median.max(self.b.median),
+            lo: self.a.lo.max(self.b.lo),
+            hi: self.a.hi.max(self.b.hi),
+        }
+    }
+
+    /// (a + b) / parallel.
+    pub(super) fn speedup(&self) -> Ratio {
+        Ratio::of(self.sequential(), self.par)
+    }
+
+    /// max(a, b) / parallel: 1.0 is perfect overlap.
+    pub(super) fn overlap(&self) -> Ratio {
+        Ratio::of(self.slower_alone(), self.par)
+    }
+}
+
+/// "1.20×, 95% interval 1.10–1.31×".
+fn interval(r: &Ratio) -> String {
+    format!("{:.2}×, 95% interval {:.2}–{:.2}×", r.value, r.lo, r.hi)
 }
 
 /// What the figures show, and the figures outside their physical range: an overlap
-/// efficiency max(a, b) / parallel above 1 (and with it a parallel speed-up above 2 devices).
+/// efficiency max(a, b) / parallel above 1 beyond its interval.
 pub(super) fn explain(f: &DeviceTimes, device_b: &str) -> Explained {
-    let (a, b, par) = (f.a, f.b, f.par);
-    let overlap = a.max(b) / par;
+    let (speedup, overlap) = (f.speedup(), f.overlap());
     let mut out = Explained::default();
-    out.sentences.push(format!(
-        "pushed together, A ({}) and B ({}) took {} instead of a + b = {} one after the other: \
-         {}, overlap efficiency max(a, b)/parallel = {overlap:.2} (1.0 is perfect overlap).",
-        human_time(a),
-        human_time(b),
-        human_time(par),
-        human_time(a + b),
-        faster_or_slower((a + b) / par)
-    ));
-    let (slower, slower_uncertainty) = if a >= b {
-        ("a-alone", f.a_uncertainty)
-    } else {
-        ("b-alone", f.b_uncertainty)
-    };
-    let spread = slower_uncertainty.max(f.par_uncertainty);
-    if spread > UNCERTAIN_MEDIAN {
+    let lead = format!(
+        "pushed together, A ({}) and B ({}) took {} against a + b = {} one after the other ({})",
+        human_time(f.a.median),
+        human_time(f.b.median),
+        human_time(f.par.median),
+        human_time(f.sequential().median),
+        interval(&speedup),
+    );
+    out.sentences.push(match speedup.against(1.0) {
+        Side::Above | Side::Below => format!(
+            "{lead}: {}; overlap efficiency max(a, b)/parallel = {:.2} (1.0 is perfect overlap).",
+            faster_or_slower(speedup.value),
+            overlap.value
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable from one after the other here; overlap efficiency \
+             max(a, b)/parallel = {:.2} (1.0 is perfect overlap).",
+            overlap.value
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    });
+    match overlap.against(1.0) {
+        Side::Above => {
+            out.sentences.push(format!(
+                "an overlap efficiency above 1.0 ({:.2}, 95% interval {:.2}–{:.2}) does not beat perfect \
+                 overlap: A and B alone were measured in other rounds and ran slower there than inside the \
+                 parallel variant (noise between rounds).",
+                overlap.value, overlap.lo, overlap.hi
+            ));
+            out.warnings.push(Warning::OverlapAboveOne {
+                overlap: overlap.value,
+                speedup: speedup.value,
+            });
+        }
+        Side::Within => out.sentences.push(format!(
+            "the overlap efficiency's 95% interval ({:.2}–{:.2}) reaches 1.0: indistinguishable from \
+             perfect overlap here.",
+            overlap.lo, overlap.hi
+        )),
+        Side::Below | Side::Unknown => {}
+    }
+    if let Some(c) = f.bare_threads {
         out.sentences.push(format!(
-            "the overlap efficiency is uncertain by about ±{:.0}%: the 95% confidence interval of the \
-             {slower} or parallel median reaches that far; take more samples (--min-samples) for a firmer figure.",
-            spread * 100.0
+            "for reference, the same products on two plain threads, without the engine, overlapped \
+             with an efficiency of {c:.2} (median of a few rounds, measured beside the run, not a \
+             bound); the engine's {:.2} is {:.2}× that.",
+            overlap.value,
+            overlap.value / c
         ));
     }
-    if overlap > 1.0 {
-        out.sentences.push(format!(
-            "an overlap efficiency above 1.0 ({overlap:.2}) does not beat perfect overlap: A and B alone were \
-             measured in other rounds and ran slower there than inside the parallel variant (noise between rounds)."
-        ));
-        out.warnings.push(Warning::OverlapAboveOne {
-            overlap,
-            speedup: (a + b) / par,
-        });
-    }
-    if let Some(c) = f.ceiling {
-        out.sentences.push(format!(
-            "the machine's own ceiling: the same products on two plain threads, without the \
-             engine, overlap with an efficiency of {c:.2}; the engine's {overlap:.2} is {:.2} of it.",
-            overlap / c
-        ));
-    }
-    out.sentences
-        .push(one_device_sentence(f.one, a + b, device_b));
+    out.sentences.push(one_device_sentence(f, device_b));
     out
 }
 
-/// What running both workloads on one device showed, worded by the figures: `one` against
-/// `sequential` = a + b measured on their own devices.
-fn one_device_sentence(one: f64, sequential: f64, device: &str) -> String {
-    let ratio = sequential / one;
-    let verdict = if ratio < 0.95 {
-        format!(
-            "{} than a + b ({}): one device runs its lane's ops one after the other, and here it \
-             also ran them slower than the two devices did",
-            faster_or_slower(ratio),
-            human_time(sequential)
-        )
-    } else if ratio <= 1.1 {
-        format!(
-            "about a + b ({}): one device runs its lane's ops one after the other, so it gains little",
-            human_time(sequential)
-        )
-    } else {
-        format!(
-            "{} than a + b ({}): the device had capacity to spare when each workload ran on its own device",
-            faster_or_slower(ratio),
-            human_time(sequential)
-        )
-    };
-    format!(
-        "both workloads on {device} alone took {}, {verdict}.",
-        human_time(one)
-    )
+/// What running both workloads on one device showed, against a + b measured on their own
+/// devices, within the intervals.
+fn one_device_sentence(f: &DeviceTimes, device: &str) -> String {
+    let ratio = Ratio::of(f.sequential(), f.one);
+    let lead = format!(
+        "both workloads on {device} alone took {} against a + b = {} ({})",
+        human_time(f.one.median),
+        human_time(f.sequential().median),
+        interval(&ratio),
+    );
+    match ratio.against(1.0) {
+        Side::Above => format!(
+            "{lead}: {} than a + b, beyond both intervals: back to back on one device cost less \
+             than each workload alone on its own device.",
+            faster_or_slower(ratio.value)
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable from a + b here: one device runs its lane's ops one after \
+             the other, so it gains nothing over running them apart."
+        ),
+        Side::Below => format!(
+            "{lead}: {} than a + b: one device runs its lane's ops one after the other, and here \
+             it also ran them slower than the two devices did.",
+            faster_or_slower(ratio.value)
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_one_device_sentence_follows_its_numbers() {
-        let slower = one_device_sentence(2.4, 2.0, "cpu:1");
-        assert!(
-            slower.contains("took 2.400 s") && slower.contains("1.20× slower than a + b (2.000 s)"),
-            "{slower}"
-        );
-        assert!(!slower.contains("gains little"), "{slower}");
-        let same = one_device_sentence(2.0, 2.1, "cpu:1");
-        assert!(
-            same.contains("about a + b") && same.contains("gains little"),
-            "{same}"
-        );
-        let faster = one_device_sentence(1.0, 2.0, "cuda:0");
-        assert!(faster.contains("2.00× faster than a + b"), "{faster}");
+    fn tight(median: f64) -> Estimate {
+        Estimate {
+            median,
+            lo: median * 0.995,
+            hi: median * 1.005,
+        }
     }
 
-    fn medians(a: f64, b: f64, par: f64, one: f64) -> DeviceTimes {
+    fn times(a: f64, b: f64, par: f64, one: f64) -> DeviceTimes {
         DeviceTimes {
-            a,
-            b,
-            par,
-            one,
-            a_uncertainty: 0.01,
-            b_uncertainty: 0.01,
-            par_uncertainty: 0.01,
-            ceiling: None,
+            a: tight(a),
+            b: tight(b),
+            par: tight(par),
+            one: tight(one),
+            bare_threads: None,
         }
     }
 
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {
-        let e = explain(&medians(2.0, 1.0, 2.5, 3.6), "cpu:1");
+        let e = explain(&times(2.0, 1.0, 2.5, 3.6), "cpu:1");
         let all = e.sentences.join("\n");
         // a + b = 3 s; (a + b) / parallel = 1.2; max(a, b) / parallel = 0.8.
         assert!(
-            all.contains("A (2.000 s) and B (1.000 s) took 2.500 s instead of a + b = 3.000 s"),
+            all.contains("A (2.000 s) and B (1.000 s) took 2.500 s against a + b = 3.000 s"),
             "{all}"
         );
         assert!(
-            all.contains("1.20× faster, overlap efficiency max(a, b)/parallel = 0.80"),
+            all.contains("1.20× faster; overlap efficiency max(a, b)/parallel = 0.80"),
             "{all}"
         );
-        // one-device 0.83× of a + b (3 / 3.6): slower, and not "gains little".
+        // one-device 0.83× of a + b (3 / 3.6): slower.
         assert!(
-            all.contains("took 3.600 s, 1.20× slower than a + b (3.000 s)"),
+            all.contains("took 3.600 s against a + b = 3.000 s (0.83×")
+                && all.contains("1.20× slower than a + b: one device"),
             "{all}"
         );
-        assert!(!all.contains("gains little"), "{all}");
-        assert!(!all.contains("uncertain"), "{all}");
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
-        assert!(!all.contains("ceiling"), "{all}");
-        // Beside the machine's own ceiling: 0.80 / 0.95 = 0.84 of it.
-        let mut f = medians(2.0, 1.0, 2.5, 3.6);
-        f.ceiling = Some(0.95);
+        assert!(!all.contains("reference"), "{all}");
+        // Beside the bare threads' reference: 0.80 / 0.95 = 0.84 of it.
+        let mut f = times(2.0, 1.0, 2.5, 3.6);
+        f.bare_threads = Some(0.95);
         let all = explain(&f, "cpu:1").sentences.join("\n");
         assert!(
-            all.contains("overlap with an efficiency of 0.95; the engine's 0.80 is 0.84 of it."),
+            all.contains("with an efficiency of 0.95 (median of a few rounds")
+                && all.contains("the engine's 0.80 is 0.84× that."),
             "{all}"
         );
+        assert!(!all.contains("ceiling"), "{all}");
     }
 
     #[test]
-    fn an_efficiency_above_one_is_a_warning_with_its_cause() {
+    fn an_efficiency_above_one_beyond_its_interval_is_a_warning() {
         // max(2, 1.9) / 1.87 = 1.07, (2 + 1.9) / 1.87 = 2.09.
-        let e = explain(&medians(2.0, 1.9, 1.87, 3.9), "cpu:1");
+        let e = explain(&times(2.0, 1.9, 1.87, 3.9), "cpu:1");
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
         let w = e.warnings[0].to_string();
         assert!(
@@ -182,28 +211,70 @@ mod tests {
             w.contains("noise between rounds") && w.contains("--min-samples"),
             "{w}"
         );
-        assert!(e.sentences.join(" ").contains("above 1.0 (1.07)"));
-        // Perfect overlap exactly is in range.
-        assert!(explain(&medians(2.0, 1.9, 2.0, 3.9), "cpu:1")
-            .warnings
-            .is_empty());
+        assert!(e
+            .sentences
+            .join(" ")
+            .contains("above 1.0 (1.07, 95% interval"));
+        // Above 1 at the median, but within its interval: indistinguishable, no warning.
+        let mut f = times(2.0, 1.9, 1.95, 3.9);
+        f.a.lo = 1.8;
+        let e = explain(&f, "cpu:1");
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        assert!(
+            e.sentences
+                .join(" ")
+                .contains("indistinguishable from perfect overlap"),
+            "{:?}",
+            e.sentences
+        );
     }
 
     #[test]
-    fn a_loose_median_is_called_uncertain() {
-        let mut f = medians(2.0, 1.0, 2.5, 3.0);
-        f.a_uncertainty = 0.12;
-        let all = explain(&f, "cpu:1").sentences.join("\n");
-        assert!(
-            all.contains("uncertain by about ±12%") && all.contains("a-alone"),
-            "{all}"
-        );
-        // The faster device's median does not decide it.
-        let mut f = medians(2.0, 1.0, 2.5, 3.0);
-        f.b_uncertainty = 0.12;
-        assert!(!explain(&f, "cpu:1")
-            .sentences
-            .join("\n")
-            .contains("uncertain"));
+    fn a_loose_one_device_median_is_no_verdict() {
+        // 3 / 2.7 = 1.11× at the medians, but one-device's interval reaches past a + b.
+        let mut f = times(2.0, 1.0, 2.5, 2.7);
+        f.one.hi = 3.3;
+        let s = one_device_sentence(&f, "cpu:1");
+        assert!(s.contains("indistinguishable from a + b here"), "{s}");
+        assert!(!s.contains("faster") && !s.contains("capacity"), "{s}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random medians with wide, overlapping intervals on either side of every bound: the
+        /// speed-up and one-device sentences say faster/slower only when the interval computed
+        /// here from the raw bounds lies wholly on that side of 1, and the overlap warning
+        /// appears only when max(a, b)'s lowest over parallel's highest exceeds 1.
+        #[test]
+        fn no_sentence_claims_more_than_its_intervals(
+            medians in proptest::array::uniform4(0.5f64..2.0),
+            reaches in proptest::array::uniform4((0.0f64..0.5, 0.0f64..0.5)),
+        ) {
+            let est = |i: usize| Estimate {
+                median: medians[i],
+                lo: medians[i] * (1.0 - reaches[i].0),
+                hi: medians[i] * (1.0 + reaches[i].1),
+            };
+            let f = DeviceTimes { a: est(0), b: est(1), par: est(2), one: est(3), bare_threads: None };
+            let e = explain(&f, "cpu:1");
+            let (seq_lo, seq_hi) = (f.a.lo + f.b.lo, f.a.hi + f.b.hi);
+            let said = |s: &str, lo: f64, hi: f64| -> Result<(), proptest::test_runner::TestCaseError> {
+                let (verdict_faster, verdict_slower) = (lo > 1.0, hi < 1.0);
+                proptest::prop_assert_eq!(s.contains("× faster"), verdict_faster, "{}", s);
+                proptest::prop_assert_eq!(s.contains("× slower"), verdict_slower, "{}", s);
+                proptest::prop_assert_eq!(
+                    s.contains("indistinguishable from"),
+                    !verdict_faster && !verdict_slower,
+                    "{}",
+                    s
+                );
+                Ok(())
+            };
+            said(&e.sentences[0], seq_lo / f.par.hi, seq_hi / f.par.lo)?;
+            said(e.sentences.last().expect("the one-device sentence"), seq_lo / f.one.hi, seq_hi / f.one.lo)?;
+            let overlap_lo = f.a.lo.max(f.b.lo) / f.par.hi;
+            proptest::prop_assert_eq!(!e.warnings.is_empty(), overlap_lo > 1.0);
+        }
     }
 }

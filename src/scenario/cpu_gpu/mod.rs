@@ -5,15 +5,17 @@
 //! between lets the engine run them at once: the total approaches max(a, b) rather than a + b.
 //! Pushing both workloads to one device gains nothing: its lane runs them one after the other.
 
-mod ceiling;
+mod bare_threads;
 mod checks;
 mod explain;
 
 use std::cell::RefCell;
 
-use ceiling::bare_threads_ceiling;
+use bare_threads::bare_threads_overlap;
 use checks::{check_placement, check_products};
 use explain::{explain, DeviceTimes};
+
+use super::evidence::Estimate;
 
 use super::support::{
     accelerator, check_matrices, gflops, host_ordered, run_matmuls, traced, SECONDS_PER_ROUND,
@@ -220,18 +222,19 @@ impl Scenario for CpuGpu {
             summaries,
             Timed::ALL.iter().map(|&v| Some(label(v))),
         );
-        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
-        let (a, b, par, one) = (
-            m(Timed::AAlone),
-            m(Timed::BAlone),
-            m(Timed::Parallel),
-            m(Timed::OneDevice),
-        );
-        let overlap = a.max(b) / par;
-        run.record(SEQUENTIAL_S, a + b);
-        run.record(PARALLEL_SPEEDUP, (a + b) / par);
-        run.record(OVERLAP_EFFICIENCY, overlap);
-        run.record(ONE_DEVICE_SPEEDUP, (a + b) / one);
+        let est = |v: Timed| Estimate::of(&run, v.name());
+        let mut f = DeviceTimes {
+            a: est(Timed::AAlone),
+            b: est(Timed::BAlone),
+            par: est(Timed::Parallel),
+            one: est(Timed::OneDevice),
+            bare_threads: None,
+        };
+        let (a, b) = (f.a.median, f.b.median);
+        run.record(SEQUENTIAL_S, f.sequential().median);
+        run.record(PARALLEL_SPEEDUP, f.speedup().value);
+        run.record(OVERLAP_EFFICIENCY, f.overlap().value);
+        run.record(ONE_DEVICE_SPEEDUP, f.sequential().median / f.one.median);
         run.record(A_GFLOPS, gflops(ops, (cpu_size, cpu_size, cpu_size), a));
         run.record(B_GFLOPS, gflops(ops, (b_size, b_size, b_size), b));
 
@@ -253,28 +256,14 @@ impl Scenario for CpuGpu {
         // Both from the same (last timed) sample: the overlap can never exceed its time.
         run.record(TRACED_PARALLEL_S, traced_s);
         run.record(TRACED_OVERLAP_S, both_busy_s(&records, dev_a, dev_b));
-        // What the machine allows, without the engine: on the CPU fallback, the same products
-        // on two plain threads, alone and at once.
-        let ceiling = if dev_b.is_gpu() {
-            None
-        } else {
+        // A reference measured beside the run, without the engine: on the CPU fallback, the
+        // same products on two plain threads, alone and at once.
+        if !dev_b.is_gpu() {
             let threads = (a_threads, dev_b.threads);
-            let c = bare_threads_ceiling(&x_a.to_vec()?, &x_b.to_vec()?, cpu_size, threads, ops)?;
+            let c = bare_threads_overlap(&x_a.to_vec()?, &x_b.to_vec()?, cpu_size, threads, ops)?;
             run.record(BARE_THREADS_OVERLAP_EFFICIENCY, c);
-            Some(c)
-        };
-        // A ratio of two medians is only as firm as they are.
-        let uncertainty = |v: Timed| run.median_uncertainty(v.name()).unwrap_or(f64::NAN);
-        let f = DeviceTimes {
-            a,
-            b,
-            par,
-            one,
-            a_uncertainty: uncertainty(Timed::AAlone),
-            b_uncertainty: uncertainty(Timed::BAlone),
-            par_uncertainty: uncertainty(Timed::Parallel),
-            ceiling,
-        };
+            f.bare_threads = Some(c);
+        }
         explain(&f, &db).record(&mut run);
         Ok(run)
     }

@@ -1,16 +1,17 @@
-//! The same overlap on two plain threads, without the engine: what this machine allows.
+//! The same overlap on two plain threads, without the engine: a reference measured beside the
+//! run (not a bound: the engine may overlap better or worse than these threads did).
 
 use crate::scenario::ScenarioError;
 
 /// Rounds of the bare-threads measurement (alone, alone, together each), and the products of
 /// each workload in it: enough for a median, a few seconds at the defaults.
-const CEILING_ROUNDS: usize = 3;
-const CEILING_OPS: u64 = 3;
+const BARE_THREADS_ROUNDS: usize = 3;
+const BARE_THREADS_OPS: u64 = 3;
 
-/// max(a, b) / together for `ops` (at most [`CEILING_OPS`]) products `x · x` of each of two
+/// max(a, b) / together for `ops` (at most [`BARE_THREADS_OPS`]) products `x · x` of each of two
 /// n×n inputs, each on a plain thread inside a rayon pool of its device's threads, with no
-/// engine: medians of [`CEILING_ROUNDS`] rounds, the order rotated each round.
-pub(super) fn bare_threads_ceiling(
+/// engine: medians of [`BARE_THREADS_ROUNDS`] rounds, the order rotated each round.
+pub(super) fn bare_threads_overlap(
     a: &[f32],
     b: &[f32],
     n: usize,
@@ -29,7 +30,7 @@ pub(super) fn bare_threads_ceiling(
         view(a).map_err(|e| ScenarioError::Input(e.to_string()))?,
         view(b).map_err(|e| ScenarioError::Input(e.to_string()))?,
     );
-    let ops = ops.min(CEILING_OPS);
+    let ops = ops.min(BARE_THREADS_OPS);
     let work = |p: &rayon::ThreadPool, x: ndarray::ArrayView2<'_, f32>| {
         p.install(|| {
             for _ in 0..ops {
@@ -43,7 +44,7 @@ pub(super) fn bare_threads_ceiling(
         t.elapsed().as_secs_f64()
     };
     let (mut alone_a, mut alone_b, mut together) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..CEILING_ROUNDS {
+    for round in 0..BARE_THREADS_ROUNDS {
         for k in 0..3 {
             match (round + k) % 3 {
                 0 => alone_a.push(time(&|| work(&pool_a, va))),
@@ -66,11 +67,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_bare_threads_ceiling_is_a_ratio_of_real_timings() {
+    fn the_bare_threads_overlap_is_a_ratio_of_real_timings() {
         let x: Vec<f32> = (0..64 * 64).map(|i| (i % 7) as f32).collect();
-        let c = bare_threads_ceiling(&x, &x, 64, (1, 1), 2).unwrap();
+        let c = bare_threads_overlap(&x, &x, 64, (1, 1), 2).unwrap();
         assert!(c.is_finite() && c > 0.0, "{c}");
         // Inputs that do not match the size are an error, not a panic.
-        assert!(bare_threads_ceiling(&x[1..], &x, 64, (1, 1), 2).is_err());
+        assert!(bare_threads_overlap(&x[1..], &x, 64, (1, 1), 2).is_err());
     }
 }
