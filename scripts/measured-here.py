@@ -145,8 +145,8 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
         f"{shown(a, 'products-push-only')} pushed vs {shown(a, 'products')} computed "
         f"({fig(a, 'products_over_push_only_ratio')} too little); ping-pong between two lanes: "
         f"a hop {fig(a, 'handoff_p50_s')} (median), {fig(a, 'handoff_p99_s')} "
-        f"(99th percentile); async per op {fig(a, 'async_over_floor_ratio')} the channel floor "
-        f"({fig(a, 'channel_floor_per_op_s')} per closure, same run)" + line_cell(a)))
+        f"(99th percentile); async per op {fig(a, 'async_over_channel_ratio')} the channel hand-off "
+        f"({fig(a, 'channel_handoff_per_op_s')} per closure, same run)" + line_cell(a)))
 
     m = r["matmul"]
     out.append((
@@ -273,7 +273,7 @@ def self_test():
                       "products": (0.2, "200.0 ms"), "products-push-only": (1e-5, "10.00 µs")},
             {"async_speedup": (2.0, "2.00×"), "products_over_push_only_ratio": (20000.0, "20000×"),
              "handoff_p50_s": (6.5e-7, "650.0 ns"), "handoff_p99_s": (2.1e-6, "2.100 µs"),
-             "async_over_floor_ratio": (2.5, "2.50×"), "channel_floor_per_op_s": (2e-7, "200.0 ns"),
+             "async_over_channel_ratio": (2.5, "2.50×"), "channel_handoff_per_op_s": (2e-7, "200.0 ns"),
              "cross_core_line_s": (5e-8, "50.00 ns"), "cross_core_line_before_s": (4.8e-8, "48.00 ns"),
              "cross_core_line_after_s": (5.2e-8, "52.00 ns"), "async_over_line_ratio": (10.0, "10.0×")}),
         run("matmul", {"matmul": (1.0, "1.000 s")},
@@ -326,7 +326,7 @@ def self_test():
                  "1.50×, about 450.0 ns per engine op saved",
                  "fresh vars 309 / 200 ns at 1,000 / 100,000 ops", "| same | 0.52 µs |",
                  "150 / 100 ns at 1,000 / 100,000 closures; fresh-var ops cost 2.06× / 2.00× that",
-                 "async per op 2.50× the channel floor (200.0 ns per closure, same run); a cache line "
+                 "async per op 2.50× the channel hand-off (200.0 ns per closure, same run); a cache line "
                  "between the two CPUs 50.00 ns one way (48.00 ns before the samples, 52.00 ns after): "
                  "async per op 10.0× that",
                  "896 random programs, 1000440 ops, all equal to the sequential interpretation, 72.0 s", "| `parbench all` | `time parbench all` | 80.1 s"]:

@@ -1,4 +1,4 @@
-//! The machine beside the engine, measured in the same run: the channel floor (a hand-off to
+//! The machine beside the engine, measured in the same run: the channel hand-off (a hand-off to
 //! a thread with no engine) and the one-way latency of a cache line between two CPUs, before
 //! the samples, after each round of them and after them. A VM's host changes that latency
 //! from minute to minute, and every op moves a few lines between the pushing core and the
@@ -27,25 +27,26 @@ fn record_reference(
     asyn
 }
 
-/// Rounds of the channel floor (each of `--iterations` closures); the median is quoted.
+/// Rounds of the channel hand-off (each of `--iterations` closures); the median is quoted.
 pub(super) const FLOOR_ROUNDS: usize = 15;
 
-/// The engine's per-op cost against the machine's floor for handing work to a thread,
+/// The engine's per-op cost against the machine's cost of handing work to a thread,
 /// measured in the same run ([`floor::channel_round`]). Not a bound the engine cannot beat
 /// (it could batch where the channel does not), so the sentence claims none.
 pub(super) fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
     let asyn = record_reference(
         run,
         n,
-        (CHANNEL_FLOOR_PER_OP_S, floor),
-        ASYNC_OVER_FLOOR_RATIO,
+        (CHANNEL_HANDOFF_PER_OP_S, floor),
+        ASYNC_OVER_CHANNEL_RATIO,
     );
     let push = per_op(run, Timed::PushOnly, n);
     run.explanation.push(format!(
-        "the floor: {n} boxed closures sent through a channel to one other thread, which runs \
-         and frees them, took {} each here (median of {FLOOR_ROUNDS} rounds): handing work to \
-         a thread, with no dependency tracking, no output tensor and no bookkeeping. async's \
-         {} per op is {:.2}× that, push-only's {} is {:.2}×.",
+        "for reference, measured beside the run: {n} boxed closures sent through a channel to one \
+         other thread, which runs and frees them, took {} each here (median of {FLOOR_ROUNDS} \
+         rounds): handing work to a thread, with no dependency tracking, no output tensor and no \
+         bookkeeping (a reference, not a bound: an engine may batch where the channel does not). \
+         async's {} per op is {:.2}× that, push-only's {} is {:.2}×.",
         human_time(floor),
         human_time(asyn),
         asyn / floor,

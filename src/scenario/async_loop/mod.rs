@@ -14,7 +14,7 @@
 //!   multi-device step pays each time it crosses devices; a traced run gives each hop's
 //!   latency (`handoff_p50_s`, `handoff_p99_s`).
 //!
-//! Beside them, two references from the same run describe the machine: the channel floor (a
+//! Beside them, two references from the same run describe the machine: the channel hand-off (a
 //! hand-off to a thread with no engine) and the one-way latency of a cache line between two
 //! CPUs, measured before the samples, after each round of them and after them, since each op
 //! moves a few lines between the pushing core and the worker's and a VM's host changes that

@@ -4,10 +4,11 @@
 //! three from engine timestamps, set against the measured medians.
 
 use super::figures::*;
-use super::{median_of, Timed};
+use super::Timed;
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::report::RunRecord;
+use crate::scenario::evidence::{Estimate, Ratio, Side};
 use crate::scenario::support::Explained;
 use crate::scenario::ScenarioError;
 use crate::scenario::Warning;
@@ -63,15 +64,12 @@ pub(super) fn measure_phases(
 
 pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let nf = n as f64;
-    let uncertainty = |v: Timed| run.median_uncertainty(v.name()).unwrap_or(f64::NAN);
     let f = LoopMedians {
-        sync: median_of(run, Timed::Sync),
-        asyn: median_of(run, Timed::Async),
-        push: median_of(run, Timed::PushOnly),
-        async_uncertainty: uncertainty(Timed::Async),
-        push_uncertainty: uncertainty(Timed::PushOnly),
+        sync: Estimate::of(run, Timed::Sync.name()),
+        asyn: Estimate::of(run, Timed::Async.name()),
+        push: Estimate::of(run, Timed::PushOnly.name()),
     };
-    let (sync, asyn, push) = (f.sync, f.asyn, f.push);
+    let (sync, asyn, push) = (f.sync.median, f.asyn.median, f.push.median);
     let speedup = sync / asyn;
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
@@ -91,14 +89,11 @@ pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     explain(mode, n, &f, p).record(run);
 }
 
-/// The medians the explanation quotes, and how far the 95% interval of two of them reaches
-/// ([`RunRecord::median_uncertainty`]), as plain numbers.
+/// The medians the explanation quotes, with their 95% intervals.
 struct LoopMedians {
-    sync: f64,
-    asyn: f64,
-    push: f64,
-    async_uncertainty: f64,
-    push_uncertainty: f64,
+    sync: Estimate,
+    asyn: Estimate,
+    push: Estimate,
 }
 
 /// What the figures show, and the figures outside their physical range: `push-only` slower
@@ -107,23 +102,43 @@ struct LoopMedians {
 /// noise, and that is a normal result.
 fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
     let nf = n as f64;
-    let (sync, asyn, push) = (f.sync, f.asyn, f.push);
-    let speedup = sync / asyn;
+    let (sync, asyn, push) = (f.sync.median, f.asyn.median, f.push.median);
+    let speedup = Ratio::of(f.sync, f.asyn);
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
     let mut out = Explained::default();
     let e = &mut out.sentences;
     match mode {
-        Mode::Threaded => e.push(format!(
-            "async is {} than sync: the front end keeps pushing while the worker computes, \
-             instead of paying a full round trip per op ({} per op in sync, {} in async).",
-            faster_or_slower(speedup),
-            human_time(sync / nf),
-            human_time(asyn / nf),
-        )),
+        Mode::Threaded => {
+            let per_op = format!(
+                "{} per op in sync, {} in async; {:.2}×, 95% interval {:.2}–{:.2}×",
+                human_time(sync / nf),
+                human_time(asyn / nf),
+                speedup.value,
+                speedup.lo,
+                speedup.hi,
+            );
+            e.push(match speedup.against(1.0) {
+                Side::Above => format!(
+                    "async is {} than sync: the front end keeps pushing while the worker computes, \
+                     instead of paying a full round trip per op ({per_op}).",
+                    faster_or_slower(speedup.value),
+                ),
+                Side::Within => format!(
+                    "async and sync are indistinguishable here ({per_op}): the round trip a sync \
+                     loop pays per op is lost in the noise of these samples."
+                ),
+                Side::Below => format!(
+                    "async is {} than sync here ({per_op}), beyond both medians' intervals.",
+                    faster_or_slower(speedup.value),
+                ),
+                Side::Unknown => format!("async against sync: not measured ({per_op})."),
+            });
+        }
         Mode::Naive => e.push(format!(
             "engine naive completes every op before push returns, so waiting once or after every op costs the same \
-             (speed-up {speedup:.2}×): asynchrony is what the threaded engine buys."
+             (speed-up {:.2}×): asynchrony is what the threaded engine buys.",
+            speedup.value
         )),
     }
     e.push(format!(
@@ -148,7 +163,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
                 .into(),
         );
     }
-    if push * (1.0 - f.push_uncertainty) > asyn * (1.0 + f.async_uncertainty) {
+    if f.push.lo > f.asyn.hi {
         out.warnings.push(Warning::PushOnlyAboveAsync {
             push_s: push,
             async_s: asyn,
@@ -163,12 +178,15 @@ mod tests {
 
     /// 1000 ops; t1 = 1 µs, t2 = 2 µs, t3 = 3 µs: sync ≈ 6 ms, async ≈ 2.004 ms.
     fn explained(mode: Mode, sync: f64, asyn: f64, push: f64) -> Explained {
+        let within = |median: f64| Estimate {
+            median,
+            lo: median * 0.98,
+            hi: median * 1.02,
+        };
         let f = LoopMedians {
-            sync,
-            asyn,
-            push,
-            async_uncertainty: 0.02,
-            push_uncertainty: 0.02,
+            sync: within(sync),
+            asyn: within(asyn),
+            push: within(push),
         };
         let p = Phases {
             t1: 1e-6,
@@ -184,7 +202,7 @@ mod tests {
         let all = e.sentences.join("\n");
         assert!(all.contains("async is 2.40× faster than sync"), "{all}");
         assert!(
-            all.contains("(6.000 µs per op in sync, 2.500 µs in async)"),
+            all.contains("(6.000 µs per op in sync, 2.500 µs in async; 2.40×, 95% interval"),
             "{all}"
         );
         assert!(all.contains("push-only (1.000 ms)"), "{all}");
@@ -200,7 +218,16 @@ mod tests {
         let all = explained(Mode::Threaded, 2e-3, 2.5e-3, 1e-3)
             .sentences
             .join("\n");
-        assert!(all.contains("async is 1.25× slower than sync"), "{all}");
+        assert!(
+            all.contains("async is 1.25× slower than sync here"),
+            "{all}"
+        );
+        // Within each other's intervals: no verdict.
+        let all = explained(Mode::Threaded, 2.05e-3, 2e-3, 1e-3)
+            .sentences
+            .join("\n");
+        assert!(all.contains("indistinguishable here"), "{all}");
+        assert!(!all.contains("faster") && !all.contains("slower"), "{all}");
         let all = explained(Mode::Threaded, 6e-3, 3.1e-3, 1e-3)
             .sentences
             .join("\n");
@@ -221,5 +248,34 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("--min-samples"), "{w}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random medians with wide intervals on either side of each other: the first sentence
+        /// says faster or slower only when sync's and async's intervals allow it (computed here
+        /// from the raw bounds), and the push-only warning appears only when push-only's lowest
+        /// lies above async's highest.
+        #[test]
+        fn no_sentence_or_warning_claims_more_than_its_intervals(
+            medians in proptest::array::uniform3(0.5e-3f64..2e-3),
+            reaches in proptest::array::uniform3((0.0f64..0.5, 0.0f64..0.5)),
+        ) {
+            let est = |i: usize| Estimate {
+                median: medians[i],
+                lo: medians[i] * (1.0 - reaches[i].0),
+                hi: medians[i] * (1.0 + reaches[i].1),
+            };
+            let f = LoopMedians { sync: est(0), asyn: est(1), push: est(2) };
+            let p = Phases { t1: 1e-7, t2: 2e-7, t3: 3e-7 };
+            let e = explain(Mode::Threaded, 1000, &f, &p);
+            let (lo, hi) = (f.sync.lo / f.asyn.hi, f.sync.hi / f.asyn.lo);
+            let first = &e.sentences[0];
+            proptest::prop_assert_eq!(first.contains("faster"), lo > 1.0, "{}", first);
+            proptest::prop_assert_eq!(first.contains("slower"), hi < 1.0, "{}", first);
+            proptest::prop_assert_eq!(first.contains("indistinguishable"), lo <= 1.0 && hi >= 1.0, "{}", first);
+            proptest::prop_assert_eq!(!e.warnings.is_empty(), f.push.lo > f.asyn.hi);
+        }
     }
 }
