@@ -72,7 +72,7 @@ impl CudaDevice {
     ) -> Result<CudaDevice, GpuError> {
         // SAFETY: the first device opened on this context calls it before any stream or slice
         // exists (later ones find tracking already off); from then on the engine orders every
-        // access (see the module docs).
+        // access (see `device::cuda`'s docs).
         unsafe { ctx.disable_event_tracking() };
         let compute = ctx.new_stream()?;
         let copy = ctx.new_stream()?;

@@ -27,8 +27,8 @@
 //!   at the next wait rather than on its op, as in any CUDA framework.
 //!
 //! A missing `libcuda`/`libcublas`/`libcurand` makes cudarc panic rather than return an error,
-//! so [`probe`] (`probe.rs`) checks each library with `is_culib_present()` before any other call and still
-//! runs the first calls under `catch_unwind` with the panic hook silenced.
+//! so [`probe`] (`probe.rs`) checks each library with `is_culib_present()` before any other
+//! call and still runs the first calls under `catch_unwind` with the panic hook silenced.
 //!
 //! One concept per file: `probe` (finding the GPU), `events` (completion and ready events),
 //! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `device` (the

@@ -12,8 +12,9 @@ use super::error::GpuError;
 use super::libs;
 use crate::device::gpu_info::{GpuInfo, LibraryInfo};
 
-/// Run `f`, turning a panic into an error with its message without printing it (cudarc panics when a
-/// library or symbol is missing). The hook is process-global: probes are serialized.
+/// Run `f`, turning a panic into an error with its message, without printing it (cudarc
+/// panics when a library or symbol is missing). The hook is process-global: probes are
+/// serialized.
 pub(super) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, GpuError> {
     static PROBE_LOCK: Mutex<()> = Mutex::new(());
     let _g = PROBE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
