@@ -5,8 +5,9 @@
 #                                    prebuilt library tests and the scripts they need into
 #                                    target/gpu-check/ (well under 64 MiB), nothing else
 #   target/gpu-check/gpu-check.sh [--out DIR]
-#                                    on the GPU machine, no cargo: runs the library tests
-#                                    (the GPU ones included) and every scenario that can use
+#                                    on the GPU machine, no cargo: runs the library tests,
+#                                    then the GPU ones (ignored by a plain `cargo test`,
+#                                    run here with --ignored), and every scenario that can use
 #                                    the GPU, PyTorch's figures beside them, regenerates the
 #                                    kernels' PTX where nvcc is found, and writes the
 #                                    reports and summary.md to DIR (default
@@ -83,6 +84,14 @@ step() { # name, then the command; its output goes to DIR/name.txt
 "$bin" devices > "$dir/devices.txt"
 "$bin" devices --json > "$dir/devices.json"
 step tests "$tests" --test-threads 4
+# The GPU tests are `#[ignore = "needs a GPU"]`, so a plain `cargo test` on a machine without
+# one leaves them out; here they run, and fail if they find no GPU. Their names start with
+# `gpu_`, which keeps other ignored tests (slow calibrations) out.
+step gpu-tests "$tests" --ignored gpu_ --test-threads 4
+if ! grep -q '^running [1-9]' "$dir/gpu-tests.txt"; then
+  echo "   FAILED: no GPU test ran (see $dir/gpu-tests.txt)"
+  status=1
+fi
 step matmul "$bin" matmul --device cuda --size 8192 --ops 10 -o "$dir/matmul.json"
 # Balanced halves, as the book balances its two GPUs: on an H100 the default 6000² takes a
 # third of the CPU half's time, and the CPU half (16 threads on a shared host) spreads its

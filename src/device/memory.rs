@@ -90,20 +90,35 @@ pub fn available_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// A workload refused before anything is allocated; `what` names it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FitError {
+    #[error("{what}: the estimated memory overflows a 64-bit byte count")]
+    Overflow { what: String },
+    #[error(
+        "{what}: needs an estimated {} but only {} of memory is available",
+        human_bytes(*needed),
+        human_bytes(*available)
+    )]
+    TooLarge {
+        what: String,
+        needed: u64,
+        available: u64,
+    },
+}
+
 /// Fail when `bytes` (already estimated by the caller; `None` when the estimate overflowed)
 /// exceeds 80% of `available`, so the run would swap or be killed.
-pub fn check_fits(what: &str, bytes: Option<u64>, available: Option<u64>) -> Result<(), String> {
+pub fn check_fits(what: &str, bytes: Option<u64>, available: Option<u64>) -> Result<(), FitError> {
     let Some(bytes) = bytes else {
-        return Err(format!(
-            "{what}: the estimated memory overflows a 64-bit byte count"
-        ));
+        return Err(FitError::Overflow { what: what.into() });
     };
     match available {
-        Some(avail) if bytes as f64 > 0.8 * avail as f64 => Err(format!(
-            "{what}: needs an estimated {} but only {} of memory is available",
-            human_bytes(bytes),
-            human_bytes(avail)
-        )),
+        Some(avail) if bytes as f64 > 0.8 * avail as f64 => Err(FitError::TooLarge {
+            what: what.into(),
+            needed: bytes,
+            available: avail,
+        }),
         _ => Ok(()),
     }
 }
@@ -122,11 +137,12 @@ mod tests {
         assert!(check_fits("x", Some(100), Some(1000)).is_ok());
         let e = check_fits("matmul 100000x100000", Some(120 << 30), Some(16 << 30)).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "matmul 100000x100000: needs an estimated 120.0 GiB but only 16.0 GiB of memory is available"
         );
         assert!(check_fits("x", None, Some(1))
             .unwrap_err()
+            .to_string()
             .contains("overflows"));
         assert!(
             check_fits("x", Some(1 << 40), None).is_ok(),

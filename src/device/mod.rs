@@ -8,6 +8,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod discovery;
+pub mod gpu_info;
 pub mod memory;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm;
@@ -129,6 +130,10 @@ pub enum DeviceError {
     Workers(#[from] std::io::Error),
     #[error("cannot open the GPU: {0}")]
     Gpu(String),
+    /// Setting up the CUDA device failed.
+    #[cfg(feature = "cuda")]
+    #[error("cannot open the GPU: {0}")]
+    Cuda(#[from] cuda::GpuError),
 }
 
 /// A device a scenario asks for.
@@ -214,7 +219,7 @@ impl Runtime {
 
 #[cfg(feature = "cuda")]
 fn add_cuda_device(builder: &mut EngineBuilder, order: GpuOrder) -> Result<Device, DeviceError> {
-    let dev = Arc::new(cuda::CudaDevice::open(0, order).map_err(DeviceError::Gpu)?);
+    let dev = Arc::new(cuda::CudaDevice::open(0, order)?);
     // Host copies of the GPU's values live on a CPU device of their own ("host"), whose pool
     // threads sleep unless an op runs on a host copy.
     let host = cpu::add_named_cpu_device(builder, "host".into(), available_cores())?;
@@ -222,7 +227,10 @@ fn add_cuda_device(builder: &mut EngineBuilder, order: GpuOrder) -> Result<Devic
     let compute = builder.lane(LaneSpec::threads("cuda:0", 1));
     let copy = builder.lane(LaneSpec::threads("cuda:0 copy", 1));
     let sync = dev.clone();
-    builder.on_wait_all(Box::new(move || sync.synchronize()));
+    // The engine's hook reports a message (the engine knows no device error types).
+    builder.on_wait_all(Box::new(move || {
+        sync.synchronize().map_err(|e| e.to_string())
+    }));
     Ok(Device {
         name: "cuda:0".into(),
         threads: 1,

@@ -121,7 +121,7 @@ pub fn check_elements(what: &str, elements: Option<u64>) -> Result<(), ScenarioE
 /// Refuse a workload of `bytes` (`None`: the estimate overflowed) that would not fit in host
 /// memory.
 pub fn check_bytes(what: &str, bytes: Option<u64>) -> Result<(), ScenarioError> {
-    check_fits(what, bytes, available_bytes()).map_err(ScenarioError::Input)
+    check_fits(what, bytes, available_bytes()).map_err(|e| ScenarioError::Input(e.to_string()))
 }
 
 /// Refuse square `size`² workloads of `tensors` f32 matrices that would not fit in host memory
@@ -134,7 +134,7 @@ pub fn check_matrices(
 ) -> Result<(), ScenarioError> {
     let bytes = size.checked_mul(size).and_then(|e| f32_bytes(e, tensors));
     let available = on_gpu_free.or_else(available_bytes);
-    check_fits(what, bytes, available).map_err(ScenarioError::Input)
+    check_fits(what, bytes, available).map_err(|e| ScenarioError::Input(e.to_string()))
 }
 
 /// Run `work` (which pushes ops and waits for them) with the engine recording every op, and

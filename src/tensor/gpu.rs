@@ -1,46 +1,29 @@
-//! GPU ops: enqueue on a stream, then complete through the device's poller when the GPU is
-//! done (host order), or at once (stream order); the buffers they write, counted while they live.
+//! GPU op bodies: enqueue on a stream, then complete through the device's poller when the GPU
+//! is done (host order), or at once (stream order). An op that writes a new GPU buffer goes
+//! through [`write_new`], which owns the steps every such op shares; the copy to pinned host
+//! memory and the CUDA graph (`graph.rs`) push their bodies with [`push`] directly.
 
 use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
-use std::sync::{Mutex, MutexGuard};
+use ndarray::ArrayD;
 
-use crate::device::cuda::{driver_error, CompletionEvent};
+use super::gpu_buffer::GpuBuffer;
+use super::storage::{read, write, Storage};
+use super::{Fill, Map, Placement, Tensor};
+use crate::device::cuda::ops::Map as Kernel;
+use crate::device::cuda::GpuError;
 pub(super) use crate::device::cuda::{CudaDevice, GpuOrder, Stream};
 use crate::device::memory::{Allocation, MemTracker};
+use crate::device::Device;
 use crate::engine::{Engine, LaneId, OpError, Var};
 
-/// A tensor's GPU memory, counted by its device's tracker while it lives.
-pub(crate) struct GpuBuffer {
-    pub(super) slice: CudaSlice<f32>,
-    /// Under [`GpuOrder::Stream`], recorded on the compute stream right after the work
-    /// that last wrote the buffer: what a reader on another stream or on the host waits
-    /// for. Behind a lock only because a replayed graph rewrites its output in place.
-    ready: Mutex<Option<CompletionEvent>>,
-    _counted: Allocation,
-}
-
-impl GpuBuffer {
-    /// The event of the last write, if any (held while it is waited on).
-    pub(super) fn ready(&self) -> MutexGuard<'_, Option<CompletionEvent>> {
-        // Nothing can leave the slot half-written: a poisoned lock's value is still good.
-        self.ready.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// After a new write was enqueued: what readers wait for from now on.
-    pub(super) fn rewritten(&self, d: &CudaDevice) -> Result<(), String> {
-        if d.order() == GpuOrder::Stream {
-            *self.ready() = Some(d.record_ready()?);
-        }
-        Ok(())
-    }
-
-    /// Block until the device has written the buffer.
-    pub(super) fn wait(&self) -> Result<(), String> {
-        match &*self.ready() {
-            Some(ready) => ready.synchronize().map_err(|e| driver_error(&e)),
-            None => Ok(()),
+impl From<Map> for Kernel {
+    fn from(m: Map) -> Kernel {
+        match m {
+            Map::AddScalar(s) => Kernel::AddScalar(s),
+            Map::Scale(s) => Kernel::Scale(s),
+            Map::Relu => Kernel::Relu,
         }
     }
 }
@@ -50,7 +33,7 @@ pub(super) fn alloc(
     d: &CudaDevice,
     n: usize,
     mem: &Arc<MemTracker>,
-) -> Result<(CudaSlice<f32>, Allocation), String> {
+) -> Result<(CudaSlice<f32>, Allocation), GpuError> {
     let counted = mem.clone().track((n as u64).saturating_mul(4));
     Ok((d.alloc(n)?, counted))
 }
@@ -73,10 +56,10 @@ impl Drop for GraphState {
 pub(super) fn finish(
     d: &CudaDevice,
     (slice, counted): (CudaSlice<f32>, Allocation),
-) -> Result<Arc<GpuBuffer>, String> {
+) -> Result<Arc<GpuBuffer>, GpuError> {
     let buffer = Arc::new(GpuBuffer {
         slice,
-        ready: Mutex::new(None),
+        ready: std::sync::Mutex::new(None),
         _counted: counted,
     });
     buffer.rewritten(d)?;
@@ -94,13 +77,13 @@ pub(super) fn push<K: Send + 'static>(
     writes: &[&Var],
     dev: &Arc<CudaDevice>,
     stream: Stream,
-    enqueue: impl FnOnce(&Arc<CudaDevice>) -> Result<K, String> + Send + 'static,
+    enqueue: impl FnOnce(&Arc<CudaDevice>) -> Result<K, OpError> + Send + 'static,
 ) {
     let dev = dev.clone();
     engine.push_async(name, lane, reads, writes, move |done| {
         // An op boundary: an error a drop left on the context is not this op's.
         if let Err(e) = dev.bind() {
-            return done.complete(Err(OpError::msg(e)));
+            return done.complete(Err(OpError::from(e)));
         }
         match enqueue(&dev) {
             // Stream order: the compute stream orders what follows, and frees buffers in
@@ -111,9 +94,188 @@ pub(super) fn push<K: Send + 'static>(
             }
             Ok(keep_alive) => dev.on_done(stream, move |r| {
                 drop(keep_alive);
-                done.complete(r.map_err(OpError::msg));
+                done.complete(r.map_err(OpError::from));
             }),
-            Err(e) => done.complete(Err(OpError::msg(e))),
+            Err(e) => done.complete(Err(e)),
         }
     });
+}
+
+/// Push the op that writes `out`, a new tensor on a GPU, on its device's compute lane: lock
+/// `out`'s buffer, take the inputs with `inputs`, allocate the output (counted from now on),
+/// enqueue `launch`, and store the output once its work is enqueued. Every fallible step comes
+/// before the GPU work is queued: once it is, the inputs and the output must live until its
+/// event (they travel in the result, kept alive until the GPU is done).
+fn write_new<I: Send + 'static>(
+    name: &'static str,
+    out: &Tensor,
+    reads: &[&Var],
+    dev: &Arc<CudaDevice>,
+    inputs: impl FnOnce() -> Result<I, OpError> + Send + 'static,
+    launch: impl FnOnce(&CudaDevice, &I, &mut CudaSlice<f32>) -> Result<(), OpError> + Send + 'static,
+) {
+    let place = &out.place;
+    let (dst, n, mem) = (out.data.clone(), out.len(), place.device.memory.clone());
+    push(
+        &place.engine,
+        place.device.compute,
+        name,
+        reads,
+        &[out.var()],
+        dev,
+        Stream::Compute,
+        move |d| {
+            let mut slot = write(&dst)?;
+            let inputs = inputs()?;
+            let mut y = alloc(d, n, &mem)?;
+            launch(d, &inputs, &mut y.0)?;
+            *slot = Storage::Cuda(finish(d, y)?);
+            drop(slot);
+            Ok((inputs, dst))
+        },
+    );
+}
+
+impl Tensor {
+    /// [`from_host`](Tensor::from_host) on a GPU: the values are uploaded by an op on its
+    /// compute lane (the host array is counted on the GPU's host device until then).
+    pub(super) fn upload(
+        engine: &Engine,
+        device: &Arc<Device>,
+        dev: &Arc<CudaDevice>,
+        place: Arc<Placement>,
+        array: ArrayD<f32>,
+    ) -> Tensor {
+        let host = Tensor::from_host(engine, &device.host_device(device), array);
+        let out = Tensor::pending_at(place);
+        let src = host.data.clone();
+        write_new(
+            "upload",
+            &out,
+            &[host.var()],
+            dev,
+            move || Ok(src),
+            |d, src, y| {
+                let values = read(src)?;
+                Ok(d.upload(values.flat()?, y)?)
+            },
+        );
+        out
+    }
+
+    /// [`filled`](Tensor::filled) on a GPU: `out`'s values generated on its compute stream.
+    pub(super) fn fill_gpu(dev: &Arc<CudaDevice>, out: &Tensor, fill: Fill) {
+        write_new(
+            fill.name(),
+            out,
+            &[],
+            dev,
+            || Ok(()),
+            move |d, (), y| {
+                match fill {
+                    Fill::Ones => d.fill(y, 1.0)?,
+                    Fill::Uniform(seed) => d.fill_uniform(y, seed)?,
+                }
+                Ok(())
+            },
+        );
+    }
+
+    /// An element-wise op on a GPU: the kernel `kernel`.
+    pub(super) fn map_gpu(&self, dev: &Arc<CudaDevice>, name: &'static str, kernel: Map) -> Tensor {
+        let out = Tensor::pending_at(self.place.clone());
+        let src = self.data.clone();
+        write_new(
+            name,
+            &out,
+            &[self.var()],
+            dev,
+            move || read(&src).and_then(|s| s.cuda()),
+            move |d, x, y| Ok(d.map(kernel.into(), &x.slice, y)?),
+        );
+        out
+    }
+
+    /// [`add_row`](Tensor::add_row) on a GPU, of a `rows`×`cols` tensor (shapes checked by the
+    /// caller).
+    pub(super) fn add_row_gpu(
+        &self,
+        row: &Tensor,
+        dev: &Arc<CudaDevice>,
+        (rows, cols): (usize, usize),
+    ) -> Tensor {
+        let out = Tensor::pending_at(self.place.clone());
+        let (x, b) = (self.data.clone(), row.data.clone());
+        write_new(
+            "add_row",
+            &out,
+            &[self.var(), row.var()],
+            dev,
+            move || {
+                let xs = read(&x).and_then(|s| s.cuda())?;
+                let bs = read(&b).and_then(|s| s.cuda())?;
+                Ok((xs, bs))
+            },
+            move |d, (xs, bs), y| Ok(d.add_row(&xs.slice, &bs.slice, y, (rows, cols))?),
+        );
+        out
+    }
+
+    /// [`matmul`](Tensor::matmul) on a GPU, of an `m`×`n` result (shapes checked by the
+    /// caller).
+    pub(super) fn matmul_gpu(
+        &self,
+        rhs: &Tensor,
+        dev: &Arc<CudaDevice>,
+        (m, n): (usize, usize),
+    ) -> Tensor {
+        let out = Tensor::pending(&self.place.engine, &self.place.device, &[m, n]);
+        let (x, y) = (self.data.clone(), rhs.data.clone());
+        let k_dim = self.place.shape[1];
+        write_new(
+            "matmul",
+            &out,
+            &[self.var(), rhs.var()],
+            dev,
+            move || {
+                let a = read(&x).and_then(|s| s.cuda())?;
+                // One lock at a time: `x · x` must not hold two reads of one buffer.
+                let b = if x.same(&y) {
+                    a.clone()
+                } else {
+                    read(&y).and_then(|s| s.cuda())?
+                };
+                Ok((a, b))
+            },
+            move |d, (a, b), c| Ok(d.matmul(&a.slice, &b.slice, c, (m, k_dim, n))?),
+        );
+        out
+    }
+
+    /// [`copy_to_host`](Tensor::copy_to_host) from a GPU: into ordinary pinned memory, on the
+    /// copy stream, after the source's ready event.
+    pub(super) fn copy_to_host_from_gpu(&self, dev: &Arc<CudaDevice>, out: &Tensor) {
+        let (src, dst) = (self.data.clone(), out.data.clone());
+        let n = self.len();
+        push(
+            &self.place.engine,
+            self.place.device.copy,
+            "copy to host",
+            &[self.var()],
+            &[out.var()],
+            dev,
+            Stream::Copy,
+            move |d| {
+                let mut slot = write(&dst)?;
+                let from = read(&src).and_then(|s| s.cuda())?;
+                let mut host = d.alloc_pinned(n)?;
+                let ready = from.ready();
+                d.copy_to_host(&from.slice, ready.as_ref(), &mut host)?;
+                drop(ready);
+                *slot = Storage::Pinned(Arc::new(host));
+                drop(slot);
+                Ok((from, dst))
+            },
+        )
+    }
 }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{gpu, read, write, Kernel, Storage, Tensor, TensorError};
+use super::storage::{read, write, Storage};
+use super::{gpu, Tensor, TensorError};
+use crate::device::cuda::ops::Map as Kernel;
+use crate::device::cuda::GpuError;
 use crate::device::DeviceKind;
 use crate::engine::Var;
 
@@ -76,10 +79,10 @@ impl Tensor {
             dev,
             gpu::Stream::Compute,
             move |d| {
-                let mut slot = write(&dst).map_err(|e| e.to_string())?;
+                let mut slot = write(&dst)?;
                 let inputs = buffers
                     .iter()
-                    .map(|b| read(b).and_then(|s| s.cuda()).map_err(|e| e.to_string()))
+                    .map(|b| read(b).and_then(|s| s.cuda()))
                     .collect::<Result<Vec<_>, _>>()?;
                 // Every buffer the graph touches exists before the capture starts.
                 let mut steps = Vec::new();
@@ -90,7 +93,7 @@ impl Tensor {
                         gpu::alloc(d, m * n, &mem)?,
                     ]);
                 }
-                let mut forward = |d: &gpu::CudaDevice| -> Result<(), String> {
+                let mut forward = |d: &gpu::CudaDevice| -> Result<(), GpuError> {
                     for (l, &(m, k, n)) in dims.iter().enumerate() {
                         let (w, b) = (&inputs[1 + 2 * l], &inputs[2 + 2 * l]);
                         let (done, rest) = steps.split_at_mut(l);
@@ -115,17 +118,14 @@ impl Tensor {
                         buffers.push(gpu::finish(d, b)?);
                     }
                 }
-                let out = buffers
-                    .last()
-                    .cloned()
-                    .ok_or("a graph needs at least one layer")?;
+                let out = buffers.last().cloned().ok_or(GpuError::NoLayers)?;
                 *slot = Storage::Cuda(out.clone());
                 drop(slot);
                 let mut keep: Vec<_> = inputs;
                 keep.extend(buffers);
                 *slot_state
                     .lock()
-                    .map_err(|_| "graph state poisoned".to_string())? = Some(gpu::GraphState {
+                    .map_err(|_| GpuError::Poisoned("graph state"))? = Some(gpu::GraphState {
                     graph,
                     output: out,
                     _keep: keep,
@@ -158,8 +158,8 @@ impl CapturedGraph {
             move |d| {
                 let guard = state
                     .lock()
-                    .map_err(|_| "graph state poisoned".to_string())?;
-                let st = guard.as_ref().ok_or("the graph's capture failed")?;
+                    .map_err(|_| GpuError::Poisoned("graph state"))?;
+                let st = guard.as_ref().ok_or(GpuError::NotCaptured)?;
                 st.graph.launch()?;
                 st.output.rewritten(d)?;
                 Ok(())

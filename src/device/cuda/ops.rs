@@ -14,7 +14,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use super::{driver_error, CudaDevice};
+use super::{CudaDevice, GpuError};
 
 /// The PTX of `kernels/elementwise.cu` (ISA 7.5, sm_75: CUDA 12 and 13 drivers load it).
 pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");
@@ -34,19 +34,17 @@ pub(crate) struct Kernels {
 
 impl Kernels {
     /// Load the PTX into `ctx` (the driver compiles it for the GPU at hand).
-    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, String> {
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, GpuError> {
         let module = ctx
             .load_module(Ptx::from_src(ELEMENTWISE_PTX))
-            .map_err(|e| {
-                format!(
-                    "cannot load parbench's element-wise kernels (PTX ISA 7.5, sm_75): {}",
-                    driver_error(&e)
-                )
-            })?;
+            .map_err(GpuError::LoadKernels)?;
         let get = |name: &str| {
             module
                 .load_function(name)
-                .map_err(|e| format!("kernel {name} missing from the PTX: {}", driver_error(&e)))
+                .map_err(|source| GpuError::MissingKernel {
+                    name: name.into(),
+                    source,
+                })
         };
         Ok(Kernels {
             add_scalar: get("add_scalar")?,
@@ -77,9 +75,13 @@ fn grid(n: u64) -> LaunchConfig {
 
 impl CudaDevice {
     /// Enqueue `y = f(x)` on the compute stream (`x` and `y` of one length).
-    pub fn map(&self, f: Map, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), String> {
+    pub fn map(&self, f: Map, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), GpuError> {
         if x.len() != y.len() {
-            return Err(format!("map: {} inputs for {} outputs", x.len(), y.len()));
+            return Err(GpuError::Lengths(format!(
+                "map: {} inputs for {} outputs",
+                x.len(),
+                y.len()
+            )));
         }
         self.bind()?;
         let n = x.len() as u64;
@@ -96,9 +98,8 @@ impl CudaDevice {
         launch.arg(&n);
         // SAFETY: the argument list matches the kernel's signature in elementwise.cu
         // (x, y[, s], n), both buffers hold n f32, and the engine gives this op `y` alone.
-        unsafe { launch.launch(grid(n)) }
-            .map(drop)
-            .map_err(|e| driver_error(&e))
+        unsafe { launch.launch(grid(n)) }?;
+        Ok(())
     }
 
     /// Enqueue `y = x + b` on the compute stream: the 1×`cols` row `b` added to every row of
@@ -109,60 +110,55 @@ impl CudaDevice {
         b: &CudaSlice<f32>,
         y: &mut CudaSlice<f32>,
         (rows, cols): (usize, usize),
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         let n = rows
             .checked_mul(cols)
-            .ok_or("add_row: size overflows usize")?;
+            .ok_or_else(|| GpuError::Lengths("add_row: size overflows usize".into()))?;
         if x.len() != n || y.len() != n || b.len() != cols {
-            return Err(format!(
+            return Err(GpuError::Lengths(format!(
                 "add_row: {rows}×{cols} needs {n} inputs and outputs and {cols} biases, got {}, {} and {}",
                 x.len(),
                 y.len(),
                 b.len()
-            ));
+            )));
         }
         self.bind()?;
         let (rows, cols) = (rows as u64, cols as u64);
         let mut launch = self.compute.launch_builder(&self.kernels.add_row);
         launch.arg(x).arg(b).arg(y).arg(&rows).arg(&cols);
         // SAFETY: (x, b, y, rows, cols) as in elementwise.cu; the lengths were checked above.
-        unsafe { launch.launch(grid(rows * cols)) }
-            .map(drop)
-            .map_err(|e| driver_error(&e))
+        unsafe { launch.launch(grid(rows * cols)) }?;
+        Ok(())
     }
 
     /// Enqueue a host→device copy on the compute stream. From pageable memory the driver
     /// stages `src` before returning, so the caller may free it right after.
-    pub fn upload(&self, src: &[f32], dst: &mut CudaSlice<f32>) -> Result<(), String> {
+    pub fn upload(&self, src: &[f32], dst: &mut CudaSlice<f32>) -> Result<(), GpuError> {
         if src.len() != dst.len() {
-            return Err(format!(
+            return Err(GpuError::Lengths(format!(
                 "upload: {} values for {} slots",
                 src.len(),
                 dst.len()
-            ));
+            )));
         }
         self.bind()?;
-        self.compute
-            .memcpy_htod(src, dst)
-            .map_err(|e| driver_error(&e))
+        Ok(self.compute.memcpy_htod(src, dst)?)
     }
 
     /// The driver's own floor for a tiny op, without any engine: seconds per `add_scalar`
     /// launch on a 2-element buffer when launches are only enqueued (one wait at the end), and
     /// when each launch is followed by a wait for its event. Their ratio bounds the speed-up
     /// that running ahead of the GPU can buy for such an op on this host.
-    pub fn launch_floor(&self, launches: u32) -> Result<(f64, f64), String> {
+    pub fn launch_floor(&self, launches: u32) -> Result<(f64, f64), GpuError> {
         let x = self.alloc(2)?;
         let mut y = self.alloc(2)?;
-        let mut time = |wait_each: bool| -> Result<f64, String> {
+        let mut time = |wait_each: bool| -> Result<f64, GpuError> {
             self.synchronize()?;
             let start = std::time::Instant::now();
             for _ in 0..launches {
                 self.map(Map::AddScalar(1.0), &x, &mut y)?;
                 if wait_each {
-                    self.record_ready()?
-                        .synchronize()
-                        .map_err(|e| driver_error(&e))?;
+                    self.record_ready()?.synchronize()?;
                 }
             }
             self.synchronize()?;
@@ -177,14 +173,14 @@ impl CudaDevice {
     /// before the capture: an allocation inside it would become part of the graph.
     pub fn capture(
         self: &Arc<Self>,
-        enqueue: impl FnOnce(&CudaDevice) -> Result<(), String>,
-    ) -> Result<GpuGraph, String> {
+        enqueue: impl FnOnce(&CudaDevice) -> Result<(), GpuError>,
+    ) -> Result<GpuGraph, GpuError> {
         self.bind()?;
         // Thread-local: only this thread's unsafe calls are refused during the capture, the
         // device's pollers and other lanes go on.
         self.compute
             .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(|e| format!("cannot start a stream capture: {}", driver_error(&e)))?;
+            .map_err(GpuError::CaptureStart)?;
         let enqueued = enqueue(self);
         // End the capture whatever happened, or the stream stays unusable.
         let ended = self.compute.end_capture(sys::CUgraphInstantiate_flags(0));
@@ -194,11 +190,8 @@ impl CudaDevice {
                 graph: Mutex::new(SendGraph(graph)),
                 device: self.clone(),
             }),
-            Ok(None) => Err("the stream capture recorded nothing".into()),
-            Err(e) => Err(format!(
-                "cannot instantiate the captured graph: {}",
-                driver_error(&e)
-            )),
+            Ok(None) => Err(GpuError::EmptyCapture),
+            Err(e) => Err(GpuError::Instantiate(e)),
         }
     }
 }
@@ -217,13 +210,13 @@ pub struct GpuGraph {
 
 impl GpuGraph {
     /// Enqueue one replay on the compute stream.
-    pub fn launch(&self) -> Result<(), String> {
+    pub fn launch(&self) -> Result<(), GpuError> {
         self.device.bind()?;
         let graph = self
             .graph
             .lock()
-            .map_err(|_| "CUDA graph poisoned".to_string())?;
-        graph.0.launch().map_err(|e| driver_error(&e))
+            .map_err(|_| GpuError::Poisoned("CUDA graph"))?;
+        Ok(graph.0.launch()?)
     }
 
     /// The device the graph replays on.

@@ -1,0 +1,304 @@
+//! The CUDA device's API: opening it, memory, cuBLAS and cuRAND, copies, and completing an op
+//! when the GPU is done with it.
+
+use std::mem::ManuallyDrop;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use cudarc::curand::CudaRng;
+use cudarc::driver::DevicePtrMut;
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
+
+use super::error::GpuError;
+use super::events::CompletionEvent;
+use super::pinned::{PinnedBuffer, PinnedPool};
+use super::poller::{Pending, Poller};
+use super::probe::{context, probe, quietly};
+use super::{ops, CudaDevice, GpuOrder, SendRng, Stream};
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // SAFETY: each field is taken exactly once, here, and never used again.
+        let (blas, rng) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.blas),
+                ManuallyDrop::take(&mut self.rng),
+            )
+        };
+        if std::thread::panicking() {
+            // cudarc's drops unwrap; a second panic while unwinding would abort the process.
+            std::mem::forget((blas, rng));
+        } else {
+            let _ = quietly(move || drop(blas));
+            let _ = quietly(move || drop(rng));
+        }
+    }
+}
+
+/// Keep memory freed with `cuMemFreeAsync` in the device's pool instead of returning it to the
+/// driver at every synchronization (the default threshold, 0): otherwise each op after a wait
+/// maps fresh memory, which costs more than the op. PyTorch's caching allocator does the same.
+fn keep_freed_memory_pooled(ctx: &Arc<CudaContext>) -> Result<(), GpuError> {
+    let mut pool = std::mem::MaybeUninit::uninit();
+    let mut threshold = u64::MAX;
+    // SAFETY: an out-parameter query for a live device, then an attribute whose value is a
+    // u64 (CUDA's documented type for the release threshold), passed by pointer.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device()).result()?;
+        sys::cuMemPoolSetAttribute(
+            pool.assume_init(),
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .result()?;
+    }
+    Ok(())
+}
+
+impl CudaDevice {
+    /// Set up device 0 (after a successful [`probe`]).
+    pub fn open(seed: u64, order: GpuOrder) -> Result<CudaDevice, GpuError> {
+        let ctx = context().ok_or_else(|| {
+            GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
+        })?;
+        quietly(|| Self::open_with(ctx, seed, order)).and_then(|r| r)
+    }
+
+    fn open_with(
+        ctx: Arc<CudaContext>,
+        seed: u64,
+        order: GpuOrder,
+    ) -> Result<CudaDevice, GpuError> {
+        // SAFETY: the first device opened on this context calls it before any stream or slice
+        // exists (later ones find tracking already off); from then on the engine orders every
+        // access (see `device::cuda`'s docs).
+        unsafe { ctx.disable_event_tracking() };
+        let compute = ctx.new_stream()?;
+        let copy = ctx.new_stream()?;
+        let blas = CudaBlas::new(compute.clone()).map_err(GpuError::Blas)?;
+        let rng = CudaRng::new(seed, compute.clone())?;
+        let kernels = ops::Kernels::load(&ctx)?;
+        keep_freed_memory_pooled(&ctx)?;
+        Ok(CudaDevice {
+            ctx: ctx.clone(),
+            compute,
+            copy,
+            blas: ManuallyDrop::new(Mutex::new(blas)),
+            rng: ManuallyDrop::new(Mutex::new(SendRng(rng))),
+            pinned: PinnedPool::default(),
+            kernels,
+            order,
+            ready_events: Arc::default(),
+            compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())?,
+            copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())?,
+            deferred: Mutex::new(None),
+        })
+    }
+
+    /// When this device's compute ops complete in the engine.
+    pub fn order(&self) -> GpuOrder {
+        self.order
+    }
+
+    /// Record a ready event after the work enqueued so far on the compute stream (for
+    /// [`GpuOrder::Stream`]: what a consumer elsewhere waits for).
+    pub(crate) fn record_ready(&self) -> Result<CompletionEvent, GpuError> {
+        Ok(CompletionEvent::record_pooled(
+            &self.compute,
+            &self.ready_events,
+        )?)
+    }
+
+    /// Poison reused pinned buffers with NaN (for checks; off while timing).
+    pub fn poison_reused_pinned(&self, on: bool) {
+        self.pinned.poison.store(on, Ordering::Release);
+    }
+
+    /// Bytes free on the device, for checking sizes before allocating.
+    pub fn free_memory(&self) -> Option<u64> {
+        self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
+    fn stream(&self, s: Stream) -> &Arc<CudaStream> {
+        match s {
+            Stream::Compute => &self.compute,
+            Stream::Copy => &self.copy,
+        }
+    }
+
+    /// Uninitialized device buffer of `len` f32, on the compute stream.
+    pub fn alloc(&self, len: usize) -> Result<CudaSlice<f32>, GpuError> {
+        // SAFETY: every buffer is fully written by the op that allocates it before any read.
+        Ok(unsafe { self.compute.alloc::<f32>(len) }?)
+    }
+
+    /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same
+    /// seed gives the same values.
+    pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), GpuError> {
+        self.bind()?;
+        let mut rng = self
+            .rng
+            .lock()
+            .map_err(|_| GpuError::Poisoned("cuRAND generator"))?;
+        rng.0.set_seed(seed)?;
+        rng.0.set_offset(0)?;
+        Ok(rng.0.fill_with_uniform(dst)?)
+    }
+
+    /// Fill with a constant, asynchronously on the compute stream (a 32-bit memset).
+    pub fn fill(&self, dst: &mut CudaSlice<f32>, value: f32) -> Result<(), GpuError> {
+        self.bind()?;
+        let len = dst.len();
+        let (ptr, _record) = dst.device_ptr_mut(&self.compute);
+        // SAFETY: `ptr` addresses `len` f32 (4-byte) elements of a live allocation that this
+        // op owns exclusively; the memset is ordered on the compute stream like every other use.
+        unsafe { sys::cuMemsetD32Async(ptr, value.to_bits(), len, self.compute.cu_stream()) }
+            .result()?;
+        Ok(())
+    }
+
+    /// Row-major `c (m×n) = a (m×k) · b (k×n)` with cuBLAS on the compute stream.
+    ///
+    /// cuBLAS is column-major: a row-major matrix is its transpose, so compute
+    /// `cᵀ = bᵀ · aᵀ` by passing `b` first with m and n swapped.
+    pub fn matmul(
+        &self,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+        (m, k, n): (usize, usize, usize),
+    ) -> Result<(), GpuError> {
+        let dim = |v: usize| i32::try_from(v).map_err(|_| GpuError::TooLarge(v));
+        let (mi, ki, ni) = (dim(m)?, dim(k)?, dim(n)?);
+        let cfg = GemmConfig::<f32> {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: ni,
+            n: mi,
+            k: ki,
+            alpha: 1.0,
+            lda: ni,
+            ldb: ki,
+            beta: 0.0,
+            ldc: ni,
+        };
+        // cuBLAS does not bind the context itself.
+        self.bind()?;
+        let blas = self
+            .blas
+            .lock()
+            .map_err(|_| GpuError::Poisoned("cuBLAS handle"))?;
+        // SAFETY: the lengths match the configuration (checked by the caller: a is m·k, b is
+        // k·n, c is m·n) and the engine guarantees no other op writes these buffers meanwhile.
+        unsafe { blas.gemm(cfg, b, a, c) }.map_err(GpuError::Sgemm)
+    }
+
+    /// Ordinary (not write-combined) pinned host memory for device→host copies, reused: a
+    /// page-locked allocation is slow and can synchronize streams, which would spoil the very
+    /// overlap `run-copy` measures.
+    pub fn alloc_pinned(self: &Arc<Self>, len: usize) -> Result<PinnedBuffer, GpuError> {
+        let reused = self.pinned.take(len);
+        let buf = match reused {
+            Some(b) => b,
+            // SAFETY: the buffer is fully written by the copy before anything reads it.
+            None => unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }?,
+        };
+        Ok(PinnedBuffer {
+            buf: Some(buf),
+            device: self.clone(),
+        })
+    }
+
+    /// Enqueue a device→host copy on the copy stream, after `ready` (the source's producer)
+    /// when there is one.
+    pub fn copy_to_host(
+        &self,
+        src: &CudaSlice<f32>,
+        ready: Option<&CompletionEvent>,
+        dst: &mut PinnedBuffer,
+    ) -> Result<(), GpuError> {
+        let dst = dst.buf.as_mut().ok_or(GpuError::PinnedReleased)?;
+        if let Some(ready) = ready {
+            ready.wait_on(&self.copy)?;
+        }
+        Ok(self.copy.memcpy_dtoh(src, dst)?)
+    }
+
+    /// Read a device buffer back (blocking), on the copy stream so it does not queue behind
+    /// compute work.
+    pub fn read_back(
+        &self,
+        src: &CudaSlice<f32>,
+        ready: Option<&CompletionEvent>,
+    ) -> Result<Vec<f32>, GpuError> {
+        self.bind()?;
+        if let Some(ready) = ready {
+            ready.wait_on(&self.copy)?;
+        }
+        let v = self.copy.clone_dtoh(src)?;
+        self.copy.synchronize()?;
+        Ok(v)
+    }
+
+    /// Record an event after the work enqueued so far on `stream`, and call `then` with the
+    /// outcome once the GPU has reached it (on the stream's poller thread). `then` owns
+    /// whatever must outlive the GPU work.
+    pub fn on_done(
+        &self,
+        stream: Stream,
+        then: impl FnOnce(Result<(), GpuError>) + Send + 'static,
+    ) {
+        let poller = match stream {
+            Stream::Compute => &self.compute_poller,
+            Stream::Copy => &self.copy_poller,
+        };
+        let s = self.stream(stream);
+        let event = self.bind().and_then(|()| Ok(CompletionEvent::record(s)?));
+        match event {
+            Ok(event) => {
+                if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
+                    event,
+                    stream: s.clone(),
+                    then: Box::new(then),
+                }) {
+                    let _ = s.synchronize();
+                    (p.then)(Err(GpuError::PollerGone));
+                }
+            }
+            Err(e) => {
+                // Without an event, wait for the whole stream before the buffers are released.
+                let _ = s.synchronize();
+                then(Err(e));
+            }
+        }
+    }
+
+    /// Start of an op's CUDA work: move an error that a drop left on the context into
+    /// `deferred` (it is not this op's), then make the context current on this thread.
+    pub fn bind(&self) -> Result<(), GpuError> {
+        self.take_deferred();
+        Ok(self.ctx.bind_to_thread()?)
+    }
+
+    fn take_deferred(&self) {
+        if let Err(e) = self.ctx.check_err() {
+            if let Ok(mut slot) = self.deferred.lock() {
+                slot.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Wait for both streams (what `wait_all` adds for a GPU).
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.take_deferred();
+        let streams = self
+            .compute
+            .synchronize()
+            .and_then(|()| self.copy.synchronize());
+        self.take_deferred();
+        let deferred = self.deferred.lock().ok().and_then(|mut d| d.take());
+        streams?;
+        deferred.map_or(Ok(()), |e| Err(GpuError::Deferred(e)))
+    }
+}

@@ -1,0 +1,258 @@
+//! Finding the GPU without ever failing: each CUDA library is checked before cudarc touches
+//! it, and the first calls run under [`quietly`], since a missing `libcuda`, `libcublas` or
+//! `libcurand` makes cudarc panic rather than return an error. The answer is cached: one probe
+//! per process.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{sys, CudaContext, DriverError};
+
+use super::error::GpuError;
+use super::libs;
+use crate::device::gpu_info::{GpuInfo, LibraryInfo};
+
+/// Run `f`, turning a panic into an error with its message, without printing it (cudarc
+/// panics when a library or symbol is missing). The hook is process-global: probes are
+/// serialized.
+pub(super) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, GpuError> {
+    static PROBE_LOCK: Mutex<()> = Mutex::new(());
+    let _g = PROBE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    std::panic::set_hook(previous);
+    result.map_err(|p| GpuError::Panicked(crate::engine::panic_message(p.as_ref())))
+}
+
+/// What [`probe`] found: the report's GPU block and, when usable, the context.
+struct Probe {
+    info: GpuInfo,
+    ctx: Option<Arc<CudaContext>>,
+}
+
+/// The reason a `CUDA_VISIBLE_DEVICES` value hides every GPU, if it does.
+fn hidden_by_visible_devices(value: Option<&str>) -> Option<String> {
+    let v = value?;
+    let t = v.trim();
+    (t.is_empty() || t == "-1" || t.eq_ignore_ascii_case("none") || t.eq_ignore_ascii_case("void"))
+        .then(|| format!("CUDA_VISIBLE_DEVICES is '{v}', which hides every GPU"))
+}
+
+fn probe_once() -> Probe {
+    let unavailable = |reason: String| Probe {
+        info: GpuInfo::unavailable(reason),
+        ctx: None,
+    };
+    // SAFETY: `is_culib_present` only dlopens and dlcloses the library (running its initializers).
+    match quietly(|| unsafe { sys::is_culib_present() }) {
+        Ok(true) => {}
+        Ok(false) => return unavailable(
+            "no CUDA driver library (libcuda.so.1) on the loader path: no NVIDIA driver installed"
+                .into(),
+        ),
+        Err(p) => return unavailable(format!("loading the CUDA driver library failed: {p}")),
+    }
+    if let Some(reason) =
+        hidden_by_visible_devices(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref())
+    {
+        return unavailable(reason);
+    }
+    let ctx = match quietly(|| CudaContext::new(0)) {
+        Ok(Ok(ctx)) => ctx,
+        Ok(Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE))) => {
+            let why = match std::env::var("CUDA_VISIBLE_DEVICES") {
+                Ok(v) => {
+                    format!("the CUDA driver reports no device (CUDA_VISIBLE_DEVICES is '{v}')")
+                }
+                Err(_) => "the CUDA driver is installed but reports no device".into(),
+            };
+            return unavailable(why);
+        }
+        Ok(Err(e)) => return unavailable(format!("CUDA initialization failed: {e}")),
+        Err(p) => return unavailable(format!("CUDA initialization failed: {p}")),
+    };
+    // cuBLAS and cuRAND of CUDA 12 or 13, from the loader's path or found elsewhere and
+    // opened by full path first (see `libs`), then checked through cudarc's own loader.
+    let dirs = libs::search_dirs();
+    for lib in [&libs::CUBLAS_LT, &libs::CUBLAS, &libs::CURAND] {
+        if !libs::preload(lib, &dirs) {
+            return unavailable(format!(
+                "a GPU is present but {}",
+                libs::missing_reason(lib, &dirs)
+            ));
+        }
+    }
+    // SAFETY: as above, dlopen/dlclose only.
+    let blas = quietly(|| unsafe { cudarc::cublas::sys::is_culib_present() }).unwrap_or(false);
+    let rand = quietly(|| unsafe { cudarc::curand::sys::is_culib_present() }).unwrap_or(false);
+    if !blas || !rand {
+        let which = if blas { "cuRAND" } else { "cuBLAS" };
+        return unavailable(format!(
+            "a GPU is present and {which} was found, but cudarc could not open it by name"
+        ));
+    }
+    match quietly(|| describe(&ctx)) {
+        Ok(Ok(mut info)) => {
+            info.libraries = libraries(&info);
+            Probe {
+                info,
+                ctx: Some(ctx),
+            }
+        }
+        Ok(Err(e)) => unavailable(format!("querying the GPU failed: {e}")),
+        Err(p) => unavailable(format!("querying the GPU failed: {p}")),
+    }
+}
+
+fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
+    let name = ctx.name()?;
+    let memory = ctx.total_mem()?;
+    let (major, minor) = ctx.compute_capability()?;
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: a plain out-parameter query; the library is loaded (the context exists).
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
+    let cuda = libs::cuda_version(version);
+    let driver = std::fs::read_to_string("/proc/driver/nvidia/version")
+        .ok()
+        .and_then(|t| driver_release(&t))
+        .unwrap_or_else(|| "unknown".into());
+    Ok(GpuInfo::detected(
+        name,
+        driver,
+        cuda,
+        memory as u64,
+        format!("{major}.{minor}"),
+    ))
+}
+
+/// The driver's and the toolkit libraries' versions, and the file each was loaded from.
+fn libraries(info: &GpuInfo) -> Vec<LibraryInfo> {
+    use cudarc::cublas::sys::{cublasGetProperty, libraryPropertyType};
+    let path = |prefix: &str| {
+        libs::loaded_path(prefix).map_or_else(|| "?".into(), |p| p.display().to_string())
+    };
+    let blas_version = quietly(|| {
+        let part = |t: libraryPropertyType| {
+            let mut v: std::ffi::c_int = 0;
+            // SAFETY: an out-parameter query of the loaded library's version.
+            let ok = unsafe { cublasGetProperty(t, &mut v) }
+                == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS;
+            ok.then_some(v)
+        };
+        match (
+            part(libraryPropertyType::MAJOR_VERSION),
+            part(libraryPropertyType::MINOR_VERSION),
+            part(libraryPropertyType::PATCH_LEVEL),
+        ) {
+            (Some(a), Some(b), Some(c)) => format!("{a}.{b}.{c}"),
+            _ => "?".into(),
+        }
+    })
+    .unwrap_or_else(|_| "?".into());
+    let rand_version = quietly(|| {
+        let mut v: std::ffi::c_int = 0;
+        // SAFETY: an out-parameter query of the loaded library's version.
+        let ok = unsafe { cudarc::curand::sys::curandGetVersion(&mut v) }
+            == cudarc::curand::sys::curandStatus_t::CURAND_STATUS_SUCCESS;
+        if ok {
+            libs::curand_version(v)
+        } else {
+            "?".into()
+        }
+    })
+    .unwrap_or_else(|_| "?".into());
+    vec![
+        LibraryInfo {
+            name: "CUDA driver".into(),
+            version: format!(
+                "{} (supports CUDA {})",
+                info.driver.as_deref().unwrap_or("?"),
+                info.cuda.as_deref().unwrap_or("?")
+            ),
+            path: path("libcuda.so"),
+        },
+        LibraryInfo {
+            name: "cuBLAS".into(),
+            version: blas_version,
+            path: path("libcublas.so"),
+        },
+        LibraryInfo {
+            name: "cuRAND".into(),
+            version: rand_version,
+            path: path("libcurand.so"),
+        },
+    ]
+}
+
+/// The driver release (`550.54.15`) from `/proc/driver/nvidia/version`.
+fn driver_release(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version"))?;
+    let after = line.split("Kernel Module").nth(1)?;
+    // "Kernel Module  550.54.15" or "Open Kernel Module for x86_64  550.54.15": the first
+    // token that starts with a digit.
+    after
+        .split_whitespace()
+        .find(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
+}
+
+fn probed() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(probe_once)
+}
+
+/// Probe once per process: the GPU block of the report.
+pub fn probe() -> GpuInfo {
+    probed().info.clone()
+}
+
+/// The probed context, if a usable GPU was found.
+pub fn context() -> Option<Arc<CudaContext>> {
+    probed().ctx.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_never_panics_and_explains_absence() {
+        let info = probe();
+        if !info.available {
+            let reason = info.reason.expect("an unavailable GPU has a reason");
+            assert!(!reason.is_empty());
+        }
+        // A second probe gives the same answer (cached, no second load attempt).
+        assert_eq!(probe(), probe());
+    }
+
+    #[test]
+    fn quietly_turns_panics_into_errors() {
+        assert!(matches!(quietly(|| 1), Ok(1)));
+        let e = quietly(|| -> i32 { panic!("no libcuda") }).unwrap_err();
+        assert_eq!(e.to_string(), "no libcuda");
+    }
+
+    #[test]
+    fn visible_devices_that_hide_every_gpu_are_named() {
+        assert_eq!(
+            hidden_by_visible_devices(Some("")).as_deref(),
+            Some("CUDA_VISIBLE_DEVICES is '', which hides every GPU")
+        );
+        assert!(hidden_by_visible_devices(Some("-1")).is_some());
+        assert!(hidden_by_visible_devices(Some("0")).is_none());
+        assert!(hidden_by_visible_devices(Some("GPU-1234")).is_none());
+        assert!(hidden_by_visible_devices(None).is_none());
+    }
+
+    #[test]
+    fn driver_version_is_read_from_the_kernel_module_line() {
+        let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version: gcc";
+        assert_eq!(driver_release(text).as_deref(), Some("550.54.15"));
+        assert_eq!(driver_release("garbage"), None);
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build";
+        assert_eq!(driver_release(open).as_deref(), Some("560.35.03"));
+    }
+}
