@@ -4,54 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::args::CompareFormat;
+use super::args::{AbArgs, CompareFormat};
 use super::error::CliError;
 use super::output::{check_output_path, stdout};
-use super::values::{parse_seconds, parse_threshold};
 use crate::report::paired::{self, PairedEntry};
 use crate::report::{write_atomic, Report};
 use crate::scenario::suite;
-
-/// What `parbench ab` was asked to do.
-#[derive(clap::Args, Debug)]
-pub struct AbArgs {
-    /// The base: a parbench executable, or a git revision (built once into target/ab/).
-    #[arg(required_unless_present = "from")]
-    base: Option<PathBuf>,
-    /// The candidate: a parbench executable, or a git revision.
-    #[arg(required_unless_present = "from")]
-    candidate: Option<PathBuf>,
-    /// The suite file.
-    suite: Option<PathBuf>,
-    /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
-    threshold: f64,
-    /// Samples per process: each side's median of these is its value in a pair.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    samples: u64,
-    /// Pairs per suite entry before it may stop early.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(2..=100_000))]
-    min_pairs: u64,
-    /// Pairs per suite entry at most.
-    #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u64).range(2..=100_000))]
-    max_pairs: u64,
-    /// Seconds for the whole run, shared between the suite's entries; an entry stops earlier
-    /// once every time of it is settled.
-    #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
-    budget: Duration,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    format: CompareFormat,
-    /// Also write the JSON, with every pair, to this file.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// Judge the pairs of an earlier run's JSON again (at this --threshold) instead of
-    /// running anything.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
-    from: Option<PathBuf>,
-}
 
 /// The suite `ab` runs when none is named: small, fast, many samples.
 const DEFAULT_SUITE: &str = "scenarios/ci.toml";

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::ab::AbArgs;
 use super::values::{parse_mode, parse_seconds, parse_threshold};
 use crate::device::GpuOrder;
 use crate::engine::Mode;
@@ -246,4 +245,43 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
     }
     // After the shared options: their struct's doc would otherwise become the about line.
     CommonArgs::augment_args(cmd).about(sc.about())
+}
+
+/// What `parbench ab` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct AbArgs {
+    /// The base: a parbench executable, or a git revision (built once into target/ab/).
+    #[arg(required_unless_present = "from")]
+    pub(super) base: Option<PathBuf>,
+    /// The candidate: a parbench executable, or a git revision.
+    #[arg(required_unless_present = "from")]
+    pub(super) candidate: Option<PathBuf>,
+    /// The suite file.
+    pub(super) suite: Option<PathBuf>,
+    /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
+    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+    pub(super) threshold: f64,
+    /// Samples per process: each side's median of these is its value in a pair.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub(super) samples: u64,
+    /// Pairs per suite entry before it may stop early.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub(super) min_pairs: u64,
+    /// Pairs per suite entry at most.
+    #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub(super) max_pairs: u64,
+    /// Seconds for the whole run, shared between the suite's entries; an entry stops earlier
+    /// once every time of it is settled.
+    #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
+    pub(super) budget: Duration,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub(super) format: CompareFormat,
+    /// Also write the JSON, with every pair, to this file.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// Judge the pairs of an earlier run's JSON again (at this --threshold) instead of
+    /// running anything.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
+    pub(super) from: Option<PathBuf>,
 }

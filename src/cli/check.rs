@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use clap::{CommandFactory, FromArgMatches};
 
 use super::args::{scenario_command, Cli, Command, CommonArgs};
-use super::error::CliError;
 use super::help::scenarios_help;
 use crate::scenario::{self, sweep, Params, Scenario};
 
@@ -39,31 +38,11 @@ pub enum CommandLineError {
 
 impl CommandLineError {
     /// A request to show help or the version: clap's way of answering `--help`, `--version`.
-    fn is_display_request(&self) -> bool {
+    pub(super) fn is_display_request(&self) -> bool {
         matches!(self, CommandLineError::Clap { error, .. } if matches!(
             error.kind(),
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
         ))
-    }
-
-    /// How the CLI ends on it: help and version print and exit 0; help shown because nothing
-    /// was given prints and exits 2 ([`CliError::NoCommand`]); anything else is a one-line
-    /// usage error.
-    pub(super) fn into_exit(self) -> Result<(), CliError> {
-        if let CommandLineError::Clap { error, .. } = &self {
-            match error.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    let _ = error.print();
-                    return Ok(());
-                }
-                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = error.print();
-                    return Err(CliError::NoCommand);
-                }
-                _ => {}
-            }
-        }
-        Err(CliError::CommandLine(self))
     }
 }
 

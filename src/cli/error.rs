@@ -16,7 +16,6 @@ use std::error::Error as _;
 use std::fmt::Write as _;
 
 use super::check::CommandLineError;
-use super::run::SWEEP_STOP_AFTER;
 use crate::distributed::DistributedError;
 use crate::export::ExportError;
 use crate::report::atomic::AtomicWriteError;
@@ -77,6 +76,31 @@ pub enum CliError {
     /// A sweep stopped after this many new points ([`SWEEP_STOP_AFTER`]).
     #[error("stopped after {0} points ({SWEEP_STOP_AFTER})")]
     Stopped(usize),
+}
+
+/// Test hook: stop a sweep after this many newly finished points, as a kill would.
+pub(super) const SWEEP_STOP_AFTER: &str = "PARBENCH_SWEEP_STOP_AFTER";
+
+impl CommandLineError {
+    /// How the CLI ends on it: help and version print and exit 0; help shown because nothing
+    /// was given prints and exits 2 ([`CliError::NoCommand`]); anything else is a one-line
+    /// usage error.
+    pub(super) fn into_exit(self) -> Result<(), CliError> {
+        if let CommandLineError::Clap { error, .. } = &self {
+            match error.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    let _ = error.print();
+                    return Ok(());
+                }
+                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = error.print();
+                    return Err(CliError::NoCommand);
+                }
+                _ => {}
+            }
+        }
+        Err(CliError::CommandLine(self))
+    }
 }
 
 impl CliError {

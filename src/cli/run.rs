@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::args::CommonArgs;
 use super::check;
-use super::error::CliError;
+use super::error::{CliError, SWEEP_STOP_AFTER};
 use super::output::{check_output_path, stdout};
 use super::pages;
 use super::progress::{progress_bar, style_bar};
@@ -33,9 +33,6 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
         &parsed.common,
     )
 }
-
-/// Test hook: stop a sweep after this many newly finished points, as a kill would.
-pub(super) const SWEEP_STOP_AFTER: &str = "PARBENCH_SWEEP_STOP_AFTER";
 
 pub(super) fn run_sweep(
     name: &str,
