@@ -4,7 +4,9 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, json_of, parbench, variant_names};
+use crate::util::{
+    assert_usage_error_from, json_from, json_of, parbench, parbench_without_gpu, variant_names,
+};
 
 #[test]
 fn devices_reports_a_missing_gpu_with_its_reason() {
@@ -116,18 +118,22 @@ fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
 /// Asking for the GPU by name on a machine without one is an error, unless `--fallback`.
 #[test]
 fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
-    let probe = parbench().args(["devices", "--json"]).output().unwrap();
+    // Every GPU hidden, so this runs the same on a machine that has one.
+    let probe = parbench_without_gpu()
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
     let env: Value = serde_json::from_slice(&probe.stdout).unwrap();
-    if env["gpu"]["available"] == true {
-        return;
-    }
+    assert_eq!(env["gpu"]["available"], false, "{}", env["gpu"]);
     for scenario in ["matmul", "async", "memory", "hybridize"] {
-        assert_usage_error(
+        assert_usage_error_from(
+            parbench_without_gpu(),
             &[scenario, "--device", "cuda"],
             "--device cuda asks for a GPU, and none can be used (",
         );
     }
-    assert_usage_error(
+    assert_usage_error_from(
+        parbench_without_gpu(),
         &[
             "sweep",
             "matmul",
@@ -138,7 +144,10 @@ fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
         ],
         "add --fallback",
     );
-    let doc = json_of(&["matmul", "--device", "cuda", "--size", "32", "--fallback"]);
+    let doc = json_from(
+        parbench_without_gpu(),
+        &["matmul", "--device", "cuda", "--size", "32", "--fallback"],
+    );
     let run = &doc["runs"][0];
     assert!(
         run["notes"][0]

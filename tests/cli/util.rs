@@ -13,6 +13,14 @@ pub fn parbench() -> Command {
     c
 }
 
+/// `parbench` with every GPU hidden (`CUDA_VISIBLE_DEVICES` empty), so a test of the path
+/// without a GPU runs the same on a machine that has one.
+pub fn parbench_without_gpu() -> Command {
+    let mut c = parbench();
+    c.env("CUDA_VISIBLE_DEVICES", "");
+    c
+}
+
 /// The variant names of a run, in order.
 pub fn variant_names(run: &Value) -> Vec<&str> {
     run["variants"]
@@ -24,7 +32,12 @@ pub fn variant_names(run: &Value) -> Vec<&str> {
 }
 
 pub fn json_of(args: &[&str]) -> Value {
-    let out = parbench()
+    json_from(parbench(), args)
+}
+
+/// [`json_of`] through a command set up by the caller (an environment of its own).
+pub fn json_from(mut command: Command, args: &[&str]) -> Value {
+    let out = command
         .args(args)
         .args(QUICK)
         .arg("--json")
@@ -40,7 +53,12 @@ pub fn json_of(args: &[&str]) -> Value {
 
 /// A usage error: exit 2, exactly one line on stderr, no panic, nothing on stdout.
 pub fn assert_usage_error(args: &[&str], needle: &str) {
-    let out = parbench().args(args).output().expect("runs");
+    assert_usage_error_from(parbench(), args, needle)
+}
+
+/// [`assert_usage_error`] through a command set up by the caller.
+pub fn assert_usage_error_from(mut command: Command, args: &[&str], needle: &str) {
+    let out = command.args(args).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),
