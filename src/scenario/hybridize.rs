@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::support::{check_elements, chosen_device, matmul_tolerance, Accelerator, Explained};
+use super::support::{check_elements, chosen_device, matmul_tolerance, ChosenDevice, Explained};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError, Warning,
@@ -184,7 +184,7 @@ impl Scenario for Hybridize {
             device: choice,
         } = Config::of(params)?;
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-        let Accelerator {
+        let ChosenDevice {
             request,
             fallback_note: notes,
         } = chosen_device(choice, threads, ctx.gpu_fallback)?;
@@ -198,16 +198,16 @@ impl Scenario for Hybridize {
                 .map_err(|e| ScenarioError::Input(e.to_string()))
         };
         let x_host = host([batch, width], 1)?;
-        let mut params_host = Vec::new();
+        let mut weights_host = Vec::new();
         for l in 0..layers {
-            params_host.push((
+            weights_host.push((
                 host([width, width], 10 + l as u64)?,
                 host([1, width], 100 + l as u64)?,
             ));
         }
         // Imperative: tensors on the device, one engine op per kernel.
         let x = Tensor::from_host(engine, device, x_host.clone().into_dyn());
-        let tensors: Vec<(Tensor, Tensor)> = params_host
+        let tensors: Vec<(Tensor, Tensor)> = weights_host
             .iter()
             .map(|(w, b)| {
                 (
@@ -224,7 +224,7 @@ impl Scenario for Hybridize {
             Ok(h)
         };
         // Hybridized: capture once, replay as a single op (on a GPU, a CUDA graph).
-        let replay = Replay::capture(&x, &tensors, &params_host, [batch, width])?;
+        let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
         let hybrid = || replay.run();
 
         let (imperative, hybrid) = (&imperative, &hybrid);
@@ -284,7 +284,7 @@ impl Scenario for Hybridize {
             // The GPU's kernels against the host's: close, not identical (cuBLAS rounds in
             // another order than the CPU kernel).
             let host = Graph {
-                weights: params_host.clone(),
+                weights: weights_host.clone(),
             }
             .forward(&x_host);
             let gap = relative_gap(&replayed, host.iter().copied());

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::support::{
     check_elements, check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance,
-    Accelerator,
+    ChosenDevice,
 };
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
@@ -194,7 +194,7 @@ impl Scenario for Matmul {
         let cfg = Config::of(params)?;
         let ((m, k, n), ops) = (cfg.dims, cfg.ops);
         let threads = cfg.threads(ctx);
-        let Accelerator {
+        let ChosenDevice {
             request,
             fallback_note: notes,
         } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;

@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::{check_elements, check_matrices, chosen_device, host_ordered, Accelerator};
+use super::support::{check_elements, check_matrices, chosen_device, host_ordered, ChosenDevice};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -202,7 +202,7 @@ impl Scenario for Memory {
         let threads = ctx
             .cpu_threads
             .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
-        let Accelerator {
+        let ChosenDevice {
             request,
             fallback_note: notes,
         } = chosen_device(device, threads, ctx.gpu_fallback)?;

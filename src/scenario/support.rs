@@ -23,8 +23,8 @@ pub const SECONDS_PER_ROUND: SamplerConfig = SamplerConfig {
     max_time: Duration::from_secs(60),
 };
 
-/// Where a scenario's "accelerator" runs.
-pub struct Accelerator {
+/// The device a scenario asked for as its GPU: the GPU itself, or a CPU device in its place.
+pub struct ChosenDevice {
     /// The device to request for it.
     pub request: DeviceRequest,
     /// Set when no GPU could be used: the note for the table and the JSON.
@@ -33,7 +33,7 @@ pub struct Accelerator {
 
 /// The GPU if one is usable, else a CPU device with `fallback_threads` threads, named
 /// `fallback_name` in the note ("GPU unavailable: <reason>; using cpu:1").
-pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> Accelerator {
+pub fn accelerator(fallback_name: &str, fallback_threads: usize) -> ChosenDevice {
     accelerator_from(&discovery::probe_gpu(), fallback_name, fallback_threads)
 }
 
@@ -45,9 +45,9 @@ pub fn chosen_device(
     choice: DeviceChoice,
     threads: usize,
     fallback: bool,
-) -> Result<Accelerator, ScenarioError> {
+) -> Result<ChosenDevice, ScenarioError> {
     if choice == DeviceChoice::Cpu {
-        return Ok(Accelerator {
+        return Ok(ChosenDevice {
             request: DeviceRequest::Cpu { threads },
             fallback_note: None,
         });
@@ -63,7 +63,7 @@ pub fn chosen_device(
     Ok(accelerator_from(&gpu, "cpu:0", threads))
 }
 
-impl Accelerator {
+impl ChosenDevice {
     /// `devices` (a run's device descriptions) with the accelerator's, at `index`, marked as
     /// the GPU's CPU stand-in when it is one, so the table's header says so.
     pub fn mark_fallback(&self, devices: &mut [String], index: usize) {
@@ -86,15 +86,15 @@ pub fn check_requested_device(params: &Params, fallback: bool) -> Result<(), Sce
     }
 }
 
-fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> Accelerator {
+fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> ChosenDevice {
     if gpu.available {
-        Accelerator {
+        ChosenDevice {
             request: DeviceRequest::Cuda,
             fallback_note: None,
         }
     } else {
         let reason = gpu.reason.as_deref().unwrap_or("unknown reason");
-        Accelerator {
+        ChosenDevice {
             request: DeviceRequest::Cpu {
                 threads: fallback_threads,
             },

@@ -20,8 +20,8 @@ pub(super) fn add_chain(x: &Tensor, n: u64) -> Tensor {
 /// The dependent chain against independent ops, and what the phases mean on a GPU.
 pub(super) fn derive_chain(run: &mut RunRecord, device: &Device, n: u64) {
     let chain = median_of(run, Timed::Chain);
-    let asyn = median_of(run, Timed::Async);
-    let ratio = chain / asyn;
+    let async_time = median_of(run, Timed::Async);
+    let ratio = chain / async_time;
     run.record(CHAIN_PER_OP_S, chain / n as f64);
     run.record(CHAIN_OVER_ASYNC_RATIO, ratio);
     let e = &mut run.explanation;

@@ -22,9 +22,9 @@ fn record_reference(
 ) -> f64 {
     let (spec, seconds) = reference;
     run.record(spec, seconds);
-    let asyn = per_op(run, Timed::Async, n);
-    run.record(ratio, asyn / seconds);
-    asyn
+    let async_time = per_op(run, Timed::Async, n);
+    run.record(ratio, async_time / seconds);
+    async_time
 }
 
 /// Rounds of the channel hand-off (each of `--iterations` closures); the median is quoted.
@@ -34,7 +34,7 @@ pub(super) const FLOOR_ROUNDS: usize = 15;
 /// measured in the same run ([`floor::channel_round`]). Not a bound the engine cannot beat
 /// (it could batch where the channel does not), so the sentence claims none.
 pub(super) fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
-    let asyn = record_reference(
+    let async_time = record_reference(
         run,
         n,
         (CHANNEL_HANDOFF_PER_OP_S, floor),
@@ -48,8 +48,8 @@ pub(super) fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
          bookkeeping (a reference, not a bound: an engine may batch where the channel does not). \
          async's {} per op is {:.2}× that, push-only's {} is {:.2}×.",
         human_time(floor),
-        human_time(asyn),
-        asyn / floor,
+        human_time(async_time),
+        async_time / floor,
         human_time(push),
         push / floor,
     ));
@@ -122,7 +122,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
     if !steady {
         // No single latency describes the run: a median of all rounds would fall between
         // the two regimes, at a value the machine never showed.
-        let asyn = per_op(run, Timed::Async, n);
+        let async_time = per_op(run, Timed::Async, n);
         run.notes.push(format!(
             "the host's cross-core latency changed {shift:.1}× during the run (from {} to {} \
              across the probes before, between and after the rounds of samples): the per-op \
@@ -139,7 +139,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
             human_time(a),
             human_time(lo),
             human_time(hi),
-            human_time(asyn),
+            human_time(async_time),
         ));
         derive_by_regime(run, n, &points, (lo * hi).sqrt());
         return;
@@ -152,7 +152,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
         .copied()
         .collect();
     let line = med(&all);
-    let asyn = record_reference(run, n, (CROSS_CORE_LINE_S, line), ASYNC_OVER_LINE_RATIO);
+    let async_time = record_reference(run, n, (CROSS_CORE_LINE_S, line), ASYNC_OVER_LINE_RATIO);
     run.explanation.push(format!(
         "a cache line took {} to move one way between two threads' cores here ({} before the \
          samples, {} after, median of {LINE_ROUNDS} rounds each; every probe, before, between \
@@ -163,8 +163,8 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
         human_time(line),
         human_time(b),
         human_time(a),
-        human_time(asyn),
-        asyn / line,
+        human_time(async_time),
+        async_time / line,
     ));
 }
 
@@ -238,16 +238,16 @@ pub(super) fn derive_driver_floor(
         .map_err(|e| crate::device::DeviceError::Gpu(format!("timing the driver alone: {e}")))?;
     run.record(DRIVER_LAUNCH_S, launch);
     run.record(DRIVER_LAUNCH_AND_WAIT_S, launch_wait);
-    let (sync, asyn) = (per_op(run, Timed::Sync, n), per_op(run, Timed::Async, n));
-    run.record(ASYNC_OVER_DRIVER_LAUNCH_RATIO, asyn / launch);
+    let (sync, async_time) = (per_op(run, Timed::Sync, n), per_op(run, Timed::Async, n));
+    run.record(ASYNC_OVER_DRIVER_LAUNCH_RATIO, async_time / launch);
     run.explanation.push(format!(
         "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
          followed by a wait for it; the async loop's {} per op is {:.2}× a bare launch, the sync loop's \
          {} is {:.2}× a bare launch and wait.",
         human_time(launch),
         human_time(launch_wait),
-        human_time(asyn),
-        asyn / launch,
+        human_time(async_time),
+        async_time / launch,
         human_time(sync),
         sync / launch_wait,
     ));

@@ -41,7 +41,7 @@ mod pitfall;
 
 use std::time::{Duration, Instant};
 
-use super::support::{check_bytes, check_matrices, chosen_device, Accelerator};
+use super::support::{check_bytes, check_matrices, chosen_device, ChosenDevice};
 use super::variant::variants;
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
@@ -225,7 +225,7 @@ impl Scenario for AsyncLoop {
         let cfg = Config::of(params)?;
         let n = cfg.iterations;
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-        let Accelerator {
+        let ChosenDevice {
             request,
             fallback_note: notes,
         } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;

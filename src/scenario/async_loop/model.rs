@@ -66,16 +66,16 @@ pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     let nf = n as f64;
     let f = LoopMedians {
         sync: Estimate::of(run, Timed::Sync.name()),
-        asyn: Estimate::of(run, Timed::Async.name()),
+        async_time: Estimate::of(run, Timed::Async.name()),
         push: Estimate::of(run, Timed::PushOnly.name()),
     };
-    let (sync, asyn, push) = (f.sync.median, f.asyn.median, f.push.median);
-    let speedup = sync / asyn;
+    let (sync, async_time, push) = (f.sync.median, f.async_time.median, f.push.median);
+    let speedup = sync / async_time;
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
     run.record(ASYNC_SPEEDUP, speedup);
     run.record(SYNC_PER_OP_S, sync / nf);
-    run.record(ASYNC_PER_OP_S, asyn / nf);
+    run.record(ASYNC_PER_OP_S, async_time / nf);
     run.record(PUSH_PER_OP_S, push / nf);
     run.record(T1_S, p.t1);
     run.record(T2_S, p.t2);
@@ -83,7 +83,7 @@ pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
     run.record(PREDICTED_SYNC_S, pred_sync);
     run.record(PREDICTED_ASYNC_S, pred_async);
     run.record(MEASURED_OVER_PREDICTED_SYNC_RATIO, sync / pred_sync);
-    run.record(MEASURED_OVER_PREDICTED_ASYNC_RATIO, asyn / pred_async);
+    run.record(MEASURED_OVER_PREDICTED_ASYNC_RATIO, async_time / pred_async);
 
     run.notes.push(format!("engine: {}", mode.as_str()));
     explain(mode, n, &f, p).record(run);
@@ -92,7 +92,7 @@ pub(super) fn derive(run: &mut RunRecord, mode: Mode, n: u64, p: &Phases) {
 /// The medians the explanation quotes, with their 95% intervals.
 struct LoopMedians {
     sync: Estimate,
-    asyn: Estimate,
+    async_time: Estimate,
     push: Estimate,
 }
 
@@ -102,8 +102,8 @@ struct LoopMedians {
 /// noise, and that is a normal result.
 fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
     let nf = n as f64;
-    let (sync, asyn, push) = (f.sync.median, f.asyn.median, f.push.median);
-    let speedup = Ratio::of(f.sync, f.asyn);
+    let (sync, async_time, push) = (f.sync.median, f.async_time.median, f.push.median);
+    let speedup = Ratio::of(f.sync, f.async_time);
     let pred_sync = nf * (p.t1 + p.t2 + p.t3);
     let pred_async = p.t1 + nf * p.t2 + p.t3;
     let mut out = Explained::default();
@@ -113,7 +113,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
             let per_op = format!(
                 "{} per op in sync, {} in async; {:.2}×, 95% interval {:.2}–{:.2}×",
                 human_time(sync / nf),
-                human_time(asyn / nf),
+                human_time(async_time / nf),
                 speedup.value,
                 speedup.lo,
                 speedup.hi,
@@ -154,19 +154,19 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
         human_time(pred_sync),
         human_time(sync),
         human_time(pred_async),
-        human_time(asyn),
+        human_time(async_time),
     ));
-    if mode == Mode::Threaded && asyn > 1.5 * pred_async {
+    if mode == Mode::Threaded && async_time > 1.5 * pred_async {
         e.push(
             "async is slower than t1 + N·t2 + t3: for an op this small the pipeline runs at the pace of \
              its slowest stage, the per-op cost of pushing and of the engine's bookkeeping, not of t2."
                 .into(),
         );
     }
-    if f.push.lo > f.asyn.hi {
+    if f.push.lo > f.async_time.hi {
         out.warnings.push(Warning::PushOnlyAboveAsync {
             push_s: push,
-            async_s: asyn,
+            async_s: async_time,
         });
     }
     out
@@ -177,7 +177,7 @@ mod tests {
     use super::*;
 
     /// 1000 ops; t1 = 1 µs, t2 = 2 µs, t3 = 3 µs: sync ≈ 6 ms, async ≈ 2.004 ms.
-    fn explained(mode: Mode, sync: f64, asyn: f64, push: f64) -> Explained {
+    fn explained(mode: Mode, sync: f64, async_time: f64, push: f64) -> Explained {
         let within = |median: f64| Estimate {
             median,
             lo: median * 0.98,
@@ -185,7 +185,7 @@ mod tests {
         };
         let f = LoopMedians {
             sync: within(sync),
-            asyn: within(asyn),
+            async_time: within(async_time),
             push: within(push),
         };
         let p = Phases {
@@ -267,15 +267,15 @@ mod tests {
                 lo: medians[i] * (1.0 - reaches[i].0),
                 hi: medians[i] * (1.0 + reaches[i].1),
             };
-            let f = LoopMedians { sync: est(0), asyn: est(1), push: est(2) };
+            let f = LoopMedians { sync: est(0), async_time: est(1), push: est(2) };
             let p = Phases { t1: 1e-7, t2: 2e-7, t3: 3e-7 };
             let e = explain(Mode::Threaded, 1000, &f, &p);
-            let (lo, hi) = (f.sync.lo / f.asyn.hi, f.sync.hi / f.asyn.lo);
+            let (lo, hi) = (f.sync.lo / f.async_time.hi, f.sync.hi / f.async_time.lo);
             let first = &e.sentences[0];
             proptest::prop_assert_eq!(first.contains("faster"), lo > 1.0, "{}", first);
             proptest::prop_assert_eq!(first.contains("slower"), hi < 1.0, "{}", first);
             proptest::prop_assert_eq!(first.contains("indistinguishable"), lo <= 1.0 && hi >= 1.0, "{}", first);
-            proptest::prop_assert_eq!(!e.warnings.is_empty(), f.push.lo > f.asyn.hi);
+            proptest::prop_assert_eq!(!e.warnings.is_empty(), f.push.lo > f.async_time.hi);
         }
     }
 }

@@ -39,20 +39,20 @@ pub(super) fn conclude(
     let synchronous: Vec<&(Timed, Trained)> =
         trained.iter().filter(|(v, _)| v.is_synchronous()).collect();
     for (v, t) in synchronous.iter().copied() {
-        let (ok, rel) = agrees(&reference.1.params, &t.params);
+        let (ok, rel) = agrees(&reference.1.weights, &t.weights);
         run.check(
             &format!("{} equals {} SGD", v.name(), reference.0.name()),
             ok,
             format!(
                 "{} parameters after {} steps, difference {rel:.2e} of their norm \
                  (tolerance {AGREEMENT:.0e})",
-                t.params.len(),
+                t.weights.len(),
                 cfg.steps
             ),
         );
     }
     if let [a, b, ..] = synchronous.as_slice() {
-        let (ok, rel) = agrees(&a.1.params, &b.1.params);
+        let (ok, rel) = agrees(&a.1.weights, &b.1.weights);
         run.check(
             &format!("{} and {} give the same parameters", a.0.name(), b.0.name()),
             ok,
@@ -68,7 +68,7 @@ pub(super) fn conclude(
         // The first crossing on every point; the stored curve is thinned.
         let reached = time_to_target(&full, cfg.target_loss);
         let c = thin(full, 200);
-        let final_loss = loss_of(&t.params);
+        let final_loss = loss_of(&t.weights);
         let kp = v.key();
         run.derive_as(
             &format!("{kp}_samples_per_second"),

@@ -49,17 +49,17 @@ fn poisoned() -> OpError {
     OpError::msg("a training buffer was poisoned by a failed op")
 }
 
-/// Parameters that engine ops share, ordered by their var. Readers (a gradient and a
+/// The model's weights (its parameters) that engine ops share, ordered by their var. Readers (a gradient and a
 /// broadcast of the same replica) run at once, so the lock is a read-write one.
 #[derive(Clone)]
-struct Params {
+struct Weights {
     var: Var,
     data: Arc<RwLock<Vec<f32>>>,
 }
 
-impl Params {
-    fn new(n: usize) -> Params {
-        Params {
+impl Weights {
+    fn new(n: usize) -> Weights {
+        Weights {
             var: Var::new(),
             data: Arc::new(RwLock::new(vec![0.0; n])),
         }
@@ -69,7 +69,7 @@ impl Params {
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
 /// in the all-reduce's chunks, a var each.
 struct DeviceBuffers {
-    params: Params,
+    weights: Weights,
     grads: Arc<Chunked>,
     grad_vars: Vec<Var>,
 }
@@ -89,7 +89,7 @@ pub struct Workspace {
 /// A pushed training run; read it after the engine has finished it (and before the next run
 /// of the same scheme).
 pub struct Pending {
-    params: Arc<RwLock<Vec<f32>>>,
+    weights: Arc<RwLock<Vec<f32>>>,
     server: Option<Arc<Mutex<Vec<f32>>>>,
     log: Arc<Mutex<Vec<LossEntry>>>,
     staleness: Arc<Mutex<Vec<u64>>>,
@@ -98,16 +98,16 @@ pub struct Pending {
 impl Pending {
     /// The trained parameters, loss log and staleness (call after `wait_all`).
     pub fn take(&self) -> Trained {
-        let params = match &self.server {
+        let weights = match &self.server {
             Some(s) => s.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             None => self
-                .params
+                .weights
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
         };
         Trained {
-            params,
+            weights,
             communication: None,
             log: self.log.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             staleness: self
@@ -128,7 +128,7 @@ impl Setup {
             scheme,
             devices: (0..used)
                 .map(|_| DeviceBuffers {
-                    params: Params::new(n),
+                    weights: Weights::new(n),
                     grads: Arc::new(Chunked::new(n, k)),
                     grad_vars: (0..k).map(|_| Var::new()).collect(),
                 })
@@ -150,16 +150,16 @@ impl Setup {
         // Start from the initial parameters, logs empty: ops of their own, after whatever
         // the previous run left in flight.
         for (d, dev) in ws.devices.iter().enumerate() {
-            let (p, init) = (dev.params.data.clone(), self.initial.clone());
+            let (p, init) = (dev.weights.data.clone(), self.initial.clone());
             let (log, staleness, server) =
                 (ws.log.clone(), ws.staleness.clone(), ws.server.clone());
             // Device 0's load empties the logs (writing the server's var); the others' loads
             // read that var, so no op of this run logs before the logs are emptied.
             let first = d == 0;
             let (reads, writes): (Vec<&Var>, Vec<&Var>) = if first {
-                (vec![], vec![&dev.params.var, &ws.server_var])
+                (vec![], vec![&dev.weights.var, &ws.server_var])
             } else {
-                (vec![&ws.server_var], vec![&dev.params.var])
+                (vec![&ws.server_var], vec![&dev.weights.var])
             };
             rt.engine.push("load", lane(d), &reads, &writes, move || {
                 p.write().map_err(|_| poisoned())?.copy_from_slice(&init);
@@ -180,7 +180,7 @@ impl Setup {
             Scheme::Async => self.push_async(rt, ws, start),
         }
         Pending {
-            params: ws.devices[0].params.data.clone(),
+            weights: ws.devices[0].weights.data.clone(),
             server: (ws.scheme == Scheme::Async).then(|| ws.server.clone()),
             log: ws.log.clone(),
             staleness: ws.staleness.clone(),
@@ -190,14 +190,14 @@ impl Setup {
     fn push_one_device(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
         let dev = &ws.devices[0];
         for step in 0..self.steps {
-            let (p, g, log) = (dev.params.data.clone(), dev.grads.clone(), ws.log.clone());
+            let (p, g, log) = (dev.weights.data.clone(), dev.grads.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
             let (batch, lr) = (self.batch, self.lr);
             rt.engine.push(
                 "step",
                 rt.devices[0].compute,
                 &[],
-                &[&dev.params.var],
+                &[&dev.weights.var],
                 move || {
                     let mut p = p.write().map_err(|_| poisoned())?;
                     let mut g = g.write_all()?;
@@ -271,12 +271,12 @@ impl Setup {
                 });
                 self.push_update(rt, lane(0), &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
-                    let (src, dst) = (devs[0].params.data.clone(), dev.params.data.clone());
+                    let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());
                     rt.engine.push(
                         "broadcast",
                         lane(d),
-                        &[&devs[0].params.var],
-                        &[&dev.params.var],
+                        &[&devs[0].weights.var],
+                        &[&dev.weights.var],
                         move || {
                             let src = src.read().map_err(|_| poisoned())?;
                             dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
@@ -292,14 +292,14 @@ impl Setup {
     fn push_gradient(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
         let dev = &ws.devices[d];
         let (k, batch) = (self.devices, self.batch);
-        let (p, g) = (dev.params.data.clone(), dev.grads.clone());
+        let (p, g) = (dev.weights.data.clone(), dev.grads.clone());
         let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
         let rows = shard(step, batch, k, d);
         let writes: Vec<&Var> = dev.grad_vars.iter().collect();
         rt.engine.push(
             "gradient",
             rt.devices[d].compute,
-            &[&dev.params.var],
+            &[&dev.weights.var],
             &writes,
             move || {
                 let p = p.read().map_err(|_| poisoned())?;
@@ -310,13 +310,13 @@ impl Setup {
         );
     }
 
-    /// `params -= lr · reduced gradient` on one replica.
+    /// `weights -= lr · reduced gradient` on one replica.
     fn push_update(&self, rt: &Runtime, lane: LaneId, dev: &DeviceBuffers) {
         let lr = self.lr;
-        let (p, g) = (dev.params.data.clone(), dev.grads.clone());
+        let (p, g) = (dev.weights.data.clone(), dev.grads.clone());
         let reads: Vec<&Var> = dev.grad_vars.iter().collect();
         rt.engine
-            .push("update", lane, &reads, &[&dev.params.var], move || {
+            .push("update", lane, &reads, &[&dev.weights.var], move || {
                 let mut p = p.write().map_err(|_| poisoned())?;
                 for c in 0..g.chunks() {
                     sgd(&mut p[g.range(c)], &g.read(c)?, lr);
@@ -331,7 +331,7 @@ impl Setup {
             for step in 0..self.steps {
                 let (server, local, g) = (
                     ws.server.clone(),
-                    dev.params.data.clone(),
+                    dev.weights.data.clone(),
                     dev.grads.clone(),
                 );
                 let (layers, data) = (self.layers.clone(), self.data.clone());
@@ -343,7 +343,7 @@ impl Setup {
                     "async step",
                     rt.devices[d].compute,
                     &[&ws.server_var],
-                    &[&dev.params.var],
+                    &[&dev.weights.var],
                     move || {
                         let mut local = local.write().map_err(|_| poisoned())?;
                         // Pull: whatever the server holds now.
@@ -442,7 +442,7 @@ mod tests {
             let want = reference(&s);
             for scheme in [Scheme::ParameterServer, Scheme::Ring] {
                 let got = train(&s, scheme);
-                let (ok, rel) = agrees(&want, &got.params);
+                let (ok, rel) = agrees(&want, &got.weights);
                 assert!(ok, "{scheme:?} on {devices} devices: {rel:e}");
                 // A point per step, each the loss of the step's whole batch.
                 let c = curve(&got.log, s.batch);
@@ -453,7 +453,7 @@ mod tests {
         // One device on whole batches is the same SGD.
         let s = setup(3, 6);
         let one = train(&s, Scheme::OneDevice);
-        assert!(agrees(&reference(&s), &one.params).0);
+        assert!(agrees(&reference(&s), &one.weights).0);
     }
 
     #[test]
@@ -481,7 +481,7 @@ mod tests {
         let mut log = t.log.clone();
         log.sort_by_key(|e| e.update);
         assert!(log.windows(2).all(|w| w[0].seconds <= w[1].seconds));
-        assert!(t.params.iter().all(|v| v.is_finite()));
-        assert_ne!(t.params, *s.initial);
+        assert!(t.weights.iter().all(|v| v.is_finite()));
+        assert_ne!(t.weights, *s.initial);
     }
 }

@@ -123,17 +123,17 @@ impl Dataset {
 /// up to the batch's mean loss).
 ///
 /// # Panics
-/// If `params` or `grad` is not [`Layers::parameters`] long (a programming error).
+/// If `weights` or `grad` is not [`Layers::parameters`] long (a programming error).
 pub fn gradient(
     layers: &Layers,
-    params: &[f32],
+    weights: &[f32],
     data: &Dataset,
     (start, len): (usize, usize),
     scale: f32,
     grad: &mut [f32],
 ) -> f64 {
     let n = layers.parameters();
-    assert!(params.len() == n && grad.len() == n, "parameter buffers");
+    assert!(weights.len() == n && grad.len() == n, "parameter buffers");
     let (x, labels) = data.batch(start, len);
     let offsets = layers.offsets();
     let widths = &layers.0;
@@ -145,14 +145,14 @@ pub fn gradient(
         product(
             (&activations[l], len, fan_in, false),
             (
-                &params[w_at..w_at + fan_in * fan_out],
+                &weights[w_at..w_at + fan_in * fan_out],
                 fan_in,
                 fan_out,
                 false,
             ),
             &mut z,
         );
-        let bias = &params[b_at..b_at + fan_out];
+        let bias = &weights[b_at..b_at + fan_out];
         let last = l + 1 == offsets.len();
         for row in z.chunks_mut(fan_out) {
             for (v, b) in row.iter_mut().zip(bias) {
@@ -203,7 +203,7 @@ pub fn gradient(
             product(
                 (&delta, len, fan_out, false),
                 (
-                    &params[w_at..w_at + fan_in * fan_out],
+                    &weights[w_at..w_at + fan_in * fan_out],
                     fan_in,
                     fan_out,
                     true,
@@ -222,10 +222,10 @@ pub fn gradient(
     loss / f64::from(scale)
 }
 
-/// Mean cross-entropy of `params` over rows `start..start + len` (no gradient kept).
-pub fn loss(layers: &Layers, params: &[f32], data: &Dataset, rows: (usize, usize)) -> f64 {
-    let mut scratch = vec![0f32; params.len()];
-    gradient(layers, params, data, rows, rows.1 as f32, &mut scratch)
+/// Mean cross-entropy of `weights` over rows `start..start + len` (no gradient kept).
+pub fn loss(layers: &Layers, weights: &[f32], data: &Dataset, rows: (usize, usize)) -> f64 {
+    let mut scratch = vec![0f32; weights.len()];
+    gradient(layers, weights, data, rows, rows.1 as f32, &mut scratch)
 }
 
 /// `out = op(a) · op(b)` where each operand is (row-major data, rows, columns, transposed).
@@ -248,9 +248,9 @@ fn product(
     matmul_into(a, b, c);
 }
 
-/// `params -= lr · grad`.
-pub fn sgd(params: &mut [f32], grad: &[f32], lr: f32) {
-    for (p, g) in params.iter_mut().zip(grad) {
+/// `weights -= lr · grad`.
+pub fn sgd(weights: &mut [f32], grad: &[f32], lr: f32) {
+    for (p, g) in weights.iter_mut().zip(grad) {
         *p -= lr * g;
     }
 }

@@ -90,7 +90,7 @@ fn variants(size: usize) -> Vec<RankScheme> {
 
 /// One rank's buffers, reused by every run.
 struct Buffers {
-    params: Vec<f32>,
+    weights: Vec<f32>,
     /// The shard's gradient and, last, its summed loss.
     gradient: Vec<f32>,
     reduced: Vec<f32>,
@@ -109,14 +109,14 @@ impl Rank<'_> {
         self.setup.initial.len()
     }
 
-    /// The gradient of `rows` at `params` into `out` (its summed loss last), on the rank's
+    /// The gradient of `rows` at `weights` into `out` (its summed loss last), on the rank's
     /// threads.
-    fn gradient(&self, params: &[f32], rows: (usize, usize), out: &mut [f32]) {
+    fn gradient(&self, weights: &[f32], rows: (usize, usize), out: &mut [f32]) {
         let (s, n) = (self.setup, self.n());
         let loss = self.pool.install(|| {
             gradient(
                 &s.layers,
-                params,
+                weights,
                 &s.data,
                 rows,
                 s.batch as f32,
@@ -129,16 +129,16 @@ impl Rank<'_> {
     fn one_device(&self, b: &mut Buffers) -> Trained {
         let s = self.setup;
         let (n, mut log) = (self.n(), Vec::new());
-        b.params.copy_from_slice(&s.initial);
+        b.weights.copy_from_slice(&s.initial);
         let start = Instant::now();
         if self.comm.rank() == 0 {
             for step in 0..s.steps {
                 self.gradient(
-                    &b.params,
+                    &b.weights,
                     (step as usize * s.batch, s.batch),
                     &mut b.gradient,
                 );
-                sgd(&mut b.params, &b.gradient[..n], s.lr);
+                sgd(&mut b.weights, &b.gradient[..n], s.lr);
                 log.push(LossEntry::since(
                     start,
                     step,
@@ -163,7 +163,7 @@ impl Rank<'_> {
         }
         self.comm.barrier("one-device: rank 0 training alone");
         Trained {
-            params: b.params.clone(),
+            weights: b.weights.clone(),
             log,
             ..Trained::default()
         }
@@ -173,11 +173,11 @@ impl Rank<'_> {
         let s = self.setup;
         let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
         let mut log = Vec::new();
-        b.params.copy_from_slice(&s.initial);
+        b.weights.copy_from_slice(&s.initial);
         let start = Instant::now();
         let mut communicating = Duration::ZERO;
         for step in 0..s.steps {
-            self.gradient(&b.params, shard(step, s.batch, k, rank), &mut b.gradient);
+            self.gradient(&b.weights, shard(step, s.batch, k, rank), &mut b.gradient);
             let reducing = Instant::now();
             let sum = if ring {
                 let what = format!("ring all-reduce of step {step}");
@@ -190,13 +190,13 @@ impl Rank<'_> {
                 &b.reduced
             };
             communicating += reducing.elapsed();
-            sgd(&mut b.params, &sum[..n], s.lr);
+            sgd(&mut b.weights, &sum[..n], s.lr);
             if rank == 0 {
                 log.push(LossEntry::since(start, step, f64::from(sum[n]), s.batch));
             }
         }
         Trained {
-            params: b.params.clone(),
+            weights: b.weights.clone(),
             log,
             communication: Some(communicating.as_secs_f64() / start.elapsed().as_secs_f64()),
             ..Trained::default()
@@ -226,13 +226,13 @@ impl Rank<'_> {
             }
             return Trained::default();
         }
-        b.params.copy_from_slice(&s.initial);
+        b.weights.copy_from_slice(&s.initial);
         let (mut log, mut staleness) = (Vec::new(), Vec::new());
         let mut seen = vec![0u64; k];
         let mut left = vec![s.steps; k];
         let mut version = 0u64;
         let push = |b: &mut Buffers, to: usize, version: u64| {
-            b.reduced[..n].copy_from_slice(&b.params);
+            b.reduced[..n].copy_from_slice(&b.weights);
             b.reduced[n] = version as f32;
             self.comm.send(to, TAG_PARAMS, &b.reduced, "a worker");
         };
@@ -243,7 +243,7 @@ impl Rank<'_> {
             let from =
                 self.comm
                     .receive(None, TAG_GRADIENT, &mut b.gradient, "a worker's gradient");
-            sgd(&mut b.params, &b.gradient[..n], s.lr);
+            sgd(&mut b.weights, &b.gradient[..n], s.lr);
             staleness.push(version - seen[from]);
             let rows = shard(s.steps - left[from], s.batch, workers, from - 1).1;
             log.push(LossEntry::since(
@@ -260,7 +260,7 @@ impl Rank<'_> {
             }
         }
         Trained {
-            params: b.params.clone(),
+            weights: b.weights.clone(),
             log,
             staleness,
             ..Trained::default()
@@ -293,7 +293,7 @@ pub(super) fn run(
     let setup = cfg.setup(k);
     let n = setup.initial.len();
     let buffers = Mutex::new(Buffers {
-        params: vec![0.0; n],
+        weights: vec![0.0; n],
         gradient: vec![0.0; n + 1],
         reduced: vec![0.0; n + 1],
         tmp: Vec::new(),

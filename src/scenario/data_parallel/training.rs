@@ -32,7 +32,7 @@ impl LossEntry {
 /// many updates old each gradient's parameters were.
 #[derive(Clone, Debug, Default)]
 pub struct Trained {
-    pub params: Vec<f32>,
+    pub weights: Vec<f32>,
     /// MPI runs: the share of rank 0's run spent in its all-reduce calls (waits included).
     pub communication: Option<f64>,
     pub log: Vec<LossEntry>,
