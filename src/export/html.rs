@@ -257,6 +257,9 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
                 }
             }
         }
+        if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
+            let _ = write!(out, "<li>machine: {}</li>", esc(&state.to_string()));
+        }
         out.push_str("</ul>");
     }
     let _ = write!(out, "<div id=\"run-{index}-figures\">");
