@@ -381,6 +381,7 @@ fn broken_reports_are_rejected_where_they_break() {
         ("/environment/gpu", "/environment"),
         ("/tool/git_commit", "/tool"),
         ("/timelines/0/lanes", "/timelines/0"),
+        ("/runs/0/state/wall_s", "/runs/0/state"),
     ] {
         assert_rejected(&format!("without {field}"), &without(good, field), parent);
     }
@@ -401,6 +402,8 @@ fn broken_reports_are_rejected_where_they_break() {
         ("/environment/started_at", json!("yesterday")),
         ("/schema", json!("parbench/2")),
         ("/timelines/0/lanes/0/busy_ns/0", json!([1, 2, 3])),
+        ("/runs/0/state/cores", json!("two")),
+        ("/runs/0/state/other_cpu_fraction", json!(1.5)),
     ];
     for (at, value) in cases {
         let doc = changed(good, at, |v| *v = value.clone());
@@ -433,6 +436,7 @@ fn broken_reports_are_rejected_where_they_break() {
         ("/environment/gpu", "reasons"),
         ("/tool", "commit"),
         ("", "timeline"),
+        ("/runs/0/state", "other_cpu"),
     ] {
         let doc = changed(good, at, |o| o[field] = json!("x"));
         assert_rejected(&format!("an unknown field {field} in {at}"), &doc, at);

@@ -67,6 +67,8 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 [Side::Candidate, Side::Base]
             };
             let mut values = [Vec::new(), Vec::new()];
+            let mut busy = [false, false];
+            let mut states = [String::new(), String::new()];
             let mut refused = None;
             for side in order {
                 let bin = match side {
@@ -86,13 +88,33 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                     }
                 };
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
+                busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
+                states[side as usize] = report
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.state.as_ref().map(ToString::to_string))
+                    .collect::<Vec<_>>()
+                    .join("; ");
             }
             if let Some(why) = refused {
                 skipped.push(why);
                 break;
             }
-            paired::add_pair(&mut these, &values[0], &values[1]);
+            paired::add_pair(&mut these, &values[0], &values[1], busy);
             pairs += 1;
+            // Each side's state when either was busy: the pair's ratio may be the machine's.
+            if busy.iter().any(|&b| b) {
+                for side in [Side::Base, Side::Candidate] {
+                    let i = side as usize;
+                    let mark = if busy[i] { " (busy)" } else { "" };
+                    let state = if states[i].is_empty() {
+                        "no state recorded"
+                    } else {
+                        &states[i]
+                    };
+                    note!("ab: {label}: pair {pairs}: {}{mark}: {state}", side.name());
+                }
+            }
             let settled = these
                 .iter()
                 .zip(paired::decide_all(&these, args.threshold))
@@ -138,6 +160,8 @@ fn finish(
         CompareFormat::Json => json,
         other => paired::render(results, args.threshold, other == CompareFormat::Markdown),
     })?;
+    // A regression with a busy side still fails the gate, as in `compare`: the verdict says
+    // the machine may explain it, and a rerun on a quiet machine settles it.
     match paired::regressions(results, args.threshold) {
         0 => Ok(()),
         n => Err(CliError::Regression(n)),
@@ -171,11 +195,18 @@ fn load(path: &Path) -> Result<(Vec<PairedEntry>, serde_json::Value), CliError> 
                         .collect()
                 })
                 .unwrap_or_default();
+            let busy = |side: &str| {
+                row["busy_pairs"][side]
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(0)
+            };
             PairedEntry {
                 name: row["entry"].as_str().unwrap_or("?").to_string(),
                 is_time,
                 better,
                 pairs,
+                busy_pairs: [busy("base"), busy("candidate")],
             }
         })
         .collect();

@@ -140,6 +140,10 @@ fn compare(
     let (base, new) = (compare::load(baseline)?, compare::load(new)?);
     let rows = compare::compare(&base, &new, threshold)?;
     let differences = compare::environment_differences(&base, &new);
+    // A regression with a busy side still fails the gate: the gate cannot tell the machine's
+    // slowdown from the code's, and a false alarm that says why costs a rerun, while a pass
+    // on a busy machine could hide a real regression (both sides' state is printed).
+    let busy = compare::busy_states(&base, &new);
     if !differences.is_empty() {
         note!(
             "warning: the reports come from different environments ({}): a change may be the machine's, not the code's",
@@ -147,8 +151,8 @@ fn compare(
         );
     }
     stdout(&match format {
-        CompareFormat::Json => export::compare::render_json(&rows, threshold, &differences),
-        other => export::compare::render(&rows, threshold, other == CompareFormat::Markdown),
+        CompareFormat::Json => export::compare::render_json(&rows, threshold, &differences, &busy),
+        other => export::compare::render(&rows, threshold, other == CompareFormat::Markdown, &busy),
     })?;
     match rows.iter().filter(|r| r.verdict.is_regression()).count() {
         0 => Ok(()),

@@ -275,16 +275,50 @@ fn attach_timelines(report: &mut Report, ctx: &RunContext, from: &mut usize) {
     *from = traces.len();
 }
 
-/// Run a scenario; when it took longer than its sampling's `--max-time`, say in a note what
-/// that option bounds and what came on top, so a reader is not left wondering.
+/// The one-thread FMA probe repeated before and after each run (a fall of more than 10% says a
+/// core was shared). The probe belongs to the machine's limits, which parbench does not
+/// measure yet: until it does, there is none, and the state leaves `probe_before`/`probe_after`
+/// out.
+fn fma_probe() -> Option<f64> {
+    None
+}
+
+/// The threads of the run's CPU devices, from their descriptions (`cpu:0 (2 threads)`): the
+/// threads that compute. A GPU's lane threads are left out: they enqueue kernels and then
+/// sleep on events, so they do not compete for cores. `None` when no CPU device is described.
+fn cpu_threads(devices: &[String]) -> Option<usize> {
+    let counts: Vec<usize> = devices
+        .iter()
+        .filter(|d| d.starts_with("cpu:"))
+        .filter_map(|d| {
+            let (_, tail) = d.rsplit_once(" (")?;
+            let (n, rest) = tail.split_once(' ')?;
+            rest.starts_with("thread").then(|| n.parse().ok()).flatten()
+        })
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// Run a scenario, recording the machine's state around the whole run (rank 0 only in an MPI
+/// job: the other ranks print and write nothing); when it took longer than its sampling's
+/// `--max-time`, say in a note what that option bounds and what came on top, so a reader is
+/// not left wondering.
 fn run_timed(
     sc: &dyn Scenario,
     params: &Params,
     ctx: &RunContext,
 ) -> Result<crate::report::RunRecord, ScenarioError> {
+    let recording = (!crate::distributed::is_secondary_rank())
+        .then(|| crate::machine::Recording::start(&fma_probe));
     let start = std::time::Instant::now();
     let mut run = sc.run(params, ctx)?;
     let took = start.elapsed();
+    if let Some(recording) = recording {
+        let mut state = recording.finish(&fma_probe);
+        state.engine_threads = cpu_threads(&run.devices);
+        state.mpi = sc.distributed(params);
+        run.record_state(state);
+    }
     let sampling = ctx.sampling.apply(sc.sampling());
     if took > sampling.max_time {
         run.notes.push(format!(
@@ -384,6 +418,20 @@ impl CommonArgs {
 mod tests {
     use super::*;
     use crate::report::{GpuInfo, RunRecord};
+
+    #[test]
+    fn cpu_threads_add_up_the_cpu_devices_only() {
+        let d = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            cpu_threads(&d(&["cpu:0 (1 thread)", "cpu:1 (3 threads)"])),
+            Some(4)
+        );
+        assert_eq!(
+            cpu_threads(&d(&["cpu:0 (2 threads)", "cuda:0 (1 thread)"])),
+            Some(2)
+        );
+        assert_eq!(cpu_threads(&d(&["cuda:0 (1 thread)", "cpu (odd)"])), None);
+    }
 
     #[test]
     fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {

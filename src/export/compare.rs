@@ -23,9 +23,23 @@ pub fn percent(change: f64) -> String {
     }
 }
 
-/// The comparison as a terminal table (`markdown` false) or a Markdown table for pull requests.
-pub fn render(rows: &[Row], threshold: f64, markdown: bool) -> String {
+/// What the comparison says above its table when a side was measured on a busy machine.
+pub const BUSY_NOTE: &str = "a side was measured on a busy machine (its runs' state below): the \
+     machine may explain a change marked \"busy base\", \"busy new\" or \"busy both\", so rerun \
+     that side on a quiet machine before trusting it";
+
+/// The comparison as a terminal table (`markdown` false) or a Markdown table for pull requests;
+/// `busy` is each side's state where either was busy ([`busy_states`](crate::report::compare::busy_states)),
+/// printed above the table.
+pub fn render(rows: &[Row], threshold: f64, markdown: bool, busy: &[String]) -> String {
     let mut out = String::new();
+    if !busy.is_empty() {
+        let _ = writeln!(out, "warning: {BUSY_NOTE}");
+        for line in busy {
+            let _ = writeln!(out, "{}  {line}", if markdown { "-" } else { " " });
+        }
+        let _ = writeln!(out);
+    }
     let p = |r: &Row| r.p_value.map_or("-".to_string(), |p| format!("{p:.3}"));
     if markdown {
         let _ = writeln!(out, "| entry | baseline | new | change | p | verdict |");
@@ -44,7 +58,7 @@ pub fn render(rows: &[Row], threshold: f64, markdown: bool) -> String {
                 value(r, r.new),
                 percent(r.change),
                 p(r),
-                r.verdict.as_str()
+                r.verdict_text()
             );
         }
     } else {
@@ -68,27 +82,46 @@ pub fn render(rows: &[Row], threshold: f64, markdown: bool) -> String {
                 value(r, r.new),
                 percent(r.change),
                 p(r),
-                r.verdict.as_str()
+                r.verdict_text()
             );
         }
     }
     let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
-    let _ = writeln!(
+    let busy_regressions = rows
+        .iter()
+        .filter(|r| r.verdict.is_regression() && r.busy.any())
+        .count();
+    let _ = write!(
         out,
         "\n{} entries compared, threshold {:.1}%: {regressions} regression{}",
         rows.len(),
         threshold * 100.0,
         if regressions == 1 { "" } else { "s" }
     );
+    if busy_regressions > 0 {
+        let _ = write!(
+            out,
+            " ({busy_regressions} with a busy side, which the machine may explain)"
+        );
+    }
+    let _ = writeln!(out);
     out
 }
 
 /// The rows as JSON: one object per entry, with the threshold and the number of regressions.
-pub fn render_json(rows: &[Row], threshold: f64, environment: &[String]) -> String {
+///
+/// `verdict` stays one of the plain words, for scripts; a row measured with a busy side adds
+/// `"busy": "base" | "new" | "both"`, and `busy_states` holds each side's state line.
+pub fn render_json(
+    rows: &[Row],
+    threshold: f64,
+    environment: &[String],
+    busy: &[String],
+) -> String {
     let entries: Vec<Value> = rows
         .iter()
         .map(|r| {
-            serde_json::json!({
+            let mut row = serde_json::json!({
                 "entry": r.entry,
                 "base": r.base,
                 "new": r.new,
@@ -96,15 +129,22 @@ pub fn render_json(rows: &[Row], threshold: f64, environment: &[String]) -> Stri
                 "p_value": r.p_value,
                 "verdict": r.verdict.as_str(),
                 "is_time": r.is_time,
-            })
+            });
+            if let Some(side) = r.busy.marker() {
+                row["busy"] = Value::from(side.trim_start_matches("busy "));
+            }
+            row
         })
         .collect();
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "threshold": threshold,
         "regressions": rows.iter().filter(|r| r.verdict.is_regression()).count(),
         "environment_differences": environment,
         "rows": entries,
     });
+    if !busy.is_empty() {
+        doc["busy_states"] = Value::from(busy.to_vec());
+    }
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
     text
@@ -134,6 +174,63 @@ mod tests {
         )
     }
 
+    /// A report of one run whose variant took `seconds` in each of 5 samples, its machine
+    /// `busy` (other processes at 48%) or quiet.
+    fn report_taking(seconds: f64, busy: bool) -> Report {
+        let mut report = report_deriving(|_| {});
+        let run = &mut report.runs[0];
+        run.variants[0].summary =
+            crate::harness::Summary::from_samples(&[seconds; 5]).expect("samples");
+        run.record_state(crate::machine::RunState {
+            other_cpu_fraction: Some(if busy { 0.48 } else { 0.01 }),
+            ..crate::machine::RunState::unknown(1.0, 2)
+        });
+        report
+    }
+
+    #[test]
+    fn a_change_with_a_busy_side_says_the_machine_may_explain_it() {
+        let (quiet, busy) = (report_taking(1.0, false), report_taking(2.7, true));
+        let rows = compare(&quiet, &busy, 0.05).expect("rows");
+        assert_eq!(rows[0].verdict, crate::report::compare::Verdict::Slower);
+        assert_eq!(rows[0].verdict_text(), "slower (busy new)");
+        let states = crate::report::compare::busy_states(&quiet, &busy);
+        assert_eq!(states.len(), 2, "{states:?}");
+        assert!(
+            states[0].contains(" base: other processes 1.0%"),
+            "{states:?}"
+        );
+        assert!(
+            states[1].contains(" new (busy): other processes 48.0%"),
+            "{states:?}"
+        );
+        for markdown in [false, true] {
+            let text = render(&rows, 0.05, markdown, &states);
+            assert!(
+                text.starts_with("warning: a side was measured on a busy machine"),
+                "{text}"
+            );
+            assert!(text.contains("slower (busy new)"), "{text}");
+            assert!(
+                text.contains("1 regression (1 with a busy side, which the machine may explain)"),
+                "{text}"
+            );
+        }
+        let json: Value =
+            serde_json::from_str(&render_json(&rows, 0.05, &[], &states)).expect("json");
+        assert_eq!(json["rows"][0]["verdict"], "slower");
+        assert_eq!(json["rows"][0]["busy"], "new");
+        assert_eq!(json["busy_states"].as_array().map(Vec::len), Some(2));
+
+        // Both quiet: no note, no marker.
+        let (a, b) = (report_taking(1.0, false), report_taking(2.7, false));
+        let rows = compare(&a, &b, 0.05).expect("rows");
+        assert!(crate::report::compare::busy_states(&a, &b).is_empty());
+        assert_eq!(rows[0].verdict_text(), "slower");
+        let json: Value = serde_json::from_str(&render_json(&rows, 0.05, &[], &[])).expect("json");
+        assert!(json["rows"][0].get("busy").is_none() && json.get("busy_states").is_none());
+    }
+
     #[test]
     fn a_derived_figure_prints_in_its_own_unit() {
         let doc = |v: f64| {
@@ -152,7 +249,7 @@ mod tests {
         );
         let r = row("derived:x_ratio");
         assert_eq!(value(r, r.base), "0.30×");
-        let text = render(&rows, 0.1, false);
+        let text = render(&rows, 0.1, false, &[]);
         assert!(
             text.contains("300.0 ns") && text.contains("600.0 ns"),
             "{text}"

@@ -257,6 +257,9 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
                 }
             }
         }
+        if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
+            let _ = write!(out, "<li>machine: {}</li>", esc(&state.to_string()));
+        }
         out.push_str("</ul>");
     }
     let _ = write!(out, "<div id=\"run-{index}-figures\">");
@@ -378,6 +381,18 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
             esc(&differences.join("; "))
         );
     }
+    let busy = compare::busy_states(base, new);
+    if !busy.is_empty() {
+        let _ = write!(
+            out,
+            "<p><span class=\"badge warn\">warning</span> {}</p><ul class=\"notes\">",
+            esc(crate::export::compare::BUSY_NOTE)
+        );
+        for line in &busy {
+            let _ = write!(out, "<li>{}</li>", esc(line));
+        }
+        out.push_str("</ul>");
+    }
     out.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
     if nothing {
         out.push_str(
@@ -444,7 +459,7 @@ fn verdict_table(out: &mut String, rows: &[Row]) {
             value(r, r.new),
             percent(r.change),
             r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
-            r.verdict.as_str()
+            esc(&r.verdict_text())
         );
     }
     out.push_str("</table>");

@@ -127,6 +127,11 @@ pub fn render_run(run: &RunRecord) -> String {
             None => writeln!(out, "   note: {n}"),
         };
     }
+    // What the machine was doing, beside the warnings it explains; a quiet run's state is in
+    // the JSON only.
+    if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
+        let _ = writeln!(out, "   machine: {state}");
+    }
     for line in &run.explanation {
         let _ = writeln!(out, "   > {line}");
     }

@@ -133,6 +133,86 @@ pub struct Row {
     pub is_time: bool,
     /// The unit the two values are printed in.
     pub unit: Unit,
+    /// Which side's run was measured on a busy machine.
+    pub busy: Busy,
+}
+
+impl Row {
+    /// The verdict as the tables word it: a change measured with a busy side says so
+    /// (`slower (busy base)`), since the machine may explain it.
+    pub fn verdict_text(&self) -> String {
+        verdict_text(self.verdict, self.busy)
+    }
+}
+
+/// Which side of a comparison was measured on a busy machine (its run's state gave a
+/// [`BusyReason`](crate::machine::BusyReason)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Busy {
+    pub base: bool,
+    pub new: bool,
+}
+
+impl Busy {
+    /// The sides of these two runs that were busy.
+    pub fn of(base: &super::RunRecord, new: &super::RunRecord) -> Busy {
+        Busy {
+            base: !base.busy_reasons().is_empty(),
+            new: !new.busy_reasons().is_empty(),
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.base || self.new
+    }
+
+    /// `busy base`, `busy new`, `busy both`; `None` when neither was.
+    pub fn marker(self) -> Option<&'static str> {
+        match (self.base, self.new) {
+            (true, true) => Some("busy both"),
+            (true, false) => Some("busy base"),
+            (false, true) => Some("busy new"),
+            (false, false) => None,
+        }
+    }
+}
+
+/// `verdict` as the tables word it, marked with the busy side when it claims a change.
+pub fn verdict_text(verdict: Verdict, busy: Busy) -> String {
+    let claims_a_change = matches!(
+        verdict,
+        Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
+    );
+    match busy.marker() {
+        Some(marker) if claims_a_change => format!("{} ({marker})", verdict.as_str()),
+        _ => verdict.as_str().to_string(),
+    }
+}
+
+/// Each side's machine state, one line a side, for every run matched in both reports where
+/// either side was busy: `matmul[size=256] base (busy): other processes 48.0% of CPU time, …`.
+/// Empty when no matched run was busy.
+pub fn busy_states(base: &Report, new: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    for nr in &new.runs {
+        let key = nr.key();
+        let Some(br) = base.runs.iter().find(|b| b.key() == key) else {
+            continue;
+        };
+        let busy = Busy::of(br, nr);
+        if !busy.any() {
+            continue;
+        }
+        for (side, run, flagged) in [("base", br, busy.base), ("new", nr, busy.new)] {
+            let mark = if flagged { " (busy)" } else { "" };
+            let state = run
+                .state
+                .as_ref()
+                .map_or_else(|| "no state recorded".to_string(), |s| s.to_string());
+            lines.push(format!("{key} {side}{mark}: {state}"));
+        }
+    }
+    lines
 }
 
 /// How the two reports' environments differ where it changes timings (machine, engine, GPU),
@@ -279,6 +359,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
             let Some(bv) = br.variants.iter().find(|b| b.name == nv.name) else {
                 continue;
             };
+            let busy = Busy::of(br, nr);
             let (b, n) = (bv.summary.median_s, nv.summary.median_s);
             let change = time_change(b, n);
             let (verdict, p_value) = time_verdict(
@@ -296,6 +377,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
                 verdict,
                 is_time: true,
                 unit: Unit::Seconds,
+                busy,
             });
         }
         for (k, nval) in &nr.derived {
@@ -328,6 +410,7 @@ pub fn compare(base: &Report, new: &Report, threshold: f64) -> Result<Vec<Row>, 
                 verdict,
                 is_time: false,
                 unit: figure.unit,
+                busy: Busy::of(br, nr),
             });
         }
     }

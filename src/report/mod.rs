@@ -23,6 +23,7 @@ pub use figure::{Better, Figure, FigureSpec, Unit};
 pub use timeline::Timeline;
 
 use crate::harness::Summary;
+use crate::machine::{BusyReason, RunState};
 
 /// The ops of one traced repeat of one variant (what `--trace` and `--timeline` show).
 #[derive(Debug, Clone)]
@@ -133,6 +134,10 @@ pub struct RunRecord {
     /// What the numbers show, in a sentence or three (printed under the table).
     #[serde(default)]
     pub explanation: Vec<String>,
+    /// The machine's state while the run ran (other processes, steal, clocks, threads against
+    /// cores), where the command line recorded it; reports older than it have none.
+    #[serde(default)]
+    pub state: Option<RunState>,
 }
 
 /// A [`RunRecord`] as the JSON writes it: its fields, and `derived_display` computed from them.
@@ -151,6 +156,8 @@ struct RunRecordJson<'a> {
     notes: &'a [String],
     #[serde(skip_serializing_if = "no_lines")]
     explanation: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: &'a Option<RunState>,
 }
 
 fn no_figures(figures: &&BTreeMap<String, Figure>) -> bool {
@@ -175,6 +182,7 @@ impl Serialize for RunRecord {
             checks,
             notes,
             explanation,
+            state,
         } = self;
         let derived_display = self
             .derived_display()
@@ -192,6 +200,7 @@ impl Serialize for RunRecord {
             checks,
             notes,
             explanation,
+            state,
         }
         .serialize(serializer)
     }
@@ -209,6 +218,7 @@ impl RunRecord {
             checks: Vec::new(),
             notes: Vec::new(),
             explanation: Vec::new(),
+            state: None,
         }
     }
 
@@ -301,6 +311,23 @@ impl RunRecord {
     /// The warnings among the notes, without their prefix.
     pub fn warnings(&self) -> impl Iterator<Item = &str> {
         self.notes.iter().filter_map(|n| n.strip_prefix(WARNING))
+    }
+
+    /// Keep the machine's state over the run, with a warning for each reason it gives to doubt
+    /// the figures ([`RunState::busy_reasons`]).
+    pub fn record_state(&mut self, state: RunState) {
+        for reason in state.busy_reasons() {
+            self.warn(format!("busy machine: {reason}"));
+        }
+        self.state = Some(state);
+    }
+
+    /// Why the machine was not fit to measure on during this run; empty for a quiet run or one
+    /// without a recorded state.
+    pub fn busy_reasons(&self) -> Vec<BusyReason> {
+        self.state
+            .as_ref()
+            .map_or_else(Vec::new, RunState::busy_reasons)
     }
 
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {
@@ -408,6 +435,37 @@ mod tests {
             run.warnings().collect::<Vec<_>>(),
             ["efficiency 1.07 above 1"]
         );
+    }
+
+    #[test]
+    fn a_busy_state_is_kept_with_a_warning_per_reason_and_reads_back() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        run.record_state(RunState {
+            other_cpu_fraction: Some(0.48),
+            engine_threads: Some(3),
+            ..RunState::unknown(1.0, 2)
+        });
+        let warnings: Vec<&str> = run.warnings().collect();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("busy machine: other processes used 48%"));
+        assert!(warnings[1].starts_with("busy machine: the engine ran 3 threads on 2 cores"));
+        let kinds: Vec<&str> = run.busy_reasons().iter().map(BusyReason::kind).collect();
+        assert_eq!(kinds, ["other-processes", "oversubscribed"]);
+
+        let json = serde_json::to_value(&run).expect("serializes");
+        assert_eq!(json["state"]["other_cpu_fraction"], 0.48);
+        let back: RunRecord = serde_json::from_value(json.clone()).expect("reads");
+        assert_eq!(back, run);
+        // A run from before the state reads back without one, and writes none.
+        let mut older = json;
+        older.as_object_mut().expect("run").remove("state");
+        let back: RunRecord = serde_json::from_value(older).expect("an older run reads");
+        assert_eq!(back.state, None);
+        assert!(back.busy_reasons().is_empty());
+        assert!(serde_json::to_value(&back)
+            .expect("serializes")
+            .get("state")
+            .is_none());
     }
 
     /// A run with two variants and derived figures of every kind: numbers in several units, a

@@ -164,6 +164,36 @@ pub struct PairedEntry {
     pub better: Better,
     /// (base, candidate) values, one per pair, in the order they ran.
     pub pairs: Vec<(f64, f64)>,
+    /// Pairs whose base run, and whose candidate run, was measured on a busy machine (its
+    /// state gave a reason, see [`crate::machine::BusyReason`]).
+    pub busy_pairs: [usize; 2],
+}
+
+impl PairedEntry {
+    /// `busy base in 3 of 20 pairs`, `busy candidate in …`, `busy base in 3, candidate in 2 of
+    /// 20 pairs`; `None` when no pair had a busy side.
+    pub fn busy_marker(&self) -> Option<String> {
+        let n = self.pairs.len();
+        match self.busy_pairs {
+            [0, 0] => None,
+            [b, 0] => Some(format!("busy base in {b} of {n} pairs")),
+            [0, c] => Some(format!("busy candidate in {c} of {n} pairs")),
+            [b, c] => Some(format!("busy base in {b}, candidate in {c} of {n} pairs")),
+        }
+    }
+
+    /// The verdict as the tables word it: a change some of whose pairs had a busy side says so
+    /// (`slower (busy base in 3 of 20 pairs)`), since the machine may explain it.
+    fn verdict_text(&self, verdict: Verdict) -> String {
+        let claims_a_change = matches!(
+            verdict,
+            Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
+        );
+        match self.busy_marker() {
+            Some(marker) if claims_a_change => format!("{} ({marker})", verdict.as_str()),
+            _ => verdict.as_str().to_string(),
+        }
+    }
 }
 
 /// The values of one run of one side, by entry name: every variant's median, and every derived
@@ -192,24 +222,35 @@ pub fn values_of(run: &super::RunRecord) -> Vec<(String, bool, Better, f64)> {
 }
 
 /// Add one pair's values (from the base's and the candidate's run of the same suite entry) to
-/// `entries`; an entry either side lacks is left out of this pair.
+/// `entries`; an entry either side lacks is left out of this pair. `busy` says which side's
+/// run was measured on a busy machine.
 pub fn add_pair(
     entries: &mut Vec<PairedEntry>,
     base: &[(String, bool, Better, f64)],
     candidate: &[(String, bool, Better, f64)],
+    busy: [bool; 2],
 ) {
     for (name, is_time, better, b) in base {
         let Some((_, _, _, c)) = candidate.iter().find(|(n, ..)| n == name) else {
             continue;
         };
-        match entries.iter_mut().find(|e| &e.name == name) {
-            Some(e) => e.pairs.push((*b, *c)),
-            None => entries.push(PairedEntry {
-                name: name.clone(),
-                is_time: *is_time,
-                better: *better,
-                pairs: vec![(*b, *c)],
-            }),
+        let e = match entries.iter().position(|e| &e.name == name) {
+            Some(i) => &mut entries[i],
+            None => {
+                entries.push(PairedEntry {
+                    name: name.clone(),
+                    is_time: *is_time,
+                    better: *better,
+                    pairs: Vec::new(),
+                    busy_pairs: [0, 0],
+                });
+                let last = entries.len() - 1;
+                &mut entries[last]
+            }
+        };
+        e.pairs.push((*b, *c));
+        for (count, flagged) in e.busy_pairs.iter_mut().zip(busy) {
+            *count += usize::from(flagged);
         }
     }
 }
@@ -231,7 +272,7 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
                     (d.ci95[1] - 1.0) * 100.0
                 ),
                 format!("{:.3}", d.p_adjusted),
-                d.verdict.as_str().to_string(),
+                e.verdict_text(d.verdict),
             ],
             None => [
                 e.pairs.len().to_string(),
@@ -250,7 +291,7 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
         for (e, d) in entries.iter().zip(&decisions) {
             let [n, change, ci, p, verdict] = cells(e, d);
-            let mark = if verdict == Verdict::Slower.as_str() {
+            let mark = if d.as_ref().is_some_and(|d| d.verdict.is_regression()) {
                 " ❌"
             } else {
                 ""
@@ -283,13 +324,27 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
         }
     }
     let slower = regressions(entries, threshold);
-    let _ = writeln!(
+    let busy_slower = entries
+        .iter()
+        .zip(&decisions)
+        .filter(|(e, d)| {
+            e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
+        })
+        .count();
+    let _ = write!(
         out,
         "\n{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%: {slower} regression{}",
         entries.len(),
         threshold * 100.0,
         if slower == 1 { "" } else { "s" }
     );
+    if busy_slower > 0 {
+        let _ = write!(
+            out,
+            " ({busy_slower} with a busy side in some pairs, which the machine may explain)"
+        );
+    }
+    let _ = writeln!(out);
     out
 }
 
@@ -309,7 +364,7 @@ pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json
         .iter()
         .zip(decisions)
         .map(|(e, d)| {
-            serde_json::json!({
+            let mut row = serde_json::json!({
                 "entry": e.name,
                 "is_time": e.is_time,
                 "pairs": e.pairs.iter().map(|(b, c)| serde_json::json!({"base": b, "candidate": c})).collect::<Vec<_>>(),
@@ -319,7 +374,12 @@ pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json
                 "p_value": d.as_ref().map(|d| d.p_value),
                 "p_holm": d.as_ref().map(|d| d.p_adjusted),
                 "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
-            })
+            });
+            if e.busy_pairs != [0, 0] {
+                row["busy_pairs"] =
+                    serde_json::json!({"base": e.busy_pairs[0], "candidate": e.busy_pairs[1]});
+            }
+            row
         })
         .collect();
     let doc = serde_json::json!({
@@ -402,12 +462,37 @@ mod tests {
     }
 
     #[test]
+    fn a_change_with_busy_pairs_says_the_machine_may_explain_it() {
+        let values = |x: f64| vec![("s[] v".to_string(), true, Better::Lower, x)];
+        let mut entries = Vec::new();
+        for (i, (b, c)) in drifting(12, 1.3, 0.0).into_iter().enumerate() {
+            add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
+        }
+        assert_eq!(entries[0].busy_pairs, [3, 0]);
+        let text = render(&entries, 0.05, false);
+        assert!(
+            text.contains("slower (busy base in 3 of 12 pairs)"),
+            "{text}"
+        );
+        assert!(text.contains("1 regression (1 with a busy side"), "{text}");
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json(&entries, 0.05, serde_json::json!({})))
+                .expect("json");
+        assert_eq!(json["entries"][0]["verdict"], "slower");
+        assert_eq!(json["entries"][0]["busy_pairs"]["base"], 3);
+        // Quiet pairs: the plain verdict.
+        entries[0].busy_pairs = [0, 0];
+        assert!(!render(&entries, 0.05, false).contains("busy"));
+    }
+
+    #[test]
     fn many_entries_at_once_need_stronger_evidence_each() {
         let entry = |name: &str, n: usize| PairedEntry {
             name: name.into(),
             is_time: true,
             better: Better::Lower,
             pairs: drifting(n, 1.3, 0.0),
+            busy_pairs: [0, 0],
         };
         // 8 pairs all 30% slower: p = 2/2^8 = 0.0078, enough alone.
         let alone = decide_all(&[entry("weak", 8)], 0.05);
@@ -420,6 +505,7 @@ mod tests {
             is_time: true,
             better: Better::Lower,
             pairs: drifting(12, 1.0, 0.01),
+            busy_pairs: [0, 0],
         }));
         let d = decide_all(&suite, 0.05);
         let weak = d[0].as_ref().unwrap();

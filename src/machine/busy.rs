@@ -1,0 +1,266 @@
+//! Whether the machine was fit to measure on during a run: each reason it was not, as a value
+//! with its figures, worded with what it does to the run's figures. A report turns each into a
+//! `warning:` note; `compare` and `ab` mark the verdicts a flagged side may explain.
+
+use std::fmt;
+
+use super::state::RunState;
+
+/// Other processes' share of the machine's CPU time above which a run is busy. An idle
+/// machine's daemons, the terminal and the sampler take well under 2%; 5% is one core of
+/// twenty kept busy, which a run that uses every core already feels (its slowest thread sets
+/// the time), while staying clear of the background noise so a quiet run is not flagged.
+pub const OTHER_CPU_LIMIT: f64 = 0.05;
+
+/// Stolen share of the machine's CPU time above which a run is busy. A healthy virtual machine
+/// shows next to none; 3% is about the width of a median's 95% interval in a steady run, so
+/// steal beyond it moves figures by more than their own noise.
+pub const STEAL_LIMIT: f64 = 0.03;
+
+/// Fall of the one-thread FMA probe from before to after the run above which a run is busy.
+/// The probe repeats to within a few percent on a quiet core; 10% is beyond that, a core
+/// shared with someone else or a clock that dropped (thermal or power limits).
+pub const PROBE_DROP_LIMIT: f64 = 0.10;
+
+/// Engine threads per available core above which the run is oversubscribed: more runnable
+/// threads than cores, so the scheduler time-slices them and a parallel op waits on the thread
+/// that was descheduled.
+pub const THREADS_PER_CORE_LIMIT: usize = 1;
+
+/// One reason the machine was not fit to measure on, with its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BusyReason {
+    /// Other processes used this share of the machine's CPU time during the run.
+    OtherProcesses {
+        fraction: f64,
+        runnable_mean: Option<f64>,
+    },
+    /// A hypervisor stole this share of the machine's CPU time.
+    Steal { fraction: f64 },
+    /// The FMA probe fell from `before` to `after` GFLOP/s.
+    ProbeFell { before: f64, after: f64 },
+    /// The engine ran more threads than this process had cores.
+    Oversubscribed { threads: usize, cores: usize },
+}
+
+impl BusyReason {
+    /// A short name for the kind of reason (`other-processes`), as tests and scripts match it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BusyReason::OtherProcesses { .. } => "other-processes",
+            BusyReason::Steal { .. } => "steal",
+            BusyReason::ProbeFell { .. } => "probe-fell",
+            BusyReason::Oversubscribed { .. } => "oversubscribed",
+        }
+    }
+}
+
+impl fmt::Display for BusyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            BusyReason::OtherProcesses {
+                fraction,
+                runnable_mean,
+            } => {
+                write!(
+                    f,
+                    "other processes used {:.0}% of the machine's CPU time during this run",
+                    fraction * 100.0
+                )?;
+                if let Some(n) = runnable_mean {
+                    write!(f, " ({n:.1} of their tasks runnable on average)")?;
+                }
+                write!(f, ": times are inflated and ratios between variants may move")
+            }
+            BusyReason::Steal { fraction } => write!(
+                f,
+                "the hypervisor stole {:.1}% of the machine's CPU time during this run: times are \
+                 inflated by time this machine did not have",
+                fraction * 100.0
+            ),
+            BusyReason::ProbeFell { before, after } => write!(
+                f,
+                "a one-thread FMA probe fell from {before:.1} to {after:.1} GFLOP/s ({:.0}%) across \
+                 this run: a core was shared or its clock dropped, so later samples ran slower than \
+                 earlier ones",
+                (after / before - 1.0) * 100.0
+            ),
+            BusyReason::Oversubscribed { threads, cores } => write!(
+                f,
+                "the engine ran {threads} threads on {cores} cores: threads took turns on a core, \
+                 so times include waiting for a descheduled thread and scaling figures understate \
+                 the hardware"
+            ),
+        }
+    }
+}
+
+impl RunState {
+    /// Each reason the machine was not fit to measure on during the run; empty for a quiet run
+    /// or one whose facts could not be read.
+    pub fn busy_reasons(&self) -> Vec<BusyReason> {
+        let mut reasons = Vec::new();
+        if let (Some(fraction), false) = (self.other_cpu_fraction, self.mpi) {
+            if fraction > OTHER_CPU_LIMIT {
+                reasons.push(BusyReason::OtherProcesses {
+                    fraction,
+                    runnable_mean: self.runnable_others.map(|r| r.mean),
+                });
+            }
+        }
+        if let Some(fraction) = self.steal_fraction.filter(|&s| s > STEAL_LIMIT) {
+            reasons.push(BusyReason::Steal { fraction });
+        }
+        if let (Some(before), Some(after)) = (self.probe_before, self.probe_after) {
+            if before > 0.0 && after.is_finite() && after < before * (1.0 - PROBE_DROP_LIMIT) {
+                reasons.push(BusyReason::ProbeFell { before, after });
+            }
+        }
+        if let Some(threads) = self.engine_threads {
+            if threads > self.cores * THREADS_PER_CORE_LIMIT {
+                reasons.push(BusyReason::Oversubscribed {
+                    threads,
+                    cores: self.cores,
+                });
+            }
+        }
+        reasons
+    }
+
+    /// True when the run has a reason to doubt its figures.
+    pub fn is_busy(&self) -> bool {
+        !self.busy_reasons().is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::state::Runnable;
+
+    /// A quiet two-core run with every fact read.
+    fn quiet() -> RunState {
+        RunState {
+            cpus: Some(2),
+            other_cpu_fraction: Some(0.01),
+            own_cpu_fraction: Some(0.95),
+            steal_fraction: Some(0.0),
+            runnable_others: Runnable::of(&[0, 0, 1]),
+            cpu_mhz_before: Some(2400.0),
+            cpu_mhz_after: Some(2400.0),
+            engine_threads: Some(2),
+            probe_before: Some(30.0),
+            probe_after: Some(29.0),
+            ..RunState::unknown(1.0, 2)
+        }
+    }
+
+    fn kinds(state: &RunState) -> Vec<&'static str> {
+        state.busy_reasons().iter().map(BusyReason::kind).collect()
+    }
+
+    #[test]
+    fn a_quiet_run_and_an_unread_one_have_no_reason() {
+        assert_eq!(kinds(&quiet()), Vec::<&str>::new());
+        assert!(!quiet().is_busy());
+        assert_eq!(kinds(&RunState::unknown(1.0, 2)), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn each_reason_alone() {
+        let cases: [(RunState, &str); 4] = [
+            (
+                RunState {
+                    other_cpu_fraction: Some(0.48),
+                    runnable_others: Runnable::of(&[2, 2]),
+                    ..quiet()
+                },
+                "other-processes",
+            ),
+            (
+                RunState {
+                    steal_fraction: Some(0.08),
+                    ..quiet()
+                },
+                "steal",
+            ),
+            (
+                RunState {
+                    probe_after: Some(24.0),
+                    ..quiet()
+                },
+                "probe-fell",
+            ),
+            (
+                RunState {
+                    engine_threads: Some(3),
+                    ..quiet()
+                },
+                "oversubscribed",
+            ),
+        ];
+        for (state, kind) in cases {
+            assert_eq!(kinds(&state), [kind], "{state:?}");
+        }
+    }
+
+    /// Just above (`above`) or just below `limit`.
+    fn nudge(limit: f64, above: bool) -> f64 {
+        limit + if above { 1e-6 } else { -1e-6 }
+    }
+
+    #[test]
+    fn each_threshold_is_where_a_reason_starts() {
+        let just = |f: fn(&mut RunState, bool)| {
+            let (mut under, mut over) = (quiet(), quiet());
+            f(&mut under, false);
+            f(&mut over, true);
+            (kinds(&under).len(), kinds(&over).len())
+        };
+        assert_eq!(
+            just(|s, a| s.other_cpu_fraction = Some(nudge(OTHER_CPU_LIMIT, a))),
+            (0, 1)
+        );
+        assert_eq!(
+            just(|s, a| s.steal_fraction = Some(nudge(STEAL_LIMIT, a))),
+            (0, 1)
+        );
+        assert_eq!(
+            just(|s, a| s.probe_after = Some(30.0 * (1.0 - nudge(PROBE_DROP_LIMIT, a)))),
+            (0, 1)
+        );
+        assert_eq!(
+            just(|s, a| s.engine_threads = Some(s.cores + usize::from(a))),
+            (0, 1)
+        );
+    }
+
+    #[test]
+    fn an_mpi_rank_does_not_judge_other_processes() {
+        let state = RunState {
+            other_cpu_fraction: Some(0.5),
+            mpi: true,
+            ..quiet()
+        };
+        assert!(state.busy_reasons().is_empty());
+        assert!(state.to_string().contains("other ranks"), "{state}");
+    }
+
+    #[test]
+    fn reasons_say_what_they_do_to_the_figures() {
+        let reason = BusyReason::OtherProcesses {
+            fraction: 0.48,
+            runnable_mean: None,
+        };
+        assert_eq!(
+            reason.to_string(),
+            "other processes used 48% of the machine's CPU time during this run: times are \
+             inflated and ratios between variants may move"
+        );
+        let fell = BusyReason::ProbeFell {
+            before: 30.0,
+            after: 24.0,
+        };
+        assert!(fell.to_string().contains("(-20%)"), "{fell}");
+    }
+}
