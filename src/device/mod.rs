@@ -58,8 +58,19 @@ impl Device {
             };
             return format!("{} ({gpu}, {order})", self.name);
         }
+        self.describe_cpu(false)
+    }
+
+    /// A CPU device's description, `cpu:1 (1 thread)`, or with `stand_in`
+    /// `cpu:1 (1 thread, standing in for the GPU)`: the device a run asked for as its GPU.
+    pub fn describe_cpu(&self, stand_in: bool) -> String {
         let s = if self.threads == 1 { "" } else { "s" };
-        format!("{} ({} thread{s})", self.name, self.threads)
+        let role = if stand_in {
+            ", standing in for the GPU"
+        } else {
+            ""
+        };
+        format!("{} ({} thread{s}{role})", self.name, self.threads)
     }
 
     /// When this device's compute ops complete in the engine; `None` for a CPU device.
@@ -214,6 +225,19 @@ impl Runtime {
     /// The devices as reports list them.
     pub fn describe_devices(&self) -> Vec<String> {
         self.devices.iter().map(|d| d.describe()).collect()
+    }
+
+    /// [`describe_devices`](Self::describe_devices), with the device at `stand_in` (if any)
+    /// described as a CPU device standing in for the GPU.
+    pub fn describe_devices_standing_in(&self, stand_in: Option<usize>) -> Vec<String> {
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match Some(i) == stand_in && !d.is_gpu() {
+                true => d.describe_cpu(true),
+                false => d.describe(),
+            })
+            .collect()
     }
 }
 

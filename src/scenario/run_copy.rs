@@ -186,8 +186,7 @@ impl Scenario for RunCopy {
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
-        let mut devices = rt.describe_devices();
-        acc.mark_fallback(&mut devices, 0);
+        let devices = acc.describe_devices(&rt, 0);
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
         let label = |v: Timed| match v {

@@ -5,7 +5,7 @@ use crate::device::discovery::GpuInfo;
 use std::time::Duration;
 
 use crate::device::memory::{available_bytes, check_fits, f32_bytes};
-use crate::device::{discovery, DeviceRequest, GpuOrder, RuntimeOptions};
+use crate::device::{discovery, DeviceRequest, GpuOrder, Runtime, RuntimeOptions};
 use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
@@ -64,16 +64,10 @@ pub fn chosen_device(
 }
 
 impl ChosenDevice {
-    /// `devices` (a run's device descriptions) with the accelerator's, at `index`, marked as
-    /// the GPU's CPU stand-in when it is one, so the table's header says so.
-    pub fn mark_fallback(&self, devices: &mut [String], index: usize) {
-        if let (Some(_), Some(d)) = (&self.fallback_note, devices.get_mut(index)) {
-            // `cpu:1 (1 thread)` → `cpu:1 (1 thread, standing in for the GPU)`
-            match d.strip_suffix(')') {
-                Some(open) => *d = format!("{open}, standing in for the GPU)"),
-                None => d.push_str(" (standing in for the GPU)"),
-            }
-        }
+    /// The run's device descriptions, the device at `index` (this one) marked as the GPU's CPU
+    /// stand-in when it is one, so the table's header says so.
+    pub fn describe_devices(&self, rt: &Runtime, index: usize) -> Vec<String> {
+        rt.describe_devices_standing_in(self.fallback_note.as_ref().map(|_| index))
     }
 }
 

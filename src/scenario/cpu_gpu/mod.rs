@@ -206,8 +206,7 @@ impl Scenario for CpuGpu {
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
 
-        let mut devices = rt.describe_devices();
-        acc.mark_fallback(&mut devices, 1);
+        let devices = acc.describe_devices(&rt, 1);
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
         let (da, db) = (dev_a.describe(), dev_b.describe());
