@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use ndarray::{Array2, Axis, Ix2};
 
+use super::evidence::{Estimate, Ratio, Side};
 use super::support::{check_elements, chosen_device, matmul_tolerance, ChosenDevice, Explained};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
@@ -24,7 +25,7 @@ use crate::device::{available_cores, cpu, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
-use crate::units::human_time;
+use crate::units::{faster_or_slower, human_time};
 
 /// The derived figures this scenario records, each with its unit and direction.
 const HYBRIDIZE_SPEEDUP: FigureSpec =
@@ -297,15 +298,15 @@ impl Scenario for Hybridize {
                 ),
             );
         }
-        let m = |v: Timed| run.median(v.name()).unwrap_or(f64::NAN);
+        let est = |v: Timed| Estimate::of(&run, v.name());
         let f = Passes {
-            imp: m(Timed::Imperative),
-            hyb: m(Timed::Hybridized),
+            imp: est(Timed::Imperative),
+            hyb: est(Timed::Hybridized),
             passes,
             ops_per_pass,
             gpu: device.is_gpu(),
         };
-        run.record(HYBRIDIZE_SPEEDUP, f.imp / f.hyb);
+        run.record(HYBRIDIZE_SPEEDUP, f.speedup().value);
         run.record(OPS_PER_PASS, ops_per_pass as f64);
         run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
         explain(&f).record(&mut run);
@@ -313,11 +314,11 @@ impl Scenario for Hybridize {
     }
 }
 
-/// The medians the explanation quotes, and the workload they ran, as plain numbers.
+/// The medians the explanation quotes, with their intervals, and the workload they ran.
 #[derive(Debug, Clone, Copy)]
 struct Passes {
-    imp: f64,
-    hyb: f64,
+    imp: Estimate,
+    hyb: Estimate,
     passes: u64,
     ops_per_pass: usize,
     gpu: bool,
@@ -327,7 +328,12 @@ impl Passes {
     /// The time saved per engine op that replaying saves: all but one op of each pass.
     fn overhead_per_op(&self) -> f64 {
         let saved_ops = (self.passes as f64) * (self.ops_per_pass as f64 - 1.0);
-        (self.imp - self.hyb) / saved_ops
+        (self.imp.median - self.hyb.median) / saved_ops
+    }
+
+    /// imperative / hybridized.
+    fn speedup(&self) -> Ratio {
+        Ratio::of(self.imp, self.hyb)
     }
 }
 
@@ -337,8 +343,8 @@ impl Passes {
 /// many times slower, unless a replayed pass (all its kernels in one op) cost less than one
 /// imperative op.
 fn explain(f: &Passes) -> Explained {
-    let (imp, hyb, ops_per_pass) = (f.imp, f.hyb, f.ops_per_pass);
-    let per_op = f.overhead_per_op();
+    let ops_per_pass = f.ops_per_pass;
+    let speedup = f.speedup();
     let mut out = Explained::default();
     if f.gpu {
         out.sentences.push(format!(
@@ -346,25 +352,34 @@ fn explain(f: &Passes) -> Explained {
              the hybridized pass is one engine op and one CUDA graph launch of the same {ops_per_pass} kernels."
         ));
     }
-    out.sentences.push(if per_op > 0.0 {
-        format!(
-            "replaying the captured graph ran {}: {} of {ops_per_pass} engine ops per pass were \
-             saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
-            crate::units::faster_or_slower(imp / hyb),
+    let shown = format!(
+        "{:.2}×, 95% interval {:.2}–{:.2}×",
+        speedup.value, speedup.lo, speedup.hi
+    );
+    out.sentences.push(match speedup.against(1.0) {
+        Side::Above => format!(
+            "replaying the captured graph ran {} ({shown}): {} of {ops_per_pass} engine ops per pass \
+             were saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
+            faster_or_slower(speedup.value),
             ops_per_pass - 1,
-            human_time(per_op)
-        )
-    } else {
-        format!(
-            "replaying the captured graph ran {}: saving {} of {ops_per_pass} engine ops per pass bought \
-             nothing measurable here (the per-op overhead is lost in the noise of these samples).",
-            crate::units::faster_or_slower(imp / hyb),
+            human_time(f.overhead_per_op())
+        ),
+        Side::Within | Side::Unknown => format!(
+            "replaying the captured graph and running op by op are indistinguishable here \
+             ({shown}): saving {} of {ops_per_pass} engine ops per pass bought nothing measurable \
+             (the per-op overhead is lost in the noise of these samples).",
             ops_per_pass - 1,
-        )
+        ),
+        Side::Below => format!(
+            "replaying the captured graph ran {} here ({shown}), beyond both medians' intervals: \
+             saving {} of {ops_per_pass} engine ops per pass bought nothing measurable.",
+            faster_or_slower(speedup.value),
+            ops_per_pass - 1,
+        ),
     });
-    if imp / hyb > ops_per_pass as f64 {
+    if speedup.against(ops_per_pass as f64) == Side::Above {
         out.warnings.push(Warning::HybridizeAboveOpsPerPass {
-            speedup: imp / hyb,
+            speedup: speedup.value,
             ops_per_pass,
         });
     }
@@ -464,10 +479,18 @@ mod tests {
         h.to_vec().unwrap()
     }
 
+    fn tight(median: f64) -> Estimate {
+        Estimate {
+            median,
+            lo: median * 0.995,
+            hi: median * 1.005,
+        }
+    }
+
     fn medians(imp: f64, hyb: f64) -> Passes {
         Passes {
-            imp,
-            hyb,
+            imp: tight(imp),
+            hyb: tight(hyb),
             passes: 100,
             ops_per_pass: 6,
             gpu: false,
@@ -481,7 +504,7 @@ mod tests {
         let all = e.sentences.join("\n");
         assert!(
             all.contains(
-                "ran 2.00× faster: 5 of 6 engine ops per pass were saved, about 1.000 ms each"
+                "ran 2.00× faster (2.00×, 95% interval 1.98–2.02×): 5 of 6 engine ops per pass were saved, about 1.000 ms each"
             ),
             "{all}"
         );
@@ -490,7 +513,7 @@ mod tests {
         // Slower: said so, and no saving is claimed.
         let all = explain(&medians(0.5, 0.6)).sentences.join("\n");
         assert!(
-            all.contains("ran 1.20× slower: saving 5 of 6") && all.contains("nothing measurable"),
+            all.contains("ran 1.20× slower here") && all.contains("nothing measurable"),
             "{all}"
         );
     }
@@ -506,6 +529,34 @@ mod tests {
             "{w}"
         );
         assert!(explain(&medians(6.0, 1.0)).warnings.is_empty());
+        // Above at the medians, not beyond the intervals: no warning.
+        let mut f = medians(6.5, 1.0);
+        f.hyb.hi = 1.2;
+        assert!(explain(&f).warnings.is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random medians with wide intervals around 1× and around the ops per pass: faster or
+        /// slower only when the interval from the raw bounds lies wholly on that side of 1, the
+        /// warning only when it lies wholly above the ops per pass.
+        #[test]
+        fn no_sentence_or_warning_claims_more_than_its_intervals(
+            imp in 0.5f64..8.0,
+            hyb in 0.5f64..2.0,
+            reaches in proptest::array::uniform2((0.0f64..0.5, 0.0f64..0.5)),
+        ) {
+            let est = |m: f64, (lo, hi): (f64, f64)| Estimate { median: m, lo: m * (1.0 - lo), hi: m * (1.0 + hi) };
+            let mut f = medians(imp, hyb);
+            (f.imp, f.hyb) = (est(imp, reaches[0]), est(hyb, reaches[1]));
+            let e = explain(&f);
+            let (lo, hi) = (f.imp.lo / f.hyb.hi, f.imp.hi / f.hyb.lo);
+            let text = e.sentences.join(" ");
+            proptest::prop_assert_eq!(text.contains("faster"), lo > 1.0, "{}", text);
+            proptest::prop_assert_eq!(text.contains("slower"), hi < 1.0, "{}", text);
+            proptest::prop_assert_eq!(!e.warnings.is_empty(), lo > 6.0);
+        }
     }
 
     #[test]
