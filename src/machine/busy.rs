@@ -22,9 +22,11 @@ pub const STEAL_LIMIT: f64 = 0.03;
 /// shared with someone else or a clock that dropped (thermal or power limits).
 pub const PROBE_DROP_LIMIT: f64 = 0.10;
 
-/// Engine threads per available core above which the run is oversubscribed: more runnable
-/// threads than cores, so the scheduler time-slices them and a parallel op waits on the thread
-/// that was descheduled.
+/// parbench's own runnable threads per available core, on average over the run, above which
+/// it is oversubscribed: more of its threads wanted a core than there were, so the scheduler
+/// time-sliced them and a parallel op waited on the thread that was descheduled. Measured, not
+/// read from the devices' threads: a scenario whose devices take turns (one variant at a
+/// time) has more threads than cores without any of them waiting.
 pub const THREADS_PER_CORE_LIMIT: usize = 1;
 
 /// One reason the machine was not fit to measure on, with its figures.
@@ -40,7 +42,7 @@ pub enum BusyReason {
     /// The FMA probe fell from `before` to `after` GFLOP/s.
     ProbeFell { before: f64, after: f64 },
     /// The engine ran more threads than this process had cores.
-    Oversubscribed { threads: usize, cores: usize },
+    Oversubscribed { runnable_mean: f64, cores: usize },
 }
 
 impl BusyReason {
@@ -85,11 +87,14 @@ impl fmt::Display for BusyReason {
                  earlier ones",
                 (after / before - 1.0) * 100.0
             ),
-            BusyReason::Oversubscribed { threads, cores } => write!(
+            BusyReason::Oversubscribed {
+                runnable_mean,
+                cores,
+            } => write!(
                 f,
-                "the engine ran {threads} threads on {cores} cores: threads took turns on a core, \
-                 so times include waiting for a descheduled thread and scaling figures understate \
-                 the hardware"
+                "parbench's own threads wanted {runnable_mean:.1} cores at once on average, on \
+                 {cores} cores: threads took turns on a core, so times include waiting for a \
+                 descheduled thread and scaling figures understate the hardware"
             ),
         }
     }
@@ -116,10 +121,10 @@ impl RunState {
                 reasons.push(BusyReason::ProbeFell { before, after });
             }
         }
-        if let Some(threads) = self.engine_threads {
-            if threads > self.cores * THREADS_PER_CORE_LIMIT {
+        if let Some(own) = self.own_runnable {
+            if own.mean > (self.cores * THREADS_PER_CORE_LIMIT) as f64 {
                 reasons.push(BusyReason::Oversubscribed {
-                    threads,
+                    runnable_mean: own.mean,
                     cores: self.cores,
                 });
             }
@@ -149,6 +154,7 @@ mod tests {
             cpu_mhz_before: Some(2400.0),
             cpu_mhz_after: Some(2400.0),
             engine_threads: Some(2),
+            own_runnable: Runnable::of(&[2, 1, 2]),
             probe_before: Some(30.0),
             probe_after: Some(29.0),
             ..RunState::unknown(1.0, 2)
@@ -193,7 +199,10 @@ mod tests {
             ),
             (
                 RunState {
-                    engine_threads: Some(3),
+                    // Many device threads that take turns are not oversubscription...
+                    engine_threads: Some(4),
+                    // ...more runnable threads than cores on average is.
+                    own_runnable: Runnable::of(&[3, 3, 2]),
                     ..quiet()
                 },
                 "oversubscribed",
@@ -230,7 +239,14 @@ mod tests {
             (0, 1)
         );
         assert_eq!(
-            just(|s, a| s.engine_threads = Some(s.cores + usize::from(a))),
+            just(|s, a| {
+                let mean = nudge(s.cores as f64, a);
+                s.own_runnable = Some(Runnable {
+                    mean,
+                    max: 3,
+                    samples: 5,
+                })
+            }),
             (0, 1)
         );
     }

@@ -41,6 +41,10 @@ pub struct RunState {
     /// Runnable tasks that were not this process's threads, sampled during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_others: Option<Runnable>,
+    /// This process's own threads that were runnable, sampled alike (the sampling thread
+    /// aside): more than the cores on average, and they took turns on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_runnable: Option<Runnable>,
     /// Mean clock of the CPUs before and after the run, in MHz (`scaling_cur_freq`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_mhz_before: Option<f64>,
@@ -49,7 +53,8 @@ pub struct RunState {
     /// CPUs the cgroup's quota allows; absent when there is no quota or none can be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_cpus: Option<f64>,
-    /// Threads the run's engine worked on (the devices' threads), against `cores`.
+    /// Threads of the run's CPU devices in all, against `cores` (for the record: devices a
+    /// scenario uses one at a time do not compete; `own_runnable` says what did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_threads: Option<usize>,
     /// A short one-thread FMA probe before and after the run, in GFLOP/s.
@@ -92,7 +97,7 @@ impl Recording {
     pub fn finish(self, probe: Probe<'_>) -> RunState {
         let wall_s = self.start.elapsed().as_secs_f64();
         let after = snapshot::Snapshot::take();
-        let runnable_others = self.sampler.finish();
+        let seen = self.sampler.finish();
         let shares = Shares::between(&self.before, &after);
         RunState {
             wall_s,
@@ -101,7 +106,8 @@ impl Recording {
             other_cpu_fraction: shares.map(|s| s.other),
             own_cpu_fraction: shares.map(|s| s.own),
             steal_fraction: shares.map(|s| s.steal),
-            runnable_others,
+            runnable_others: seen.others,
+            own_runnable: seen.ours,
             cpu_mhz_before: self.before.mean_mhz,
             cpu_mhz_after: after.mean_mhz,
             cgroup_cpus: snapshot::cgroup_cpus(),
@@ -124,6 +130,7 @@ impl RunState {
             own_cpu_fraction: None,
             steal_fraction: None,
             runnable_others: None,
+            own_runnable: None,
             cpu_mhz_before: None,
             cpu_mhz_after: None,
             cgroup_cpus: None,
@@ -156,6 +163,12 @@ impl fmt::Display for RunState {
         }
         if let Some(r) = self.runnable_others {
             parts.push(format!("{:.1} runnable others (max {})", r.mean, r.max));
+        }
+        if let Some(r) = self.own_runnable {
+            parts.push(format!(
+                "{:.1} of its own threads runnable (max {})",
+                r.mean, r.max
+            ));
         }
         let threads = self
             .engine_threads

@@ -1,6 +1,7 @@
-//! Counting the runnable tasks that are not ours, a few times a second over a run, on a
+//! Counting the runnable tasks, ours and not ours, a few times a second over a run, on a
 //! background thread that sleeps between samples. CPU time (`snapshot.rs`) says how much else
-//! ran; this says how many competed at once, which is what makes a thread of ours wait.
+//! ran; this says how many competed at once, which is what makes a thread of ours wait, and
+//! how many of our own threads wanted a core at once (more than the cores: they took turns).
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -36,11 +37,19 @@ impl Runnable {
     }
 }
 
+/// What the sampler saw: runnable tasks that were not ours, and our own threads that were
+/// runnable (the sampling thread aside).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seen {
+    pub others: Option<Runnable>,
+    pub ours: Option<Runnable>,
+}
+
 /// The sampling thread; [`finish`](Sampler::finish) stops it and returns what it saw. Dropped
 /// unfinished (the run failed), it stops the thread too.
 pub struct Sampler {
     stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<Vec<u32>>>,
+    thread: Option<JoinHandle<Vec<(u32, u32)>>>,
 }
 
 impl Sampler {
@@ -52,7 +61,7 @@ impl Sampler {
             .spawn(move || {
                 let mut counts = Vec::new();
                 loop {
-                    if let Some(n) = snapshot::runnable_others() {
+                    if let Some(n) = snapshot::runnable_now() {
                         counts.push(n);
                     }
                     // A message or a dropped sender both end the run.
@@ -70,11 +79,16 @@ impl Sampler {
     }
 
     /// Stop the thread and summarize its samples.
-    pub fn finish(mut self) -> Option<Runnable> {
-        Runnable::of(&self.stop_and_join())
+    pub fn finish(mut self) -> Seen {
+        let counts = self.stop_and_join();
+        let (others, ours): (Vec<u32>, Vec<u32>) = counts.into_iter().unzip();
+        Seen {
+            others: Runnable::of(&others),
+            ours: Runnable::of(&ours),
+        }
     }
 
-    fn stop_and_join(&mut self) -> Vec<u32> {
+    fn stop_and_join(&mut self) -> Vec<(u32, u32)> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -108,7 +122,7 @@ mod tests {
         let start = Instant::now();
         let sampler = Sampler::start();
         std::thread::sleep(Duration::from_millis(450));
-        let seen = sampler.finish();
+        let seen = sampler.finish().others;
         // Stopped by its message, not at the end of a sleep.
         assert!(
             start.elapsed() < Duration::from_millis(450) + INTERVAL,

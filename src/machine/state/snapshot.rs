@@ -143,16 +143,16 @@ impl Shares {
     }
 }
 
-/// The runnable tasks that are not this process's, now: machine-wide runnable tasks less this
-/// process's threads in state `R` (the caller's thread among them, as it reads). `None` where
-/// `/proc` cannot be read.
-pub fn runnable_others() -> Option<u32> {
+/// The runnable tasks now: those that are not this process's (machine-wide runnable tasks less
+/// this process's threads in state `R`, the caller's among them, as it reads), and this
+/// process's own but the caller's. `None` where `/proc` cannot be read.
+pub fn runnable_now() -> Option<(u32, u32)> {
     let running = read("/proc/stat")
         .as_deref()
         .and_then(kernel_counters)?
         .procs_running?;
     let ours = own_running_threads()?;
-    Some(running.saturating_sub(ours))
+    Some((running.saturating_sub(ours), ours.saturating_sub(1)))
 }
 
 /// This process's threads in state `R`.
@@ -307,6 +307,6 @@ mod tests {
                 "{snap:?}"
             );
         }
-        let _ = (runnable_others(), cgroup_cpus());
+        let _ = (runnable_now(), cgroup_cpus());
     }
 }

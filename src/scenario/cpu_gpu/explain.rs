@@ -17,6 +17,9 @@ pub(super) struct DeviceTimes {
     /// The overlap efficiency of the same products on two plain threads, without the engine
     /// (the CPU fallback only): a reference measured beside the run, not a bound.
     pub(super) bare_threads: Option<f64>,
+    /// The one device has A's and B's cores together (the CPU fallback), so one-device against
+    /// parallel is one device against two at the same cores.
+    pub(super) same_cores: bool,
 }
 
 impl DeviceTimes {
@@ -47,6 +50,11 @@ impl DeviceTimes {
     pub(super) fn overlap(&self) -> Ratio {
         Ratio::of(self.slower_alone(), self.par)
     }
+
+    /// one-device / parallel: what splitting the same cores into two devices gained.
+    pub(super) fn parallelism(&self) -> Ratio {
+        Ratio::of(self.one, self.par)
+    }
 }
 
 /// "1.20×, 95% interval 1.10–1.31×".
@@ -56,7 +64,7 @@ fn interval(r: &Ratio) -> String {
 
 /// What the figures show, and the figures outside their physical range: an overlap
 /// efficiency max(a, b) / parallel above 1 beyond its interval.
-pub(super) fn explain(f: &DeviceTimes, device_b: &str) -> Explained {
+pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
     let (speedup, overlap) = (f.speedup(), f.overlap());
     let mut out = Explained::default();
     let lead = format!(
@@ -109,8 +117,41 @@ pub(super) fn explain(f: &DeviceTimes, device_b: &str) -> Explained {
             overlap.value / c
         ));
     }
-    out.sentences.push(one_device_sentence(f, device_b));
+    out.sentences.push(one_device_sentence(f, one_device));
+    if f.same_cores {
+        out.sentences.push(same_cores_sentence(f, one_device));
+    }
     out
+}
+
+/// One device with all the cores against the two devices that split them, both workloads
+/// pushed together: inter-op parallelism alone, within the intervals.
+fn same_cores_sentence(f: &DeviceTimes, one_device: &str) -> String {
+    let r = f.parallelism();
+    let lead = format!(
+        "at the same cores, both workloads on the two devices took {} against {} on {one_device}, \
+         one device with all of them ({})",
+        human_time(f.par.median),
+        human_time(f.one.median),
+        interval(&r),
+    );
+    match r.against(1.0) {
+        Side::Above => format!(
+            "{lead}: the two devices were {} — their products ran side by side, each on fewer cores.",
+            faster_or_slower(r.value)
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable here — each product already uses every core of its device, \
+             so splitting the cores into two devices gains nothing on a CPU; a GPU beside the CPU \
+             is what the book's two devices are."
+        ),
+        Side::Below => format!(
+            "{lead}: the two devices were {} — each product ran on fewer cores than the one \
+             device gives it.",
+            faster_or_slower(r.value)
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    }
 }
 
 /// What running both workloads on one device showed, against a + b measured on their own
@@ -161,6 +202,7 @@ mod tests {
             par: tight(par),
             one: tight(one),
             bare_threads: None,
+            same_cores: false,
         }
     }
 
@@ -256,7 +298,14 @@ mod tests {
                 lo: medians[i] * (1.0 - reaches[i].0),
                 hi: medians[i] * (1.0 + reaches[i].1),
             };
-            let f = DeviceTimes { a: est(0), b: est(1), par: est(2), one: est(3), bare_threads: None };
+            let f = DeviceTimes {
+                a: est(0),
+                b: est(1),
+                par: est(2),
+                one: est(3),
+                bare_threads: None,
+                same_cores: true,
+            };
             let e = explain(&f, "cpu:1");
             let (seq_lo, seq_hi) = (f.a.lo + f.b.lo, f.a.hi + f.b.hi);
             let said = |s: &str, lo: f64, hi: f64| -> Result<(), proptest::test_runner::TestCaseError> {
@@ -272,7 +321,13 @@ mod tests {
                 Ok(())
             };
             said(&e.sentences[0], seq_lo / f.par.hi, seq_hi / f.par.lo)?;
-            said(e.sentences.last().expect("the one-device sentence"), seq_lo / f.one.hi, seq_hi / f.one.lo)?;
+            let n = e.sentences.len();
+            said(&e.sentences[n - 2], seq_lo / f.one.hi, seq_hi / f.one.lo)?;
+            let same_cores = &e.sentences[n - 1];
+            let (lo, hi) = (f.one.lo / f.par.hi, f.one.hi / f.par.lo);
+            proptest::prop_assert_eq!(same_cores.contains("× faster"), lo > 1.0, "{}", same_cores);
+            proptest::prop_assert_eq!(same_cores.contains("× slower"), hi < 1.0, "{}", same_cores);
+            proptest::prop_assert_eq!(same_cores.contains("indistinguishable"), lo <= 1.0 && hi >= 1.0, "{}", same_cores);
             let overlap_lo = f.a.lo.max(f.b.lo) / f.par.hi;
             proptest::prop_assert_eq!(!e.warnings.is_empty(), overlap_lo > 1.0);
         }

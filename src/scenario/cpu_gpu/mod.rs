@@ -35,6 +35,8 @@ const OVERLAP_EFFICIENCY: FigureSpec =
     FigureSpec::new("overlap_efficiency", Unit::Number, Better::Higher);
 const ONE_DEVICE_SPEEDUP: FigureSpec =
     FigureSpec::new("one_device_speedup", Unit::Ratio, Better::Higher);
+const PARALLELISM_SPEEDUP: FigureSpec =
+    FigureSpec::new("parallelism_speedup", Unit::Ratio, Better::Higher);
 const A_GFLOPS: FigureSpec = FigureSpec::new("a_gflops", Unit::Gflops, Better::Higher);
 const B_GFLOPS: FigureSpec = FigureSpec::new("b_gflops", Unit::Gflops, Better::Higher);
 const TRACED_PARALLEL_S: FigureSpec =
@@ -127,12 +129,12 @@ impl Scenario for CpuGpu {
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let cfg = Config::of(params)?;
-        // Host, on the CPU fallback: x_a, x_b and x_a on B, the outputs of both runs, and the
-        // check's host copies of an input and an output.
+        // Host, on the CPU fallback: x_a and x_b, their copies on the one device, the outputs
+        // of both runs, and the check's host copies of an input and an output.
         check_matrices(
             "cpu-gpu with this --cpu-size",
             cfg.cpu_size as u64,
-            cfg.ops.saturating_mul(2).saturating_add(5),
+            cfg.ops.saturating_mul(2).saturating_add(6),
             None,
         )
     }
@@ -149,13 +151,20 @@ impl Scenario for CpuGpu {
             DeviceRequest::Cuda => ctx.cpu_threads.unwrap_or(cores),
             DeviceRequest::Cpu { .. } => ctx.cpu_threads.unwrap_or(split_cores(cores, 2)[0]),
         };
+        // The one-device variant runs both workloads on the GPU; on the CPU fallback, on a
+        // third device that has A's and B's cores together, so that it sets one device against
+        // two at the same cores.
+        let mut requests = vec![DeviceRequest::Cpu { threads: a_threads }, acc.request];
+        if let DeviceRequest::Cpu { threads } = acc.request {
+            requests.push(DeviceRequest::Cpu {
+                threads: a_threads + threads,
+            });
+        }
         // Host order: the traced overlap reads each GPU op's span as its GPU time.
-        let rt = Runtime::new(
-            &host_ordered(&ctx.runtime),
-            &[DeviceRequest::Cpu { threads: a_threads }, acc.request],
-        )?;
+        let rt = Runtime::new(&host_ordered(&ctx.runtime), &requests)?;
         let engine = &rt.engine;
         let (dev_a, dev_b) = (&rt.devices[0], &rt.devices[1]);
+        let one_device = rt.devices.get(2).unwrap_or(dev_b);
         let b_size = if dev_b.is_gpu() { gpu_size } else { cpu_size };
         if let Some(free) = dev_b.free_memory() {
             // The GPU holds x_b, A's input and both runs' outputs (the one-device variant)...
@@ -171,8 +180,18 @@ impl Scenario for CpuGpu {
         }
         let x_a = Tensor::uniform(engine, dev_a, &[cpu_size, cpu_size], 1);
         let x_b = Tensor::uniform(engine, dev_b, &[b_size, b_size], 2);
-        // A's workload again, on device B, for the one-device variant.
-        let x_a_on_b = Tensor::uniform(engine, dev_b, &[cpu_size, cpu_size], 1);
+        // Both workloads again, on the one device.
+        let (x_a_on_one, x_b_on_one) = if one_device.is_gpu() {
+            (
+                Tensor::uniform(engine, one_device, &[cpu_size, cpu_size], 1),
+                x_b.clone(),
+            )
+        } else {
+            (
+                Tensor::uniform(engine, one_device, &[cpu_size, cpu_size], 1),
+                Tensor::uniform(engine, one_device, &[b_size, b_size], 2),
+            )
+        };
         engine.wait_all()?;
 
         // The trace of the last timed `parallel` sample: where its ops really ran.
@@ -198,9 +217,9 @@ impl Scenario for CpuGpu {
                     }
                     Ok(wall)
                 }),
-                Timed::OneDevice => {
-                    Variant::new(v.name(), || synced(engine, || both(&x_a_on_b, &x_b)))
-                }
+                Timed::OneDevice => Variant::new(v.name(), || {
+                    synced(engine, || both(&x_a_on_one, &x_b_on_one))
+                }),
             })
             .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
@@ -209,12 +228,12 @@ impl Scenario for CpuGpu {
         let devices = acc.describe_devices(&rt, 1);
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
-        let (da, db) = (dev_a.describe(), dev_b.describe());
+        let (da, db, d_one) = (dev_a.describe(), dev_b.describe(), one_device.describe());
         let label = |v: Timed| match v {
             Timed::AAlone => format!("run(x) on {da}: {ops} × {cpu_size}²"),
             Timed::BAlone => format!("run(x) on {db}: {ops} × {b_size}²"),
             Timed::Parallel => "both pushed back to back, no wait between".to_string(),
-            Timed::OneDevice => format!("both workloads on {db} alone"),
+            Timed::OneDevice => format!("both workloads on {d_one} alone"),
         };
         run.add_variants(
             Timed::names(),
@@ -228,12 +247,16 @@ impl Scenario for CpuGpu {
             par: est(Timed::Parallel),
             one: est(Timed::OneDevice),
             bare_threads: None,
+            same_cores: !one_device.is_gpu(),
         };
         let (a, b) = (f.a.median, f.b.median);
         run.record(SEQUENTIAL_S, f.sequential().median);
         run.record(PARALLEL_SPEEDUP, f.speedup().value);
         run.record(OVERLAP_EFFICIENCY, f.overlap().value);
         run.record(ONE_DEVICE_SPEEDUP, f.sequential().median / f.one.median);
+        if f.same_cores {
+            run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
+        }
         run.record(A_GFLOPS, gflops(ops, (cpu_size, cpu_size, cpu_size), a));
         run.record(B_GFLOPS, gflops(ops, (b_size, b_size, b_size), b));
 
@@ -263,7 +286,7 @@ impl Scenario for CpuGpu {
             run.record(BARE_THREADS_OVERLAP_EFFICIENCY, c);
             f.bare_threads = Some(c);
         }
-        explain(&f, &db).record(&mut run);
+        explain(&f, &one_device.name).record(&mut run);
         Ok(run)
     }
 }
