@@ -53,7 +53,7 @@ pub(super) fn run_sweep(
     ctx.sampling
         .apply(sc.sampling())
         .validate()
-        .map_err(CliError::Usage)?;
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     for p in &points {
         sc.validate(p)?;
         support::check_requested_device(p, common.fallback)?;
@@ -200,7 +200,7 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
             .sampling
             .apply(run.scenario.sampling())
             .validate()
-            .map_err(CliError::Usage)?;
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         run.scenario.validate(&run.params)?;
         support::check_requested_device(&run.params, common.fallback)?;
     }

@@ -15,10 +15,10 @@ pub enum ValueError {
     ThresholdOutOfRange { given: String, hint: String },
     #[error("expected seconds, got '{0}'")]
     NotSeconds(String),
-    /// A value the layer that owns it refused, in that layer's words (an engine mode, a
-    /// duration out of range).
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Mode(#[from] crate::engine::UnknownMode),
+    #[error(transparent)]
+    Seconds(#[from] crate::harness::sampler::SamplingError),
 }
 
 /// `--threshold`: a percentage (`5%`) or a fraction (`0.05`), strictly between 0 and 1.
@@ -50,7 +50,7 @@ pub(super) fn parse_threshold(s: &str) -> Result<f64, ValueError> {
 
 /// `--engine`: `threaded` or `naive`.
 pub(super) fn parse_mode(s: &str) -> Result<Mode, ValueError> {
-    s.parse().map_err(ValueError::Refused)
+    Ok(s.parse()?)
 }
 
 /// A number of seconds (`--min-time`, `--max-time`, `ab --budget`).
@@ -59,5 +59,5 @@ pub(super) fn parse_seconds(s: &str) -> Result<Duration, ValueError> {
         .trim()
         .parse()
         .map_err(|_| ValueError::NotSeconds(s.to_string()))?;
-    crate::harness::sampler::seconds(v).map_err(ValueError::Refused)
+    Ok(crate::harness::sampler::seconds(v)?)
 }

@@ -43,7 +43,7 @@ pub use builder::{EngineBuilder, SyncHook};
 pub(crate) use error::panic_message;
 pub use error::{EngineError, OpError};
 pub use lane::{LaneId, LaneSpec};
-pub use mode::Mode;
+pub use mode::{Mode, UnknownMode};
 pub use op::Completion;
 pub use trace::TraceRecord;
 pub use var::{DataVar, OpVars, Var, VarData, VarKey};

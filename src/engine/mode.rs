@@ -27,15 +27,18 @@ impl Mode {
     }
 }
 
+/// A word that names no engine mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown engine mode '{0}' (expected 'threaded' or 'naive')")]
+pub struct UnknownMode(pub String);
+
 impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         match s.trim().to_ascii_lowercase().as_str() {
             "threaded" => Ok(Mode::Threaded),
             "naive" => Ok(Mode::Naive),
-            other => Err(format!(
-                "unknown engine mode '{other}' (expected 'threaded' or 'naive')"
-            )),
+            other => Err(UnknownMode(other.to_string())),
         }
     }
 }

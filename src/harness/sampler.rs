@@ -37,34 +37,47 @@ impl Default for SamplerConfig {
     }
 }
 
+/// Sampling bounds that cannot be met; each names the offending option.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SamplingError {
+    #[error("--min-samples must be at least 1")]
+    NoSamples,
+    #[error("--max-samples ({max}) must be at least --min-samples ({min})")]
+    MaxBelowMinSamples { max: usize, min: usize },
+    #[error("--max-time ({max:?}) must be at least --min-time ({min:?})")]
+    MaxBelowMinTime { max: Duration, min: Duration },
+    #[error("seconds must be from 0 to 86400, got {0}")]
+    Seconds(f64),
+}
+
 impl SamplerConfig {
-    /// Check the bounds make sense; the message names the offending option.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Check the bounds make sense; the error names the offending option.
+    pub fn validate(&self) -> Result<(), SamplingError> {
         if self.min_samples == 0 {
-            return Err("--min-samples must be at least 1".into());
+            return Err(SamplingError::NoSamples);
         }
         if self.max_samples < self.min_samples {
-            return Err(format!(
-                "--max-samples ({}) must be at least --min-samples ({})",
-                self.max_samples, self.min_samples
-            ));
+            return Err(SamplingError::MaxBelowMinSamples {
+                max: self.max_samples,
+                min: self.min_samples,
+            });
         }
         if self.max_time < self.min_time {
-            return Err(format!(
-                "--max-time ({:?}) must be at least --min-time ({:?})",
-                self.max_time, self.min_time
-            ));
+            return Err(SamplingError::MaxBelowMinTime {
+                max: self.max_time,
+                min: self.min_time,
+            });
         }
         Ok(())
     }
 }
 
 /// A time option in seconds (`--min-time`, a suite's `min_time`): finite, 0 to a day.
-pub fn seconds(v: f64) -> Result<Duration, String> {
+pub fn seconds(v: f64) -> Result<Duration, SamplingError> {
     if v.is_finite() && (0.0..=86_400.0).contains(&v) {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(format!("seconds must be from 0 to 86400, got {v}"))
+        Err(SamplingError::Seconds(v))
     }
 }
 
@@ -304,8 +317,8 @@ mod tests {
     #[test]
     fn validation_names_the_option() {
         let mut c = quick(5, 4);
-        assert!(c.validate().unwrap_err().contains("--max-samples"));
+        assert!(c.validate().unwrap_err().to_string().contains("--max-samples"));
         c = quick(0, 4);
-        assert!(c.validate().unwrap_err().contains("--min-samples"));
+        assert!(c.validate().unwrap_err().to_string().contains("--min-samples"));
     }
 }

@@ -201,7 +201,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
                 };
                 o.apply(scenario.sampling())
                     .validate()
-                    .map_err(|r| err(at, r))?;
+                    .map_err(|r| err(at, r.to_string()))?;
                 o
             }
         };
