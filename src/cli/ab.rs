@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::args::{AbArgs, CompareFormat};
 use super::error::CliError;
 use super::output::{check_output_path, stdout};
+use crate::export::paired as render;
 use crate::report::paired::{self, PairedEntry};
 use crate::report::{write_atomic, Report};
 use crate::scenario::suite;
@@ -152,13 +153,13 @@ fn finish(
     args: &AbArgs,
     settings: serde_json::Value,
 ) -> Result<(), CliError> {
-    let json = paired::render_json(results, args.threshold, settings);
+    let json = render::render_json(results, args.threshold, settings);
     if let Some(out) = &args.output {
         write_atomic(out, json.as_bytes())?;
     }
     stdout(&match args.format {
         CompareFormat::Json => json,
-        other => paired::render(results, args.threshold, other == CompareFormat::Markdown),
+        other => render::render(results, args.threshold, other == CompareFormat::Markdown),
     })?;
     // A regression with a busy side still fails the gate, as in `compare`: the verdict says
     // the machine may explain it, and a rerun on a quiet machine settles it.

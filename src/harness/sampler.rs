@@ -317,8 +317,16 @@ mod tests {
     #[test]
     fn validation_names_the_option() {
         let mut c = quick(5, 4);
-        assert!(c.validate().unwrap_err().to_string().contains("--max-samples"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--max-samples"));
         c = quick(0, 4);
-        assert!(c.validate().unwrap_err().to_string().contains("--min-samples"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--min-samples"));
     }
 }

@@ -184,7 +184,7 @@ impl PairedEntry {
 
     /// The verdict as the tables word it: a change some of whose pairs had a busy side says so
     /// (`slower (busy base in 3 of 20 pairs)`), since the machine may explain it.
-    fn verdict_text(&self, verdict: Verdict) -> String {
+    pub fn verdict_text(&self, verdict: Verdict) -> String {
         let claims_a_change = matches!(
             verdict,
             Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
@@ -255,99 +255,6 @@ pub fn add_pair(
     }
 }
 
-/// The entries as a table (or Markdown for a pull-request comment): pairs, median ratio with its
-/// bootstrap interval, the paired test's p, the verdict.
-pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let decisions = decide_all(entries, threshold);
-    let cells = |e: &PairedEntry, d: &Option<Decision>| -> [String; 5] {
-        match d {
-            Some(d) => [
-                e.pairs.len().to_string(),
-                format!("{:+.1}%", (d.median_ratio - 1.0) * 100.0),
-                format!(
-                    "[{:+.1}%, {:+.1}%]",
-                    (d.ci95[0] - 1.0) * 100.0,
-                    (d.ci95[1] - 1.0) * 100.0
-                ),
-                format!("{:.3}", d.p_adjusted),
-                e.verdict_text(d.verdict),
-            ],
-            None => [
-                e.pairs.len().to_string(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                Verdict::NotComparable.as_str().into(),
-            ],
-        }
-    };
-    if markdown {
-        let _ = writeln!(
-            out,
-            "| entry | pairs | change (median of pairs) | 95% CI | p (Holm) | verdict |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
-        for (e, d) in entries.iter().zip(&decisions) {
-            let [n, change, ci, p, verdict] = cells(e, d);
-            let mark = if d.as_ref().is_some_and(|d| d.verdict.is_regression()) {
-                " ❌"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {n} | {change} | {ci} | {p} | {verdict}{mark} |",
-                e.name
-            );
-        }
-    } else {
-        let w = entries
-            .iter()
-            .map(|e| e.name.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>5}  {:>8}  {:>18}  {:>6}  verdict",
-            "entry", "pairs", "change", "95% CI", "p Holm"
-        );
-        for (e, d) in entries.iter().zip(&decisions) {
-            let [n, change, ci, p, verdict] = cells(e, d);
-            let _ = writeln!(
-                out,
-                "{:<w$}  {n:>5}  {change:>8}  {ci:>18}  {p:>6}  {verdict}",
-                e.name
-            );
-        }
-    }
-    let slower = regressions(entries, threshold);
-    let busy_slower = entries
-        .iter()
-        .zip(&decisions)
-        .filter(|(e, d)| {
-            e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
-        })
-        .count();
-    let _ = write!(
-        out,
-        "\n{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%: {slower} regression{}",
-        entries.len(),
-        threshold * 100.0,
-        if slower == 1 { "" } else { "s" }
-    );
-    if busy_slower > 0 {
-        let _ = write!(
-            out,
-            " ({busy_slower} with a busy side in some pairs, which the machine may explain)"
-        );
-    }
-    let _ = writeln!(out);
-    out
-}
-
 /// Entries whose verdict fails the gate (times that got slower).
 pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
     decide_all(entries, threshold)
@@ -355,42 +262,6 @@ pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
         .flatten()
         .filter(|d| d.verdict.is_regression())
         .count()
-}
-
-/// Every entry with every pair, its decision, and the run's settings, as JSON.
-pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json::Value) -> String {
-    let decisions = decide_all(entries, threshold);
-    let rows: Vec<serde_json::Value> = entries
-        .iter()
-        .zip(decisions)
-        .map(|(e, d)| {
-            let mut row = serde_json::json!({
-                "entry": e.name,
-                "is_time": e.is_time,
-                "pairs": e.pairs.iter().map(|(b, c)| serde_json::json!({"base": b, "candidate": c})).collect::<Vec<_>>(),
-                "median_ratio": d.as_ref().map(|d| d.median_ratio),
-                "ci95": d.as_ref().map(|d| d.ci95),
-                "better": e.better,
-                "p_value": d.as_ref().map(|d| d.p_value),
-                "p_holm": d.as_ref().map(|d| d.p_adjusted),
-                "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
-            });
-            if e.busy_pairs != [0, 0] {
-                row["busy_pairs"] =
-                    serde_json::json!({"base": e.busy_pairs[0], "candidate": e.busy_pairs[1]});
-            }
-            row
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "threshold": threshold,
-        "regressions": regressions(entries, threshold),
-        "settings": settings,
-        "entries": rows,
-    });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 #[cfg(test)]
@@ -459,30 +330,6 @@ mod tests {
             Verdict::Noise,
             "a description has no better or worse"
         );
-    }
-
-    #[test]
-    fn a_change_with_busy_pairs_says_the_machine_may_explain_it() {
-        let values = |x: f64| vec![("s[] v".to_string(), true, Better::Lower, x)];
-        let mut entries = Vec::new();
-        for (i, (b, c)) in drifting(12, 1.3, 0.0).into_iter().enumerate() {
-            add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
-        }
-        assert_eq!(entries[0].busy_pairs, [3, 0]);
-        let text = render(&entries, 0.05, false);
-        assert!(
-            text.contains("slower (busy base in 3 of 12 pairs)"),
-            "{text}"
-        );
-        assert!(text.contains("1 regression (1 with a busy side"), "{text}");
-        let json: serde_json::Value =
-            serde_json::from_str(&render_json(&entries, 0.05, serde_json::json!({})))
-                .expect("json");
-        assert_eq!(json["entries"][0]["verdict"], "slower");
-        assert_eq!(json["entries"][0]["busy_pairs"]["base"], 3);
-        // Quiet pairs: the plain verdict.
-        entries[0].busy_pairs = [0, 0];
-        assert!(!render(&entries, 0.05, false).contains("busy"));
     }
 
     #[test]
