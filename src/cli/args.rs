@@ -141,6 +141,10 @@ pub struct CommonArgs {
     /// No progress bar or notes on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also show the detail figures (engine internals, the machine's probes) and the
+    /// sentences that quote them; the JSON always has them.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
     #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
     pub engine: Option<Mode>,

@@ -14,6 +14,7 @@ pub mod compare;
 mod format;
 pub mod github_bench;
 pub mod html;
+pub mod summary;
 pub mod svg;
 pub mod table;
 

@@ -145,7 +145,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
         "push-only ({}) stops the clock before the work is done: it measures pushing, not computing.",
         human_time(push)
     ));
-    e.push(format!(
+    out.detail.push(format!(
         "book model with t1 = {}, t2 = {}, t3 = {}: sync ≈ N(t1+t2+t3) = {} (measured {}), \
          async ≈ t1 + N·t2 + t3 = {} (measured {}).",
         human_time(p.t1),
@@ -157,7 +157,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
         human_time(async_time),
     ));
     if mode == Mode::Threaded && async_time > 1.5 * pred_async {
-        e.push(
+        out.detail.push(
             "async is slower than t1 + N·t2 + t3: for an op this small the pipeline runs at the pace of \
              its slowest stage, the per-op cost of pushing and of the engine's bookkeeping, not of t2."
                 .into(),
