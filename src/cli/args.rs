@@ -234,9 +234,23 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         s.min_time.as_secs_f64(),
         s.max_time.as_secs_f64()
     );
+    let lesson = sc.lesson();
+    let book = match sc.book().first() {
+        Some(f) => format!(
+            "the book's figures from the {} (shared/seeds/{})",
+            f.source.cite(),
+            f.source.seed
+        ),
+        None => "its section prints no figures".to_string(),
+    };
+    let chapter = format!(
+        "Lesson ({}): {}.\nThe defaults are the sizes of the chapter's source texts; the run \
+         sets its figures beside {book}.",
+        lesson.section, lesson.claim
+    );
     let mut cmd = clap::Command::new(sc.name())
         .bin_name(format!("parbench {}", sc.name()))
-        .after_help(sampling);
+        .after_help(format!("{chapter}\n\n{sampling}"));
     for p in sc.params() {
         cmd = cmd.arg(
             clap::Arg::new(p.name)

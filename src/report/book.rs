@@ -163,7 +163,8 @@ impl BookFigure {
     /// The figure as the book printed it: `3.5589 s`.
     pub fn printed(&self) -> String {
         match self.unit {
-            BookUnit::Seconds => format!("{} s", self.value),
+            // The book prints four decimals (`0.0010 sec`): so does the quotation.
+            BookUnit::Seconds => format!("{:.4} s", self.value),
         }
     }
 
