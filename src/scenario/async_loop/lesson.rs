@@ -103,6 +103,7 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
 mod tests {
     use super::*;
     use crate::harness::stats::Summary;
+    use crate::report::Held;
     use serde_json::Map;
 
     fn run_with(medians: &[(Timed, f64)]) -> RunRecord {

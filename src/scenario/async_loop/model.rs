@@ -199,7 +199,8 @@ mod tests {
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {
         let e = explained(Mode::Threaded, 6e-3, 2.5e-3, 1e-3);
-        let all = e.sentences.join("\n");
+        // The model's sentences are detail (`--verbose`): read beside the others.
+        let all = [e.sentences.join("\n"), e.detail.join("\n")].join("\n");
         assert!(all.contains("async is 2.40× faster than sync"), "{all}");
         assert!(
             all.contains("(6.000 µs per op in sync, 2.500 µs in async; 2.40×, 95% interval"),
@@ -229,7 +230,7 @@ mod tests {
         assert!(all.contains("indistinguishable here"), "{all}");
         assert!(!all.contains("faster") && !all.contains("slower"), "{all}");
         let all = explained(Mode::Threaded, 6e-3, 3.1e-3, 1e-3)
-            .sentences
+            .detail
             .join("\n");
         assert!(all.contains("slowest stage"), "{all}");
     }
