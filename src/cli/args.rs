@@ -141,6 +141,10 @@ pub struct CommonArgs {
     /// No progress bar or notes on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also show the detail figures (engine internals, the machine's probes) and the
+    /// sentences that quote them; the JSON always has them.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
     #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
     pub engine: Option<Mode>,
@@ -230,9 +234,23 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         s.min_time.as_secs_f64(),
         s.max_time.as_secs_f64()
     );
+    let lesson = sc.lesson();
+    let book = match sc.book().first() {
+        Some(f) => format!(
+            "the book's figures from the {} (shared/seeds/{})",
+            f.source.cite(),
+            f.source.seed
+        ),
+        None => "its section prints no figures".to_string(),
+    };
+    let chapter = format!(
+        "Lesson ({}): {}.\nThe defaults are the sizes of the chapter's source texts; the run \
+         sets its figures beside {book}.",
+        lesson.section, lesson.claim
+    );
     let mut cmd = clap::Command::new(sc.name())
         .bin_name(format!("parbench {}", sc.name()))
-        .after_help(sampling);
+        .after_help(format!("{chapter}\n\n{sampling}"));
     for p in sc.params() {
         cmd = cmd.arg(
             clap::Arg::new(p.name)

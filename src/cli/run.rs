@@ -170,7 +170,7 @@ pub(super) fn run_sweep(
             }
         };
         if !common.json {
-            stdout(&table::render_run(&run))?;
+            stdout(&table::render_run_at(&run, common.depth()))?;
         }
         if let Some(bar) = &points_bar {
             bar.inc(1);
@@ -238,7 +238,7 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
     for planned in plan {
         let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
         if !common.json {
-            stdout(&table::render_run(&run))?;
+            stdout(&table::render_run_at(&run, common.depth()))?;
         }
         if let (true, Some(traces)) = (common.timeline, &ctx.traces) {
             let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,6 +257,10 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
         }
         report.runs.push(run);
         attach_timelines(&mut report, ctx, &mut traced);
+    }
+    // A plan of several runs (`all`, a suite) ends with the chapter on this machine.
+    if !common.json && report.runs.len() > 1 {
+        stdout(&export::summary::render(&report))?;
     }
     finish_report(&report, common, ctx)
 }
@@ -402,6 +406,14 @@ impl CommonArgs {
             traces: (self.trace.is_some() || self.timeline || self.html.is_some())
                 .then(Default::default),
             gpu_fallback: self.fallback,
+        }
+    }
+
+    fn depth(&self) -> table::Depth {
+        if self.verbose {
+            table::Depth::Verbose
+        } else {
+            table::Depth::Reader
         }
     }
 

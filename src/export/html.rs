@@ -134,6 +134,9 @@ pub fn page(report: &Report) -> String {
             "all passed".into()
         }
     );
+    if !report.runs.is_empty() {
+        out.push_str(&super::summary::html(report));
+    }
     out.push_str("<h2 id=\"environment\">Environment</h2><table class=\"env\">");
     for (k, v) in environment_rows(report) {
         let _ = write!(out, "<tr><td>{k}</td><td>{}</td></tr>", esc(&v));

@@ -68,8 +68,24 @@ pub fn render_devices(e: &crate::report::Environment) -> String {
     out
 }
 
-/// One run as a table with its derived figures, checks, notes and explanation.
+/// How much a run's table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Depth {
+    /// What the reader of the chapter asks: the figures that state results, the lesson and
+    /// the book beside them.
+    #[default]
+    Reader,
+    /// Also the detail figures and the sentences that quote them (`--verbose`).
+    Verbose,
+}
+
+/// One run as a table with its derived figures, checks, notes and explanation, for a reader.
 pub fn render_run(run: &RunRecord) -> String {
+    render_run_at(run, Depth::Reader)
+}
+
+/// One run as a table at the depth asked for.
+pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     let mut out = String::new();
     let params: Vec<String> = run
         .parameters
@@ -109,12 +125,24 @@ pub fn render_run(run: &RunRecord) -> String {
         }
         out.push('\n');
     }
-    if !run.derived.is_empty() {
-        let key_w = run.derived.keys().map(|k| k.len()).max().unwrap_or(0);
+    let shown: Vec<(&String, &Value)> = run
+        .derived
+        .iter()
+        .filter(|(k, _)| depth == Depth::Verbose || !run.is_detail(k))
+        .collect();
+    let folded = run.derived.len() - shown.len();
+    if !shown.is_empty() {
+        let key_w = shown.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         let _ = writeln!(out, "   derived:");
-        for (k, v) in &run.derived {
+        for (k, v) in shown {
             let _ = writeln!(out, "     {k:<key_w$}  {}", run.figure(k).format(v));
         }
+    }
+    if folded > 0 {
+        let _ = writeln!(
+            out,
+            "   ({folded} detail figures in the JSON; --verbose shows them)"
+        );
     }
     for c in &run.checks {
         let mark = if c.passed { "ok  " } else { "FAIL" };
@@ -134,6 +162,24 @@ pub fn render_run(run: &RunRecord) -> String {
     }
     for line in &run.explanation {
         let _ = writeln!(out, "   > {line}");
+    }
+    if depth == Depth::Verbose {
+        for line in &run.explanation_detail {
+            let _ = writeln!(out, "   > {line}");
+        }
+    }
+    if let Some(lesson) = &run.lesson {
+        if let Some(book) = &lesson.book {
+            let _ = writeln!(out, "   the book, {book}\n   here: {}", lesson.here);
+        }
+        let _ = writeln!(
+            out,
+            "   lesson ({}): {} — held: {}\n     evidence: {}",
+            lesson.section,
+            lesson.claim,
+            lesson.held.word(),
+            lesson.evidence
+        );
     }
     out
 }

@@ -43,6 +43,15 @@ pub enum Better {
 pub struct Figure {
     pub unit: Unit,
     pub better: Better,
+    /// Depth a reader asks for (`--verbose`): an engine internal or a probe of the machine
+    /// that explains a result rather than states it. The JSON keeps it; the table and the
+    /// HTML page fold it away by default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub detail: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A derived figure a scenario records, declared once with its key in the report, its unit and
@@ -61,6 +70,17 @@ impl FigureSpec {
             figure: Figure::new(unit, better),
         }
     }
+
+    /// The same figure, marked as detail (see [`Figure::detail`]).
+    pub const fn detail(self) -> FigureSpec {
+        FigureSpec {
+            key: self.key,
+            figure: Figure {
+                detail: true,
+                ..self.figure
+            },
+        }
+    }
 }
 
 impl Figure {
@@ -68,7 +88,11 @@ impl Figure {
     pub const RATIO_LOWER_IS_BETTER: Figure = Figure::new(Unit::Ratio, Better::Lower);
 
     pub const fn new(unit: Unit, better: Better) -> Figure {
-        Figure { unit, better }
+        Figure {
+            unit,
+            better,
+            detail: false,
+        }
     }
 
     /// The figure a key names: `gflops` and `gbytes_per_s` are rates, `_s` seconds, `_bytes`
@@ -106,7 +130,7 @@ impl Figure {
         } else {
             Better::Neither
         };
-        Figure { unit, better }
+        Figure::new(unit, better)
     }
 
     /// The value in this figure's unit, for a reader.

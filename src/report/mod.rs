@@ -6,9 +6,11 @@
 //! `tests/report_schema.rs` holds the written reports to: a field added here goes there too.
 
 pub mod atomic;
+pub mod book;
 pub mod compare;
 pub mod environment;
 pub mod figure;
+pub mod lesson;
 pub mod paired;
 pub mod timeline;
 
@@ -18,8 +20,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub use atomic::write_atomic;
+pub use book::{BookFigure, Edition, Plausibility, Source};
 pub use environment::{Environment, GpuInfo, LibraryInfo};
 pub use figure::{Better, Figure, FigureSpec, Unit};
+pub use lesson::{Decided, Held, Lesson};
 pub use timeline::Timeline;
 
 use crate::harness::Summary;
@@ -134,6 +138,17 @@ pub struct RunRecord {
     /// What the numbers show, in a sentence or three (printed under the table).
     #[serde(default)]
     pub explanation: Vec<String>,
+    /// Sentences that quote detail figures (engine internals, machine probes): in the JSON
+    /// always, in the table with `--verbose`.
+    #[serde(default)]
+    pub explanation_detail: Vec<String>,
+    /// The figures the book printed for this experiment, with their sources; none where its
+    /// section printed none.
+    #[serde(default)]
+    pub book: Vec<BookFigure>,
+    /// The chapter's lesson and whether it held here; reports older than it have none.
+    #[serde(default)]
+    pub lesson: Option<Lesson>,
     /// The machine's state while the run ran (other processes, steal, clocks, threads against
     /// cores), where the command line recorded it; reports older than it have none.
     #[serde(default)]
@@ -156,8 +171,18 @@ struct RunRecordJson<'a> {
     notes: &'a [String],
     #[serde(skip_serializing_if = "no_lines")]
     explanation: &'a [String],
+    #[serde(skip_serializing_if = "no_lines")]
+    explanation_detail: &'a [String],
+    #[serde(skip_serializing_if = "no_book")]
+    book: &'a [BookFigure],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lesson: &'a Option<Lesson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     state: &'a Option<RunState>,
+}
+
+fn no_book(book: &&[BookFigure]) -> bool {
+    book.is_empty()
 }
 
 fn no_figures(figures: &&BTreeMap<String, Figure>) -> bool {
@@ -182,6 +207,9 @@ impl Serialize for RunRecord {
             checks,
             notes,
             explanation,
+            explanation_detail,
+            book,
+            lesson,
             state,
         } = self;
         let derived_display = self
@@ -200,6 +228,9 @@ impl Serialize for RunRecord {
             checks,
             notes,
             explanation,
+            explanation_detail,
+            book,
+            lesson,
             state,
         }
         .serialize(serializer)
@@ -218,6 +249,9 @@ impl RunRecord {
             checks: Vec::new(),
             notes: Vec::new(),
             explanation: Vec::new(),
+            explanation_detail: Vec::new(),
+            book: Vec::new(),
+            lesson: None,
             state: None,
         }
     }
@@ -283,6 +317,19 @@ impl RunRecord {
             .insert(key.into(), Figure::new(Unit::Series, Better::Neither));
     }
 
+    /// Record a series that is detail (see [`Figure::detail`]).
+    pub fn derive_detail_series(&mut self, key: &str, points: Value) {
+        self.derive_series(key, points);
+        if let Some(f) = self.figures.get_mut(key) {
+            f.detail = true;
+        }
+    }
+
+    /// Whether a derived figure is detail, shown with `--verbose` only.
+    pub fn is_detail(&self, key: &str) -> bool {
+        self.figure(key).detail
+    }
+
     /// Each derived figure that is a number, worded in its unit as the table words it
     /// (`"4.58×"`, `"185.4 ns"`), in the order of `derived`; `null`s and series are left out.
     /// The JSON writes these as `derived_display`.
@@ -316,8 +363,12 @@ impl RunRecord {
     /// Keep the machine's state over the run, with a warning for each reason it gives to doubt
     /// the figures ([`RunState::busy_reasons`]).
     pub fn record_state(&mut self, state: RunState) {
-        for reason in state.busy_reasons() {
+        let reasons = state.busy_reasons();
+        for reason in &reasons {
             self.warn(format!("busy machine: {reason}"));
+        }
+        if let Some(lesson) = &mut self.lesson {
+            lesson.on_busy_machine(&reasons);
         }
         self.state = Some(state);
     }

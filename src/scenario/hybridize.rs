@@ -127,7 +127,41 @@ impl Graph {
     }
 }
 
+/// The lesson of §8.1; the texts print no figures for it.
+const LESSON: super::LessonSpec = super::LessonSpec {
+    section: "§8.1",
+    claim: "a replayed graph beats op by op: imperative / hybridized wholly above 1",
+};
+
+/// Decide the lesson from the medians.
+fn conclude(run: &mut RunRecord, f: &Passes) {
+    use super::lesson::{decided, held, ratio_words, side_words, Verdict};
+    let r = f.speedup();
+    let side = r.against(1.0);
+    let verdict = Verdict {
+        held: held(side, Side::Above),
+        evidence: format!(
+            "imperative / hybridized = {}, {}.",
+            ratio_words(&r),
+            side_words(side, 1.0)
+        ),
+        here: format!(
+            "{} vs {} per pass, {:.2}×",
+            crate::units::human_time(f.imp.median / f.passes as f64),
+            crate::units::human_time(f.hyb.median / f.passes as f64),
+            r.value
+        ),
+        book: None,
+        decided: decided(&r, 1.0),
+    };
+    LESSON.conclude(run, &[], verdict);
+}
+
 impl Scenario for Hybridize {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &LESSON
+    }
+
     fn name(&self) -> &'static str {
         "hybridize"
     }
@@ -310,6 +344,7 @@ impl Scenario for Hybridize {
         run.record(OPS_PER_PASS, ops_per_pass as f64);
         run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
         explain(&f).record(&mut run);
+        conclude(&mut run, &f);
         Ok(run)
     }
 }

@@ -13,7 +13,7 @@ use super::{
 use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, BookFigure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use serde_json::{Map, Value};
 
@@ -134,7 +134,83 @@ fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)
     )
 }
 
+/// The lesson: the chapter's workload measured alone, the yardstick of the other scenarios.
+const LESSON: super::LessonSpec = super::LessonSpec {
+    section: "§8.3.1 (its workload)",
+    claim: "the yardstick holds: the product matches a float64 reference and its rate is \
+            steady (the median's 95% interval within ±10%)",
+};
+
+/// How far the median's interval may reach for the rate to serve as a yardstick.
+const STEADY: f64 = 0.10;
+
+const TF2_CPU: BookFigure = BookFigure::seconds(
+    "10 products of 2000² on the CPU",
+    1.2657,
+    super::book::TF2_CPU_GPU,
+    super::book::A_CPU,
+)
+.products(10, 2000);
+const NUMPY: BookFigure = BookFigure::seconds(
+    "NumPy: 10 × (randn + product) of 1000²",
+    0.2660,
+    super::book::PYTORCH_ASYNC,
+    super::book::A_CPU,
+)
+.products(10, 1000);
+
+const BOOK: &[BookFigure] = &[TF2_CPU, NUMPY];
+
+/// Decide the lesson from the check and the median's interval.
+fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device: &str) {
+    use super::lesson::Verdict;
+    use crate::report::Held;
+    let matches = run.checks.iter().all(|c| c.passed);
+    let reach = run
+        .median_uncertainty(Timed::Matmul.name())
+        .unwrap_or(f64::NAN);
+    let held = match (matches, reach.is_finite()) {
+        (false, _) => Held::No,
+        (true, true) if reach <= STEADY => Held::Yes,
+        _ => Held::Inconclusive,
+    };
+    let rate_of = |f: &BookFigure| f.implied_flops().map_or(f64::NAN, |r| r / 1e9);
+    let verdict = Verdict {
+        held,
+        evidence: format!(
+            "reference check {}; the median's 95% interval reaches ±{:.1}% (steady within ±{:.0}%).",
+            if matches { "passed" } else { "FAILED" },
+            reach * 100.0,
+            STEADY * 100.0
+        ),
+        here: format!("{rate:.1} GFLOP/s"),
+        book: Some(format!(
+            "{}: {} for 10 × 2000², {:.0} GFLOP/s; {}: NumPy {}, {:.0} GFLOP/s with its randn \
+             (CPUs not named; here {}×{}×{} on {device})",
+            super::book::TF2_CPU_GPU.cite(),
+            TF2_CPU.printed(),
+            rate_of(&TF2_CPU),
+            super::book::PYTORCH_ASYNC.cite(),
+            NUMPY.printed(),
+            rate_of(&NUMPY),
+            shape.0,
+            shape.1,
+            shape.2,
+        )),
+        decided: None,
+    };
+    LESSON.conclude(run, BOOK, verdict);
+}
+
 impl Scenario for Matmul {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &LESSON
+    }
+
+    fn book(&self) -> &'static [BookFigure] {
+        BOOK
+    }
+
     fn name(&self) -> &'static str {
         "matmul"
     }
@@ -265,6 +341,7 @@ impl Scenario for Matmul {
         );
         run.explanation
             .push(explain(&device.describe(), median, ops, (m, k, n)));
+        conclude(&mut run, rate, (m, k, n), &device.describe());
         Ok(run)
     }
 }

@@ -155,7 +155,59 @@ impl Config {
     }
 }
 
+/// The lesson of §8.2.4; the texts print no figures for it.
+const LESSON: super::LessonSpec = super::LessonSpec {
+    section: "§8.2.4",
+    claim: "a bounded queue holds far less memory for about the same time: unbounded peak / \
+            bounded peak above 2, and bounded / unbounded time wholly below 1.25",
+};
+
+/// "Far less memory": under half the unbounded peak.
+const FAR_LESS: f64 = 2.0;
+/// "About the same time": at most a quarter slower.
+const ABOUT_SAME: f64 = 1.25;
+
+/// Decide the lesson from the exact peaks and the medians.
+fn conclude(run: &mut RunRecord, memory_ratio: f64) {
+    use super::evidence::{Estimate, Ratio, Side};
+    use super::lesson::{all, decided, held, ratio_words, side_words, Verdict};
+    use crate::report::Held;
+    let time = Ratio::of(
+        Estimate::of(run, Timed::Bounded.name()),
+        Estimate::of(run, Timed::Unbounded.name()),
+    );
+    let side = time.against(ABOUT_SAME);
+    // The peaks are exact counts of the tracker, not samples: no interval to reach across.
+    let memory = if !memory_ratio.is_finite() {
+        Held::Inconclusive
+    } else if memory_ratio > FAR_LESS {
+        Held::Yes
+    } else {
+        Held::No
+    };
+    let verdict = Verdict {
+        held: all(&[memory, held(side, Side::Below)]),
+        evidence: format!(
+            "unbounded / bounded peak = {memory_ratio:.1}× (exact, against {FAR_LESS}); bounded / \
+             unbounded time = {}, {}.",
+            ratio_words(&time),
+            side_words(side, ABOUT_SAME)
+        ),
+        here: format!(
+            "{memory_ratio:.1}× less memory, {:.2}× the time",
+            time.value
+        ),
+        book: None,
+        decided: decided(&time, ABOUT_SAME),
+    };
+    LESSON.conclude(run, &[], verdict);
+}
+
 impl Scenario for Memory {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &LESSON
+    }
+
     fn name(&self) -> &'static str {
         "memory"
     }
@@ -315,6 +367,8 @@ impl Scenario for Memory {
         ]
         .map(peak);
         run.explanation.push(explain(&peaks, inflight, time_ratio));
+        let memory_ratio = run.derived.get(MEMORY_RATIO.key).and_then(|v| v.as_f64());
+        conclude(&mut run, memory_ratio.unwrap_or(f64::NAN));
         Ok(run)
     }
 }

@@ -5,11 +5,13 @@
 //! results against a sequential reference, and returns a [`RunRecord`].
 
 pub mod async_loop;
+pub mod book;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
 pub mod evidence;
 pub mod hybridize;
+pub mod lesson;
 pub mod matmul;
 pub mod memory;
 pub mod params;
@@ -29,8 +31,9 @@ use crate::device::{DeviceError, RuntimeOptions};
 use crate::engine::EngineError;
 use crate::harness::sampler::Progress;
 use crate::harness::{Sampler, SamplerConfig};
-use crate::report::RunRecord;
+use crate::report::{BookFigure, RunRecord};
 use crate::tensor::TensorError;
+pub use lesson::LessonSpec;
 
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +203,13 @@ pub trait Scenario: Send + Sync {
     fn about(&self) -> &'static str;
     /// Declared parameters with defaults.
     fn params(&self) -> &'static [ParamSpec];
+    /// The chapter's lesson this scenario puts to the test: its section and claim.
+    fn lesson(&self) -> &'static LessonSpec;
+    /// The figures the book printed for this experiment, with their sources; none where its
+    /// section printed none.
+    fn book(&self) -> &'static [BookFigure] {
+        &[]
+    }
     /// Default sampling for this experiment's run time.
     fn sampling(&self) -> SamplerConfig {
         SamplerConfig::default()
@@ -292,6 +302,27 @@ mod tests {
             assert_eq!(find(n).map(|s| s.name()), Some(n));
         }
         assert!(find("nope").is_none());
+    }
+
+    /// Every scenario states the lesson it tests, and every figure it quotes from the book
+    /// names its edition, section and the seed text it was read from.
+    #[test]
+    fn every_scenario_declares_a_lesson_and_every_book_figure_its_source() {
+        for s in registry() {
+            let lesson = s.lesson();
+            assert!(lesson.section.starts_with('§'), "{}: {lesson:?}", s.name());
+            assert!(!lesson.claim.is_empty(), "{}", s.name());
+            for f in s.book() {
+                assert!(!f.what.is_empty(), "{}: {f:?}", s.name());
+                assert!(!f.source.section.is_empty(), "{}: {f:?}", s.name());
+                assert!(
+                    f.source.seed.ends_with(".txt") && f.source.seed.len() > 4,
+                    "{}: {f:?}",
+                    s.name()
+                );
+                assert!(f.value > 0.0, "{}: {f:?}", s.name());
+            }
+        }
     }
 
     #[test]

@@ -211,6 +211,9 @@ pub fn gflops(ops: u64, (m, k, n): (usize, usize, usize), seconds: f64) -> f64 {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Explained {
     pub sentences: Vec<String>,
+    /// Sentences that quote detail figures (engine internals, machine probes), shown with
+    /// `--verbose`.
+    pub detail: Vec<String>,
     pub warnings: Vec<Warning>,
 }
 
@@ -218,6 +221,7 @@ impl Explained {
     /// Put the sentences into the run's explanation and the warnings into its notes.
     pub fn record(self, run: &mut RunRecord) {
         run.explanation.extend(self.sentences);
+        run.explanation_detail.extend(self.detail);
         for w in self.warnings {
             run.warn(w.to_string());
         }

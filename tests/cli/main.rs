@@ -8,6 +8,7 @@ mod common;
 mod util;
 
 mod ab;
+mod book;
 mod compare;
 mod data_parallel;
 mod devices;

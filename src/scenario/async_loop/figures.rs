@@ -1,5 +1,6 @@
 //! The derived figures `async` records, each declared once with its key in the report, its
-//! unit and its direction.
+//! unit and its direction. The engine's internals and the machine's probes are detail
+//! (`FigureSpec::detail`): the default table leaves them to `--verbose`, the JSON keeps them.
 
 use crate::report::{Better, FigureSpec, Unit};
 
@@ -13,8 +14,9 @@ const fn ratio(key: &'static str, better: Better) -> FigureSpec {
 
 /// A time that describes the machine, not parbench: a regression gate must not call it a
 /// regression of the code when the host changes.
+/// Detail too: shown with `--verbose`.
 const fn machine(key: &'static str) -> FigureSpec {
-    seconds(key, Better::Neither)
+    seconds(key, Better::Neither).detail()
 }
 
 // The book's model and the loops it describes.
@@ -22,15 +24,17 @@ pub(super) const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::High
 pub(super) const SYNC_PER_OP_S: FigureSpec = seconds("sync_per_op_s", Better::Neither);
 pub(super) const ASYNC_PER_OP_S: FigureSpec = seconds("async_per_op_s", Better::Neither);
 pub(super) const PUSH_PER_OP_S: FigureSpec = seconds("push_per_op_s", Better::Neither);
-pub(super) const T1_S: FigureSpec = seconds("t1_s", Better::Neither);
-pub(super) const T2_S: FigureSpec = seconds("t2_s", Better::Neither);
-pub(super) const T3_S: FigureSpec = seconds("t3_s", Better::Neither);
-pub(super) const PREDICTED_SYNC_S: FigureSpec = seconds("predicted_sync_s", Better::Neither);
-pub(super) const PREDICTED_ASYNC_S: FigureSpec = seconds("predicted_async_s", Better::Neither);
+pub(super) const T1_S: FigureSpec = seconds("t1_s", Better::Neither).detail();
+pub(super) const T2_S: FigureSpec = seconds("t2_s", Better::Neither).detail();
+pub(super) const T3_S: FigureSpec = seconds("t3_s", Better::Neither).detail();
+pub(super) const PREDICTED_SYNC_S: FigureSpec =
+    seconds("predicted_sync_s", Better::Neither).detail();
+pub(super) const PREDICTED_ASYNC_S: FigureSpec =
+    seconds("predicted_async_s", Better::Neither).detail();
 pub(super) const MEASURED_OVER_PREDICTED_SYNC_RATIO: FigureSpec =
-    ratio("measured_over_predicted_sync_ratio", Better::Neither);
+    ratio("measured_over_predicted_sync_ratio", Better::Neither).detail();
 pub(super) const MEASURED_OVER_PREDICTED_ASYNC_RATIO: FigureSpec =
-    ratio("measured_over_predicted_async_ratio", Better::Neither);
+    ratio("measured_over_predicted_async_ratio", Better::Neither).detail();
 
 // The pitfall on the book's matrix products.
 pub(super) const PRODUCTS_OVER_PUSH_ONLY_RATIO: FigureSpec =
@@ -42,25 +46,27 @@ pub(super) const CHAIN_OVER_ASYNC_RATIO: FigureSpec =
     ratio("chain_over_async_ratio", Better::Lower);
 
 // Hand-offs between two lanes.
-pub(super) const HANDOFF_P50_S: FigureSpec = seconds("handoff_p50_s", Better::Lower);
-pub(super) const HANDOFF_P99_S: FigureSpec = seconds("handoff_p99_s", Better::Lower);
-pub(super) const PING_PONG_PER_OP_S: FigureSpec = seconds("ping_pong_per_op_s", Better::Lower);
+pub(super) const HANDOFF_P50_S: FigureSpec = seconds("handoff_p50_s", Better::Lower).detail();
+pub(super) const HANDOFF_P99_S: FigureSpec = seconds("handoff_p99_s", Better::Lower).detail();
+pub(super) const PING_PONG_PER_OP_S: FigureSpec =
+    seconds("ping_pong_per_op_s", Better::Lower).detail();
 
 // The machine beside the engine, references measured in the same run: a hand-off through a
 // channel and the cross-core line latency.
 pub(super) const CHANNEL_HANDOFF_PER_OP_S: FigureSpec = machine("channel_handoff_per_op_s");
 pub(super) const ASYNC_OVER_CHANNEL_RATIO: FigureSpec =
-    ratio("async_over_channel_ratio", Better::Lower);
+    ratio("async_over_channel_ratio", Better::Lower).detail();
 pub(super) const CROSS_CORE_LINE_S: FigureSpec = machine("cross_core_line_s");
-pub(super) const ASYNC_OVER_LINE_RATIO: FigureSpec = ratio("async_over_line_ratio", Better::Lower);
+pub(super) const ASYNC_OVER_LINE_RATIO: FigureSpec =
+    ratio("async_over_line_ratio", Better::Lower).detail();
 pub(super) const CROSS_CORE_LINE_BEFORE_S: FigureSpec = machine("cross_core_line_before_s");
 pub(super) const CROSS_CORE_LINE_AFTER_S: FigureSpec = machine("cross_core_line_after_s");
 /// A series, one probe after each round of samples.
 pub(super) const CROSS_CORE_LINE_EACH_ROUND_S: &str = "cross_core_line_each_round_s";
 pub(super) const ASYNC_PER_OP_LOW_LINE_S: FigureSpec =
-    seconds("async_per_op_low_line_s", Better::Lower);
+    seconds("async_per_op_low_line_s", Better::Lower).detail();
 pub(super) const ASYNC_PER_OP_HIGH_LINE_S: FigureSpec =
-    seconds("async_per_op_high_line_s", Better::Lower);
+    seconds("async_per_op_high_line_s", Better::Lower).detail();
 
 // The GPU driver alone.
 #[cfg(feature = "cuda")]
@@ -69,4 +75,4 @@ pub(super) const DRIVER_LAUNCH_S: FigureSpec = machine("driver_launch_s");
 pub(super) const DRIVER_LAUNCH_AND_WAIT_S: FigureSpec = machine("driver_launch_and_wait_s");
 #[cfg(feature = "cuda")]
 pub(super) const ASYNC_OVER_DRIVER_LAUNCH_RATIO: FigureSpec =
-    ratio("async_over_driver_launch_ratio", Better::Neither);
+    ratio("async_over_driver_launch_ratio", Better::Neither).detail();

@@ -70,7 +70,7 @@ pub(super) fn derive_handoffs(run: &mut RunRecord, n: u64, hops: &[f64]) {
     run.record(HANDOFF_P99_S, p99);
     let ping_pong = per_op(run, Timed::PingPong, n);
     run.record(PING_PONG_PER_OP_S, ping_pong);
-    run.explanation.push(format!(
+    run.explanation_detail.push(format!(
         "ping-pong: {n} dependent ops alternating between two CPU lanes took {} per op; from \
          one lane's op ending to the next starting on the other lane took {} (median hop) and \
          {} at the 99th percentile, in a traced chain of {} ops: what a multi-device step pays \

@@ -41,7 +41,7 @@ pub(super) fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
         ASYNC_OVER_CHANNEL_RATIO,
     );
     let push = per_op(run, Timed::PushOnly, n);
-    run.explanation.push(format!(
+    run.explanation_detail.push(format!(
         "for reference, measured beside the run: {n} boxed closures sent through a channel to one \
          other thread, which runs and frees them, took {} each here (median of {FLOOR_ROUNDS} \
          rounds): handing work to a thread, with no dependency tracking, no output tensor and no \
@@ -92,7 +92,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
     let (b, a) = (med(&probes.before), med(&probes.after));
     run.record(CROSS_CORE_LINE_BEFORE_S, b);
     run.record(CROSS_CORE_LINE_AFTER_S, a);
-    run.derive_series(
+    run.derive_detail_series(
         CROSS_CORE_LINE_EACH_ROUND_S,
         serde_json::json!(probes.each_round),
     );
@@ -130,7 +130,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
             human_time(lo),
             human_time(hi),
         ));
-        run.explanation.push(format!(
+        run.explanation_detail.push(format!(
             "a cache line took {} to move one way between two threads' cores just before the \
              samples and {} just after (median of {LINE_ROUNDS} rounds each), and from {} to {} \
              in the probes between rounds: the host changed during the run, so async's {} per \
@@ -153,7 +153,7 @@ pub(super) fn derive_line(run: &mut RunRecord, n: u64, probes: Option<LineProbes
         .collect();
     let line = med(&all);
     let async_time = record_reference(run, n, (CROSS_CORE_LINE_S, line), ASYNC_OVER_LINE_RATIO);
-    run.explanation.push(format!(
+    run.explanation_detail.push(format!(
         "a cache line took {} to move one way between two threads' cores here ({} before the \
          samples, {} after, median of {LINE_ROUNDS} rounds each; every probe, before, between \
          and after the rounds of samples, within {LINE_SHIFT}× of the others). async's {} per \
@@ -214,7 +214,7 @@ fn derive_by_regime(run: &mut RunRecord, n: u64, points: &[f64], threshold: f64)
         parts.push(format!("{straddled} straddled the change"));
     }
     if !parts.is_empty() {
-        run.explanation.push(format!(
+        run.explanation_detail.push(format!(
             "By the probes on either side of each round: {}.",
             parts.join("; ")
         ));
@@ -240,7 +240,7 @@ pub(super) fn derive_driver_floor(
     run.record(DRIVER_LAUNCH_AND_WAIT_S, launch_wait);
     let (sync, async_time) = (per_op(run, Timed::Sync, n), per_op(run, Timed::Async, n));
     run.record(ASYNC_OVER_DRIVER_LAUNCH_RATIO, async_time / launch);
-    run.explanation.push(format!(
+    run.explanation_detail.push(format!(
         "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
          followed by a wait for it; the async loop's {} per op is {:.2}× a bare launch, the sync loop's \
          {} is {:.2}× a bare launch and wait.",
@@ -299,7 +299,7 @@ mod tests {
         // The latency describes the host; only the engine's multiple of it is a score.
         assert_eq!(run.figure("cross_core_line_s").better, Better::Neither);
         assert_eq!(run.figure("async_over_line_ratio").better, Better::Lower);
-        let text = run.explanation.join(" ");
+        let text = run.explanation_detail.join(" ");
         assert!(text.contains("1.000 µs per op is 5.0× that"), "{text}");
         // The host moved the vCPUs between the two measurements: flagged, and no figure
         // between the two regimes is quoted as the latency.
@@ -318,7 +318,7 @@ mod tests {
         );
         assert!(!run.derived.contains_key("cross_core_line_s"));
         assert!(!run.derived.contains_key("async_over_line_ratio"));
-        let text = run.explanation.join(" ");
+        let text = run.explanation_detail.join(" ");
         assert!(
             text.contains("50.00 ns to move one way") && text.contains("not quoted"),
             "{text}"
@@ -370,7 +370,7 @@ mod tests {
         // Rounds 1, 2 and 6 are low (0.3 µs per op), round 4 high (0.6 µs); 3 and 5 straddle.
         assert!((figure(&run, "async_per_op_low_line_s") - 0.3e-6).abs() < 1e-15);
         assert!((figure(&run, "async_per_op_high_line_s") - 0.6e-6).abs() < 1e-15);
-        let text = run.explanation.join(" ");
+        let text = run.explanation_detail.join(" ");
         assert!(
             text.contains("3 of the 6 rounds ran wholly at the lower latency")
                 && text.contains("1 of the 6 rounds ran wholly at the higher latency")

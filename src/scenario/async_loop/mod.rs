@@ -35,6 +35,7 @@ mod chain;
 mod checks;
 mod figures;
 mod handoff;
+mod lesson;
 mod machine;
 mod model;
 mod pitfall;
@@ -187,6 +188,14 @@ impl Scenario for AsyncLoop {
 
     fn params(&self) -> &'static [ParamSpec] {
         PARAMS
+    }
+
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &lesson::LESSON
+    }
+
+    fn book(&self) -> &'static [crate::report::BookFigure] {
+        lesson::BOOK
     }
 
     fn sampling(&self) -> SamplerConfig {
@@ -388,6 +397,7 @@ impl Scenario for AsyncLoop {
             engine.wait_all()?;
             machine::derive_driver_floor(&mut run, gpu, n)?;
         }
+        lesson::conclude(&mut run, n, cfg.products, cfg.product_size);
         Ok(run)
     }
 }

@@ -145,7 +145,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
         "push-only ({}) stops the clock before the work is done: it measures pushing, not computing.",
         human_time(push)
     ));
-    e.push(format!(
+    out.detail.push(format!(
         "book model with t1 = {}, t2 = {}, t3 = {}: sync ≈ N(t1+t2+t3) = {} (measured {}), \
          async ≈ t1 + N·t2 + t3 = {} (measured {}).",
         human_time(p.t1),
@@ -157,7 +157,7 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
         human_time(async_time),
     ));
     if mode == Mode::Threaded && async_time > 1.5 * pred_async {
-        e.push(
+        out.detail.push(
             "async is slower than t1 + N·t2 + t3: for an op this small the pipeline runs at the pace of \
              its slowest stage, the per-op cost of pushing and of the engine's bookkeeping, not of t2."
                 .into(),
@@ -199,7 +199,8 @@ mod tests {
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {
         let e = explained(Mode::Threaded, 6e-3, 2.5e-3, 1e-3);
-        let all = e.sentences.join("\n");
+        // The model's sentences are detail (`--verbose`): read beside the others.
+        let all = [e.sentences.join("\n"), e.detail.join("\n")].join("\n");
         assert!(all.contains("async is 2.40× faster than sync"), "{all}");
         assert!(
             all.contains("(6.000 µs per op in sync, 2.500 µs in async; 2.40×, 95% interval"),
@@ -229,7 +230,7 @@ mod tests {
         assert!(all.contains("indistinguishable here"), "{all}");
         assert!(!all.contains("faster") && !all.contains("slower"), "{all}");
         let all = explained(Mode::Threaded, 6e-3, 3.1e-3, 1e-3)
-            .sentences
+            .detail
             .join("\n");
         assert!(all.contains("slowest stage"), "{all}");
     }

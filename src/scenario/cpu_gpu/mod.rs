@@ -8,6 +8,7 @@
 mod bare_threads;
 mod checks;
 mod explain;
+mod lesson;
 
 use std::cell::RefCell;
 
@@ -111,6 +112,14 @@ super::variant::variants! {
 }
 
 impl Scenario for CpuGpu {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &lesson::LESSON
+    }
+
+    fn book(&self) -> &'static [crate::report::BookFigure] {
+        lesson::BOOK
+    }
+
     fn name(&self) -> &'static str {
         "cpu-gpu"
     }
@@ -287,6 +296,7 @@ impl Scenario for CpuGpu {
             f.bare_threads = Some(c);
         }
         explain(&f, &one_device.name).record(&mut run);
+        lesson::conclude(&mut run, &f, dev_b.is_gpu(), (cpu_size, b_size));
         Ok(run)
     }
 }

@@ -116,6 +116,8 @@ pub(super) fn conclude(
     if let Some(m) = staleness_mean {
         run.record(ASYNC_STALENESS_MEAN, m);
     }
+    let timed: Vec<Timed> = trained.iter().map(|(v, _)| *v).collect();
+    super::lesson::conclude(run, &timed, k);
     explain(&Figures {
         devices: k,
         participants,

@@ -97,6 +97,7 @@ pub fn explain(f: &Figures) -> Explained {
     }
     Explained {
         sentences,
+        detail: Vec::new(),
         warnings,
     }
 }

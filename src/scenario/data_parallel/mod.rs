@@ -15,6 +15,7 @@ pub mod chunked;
 mod conclude;
 mod explain;
 pub mod in_process;
+mod lesson;
 pub mod mlp;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -386,6 +387,10 @@ impl DataParallel {
 }
 
 impl Scenario for DataParallel {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &lesson::LESSON
+    }
+
     fn name(&self) -> &'static str {
         "data-parallel"
     }

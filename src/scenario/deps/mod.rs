@@ -131,7 +131,53 @@ impl Config {
     }
 }
 
+/// The lesson of §8.3's exercise; the texts print no figures for it.
+const LESSON: super::LessonSpec = super::LessonSpec {
+    section: "§8.3 (exercise)",
+    claim: "a DAG pushed at once gives bit-identical results and finishes sooner than op by \
+            op: the bit-identical check passes and op-by-op / parallel is wholly above 1; \
+            asynchrony and parallelism each gain what their intervals show",
+};
+
+/// Decide the lesson from the check and the medians.
+fn conclude(run: &mut RunRecord, f: &Schedules) {
+    use super::lesson::{all, decided, held, ratio_words, side_words, Verdict};
+    use crate::report::Held;
+    let identical = run.checks.iter().all(|c| c.passed);
+    let whole = Ratio::of(f.op_by_op, f.parallel);
+    let side = whole.against(1.0);
+    let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
+    let verdict = Verdict {
+        held: all(&[
+            if identical { Held::Yes } else { Held::No },
+            held(side, Side::Above),
+        ]),
+        evidence: format!(
+            "checks {}; op-by-op / parallel = {}, {}; asynchrony_speedup {}, {}; \
+             parallelism_speedup {}, {}.",
+            if identical { "passed" } else { "FAILED" },
+            ratio_words(&whole),
+            side_words(side, 1.0),
+            ratio_words(&asynchrony),
+            side_words(asynchrony.against(1.0), 1.0),
+            ratio_words(&parallelism),
+            side_words(parallelism.against(1.0), 1.0),
+        ),
+        here: format!(
+            "asynchrony {:.2}×, parallelism {:.2}×",
+            asynchrony.value, parallelism.value
+        ),
+        book: None,
+        decided: decided(&whole, 1.0),
+    };
+    LESSON.conclude(run, &[], verdict);
+}
+
 impl Scenario for Deps {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &LESSON
+    }
+
     fn name(&self) -> &'static str {
         "deps"
     }
@@ -301,6 +347,7 @@ impl Scenario for Deps {
         run.record(PARALLEL_OVER_BOUND_RATIO, f.ratio);
         run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
         explain(&f).record(&mut run);
+        conclude(&mut run, &f);
         Ok(run)
     }
 }

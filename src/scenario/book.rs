@@ -1,0 +1,37 @@
+//! Where the book's figures come from: each section of the chapter that prints figures, as a
+//! [`Source`] naming its edition, section and seed text (`shared/seeds/`). Each scenario
+//! declares its own figures beside it (`const BOOK: &[BookFigure]`) from these sources.
+
+use std::borrow::Cow;
+
+use crate::report::{Edition, Source};
+
+const fn source(edition: Edition, section: &'static str, seed: &'static str) -> Source {
+    Source {
+        edition,
+        section: Cow::Borrowed(section),
+        seed: Cow::Borrowed(seed),
+    }
+}
+
+/// TF 2 edition, §8.2 asynchronous computation: `y = x + 1`, 1000 times.
+pub const TF2_ASYNC: Source = source(Edition::Tf2, "§8.2", "002_060b86b87e5e03ba.txt");
+
+/// TF 2 edition, §8.3.1: CPU and GPU in parallel.
+pub const TF2_CPU_GPU: Source = source(Edition::Tf2, "§8.3.1", "000_48c684e6be24c8a6.txt");
+
+/// TF 2 edition, §8.3.2: computation and communication in parallel.
+pub const TF2_RUN_COPY: Source = source(Edition::Tf2, "§8.3.2", "000_48c684e6be24c8a6.txt");
+
+/// PyTorch edition, asynchronous computation (the text numbers no section): NumPy against
+/// torch on a GPU, with and without `torch.cuda.synchronize`.
+pub const PYTORCH_ASYNC: Source = source(
+    Edition::Pytorch,
+    "asynchronous computation",
+    "003_6ef06c15b3dc9776.txt",
+);
+
+/// The hardware as the TF 2 edition states it: `tf.device('/GPU:0')`, no model named.
+pub const A_GPU: Option<&str> = Some("a GPU (model not stated)");
+/// The CPU, no model named.
+pub const A_CPU: Option<&str> = Some("the CPU (model not stated)");
