@@ -18,8 +18,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use parbench::device::{Runtime, RuntimeOptions};
 use parbench::engine::Var;
 use parbench::harness::floor::channel_round;
-use parbench::machine::line::{line_rounds, LINE_HOPS};
 use parbench::harness::stats::median;
+use parbench::machine::line::{line_rounds, LINE_HOPS};
 use parbench::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -50,7 +50,9 @@ pub fn pin(_cpu: Option<usize>) -> bool {
 /// least one CPU per thread, else `None` (unpinned: pinning two threads to one CPU would be
 /// worse than letting the scheduler spread them).
 pub fn cpu_for(allowed: &[usize], i: usize, threads: usize) -> Option<usize> {
-    (allowed.len() >= threads).then(|| allowed.get(i).copied()).flatten()
+    (allowed.len() >= threads)
+        .then(|| allowed.get(i).copied())
+        .flatten()
 }
 
 #[cfg(test)]

@@ -234,28 +234,38 @@ mod x86 {
     /// merge chains that would otherwise be equal.
     #[target_feature(enable = "avx512f")]
     pub(super) fn chains_avx512(iterations: u64) -> f32 {
-        let (x, y) = (_mm512_set1_ps(black_box(MUL)), _mm512_set1_ps(black_box(ADD)));
+        let (x, y) = (
+            _mm512_set1_ps(black_box(MUL)),
+            _mm512_set1_ps(black_box(ADD)),
+        );
         let mut acc: [__m512; 16] = std::array::from_fn(|i| _mm512_set1_ps(i as f32 * 0.01));
         for _ in 0..iterations {
             for a in &mut acc {
                 *a = _mm512_fmadd_ps(*a, x, y);
             }
         }
-        let sum = acc.iter().fold(_mm512_setzero_ps(), |s, &a| _mm512_add_ps(s, a));
+        let sum = acc
+            .iter()
+            .fold(_mm512_setzero_ps(), |s, &a| _mm512_add_ps(s, a));
         _mm512_reduce_add_ps(sum)
     }
 
     /// 12 chains of 8-lane FMAs: with the two operands, 14 of the 16 registers.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn chains_avx2(iterations: u64) -> f32 {
-        let (x, y) = (_mm256_set1_ps(black_box(MUL)), _mm256_set1_ps(black_box(ADD)));
+        let (x, y) = (
+            _mm256_set1_ps(black_box(MUL)),
+            _mm256_set1_ps(black_box(ADD)),
+        );
         let mut acc: [__m256; 12] = std::array::from_fn(|i| _mm256_set1_ps(i as f32 * 0.01));
         for _ in 0..iterations {
             for a in &mut acc {
                 *a = _mm256_fmadd_ps(*a, x, y);
             }
         }
-        let sum = acc.iter().fold(_mm256_setzero_ps(), |s, &a| _mm256_add_ps(s, a));
+        let sum = acc
+            .iter()
+            .fold(_mm256_setzero_ps(), |s, &a| _mm256_add_ps(s, a));
         let mut lanes = [0f32; 8];
         // SAFETY: `lanes` holds 8 f32, the 32 bytes the unaligned store writes.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
@@ -304,7 +314,11 @@ mod tests {
             assert!(v.is_finite() && v > 0.0, "{peak:?}");
         }
         assert_eq!(peak.cores, cores);
-        assert!(peak.method.contains(peak.unit.instruction()), "{}", peak.method);
+        assert!(
+            peak.method.contains(peak.unit.instruction()),
+            "{}",
+            peak.method
+        );
         // The scalar chains run everywhere.
         let scalar = measure_on(VectorUnit::Scalar, 1e-3, 1, 1).unwrap();
         assert!(scalar.per_core_gflops > 0.0 && scalar.all_cores_gflops == scalar.per_core_gflops);

@@ -48,7 +48,8 @@ pub struct Bandwidth {
     pub threads: usize,
     /// Bytes of each of the three arrays.
     pub array_bytes: u64,
-    /// The last-level cache, in bytes, where sysfs says.
+    /// The last-level cache, in bytes; absent where sysfs does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_bytes: Option<u64>,
     /// True when each of the all-thread threads ran pinned to a CPU of its own.
     pub pinned: bool,
@@ -176,10 +177,7 @@ fn measure_over(
             crate::units::grouped(elements as u64),
             crate::units::human_bytes(array_bytes),
             match llc_bytes {
-                Some(llc) => format!(
-                    "; last-level cache {}",
-                    crate::units::human_bytes(llc)
-                ),
+                Some(llc) => format!("; last-level cache {}", crate::units::human_bytes(llc)),
                 None => String::new(),
             },
             if pinned { ", each pinned" } else { "" },
@@ -191,7 +189,12 @@ fn measure_over(
 type Share<'a> = Mutex<(&'a mut [f32], &'a mut [f32], &'a mut [f32])>;
 
 /// The arrays cut into shares of `chunk` elements, one per thread.
-fn shares<'a>(a: &'a mut [f32], b: &'a mut [f32], c: &'a mut [f32], chunk: usize) -> Vec<Share<'a>> {
+fn shares<'a>(
+    a: &'a mut [f32],
+    b: &'a mut [f32],
+    c: &'a mut [f32],
+    chunk: usize,
+) -> Vec<Share<'a>> {
     a.chunks_mut(chunk)
         .zip(b.chunks_mut(chunk))
         .zip(c.chunks_mut(chunk))

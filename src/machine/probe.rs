@@ -47,6 +47,9 @@ mod tests {
         assert_eq!(serde_json::from_str::<Probe<u32>>(&json).unwrap(), n);
         assert_eq!(n.measured(), None);
         let failed = Probe::<u32>::from_result("spawn", Err("no threads"));
-        assert_eq!(failed, Probe::NotMeasured("spawn failed: no threads".into()));
+        assert_eq!(
+            failed,
+            Probe::NotMeasured("spawn failed: no threads".into())
+        );
     }
 }

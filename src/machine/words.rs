@@ -139,6 +139,8 @@ mod tests {
         );
         let none = Limits::not_measured("debug build").lines();
         assert_eq!(none.len(), 5);
-        assert!(none.iter().all(|l| l.ends_with(": not measured (debug build)")));
+        assert!(none
+            .iter()
+            .all(|l| l.ends_with(": not measured (debug build)")));
     }
 }

@@ -50,8 +50,8 @@ use super::{
 use crate::device::memory::f32_bytes;
 use crate::device::{available_cores, DeviceError, DeviceRequest, Runtime};
 use crate::harness::floor;
-use crate::machine::line;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::machine::line;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
 use chain::add_chain;
