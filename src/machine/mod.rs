@@ -5,7 +5,7 @@
 //!
 //! The limits: [`limits()`] measures them once per process ([`Limits`]), from the probes of
 //! [`fma`] (the f32 FMA peak on the widest vector unit), [`clock`] (a dependent `imul` chain),
-//! [`memory`] (STREAM copy and triad) and [`line`] (a cache line between two cores). The
+//! [`memory`] (STREAM copy and triad) and [`line`](mod@line) (a cache line between two cores). The
 //! all-core probes run a [`team`] of threads pinned one per CPU ([`affinity`]).
 
 pub mod affinity;

@@ -52,7 +52,7 @@ pub struct Environment {
 
 impl Environment {
     /// Captures the environment of this process now, with the machine's limits
-    /// ([`crate::machine::limits`]: measured on the first call in a process, about 0.3 s in a
+    /// ([`crate::machine::limits()`]: measured on the first call in a process, about 0.3 s in a
     /// release build, so call this before any timed run). Never panics; unreadable facts become
     /// "unknown" or 0.
     pub fn capture(engine: &str, gpu: GpuInfo) -> Environment {
