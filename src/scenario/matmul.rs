@@ -138,6 +138,21 @@ fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)
     )
 }
 
+/// A fraction of the FMA peak above this is outside the physical range: the peak was read
+/// low (probes and run alike read within a few percent of each other on a quiet machine).
+const ABOVE_PEAK: f64 = 1.05;
+
+/// Why a product can read above the peak.
+fn above_peak(fraction: f64) -> String {
+    format!(
+        "the products ran at {} of the FMA peak measured before the run: the machine was busier \
+         while the peak was measured (another process on its cores) than during the run, so \
+         the peak, and fraction_of_peak, read wrong; parbench devices --probe on a quiet \
+         machine measures it again",
+        crate::units::human_percent(fraction)
+    )
+}
+
 /// How close `rate` GFLOP/s on `threads` threads came to the FMA peak, as a fraction, and in
 /// words.
 fn of_peak(rate: f64, threads: usize, peak: &FmaPeak) -> (f64, String) {
@@ -295,6 +310,9 @@ impl Scenario for Matmul {
                     let (fraction, sentence) = of_peak(rate, device.threads, peak);
                     run.record(FRACTION_OF_PEAK, fraction);
                     run.explanation.push(sentence);
+                    if fraction > ABOVE_PEAK {
+                        run.warn(above_peak(fraction));
+                    }
                 }
                 Probe::NotMeasured(why) => run.explanation.push(format!(
                     "No fraction of the machine's FMA peak: the peak was not measured ({why})."
@@ -345,5 +363,6 @@ mod tests {
         assert!(sentence.contains("50% of this machine's AVX-512 FMA peak on 1 core ("));
         // More threads than cores: the peak of all cores.
         assert_eq!(of_peak(375.7, 8, &peak).0, 1.0);
+        assert!(above_peak(1.17).starts_with("the products ran at 117% of the FMA peak"));
     }
 }
