@@ -17,8 +17,9 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use parbench::device::{Runtime, RuntimeOptions};
 use parbench::engine::Var;
-use parbench::harness::floor::{channel_round, line_rounds, LINE_HOPS};
+use parbench::harness::floor::channel_round;
 use parbench::harness::stats::median;
+use parbench::machine::line::{line_rounds, LINE_HOPS};
 use parbench::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -135,7 +136,7 @@ const TENSOR_LOOP_OPS: u64 = 1_000;
 /// - `chain`: `y = y + 1` 1,000 times, each op waiting for the one before.
 ///
 /// Read the modes as ratios from one run: the host's periods move all of them together. The
-/// group prints the cross-core line latency (`harness::floor::line_rounds`) before and after
+/// group prints the cross-core line latency (`machine::line::line_rounds`) before and after
 /// its modes, so a run that changed period says so.
 fn bench_tensor_loop(c: &mut Criterion) {
     print_line("before");

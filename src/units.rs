@@ -91,6 +91,38 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// A compute rate: `187.3 GFLOP/s` (10^9 floating-point operations per second).
+pub fn human_gflops(gflops: f64) -> String {
+    if !gflops.is_finite() {
+        return "n/a".into();
+    }
+    format!("{gflops:.1} GFLOP/s")
+}
+
+/// A bandwidth: `11.2 GB/s` (10^9 bytes per second, as STREAM counts).
+pub fn human_gbytes_per_s(gbytes_per_s: f64) -> String {
+    if !gbytes_per_s.is_finite() {
+        return "n/a".into();
+    }
+    format!("{gbytes_per_s:.1} GB/s")
+}
+
+/// A clock: `3.10 GHz`.
+pub fn human_ghz(ghz: f64) -> String {
+    if !ghz.is_finite() {
+        return "n/a".into();
+    }
+    format!("{ghz:.2} GHz")
+}
+
+/// A fraction as a whole percentage: `0.996` → `100%`, `0.452` → `45%`.
+pub fn human_percent(fraction: f64) -> String {
+    if !fraction.is_finite() {
+        return "n/a".into();
+    }
+    format!("{:.0}%", fraction * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +169,17 @@ mod tests {
     fn byte_counts_pick_a_binary_unit() {
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(3 << 20), "3.0 MiB");
+    }
+
+    #[test]
+    fn rates_clocks_and_fractions_read_in_their_unit() {
+        assert_eq!(human_gflops(187.34), "187.3 GFLOP/s");
+        assert_eq!(human_gbytes_per_s(11.24), "11.2 GB/s");
+        assert_eq!(human_ghz(3.1), "3.10 GHz");
+        assert_eq!(human_percent(0.996), "100%");
+        assert_eq!(human_percent(0.452), "45%");
+        for f in [human_gflops, human_gbytes_per_s, human_ghz, human_percent] {
+            assert_eq!(f(f64::NAN), "n/a");
+        }
     }
 }

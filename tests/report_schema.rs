@@ -458,3 +458,74 @@ fn broken_reports_are_rejected_where_they_break() {
     });
     assert_valid("a report with new keys in its maps", &doc);
 }
+
+/// Every report records the machine's limits: measured (as a release build records them) or
+/// not (as a debug build does), both validate; an older report without them still does; a
+/// limit of the wrong shape is rejected at its probe.
+#[test]
+fn limits_measured_or_not_are_valid_and_broken_ones_rejected() {
+    let good = small_suite();
+    assert!(
+        good["environment"]["limits"]["fma"].is_object(),
+        "every report records the limits: {}",
+        good["environment"]
+    );
+    assert_valid(
+        "a report without limits (written before them)",
+        &without(good, "/environment/limits"),
+    );
+    let budget = parbench::machine::Budget::TINY;
+    let measured = serde_json::to_value(parbench::machine::Limits::measure(&budget))
+        .expect("limits serialize");
+    let with_limits = changed(good, "/environment/limits", |v| *v = measured.clone());
+    assert_valid("a report with measured limits", &with_limits);
+    let fma = &with_limits["environment"]["limits"]["fma"];
+    assert!(fma["measured"]["per_core_gflops"].is_number(), "{fma}");
+
+    let cases: Vec<(&str, &str, Value)> = vec![
+        (
+            "/environment/limits/fma",
+            "/measured/unit",
+            json!("avx1024"),
+        ),
+        (
+            "/environment/limits/fma",
+            "/measured/per_core_gflops",
+            json!("fast"),
+        ),
+        (
+            "/environment/limits/memory",
+            "/measured/copy/one_thread_gbytes_per_s",
+            json!(null),
+        ),
+        ("/environment/limits/line", "/not_measured", json!("")),
+    ];
+    for (probe, field, value) in cases {
+        let doc = changed(good, "/environment/limits", |v| *v = measured.clone());
+        let at = format!("{probe}{field}");
+        let doc = if doc.pointer(&at).is_some() {
+            changed(&doc, &at, |v| *v = value.clone())
+        } else {
+            changed(&doc, probe, |v| {
+                *v = json!({ "not_measured": value.clone() })
+            })
+        };
+        assert_rejected(&format!("{at} = {value}"), &doc, probe);
+    }
+    let both =
+        changed(
+            good,
+            "/environment/limits/clock",
+            |v| *v = json!({"measured": {"ghz": 3.0, "method": "imul"}, "not_measured": "why"}),
+        );
+    assert_rejected(
+        "a probe both measured and not",
+        &both,
+        "/environment/limits/clock",
+    );
+    assert_rejected(
+        "limits without their probe time",
+        &without(&with_limits, "/environment/limits/probe_s"),
+        "/environment/limits",
+    );
+}

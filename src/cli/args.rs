@@ -33,6 +33,11 @@ pub enum Command {
         /// Print the environment block as JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also measure the machine's limits (f32 FMA peak, clock, memory bandwidth, cache-line
+        /// latency between cores), as every report records them: about 0.3 s in a release
+        /// build; a debug build says it does not measure.
+        #[arg(long)]
+        probe: bool,
     },
     /// Run every scenario with book-sized parameters (scenarios/default.toml), into one report.
     All(CommonArgs),

@@ -29,7 +29,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     };
     match cli.command {
         Command::List => stdout(&scenarios_help()).map_err(CliError::from),
-        Command::Devices { json } => devices(json),
+        Command::Devices { json, probe } => devices(json, probe),
         Command::All(common) => {
             let plan = suite::parse("scenarios/default.toml (built in)", suite::DEFAULT_SUITE)?;
             run_plan(plan, &common)
@@ -86,9 +86,15 @@ pub(super) fn parse_clap<T>(
     }
 }
 
-/// `parbench devices [--json]`.
-fn devices(json: bool) -> Result<(), CliError> {
-    let env = Environment::capture(Mode::Threaded.as_str(), device::discovery::probe_gpu());
+/// `parbench devices [--json] [--probe]`: the machine's limits only with `--probe`, so a quick
+/// look stays quick.
+fn devices(json: bool, probe: bool) -> Result<(), CliError> {
+    let (engine, gpu) = (Mode::Threaded.as_str(), device::discovery::probe_gpu());
+    let env = if probe {
+        Environment::capture(engine, gpu)
+    } else {
+        Environment::capture_without_limits(engine, gpu)
+    };
     if json {
         stdout(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
     } else {

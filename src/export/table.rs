@@ -65,6 +65,11 @@ pub fn render_devices(e: &crate::report::Environment) -> String {
             g.reason.as_deref().unwrap_or("unknown reason")
         );
     }
+    if let Some(limits) = &e.limits {
+        for (i, line) in limits.lines().iter().enumerate() {
+            let _ = writeln!(out, "{:<8}{line}", if i == 0 { "limits" } else { "" });
+        }
+    }
     out
 }
 

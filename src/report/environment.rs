@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::device::discovery::{GpuInfo, LibraryInfo};
+use crate::machine::Limits;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -42,13 +43,29 @@ pub struct Environment {
     pub argv: Vec<String>,
     /// When capture ran: RFC 3339 UTC, whole seconds, e.g. "2023-11-14T22:13:20Z".
     pub started_at: String,
+    /// What the machine can do (FMA peak, clock, memory bandwidth, cache-line latency),
+    /// measured by parbench once per process, before any run: `None` in reports written
+    /// before the field existed and in `parbench devices` without `--probe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
 }
 
 impl Environment {
-    /// Captures the environment of this process now. Never panics; unreadable facts become
-    /// "unknown" or 0. `argv` comes from `std::env::args_os` (non-UTF-8 arguments are converted
-    /// lossily rather than panicking as `std::env::args` would).
+    /// Captures the environment of this process now, with the machine's limits
+    /// ([`crate::machine::limits()`]: measured on the first call in a process, about 0.3 s in a
+    /// release build, so call this before any timed run). Never panics; unreadable facts become
+    /// "unknown" or 0.
     pub fn capture(engine: &str, gpu: GpuInfo) -> Environment {
+        Environment {
+            limits: Some(crate::machine::limits().clone()),
+            ..Environment::capture_without_limits(engine, gpu)
+        }
+    }
+
+    /// [`Environment::capture`] without the limits, for a quick look at the machine (`parbench
+    /// devices`). `argv` comes from `std::env::args_os` (non-UTF-8 arguments are converted
+    /// lossily rather than panicking as `std::env::args` would).
+    pub fn capture_without_limits(engine: &str, gpu: GpuInfo) -> Environment {
         let unknown = || "unknown".to_string();
         Environment {
             host: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
@@ -69,6 +86,7 @@ impl Environment {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             started_at: rfc3339_utc(SystemTime::now()),
+            limits: None,
         }
     }
 }
@@ -255,9 +273,27 @@ mod tests {
             assert!(env.memory_bytes > 0);
             assert_ne!(env.host, "unknown");
         }
+        assert!(env.limits.is_some());
         let json = serde_json::to_string(&env).expect("serialize");
         let back: Environment = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back, env);
+        let quick = Environment::capture_without_limits("threads", GpuInfo::unavailable("test"));
+        assert_eq!(quick.limits, None);
+        let json = serde_json::to_value(&quick).expect("serialize");
+        assert!(json.get("limits").is_none(), "{json}");
+    }
+
+    /// A report written before `limits` existed reads back, without them.
+    #[test]
+    fn an_environment_without_limits_reads_back() {
+        let old = r#"{"host": "vm", "os": "linux x86_64", "cpu_model": "Intel(R) Xeon(R)",
+            "cores": 2, "memory_bytes": 25276063744,
+            "gpu": {"available": false, "reason": "no driver"},
+            "rustc": "rustc 1.95.0", "engine": "threaded", "argv": ["parbench", "async"],
+            "started_at": "2026-11-25T07:12:34Z"}"#;
+        let env: Environment = serde_json::from_str(old).expect("an old environment reads");
+        assert_eq!(env.limits, None);
+        assert_eq!(env.cores, 2);
     }
 
     #[test]

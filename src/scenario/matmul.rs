@@ -13,6 +13,7 @@ use super::{
 use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
 use crate::device::{available_cores, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::machine::{limits, FmaPeak, Probe};
 use crate::report::{Better, BookFigure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 use serde_json::{Map, Value};
@@ -38,6 +39,9 @@ const GFLOPS: FigureSpec = FigureSpec::new("gflops", Unit::Gflops, Better::Highe
 const GFLOPS_PER_THREAD: FigureSpec =
     FigureSpec::new("gflops_per_thread", Unit::Gflops, Better::Higher);
 const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Neither);
+/// GFLOP/s over the machine's f32 FMA peak for the device's threads (CPU devices only).
+const FRACTION_OF_PEAK: FigureSpec =
+    FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -202,6 +206,38 @@ fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device
     LESSON.conclude(run, BOOK, verdict);
 }
 
+/// A fraction of the FMA peak above this is outside the physical range: the peak was read
+/// low (probes and run alike read within a few percent of each other on a quiet machine).
+const ABOVE_PEAK: f64 = 1.05;
+
+/// Why a product can read above the peak.
+fn above_peak(fraction: f64) -> String {
+    format!(
+        "the products ran at {} of the FMA peak measured before the run: the machine was busier \
+         while the peak was measured (another process on its cores) than during the run, so \
+         the peak, and fraction_of_peak, read wrong; parbench devices --probe on a quiet \
+         machine measures it again",
+        crate::units::human_percent(fraction)
+    )
+}
+
+/// How close `rate` GFLOP/s on `threads` threads came to the FMA peak, as a fraction, and in
+/// words.
+fn of_peak(rate: f64, threads: usize, peak: &FmaPeak) -> (f64, String) {
+    let fraction = rate / peak.for_threads(threads);
+    let cores = threads.clamp(1, peak.cores);
+    let sentence = format!(
+        "{} is {} of this machine's {} FMA peak on {cores} core{} ({} per core, measured by \
+         parbench before the run).",
+        crate::units::human_gflops(rate),
+        crate::units::human_percent(fraction),
+        peak.unit.as_str(),
+        if cores == 1 { "" } else { "s" },
+        crate::units::human_gflops(peak.per_core_gflops),
+    );
+    (fraction, sentence)
+}
+
 impl Scenario for Matmul {
     fn lesson(&self) -> &'static super::LessonSpec {
         &LESSON
@@ -270,6 +306,9 @@ impl Scenario for Matmul {
         let cfg = Config::of(params)?;
         let ((m, k, n), ops) = (cfg.dims, cfg.ops);
         let threads = cfg.threads(ctx);
+        // The machine's FMA peak, measured once per process: before the device's threads
+        // exist, so the probe has the cores to itself (the CLI has measured it already).
+        let fma = &limits().fma;
         let ChosenDevice {
             request,
             fallback_note: notes,
@@ -341,6 +380,21 @@ impl Scenario for Matmul {
         );
         run.explanation
             .push(explain(&device.describe(), median, ops, (m, k, n)));
+        if !device.is_gpu() {
+            match fma {
+                Probe::Measured(peak) => {
+                    let (fraction, sentence) = of_peak(rate, device.threads, peak);
+                    run.record(FRACTION_OF_PEAK, fraction);
+                    run.explanation.push(sentence);
+                    if fraction > ABOVE_PEAK {
+                        run.warn(above_peak(fraction));
+                    }
+                }
+                Probe::NotMeasured(why) => run.explanation.push(format!(
+                    "No fraction of the machine's FMA peak: the peak was not measured ({why})."
+                )),
+            }
+        }
         conclude(&mut run, rate, (m, k, n), &device.describe());
         Ok(run)
     }
@@ -362,5 +416,30 @@ mod tests {
             explain("cpu:0", 2e-3, 1, (100, 200, 50)),
             "cpu:0 reaches 1.0 GFLOP/s on 100×200 · 200×50 (2.000 ms per product)."
         );
+    }
+
+    #[test]
+    fn the_fraction_of_peak_is_over_the_peak_for_the_threads() {
+        let peak = FmaPeak {
+            unit: crate::machine::VectorUnit::Avx512,
+            per_core_gflops: 187.9,
+            all_cores_gflops: 375.7,
+            cores: 2,
+            pinned: true,
+            method: String::new(),
+        };
+        let (fraction, sentence) = of_peak(375.7, 2, &peak);
+        assert_eq!(fraction, 1.0);
+        assert_eq!(
+            sentence,
+            "375.7 GFLOP/s is 100% of this machine's AVX-512 FMA peak on 2 cores (187.9 GFLOP/s \
+             per core, measured by parbench before the run)."
+        );
+        let (fraction, sentence) = of_peak(93.95, 1, &peak);
+        assert_eq!(fraction, 0.5);
+        assert!(sentence.contains("50% of this machine's AVX-512 FMA peak on 1 core ("));
+        // More threads than cores: the peak of all cores.
+        assert_eq!(of_peak(375.7, 8, &peak).0, 1.0);
+        assert!(above_peak(1.17).starts_with("the products ran at 117% of the FMA peak"));
     }
 }

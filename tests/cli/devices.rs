@@ -180,3 +180,51 @@ fn run_copy_falls_back_and_checks_the_copies() {
         .unwrap()
         .starts_with("GPU unavailable: "));
 }
+
+/// `devices --probe` prints one line per limit, measured (a release build) or with the reason
+/// it was not (a debug build); `--json` carries them in the environment; plain `devices` does
+/// not measure.
+#[test]
+fn devices_probe_prints_each_limit() {
+    let out = parbench().args(["devices", "--probe"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (label, measured) in [
+        ("f32 FMA peak: ", " per core, "),
+        ("clock: ", " GHz (dependent imul chain)"),
+        ("memory copy: ", " GB/s on 1 thread, "),
+        ("memory triad: ", " GB/s on 1 thread, "),
+        ("cache line between cores: ", " one way"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no '{label}' line in:\n{text}"));
+        assert!(
+            line.contains(measured) || line.contains(": not measured ("),
+            "{line}"
+        );
+    }
+    assert!(text.starts_with("cpu "), "{text}");
+    assert!(text.contains("\nlimits  f32 FMA peak: "), "{text}");
+
+    let json = |args: &[&str]| -> Value {
+        serde_json::from_slice(&parbench().args(args).output().unwrap().stdout).unwrap()
+    };
+    let env = json(&["devices", "--probe", "--json"]);
+    for probe in ["fma", "clock", "memory", "line"] {
+        let limit = &env["limits"][probe];
+        assert!(
+            limit["measured"].is_object() || limit["not_measured"].is_string(),
+            "{probe}: {env}"
+        );
+    }
+    assert!(env["limits"]["probe_s"].is_number());
+    assert!(json(&["devices", "--json"]).get("limits").is_none());
+    let plain = parbench().arg("devices").output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("FMA peak"));
+}

@@ -58,7 +58,7 @@ pub(super) fn derive_floor(run: &mut RunRecord, n: u64, floor: f64) {
 /// How long the engine is left idle before the line latency is measured (its workers park).
 pub(super) const LINE_QUIET: Duration = Duration::from_millis(5);
 
-/// Rounds of [`floor::line_round`] before and after the samples.
+/// Rounds of [`crate::machine::line::line_round`] before and after the samples.
 pub(super) const LINE_ROUNDS: usize = 5;
 
 /// Before and after differing by more than this factor, the run is flagged as spanning two

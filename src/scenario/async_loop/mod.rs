@@ -52,6 +52,7 @@ use crate::device::memory::f32_bytes;
 use crate::device::{available_cores, DeviceError, DeviceRequest, Runtime};
 use crate::harness::floor;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::machine::line;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
 use chain::add_chain;
@@ -343,7 +344,7 @@ impl Scenario for AsyncLoop {
             // Idle workers poll for a while before they park; on two CPUs one still polling
             // would share a CPU with the probe's threads.
             std::thread::sleep(LINE_QUIET);
-            floor::line_rounds(floor::LINE_HOPS, rounds)
+            line::line_rounds(line::LINE_HOPS, rounds)
                 .map_err(|e| ScenarioError::from(DeviceError::Workers(e)))
         };
         let line_before = line_rounds(LINE_ROUNDS)?;
