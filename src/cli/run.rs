@@ -280,11 +280,10 @@ fn attach_timelines(report: &mut Report, ctx: &RunContext, from: &mut usize) {
 }
 
 /// The one-thread FMA probe repeated before and after each run (a fall of more than 10% says a
-/// core was shared). The probe belongs to the machine's limits, which parbench does not
-/// measure yet: until it does, there is none, and the state leaves `probe_before`/`probe_after`
-/// out.
+/// core was shared): loops of 2 ms, best of 3, a few tens of milliseconds in all. A debug
+/// build has none, and the state leaves `probe_before`/`probe_after` out.
 fn fma_probe() -> Option<f64> {
-    None
+    crate::machine::fma::one_core_gflops(0.002, 3)
 }
 
 /// The threads of the run's CPU devices, from their descriptions (`cpu:0 (2 threads)`): the

@@ -166,6 +166,19 @@ pub fn measure(target_s: f64, repeats: usize, cores: usize) -> Probe<FmaPeak> {
     )
 }
 
+/// One thread's GFLOP/s on the widest vector unit, from loops of about `target_s` seconds,
+/// best of `repeats`: the short probe repeated before and after each run, whose fall says a
+/// core was shared or its clock dropped. `None` in a debug build, whose unoptimized loops
+/// would read far below the hardware (see [`super::limits::DEBUG_BUILD`]).
+pub fn one_core_gflops(target_s: f64, repeats: usize) -> Option<f64> {
+    if cfg!(debug_assertions) {
+        return None;
+    }
+    let unit = VectorUnit::detect();
+    let n = calibrate(target_s, |n| unit.run(n));
+    Some(best_rate(n, repeats, |n| unit.run(n)) * unit.flops_per_iteration() as f64 / 1e9)
+}
+
 fn measure_on(
     unit: VectorUnit,
     target_s: f64,

@@ -493,14 +493,15 @@ mod tests {
         let mut run = RunRecord::new("x", Map::new(), vec![]);
         run.record_state(RunState {
             other_cpu_fraction: Some(0.48),
-            own_runnable: crate::machine::state::Runnable::of(&[3, 3, 3]),
+            engine_threads: Some(4),
+            own_runnable: crate::machine::state::Runnable::of(&[4, 4, 4]),
             ..RunState::unknown(1.0, 2)
         });
         let warnings: Vec<&str> = run.warnings().collect();
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].starts_with("busy machine: other processes used 48%"));
         assert!(warnings[1].starts_with(
-            "busy machine: parbench's own threads wanted 3.0 cores at once on average, on 2 cores"
+            "busy machine: parbench's own threads wanted 4.0 cores at once on average, on 2 cores"
         ));
         let kinds: Vec<&str> = run.busy_reasons().iter().map(BusyReason::kind).collect();
         assert_eq!(kinds, ["other-processes", "oversubscribed"]);
