@@ -347,11 +347,20 @@ const RATES: [Rate; 3] = [
     (Unit::SamplesPerSecond, "samples/s", chart::plain),
 ];
 
-/// A run's variants as bars: the median time, whiskers at the 95% CI of the median.
+/// A run's variants as bars: the median time, whiskers at the 95% CI of the median. Medians
+/// that span more than [`LOG_SPREAD`]× go on a log axis, so a 100 ms variant does not flatten
+/// microsecond ones to nothing; each variant's label (what it times, a pitfall) is written
+/// under its bar.
 pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
+    let medians: Vec<f64> = run.variants.iter().map(|v| v.summary.median_s).collect();
+    let labels: Vec<String> = run
+        .variants
+        .iter()
+        .map(|v| v.label.clone().unwrap_or_default())
+        .collect();
     BarChart {
         title: format!("{}: median time per variant", run.scenario),
-        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        axis: time_axis(&medians),
         whisker: ci_caption(run),
         groups: Vec::new(),
         rows: run
@@ -359,8 +368,28 @@ pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
             .iter()
             .map(|v| (v.name.clone(), vec![Some(bar(&v.summary))]))
             .collect(),
+        notes: labels,
     }
     .svg(width)
+}
+
+/// Largest over smallest median beyond which bars of times go on a log axis.
+pub const LOG_SPREAD: f64 = 30.0;
+
+/// The axis of bars of median times: logarithmic when they span more than [`LOG_SPREAD`]×.
+fn time_axis(medians: &[f64]) -> Axis {
+    let positive = || {
+        medians
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite() && *m > 0.0)
+    };
+    let (lo, hi) = (
+        positive().fold(f64::INFINITY, f64::min),
+        positive().fold(0.0, f64::max),
+    );
+    let log = lo.is_finite() && hi / lo > LOG_SPREAD;
+    Axis::new("time per round (median)", log, crate::units::human_time)
 }
 
 fn bar(s: &crate::harness::Summary) -> Bar {
@@ -400,15 +429,21 @@ pub fn comparison_bars(
             .find(|v| v.name == name)
             .map(|v| bar(&v.summary))
     };
+    let rows: Vec<(String, Vec<Option<Bar>>)> = variants
+        .into_iter()
+        .map(|v| (v.to_string(), vec![find(base, v), find(new, v)]))
+        .collect();
+    let medians: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| r.1.iter().flatten().map(|b| b.value))
+        .collect();
     BarChart {
         title: format!("{}: baseline vs new", base.scenario),
-        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        axis: time_axis(&medians),
         whisker: ci_caption(base),
         groups: names.iter().map(|n| n.to_string()).collect(),
-        rows: variants
-            .into_iter()
-            .map(|v| (v.to_string(), vec![find(base, v), find(new, v)]))
-            .collect(),
+        rows,
+        notes: Vec::new(),
     }
     .svg(width)
 }
@@ -469,46 +504,155 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
     charts
 }
 
-/// The lane timelines recorded for run `index` of `report`, one block per traced variant on a
-/// shared time axis; `None` when the report carries none for it.
+/// Scenarios whose lesson is how long variants take side by side (parallel ≈ max(a, b), copy
+/// hidden behind compute, a graph's lanes against one): their timelines share one time axis.
+const SHARED_TIME_AXIS: [&str; 3] = ["cpu-gpu", "run-copy", "deps"];
+
+/// The lane timelines recorded for run `index` of `report`, one block per traced variant;
+/// `None` when the report carries none for it, or none with an engine op. Each block says it
+/// is the extra traced repeat and gives the table's median beside it: tracing slows ops, and
+/// the repeat is one sample, so the two differ. For the scenarios of [`SHARED_TIME_AXIS`] the
+/// blocks share one time axis. A variant whose repeat recorded no engine op is left out (see
+/// [`timeline_note`]).
 pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<String> {
+    let run = report.runs.get(index)?;
     let groups: Vec<GanttGroup> = report
         .timelines
         .iter()
-        .filter(|t| t.run == index)
-        .map(|t| GanttGroup {
-            title: if t.ops == 0 {
-                format!("{}: no engine op in its traced repeat", t.variant)
-            } else {
+        .filter(|t| t.run == index && t.ops > 0)
+        .map(|t| {
+            let variant = run.variants.iter().find(|v| v.name == t.variant);
+            let timed = variant.map_or(String::new(), |v| {
+                format!(", after the {} timed", v.summary.samples_s.len())
+            });
+            let median = variant.map_or(String::new(), |v| {
                 format!(
-                    "{}: {} ops in {}",
-                    t.variant,
-                    t.ops,
-                    crate::units::human_time(t.span_ns as f64 * 1e-9)
+                    "the table's median: {} · ",
+                    crate::units::human_time(v.summary.median_s)
                 )
-            },
-            lanes: t
-                .lanes
-                .iter()
-                .map(|l| {
-                    (
-                        l.lane.clone(),
-                        l.busy_ns
-                            .iter()
-                            .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
-                            .collect(),
-                    )
-                })
-                .collect(),
+            });
+            GanttGroup {
+                title: t.variant.clone(),
+                detail: format!(
+                    "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{} ops",
+                    crate::units::human_time(t.span_ns as f64 * 1e-9),
+                    t.ops
+                ),
+                lanes: t
+                    .lanes
+                    .iter()
+                    .map(|l| {
+                        (
+                            l.lane.clone(),
+                            l.busy_ns
+                                .iter()
+                                .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            }
         })
         .collect();
-    let run = report.runs.get(index)?;
+    let (axis, scale) = if SHARED_TIME_AXIS.contains(&run.scenario.as_str()) {
+        (chart::TimeAxis::Shared, "one time axis for all")
+    } else {
+        (chart::TimeAxis::PerVariant, "each to its own length")
+    };
     chart::gantt(
-        &format!("{}: lane timeline of the traced repeat", run.scenario),
+        &format!(
+            "{}: lane timeline of the traced repeat, {scale}",
+            run.scenario
+        ),
         &groups,
+        axis,
         width,
     )
 }
+
+/// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
+/// engine op. `None` when every traced variant has one.
+pub fn timeline_note(report: &Report, index: usize) -> Option<String> {
+    let empty: Vec<&str> = report
+        .timelines
+        .iter()
+        .filter(|t| t.run == index && t.ops == 0)
+        .map(|t| t.variant.as_str())
+        .collect();
+    if empty.is_empty() {
+        return None;
+    }
+    let why = match report.runs.get(index).map(|r| r.scenario.as_str()) {
+        // The bounded variants run on an engine of their own (the one with the bound), and
+        // the traced repeat records the scenario's main engine.
+        Some("memory") => {
+            "they run on an engine of their own, with the bound on ops in flight, which the \
+             traced repeat does not record"
+        }
+        _ => "their work ran outside the engine's lanes",
+    };
+    Some(format!(
+        "No lane timeline for {}: the traced repeat recorded no engine op, since {why}.",
+        empty.join(", ")
+    ))
+}
+
+/// Live bytes over time (`<variant>_live_bytes` series of `[seconds, bytes]`, as `memory`
+/// records them), a line per variant; `None` when the run has none. Bytes are shown in the
+/// binary unit that suits the largest value, so ticks fall on round numbers of it.
+pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = run
+        .derived
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_suffix("_live_bytes")?;
+            let points: Vec<(f64, f64)> = v
+                .as_array()?
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
+        })
+        .collect();
+    // In the order of the variants, so lines keep the order of the table.
+    let order = |name: &str| {
+        run.variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    let mut series = series;
+    series.sort_by_key(|(name, _)| order(name));
+    let most = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (unit, per) = [("GiB", 30), ("MiB", 20), ("KiB", 10)]
+        .into_iter()
+        .map(|(u, shift)| (u, (1u64 << shift) as f64))
+        .find(|(_, per)| most >= *per)
+        .unwrap_or(("bytes", 1.0));
+    LineChart {
+        title: format!("{}: live bytes over one epoch, per variant", run.scenario),
+        x: Axis::new(
+            "time since the epoch started (one more, untimed epoch of each variant)",
+            false,
+            crate::units::human_time,
+        ),
+        y: Axis::new(format!("live memory ({unit})"), false, chart::plain),
+        series: series
+            .into_iter()
+            .map(|(label, points)| Series {
+                label,
+                points: points.into_iter().map(|(t, b)| (t, b / per)).collect(),
+                band: Vec::new(),
+            })
+            .collect(),
+    }
+    .svg(width)
+}
+
 /// The parameters besides `axis` that take different values at the same x: each of their
 /// combinations is a line of its own.
 fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> {
