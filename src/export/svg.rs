@@ -1,8 +1,9 @@
 //! Pictures of a report (SVG, drawn with `chart/`): time against the swept parameter, a line
 //! per variant with the 95% CI of its median as a band, and the sweep's rates (GFLOP/s, GB/s)
 //! against it; loss curves of a training run; the variants' medians as bars with 95% CI
-//! whiskers; the lane timelines of a traced repeat; a training run's throughput against its
-//! devices with the ideal line. `plot` draws one of them (a training report: its throughput
+//! whiskers (on a log axis when they span more than 30×); the lane timelines of a traced
+//! repeat (on one time axis where the lesson compares lengths); `memory`'s live bytes over an
+//! epoch; a training run's throughput against its devices with the ideal line. `plot` draws one of them (a training report: its throughput
 //! and loss charts, stacked), the HTML report all that apply.
 
 use serde_json::Value;
