@@ -275,14 +275,22 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     for chart in svg::loss_charts(run, WIDTH) {
         figure(out, &chart);
     }
+    if let Some(chart) = svg::memory_chart(run, WIDTH) {
+        figure(out, &chart);
+    }
+    let note = svg::timeline_note(report, index);
     match svg::timeline_chart(report, index, WIDTH) {
         Some(chart) => figure(out, &chart),
+        None if note.is_some() => {}
         None => out.push_str(
             "<p class=\"missing\">No lane timeline: this report carries no trace of this run. \
              Runs made with <code>--html FILE</code> (or <code>--trace</code>, \
              <code>--timeline</code>) record one extra traced repeat of every variant, and their \
              <code>-o</code> report keeps it.</p>",
         ),
+    }
+    if let Some(note) = note {
+        let _ = write!(out, "<p class=\"missing\">{}</p>", esc(&note));
     }
     out.push_str("</div></section>\n");
 }

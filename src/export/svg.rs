@@ -1,8 +1,9 @@
 //! Pictures of a report (SVG, drawn with `chart/`): time against the swept parameter, a line
 //! per variant with the 95% CI of its median as a band, and the sweep's rates (GFLOP/s, GB/s)
 //! against it; loss curves of a training run; the variants' medians as bars with 95% CI
-//! whiskers; the lane timelines of a traced repeat; a training run's throughput against its
-//! devices with the ideal line. `plot` draws one of them (a training report: its throughput
+//! whiskers (on a log axis when they span more than 30×); the lane timelines of a traced
+//! repeat (on one time axis where the lesson compares lengths); `memory`'s live bytes over an
+//! epoch; a training run's throughput against its devices with the ideal line. `plot` draws one of them (a training report: its throughput
 //! and loss charts, stacked), the HTML report all that apply.
 
 use serde_json::Value;
@@ -347,11 +348,20 @@ const RATES: [Rate; 3] = [
     (Unit::SamplesPerSecond, "samples/s", chart::plain),
 ];
 
-/// A run's variants as bars: the median time, whiskers at the 95% CI of the median.
+/// A run's variants as bars: the median time, whiskers at the 95% CI of the median. Medians
+/// that span more than [`LOG_SPREAD`]× go on a log axis, so a 100 ms variant does not flatten
+/// microsecond ones to nothing; each variant's label (what it times, a pitfall) is written
+/// under its bar.
 pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
+    let medians: Vec<f64> = run.variants.iter().map(|v| v.summary.median_s).collect();
+    let labels: Vec<String> = run
+        .variants
+        .iter()
+        .map(|v| v.label.clone().unwrap_or_default())
+        .collect();
     BarChart {
         title: format!("{}: median time per variant", run.scenario),
-        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        axis: time_axis(&medians),
         whisker: ci_caption(run),
         groups: Vec::new(),
         rows: run
@@ -359,8 +369,28 @@ pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
             .iter()
             .map(|v| (v.name.clone(), vec![Some(bar(&v.summary))]))
             .collect(),
+        notes: labels,
     }
     .svg(width)
+}
+
+/// Largest over smallest median beyond which bars of times go on a log axis.
+pub const LOG_SPREAD: f64 = 30.0;
+
+/// The axis of bars of median times: logarithmic when they span more than [`LOG_SPREAD`]×.
+fn time_axis(medians: &[f64]) -> Axis {
+    let positive = || {
+        medians
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite() && *m > 0.0)
+    };
+    let (lo, hi) = (
+        positive().fold(f64::INFINITY, f64::min),
+        positive().fold(0.0, f64::max),
+    );
+    let log = lo.is_finite() && hi / lo > LOG_SPREAD;
+    Axis::new("time per round (median)", log, crate::units::human_time)
 }
 
 fn bar(s: &crate::harness::Summary) -> Bar {
@@ -400,15 +430,21 @@ pub fn comparison_bars(
             .find(|v| v.name == name)
             .map(|v| bar(&v.summary))
     };
+    let rows: Vec<(String, Vec<Option<Bar>>)> = variants
+        .into_iter()
+        .map(|v| (v.to_string(), vec![find(base, v), find(new, v)]))
+        .collect();
+    let medians: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| r.1.iter().flatten().map(|b| b.value))
+        .collect();
     BarChart {
         title: format!("{}: baseline vs new", base.scenario),
-        axis: Axis::new("time per round (median)", false, crate::units::human_time),
+        axis: time_axis(&medians),
         whisker: ci_caption(base),
         groups: names.iter().map(|n| n.to_string()).collect(),
-        rows: variants
-            .into_iter()
-            .map(|v| (v.to_string(), vec![find(base, v), find(new, v)]))
-            .collect(),
+        rows,
+        notes: Vec::new(),
     }
     .svg(width)
 }
@@ -469,46 +505,156 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
     charts
 }
 
-/// The lane timelines recorded for run `index` of `report`, one block per traced variant on a
-/// shared time axis; `None` when the report carries none for it.
+/// Scenarios whose lesson is how long variants take side by side (parallel ≈ max(a, b), copy
+/// hidden behind compute, a graph's lanes against one): their timelines share one time axis.
+const SHARED_TIME_AXIS: [&str; 3] = ["cpu-gpu", "run-copy", "deps"];
+
+/// The lane timelines recorded for run `index` of `report`, one block per traced variant;
+/// `None` when the report carries none for it, or none with an engine op. Each block says it
+/// is the extra traced repeat and gives the table's median beside it: tracing slows ops, and
+/// the repeat is one sample, so the two differ. For the scenarios of [`SHARED_TIME_AXIS`] the
+/// blocks share one time axis. A variant whose repeat recorded no engine op is left out (see
+/// [`timeline_note`]).
 pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<String> {
+    let run = report.runs.get(index)?;
     let groups: Vec<GanttGroup> = report
         .timelines
         .iter()
-        .filter(|t| t.run == index)
-        .map(|t| GanttGroup {
-            title: if t.ops == 0 {
-                format!("{}: no engine op in its traced repeat", t.variant)
-            } else {
+        .filter(|t| t.run == index && t.ops > 0)
+        .map(|t| {
+            let variant = run.variants.iter().find(|v| v.name == t.variant);
+            let timed = variant.map_or(String::new(), |v| {
+                format!(", after the {} timed", v.summary.samples_s.len())
+            });
+            let median = variant.map_or(String::new(), |v| {
                 format!(
-                    "{}: {} ops in {}",
-                    t.variant,
-                    t.ops,
-                    crate::units::human_time(t.span_ns as f64 * 1e-9)
+                    "the table's median: {} · ",
+                    crate::units::human_time(v.summary.median_s)
                 )
-            },
-            lanes: t
-                .lanes
-                .iter()
-                .map(|l| {
-                    (
-                        l.lane.clone(),
-                        l.busy_ns
-                            .iter()
-                            .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
-                            .collect(),
-                    )
-                })
-                .collect(),
+            });
+            GanttGroup {
+                title: t.variant.clone(),
+                detail: format!(
+                    "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{} op{}",
+                    crate::units::human_time(t.span_ns as f64 * 1e-9),
+                    t.ops,
+                    if t.ops == 1 { "" } else { "s" }
+                ),
+                lanes: t
+                    .lanes
+                    .iter()
+                    .map(|l| {
+                        (
+                            l.lane.clone(),
+                            l.busy_ns
+                                .iter()
+                                .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            }
         })
         .collect();
-    let run = report.runs.get(index)?;
+    let (axis, scale) = if SHARED_TIME_AXIS.contains(&run.scenario.as_str()) {
+        (chart::TimeAxis::Shared, "one time axis for all")
+    } else {
+        (chart::TimeAxis::PerVariant, "each to its own length")
+    };
     chart::gantt(
-        &format!("{}: lane timeline of the traced repeat", run.scenario),
+        &format!(
+            "{}: lane timeline of the traced repeat, {scale}",
+            run.scenario
+        ),
         &groups,
+        axis,
         width,
     )
 }
+
+/// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
+/// engine op. `None` when every traced variant has one.
+pub fn timeline_note(report: &Report, index: usize) -> Option<String> {
+    let empty: Vec<&str> = report
+        .timelines
+        .iter()
+        .filter(|t| t.run == index && t.ops == 0)
+        .map(|t| t.variant.as_str())
+        .collect();
+    if empty.is_empty() {
+        return None;
+    }
+    let why = match report.runs.get(index).map(|r| r.scenario.as_str()) {
+        // The bounded variants run on an engine of their own (the one with the bound), and
+        // the traced repeat records the scenario's main engine.
+        Some("memory") => {
+            "they run on an engine of their own, with the bound on ops in flight, which the \
+             traced repeat does not record"
+        }
+        _ => "their work ran outside the engine's lanes",
+    };
+    Some(format!(
+        "No lane timeline for {}: the traced repeat recorded no engine op, since {why}.",
+        empty.join(", ")
+    ))
+}
+
+/// Live bytes over time (`<variant>_live_bytes` series of `[seconds, bytes]`, as `memory`
+/// records them), a line per variant; `None` when the run has none. Bytes are shown in the
+/// binary unit that suits the largest value, so ticks fall on round numbers of it.
+pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = run
+        .derived
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_suffix("_live_bytes")?;
+            let points: Vec<(f64, f64)> = v
+                .as_array()?
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
+        })
+        .collect();
+    // In the order of the variants, so lines keep the order of the table.
+    let order = |name: &str| {
+        run.variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    let mut series = series;
+    series.sort_by_key(|(name, _)| order(name));
+    let most = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (unit, per) = [("GiB", 30), ("MiB", 20), ("KiB", 10)]
+        .into_iter()
+        .map(|(u, shift)| (u, (1u64 << shift) as f64))
+        .find(|(_, per)| most >= *per)
+        .unwrap_or(("bytes", 1.0));
+    LineChart {
+        title: format!("{}: live bytes over one epoch, per variant", run.scenario),
+        x: Axis::new(
+            "time since the epoch started (one more, untimed epoch of each variant)",
+            false,
+            crate::units::human_time,
+        ),
+        y: Axis::new(format!("live memory ({unit})"), false, chart::plain),
+        series: series
+            .into_iter()
+            .map(|(label, points)| Series {
+                label,
+                points: points.into_iter().map(|(t, b)| (t, b / per)).collect(),
+                band: Vec::new(),
+            })
+            .collect(),
+    }
+    .svg(width)
+}
+
 /// The parameters besides `axis` that take different values at the same x: each of their
 /// combinations is a line of its own.
 fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> {
@@ -553,4 +699,133 @@ fn loss_curves(run: &RunRecord) -> Vec<(String, Curve)> {
             (!points.is_empty()).then(|| (name.replace('_', "-"), points))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Summary;
+    use crate::report::{Environment, GpuInfo, Timeline, TracedRun};
+    use serde_json::Map;
+
+    /// A run of `scenario` whose variants take the given medians (seconds).
+    fn run(scenario: &str, medians: &[(&str, f64)]) -> RunRecord {
+        let mut run = RunRecord::new(scenario, Map::new(), vec!["cpu:0".into()]);
+        let summaries = medians
+            .iter()
+            .map(|(_, m)| {
+                let samples: Vec<f64> = (0..6).map(|i| m * (1.0 + i as f64 * 0.01)).collect();
+                Summary::from_samples(&samples).expect("samples")
+            })
+            .collect();
+        run.add_variants(
+            medians.iter().map(|(n, _)| n.to_string()).collect(),
+            summaries,
+            medians.iter().map(|_| None),
+        );
+        run
+    }
+
+    #[test]
+    fn an_async_report_draws_its_bars_on_a_marked_log_axis() {
+        let spread = run(
+            "async",
+            &[("sync", 0.118), ("async", 40e-6), ("push-only", 2e-6)],
+        );
+        let svg = variant_bars(&spread, 880.0).expect("drawn");
+        assert!(svg.contains("class=\"log-axis\""), "{svg}");
+        assert!(svg.contains("on a log scale"), "{svg}");
+        assert!(svg.contains(">1 µs<") && svg.contains(">100 ms<"), "{svg}");
+        // Medians within 30× of each other stay on a linear axis.
+        let close = run("deps", &[("op-by-op", 8e-3), ("parallel", 6e-3)]);
+        let svg = variant_bars(&close, 880.0).expect("drawn");
+        assert!(
+            !svg.contains("log-axis") && !svg.contains("log scale"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
+        let rec = crate::report::timeline::traced_op;
+        let report = |scenario: &str| {
+            let mut r = Report::new(
+                Environment::capture("threaded", GpuInfo::unavailable("test")),
+                vec![run(scenario, &[("a-alone", 1.36e-3), ("parallel", 2e-3)])],
+            );
+            for (variant, end) in [("a-alone", 1_000), ("parallel", 7_360_000)] {
+                r.timelines.push(Timeline::of(
+                    0,
+                    &TracedRun {
+                        scenario: scenario.into(),
+                        variant: variant.into(),
+                        records: vec![rec(0, 0, end)],
+                    },
+                ));
+            }
+            r
+        };
+        let shared = timeline_chart(&report("cpu-gpu"), 0, 880.0).expect("drawn");
+        assert!(shared.contains("one time axis for all"), "{shared}");
+        assert!(
+            shared.contains(
+                "one extra traced repeat, after the 6 timed (tracing adds overhead): 7.360 ms"
+            ),
+            "{shared}"
+        );
+        // Escaped, as SVG text is; the samples are 1.36 ms to 1.43 ms.
+        assert!(
+            shared.contains("the table&#39;s median: 1.394 ms · 1 op<"),
+            "{shared}"
+        );
+        let own = timeline_chart(&report("async"), 0, 880.0).expect("drawn");
+        assert!(own.contains("each to its own length"), "{own}");
+    }
+
+    #[test]
+    fn variants_without_engine_ops_are_left_out_of_the_timeline_with_the_reason() {
+        let mut r = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run("memory", &[("unbounded", 0.04), ("bounded", 0.04)])],
+        );
+        let rec = crate::report::timeline::traced_op;
+        for (variant, records) in [("unbounded", vec![rec(0, 0, 500)]), ("bounded", vec![])] {
+            r.timelines.push(Timeline::of(
+                0,
+                &TracedRun {
+                    scenario: "memory".into(),
+                    variant: variant.into(),
+                    records,
+                },
+            ));
+        }
+        let svg = timeline_chart(&r, 0, 880.0).expect("drawn");
+        assert!(
+            svg.contains(">unbounded<") && !svg.contains(">bounded<"),
+            "{svg}"
+        );
+        let note = timeline_note(&r, 0).expect("a note");
+        assert!(
+            note.contains("bounded") && note.contains("engine of their own"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn the_memory_chart_draws_a_line_per_live_bytes_series_in_binary_units() {
+        let mut r = run("memory", &[("unbounded", 0.04), ("bounded", 0.04)]);
+        let mib = 1024.0 * 1024.0;
+        r.derive_series(
+            "unbounded_live_bytes",
+            serde_json::json!([[0.0, 0.0], [0.01, 30.0 * mib], [0.02, 0.0]]),
+        );
+        r.derive_series(
+            "bounded_live_bytes",
+            serde_json::json!([[0.0, 0.0], [0.01, 1.0 * mib], [0.03, 0.0]]),
+        );
+        let svg = memory_chart(&r, 880.0).expect("drawn");
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains("live memory (MiB)"), "{svg}");
+        assert!(memory_chart(&run("async", &[("sync", 1.0)]), 880.0).is_none());
+    }
 }

@@ -5,7 +5,9 @@
 //! loader would: allocated on the spot) and pushes `h = x · W`, `y = h / n`. Pushing every
 //! minibatch and waiting once lets the loader run ahead of the compute, so inputs pile up;
 //! waiting after each minibatch keeps one; bounding the ops in flight (`--inflight` minibatches)
-//! keeps a few. Live bytes are counted exactly by the device's tracker.
+//! keeps a few. Live bytes are counted exactly by the device's tracker; one more, untimed epoch
+//! of each variant records them over time (`<variant>_live_bytes`), so a chart shows the
+//! over-full queue's growth against the bounded one's plateau.
 //!
 //! With `--device cuda` the device is the GPU: each input is uploaded by an op (a third op
 //! per minibatch) and the tracker counts GPU buffers. The GPU runs in host order there: an op
@@ -20,8 +22,9 @@ use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
+use crate::device::memory::MemTracker;
 use crate::device::{available_cores, Runtime, RuntimeOptions};
-use crate::engine::Engine;
+use crate::engine::{Engine, Var};
 use crate::harness::{SamplerConfig, Variant};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
@@ -103,7 +106,40 @@ const PARAMS: &[ParamSpec] = &[
 /// Engine ops per minibatch: the product and the scaling (and on a GPU the upload).
 const OPS_PER_BATCH: usize = 2;
 
+/// Most points a variant's live-bytes series keeps: enough for a chart's width, few enough
+/// that the report stays small however many minibatches ran.
+const LIVE_POINTS: usize = 240;
+
+/// Live bytes over one epoch as the front end sees them: `[seconds since the epoch started,
+/// bytes live above what was live before it]`.
+struct LiveBytes<'a> {
+    tracker: &'a MemTracker,
+    base: u64,
+    start: Instant,
+    points: Vec<[f64; 2]>,
+}
+
+impl<'a> LiveBytes<'a> {
+    fn start(tracker: &'a MemTracker) -> LiveBytes<'a> {
+        LiveBytes {
+            tracker,
+            base: tracker.live(),
+            start: Instant::now(),
+            points: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self) {
+        let live = self.tracker.live().saturating_sub(self.base);
+        self.points
+            .push([self.start.elapsed().as_secs_f64(), live as f64]);
+    }
+}
+
 /// One epoch; `sync_each` waits after every minibatch. The input is produced by the front end.
+/// With `live`, the epoch also samples live bytes as each minibatch is pushed and as each
+/// completes (it then waits for the minibatches one by one, in order, before the final wait),
+/// and once after the final wait; a timed epoch passes `None` and pays nothing for it.
 fn epoch(
     engine: &Engine,
     rt: &Runtime,
@@ -111,8 +147,11 @@ fn epoch(
     p: &Shape,
     batches: usize,
     sync_each: bool,
+    mut live: Option<&mut LiveBytes>,
 ) -> Result<(), ScenarioError> {
     let device = &rt.devices[0];
+    // The outputs' vars, not the tensors: holding a tensor would keep its buffer live.
+    let mut pushed: Vec<Var> = Vec::new();
     for b in 0..batches {
         let x = Tensor::from_host(
             engine,
@@ -120,12 +159,60 @@ fn epoch(
             crate::device::cpu::uniform(&[p.batch, p.features], b as u64),
         );
         let y = x.matmul(w)?.scale(1.0 / p.features as f32);
+        if let Some(l) = live.as_deref_mut() {
+            l.sample();
+            if !sync_each {
+                pushed.push(y.var().clone());
+            }
+        }
         if sync_each {
             y.wait_to_read()?;
+            if let Some(l) = live.as_deref_mut() {
+                l.sample();
+            }
+        }
+    }
+    for var in &pushed {
+        engine.wait_to_read(var)?;
+        if let Some(l) = live.as_deref_mut() {
+            l.sample();
         }
     }
     engine.wait_all()?;
+    if let Some(l) = live {
+        l.sample();
+    }
     Ok(())
+}
+
+/// `points` thinned to at most `max` (at least 3): per run of consecutive points, the lowest
+/// and the highest in time order, so peaks and troughs survive, and always the last point
+/// (what was live once the epoch ended).
+fn thin(points: Vec<[f64; 2]>, max: usize) -> Vec<[f64; 2]> {
+    if points.len() <= max {
+        return points;
+    }
+    let Some(&last) = points.last() else {
+        return points;
+    };
+    let body = &points[..points.len() - 1];
+    let buckets = (max.max(3) - 1) / 2;
+    let mut out = Vec::with_capacity(max);
+    for b in 0..buckets {
+        let chunk = &body[b * body.len() / buckets..(b + 1) * body.len() / buckets];
+        let by_bytes = |a: &&[f64; 2], b: &&[f64; 2]| a[1].total_cmp(&b[1]);
+        let lo = chunk.iter().enumerate().min_by(|a, b| by_bytes(&a.1, &b.1));
+        let hi = chunk.iter().enumerate().max_by(|a, b| by_bytes(&a.1, &b.1));
+        if let (Some((i, &l)), Some((j, &h))) = (lo, hi) {
+            match i.cmp(&j) {
+                std::cmp::Ordering::Less => out.extend([l, h]),
+                std::cmp::Ordering::Greater => out.extend([h, l]),
+                std::cmp::Ordering::Equal => out.push(l),
+            }
+        }
+    }
+    out.push(last);
+    out
 }
 
 struct Shape {
@@ -284,29 +371,40 @@ impl Scenario for Memory {
             let base = mem.live();
             mem.reset_peak();
             let t = Instant::now();
-            epoch(&rt.engine, rt, w, &p, n, sync_each)?;
+            epoch(&rt.engine, rt, w, &p, n, sync_each, None)?;
             let elapsed = t.elapsed();
             peaks.borrow_mut()[v as usize].push(mem.peak() - base);
             Ok::<_, ScenarioError>(elapsed)
         };
         let (free_rt, bounded_rt, w_free, w_bounded) = (&free, &bounded, &w_free, &w_bounded);
         let measured = &measured;
+        let setup = |v: Timed| match v {
+            Timed::Unbounded => (free_rt, w_free, batches, false),
+            Timed::UnboundedHalf => (free_rt, w_free, half, false),
+            Timed::SyncPerBatch => (free_rt, w_free, batches, true),
+            Timed::Bounded => (bounded_rt, w_bounded, batches, false),
+            Timed::BoundedHalf => (bounded_rt, w_bounded, half, false),
+        };
         let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
             .iter()
             .map(|&v| {
-                let (rt, w, n, sync_each) = match v {
-                    Timed::Unbounded => (free_rt, w_free, batches, false),
-                    Timed::UnboundedHalf => (free_rt, w_free, half, false),
-                    Timed::SyncPerBatch => (free_rt, w_free, batches, true),
-                    Timed::Bounded => (bounded_rt, w_bounded, batches, false),
-                    Timed::BoundedHalf => (bounded_rt, w_bounded, half, false),
-                };
+                let (rt, w, n, sync_each) = setup(v);
                 Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
             })
             .collect();
         let summaries = ctx.sample(self, &free.engine, &mut variants)?;
         drop(variants);
         let peaks = peaks.into_inner();
+        // One more epoch of each variant, untimed, samples live bytes over time: sampling
+        // (and waiting for each minibatch in turn) would cost a timed epoch its speed.
+        let mut series: Vec<Vec<[f64; 2]>> = Vec::with_capacity(Timed::ALL.len());
+        for &v in Timed::ALL {
+            let (rt, w, n, sync_each) = setup(v);
+            rt.engine.wait_all()?;
+            let mut live = LiveBytes::start(&rt.devices[0].memory);
+            epoch(&rt.engine, rt, w, &p, n, sync_each, Some(&mut live))?;
+            series.push(thin(live.points, LIVE_POINTS));
+        }
 
         let mut run = RunRecord::new(self.name(), params.to_json(), free.describe_devices());
         run.notes.extend(notes);
@@ -329,6 +427,12 @@ impl Scenario for Memory {
                 &format!("{}_peak_bytes", v.name().replace('-', "_")),
                 peak(v) as f64,
                 PEAK_BYTES,
+            );
+        }
+        for (&v, points) in Timed::ALL.iter().zip(series) {
+            run.derive_series(
+                &format!("{}_live_bytes", v.name().replace('-', "_")),
+                serde_json::json!(points),
             );
         }
         run.record(MINIBATCH_BYTES, batch_bytes as f64);
@@ -406,6 +510,73 @@ mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn thinning_keeps_the_peak_and_the_last_point_within_the_bound() {
+        let points: Vec<[f64; 2]> = (0..1001)
+            .map(|i| [i as f64, if i == 377 { 1e9 } else { (i % 7) as f64 }])
+            .collect();
+        let thinned = thin(points.clone(), LIVE_POINTS);
+        assert!(thinned.len() <= LIVE_POINTS, "{}", thinned.len());
+        assert_eq!(thinned.last(), points.last());
+        assert!(thinned.contains(&[377.0, 1e9]));
+        assert!(thinned.windows(2).all(|w| w[0][0] < w[1][0]), "time order");
+        assert_eq!(
+            thin(points[..10].to_vec(), LIVE_POINTS),
+            points[..10].to_vec()
+        );
+    }
+
+    #[test]
+    fn each_variant_records_a_bounded_live_bytes_series_that_ends_with_the_run() {
+        let given: Vec<(String, String)> = [
+            ("batches", "700"),
+            ("batch", "2"),
+            ("features", "4"),
+            ("inflight", "2"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let params = Params::parse("memory", PARAMS, &given).expect("parameters");
+        let ctx = RunContext {
+            sampling: crate::scenario::SamplingOverrides {
+                warmup: Some(0),
+                min_samples: Some(3),
+                max_samples: Some(3),
+                min_time: Some(Duration::ZERO),
+                max_time: Some(Duration::from_secs(5)),
+            },
+            cpu_threads: Some(1),
+            ..RunContext::default()
+        };
+        let run = Memory.run(&params, &ctx).expect("runs");
+        let batch_bytes = 2.0 * 4.0 * 4.0;
+        for &v in Timed::ALL {
+            let key = format!("{}_live_bytes", v.name().replace('-', "_"));
+            assert_eq!(run.figure(&key).unit, Unit::Series, "{key}");
+            let points: Vec<[f64; 2]> =
+                serde_json::from_value(run.derived[&key].clone()).expect("[[s, bytes], ...]");
+            assert!(
+                points.len() >= 3 && points.len() <= LIVE_POINTS,
+                "{key}: {}",
+                points.len()
+            );
+            assert!(
+                points.windows(2).all(|w| w[0][0] <= w[1][0]),
+                "{key}: time order"
+            );
+            // The last point is the epoch's end: the latest, and nothing of it left live.
+            let last = points[points.len() - 1];
+            assert_eq!(last[1], 0.0, "{key}: {last:?}");
+            assert!(points.iter().any(|p| p[1] > 0.0), "{key}: saw the inputs");
+            if matches!(v, Timed::Bounded | Timed::BoundedHalf) {
+                // Within what the run's check allows a bounded epoch.
+                let limit = (2.0 + 1.0) * 3.0 * batch_bytes;
+                assert!(points.iter().all(|p| p[1] <= limit), "{key}: {points:?}");
+            }
+        }
+    }
 
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {

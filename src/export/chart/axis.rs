@@ -41,13 +41,33 @@ pub fn plain(v: f64) -> String {
     }
 }
 
-/// The ticks with their labels; zero is `0` in any unit.
+/// The ticks with their labels; zero is `0` in any unit. Ticks are round (steps of 1, 2, 2.5
+/// or 5 times a power of ten), so their labels drop trailing zeros: `10 µs`, not `10.00 µs`.
 pub(super) fn labelled_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
     scale
         .ticks()
         .into_iter()
-        .map(|t| (t, if t == 0.0 { "0".into() } else { format(t) }))
+        .map(|t| {
+            let label = match t {
+                0.0 => "0".into(),
+                t => round_label(&format(t)),
+            };
+            (t, label)
+        })
         .collect()
+}
+
+/// `label` without the trailing zeros of its number (`100.0 ms` → `100 ms`, `2.500` → `2.5`).
+fn round_label(label: &str) -> String {
+    let (number, rest) = match label.find(' ') {
+        Some(i) => label.split_at(i),
+        None => (label, ""),
+    };
+    if !number.contains('.') || number.contains('e') {
+        return label.to_string();
+    }
+    let trimmed = number.trim_end_matches('0').trim_end_matches('.');
+    format!("{trimmed}{rest}")
 }
 
 /// Tick labels along a horizontal axis, every k-th so that none overlaps the next.
@@ -109,6 +129,21 @@ mod tests {
     fn plain_numbers_keep_three_significant_digits() {
         assert_eq!(plain(1500.0), "1500");
         assert_eq!(plain(0.25), "0.25");
+    }
+
+    #[test]
+    fn log_ticks_from_a_microsecond_to_a_second_read_as_round_times() {
+        let s = Scale::new(1e-6, 1.0, true, 0.0, 900.0);
+        let labels: Vec<String> = labelled_ticks(&s, crate::units::human_time)
+            .into_iter()
+            .map(|t| t.1)
+            .collect();
+        assert_eq!(
+            labels,
+            ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s"]
+        );
+        assert_eq!(round_label("2.500"), "2.5");
+        assert_eq!(round_label("1e-7"), "1e-7");
     }
 
     #[test]

@@ -2,12 +2,15 @@
 
 use std::fmt::Write;
 
-use super::axis::{x_grid, Axis};
+use super::axis::{thin_x_ticks, x_grid, Axis};
 use super::frame::{open_svg, title_block};
 use super::legend::legend_layout;
 use super::scale::Scale;
 use super::style::color;
-use super::text::{text, widest, wrap, LABEL_PX, TICK_PX};
+use super::text::{esc, text, widest, wrap, LABEL_PX, TICK_PX};
+
+/// Size of the line under a row's bars.
+const NOTE_PX: f64 = 11.5;
 
 /// One bar: a value and its interval (whisker).
 #[derive(Clone, Copy, Debug)]
@@ -18,13 +21,18 @@ pub struct Bar {
 }
 
 /// Horizontal bars, a row per category (its name on the left), a bar per group in each row
-/// (one group: no legend), each with a whisker and its value written after it.
+/// (one group: no legend), each with a whisker and its value written after it. On a log axis
+/// (`axis.log`) bars start at the power of ten below the smallest value, so microseconds and a
+/// tenth of a second both read; the caption says the scale is logarithmic.
 pub struct BarChart {
     pub title: String,
     pub axis: Axis,
     pub whisker: String,
     pub groups: Vec<String>,
     pub rows: Vec<(String, Vec<Option<Bar>>)>,
+    /// A line under each row's bars (what the row measures, a pitfall), or none: empty, or
+    /// one per row with `""` for a row without.
+    pub notes: Vec<String>,
 }
 
 impl BarChart {
@@ -42,6 +50,17 @@ impl BarChart {
         if bars.is_empty() || max <= 0.0 {
             return None;
         }
+        let least = bars
+            .iter()
+            .flat_map(|b| [b.value, b.low])
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .fold(max, f64::min);
+        // Bars start at the power of ten below the smallest value on a log axis.
+        let (lo, hi) = if self.axis.log {
+            (10f64.powf(least.log10().floor()), max * 1.3)
+        } else {
+            (0.0, max * 1.04)
+        };
         let mut body = String::new();
         let top = title_block(&mut body, &self.title, width);
         let names: Vec<String> = self.rows.iter().map(|r| r.0.clone()).collect();
@@ -50,7 +69,9 @@ impl BarChart {
         let right = width - 16.0 - widest(&values, TICK_PX) - 10.0;
         let groups = self.groups.len().max(1);
         let bar_h = if groups == 1 { 18.0 } else { 14.0 };
-        let row_h = bar_h * groups as f64 + 10.0;
+        let noted = self.notes.iter().any(|n| !n.is_empty());
+        let note_h = if noted { 15.0 } else { 0.0 };
+        let row_h = bar_h * groups as f64 + 10.0 + note_h;
         let plot_h = row_h * self.rows.len() as f64;
         let bottom = top + plot_h;
         let (legend_at, legend_rows) = if self.groups.len() > 1 {
@@ -59,18 +80,34 @@ impl BarChart {
             (Vec::new(), 0)
         };
         let height = bottom + 40.0 + 18.0 + legend_rows as f64 * 22.0 + 6.0;
-        let xs = Scale::new(0.0, max * 1.04, false, left, right);
-        x_grid(&mut body, &xs, self.axis.format, top, bottom);
+        let xs = Scale::new(lo, hi, self.axis.log, left, right);
+        if self.axis.log {
+            body.push_str("<g class=\"log-axis\">");
+            x_grid(&mut body, &xs, self.axis.format, top, bottom);
+            body.push_str("</g>");
+        } else {
+            x_grid(&mut body, &xs, self.axis.format, top, bottom);
+        }
         for (r, (name, row)) in self.rows.iter().enumerate() {
             let y_row = top + r as f64 * row_h + 5.0;
             text(
                 &mut body,
                 left - 8.0,
-                y_row + row_h / 2.0,
+                y_row + (row_h - note_h) / 2.0,
                 LABEL_PX,
                 "end",
                 name,
             );
+            if let Some(note) = self.notes.get(r).filter(|n| !n.is_empty()) {
+                let _ = write!(
+                    body,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{NOTE_PX}\" fill=\"#444444\" \
+                     font-style=\"italic\">{}</text>",
+                    left + 4.0,
+                    y_row + bar_h * groups as f64 + 9.0,
+                    esc(note)
+                );
+            }
             for (g, bar) in row.iter().enumerate() {
                 let Some(b) = bar else { continue };
                 let y = y_row + g as f64 * bar_h;
@@ -82,7 +119,7 @@ impl BarChart {
                     y + 1.0,
                     bar_h - 2.0
                 );
-                let (lo, hi) = (xs.at(b.low.max(0.0)), xs.at(b.high));
+                let (lo, hi) = (xs.at(b.low.max(lo)), xs.at(b.high));
                 let ym = y + bar_h / 2.0;
                 let _ = write!(
                     body,
@@ -107,7 +144,19 @@ impl BarChart {
             "<line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>\
              <line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{right:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>"
         );
-        let caption = format!("{}; whiskers: {}", self.axis.label, self.whisker);
+        let caption = if self.axis.log {
+            let decades = thin_x_ticks(&xs, self.axis.format)
+                .windows(2)
+                .all(|w| (w[1].0 / w[0].0 - 10.0).abs() < 1e-6);
+            let scale = if decades {
+                "on a log scale: each gridline is 10× the one before"
+            } else {
+                "on a log scale"
+            };
+            format!("{} {scale}; whiskers: {}", self.axis.label, self.whisker)
+        } else {
+            format!("{}; whiskers: {}", self.axis.label, self.whisker)
+        };
         for (i, line) in wrap(&caption, LABEL_PX, width - 32.0).iter().enumerate() {
             text(
                 &mut body,

@@ -21,7 +21,7 @@ mod text;
 
 pub use axis::{plain, Axis};
 pub use bar::{Bar, BarChart};
-pub use gantt::{gantt, GanttGroup};
+pub use gantt::{gantt, GanttGroup, TimeAxis};
 pub use line::{LineChart, Series};
 pub use style::color;
 pub use text::{esc, text_width, wrap};
@@ -65,17 +65,20 @@ mod tests {
                     high: 1.1,
                 })],
             )],
+            notes: Vec::new(),
         };
         roxmltree::Document::parse(&bars.svg(600.0).unwrap()).expect("well-formed");
         let g = gantt(
             "lanes",
             &[GanttGroup {
                 title: "parallel".into(),
+                detail: String::new(),
                 lanes: vec![
                     ("cpu:0".into(), vec![(0.0, 0.5)]),
                     ("cpu:1".into(), vec![(0.2, 1.0)]),
                 ],
             }],
+            TimeAxis::PerVariant,
             600.0,
         )
         .unwrap();

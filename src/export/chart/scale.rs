@@ -51,7 +51,9 @@ impl Scale {
             };
             for e in (self.lo.floor() as i32)..=(self.hi.ceil() as i32) {
                 for m in mults {
-                    let v = m * 10f64.powi(e);
+                    // Parsed from its decimal form, so that 1e-6 is the double nearest to a
+                    // millionth (10^-6 by multiplication is not) and its label reads `1 µs`.
+                    let v: f64 = format!("{m}e{e}").parse().unwrap_or(m * 10f64.powi(e));
                     let l = v.log10();
                     if l >= self.lo - 1e-9 && l <= self.hi + 1e-9 {
                         out.push(v);
@@ -133,5 +135,15 @@ mod tests {
         let narrow = Scale::new(3.0, 7.0, true, 0.0, 100.0);
         assert!(narrow.ticks().iter().all(|t| (3.0..=7.0).contains(t)));
         assert!(narrow.ticks().len() >= 2);
+    }
+
+    #[test]
+    fn a_log_axis_from_a_microsecond_to_a_second_ticks_each_power_of_ten() {
+        let s = Scale::new(1e-6, 1.0, true, 0.0, 600.0);
+        assert_eq!(s.ticks(), vec![1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]);
+        // Evenly spaced: each decade the same number of pixels.
+        let ticks = s.ticks();
+        let gaps: Vec<f64> = ticks.windows(2).map(|w| s.at(w[1]) - s.at(w[0])).collect();
+        assert!(gaps.iter().all(|g| (g - 100.0).abs() < 1e-9), "{gaps:?}");
     }
 }
