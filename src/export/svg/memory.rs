@@ -1,0 +1,60 @@
+//! `memory`'s live bytes over an epoch, a line per variant.
+
+use crate::export::chart::{self, Axis, LineChart, Series};
+use crate::report::RunRecord;
+
+/// Live bytes over time (`<variant>_live_bytes` series of `[seconds, bytes]`, as `memory`
+/// records them), a line per variant; `None` when the run has none. Bytes are shown in the
+/// binary unit that suits the largest value, so ticks fall on round numbers of it.
+pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = run
+        .derived
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_suffix("_live_bytes")?;
+            let points: Vec<(f64, f64)> = v
+                .as_array()?
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
+        })
+        .collect();
+    // In the order of the variants, so lines keep the order of the table.
+    let order = |name: &str| {
+        run.variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    let mut series = series;
+    series.sort_by_key(|(name, _)| order(name));
+    let most = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (unit, per) = [("GiB", 30), ("MiB", 20), ("KiB", 10)]
+        .into_iter()
+        .map(|(u, shift)| (u, (1u64 << shift) as f64))
+        .find(|(_, per)| most >= *per)
+        .unwrap_or(("bytes", 1.0));
+    LineChart {
+        title: format!("{}: live bytes over one epoch, per variant", run.scenario),
+        x: Axis::new(
+            "time since the epoch started (one more, untimed epoch of each variant)",
+            false,
+            crate::units::human_time,
+        ),
+        y: Axis::new(format!("live memory ({unit})"), false, chart::plain),
+        series: series
+            .into_iter()
+            .map(|(label, points)| Series {
+                label,
+                points: points.into_iter().map(|(t, b)| (t, b / per)).collect(),
+                band: Vec::new(),
+            })
+            .collect(),
+    }
+    .svg(width)
+}

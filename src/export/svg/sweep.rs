@@ -1,0 +1,223 @@
+//! A sweep's charts: time and rates against the swept parameter; a training run's throughput
+//! against its devices.
+
+use serde_json::Value;
+
+use super::whole;
+use crate::export::chart::{self, Axis, LineChart, Series};
+use crate::report::{RunRecord, Unit};
+
+/// Training throughput against devices (ranks): each variant's samples/s at its run's device
+/// count, the one-device baseline at 1, and the ideal line, k × one device. `None` for runs
+/// that are not training runs (no `one_device_samples_per_second` figure).
+pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
+    const BASE: &str = "one_device_samples_per_second";
+    let runs: Vec<(f64, f64, &RunRecord)> = runs
+        .iter()
+        .filter_map(|r| {
+            let k = r.parameters.get("devices")?.as_f64()?;
+            Some((k, r.derived.get(BASE)?.as_f64()?, *r))
+        })
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let base = runs.iter().map(|r| r.1).sum::<f64>() / runs.len() as f64;
+    let mut ks: Vec<f64> = std::iter::once(1.0)
+        .chain(runs.iter().map(|r| r.0))
+        .collect();
+    ks.sort_by(f64::total_cmp);
+    ks.dedup();
+    // In the order of the loss charts' lines (one-device first), so a variant keeps its
+    // colour and marker across the charts; the ideal line last.
+    let mut series = vec![Series {
+        label: "one-device".into(),
+        points: runs.iter().map(|r| (1.0, r.1)).collect(),
+        band: Vec::new(),
+    }];
+    let mut names: Vec<&str> = Vec::new();
+    for (_, _, r) in &runs {
+        for key in r.derived.keys() {
+            if let Some(name) = key.strip_suffix("_samples_per_second") {
+                if key != BASE && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    for name in names {
+        let key = format!("{name}_samples_per_second");
+        let mut points: Vec<(f64, f64)> = runs
+            .iter()
+            .filter_map(|(k, _, r)| Some((*k, r.derived.get(&key)?.as_f64()?)))
+            .filter(|p| p.1.is_finite())
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(Series {
+            label: name.replace('_', "-"),
+            points,
+            band: Vec::new(),
+        });
+    }
+    series.push(Series {
+        label: "ideal: k × one device".into(),
+        points: ks.iter().map(|&k| (k, k * base)).collect(),
+        band: Vec::new(),
+    });
+    let what = match runs[0].2.parameters.get("backend").and_then(Value::as_str) {
+        Some("mpi") => "ranks",
+        _ => "devices",
+    };
+    LineChart {
+        title: format!("{}: throughput vs {what}", runs[0].2.scenario),
+        x: Axis::new(what, false, whole),
+        y: Axis::new("samples/s (higher is better)", false, chart::plain),
+        series,
+    }
+    .svg(width)
+}
+
+/// The parameters besides `axis` that take different values at the same x: each of their
+/// combinations is a line of its own.
+fn series_keys<'a>(points: &[(f64, &'a RunRecord)], axis: &str) -> Vec<&'a str> {
+    let Some((_, first)) = points.first() else {
+        return Vec::new();
+    };
+    first
+        .parameters
+        .keys()
+        .filter(|k| k.as_str() != axis)
+        .filter(|k| {
+            points.iter().any(|(x, r)| {
+                points
+                    .iter()
+                    .any(|(x2, r2)| x == x2 && r.parameters.get(*k) != r2.parameters.get(*k))
+            })
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+/// A sweep's charts: median time against the axis (a line per variant and value of any other
+/// axis, the 95% CI of the median as a band), then one chart per rate among the derived
+/// figures (GFLOP/s, GB/s, samples/s) against the same axis.
+pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64) -> Vec<String> {
+    let mut points: Vec<(f64, &RunRecord)> = runs
+        .iter()
+        .filter_map(|r| {
+            r.parameters
+                .get(axis)
+                .and_then(Value::as_f64)
+                .map(|x| (x, *r))
+        })
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((_, first)) = points.first() else {
+        return Vec::new();
+    };
+    // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
+    // lines of their own, labelled with those values only. A parameter that follows x
+    // (matmul's `m` resolved to the swept `size`) or never changes does not split the lines.
+    let keys = series_keys(&points, axis);
+    let group_of = |r: &RunRecord| -> String {
+        keys.iter()
+            .map(|k| match r.parameters.get(*k) {
+                Some(Value::String(s)) => format!("{k}={s}"),
+                Some(v) => format!("{k}={v}"),
+                None => format!("{k}=?"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut groups: Vec<String> = Vec::new();
+    for (_, r) in &points {
+        let g = group_of(r);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let label = |name: &str, g: &str| {
+        if g.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} ({g})")
+        }
+    };
+    let variants: Vec<&str> = first.variants.iter().map(|v| v.name.as_str()).collect();
+    let mut time = Vec::new();
+    for g in &groups {
+        for name in &variants {
+            let stats: Vec<(f64, &crate::harness::Summary)> = points
+                .iter()
+                .filter(|(_, r)| &group_of(r) == g)
+                .filter_map(|(x, r)| {
+                    Some((*x, &r.variants.iter().find(|v| v.name == *name)?.summary))
+                })
+                .collect();
+            time.push(Series {
+                label: label(name, g),
+                points: stats.iter().map(|(x, s)| (*x, s.median_s)).collect(),
+                band: stats
+                    .iter()
+                    .map(|(x, s)| (*x, s.ci95_s[0], s.ci95_s[1]))
+                    .collect(),
+            });
+        }
+    }
+    let mut charts: Vec<String> = LineChart {
+        title: format!("{scenario}: median time vs {axis}"),
+        x: Axis::new(axis, false, chart::plain),
+        y: Axis::new(
+            "time per round (median; band: 95% CI)",
+            true,
+            crate::units::human_time,
+        ),
+        series: time,
+    }
+    .svg(width)
+    .into_iter()
+    .collect();
+    for (unit, name, format) in RATES {
+        let keys: Vec<&String> = first
+            .derived
+            .keys()
+            .filter(|k| first.figure(k).unit == unit)
+            .collect();
+        let mut series = Vec::new();
+        for g in &groups {
+            for key in &keys {
+                let pts: Vec<(f64, f64)> = points
+                    .iter()
+                    .filter(|(_, r)| &group_of(r) == g)
+                    .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?)))
+                    .collect();
+                series.push(Series {
+                    label: label(key, g),
+                    points: pts,
+                    band: Vec::new(),
+                });
+            }
+        }
+        if let Some(svg) = (LineChart {
+            title: format!("{scenario}: {name} vs {axis}"),
+            x: Axis::new(axis, false, chart::plain),
+            y: Axis::new(format!("{name} (higher is better)"), false, format),
+            series,
+        })
+        .svg(width)
+        {
+            charts.push(svg);
+        }
+    }
+    charts
+}
+
+/// A rate a sweep charts against its axis: unit, axis name, tick format.
+type Rate = (Unit, &'static str, fn(f64) -> String);
+
+/// The rates a sweep charts against its axis.
+const RATES: [Rate; 3] = [
+    (Unit::Gflops, "GFLOP/s", chart::plain),
+    (Unit::GbytesPerSecond, "GB/s", chart::plain),
+    (Unit::SamplesPerSecond, "samples/s", chart::plain),
+];

@@ -1,0 +1,125 @@
+use super::*;
+use crate::harness::Summary;
+use crate::report::{Environment, GpuInfo, Timeline, TracedRun};
+use serde_json::Map;
+
+/// A run of `scenario` whose variants take the given medians (seconds).
+fn run(scenario: &str, medians: &[(&str, f64)]) -> RunRecord {
+    let mut run = RunRecord::new(scenario, Map::new(), vec!["cpu:0".into()]);
+    let summaries = medians
+        .iter()
+        .map(|(_, m)| {
+            let samples: Vec<f64> = (0..6).map(|i| m * (1.0 + i as f64 * 0.01)).collect();
+            Summary::from_samples(&samples).expect("samples")
+        })
+        .collect();
+    run.add_variants(
+        medians.iter().map(|(n, _)| n.to_string()).collect(),
+        summaries,
+        medians.iter().map(|_| None),
+    );
+    run
+}
+
+#[test]
+fn an_async_report_draws_its_bars_on_a_marked_log_axis() {
+    let spread = run(
+        "async",
+        &[("sync", 0.118), ("async", 40e-6), ("push-only", 2e-6)],
+    );
+    let svg = variant_bars(&spread, 880.0).expect("drawn");
+    assert!(svg.contains("class=\"log-axis\""), "{svg}");
+    assert!(svg.contains("on a log scale"), "{svg}");
+    assert!(svg.contains(">1 µs<") && svg.contains(">100 ms<"), "{svg}");
+    // Medians within 30× of each other stay on a linear axis.
+    let close = run("deps", &[("op-by-op", 8e-3), ("parallel", 6e-3)]);
+    let svg = variant_bars(&close, 880.0).expect("drawn");
+    assert!(
+        !svg.contains("log-axis") && !svg.contains("log scale"),
+        "{svg}"
+    );
+}
+
+#[test]
+fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
+    let rec = crate::report::timeline::traced_op;
+    let report = |scenario: &str| {
+        let mut r = Report::new(
+            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            vec![run(scenario, &[("a-alone", 1.36e-3), ("parallel", 2e-3)])],
+        );
+        for (variant, end) in [("a-alone", 1_000), ("parallel", 7_360_000)] {
+            r.timelines.push(Timeline::of(
+                0,
+                &TracedRun {
+                    scenario: scenario.into(),
+                    variant: variant.into(),
+                    records: vec![rec(0, 0, end)],
+                },
+            ));
+        }
+        r
+    };
+    let shared = timeline_chart(&report("cpu-gpu"), 0, 880.0).expect("drawn");
+    assert!(shared.contains("one time axis for all"), "{shared}");
+    assert!(
+        shared.contains(
+            "one extra traced repeat, after the 6 timed (tracing adds overhead): 7.360 ms"
+        ),
+        "{shared}"
+    );
+    // Escaped, as SVG text is; the samples are 1.36 ms to 1.43 ms.
+    assert!(
+        shared.contains("the table&#39;s median: 1.394 ms · 1 op<"),
+        "{shared}"
+    );
+    let own = timeline_chart(&report("async"), 0, 880.0).expect("drawn");
+    assert!(own.contains("each to its own length"), "{own}");
+}
+
+#[test]
+fn variants_without_engine_ops_are_left_out_of_the_timeline_with_the_reason() {
+    let mut r = Report::new(
+        Environment::capture("threaded", GpuInfo::unavailable("test")),
+        vec![run("memory", &[("unbounded", 0.04), ("bounded", 0.04)])],
+    );
+    let rec = crate::report::timeline::traced_op;
+    for (variant, records) in [("unbounded", vec![rec(0, 0, 500)]), ("bounded", vec![])] {
+        r.timelines.push(Timeline::of(
+            0,
+            &TracedRun {
+                scenario: "memory".into(),
+                variant: variant.into(),
+                records,
+            },
+        ));
+    }
+    let svg = timeline_chart(&r, 0, 880.0).expect("drawn");
+    assert!(
+        svg.contains(">unbounded<") && !svg.contains(">bounded<"),
+        "{svg}"
+    );
+    let note = timeline_note(&r, 0).expect("a note");
+    assert!(
+        note.contains("bounded") && note.contains("engine of their own"),
+        "{note}"
+    );
+}
+
+#[test]
+fn the_memory_chart_draws_a_line_per_live_bytes_series_in_binary_units() {
+    let mut r = run("memory", &[("unbounded", 0.04), ("bounded", 0.04)]);
+    let mib = 1024.0 * 1024.0;
+    r.derive_series(
+        "unbounded_live_bytes",
+        serde_json::json!([[0.0, 0.0], [0.01, 30.0 * mib], [0.02, 0.0]]),
+    );
+    r.derive_series(
+        "bounded_live_bytes",
+        serde_json::json!([[0.0, 0.0], [0.01, 1.0 * mib], [0.03, 0.0]]),
+    );
+    let svg = memory_chart(&r, 880.0).expect("drawn");
+    assert_eq!(svg.matches("<polyline").count(), 2);
+    assert!(svg.contains("live memory (MiB)"), "{svg}");
+    assert!(memory_chart(&run("async", &[("sync", 1.0)]), 880.0).is_none());
+}

@@ -1,0 +1,98 @@
+//! The lane timelines of a traced repeat, on one time axis where the lesson compares lengths.
+
+use crate::export::chart::{self, GanttGroup};
+use crate::report::Report;
+
+/// Scenarios whose lesson is how long variants take side by side (parallel ≈ max(a, b), copy
+/// hidden behind compute, a graph's lanes against one): their timelines share one time axis.
+const SHARED_TIME_AXIS: [&str; 3] = ["cpu-gpu", "run-copy", "deps"];
+
+/// The lane timelines recorded for run `index` of `report`, one block per traced variant;
+/// `None` when the report carries none for it, or none with an engine op. Each block says it
+/// is the extra traced repeat and gives the table's median beside it: tracing slows ops, and
+/// the repeat is one sample, so the two differ. For the scenarios of [`SHARED_TIME_AXIS`] the
+/// blocks share one time axis. A variant whose repeat recorded no engine op is left out (see
+/// [`timeline_note`]).
+pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<String> {
+    let run = report.runs.get(index)?;
+    let groups: Vec<GanttGroup> = report
+        .timelines
+        .iter()
+        .filter(|t| t.run == index && t.ops > 0)
+        .map(|t| {
+            let variant = run.variants.iter().find(|v| v.name == t.variant);
+            let timed = variant.map_or(String::new(), |v| {
+                format!(", after the {} timed", v.summary.samples_s.len())
+            });
+            let median = variant.map_or(String::new(), |v| {
+                format!(
+                    "the table's median: {} · ",
+                    crate::units::human_time(v.summary.median_s)
+                )
+            });
+            GanttGroup {
+                title: t.variant.clone(),
+                detail: format!(
+                    "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{} op{}",
+                    crate::units::human_time(t.span_ns as f64 * 1e-9),
+                    t.ops,
+                    if t.ops == 1 { "" } else { "s" }
+                ),
+                lanes: t
+                    .lanes
+                    .iter()
+                    .map(|l| {
+                        (
+                            l.lane.clone(),
+                            l.busy_ns
+                                .iter()
+                                .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let (axis, scale) = if SHARED_TIME_AXIS.contains(&run.scenario.as_str()) {
+        (chart::TimeAxis::Shared, "one time axis for all")
+    } else {
+        (chart::TimeAxis::PerVariant, "each to its own length")
+    };
+    chart::gantt(
+        &format!(
+            "{}: lane timeline of the traced repeat, {scale}",
+            run.scenario
+        ),
+        &groups,
+        axis,
+        width,
+    )
+}
+
+/// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
+/// engine op. `None` when every traced variant has one.
+pub fn timeline_note(report: &Report, index: usize) -> Option<String> {
+    let empty: Vec<&str> = report
+        .timelines
+        .iter()
+        .filter(|t| t.run == index && t.ops == 0)
+        .map(|t| t.variant.as_str())
+        .collect();
+    if empty.is_empty() {
+        return None;
+    }
+    let why = match report.runs.get(index).map(|r| r.scenario.as_str()) {
+        // The bounded variants run on an engine of their own (the one with the bound), and
+        // the traced repeat records the scenario's main engine.
+        Some("memory") => {
+            "they run on an engine of their own, with the bound on ops in flight, which the \
+             traced repeat does not record"
+        }
+        _ => "their work ran outside the engine's lanes",
+    };
+    Some(format!(
+        "No lane timeline for {}: the traced repeat recorded no engine op, since {why}.",
+        empty.join(", ")
+    ))
+}
