@@ -1,6 +1,6 @@
 //! A report as one self-contained HTML page: the environment, then per scenario its
 //! explanation, checks (pass/fail at a glance), the variants with their confidence intervals,
-//! the derived figures and the figures (`svg.rs`): bars with 95% CI whiskers, loss curves, the
+//! the derived figures and the figures (`svg/`): bars with 95% CI whiskers, loss curves, the
 //! lane timeline of the traced repeat, and for a sweep its lines against the swept axis. Two
 //! reports make a comparison page with `compare`'s verdicts. Inline CSS and SVG only: no
 //! script, font or image is fetched, so the page opens offline and prints as it shows.

@@ -350,8 +350,8 @@ pub struct Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, GpuInfo, Report};
     use crate::harness::stats::Summary;
+    use crate::report::{Environment, GpuInfo, Report};
 
     #[test]
     fn median_uncertainty_is_the_wider_reach_of_the_interval() {

@@ -1,7 +1,7 @@
 //! Charts as SVG text, drawn by hand so that their layout is known: every label's width is
 //! estimated and room is made for it (tick labels are thinned rather than overlapped, legends
 //! sit below the plot and wrap, long titles wrap), and each series differs in colour, dash and
-//! marker, so a chart printed in greyscale still tells its lines apart. `plot` (`svg.rs`) and
+//! marker, so a chart printed in greyscale still tells its lines apart. `plot` (`svg/`) and
 //! the HTML report (`html.rs`) draw with these.
 //!
 //! One concept per file: text sizes, escaping and width estimates (`text.rs`), the SVG element

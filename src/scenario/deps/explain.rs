@@ -1,0 +1,289 @@
+//! What `deps`' figures show, each effect credited within its interval, and the op counts every
+//! sentence and label quotes.
+
+use super::program::{Kind, Node};
+use crate::scenario::evidence::{Estimate, Ratio, Side};
+use crate::scenario::support::Explained;
+use crate::units::{faster_or_slower, human_time};
+
+/// How many ops a run pushes, counted once from the program: every sentence and label quotes
+/// these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OpCounts {
+    pub(super) products: usize,
+    pub(super) mixes: usize,
+    pub(super) updates: usize,
+    /// The copies of the inputs each run starts from.
+    pub(super) copies: usize,
+}
+
+impl OpCounts {
+    pub(super) fn of(nodes: &[Node], width: usize) -> OpCounts {
+        let count = |k: Kind| nodes.iter().filter(|x| x.kind == k).count();
+        OpCounts {
+            products: count(Kind::Product),
+            mixes: count(Kind::Mix),
+            updates: count(Kind::Update),
+            copies: width,
+        }
+    }
+
+    /// The DAG's ops.
+    pub(super) fn dag(&self) -> usize {
+        self.products + self.mixes + self.updates
+    }
+
+    /// Every op a run pushes: the DAG's and the copies.
+    pub(super) fn total(&self) -> usize {
+        self.dag() + self.copies
+    }
+}
+
+impl std::fmt::Display for OpCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ops ({} copies of the inputs, then {} products, {} mixes and {} in-place updates)",
+            self.total(),
+            self.copies,
+            self.products,
+            self.mixes,
+            self.updates
+        )
+    }
+}
+
+/// The medians with their intervals (and the traced bounds) the explanation quotes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Schedules {
+    pub(super) op_by_op: Estimate,
+    pub(super) one_device: Estimate,
+    pub(super) parallel: Estimate,
+    /// Over the traced parallel samples: the ops' run time in all, along the critical path,
+    /// the bound max(path, work / devices), and time / bound (median and lowest).
+    pub(super) work: f64,
+    pub(super) path: f64,
+    pub(super) bound: f64,
+    pub(super) ratio: f64,
+    pub(super) lowest: f64,
+    pub(super) ops: OpCounts,
+    pub(super) devices: usize,
+    /// The cores of the one device, which the split devices share between them.
+    pub(super) cores: usize,
+}
+
+impl Schedules {
+    /// Op by op over pushed at once, on the one device.
+    pub(super) fn asynchrony(&self) -> Ratio {
+        Ratio::of(self.op_by_op, self.one_device)
+    }
+
+    /// One device over the split devices, both pushed at once.
+    pub(super) fn parallelism(&self) -> Ratio {
+        Ratio::of(self.one_device, self.parallel)
+    }
+}
+
+/// How the interval of a ratio is worded: "2.10×, 95% interval 1.90–2.30×".
+fn interval(r: &Ratio) -> String {
+    format!("{:.2}×, 95% interval {:.2}–{:.2}×", r.value, r.lo, r.hi)
+}
+
+/// What the figures show, each effect credited within its interval: asynchrony alone (one
+/// device, op by op against pushed at once) and inter-op parallelism on top (the same cores
+/// split into devices, both pushed at once), then the traced samples against their own bound.
+pub(super) fn explain(f: &Schedules) -> Explained {
+    let mut out = Explained::default();
+    let asynchrony = f.asynchrony();
+    let lead = format!(
+        "asynchrony alone: on one device with all {} cores, the {} ops pushed at once took {} against {} \
+         op by op ({})",
+        f.cores,
+        f.ops.total(),
+        human_time(f.one_device.median),
+        human_time(f.op_by_op.median),
+        interval(&asynchrony),
+    );
+    out.sentences.push(match asynchrony.against(1.0) {
+        Side::Above => format!(
+            "{lead}: {} — no op waited for the front end's round trip before the next was pushed.",
+            faster_or_slower(asynchrony.value)
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable here — each op already uses every core of its device, so \
+             letting them queue saves only the round trips, which these ops dwarf."
+        ),
+        Side::Below => format!(
+            "{lead}: {} here, beyond both medians' intervals.",
+            faster_or_slower(asynchrony.value)
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    });
+    let parallelism = f.parallelism();
+    if f.devices == 1 {
+        out.sentences.push(
+            "inter-op parallelism: with --devices 1 the cores are not split, so there is none to \
+             add (--devices 2 or more splits them)."
+                .into(),
+        );
+    } else {
+        let lead = format!(
+            "inter-op parallelism on top: the same {} cores split into {} devices took {} pushed at \
+             once, against {} on one device ({})",
+            f.cores,
+            f.devices,
+            human_time(f.parallel.median),
+            human_time(f.one_device.median),
+            interval(&parallelism),
+        );
+        out.sentences.push(match parallelism.against(1.0) {
+            Side::Above => format!(
+                "{lead}: {} — independent ops of the DAG ran side by side, each on fewer cores, \
+                 and finished sooner than one after the other on all of them.",
+                faster_or_slower(parallelism.value)
+            ),
+            Side::Within => format!(
+                "{lead}: indistinguishable here — {} lanes of fewer threads match one lane of all \
+                 of them, since each op of this size already fills the machine; smaller ops \
+                 (try --size 32) leave cores idle for side-by-side ops to use.",
+                f.devices
+            ),
+            Side::Below => format!(
+                "{lead}: {} — each op ran on fewer cores, and the DAG's dependencies left lanes \
+                 idle.",
+                faster_or_slower(parallelism.value)
+            ),
+            Side::Unknown => format!("{lead}: not measured."),
+        });
+    }
+    out.sentences.push(format!(
+        "each parallel sample is traced: its ops ran for {} in all, {} along the longest chain of \
+         dependencies, so no schedule of them could finish before max(critical path, work / {} \
+         devices) = {} (medians over samples); each sample took {:.2}× its own bound at the median \
+         (at least {:.2}×): the rest is hand-offs, pushing and lanes left idle.",
+        human_time(f.work),
+        human_time(f.path),
+        f.devices,
+        human_time(f.bound),
+        f.ratio,
+        f.lowest,
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPS: OpCounts = OpCounts {
+        products: 3,
+        mixes: 2,
+        updates: 1,
+        copies: 4,
+    };
+
+    /// 2 devices of 1 core; work 4 s along a 1.5 s path: the bound is max(1.5, 4 / 2) = 2 s.
+    fn schedules(op_by_op: Estimate, one_device: Estimate, parallel: Estimate) -> Schedules {
+        Schedules {
+            op_by_op,
+            one_device,
+            parallel,
+            work: 4.0,
+            path: 1.5,
+            bound: 2.0,
+            ratio: 1.25,
+            lowest: 1.1,
+            ops: OPS,
+            devices: 2,
+            cores: 2,
+        }
+    }
+
+    fn tight(median: f64) -> Estimate {
+        Estimate {
+            median,
+            lo: median * 0.99,
+            hi: median * 1.01,
+        }
+    }
+
+    #[test]
+    fn the_explanation_credits_each_effect_with_its_own_figures() {
+        let e = explain(&schedules(tight(4.5), tight(3.0), tight(2.0)));
+        let all = e.sentences.join("\n");
+        assert!(
+            all.contains("the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×")
+                && all.contains("1.50× faster"),
+            "{all}"
+        );
+        assert!(
+            all.contains("split into 2 devices took 2.000 s pushed at once, against 3.000 s")
+                && all.contains("1.50× faster — independent ops"),
+            "{all}"
+        );
+        assert!(
+            all.contains("ran for 4.000 s in all, 1.500 s along")
+                && all.contains("/ 2 devices) = 2.000 s")
+                && all.contains("took 1.25× its own bound at the median (at least 1.10×)"),
+            "{all}"
+        );
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        assert_eq!(
+            OPS.to_string(),
+            "10 ops (4 copies of the inputs, then 3 products, 2 mixes and 1 in-place updates)"
+        );
+    }
+
+    #[test]
+    fn no_parallelism_where_ops_fill_the_machine_is_said_as_such() {
+        // One device and two split devices within each other's intervals: none credited.
+        let loose = Estimate {
+            median: 2.1,
+            lo: 1.9,
+            hi: 2.3,
+        };
+        let all = explain(&schedules(tight(4.0), tight(2.0), loose))
+            .sentences
+            .join("\n");
+        assert!(all.contains("indistinguishable here — 2 lanes"), "{all}");
+        assert!(!all.contains("side by side, each"), "{all}");
+    }
+
+    /// The word an explanation sentence uses for a ratio's side, and whether it may.
+    fn words(sentence: &str) -> (bool, bool, bool) {
+        (
+            sentence.contains("faster"),
+            sentence.contains("slower"),
+            sentence.contains("indistinguishable"),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random medians with wide, overlapping intervals, landing on either side of 1: a
+        /// sentence says faster (or slower) only when the whole interval the two medians'
+        /// intervals allow lies above (or below) 1, and indistinguishable otherwise. The side is
+        /// computed here from the raw bounds, not through `Ratio`.
+        #[test]
+        fn no_sentence_claims_more_than_its_intervals(
+            medians in proptest::array::uniform3(0.5f64..2.0),
+            reaches in proptest::array::uniform3((0.0f64..0.6, 0.0f64..0.6)),
+        ) {
+            let est = |i: usize| Estimate {
+                median: medians[i],
+                lo: medians[i] * (1.0 - reaches[i].0 * 0.9),
+                hi: medians[i] * (1.0 + reaches[i].1),
+            };
+            let (seq, one, par) = (est(0), est(1), est(2));
+            let e = explain(&schedules(seq, one, par));
+            for (sentence, (a, b)) in e.sentences[..2].iter().zip([(seq, one), (one, par)]) {
+                let (lo, hi) = (a.lo / b.hi, a.hi / b.lo);
+                let (faster, slower, same) = words(sentence);
+                proptest::prop_assert_eq!(faster, lo > 1.0, "{}", sentence);
+                proptest::prop_assert_eq!(slower, hi < 1.0, "{}", sentence);
+                proptest::prop_assert_eq!(same, lo <= 1.0 && hi >= 1.0, "{}", sentence);
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! What `run-copy`'s figures show, and the figures outside their physical range, each judged
+//! within the interval its medians' intervals allow.
+
+use crate::scenario::evidence::{Estimate, Ratio, Side};
+use crate::scenario::support::Explained;
+use crate::scenario::Warning;
+use crate::units::human_time;
+
+/// The medians with their intervals (and the trace's figures) the explanation quotes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CopyOverlap {
+    pub(super) ops: u64,
+    pub(super) run: Estimate,
+    pub(super) copy: Estimate,
+    /// `run-then-copy`: all products, a wait, then all copies.
+    pub(super) seq: Estimate,
+    pub(super) overlapped: Estimate,
+    /// The busier lane's time in each traced overlapped sample (median), and how many times
+    /// it the samples took (median of each sample's own ratio).
+    pub(super) bound: f64,
+    pub(super) bound_ratio: f64,
+}
+
+impl CopyOverlap {
+    /// Perfect overlap: the longer of run and copy, plus the last copy, which cannot overlap;
+    /// its interval from run's and copy's.
+    pub(super) fn ideal(&self) -> Estimate {
+        let at = |r: f64, c: f64| r.max(c) + c / self.ops as f64;
+        Estimate {
+            median: at(self.run.median, self.copy.median),
+            lo: at(self.run.lo, self.copy.lo),
+            hi: at(self.run.hi, self.copy.hi),
+        }
+    }
+
+    /// overlapped / perfect overlap: at least 1 but for noise.
+    pub(super) fn vs_ideal(&self) -> Ratio {
+        Ratio::of(self.overlapped, self.ideal())
+    }
+
+    /// run-then-copy / overlapped: at most the two lanes.
+    pub(super) fn speedup(&self) -> Ratio {
+        Ratio::of(self.seq, self.overlapped)
+    }
+
+    /// (run + copy) / overlapped: its ceiling is (run + copy) / ideal, not 1.
+    pub(super) fn efficiency(&self) -> f64 {
+        (self.run.median + self.copy.median) / self.overlapped.median
+    }
+}
+
+/// Two lanes (compute and copy) can at most halve the time of the same work done one after
+/// the other.
+const LANES: f64 = 2.0;
+
+/// What the figures show, and the figures outside their physical range, each judged within
+/// the interval its medians' intervals allow.
+pub(super) fn explain(f: &CopyOverlap) -> Explained {
+    let (r, c, seq, ov) = (
+        f.run.median,
+        f.copy.median,
+        f.seq.median,
+        f.overlapped.median,
+    );
+    let (ideal, eff, ratio) = (f.ideal(), f.efficiency(), f.bound_ratio);
+    let mut out = Explained::default();
+    out.sentences.push(format!(
+        "run {} and copy {} measured alone (sum {}); all products, a wait, then all copies took {}; \
+         overlapped {}: the copy lane works while the compute lane computes (overlap efficiency \
+         (run + copy) / overlapped = {eff:.2}).",
+        human_time(r),
+        human_time(c),
+        human_time(r + c),
+        human_time(seq),
+        human_time(ov),
+    ));
+    out.sentences.push(format!(
+        "lower bound: no sample can be shorter than the time its own busier lane was busy ({} at \
+         the median of the traced samples); each traced sample took {ratio:.2}× its own at the \
+         median.",
+        human_time(f.bound),
+    ));
+    let vs_ideal = f.vs_ideal();
+    let shown = format!(
+        "{:.2}×, 95% interval {:.2}–{:.2}×",
+        vs_ideal.value, vs_ideal.lo, vs_ideal.hi
+    );
+    out.sentences.push(match vs_ideal.against(1.0) {
+        Side::Above | Side::Unknown => format!(
+            "with perfect overlap, the run measured alone plus one copy that cannot overlap would take \
+             max(run, copy) + one copy = {}; overlapped took {shown} that.",
+            human_time(ideal.median)
+        ),
+        Side::Within => format!(
+            "overlapped took {shown} max(run, copy) + one copy = {}: indistinguishable from perfect \
+             overlap here.",
+            human_time(ideal.median)
+        ),
+        Side::Below => format!(
+            "overlapped took {shown} max(run, copy) + one copy = {}: the run and copy measured alone \
+             (in other rounds) were slower than the same work inside the overlapped variant, which is noise \
+             between rounds, not better than perfect overlap.",
+            human_time(ideal.median)
+        ),
+    });
+    if vs_ideal.against(1.0) == Side::Below {
+        out.warnings.push(Warning::OverlappedBelowIdeal {
+            overlapped_s: ov,
+            ideal_s: ideal.median,
+            efficiency: eff,
+            perfect: (r + c) / ideal.median,
+        });
+    }
+    if f.speedup().against(LANES) == Side::Above {
+        out.warnings.push(Warning::SpeedupAboveLanes {
+            speedup: f.speedup().value,
+            lanes: LANES,
+        });
+    }
+    // Bound and time come from the same sample: below 1 is never noise.
+    if ratio < 1.0 {
+        out.warnings.push(Warning::BelowOwnBusyLane { ratio });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tight(median: f64) -> Estimate {
+        Estimate {
+            median,
+            lo: median * 0.995,
+            hi: median * 1.005,
+        }
+    }
+
+    /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
+    fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> CopyOverlap {
+        CopyOverlap {
+            ops: 10,
+            run: tight(1.0),
+            copy: tight(0.5),
+            seq: tight(seq),
+            overlapped: tight(overlapped),
+            bound: 1.0,
+            bound_ratio,
+        }
+    }
+
+    #[test]
+    fn the_explanation_quotes_its_own_arithmetic() {
+        let e = explain(&medians(1.5, 1.2, 1.2));
+        let all = e.sentences.join("\n");
+        // The sum is run + copy; the efficiency (run + copy) / overlapped = 1.5 / 1.2.
+        assert!(
+            all.contains("run 1.000 s and copy 500.0 ms measured alone (sum 1.500 s)"),
+            "{all}"
+        );
+        assert!(all.contains("then all copies took 1.500 s"), "{all}");
+        assert!(all.contains("(run + copy) / overlapped = 1.25)"), "{all}");
+        assert!(
+            all.contains("each traced sample took 1.20× its own"),
+            "{all}"
+        );
+        // 1.2 / 1.05 = 1.14.
+        assert!(
+            all.contains(
+                "max(run, copy) + one copy = 1.050 s; overlapped took 1.14×, 95% interval"
+            ),
+            "{all}"
+        );
+        // An efficiency above 1 is normal here (its ceiling is 1.5 / 1.05): no warning.
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+    }
+
+    #[test]
+    fn overlapped_below_perfect_overlap_is_noise_and_a_warning() {
+        let e = explain(&medians(1.5, 1.0, 1.1));
+        let all = e.sentences.join("\n");
+        assert!(all.contains("overlapped took 0.95×, 95% interval"), "{all}");
+        assert!(all.contains("noise between rounds"), "{all}");
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        let w = e.warnings[0].to_string();
+        // 1.0 / 1.05 = 0.95; efficiency 1.5 / 1.0 = 1.50 above its ceiling 1.5 / 1.05 = 1.43.
+        assert!(
+            w.contains("0.95×") && w.contains("efficiency 1.50 is above the 1.43"),
+            "{w}"
+        );
+        assert!(
+            w.contains("noise between rounds") && w.contains("--min-samples"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn more_than_two_lanes_of_speed_up_and_a_sample_below_its_bound_are_warnings() {
+        // run-then-copy 2.5 s / overlapped 1.1 s = 2.27: more than two lanes can give.
+        let e = explain(&medians(2.5, 1.1, 1.1));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        assert!(
+            e.warnings[0].to_string().contains("= 2.27 is above 2"),
+            "{}",
+            e.warnings[0]
+        );
+        let e = explain(&medians(1.5, 1.1, 0.9));
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        assert!(
+            e.warnings[0]
+                .to_string()
+                .contains("took 0.90× the busy time"),
+            "{}",
+            e.warnings[0]
+        );
+        // Without a trace (NaN) nothing is flagged.
+        assert!(explain(&medians(1.5, 1.1, f64::NAN)).warnings.is_empty());
+        // Below perfect overlap at the medians but within the intervals: no warning.
+        let mut f = medians(1.5, 1.0, 1.1);
+        f.overlapped.hi = 1.1;
+        let e = explain(&f);
+        assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+        assert!(
+            e.sentences
+                .join(" ")
+                .contains("indistinguishable from perfect overlap here"),
+            "{:?}",
+            e.sentences
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random medians with wide intervals on either side of perfect overlap and of two
+        /// lanes: the below-perfect-overlap warning and sentence appear only when overlapped's
+        /// highest is below the ideal's lowest, "indistinguishable" only when the intervals meet,
+        /// and the two-lanes warning only when run-then-copy's lowest exceeds twice
+        /// overlapped's highest (computed here from the raw bounds).
+        #[test]
+        fn no_sentence_or_warning_claims_more_than_its_intervals(
+            medians in proptest::array::uniform4(0.3f64..2.0),
+            reaches in proptest::array::uniform4((0.0f64..0.5, 0.0f64..0.5)),
+        ) {
+            let est = |i: usize| Estimate {
+                median: medians[i],
+                lo: medians[i] * (1.0 - reaches[i].0),
+                hi: medians[i] * (1.0 + reaches[i].1),
+            };
+            let f = CopyOverlap {
+                ops: 10,
+                run: est(0),
+                copy: est(1),
+                seq: est(2),
+                overlapped: est(3),
+                bound: 1.0,
+                bound_ratio: 1.2,
+            };
+            let e = explain(&f);
+            let ideal = |r: f64, c: f64| r.max(c) + c / 10.0;
+            let (ideal_lo, ideal_hi) = (ideal(f.run.lo, f.copy.lo), ideal(f.run.hi, f.copy.hi));
+            let below = f.overlapped.hi / ideal_lo < 1.0;
+            let within = !below && f.overlapped.lo / ideal_hi <= 1.0;
+            let text = e.sentences.join(" ");
+            let warned = |w: fn(&Warning) -> bool| e.warnings.iter().any(w);
+            proptest::prop_assert_eq!(
+                warned(|w| matches!(w, Warning::OverlappedBelowIdeal { .. })),
+                below
+            );
+            proptest::prop_assert_eq!(text.contains("noise"), below, "{}", text);
+            proptest::prop_assert_eq!(text.contains("indistinguishable"), within, "{}", text);
+            proptest::prop_assert_eq!(
+                warned(|w| matches!(w, Warning::SpeedupAboveLanes { .. })),
+                f.seq.lo / f.overlapped.hi > 2.0
+            );
+        }
+    }
+}
