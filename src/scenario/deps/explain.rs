@@ -144,13 +144,13 @@ pub(super) fn explain(f: &Schedules) -> Explained {
             ),
             Side::Within => format!(
                 "{lead}: indistinguishable here — {} lanes of fewer threads match one lane of all \
-                 of them, since each op of this size already fills the machine; smaller ops \
-                 (try --size 32) leave cores idle for side-by-side ops to use.",
+                 of them: what side-by-side ops gain, the hand-offs and copies between devices \
+                 cost.",
                 f.devices
             ),
             Side::Below => format!(
-                "{lead}: {} — each op ran on fewer cores, and the DAG's dependencies left lanes \
-                 idle.",
+                "{lead}: {} — an op that reads a slot another device wrote waits for a hand-off \
+                 and a copy of it to its own device, and each op has fewer cores.",
                 faster_or_slower(parallelism.value)
             ),
             Side::Unknown => format!("{lead}: not measured."),
