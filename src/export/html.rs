@@ -93,7 +93,7 @@ fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
             e.gpu.reason.as_deref().unwrap_or("unknown reason")
         )
     };
-    vec![
+    let mut rows = vec![
         (
             "parbench",
             format!("{} ({})", report.tool.version, report.tool.git_commit),
@@ -104,10 +104,23 @@ fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
         ("CPU", format!("{}, {} cores", e.cpu_model, e.cores)),
         ("memory", human_bytes(e.memory_bytes)),
         ("GPU", gpu),
+    ];
+    // The machine's limits, as `parbench devices --probe` words them; a row in every report,
+    // so two reports' rows line up side by side (those written before parbench measured them
+    // have none).
+    rows.push((
+        "limits",
+        e.limits.as_ref().map_or_else(
+            || "not recorded".to_string(),
+            |limits| limits.lines().join("; "),
+        ),
+    ));
+    rows.extend([
         ("engine", e.engine.clone()),
         ("rustc", e.rustc.clone()),
         ("command", e.argv.join(" ")),
-    ]
+    ]);
+    rows
 }
 
 /// The page of one report.
