@@ -75,6 +75,17 @@ impl Ratio {
     }
 }
 
+/// Worded as explanations quote it: `1.20×, 95% interval 1.10–1.31×`.
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.2}×, 95% interval {:.2}–{:.2}×",
+            self.value, self.lo, self.hi
+        )
+    }
+}
+
 /// Where a figure lies against a bound, within the evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -103,6 +114,7 @@ mod tests {
         assert_eq!(r.against(1.0), Side::Above);
         assert_eq!(r.against(2.0), Side::Within);
         assert_eq!(r.against(6.0), Side::Below);
+        assert_eq!(r.to_string(), "2.00×, 95% interval 1.20–5.00×");
     }
 
     #[test]

@@ -111,12 +111,9 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
     match mode {
         Mode::Threaded => {
             let per_op = format!(
-                "{} per op in sync, {} in async; {:.2}×, 95% interval {:.2}–{:.2}×",
+                "{} per op in sync, {} in async; {speedup}",
                 human_time(sync / nf),
                 human_time(async_time / nf),
-                speedup.value,
-                speedup.lo,
-                speedup.hi,
             );
             e.push(match speedup.against(1.0) {
                 Side::Above => format!(

@@ -57,11 +57,6 @@ impl DeviceTimes {
     }
 }
 
-/// "1.20×, 95% interval 1.10–1.31×".
-fn interval(r: &Ratio) -> String {
-    format!("{:.2}×, 95% interval {:.2}–{:.2}×", r.value, r.lo, r.hi)
-}
-
 /// What the figures show, and the figures outside their physical range: an overlap
 /// efficiency max(a, b) / parallel above 1 beyond its interval.
 pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
@@ -73,7 +68,7 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
         human_time(f.b.median),
         human_time(f.par.median),
         human_time(f.sequential().median),
-        interval(&speedup),
+        speedup,
     );
     out.sentences.push(match speedup.against(1.0) {
         Side::Above | Side::Below => format!(
@@ -133,7 +128,7 @@ fn same_cores_sentence(f: &DeviceTimes, one_device: &str) -> String {
          one device with all of them ({})",
         human_time(f.par.median),
         human_time(f.one.median),
-        interval(&r),
+        r,
     );
     match r.against(1.0) {
         Side::Above => format!(
@@ -162,7 +157,7 @@ fn one_device_sentence(f: &DeviceTimes, device: &str) -> String {
         "both workloads on {device} alone took {} against a + b = {} ({})",
         human_time(f.one.median),
         human_time(f.sequential().median),
-        interval(&ratio),
+        ratio,
     );
     match ratio.against(1.0) {
         Side::Above => format!(

@@ -84,11 +84,6 @@ impl Schedules {
     }
 }
 
-/// How the interval of a ratio is worded: "2.10×, 95% interval 1.90–2.30×".
-fn interval(r: &Ratio) -> String {
-    format!("{:.2}×, 95% interval {:.2}–{:.2}×", r.value, r.lo, r.hi)
-}
-
 /// What the figures show, each effect credited within its interval: asynchrony alone (one
 /// device, op by op against pushed at once) and inter-op parallelism on top (the same cores
 /// split into devices, both pushed at once), then the traced samples against their own bound.
@@ -102,7 +97,7 @@ pub(super) fn explain(f: &Schedules) -> Explained {
         f.ops.total(),
         human_time(f.one_device.median),
         human_time(f.op_by_op.median),
-        interval(&asynchrony),
+        asynchrony,
     );
     out.sentences.push(match asynchrony.against(1.0) {
         Side::Above => format!(
@@ -134,7 +129,7 @@ pub(super) fn explain(f: &Schedules) -> Explained {
             f.devices,
             human_time(f.parallel.median),
             human_time(f.one_device.median),
-            interval(&parallelism),
+            parallelism,
         );
         out.sentences.push(match parallelism.against(1.0) {
             Side::Above => format!(

@@ -44,10 +44,7 @@ pub(super) fn explain(f: &Passes) -> Explained {
              the hybridized pass is one engine op and one CUDA graph launch of the same {ops_per_pass} kernels."
         ));
     }
-    let shown = format!(
-        "{:.2}×, 95% interval {:.2}–{:.2}×",
-        speedup.value, speedup.lo, speedup.hi
-    );
+    let shown = speedup.to_string();
     out.sentences.push(match speedup.against(1.0) {
         Side::Above => format!(
             "replaying the captured graph ran {} ({shown}): {} of {ops_per_pass} engine ops per pass \

@@ -81,10 +81,7 @@ pub(super) fn explain(f: &CopyOverlap) -> Explained {
         human_time(f.bound),
     ));
     let vs_ideal = f.vs_ideal();
-    let shown = format!(
-        "{:.2}×, 95% interval {:.2}–{:.2}×",
-        vs_ideal.value, vs_ideal.lo, vs_ideal.hi
-    );
+    let shown = vs_ideal.to_string();
     out.sentences.push(match vs_ideal.against(1.0) {
         Side::Above | Side::Unknown => format!(
             "with perfect overlap, the run measured alone plus one copy that cannot overlap would take \
