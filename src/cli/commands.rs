@@ -89,7 +89,7 @@ pub(super) fn parse_clap<T>(
 /// `parbench devices [--json] [--probe]`: the machine's limits only with `--probe`, so a quick
 /// look stays quick.
 fn devices(json: bool, probe: bool) -> Result<(), CliError> {
-    let (engine, gpu) = (Mode::Threaded.as_str(), device::discovery::probe_gpu());
+    let (engine, gpu) = (Mode::Threaded, device::discovery::probe_gpu());
     let env = if probe {
         Environment::capture(engine, gpu)
     } else {

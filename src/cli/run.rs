@@ -125,7 +125,7 @@ pub(super) fn run_sweep(
         .ok()
         .and_then(|v| v.parse().ok());
 
-    let environment = Environment::capture(common.mode().as_str(), device::discovery::probe_gpu());
+    let environment = Environment::capture(common.mode(), device::discovery::probe_gpu());
     let mut report = Report::new(environment, Vec::new());
     report.sweep = Some(sweep::SweepInfo {
         scenario: name.to_string(),
@@ -227,7 +227,7 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
         return Ok(());
     }
     let gpu = device::discovery::probe_gpu();
-    let environment = Environment::capture(common.mode().as_str(), gpu);
+    let environment = Environment::capture(common.mode(), gpu);
     let mut report = Report::new(environment, Vec::new());
     if !common.json {
         stdout(&table::render_environment(&report))?;
@@ -449,7 +449,7 @@ mod tests {
         let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
         run.check("identical", false, "differs");
         let report = Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run],
         );
         let common = CommonArgs {

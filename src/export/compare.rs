@@ -167,7 +167,7 @@ mod tests {
         derive(&mut run);
         Report::new(
             crate::report::Environment::capture(
-                "threaded",
+                crate::engine::Mode::Threaded,
                 crate::report::GpuInfo::unavailable("x"),
             ),
             vec![run],

@@ -517,7 +517,7 @@ mod tests {
         run.check("order", false, "broken on purpose");
         run.explanation.push("pushing is cheap".into());
         let mut r = Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run],
         );
         let rec = crate::report::timeline::traced_op;

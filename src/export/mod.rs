@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn every_format_is_found_by_its_name_and_renders_an_empty_report() {
         let report = Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![],
         );
         for f in Format::ALL {

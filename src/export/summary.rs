@@ -179,7 +179,7 @@ mod tests {
         });
         let older = RunRecord::new("matmul", Map::new(), vec![]);
         Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run, older],
         )
     }

@@ -5,12 +5,14 @@
 //! without `/proc` (or with an odd one) still produces a report, with "unknown" or 0 in the
 //! fields that could not be read.
 
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde::{Deserialize, Serialize};
 
 pub use crate::device::discovery::{GpuInfo, LibraryInfo};
+use crate::engine::Mode;
 use crate::machine::Limits;
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `rustc --version` of the compiler that built this binary (set by `build.rs`).
 pub const RUSTC: &str = env!("PARBENCH_RUSTC");
@@ -55,7 +57,7 @@ impl Environment {
     /// ([`crate::machine::limits()`]: measured on the first call in a process, about 0.3 s in a
     /// release build, so call this before any timed run). Never panics; unreadable facts become
     /// "unknown" or 0.
-    pub fn capture(engine: &str, gpu: GpuInfo) -> Environment {
+    pub fn capture(engine: Mode, gpu: GpuInfo) -> Environment {
         Environment {
             limits: Some(crate::machine::limits().clone()),
             ..Environment::capture_without_limits(engine, gpu)
@@ -65,7 +67,7 @@ impl Environment {
     /// [`Environment::capture`] without the limits, for a quick look at the machine (`parbench
     /// devices`). `argv` comes from `std::env::args_os` (non-UTF-8 arguments are converted
     /// lossily rather than panicking as `std::env::args` would).
-    pub fn capture_without_limits(engine: &str, gpu: GpuInfo) -> Environment {
+    pub fn capture_without_limits(engine: Mode, gpu: GpuInfo) -> Environment {
         let unknown = || "unknown".to_string();
         Environment {
             host: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
@@ -81,7 +83,7 @@ impl Environment {
                 .unwrap_or(0),
             gpu,
             rustc: RUSTC.to_string(),
-            engine: engine.to_string(),
+            engine: engine.as_str().to_string(),
             argv: std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
@@ -260,8 +262,8 @@ mod tests {
 
     #[test]
     fn capture_fills_every_field() {
-        let env = Environment::capture("threads", GpuInfo::unavailable("test"));
-        assert_eq!(env.engine, "threads");
+        let env = Environment::capture(Mode::Naive, GpuInfo::unavailable("test"));
+        assert_eq!(env.engine, "naive");
         assert_eq!(env.rustc, RUSTC);
         assert!(!env.argv.is_empty());
         assert_eq!(env.started_at.len(), "2023-11-14T22:13:20Z".len());
@@ -277,7 +279,7 @@ mod tests {
         let json = serde_json::to_string(&env).expect("serialize");
         let back: Environment = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back, env);
-        let quick = Environment::capture_without_limits("threads", GpuInfo::unavailable("test"));
+        let quick = Environment::capture_without_limits(Mode::Naive, GpuInfo::unavailable("test"));
         assert_eq!(quick.limits, None);
         let json = serde_json::to_value(&quick).expect("serialize");
         assert!(json.get("limits").is_none(), "{json}");

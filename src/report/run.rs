@@ -527,7 +527,7 @@ mod tests {
     #[test]
     fn reports_with_or_without_display_fields_read_back_the_same() {
         let mut report = Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run_with_figures()],
         );
         report.runs[0].explanation.push("why".into());

@@ -45,7 +45,7 @@ fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
     let rec = crate::report::timeline::traced_op;
     let report = |scenario: &str| {
         let mut r = Report::new(
-            Environment::capture("threaded", GpuInfo::unavailable("test")),
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run(scenario, &[("a-alone", 1.36e-3), ("parallel", 2e-3)])],
         );
         for (variant, end) in [("a-alone", 1_000), ("parallel", 7_360_000)] {
@@ -80,7 +80,7 @@ fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
 #[test]
 fn variants_without_engine_ops_are_left_out_of_the_timeline_with_the_reason() {
     let mut r = Report::new(
-        Environment::capture("threaded", GpuInfo::unavailable("test")),
+        Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
         vec![run("memory", &[("unbounded", 0.04), ("bounded", 0.04)])],
     );
     let rec = crate::report::timeline::traced_op;
