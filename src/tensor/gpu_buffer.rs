@@ -18,6 +18,14 @@ pub(crate) struct GpuBuffer {
     pub(super) _counted: Allocation,
 }
 
+impl Drop for GpuBuffer {
+    /// The last handle may be dropped on any thread (a CPU device's worker, a library user's
+    /// thread): the context must be current there for the stream-ordered free that follows.
+    fn drop(&mut self) {
+        crate::device::cuda::make_current(self.slice.context());
+    }
+}
+
 impl GpuBuffer {
     /// The event of the last write, if any (held while it is waited on).
     pub(super) fn ready(&self) -> MutexGuard<'_, Option<CompletionEvent>> {

@@ -389,3 +389,6 @@ impl Tensor {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, feature = "cuda"))]
+mod gpu_hardening_tests;

@@ -110,12 +110,12 @@ fn a_host_copy_is_usable_by_host_ops() {
 /// `cargo test` leaves them out, and run with `--ignored` (`scripts/gpu-check.sh` does, on a
 /// GPU machine) they fail here when no GPU is usable, rather than pass without testing.
 #[cfg(feature = "cuda")]
-fn gpu_runtime() -> Runtime {
+pub(super) fn gpu_runtime() -> Runtime {
     gpu_runtime_in(crate::device::GpuOrder::Stream)
 }
 
 #[cfg(feature = "cuda")]
-fn gpu_runtime_in(gpu_order: crate::device::GpuOrder) -> Runtime {
+pub(super) fn gpu_runtime_in(gpu_order: crate::device::GpuOrder) -> Runtime {
     use crate::device::{discovery, DeviceRequest};
     let gpu = discovery::probe_gpu();
     assert!(
@@ -131,7 +131,7 @@ fn gpu_runtime_in(gpu_order: crate::device::GpuOrder) -> Runtime {
 }
 
 #[cfg(feature = "cuda")]
-const BOTH_ORDERS: [crate::device::GpuOrder; 2] = [
+pub(super) const BOTH_ORDERS: [crate::device::GpuOrder; 2] = [
     crate::device::GpuOrder::Stream,
     crate::device::GpuOrder::Host,
 ];

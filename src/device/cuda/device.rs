@@ -66,10 +66,13 @@ impl CudaDevice {
     }
 
     fn open_with(
-        ctx: Arc<CudaContext>,
+        probed: Arc<CudaContext>,
         seed: u64,
         order: GpuOrder,
     ) -> Result<CudaDevice, GpuError> {
+        // A handle of the device's own on the same primary context: cudarc keeps the error a
+        // drop records in the handle, so this device's drops report to this device alone.
+        let ctx = CudaContext::new(probed.ordinal())?;
         // SAFETY: the first device opened on this context calls it before any stream or slice
         // exists (later ones find tracking already off); from then on the engine orders every
         // access (see `device::cuda`'s docs).
@@ -80,7 +83,7 @@ impl CudaDevice {
         let rng = CudaRng::new(seed, compute.clone())?;
         let kernels = ops::Kernels::load(&ctx)?;
         keep_freed_memory_pooled(&ctx)?;
-        Ok(CudaDevice {
+        let device = CudaDevice {
             ctx: ctx.clone(),
             compute,
             copy,
@@ -93,7 +96,11 @@ impl CudaDevice {
             compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())?,
             copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())?,
             deferred: Mutex::new(None),
-        })
+        };
+        if super::fault::fault_requested() {
+            device.plant_fault()?;
+        }
+        Ok(device)
     }
 
     /// When this device's compute ops complete in the engine.
@@ -185,13 +192,25 @@ impl CudaDevice {
         };
         // cuBLAS does not bind the context itself.
         self.bind()?;
-        let blas = self
+        let mut blas = self
             .blas
             .lock()
             .map_err(|_| GpuError::Poisoned("cuBLAS handle"))?;
-        // SAFETY: the lengths match the configuration (checked by the caller: a is m·k, b is
-        // k·n, c is m·n) and the engine guarantees no other op writes these buffers meanwhile.
-        unsafe { blas.gemm(cfg, b, a, c) }.map_err(GpuError::Sgemm)
+        let capturing =
+            self.with_launch_stream(|s| (!Arc::ptr_eq(s, &self.compute)).then(|| s.clone()));
+        let Some(side) = capturing else {
+            // SAFETY: the lengths match the configuration (checked by the caller: a is m·k, b
+            // is k·n, c is m·n) and the engine guarantees no other op writes these buffers
+            // meanwhile.
+            return unsafe { blas.gemm(cfg, b, a, c) }.map_err(GpuError::Sgemm);
+        };
+        // This thread is capturing a graph: the product goes to the capture's side stream,
+        // and the handle goes back to the compute stream before the lock is released.
+        // SAFETY: both streams belong to the handle's context; as above for the product.
+        let r = unsafe { blas.set_stream(side).and_then(|()| blas.gemm(cfg, b, a, c)) };
+        // SAFETY: as above.
+        let back = unsafe { blas.set_stream(self.compute.clone()) };
+        r.and(back).map_err(GpuError::Sgemm)
     }
 
     /// Ordinary (not write-combined) pinned host memory for device→host copies, reused: a
@@ -299,6 +318,9 @@ impl CudaDevice {
         self.take_deferred();
         let deferred = self.deferred.lock().ok().and_then(|mut d| d.take());
         streams?;
-        deferred.map_or(Ok(()), |e| Err(GpuError::Deferred(e)))
+        deferred.map_or(Ok(()), |e| {
+            super::fault::note(&e);
+            Err(GpuError::Deferred(e))
+        })
     }
 }

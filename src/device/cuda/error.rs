@@ -13,7 +13,7 @@ pub enum GpuError {
     Unavailable(String),
     /// A driver call failed (`DriverError`'s Display names the code and the driver's text).
     #[error(transparent)]
-    Driver(#[from] DriverError),
+    Driver(DriverError),
     /// cudarc panicked (a library or a symbol is missing); the panic's message.
     #[error("{0}")]
     Panicked(String),
@@ -60,4 +60,13 @@ pub enum GpuError {
     NotCaptured,
     #[error("a graph needs at least one layer")]
     NoLayers,
+}
+
+/// Every driver error becomes a [`GpuError`] here, so a sticky fault is noted wherever it
+/// surfaces (see `fault`).
+impl From<DriverError> for GpuError {
+    fn from(e: DriverError) -> GpuError {
+        super::fault::note(&e);
+        GpuError::Driver(e)
+    }
 }

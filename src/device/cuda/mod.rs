@@ -30,10 +30,16 @@
 //! so [`probe`] (`probe.rs`) checks each library with `is_culib_present()` before any other
 //! call and still runs the first calls under `catch_unwind` with the panic hook silenced.
 //!
+//! Each device opens its own handle on the GPU's primary context, so an error a drop records
+//! on it (cudarc keeps one error slot per handle) is reported by that device and not blamed
+//! on an op of another. A sticky fault makes the GPU unusable for the rest of the process
+//! (`fault`); the probe then says so.
+//!
 //! One concept per file: `probe` (finding the GPU), `events` (completion and ready events),
 //! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `device` (the
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
-//! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails).
+//! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails),
+//! `fault` (sticky faults, and planting one), `current` (binding a context on any thread).
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
@@ -42,9 +48,11 @@ use cudarc::cublas::CudaBlas;
 use cudarc::curand::CudaRng;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
+mod current;
 mod device;
 mod error;
 mod events;
+mod fault;
 pub mod libs;
 pub mod ops;
 mod pinned;
@@ -52,9 +60,11 @@ mod poller;
 mod probe;
 
 pub use super::GpuOrder;
+pub(crate) use current::make_current;
 pub use error::GpuError;
 pub use events::CompletionEvent;
 use events::EventPool;
+pub use fault::{poisoned, INJECT_FAULT_ENV};
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;

@@ -7,10 +7,11 @@
 //! - [`GpuGraph`] is a CUDA graph captured from the compute stream (stream capture) and
 //!   replayed with one launch: the GPU analogue of MXNet's cached op after `hybridize()`.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaGraph, CudaSlice, LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -73,7 +74,38 @@ fn grid(n: u64) -> LaunchConfig {
     }
 }
 
+thread_local! {
+    /// The stream this thread is capturing a graph on, if any: while it is set, this thread's
+    /// launches go to it instead of the compute stream (see [`CudaDevice::capture`]).
+    static CAPTURING: RefCell<Option<Arc<CudaStream>>> = const { RefCell::new(None) };
+}
+
+/// Clears [`CAPTURING`] when the capture ends, however it ends.
+struct CaptureScope;
+
+impl CaptureScope {
+    fn enter(stream: Arc<CudaStream>) -> CaptureScope {
+        CAPTURING.with(|c| *c.borrow_mut() = Some(stream));
+        CaptureScope
+    }
+}
+
+impl Drop for CaptureScope {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| *c.borrow_mut() = None);
+    }
+}
+
 impl CudaDevice {
+    /// Call `f` with the stream this thread's kernels go to: the compute stream, or the side
+    /// stream of a capture this thread is running on this device.
+    pub(super) fn with_launch_stream<R>(&self, f: impl FnOnce(&Arc<CudaStream>) -> R) -> R {
+        CAPTURING.with(|c| match &*c.borrow() {
+            Some(side) if Arc::ptr_eq(side.context(), &self.ctx) => f(side),
+            _ => f(&self.compute),
+        })
+    }
+
     /// Enqueue `y = f(x)` on the compute stream (`x` and `y` of one length).
     pub fn map(&self, f: Map, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), GpuError> {
         if x.len() != y.len() {
@@ -90,16 +122,18 @@ impl CudaDevice {
             Map::Scale(s) => (&self.kernels.scale, Some(s)),
             Map::Relu => (&self.kernels.relu, None),
         };
-        let mut launch = self.compute.launch_builder(func);
-        launch.arg(x).arg(y);
-        if let Some(s) = &s {
-            launch.arg(s);
-        }
-        launch.arg(&n);
-        // SAFETY: the argument list matches the kernel's signature in elementwise.cu
-        // (x, y[, s], n), both buffers hold n f32, and the engine gives this op `y` alone.
-        unsafe { launch.launch(grid(n)) }?;
-        Ok(())
+        self.with_launch_stream(|stream| {
+            let mut launch = stream.launch_builder(func);
+            launch.arg(x).arg(y);
+            if let Some(s) = &s {
+                launch.arg(s);
+            }
+            launch.arg(&n);
+            // SAFETY: the argument list matches the kernel's signature in elementwise.cu
+            // (x, y[, s], n), both buffers hold n f32, and the engine gives this op `y` alone.
+            unsafe { launch.launch(grid(n)) }?;
+            Ok(())
+        })
     }
 
     /// Enqueue `y = x + b` on the compute stream: the 1×`cols` row `b` added to every row of
@@ -124,11 +158,13 @@ impl CudaDevice {
         }
         self.bind()?;
         let (rows, cols) = (rows as u64, cols as u64);
-        let mut launch = self.compute.launch_builder(&self.kernels.add_row);
-        launch.arg(x).arg(b).arg(y).arg(&rows).arg(&cols);
-        // SAFETY: (x, b, y, rows, cols) as in elementwise.cu; the lengths were checked above.
-        unsafe { launch.launch(grid(rows * cols)) }?;
-        Ok(())
+        self.with_launch_stream(|stream| {
+            let mut launch = stream.launch_builder(&self.kernels.add_row);
+            launch.arg(x).arg(b).arg(y).arg(&rows).arg(&cols);
+            // SAFETY: (x, b, y, rows, cols) as in elementwise.cu; the lengths were checked above.
+            unsafe { launch.launch(grid(rows * cols)) }?;
+            Ok(())
+        })
     }
 
     /// Enqueue a host→device copy on the compute stream. From pageable memory the driver
@@ -168,22 +204,46 @@ impl CudaDevice {
         Ok((time(false)?, time(true)?))
     }
 
-    /// Capture what `enqueue` puts on the compute stream into a CUDA graph instead of running
-    /// it. `enqueue` must only launch work (kernels, cuBLAS calls) on buffers allocated
-    /// before the capture: an allocation inside it would become part of the graph.
+    /// Enqueue a kernel that reads address 0: a sticky fault, reported at the next wait
+    /// (planted on purpose, see `fault`).
+    pub(super) fn plant_fault(&self) -> Result<(), GpuError> {
+        self.bind()?;
+        let null: u64 = 0;
+        let n: u64 = 2;
+        let mut launch = self.compute.launch_builder(&self.kernels.add_scalar);
+        launch.arg(&null).arg(&null).arg(&1.0f32).arg(&n);
+        // SAFETY: deliberately not safe for the GPU: the kernel dereferences a null device
+        // pointer and faults there. The host's memory is untouched: the arguments are plain
+        // values of the kernel's parameter sizes (two 8-byte pointers, an f32, a u64).
+        unsafe { launch.launch(grid(n)) }?;
+        Ok(())
+    }
+
+    /// Capture the kernels and cuBLAS calls `enqueue` makes into a CUDA graph instead of
+    /// running them. `enqueue` must only launch work on buffers allocated before the capture.
+    ///
+    /// The capture runs on a side stream forked from the compute stream, as PyTorch's graph
+    /// capture does: other threads go on enqueueing onto the compute stream meanwhile (a
+    /// tensor dropped elsewhere frees its memory there with `cuMemFreeAsync`), and none of
+    /// that may land in the graph or break the capture. This thread's launches are sent to
+    /// the side stream while it captures ([`with_launch_stream`](Self::with_launch_stream));
+    /// the graph is replayed on the compute stream.
     pub fn capture(
         self: &Arc<Self>,
         enqueue: impl FnOnce(&CudaDevice) -> Result<(), GpuError>,
     ) -> Result<GpuGraph, GpuError> {
         self.bind()?;
+        let side = self.compute.fork()?;
         // Thread-local: only this thread's unsafe calls are refused during the capture, the
         // device's pollers and other lanes go on.
-        self.compute
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        side.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(GpuError::CaptureStart)?;
-        let enqueued = enqueue(self);
+        let enqueued = {
+            let _scope = CaptureScope::enter(side.clone());
+            enqueue(self)
+        };
         // End the capture whatever happened, or the stream stays unusable.
-        let ended = self.compute.end_capture(sys::CUgraphInstantiate_flags(0));
+        let ended = side.end_capture(sys::CUgraphInstantiate_flags(0));
         enqueued?;
         match ended {
             Ok(Some(graph)) => Ok(GpuGraph {
@@ -209,14 +269,19 @@ pub struct GpuGraph {
 }
 
 impl GpuGraph {
-    /// Enqueue one replay on the compute stream.
+    /// Enqueue one replay on the compute stream (not the side stream it was captured on, so
+    /// that it is ordered with everything else the device does).
     pub fn launch(&self) -> Result<(), GpuError> {
         self.device.bind()?;
         let graph = self
             .graph
             .lock()
             .map_err(|_| GpuError::Poisoned("CUDA graph"))?;
-        Ok(graph.0.launch()?)
+        // SAFETY: the executable graph is live while `graph` is (held under the lock), and the
+        // compute stream belongs to the context the graph was captured in.
+        unsafe { sys::cuGraphLaunch(graph.0.cu_graph_exec(), self.device.compute.cu_stream()) }
+            .result()?;
+        Ok(())
     }
 
     /// The device the graph replays on.

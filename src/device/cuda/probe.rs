@@ -202,13 +202,22 @@ fn probed() -> &'static Probe {
     PROBE.get_or_init(probe_once)
 }
 
-/// Probe once per process: the GPU block of the report.
+/// Probe once per process: the GPU block of the report. After a sticky fault the GPU is
+/// unavailable, with the fault as the reason.
 pub fn probe() -> GpuInfo {
-    probed().info.clone()
+    let mut info = probed().info.clone();
+    if let Some(why) = super::fault::poisoned() {
+        info.available = false;
+        info.reason = Some(why.into());
+    }
+    info
 }
 
-/// The probed context, if a usable GPU was found.
+/// The probed context, if a usable GPU was found and no fault has made it unusable.
 pub fn context() -> Option<Arc<CudaContext>> {
+    if super::fault::poisoned().is_some() {
+        return None;
+    }
     probed().ctx.clone()
 }
 

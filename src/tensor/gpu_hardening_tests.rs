@@ -1,0 +1,87 @@
+//! The GPU path under the conditions a library user creates and the scenarios do not: tensors
+//! dropped on threads that never used the GPU, and a graph captured while another thread
+//! frees GPU memory. All need a GPU (`#[ignore]`; the GPU check runs them).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::tests::{gpu_runtime, gpu_runtime_in, BOTH_ORDERS};
+use super::*;
+use crate::device::cpu;
+
+/// The device's own error slot: what a drop recorded shows up at the next synchronization.
+fn synchronize(d: &Device) -> Result<(), crate::device::cuda::GpuError> {
+    match &d.kind {
+        DeviceKind::Cuda(dev) => dev.synchronize(),
+        _ => panic!("not a GPU device: {}", d.name),
+    }
+}
+
+/// The last handle of a GPU tensor dropped on a fresh thread (no context current there)
+/// frees its memory without an error, and the memory is counted as freed.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_tensors_dropped_on_fresh_threads_free_cleanly() {
+    let rt = gpu_runtime();
+    let (e, d) = (&rt.engine, &rt.devices[0]);
+    let before = d.memory.live();
+    for i in 0..64 {
+        let t = Tensor::uniform(e, d, &[512, 512], i).add_scalar(1.0);
+        t.wait_to_read().unwrap();
+        std::thread::spawn(move || drop(t)).join().unwrap();
+    }
+    e.wait_all().unwrap();
+    synchronize(d).expect("no error recorded by the drops");
+    assert_eq!(d.memory.live(), before, "every buffer was freed");
+    // And the device still computes.
+    let y = Tensor::ones(e, d, &[4, 4]).add_scalar(1.0);
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 2.0));
+}
+
+/// Graphs captured while another thread keeps allocating and dropping GPU tensors (their
+/// memory freed in stream order on the compute stream) capture exactly the stack and replay
+/// it bit for bit, and the other thread's work is unharmed.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
+    for order in BOTH_ORDERS {
+        let rt = gpu_runtime_in(order);
+        let (e, d) = (&rt.engine, &rt.devices[0]);
+        let m = |r: usize, c: usize, seed| {
+            Tensor::from_host(e, d, cpu::uniform(&[r, c], seed).mapv(|v| v - 0.5))
+        };
+        let x = m(16, 64, 1);
+        let layers: Vec<_> = (0..16)
+            .map(|i| (m(64, 64, 2 + i), m(1, 64, 40 + i)))
+            .collect();
+        let mut h = x.clone();
+        for (w, b) in &layers {
+            h = h.matmul(w).unwrap().add_row(b).unwrap().relu();
+        }
+        let want = h.to_vec().unwrap();
+        let stop = AtomicBool::new(false);
+        let churned = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    let t = Tensor::ones(e, d, &[256, 256]).add_scalar(1.0);
+                    let v = t.to_vec().unwrap();
+                    assert!(
+                        v.iter().all(|&v| v == 2.0),
+                        "{order:?}: the churn's own result"
+                    );
+                    drop(t);
+                    churned.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            for _ in 0..100 {
+                let graph = x.capture_dense_relu(&layers).unwrap();
+                assert_eq!(graph.replay().to_vec().unwrap(), want, "{order:?}");
+                assert_eq!(graph.replay().to_vec().unwrap(), want, "{order:?}");
+            }
+            stop.store(true, Ordering::Release);
+        });
+        assert!(churned.load(Ordering::Relaxed) > 0, "the other thread ran");
+        e.wait_all().unwrap();
+        synchronize(d).expect("no error recorded meanwhile");
+    }
+}
