@@ -77,8 +77,14 @@ pub fn explain(f: &Figures) -> Explained {
     ));
     if let Some(s) = f.staleness_mean {
         sentences.push(if s > 0.0 {
+            // A mean that rounds to 0.0 at one decimal is still stale: never print "0.0 old".
+            let age = if s < 0.05 {
+                "under 0.1".to_string()
+            } else {
+                format!("{s:.1}")
+            };
             format!(
-                "Asynchronous updates read parameters {s:.1} updates old on average: no device \
+                "Asynchronous updates read parameters {age} updates old on average: no device \
                  waits for another, but a stale gradient is worth less than a fresh one."
             )
         } else {
@@ -153,5 +159,73 @@ mod tests {
         assert!(explain(&f).sentences[3].contains("never stale"));
         f.variants[1].scaling_efficiency = Some(1.3);
         assert_eq!(explain(&f).warnings.len(), 1);
+    }
+
+    fn variant() -> impl proptest::strategy::Strategy<Value = VariantFigures> {
+        use proptest::prelude::*;
+        (
+            0.1f64..1e6,
+            proptest::option::of(0.0f64..2.0),
+            proptest::option::of(0.0f64..1.0),
+            proptest::option::of(1e-4f64..100.0),
+        )
+            .prop_map(|(rate, e, c, t)| VariantFigures {
+                name: Timed::Ring,
+                samples_per_second: rate,
+                final_loss: 0.5,
+                time_to_target: t,
+                scaling_efficiency: e,
+                communication_share: c,
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random figures: each variant's sentence quotes its own rate, efficiency and share as
+        /// given, the above-one warning fires exactly for efficiencies above 1.1, and the
+        /// staleness sentence calls updates "never stale" exactly when none was, and never
+        /// prints a stale mean as 0.0.
+        #[test]
+        fn no_sentence_contradicts_its_figures(
+            others in proptest::collection::vec(variant(), 1..4),
+            staleness in proptest::option::of(proptest::prop_oneof![
+                proptest::strategy::Just(0.0f64),
+                1e-6f64..0.2,
+                0.2f64..50.0,
+            ]),
+        ) {
+            let mut f = figures();
+            f.variants.truncate(1);
+            f.variants.extend(others.iter().cloned());
+            f.staleness_mean = staleness;
+            let e = explain(&f);
+            let rate = |v: f64| SAMPLES_PER_SECOND.format(&v.into());
+            for (v, s) in others.iter().zip(&e.sentences) {
+                proptest::prop_assert!(s.contains(&rate(v.samples_per_second)), "{}", s);
+                proptest::prop_assert_eq!(
+                    v.scaling_efficiency.map(|x| format!("efficiency of {x:.2} ")),
+                    v.scaling_efficiency.and_then(|_| s
+                        .split_once("efficiency of ")
+                        .map(|(_, r)| format!("efficiency of {} ", r.split(' ').next().unwrap_or("")))),
+                    "{}", s
+                );
+                proptest::prop_assert_eq!(
+                    s.contains("communication took"),
+                    v.communication_share.is_some(),
+                    "{}", s
+                );
+            }
+            let above = others.iter().filter(|v| v.scaling_efficiency.is_some_and(|x| x > 1.1)).count();
+            proptest::prop_assert_eq!(e.warnings.len(), above);
+            let text = e.sentences.join(" ");
+            match staleness {
+                Some(s) => {
+                    proptest::prop_assert_eq!(text.contains("never stale"), s == 0.0, "{}", text);
+                    proptest::prop_assert!(!text.contains(" 0.0 updates old"), "{}", text);
+                }
+                None => proptest::prop_assert!(!text.contains("stale"), "{}", text),
+            }
+        }
     }
 }
