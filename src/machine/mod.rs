@@ -8,11 +8,13 @@
 //! [`memory`] (STREAM copy and triad) and [`line`](mod@line) (a cache line between two cores). The
 //! all-core probes run a [`team`] of threads pinned one per CPU ([`affinity`]). The state:
 //! [`state`] records a run's CPU counters and runnable tasks, and [`busy`] judges them.
+//! [`drift`] names the limits that differ between two reports' machines.
 
 pub mod affinity;
 pub mod busy;
 pub mod cache;
 pub mod clock;
+pub mod drift;
 pub mod fma;
 pub mod limits;
 pub mod line;

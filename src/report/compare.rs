@@ -216,7 +216,8 @@ pub fn busy_states(base: &Report, new: &Report) -> Vec<String> {
 }
 
 /// How the two reports' environments differ where it changes timings (machine, engine, GPU),
-/// as `what: 'base' vs 'new'` phrases; empty when they match.
+/// as `what: 'base' vs 'new'` phrases, and the machine's limits measured on both sides that
+/// differ beyond their noise ([`crate::machine::drift`]); empty when they match.
 pub fn environment_differences(base: &Report, new: &Report) -> Vec<String> {
     let (b, n) = (&base.environment, &new.environment);
     let mut out = Vec::new();
@@ -230,6 +231,9 @@ pub fn environment_differences(base: &Report, new: &Report) -> Vec<String> {
     differ("engine", b.engine.clone(), n.engine.clone());
     let gpu = |g: &super::GpuInfo| g.name.clone().unwrap_or_else(|| "none".into());
     differ("GPU", gpu(&b.gpu), gpu(&n.gpu));
+    if let (Some(bl), Some(nl)) = (&b.limits, &n.limits) {
+        out.extend(crate::machine::drift::limits_differences(bl, nl));
+    }
     out
 }
 

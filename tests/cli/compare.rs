@@ -166,3 +166,40 @@ fn compare_warns_of_other_environments_and_speaks_json() {
     let same = parbench().arg("compare").arg(&a).arg(&a).output().unwrap();
     assert!(!String::from_utf8_lossy(&same.stderr).contains("different environments"));
 }
+
+#[test]
+fn compare_names_the_limits_that_differ_between_the_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let fma = |per_core: f64| {
+        serde_json::json!({"measured": {
+            "unit": "avx512", "per_core_gflops": per_core, "all_cores_gflops": 2.0 * per_core,
+            "cores": 2, "pinned": true, "method": "test"
+        }})
+    };
+    let a = report_with(dir.path(), "a.json", |d| {
+        d["environment"]["limits"]["fma"] = fma(187.0);
+    });
+    let b = report_with(dir.path(), "b.json", |d| {
+        d["environment"]["limits"]["fma"] = fma(93.5);
+    });
+    let out = parbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("different environments")
+            && stderr.contains("f32 FMA peak per core: 187.0 GFLOP/s vs 93.5 GFLOP/s (0.50×)"),
+        "{stderr}"
+    );
+    let near = report_with(dir.path(), "near.json", |d| {
+        d["environment"]["limits"]["fma"] = fma(200.0);
+    });
+    let out = parbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&near)
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("different environments"),
+        "within the probes' noise"
+    );
+}
