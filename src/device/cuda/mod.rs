@@ -30,8 +30,14 @@
 //! so [`probe`] (`probe.rs`) checks each library with `is_culib_present()` before any other
 //! call and still runs the first calls under `catch_unwind` with the panic hook silenced.
 //!
+//! Device buffers come from a stream-ordered pool of parbench's own, whose reserved and used
+//! bytes are read from the driver and which `--gpu-memory-fraction` caps (`memory.rs`);
+//! host→device copies run on an upload stream beside the download (`copy`) stream
+//! (`upload.rs`).
+//!
 //! One concept per file: `probe` (finding the GPU), `events` (completion and ready events),
-//! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `device` (the
+//! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `memory` (the
+//! device memory pool and its cap), `upload` (host→device copies), `device` (the
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
 //! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails).
 
@@ -45,20 +51,25 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 mod device;
 mod error;
 mod events;
+mod memory;
 pub mod libs;
 pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+mod upload;
 
 pub use super::GpuOrder;
+pub use super::MemoryFraction;
 pub use error::GpuError;
+pub use memory::{free_for_parbench, PoolUsage};
 pub use events::CompletionEvent;
 use events::EventPool;
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
 pub use probe::{context, probe};
+pub use upload::UploadSource;
 
 /// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a
 /// time, on its own stream.
@@ -72,6 +83,10 @@ pub struct CudaDevice {
     pub ctx: Arc<CudaContext>,
     pub compute: Arc<CudaStream>,
     pub copy: Arc<CudaStream>,
+    /// Host→device copies (`run-copy --direction h2d|both`): a stream of their own beside
+    /// `copy` (device→host), so that on a GPU with a copy engine per direction an upload, a
+    /// kernel and a download run at once.
+    pub upload: Arc<CudaStream>,
     /// `ManuallyDrop`: cudarc's drops of these unwrap; see `Drop for CudaDevice`.
     blas: ManuallyDrop<Mutex<CudaBlas>>,
     rng: ManuallyDrop<Mutex<SendRng>>,
@@ -86,6 +101,8 @@ pub struct CudaDevice {
     /// destroyed) rather than from an op: taken off the context at op boundaries so it is
     /// not handed to an innocent op, and reported by `synchronize` as what it is.
     deferred: Mutex<Option<DriverError>>,
+    /// parbench's own memory pool, its usage and its cap (`memory.rs`).
+    memory: memory::DeviceMemory,
 }
 
 /// Which stream of the device an op runs on.
