@@ -208,7 +208,8 @@ pub struct CommonArgs {
 
 /// `--gpu-memory-fraction`'s value (see [`MemoryFraction`]).
 fn parse_memory_fraction(s: &str) -> Result<MemoryFraction, String> {
-    s.parse().map_err(|e: crate::device::memory_fraction::FractionError| e.to_string())
+    s.parse()
+        .map_err(|e: crate::device::memory_fraction::FractionError| e.to_string())
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).

@@ -14,7 +14,9 @@ pub struct MemoryFraction(f64);
 pub enum FractionError {
     #[error("'{0}' is not a number (expected a fraction in (0, 1], e.g. 0.5)")]
     NotANumber(String),
-    #[error("{0} is outside (0, 1]: the fraction of the GPU's memory must be above 0 and at most 1")]
+    #[error(
+        "{0} is outside (0, 1]: the fraction of the GPU's memory must be above 0 and at most 1"
+    )]
     OutOfRange(f64),
 }
 
@@ -71,11 +73,26 @@ mod tests {
     fn a_fraction_lies_in_zero_to_one() {
         assert_eq!("0.5".parse::<MemoryFraction>().unwrap().get(), 0.5);
         assert_eq!("1".parse::<MemoryFraction>().unwrap().get(), 1.0);
-        assert_eq!("0".parse::<MemoryFraction>(), Err(FractionError::OutOfRange(0.0)));
-        assert_eq!("1.5".parse::<MemoryFraction>(), Err(FractionError::OutOfRange(1.5)));
-        assert!(matches!("-0.1".parse::<MemoryFraction>(), Err(FractionError::OutOfRange(_))));
-        assert!(matches!("NaN".parse::<MemoryFraction>(), Err(FractionError::OutOfRange(_))));
-        assert!(matches!("inf".parse::<MemoryFraction>(), Err(FractionError::OutOfRange(_))));
+        assert_eq!(
+            "0".parse::<MemoryFraction>(),
+            Err(FractionError::OutOfRange(0.0))
+        );
+        assert_eq!(
+            "1.5".parse::<MemoryFraction>(),
+            Err(FractionError::OutOfRange(1.5))
+        );
+        assert!(matches!(
+            "-0.1".parse::<MemoryFraction>(),
+            Err(FractionError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            "NaN".parse::<MemoryFraction>(),
+            Err(FractionError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            "inf".parse::<MemoryFraction>(),
+            Err(FractionError::OutOfRange(_))
+        ));
         assert_eq!(
             "abc".parse::<MemoryFraction>(),
             Err(FractionError::NotANumber("abc".into()))
@@ -86,7 +103,10 @@ mod tests {
     fn the_cap_is_the_fraction_of_the_total_rounded_down() {
         let half = MemoryFraction::new(0.5).unwrap();
         assert_eq!(half.of(1001), 500);
-        assert_eq!(MemoryFraction::new(1.0).unwrap().of(150_000_000_000), 150_000_000_000);
+        assert_eq!(
+            MemoryFraction::new(1.0).unwrap().of(150_000_000_000),
+            150_000_000_000
+        );
         assert_eq!(half.to_string(), "50%");
         assert_eq!(MemoryFraction::new(0.125).unwrap().to_string(), "12.5%");
     }

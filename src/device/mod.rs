@@ -209,9 +209,7 @@ impl Runtime {
                     devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
                     cpus += 1;
                 }
-                DeviceRequest::Cuda => {
-                    devices.push(add_cuda_device(&mut builder, options)?)
-                }
+                DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder, options)?),
             }
         }
         let engine = builder.build()?;

@@ -11,8 +11,8 @@ use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
 use super::error::GpuError;
-use super::memory::DeviceMemory;
 use super::events::CompletionEvent;
+use super::memory::DeviceMemory;
 use super::pinned::{PinnedBuffer, PinnedPool};
 use super::poller::{Pending, Poller};
 use super::probe::{context, probe, quietly};

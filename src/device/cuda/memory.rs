@@ -99,8 +99,8 @@ impl DeviceMemory {
         ctx: &Arc<CudaContext>,
         fraction: Option<MemoryFraction>,
     ) -> Result<DeviceMemory, GpuError> {
-        let supported = ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
+        let supported =
+            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
         if supported == 0 {
             return Err(GpuError::NoMemoryPools);
         }
@@ -181,7 +181,10 @@ impl DeviceMemory {
     /// written to each mark).
     pub(super) fn reset_high_water(&self) -> Result<(), GpuError> {
         use sys::CUmemPool_attribute::*;
-        for attr in [CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, CU_MEMPOOL_ATTR_USED_MEM_HIGH] {
+        for attr in [
+            CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+            CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+        ] {
             let mut zero: u64 = 0;
             // SAFETY: the high-water marks take a u64 zero by pointer to reset; the pool is
             // live while `self` is.
@@ -270,7 +273,10 @@ mod tests {
         // Under a 5 GiB cap, 3 GiB are left whatever the driver says.
         assert_eq!(free_for_parbench(10 * GIB, u, Some(5 * GIB)), 3 * GIB);
         // A cap already exceeded leaves nothing rather than wrapping around.
-        assert_eq!(free_for_parbench(10 * GIB, usage(8 * GIB, 8 * GIB), Some(5 * GIB)), 0);
+        assert_eq!(
+            free_for_parbench(10 * GIB, usage(8 * GIB, 8 * GIB), Some(5 * GIB)),
+            0
+        );
         // Inconsistent counters (used above reserved) never add memory.
         assert_eq!(free_for_parbench(GIB, usage(GIB, 2 * GIB), None), GIB);
     }
@@ -292,7 +298,13 @@ mod tests {
         ));
         let text = err.to_string();
         assert!(!text.contains('\n'), "{text}");
-        for part in ["requested 1.0 GiB", "2.0 GiB live", "3.0 GiB reserved", "70.0 GiB free", "cap of 3.0 GiB"] {
+        for part in [
+            "requested 1.0 GiB",
+            "2.0 GiB live",
+            "3.0 GiB reserved",
+            "70.0 GiB free",
+            "cap of 3.0 GiB",
+        ] {
             assert!(text.contains(part), "{part:?} missing from {text:?}");
         }
         // A request that overflows a byte count is refused too.

@@ -135,9 +135,7 @@ impl PinnedPool {
 
     /// Bytes and buffers kept now.
     pub(super) fn kept(&self) -> (u64, usize) {
-        self.free
-            .lock()
-            .map_or((0, 0), |p| (p.bytes(), p.count()))
+        self.free.lock().map_or((0, 0), |p| (p.bytes(), p.count()))
     }
 
     /// Free every kept buffer (when the device goes).
