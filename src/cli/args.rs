@@ -163,7 +163,7 @@ pub struct CommonArgs {
     /// Cap parbench's GPU allocations at this fraction of the GPU's total memory, in (0, 1]
     /// (TensorFlow's per_process_gpu_memory_fraction): an allocation past it fails with a
     /// one-line error naming what is live, reserved and free.
-    #[arg(long, value_name = "F", value_parser = parse_memory_fraction)]
+    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse_memory_fraction)]
     pub gpu_memory_fraction: Option<MemoryFraction>,
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]

@@ -53,6 +53,8 @@ mod error;
 mod events;
 pub mod libs;
 mod memory;
+#[cfg(test)]
+mod memory_gpu_tests;
 pub mod ops;
 mod pinned;
 mod poller;

@@ -301,6 +301,68 @@ pub(super) fn run(
 mod tests {
     use super::*;
 
+    /// Upload (pinned and pageable, both GPU orders), multiply, download: the uploads equal
+    /// the host values exactly and the downloaded products match a float64 reference.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_run_copy_h2d_and_both_are_exact() {
+        use crate::device::{DeviceRequest, GpuOrder, RuntimeOptions};
+        let gpu = crate::device::discovery::probe_gpu();
+        assert!(
+            gpu.available,
+            "no usable GPU: {}",
+            gpu.reason.unwrap_or_default()
+        );
+        let n = 256;
+        for order in [GpuOrder::Stream, GpuOrder::Host] {
+            let options = RuntimeOptions {
+                gpu_order: order,
+                ..RuntimeOptions::default()
+            };
+            let rt = Runtime::new(&options, &[DeviceRequest::Cuda]).expect("the GPU opens");
+            let (engine, device) = (&rt.engine, &rt.devices[0]);
+            let host = device.host_device(device);
+            device.poison_reused_host_buffers(true);
+            for (i, memory) in [HostMemory::Pinned, HostMemory::Pageable]
+                .into_iter()
+                .enumerate()
+            {
+                let pinned = Tensor::uniform(engine, device, &[n, n], 40 + i as u64).copy_to_host();
+                let src = match memory {
+                    HostMemory::Pinned => pinned,
+                    HostMemory::Pageable => Tensor::from_host(
+                        engine,
+                        &host,
+                        ArrayD::from_shape_vec(vec![n, n], pinned.to_vec().unwrap()).unwrap(),
+                    ),
+                };
+                // Several in flight at once, as in the pipeline.
+                let outs: Vec<(Tensor, Tensor)> = (0..4)
+                    .map(|_| {
+                        let x = src.copy_to_device(device);
+                        let y = x.matmul(&x).unwrap();
+                        (x, y.copy_to_host())
+                    })
+                    .collect();
+                let sv = src.to_vec().unwrap();
+                for (x, h) in &outs {
+                    assert_eq!(
+                        x.to_vec().unwrap(),
+                        sv,
+                        "{order:?} {memory:?}: upload differs"
+                    );
+                    let err = copy_error(&sv, &h.to_vec().unwrap(), n);
+                    assert!(
+                        err <= matmul_tolerance(n),
+                        "{order:?} {memory:?}: error {err:e}"
+                    );
+                }
+            }
+            device.poison_reused_host_buffers(false);
+            engine.wait_all().expect("no deferred error");
+        }
+    }
+
     #[test]
     fn pipeline_efficiency_is_the_stages_alone_over_the_pipeline() {
         let both = Stages {
