@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use super::values::{parse_mode, parse_seconds, parse_threshold};
-use crate::device::GpuOrder;
+use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
 use crate::export;
 use crate::scenario::Scenario;
@@ -160,6 +160,11 @@ pub struct CommonArgs {
     /// ordered on the device, the front end runs ahead) or host (when the GPU has finished it).
     #[arg(long, value_name = "ORDER", value_enum, default_value_t = GpuOrderArg::Stream)]
     pub gpu_order: GpuOrderArg,
+    /// Cap parbench's GPU allocations at this fraction of the GPU's total memory, in (0, 1]
+    /// (TensorFlow's per_process_gpu_memory_fraction): an allocation past it fails with a
+    /// one-line error naming what is live, reserved and free.
+    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse_memory_fraction)]
+    pub gpu_memory_fraction: Option<MemoryFraction>,
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub cpu_threads: Option<u64>,
@@ -199,6 +204,12 @@ pub struct CommonArgs {
     /// --trace/--timeline repeat come on top (a run that overruns it says so in a note).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
+}
+
+/// `--gpu-memory-fraction`'s value (see [`MemoryFraction`]).
+fn parse_memory_fraction(s: &str) -> Result<MemoryFraction, String> {
+    s.parse()
+        .map_err(|e: crate::device::memory_fraction::FractionError| e.to_string())
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).

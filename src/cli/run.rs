@@ -392,6 +392,7 @@ impl CommonArgs {
                 max_inflight: self.max_inflight.map(|n| n as usize),
                 log_placement: self.log_placement,
                 gpu_order: self.gpu_order.into(),
+                gpu_memory_fraction: self.gpu_memory_fraction,
             },
             sampling: SamplingOverrides {
                 warmup: self.warmup.map(|n| n as usize),

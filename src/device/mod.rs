@@ -10,12 +10,14 @@ pub mod cuda;
 pub mod discovery;
 pub mod gpu_info;
 pub mod memory;
+pub mod memory_fraction;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm;
 
 use std::sync::Arc;
 
 use crate::engine::{Engine, EngineBuilder, LaneId, LaneSpec, Mode};
+pub use memory_fraction::MemoryFraction;
 
 /// What kind of hardware stands behind a device.
 #[derive(Clone)]
@@ -56,7 +58,10 @@ impl Device {
                 GpuOrder::Stream => "stream order",
                 GpuOrder::Host => "host order",
             };
-            return format!("{} ({gpu}, {order})", self.name);
+            return match dev.memory_fraction() {
+                Some(f) => format!("{} ({gpu}, {order}, memory capped at {f})", self.name),
+                None => format!("{} ({gpu}, {order})", self.name),
+            };
         }
         self.describe_cpu(false)
     }
@@ -176,6 +181,9 @@ pub struct RuntimeOptions {
     pub log_placement: bool,
     /// When a GPU's compute ops complete in the engine (no effect on CPU devices).
     pub gpu_order: GpuOrder,
+    /// The share of a GPU's memory its allocations may take (`--gpu-memory-fraction`); `None`
+    /// for no cap. No effect on CPU devices.
+    pub gpu_memory_fraction: Option<MemoryFraction>,
 }
 
 /// An engine and the devices it drives.
@@ -201,9 +209,7 @@ impl Runtime {
                     devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
                     cpus += 1;
                 }
-                DeviceRequest::Cuda => {
-                    devices.push(add_cuda_device(&mut builder, options.gpu_order)?)
-                }
+                DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder, options)?),
             }
         }
         let engine = builder.build()?;
@@ -242,8 +248,15 @@ impl Runtime {
 }
 
 #[cfg(feature = "cuda")]
-fn add_cuda_device(builder: &mut EngineBuilder, order: GpuOrder) -> Result<Device, DeviceError> {
-    let dev = Arc::new(cuda::CudaDevice::open(0, order)?);
+fn add_cuda_device(
+    builder: &mut EngineBuilder,
+    options: &RuntimeOptions,
+) -> Result<Device, DeviceError> {
+    let dev = Arc::new(cuda::CudaDevice::open_capped(
+        0,
+        options.gpu_order,
+        options.gpu_memory_fraction,
+    )?);
     // Host copies of the GPU's values live on a CPU device of their own ("host"), whose pool
     // threads sleep unless an op runs on a host copy.
     let host = cpu::add_named_cpu_device(builder, "host".into(), available_cores())?;
@@ -267,7 +280,10 @@ fn add_cuda_device(builder: &mut EngineBuilder, order: GpuOrder) -> Result<Devic
 }
 
 #[cfg(not(feature = "cuda"))]
-fn add_cuda_device(_builder: &mut EngineBuilder, _order: GpuOrder) -> Result<Device, DeviceError> {
+fn add_cuda_device(
+    _builder: &mut EngineBuilder,
+    _options: &RuntimeOptions,
+) -> Result<Device, DeviceError> {
     Err(DeviceError::Gpu(
         "this binary was built without the `cuda` feature".into(),
     ))

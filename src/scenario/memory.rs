@@ -35,6 +35,10 @@ use crate::units::human_bytes;
 const PEAK_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
 const MINIBATCH_BYTES: FigureSpec =
     FigureSpec::new("minibatch_bytes", Unit::Bytes, Better::Neither);
+/// The GPU memory pool's high-water marks per variant (`<variant>_gpu_reserved_bytes`,
+/// `<variant>_gpu_used_bytes`): what the driver mapped for parbench vs what its live buffers
+/// took at most.
+const GPU_POOL_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
 const MEMORY_RATIO: FigureSpec = FigureSpec::new("memory_ratio", Unit::Ratio, Better::Neither);
 const BOUNDED_TIME_RATIO: FigureSpec =
     FigureSpec::new("bounded_time_ratio", Unit::Ratio, Better::Neither);
@@ -364,16 +368,24 @@ impl Scenario for Memory {
         let half = batches / 2;
         // Each variant's peaks, in the order of `Timed::ALL`.
         let peaks: RefCell<Vec<Vec<u64>>> = RefCell::new(vec![Vec::new(); Timed::ALL.len()]);
+        // On a GPU, each variant's highest (reserved, used) bytes of parbench's memory pool.
+        let pool_highs: RefCell<Vec<(u64, u64)>> = RefCell::new(vec![(0, 0); Timed::ALL.len()]);
         let measured = |v: Timed, rt: &Runtime, w: &Tensor, n: usize, sync_each: bool| {
             // Drain first: leftovers would be billed to this sample's time and memory.
             rt.engine.wait_all()?;
             let mem = &rt.devices[0].memory;
             let base = mem.live();
             mem.reset_peak();
+            pool_reset(&rt.devices[0]);
             let t = Instant::now();
             epoch(&rt.engine, rt, w, &p, n, sync_each, None)?;
             let elapsed = t.elapsed();
             peaks.borrow_mut()[v as usize].push(mem.peak() - base);
+            if let Some(u) = pool_high_water(&rt.devices[0]) {
+                let mut highs = pool_highs.borrow_mut();
+                let h = &mut highs[v as usize];
+                *h = (h.0.max(u.0), h.1.max(u.1));
+            }
             Ok::<_, ScenarioError>(elapsed)
         };
         let (free_rt, bounded_rt, w_free, w_bounded) = (&free, &bounded, &w_free, &w_bounded);
@@ -434,6 +446,28 @@ impl Scenario for Memory {
                 &format!("{}_live_bytes", v.name().replace('-', "_")),
                 serde_json::json!(points),
             );
+        }
+        let gpu = free.devices[0].is_gpu();
+        if gpu {
+            let highs = pool_highs.take();
+            for (&v, &(reserved, used)) in Timed::ALL.iter().zip(&highs) {
+                let name = v.name().replace('-', "_");
+                run.derive_as(
+                    &format!("{name}_gpu_reserved_bytes"),
+                    reserved as f64,
+                    GPU_POOL_BYTES,
+                );
+                run.derive_as(
+                    &format!("{name}_gpu_used_bytes"),
+                    used as f64,
+                    GPU_POOL_BYTES,
+                );
+            }
+            let (r, u) = (
+                highs[Timed::Unbounded as usize],
+                highs[Timed::Bounded as usize],
+            );
+            run.explanation.push(pool_sentence(r, u));
         }
         run.record(MINIBATCH_BYTES, batch_bytes as f64);
         run.record(
@@ -502,6 +536,40 @@ fn explain(peaks: &[u64; 5], inflight: usize, time_ratio: f64) -> String {
             format!("{:.1}× more than unbounded", 1.0 / less)
         },
         time_ratio
+    )
+}
+
+/// Start the GPU pool's high-water marks again (nothing on a CPU device).
+fn pool_reset(device: &crate::device::Device) {
+    #[cfg(feature = "cuda")]
+    if let crate::device::DeviceKind::Cuda(d) = &device.kind {
+        let _ = d.reset_pool_high_water();
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = device;
+}
+
+/// The GPU pool's (reserved, used) high-water marks; `None` on a CPU device.
+fn pool_high_water(device: &crate::device::Device) -> Option<(u64, u64)> {
+    match &device.kind {
+        #[cfg(feature = "cuda")]
+        crate::device::DeviceKind::Cuda(d) => {
+            d.pool_usage().ok().map(|u| (u.reserved_high, u.used_high))
+        }
+        _ => None,
+    }
+}
+
+/// What the pool's marks say for the unbounded and the bounded loop, each as (reserved, used).
+fn pool_sentence(unbounded: (u64, u64), bounded: (u64, u64)) -> String {
+    format!(
+        "on the GPU, parbench's memory pool held at most {} in live buffers unbounded ({} \
+         reserved from the driver) and {} bounded ({} reserved): the rest of what is reserved \
+         is freed memory the pool keeps cached for reuse, which the driver counts as used.",
+        human_bytes(unbounded.1),
+        human_bytes(unbounded.0),
+        human_bytes(bounded.1),
+        human_bytes(bounded.0),
     )
 }
 
@@ -576,6 +644,16 @@ mod tests {
                 assert!(points.iter().all(|p| p[1] <= limit), "{key}: {points:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_pool_sentence_names_used_and_reserved() {
+        let s = pool_sentence((3 << 20, 2 << 20), (1 << 20, 1 << 20));
+        assert!(
+            s.contains("2.0 MiB in live buffers unbounded (3.0 MiB reserved"),
+            "{s}"
+        );
+        assert!(s.contains("1.0 MiB bounded (1.0 MiB reserved)"), "{s}");
     }
 
     #[test]

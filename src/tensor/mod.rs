@@ -34,6 +34,7 @@ mod gpu_buffer;
 mod graph;
 mod host;
 mod storage;
+mod to_device;
 
 #[cfg(feature = "cuda")]
 pub use graph::CapturedGraph;

@@ -13,6 +13,7 @@ mod compare;
 mod data_parallel;
 mod devices;
 mod export;
+mod gpu_memory;
 mod output;
 mod plot;
 mod report_html;

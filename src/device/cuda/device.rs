@@ -12,10 +12,11 @@ use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
 use super::error::GpuError;
 use super::events::CompletionEvent;
+use super::memory::DeviceMemory;
 use super::pinned::{PinnedBuffer, PinnedPool};
 use super::poller::{Pending, Poller};
 use super::probe::{context, probe, quietly};
-use super::{ops, CudaDevice, GpuOrder, SendRng, Stream};
+use super::{ops, CudaDevice, GpuOrder, MemoryFraction, PoolUsage, SendRng, Stream};
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
@@ -36,39 +37,30 @@ impl Drop for CudaDevice {
     }
 }
 
-/// Keep memory freed with `cuMemFreeAsync` in the device's pool instead of returning it to the
-/// driver at every synchronization (the default threshold, 0): otherwise each op after a wait
-/// maps fresh memory, which costs more than the op. PyTorch's caching allocator does the same.
-fn keep_freed_memory_pooled(ctx: &Arc<CudaContext>) -> Result<(), GpuError> {
-    let mut pool = std::mem::MaybeUninit::uninit();
-    let mut threshold = u64::MAX;
-    // SAFETY: an out-parameter query for a live device, then an attribute whose value is a
-    // u64 (CUDA's documented type for the release threshold), passed by pointer.
-    unsafe {
-        sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device()).result()?;
-        sys::cuMemPoolSetAttribute(
-            pool.assume_init(),
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut threshold as *mut u64).cast(),
-        )
-        .result()?;
-    }
-    Ok(())
-}
-
 impl CudaDevice {
     /// Set up device 0 (after a successful [`probe`]).
     pub fn open(seed: u64, order: GpuOrder) -> Result<CudaDevice, GpuError> {
+        Self::open_capped(seed, order, None)
+    }
+
+    /// [`open`](Self::open), with parbench's device allocations capped at `fraction` of the
+    /// device's memory (`--gpu-memory-fraction`).
+    pub fn open_capped(
+        seed: u64,
+        order: GpuOrder,
+        fraction: Option<MemoryFraction>,
+    ) -> Result<CudaDevice, GpuError> {
         let ctx = context().ok_or_else(|| {
             GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
         })?;
-        quietly(|| Self::open_with(ctx, seed, order)).and_then(|r| r)
+        quietly(|| Self::open_with(ctx, seed, order, fraction)).and_then(|r| r)
     }
 
     fn open_with(
         probed: Arc<CudaContext>,
         seed: u64,
         order: GpuOrder,
+        fraction: Option<MemoryFraction>,
     ) -> Result<CudaDevice, GpuError> {
         // A handle of the device's own on the same primary context: cudarc keeps the error a
         // drop records in the handle, so this device's drops report to this device alone.
@@ -79,14 +71,16 @@ impl CudaDevice {
         unsafe { ctx.disable_event_tracking() };
         let compute = ctx.new_stream()?;
         let copy = ctx.new_stream()?;
+        let upload = ctx.new_stream()?;
         let blas = CudaBlas::new(compute.clone()).map_err(GpuError::Blas)?;
         let rng = CudaRng::new(seed, compute.clone())?;
         let kernels = ops::Kernels::load(&ctx)?;
-        keep_freed_memory_pooled(&ctx)?;
+        let memory = DeviceMemory::create(&ctx, fraction)?;
         let device = CudaDevice {
             ctx: ctx.clone(),
             compute,
             copy,
+            upload,
             blas: ManuallyDrop::new(Mutex::new(blas)),
             rng: ManuallyDrop::new(Mutex::new(SendRng(rng))),
             pinned: PinnedPool::default(),
@@ -96,6 +90,7 @@ impl CudaDevice {
             compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())?,
             copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())?,
             deferred: Mutex::new(None),
+            memory,
         };
         if super::fault::fault_requested() {
             device.plant_fault()?;
@@ -122,9 +117,41 @@ impl CudaDevice {
         self.pinned.poison.store(on, Ordering::Release);
     }
 
-    /// Bytes free on the device, for checking sizes before allocating.
+    /// Bytes parbench can still allocate on the device, for checking sizes before allocating:
+    /// the driver's free memory plus what parbench's pool caches, within the cap (see
+    /// [`free_for_parbench`](super::free_for_parbench)).
     pub fn free_memory(&self) -> Option<u64> {
-        self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+        self.memory.free().ok()
+    }
+
+    /// What parbench's memory pool holds (reserved vs used, and their high-water marks).
+    pub fn pool_usage(&self) -> Result<PoolUsage, GpuError> {
+        self.memory.usage()
+    }
+
+    /// Start the pool's high-water marks again from what it holds now.
+    pub fn reset_pool_high_water(&self) -> Result<(), GpuError> {
+        self.memory.reset_high_water()
+    }
+
+    /// `--gpu-memory-fraction`, when a cap is set.
+    pub fn memory_fraction(&self) -> Option<MemoryFraction> {
+        self.memory.fraction()
+    }
+
+    /// The cap on parbench's live device memory in bytes, when one is set.
+    pub fn memory_cap(&self) -> Option<u64> {
+        self.memory.cap()
+    }
+
+    /// Bytes and buffers the pinned host pool keeps for reuse now.
+    pub fn pinned_kept(&self) -> (u64, usize) {
+        self.pinned.kept()
+    }
+
+    /// Free the pinned buffers the pool keeps.
+    pub fn trim_pinned(&self) {
+        self.pinned.trim();
     }
 
     fn stream(&self, s: Stream) -> &Arc<CudaStream> {
@@ -134,10 +161,11 @@ impl CudaDevice {
         }
     }
 
-    /// Uninitialized device buffer of `len` f32, on the compute stream.
+    /// Uninitialized device buffer of `len` f32 from parbench's pool, on the compute stream;
+    /// [`GpuError::OverMemoryCap`] past `--gpu-memory-fraction`'s cap. Every buffer is fully
+    /// written by the op that allocates it before any read.
     pub fn alloc(&self, len: usize) -> Result<CudaSlice<f32>, GpuError> {
-        // SAFETY: every buffer is fully written by the op that allocates it before any read.
-        Ok(unsafe { self.compute.alloc::<f32>(len) }?)
+        self.memory.alloc(&self.compute, &self.compute, len)
     }
 
     /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same

@@ -5,6 +5,8 @@ use cudarc::cublas::result::CublasError;
 use cudarc::curand::result::CurandError;
 use cudarc::driver::DriverError;
 
+use crate::units::human_bytes;
+
 /// Why a CUDA call of parbench's failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
@@ -60,6 +62,26 @@ pub enum GpuError {
     NotCaptured,
     #[error("a graph needs at least one layer")]
     NoLayers,
+    /// A device allocation that would take parbench's live GPU memory past
+    /// `--gpu-memory-fraction`'s cap.
+    #[error(
+        "GPU memory cap: requested {} with {} live and {} reserved by parbench ({} free on the \
+         device) would pass the cap of {} (--gpu-memory-fraction)",
+        human_bytes(*requested),
+        human_bytes(*live),
+        human_bytes(*reserved),
+        human_bytes(*free),
+        human_bytes(*cap)
+    )]
+    OverMemoryCap {
+        requested: u64,
+        live: u64,
+        reserved: u64,
+        free: u64,
+        cap: u64,
+    },
+    #[error("the GPU does not support stream-ordered memory pools (cuMemPoolCreate)")]
+    NoMemoryPools,
 }
 
 /// Every driver error becomes a [`GpuError`] here, so a sticky fault is noted wherever it

@@ -35,8 +35,14 @@
 //! on an op of another. A sticky fault makes the GPU unusable for the rest of the process
 //! (`fault`); the probe then says so.
 //!
+//! Device buffers come from a stream-ordered pool of parbench's own, whose reserved and used
+//! bytes are read from the driver and which `--gpu-memory-fraction` caps (`memory.rs`);
+//! host→device copies run on an upload stream beside the download (`copy`) stream
+//! (`upload.rs`).
+//!
 //! One concept per file: `probe` (finding the GPU), `events` (completion and ready events),
-//! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `device` (the
+//! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `memory` (the
+//! device memory pool and its cap), `upload` (host→device copies), `device` (the
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
 //! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails),
 //! `fault` (sticky faults, and planting one), `current` (binding a context on any thread).
@@ -54,21 +60,28 @@ mod error;
 mod events;
 mod fault;
 pub mod libs;
+mod memory;
+#[cfg(test)]
+mod memory_gpu_tests;
 pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+mod upload;
 
 pub use super::GpuOrder;
+pub use super::MemoryFraction;
 pub(crate) use current::make_current;
 pub use error::GpuError;
 pub use events::CompletionEvent;
 use events::EventPool;
 pub use fault::{poisoned, INJECT_FAULT_ENV};
+pub use memory::{free_for_parbench, PoolUsage};
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
 pub use probe::{context, probe};
+pub use upload::UploadSource;
 
 /// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a
 /// time, on its own stream.
@@ -82,6 +95,10 @@ pub struct CudaDevice {
     pub ctx: Arc<CudaContext>,
     pub compute: Arc<CudaStream>,
     pub copy: Arc<CudaStream>,
+    /// Host→device copies (`run-copy --direction h2d|both`): a stream of their own beside
+    /// `copy` (device→host), so that on a GPU with a copy engine per direction an upload, a
+    /// kernel and a download run at once.
+    pub upload: Arc<CudaStream>,
     /// `ManuallyDrop`: cudarc's drops of these unwrap; see `Drop for CudaDevice`.
     blas: ManuallyDrop<Mutex<CudaBlas>>,
     rng: ManuallyDrop<Mutex<SendRng>>,
@@ -96,6 +113,8 @@ pub struct CudaDevice {
     /// destroyed) rather than from an op: taken off the context at op boundaries so it is
     /// not handed to an innocent op, and reported by `synchronize` as what it is.
     deferred: Mutex<Option<DriverError>>,
+    /// parbench's own memory pool, its usage and its cap (`memory.rs`).
+    memory: memory::DeviceMemory,
 }
 
 /// Which stream of the device an op runs on.

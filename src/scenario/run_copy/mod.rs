@@ -6,18 +6,22 @@
 
 mod explain;
 mod lesson;
+mod upload;
 
 use std::cell::RefCell;
 
 use explain::{explain, CopyOverlap};
 use lesson::{conclude, BOOK, LESSON};
+use upload::{Direction, HostMemory};
 
 use super::evidence::Estimate;
 use super::support::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
     SECONDS_PER_ROUND,
 };
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{
+    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
+};
 use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
@@ -75,12 +79,28 @@ const PARAMS: &[ParamSpec] = &[
         },
         default: "2000",
     },
+    ParamSpec {
+        name: "direction",
+        help: "d2h (products copied to host), h2d (inputs uploaded, then multiplied) or both \
+               (upload x[i+1] while computing on x[i] and downloading y[i-1])",
+        kind: ParamKind::Choice(Direction::WORDS),
+        default: "d2h",
+    },
+    ParamSpec {
+        name: "host_memory",
+        help: "where uploads read from: pinned (page-locked, pooled) or pageable; for h2d and both",
+        kind: ParamKind::Choice(HostMemory::WORDS),
+        default: "pinned",
+    },
 ];
 
 /// The parameters, read once.
+#[derive(Clone, Copy)]
 struct Config {
     ops: u64,
     size: usize,
+    direction: Direction,
+    host_memory: HostMemory,
 }
 
 impl Config {
@@ -88,8 +108,35 @@ impl Config {
         Ok(Config {
             ops: params.int("ops")?,
             size: params.count("size")?,
+            direction: params.choice("direction")?,
+            host_memory: params.choice("host_memory")?,
         })
     }
+
+    /// `--host-memory pageable` names where uploads read from: with downloads only it would
+    /// change nothing, so it is refused rather than ignored.
+    fn check(&self) -> Result<(), ScenarioError> {
+        if self.direction == Direction::D2h && self.host_memory == HostMemory::Pageable {
+            return Err(ScenarioError::Input(
+                "--host-memory pageable applies to uploads (--direction h2d or both); \
+                 downloads land in pinned memory"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The accelerator `run-copy` runs on: on the CPU fallback the copy lane is a thread of its
+/// own, so leave it a core.
+fn accelerator_for(ctx: &RunContext) -> super::support::ChosenDevice {
+    let fallback_threads = ctx
+        .cpu_threads
+        .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
+    accelerator(
+        "cpu:0 (its copy lane moves results into separate host buffers)",
+        fallback_threads,
+    )
 }
 
 impl Scenario for RunCopy {
@@ -118,27 +165,27 @@ impl Scenario for RunCopy {
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let Config { ops, size } = Config::of(params)?;
+        let cfg = Config::of(params)?;
+        cfg.check()?;
+        let Config { ops, size, .. } = cfg;
         // x, the products kept for the copy variant, the products of the running variant, and
-        // their host copies.
+        // their host copies (with uploads: the host inputs too).
         check_matrices(
             "run-copy with this --size",
             size as u64,
-            ops.saturating_mul(3).saturating_add(1),
+            ops.saturating_mul(4).saturating_add(1),
             None,
         )
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let Config { ops, size } = Config::of(params)?;
-        // On the CPU fallback the copy lane is a thread of its own: leave it a core.
-        let fallback_threads = ctx
-            .cpu_threads
-            .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
-        let acc = accelerator(
-            "cpu:0 (its copy lane moves results into separate host buffers)",
-            fallback_threads,
-        );
+        let cfg = Config::of(params)?;
+        cfg.check()?;
+        if cfg.direction != Direction::D2h {
+            return upload::run(self, &cfg, params.to_json(), ctx);
+        }
+        let Config { ops, size, .. } = cfg;
+        let acc = accelerator_for(ctx);
         // Host order: the trace-derived bound reads each GPU op's span as its GPU time.
         let rt = Runtime::new(&host_ordered(&ctx.runtime), &[acc.request])?;
         let (engine, device) = (&rt.engine, &rt.devices[0]);

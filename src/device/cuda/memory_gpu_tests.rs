@@ -1,0 +1,91 @@
+//! GPU checks of parbench's memory pool, its cap and the pinned pool's bounds.
+
+use std::sync::Arc;
+
+use super::{CudaDevice, GpuError, GpuOrder, MemoryFraction};
+
+fn open(fraction: Option<f64>) -> Arc<CudaDevice> {
+    let fraction = fraction.map(|f| MemoryFraction::new(f).expect("a valid fraction"));
+    Arc::new(CudaDevice::open_capped(0, GpuOrder::Stream, fraction).expect("the GPU opens"))
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_memory_cap_refuses_an_allocation_past_it() {
+    let d = open(Some(0.01));
+    let cap = d.memory_cap().expect("a cap is set");
+    let quarter = (cap / 4 / 4) as usize;
+    let kept = d.alloc(quarter).expect("a quarter of the cap fits");
+    let past = (cap / 4) as usize; // cap bytes in f32: with the quarter live, past the cap
+    match d.alloc(past) {
+        Err(GpuError::OverMemoryCap {
+            requested,
+            live,
+            cap: c,
+            ..
+        }) => {
+            assert_eq!(requested, past as u64 * 4);
+            assert!(live >= quarter as u64 * 4, "live {live}");
+            assert_eq!(c, cap);
+        }
+        other => panic!("expected OverMemoryCap, got {:?}", other.map(|s| s.len())),
+    }
+    // The device still works: free space honours the cap, and a small buffer round-trips.
+    let free = d.free_memory().expect("free memory is known");
+    assert!(free <= cap, "free {free} above the cap {cap}");
+    drop(kept);
+    d.synchronize().expect("no error after the refusal");
+    let mut y = d.alloc(16).expect("a small buffer fits");
+    d.fill(&mut y, 2.5).expect("fill");
+    assert_eq!(d.read_back(&y, None).expect("read back"), vec![2.5; 16]);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_pool_usage_reports_reserved_and_used() {
+    let d = open(None);
+    d.synchronize().unwrap();
+    d.reset_pool_high_water().unwrap();
+    let before = d.pool_usage().unwrap();
+    let n = 16 << 20; // 64 MiB
+    let mut a = d.alloc(n).unwrap();
+    d.fill(&mut a, 1.0).unwrap();
+    let during = d.pool_usage().unwrap();
+    assert!(
+        during.used >= before.used + n as u64 * 4,
+        "{before:?} → {during:?}"
+    );
+    assert!(during.reserved >= during.used, "{during:?}");
+    drop(a);
+    d.synchronize().unwrap();
+    let after = d.pool_usage().unwrap();
+    // Freed in stream order and kept cached: used falls back, reserved stays, the marks stay.
+    assert!(after.used < during.used, "{during:?} → {after:?}");
+    assert!(after.reserved >= n as u64 * 4, "{after:?}");
+    assert!(after.used_high >= n as u64 * 4, "{after:?}");
+    assert!(after.reserved_high >= after.used_high, "{after:?}");
+    // The cached block counts as free for parbench.
+    let (driver_free, _) = d.ctx.mem_get_info().unwrap();
+    assert!(d.free_memory().unwrap() >= driver_free as u64 + after.cached());
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_pinned_pool_stays_within_its_bound() {
+    let d = open(None);
+    let len = 1 << 10;
+    let bufs: Vec<_> = (0..super::pinned::PER_LENGTH + 8)
+        .map(|_| d.alloc_pinned(len).expect("pinned"))
+        .collect();
+    drop(bufs);
+    let (bytes, count) = d.pinned_kept();
+    assert_eq!(
+        count,
+        super::pinned::PER_LENGTH,
+        "kept {count} buffers of one length"
+    );
+    assert_eq!(bytes, (super::pinned::PER_LENGTH * len * 4) as u64);
+    assert!(bytes <= super::pinned::PinnedPool::max_bytes());
+    d.trim_pinned();
+    assert_eq!(d.pinned_kept(), (0, 0));
+}
