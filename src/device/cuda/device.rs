@@ -254,6 +254,7 @@ impl CudaDevice {
         Ok(PinnedBuffer {
             buf: Some(buf),
             device: self.clone(),
+            written: None,
         })
     }
 
@@ -265,11 +266,17 @@ impl CudaDevice {
         ready: Option<&CompletionEvent>,
         dst: &mut PinnedBuffer,
     ) -> Result<(), GpuError> {
-        let dst = dst.buf.as_mut().ok_or(GpuError::PinnedReleased)?;
+        let buf = dst.buf.as_mut().ok_or(GpuError::PinnedReleased)?;
         if let Some(ready) = ready {
             ready.wait_on(&self.copy)?;
         }
-        Ok(self.copy.memcpy_dtoh(src, dst)?)
+        self.copy.memcpy_dtoh(src, buf)?;
+        // The buffer's own event: a host read waits for it, whatever the engine's order.
+        dst.written = Some(CompletionEvent::record_pooled(
+            &self.copy,
+            &self.ready_events,
+        )?);
+        Ok(())
     }
 
     /// Read a device buffer back (blocking), on the copy stream so it does not queue behind

@@ -89,3 +89,37 @@ fn gpu_pinned_pool_stays_within_its_bound() {
     d.trim_pinned();
     assert_eq!(d.pinned_kept(), (0, 0));
 }
+
+/// A reused pinned buffer read right after its copy was enqueued, with no engine to order the
+/// read: its own event makes the read wait for the copy, so it sees the product and not the
+/// poison the pool filled it with.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_a_pinned_buffer_waits_for_its_own_copy() {
+    let d = open(None);
+    d.poison_reused_pinned(true);
+    let n = 4096;
+    let len = n * n;
+    drop(d.alloc_pinned(len).unwrap()); // into the pool: the next one is reused, and poisoned
+    let mut a = d.alloc(len).unwrap();
+    d.fill(&mut a, 1.0).unwrap();
+    let mut c = d.alloc(len).unwrap();
+    // Products that keep the GPU busy for milliseconds after this thread moves on.
+    for _ in 0..4 {
+        d.matmul(&a, &a, &mut c, (n, n, n)).unwrap();
+    }
+    let ready = d.record_ready().unwrap();
+    let mut host = d.alloc_pinned(len).unwrap();
+    assert!(
+        host.buf.as_ref().unwrap().as_slice().unwrap()[0].is_nan(),
+        "a reused buffer comes poisoned"
+    );
+    d.copy_to_host(&c, Some(&ready), &mut host).unwrap();
+    let values = host.as_slice().unwrap();
+    assert!(
+        values.iter().all(|&v| v == n as f32),
+        "the read waited for the copy: {:?}",
+        &values[..4]
+    );
+    d.synchronize().unwrap();
+}

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::PinnedHostSlice;
 
 use super::error::GpuError;
+use super::events::CompletionEvent;
 use super::CudaDevice;
 
 /// Buffers of one length kept at most: more than `run-copy`'s largest `--ops` (1000), so a
@@ -155,13 +156,20 @@ impl Drop for PinnedPool {
 pub struct PinnedBuffer {
     pub(super) buf: Option<PinnedHostSlice<f32>>,
     pub(super) device: Arc<CudaDevice>,
+    /// Recorded on the copy stream right after the last copy into the buffer: a host read
+    /// and the buffer's return to the pool wait for it. The engine already orders readers
+    /// after the copy's op completes; with cudarc's event tracking off, nothing else would
+    /// guard the host side, so the buffer carries its own guard.
+    pub(super) written: Option<CompletionEvent>,
 }
 
 impl PinnedBuffer {
-    /// The values. Only read after the copy that filled it has completed (the engine orders
-    /// that: readers of a tensor start after its producing op completed on the GPU).
+    /// The values, once the copy that filled it has completed on the GPU.
     pub fn as_slice(&self) -> Result<&[f32], GpuError> {
         let buf = self.buf.as_ref().ok_or(GpuError::PinnedReleased)?;
+        if let Some(written) = &self.written {
+            written.synchronize()?;
+        }
         Ok(buf.as_slice()?)
     }
 
@@ -169,14 +177,22 @@ impl PinnedBuffer {
     /// copy reads or writes the buffer (the engine orders that).
     pub fn as_mut_slice(&mut self) -> Result<&mut [f32], GpuError> {
         let buf = self.buf.as_mut().ok_or(GpuError::PinnedReleased)?;
+        if let Some(written) = &self.written {
+            written.synchronize()?;
+        }
         Ok(buf.as_mut_slice()?)
     }
 }
 
 impl Drop for PinnedBuffer {
+    /// Back to the pool once no copy writes it any more; a buffer whose copy cannot be waited
+    /// for is freed instead (cudarc's drop frees it), never handed out again.
     fn drop(&mut self) {
+        let done = self.written.take().is_none_or(|w| w.synchronize().is_ok());
         if let Some(buf) = self.buf.take() {
-            self.device.pinned.give(buf);
+            if done {
+                self.device.pinned.give(buf);
+            }
         }
     }
 }
