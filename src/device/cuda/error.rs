@@ -60,4 +60,12 @@ pub enum GpuError {
     NotCaptured,
     #[error("a graph needs at least one layer")]
     NoLayers,
+    #[error("cannot record or read a GPU timing event: {0}")]
+    Timing(#[source] DriverError),
+    /// A timer read without a start and a stop recorded since its last reading.
+    #[error("the GPU timer was read without a start and a stop recorded since its last reading")]
+    TimerIdle,
+    /// A measurement that gave no finite time; names it.
+    #[error("{0} gave no finite time")]
+    NoTime(&'static str),
 }

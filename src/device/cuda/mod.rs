@@ -33,7 +33,9 @@
 //! One concept per file: `probe` (finding the GPU), `events` (completion and ready events),
 //! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `device` (the
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
-//! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails).
+//! kernels and CUDA graphs), `floor` (the driver's own cost per launch, in tiers), `timing`
+//! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
+//! fails).
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
@@ -45,20 +47,24 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 mod device;
 mod error;
 mod events;
+mod floor;
 pub mod libs;
 pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+mod timing;
 
 pub use super::GpuOrder;
 pub use error::GpuError;
 pub use events::CompletionEvent;
 use events::EventPool;
+pub use floor::DriverFloor;
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
 pub use probe::{context, probe};
+pub use timing::GpuTimer;
 
 /// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a
 /// time, on its own stream.

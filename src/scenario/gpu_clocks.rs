@@ -1,0 +1,137 @@
+//! The GPU's clock beside the host's for a scenario's GPU variants: one timer per variant
+//! (see `gpu_time`), started before each sample, stopped after its last op, read after its
+//! wait, and the medians recorded with a sentence each. On a CPU device, or a build without
+//! CUDA, every call does nothing and nothing is recorded.
+
+#[cfg(feature = "cuda")]
+use super::gpu_time::{host_over_gpu_words, GpuSamples};
+use crate::device::Device;
+#[cfg(feature = "cuda")]
+use crate::engine::LaneId;
+use crate::engine::{Engine, Var};
+#[cfg(feature = "cuda")]
+use crate::report::FigureSpec;
+use crate::report::RunRecord;
+
+/// A variant's host and GPU medians per sample, as recorded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct HostAndGpu {
+    pub(crate) variant: &'static str,
+    pub(crate) host_s: f64,
+    pub(crate) gpu_s: f64,
+}
+
+/// The timers of a run's GPU variants.
+#[derive(Default)]
+pub(crate) struct Clocks {
+    #[cfg(feature = "cuda")]
+    timed: Vec<(&'static str, FigureSpec, GpuSamples)>,
+    #[cfg(feature = "cuda")]
+    lane: Option<LaneId>,
+    /// Why the timers could not be made, for the run's notes.
+    note: Option<String>,
+}
+
+impl Clocks {
+    /// Timers for `variants` (each with the figure its median is recorded as) when `device` is
+    /// a GPU; none otherwise.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn open(device: &Device, variants: &[(&'static str, FigureSpec)]) -> Clocks {
+        let crate::device::DeviceKind::Cuda(gpu) = &device.kind else {
+            return Clocks::default();
+        };
+        let mut timed = Vec::new();
+        for &(name, spec) in variants {
+            match GpuSamples::new(gpu) {
+                Ok(samples) => timed.push((name, spec, samples)),
+                Err(e) => {
+                    return Clocks {
+                        note: Some(format!(
+                            "the GPU's time of each sample was not measured: {e}"
+                        )),
+                        ..Clocks::default()
+                    }
+                }
+            }
+        }
+        Clocks {
+            timed,
+            lane: Some(device.compute),
+            note: None,
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn of(&self, variant: &str) -> Option<&GpuSamples> {
+        self.timed
+            .iter()
+            .find(|(name, ..)| *name == variant)
+            .map(|(.., s)| s)
+    }
+
+    /// Before `variant`'s sample pushes its first op, with the engine idle.
+    pub(crate) fn start(&self, variant: &str) {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.of(variant) {
+            s.start();
+        }
+        let _ = variant;
+    }
+
+    /// After `variant`'s sample, when its last op is already done.
+    pub(crate) fn stop_now(&self, variant: &str) {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.of(variant) {
+            s.stop_now();
+        }
+        let _ = variant;
+    }
+
+    /// Inside `variant`'s sample, after its last push: the stop follows the ops that write
+    /// `after` on the GPU's compute lane.
+    pub(crate) fn stop_after(&self, variant: &str, engine: &Engine, after: &[&Var]) {
+        #[cfg(feature = "cuda")]
+        if let (Some(s), Some(lane)) = (self.of(variant), self.lane) {
+            s.stop_after(engine, lane, after);
+        }
+        let _ = (variant, engine, after);
+    }
+
+    /// After `variant`'s sample has been waited for.
+    pub(crate) fn read(&self, variant: &str) {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.of(variant) {
+            s.read();
+        }
+        let _ = variant;
+    }
+
+    /// Record each timed variant's median GPU time and a sentence on host / GPU in the
+    /// explanation (`traced`: the repeats after the samples, 1 with `--trace`); returns what
+    /// was recorded. A variant whose timing failed gets a note instead.
+    pub(crate) fn derive(&self, run: &mut RunRecord, traced: usize) -> Vec<HostAndGpu> {
+        if let Some(note) = &self.note {
+            run.notes.push(note.clone());
+        }
+        #[allow(unused_mut)]
+        let mut recorded = Vec::new();
+        #[cfg(feature = "cuda")]
+        for (variant, spec, samples) in &self.timed {
+            let (Some(gpu_s), Some(host_s)) = (
+                samples.record(run, *spec, variant, traced),
+                run.median(variant),
+            ) else {
+                continue;
+            };
+            run.explanation
+                .push(host_over_gpu_words(variant, host_s, gpu_s));
+            recorded.push(HostAndGpu {
+                variant,
+                host_s,
+                gpu_s,
+            });
+        }
+        let _ = traced;
+        recorded
+    }
+}
