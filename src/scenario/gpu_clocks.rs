@@ -135,3 +135,47 @@ impl Clocks {
         recorded
     }
 }
+
+/// A run context that samples each variant three times after one warm-up: enough for the
+/// figures to exist, quick enough for a test.
+#[cfg(test)]
+pub(crate) fn few_samples() -> super::RunContext {
+    super::RunContext {
+        sampling: super::SamplingOverrides {
+            warmup: Some(1),
+            min_samples: Some(3),
+            max_samples: Some(3),
+            min_time: Some(std::time::Duration::ZERO),
+            max_time: Some(std::time::Duration::from_secs(10)),
+        },
+        ..super::RunContext::default()
+    }
+}
+
+/// The params of `scenario` with `given` over its defaults.
+#[cfg(test)]
+pub(crate) fn params_of(scenario: &dyn super::Scenario, given: &[(&str, &str)]) -> super::Params {
+    let given: Vec<(String, String)> = given
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    super::Params::parse(scenario.name(), scenario.params(), &given).expect("params")
+}
+
+/// The GPU figures a test expects, each finite and positive, and no note that one is missing.
+#[cfg(test)]
+pub(crate) fn assert_recorded(run: &RunRecord, keys: &[&str]) {
+    for key in keys {
+        let v = run.derived.get(*key).and_then(|v| v.as_f64());
+        assert!(
+            v.is_some_and(|v| v.is_finite() && v > 0.0),
+            "{key}: {v:?}; notes {:?}",
+            run.notes
+        );
+    }
+    assert!(
+        !run.notes.iter().any(|n| n.contains("GPU time")),
+        "{:?}",
+        run.notes
+    );
+}

@@ -170,3 +170,28 @@ impl CudaDevice {
         median(&per_kernel).ok_or(GpuError::NoTime("the graph's replays"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::timing::test_gpu;
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_driver_floor_tiers_are_positive_and_ordered_loosely() {
+        let f = test_gpu().driver_floor(2_000, 5).expect("measured");
+        for (tier, s) in [
+            ("launch", f.launch_s),
+            ("launch + alloc/free", f.launch_alloc_free_s),
+            ("launch + alloc/free + event", f.launch_alloc_free_event_s),
+            ("launch and wait", f.launch_and_wait_s),
+            ("graph per kernel", f.graph_per_kernel_s),
+        ] {
+            assert!(s.is_finite() && s > 0.0, "{tier}: {s} ({f:?})");
+            // Tiny kernels: nothing here takes a millisecond per launch.
+            assert!(s < 1e-3, "{tier}: {s} ({f:?})");
+        }
+        // A replayed graph spares the GPU the host's launch path; a wait costs a round trip.
+        assert!(f.graph_per_kernel_s < f.launch_s, "{f:?}");
+        assert!(f.launch_and_wait_s > f.launch_s, "{f:?}");
+    }
+}

@@ -92,3 +92,62 @@ impl GpuTimer {
         Ok(f64::from(ms) / 1_000.0)
     }
 }
+
+/// The device for a GPU test, or a failure naming why there is none: a test marked
+/// `#[ignore = "needs a GPU"]` never passes without one.
+#[cfg(test)]
+pub(super) fn test_gpu() -> CudaDevice {
+    let info = super::probe();
+    assert!(
+        info.available,
+        "this test needs a GPU, and there is no usable GPU: {}",
+        info.reason.unwrap_or_default()
+    );
+    CudaDevice::open(0, super::GpuOrder::Stream).expect("the probed GPU opens")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::cuda::ops::Map;
+
+    /// 1,000 launches of `y = x + 1` on 16 Mi elements (128 MiB moved per launch): work the
+    /// GPU cannot finish as fast as the host enqueues it, so its clock must read most of the
+    /// host's time, never more, and no less than the fastest memory could move the bytes.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_timer_measures_a_known_busy_kernel() {
+        const N: usize = 1 << 24;
+        const LAUNCHES: u32 = 1_000;
+        let dev = test_gpu();
+        let mut x = dev.alloc(N).expect("x");
+        dev.fill(&mut x, 1.0).expect("fill");
+        let mut y = dev.alloc(N).expect("y");
+        let add = Map::AddScalar(1.0);
+        dev.map(add, &x, &mut y).expect("warm-up");
+        dev.synchronize().expect("warm-up done");
+        let timer = dev.timer().expect("timer");
+        let t = std::time::Instant::now();
+        timer.start().expect("start");
+        for _ in 0..LAUNCHES {
+            dev.map(add, &x, &mut y).expect("launch");
+        }
+        timer.stop().expect("stop");
+        dev.synchronize().expect("done");
+        let host = t.elapsed().as_secs_f64();
+        let gpu = timer.elapsed_s().expect("elapsed");
+        assert!(gpu.is_finite() && gpu > 0.0, "{gpu}");
+        // The events were recorded after the host's clock started and reached before the
+        // synchronize returned (the clocks' resolution aside).
+        assert!(gpu <= host * 1.01 + 10e-6, "GPU {gpu} s, host {host} s");
+        assert!(
+            gpu >= host * 0.5,
+            "GPU {gpu} s, host {host} s: not GPU-bound?"
+        );
+        // 2 × 64 MiB per launch; no GPU's memory moves 10 TB/s.
+        let bytes = 2.0 * 4.0 * N as f64 * f64::from(LAUNCHES);
+        assert!(gpu >= bytes / 10e12, "GPU {gpu} s for {bytes} bytes");
+        // The pair is consumed: a second reading without a new start and stop is refused.
+        assert!(matches!(timer.elapsed_s(), Err(GpuError::TimerIdle)));
+    }
+}

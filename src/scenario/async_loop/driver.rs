@@ -196,4 +196,57 @@ mod tests {
             assert_eq!(spec.figure.better, crate::report::Better::Neither);
         }
     }
+
+    /// `async --device cuda` with tiny sizes records the driver's tiers and each GPU
+    /// variant's GPU time, and that time lies within its host time.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_async_records_the_driver_tiers_and_the_gpu_times() {
+        use crate::scenario::gpu_clocks::{assert_recorded, few_samples, params_of};
+        use crate::scenario::Scenario;
+        let scenario = super::super::AsyncLoop;
+        let params = params_of(
+            &scenario,
+            &[
+                ("iterations", "50"),
+                ("products", "2"),
+                ("product_size", "64"),
+                ("device", "cuda"),
+            ],
+        );
+        let run = scenario.run(&params, &few_samples()).expect("runs");
+        assert_recorded(
+            &run,
+            &[
+                "sync_gpu_s",
+                "async_gpu_s",
+                "chain_gpu_s",
+                "driver_launch_s",
+                "driver_launch_alloc_free_s",
+                "driver_launch_alloc_free_event_s",
+                "driver_launch_and_wait_s",
+                "driver_graph_per_kernel_s",
+                "async_over_driver_launch_ratio",
+            ],
+        );
+        for v in [Timed::Sync, Timed::Async, Timed::Chain] {
+            let key = crate::scenario::gpu_time::gpu_key(v.name());
+            let gpu = run.derived[&key].as_f64().expect("recorded");
+            let host = run.median(v.name()).expect("sampled");
+            // The GPU's span lies within the sample, up to the start event recorded just
+            // before the host's clock starts.
+            assert!(
+                gpu <= host * 1.5 + 50e-6,
+                "{key}: GPU {gpu} s, host {host} s"
+            );
+        }
+        for key in ["push_only_gpu_s", "ping_pong_gpu_s", "products_gpu_s"] {
+            assert!(!run.derived.contains_key(key), "{key}");
+        }
+        let text = run.explanation.join(" ");
+        assert!(
+            text.contains("async: ") && text.contains("host / GPU"),
+            "{text}"
+        );
+    }
 }

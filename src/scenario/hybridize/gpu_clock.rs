@@ -55,4 +55,39 @@ mod tests {
         assert!((ratio - 1.1).abs() < 1e-12, "{ratio}");
         assert_eq!(hybridized_host_over_gpu(&recorded[..1]), None);
     }
+
+    /// `hybridize --device cuda` with tiny sizes records both variants' GPU times and the
+    /// hybridized variant's host / GPU.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_hybridize_records_the_gpu_times() {
+        use crate::scenario::gpu_clocks::{assert_recorded, few_samples, params_of};
+        use crate::scenario::Scenario;
+        let scenario = super::super::Hybridize;
+        let params = params_of(
+            &scenario,
+            &[
+                ("layers", "2"),
+                ("width", "8"),
+                ("batch", "4"),
+                ("passes", "10"),
+                ("device", "cuda"),
+            ],
+        );
+        let run = scenario.run(&params, &few_samples()).expect("runs");
+        assert_recorded(
+            &run,
+            &[
+                "imperative_gpu_s",
+                "hybridized_gpu_s",
+                "hybridized_host_over_gpu_ratio",
+            ],
+        );
+        let ratio = run.derived["hybridized_host_over_gpu_ratio"]
+            .as_f64()
+            .expect("recorded");
+        // The replays' span lies within the sample (up to the start event, recorded just
+        // before the host's clock starts).
+        assert!(ratio > 0.5, "{ratio}");
+    }
 }

@@ -476,6 +476,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_run_records_no_gpu_time() {
+        use crate::scenario::gpu_clocks::{few_samples, params_of};
+        let params = params_of(
+            &Hybridize,
+            &[
+                ("layers", "1"),
+                ("width", "4"),
+                ("batch", "2"),
+                ("passes", "2"),
+            ],
+        );
+        let ctx = RunContext {
+            cpu_threads: Some(1),
+            ..few_samples()
+        };
+        let run = Hybridize.run(&params, &ctx).expect("runs");
+        assert!(run.median("hybridized").is_some());
+        assert!(
+            !run.derived.keys().any(|k| k.contains("gpu")),
+            "{:?}",
+            run.derived.keys().collect::<Vec<_>>()
+        );
+        assert!(!run.explanation.join(" ").contains("GPU's clock"));
+    }
+
+    #[test]
     fn the_relative_gap_sees_errors_nan_and_length() {
         assert_eq!(relative_gap(&[1.0, -2.0], [1.0, -2.0].into_iter()), 0.0);
         assert!((relative_gap(&[1.0, -2.1], [1.0, -2.0].into_iter()) - 0.05).abs() < 1e-6);
