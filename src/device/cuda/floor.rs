@@ -12,10 +12,25 @@ use cudarc::driver::{sys, CudaSlice, CudaStream, PushKernelArg};
 use super::ops::{grid, Map};
 use super::timing::GpuTimer;
 use super::{CudaDevice, GpuError};
-use crate::harness::stats::median;
 
 /// Elements of the floor's buffers: the smallest op, so the kernel itself costs next to nothing.
 const ELEMENTS: usize = 2;
+
+/// The middle value of `xs` (the mean of the two middle ones for an even count); `None` when
+/// empty or when any value is not finite.
+fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    })
+}
 
 /// Seconds per launch of each tier of the driver's floor.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -174,6 +189,15 @@ impl CudaDevice {
 #[cfg(test)]
 mod tests {
     use super::super::timing::test_gpu;
+    use super::median;
+
+    #[test]
+    fn the_median_of_rounds() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::INFINITY]), None);
+    }
 
     #[test]
     #[ignore = "needs a GPU"]
