@@ -5,6 +5,7 @@
 
 #[cfg(feature = "cuda")]
 use super::gpu_time::{host_over_gpu_words, GpuSamples};
+#[cfg(feature = "cuda")]
 use crate::device::Device;
 #[cfg(feature = "cuda")]
 use crate::engine::LaneId;
@@ -163,7 +164,7 @@ pub(crate) fn params_of(scenario: &dyn super::Scenario, given: &[(&str, &str)]) 
 }
 
 /// The GPU figures a test expects, each finite and positive, and no note that one is missing.
-#[cfg(test)]
+#[cfg(all(test, feature = "cuda"))]
 pub(crate) fn assert_recorded(run: &RunRecord, keys: &[&str]) {
     for key in keys {
         let v = run.derived.get(*key).and_then(|v| v.as_f64());
