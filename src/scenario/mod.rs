@@ -10,6 +10,9 @@ pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
 pub mod evidence;
+pub(crate) mod gpu_clocks;
+#[cfg(feature = "cuda")]
+pub(crate) mod gpu_time;
 pub mod hybridize;
 pub mod lesson;
 pub mod matmul;

@@ -82,6 +82,14 @@ pub enum GpuError {
     },
     #[error("the GPU does not support stream-ordered memory pools (cuMemPoolCreate)")]
     NoMemoryPools,
+    #[error("cannot record or read a GPU timing event: {0}")]
+    Timing(#[source] DriverError),
+    /// A timer read without a start and a stop recorded since its last reading.
+    #[error("the GPU timer was read without a start and a stop recorded since its last reading")]
+    TimerIdle,
+    /// A measurement that gave no finite time; names it.
+    #[error("{0} gave no finite time")]
+    NoTime(&'static str),
 }
 
 /// Every driver error becomes a [`GpuError`] here, so a sticky fault is noted wherever it

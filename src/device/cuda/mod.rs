@@ -44,8 +44,10 @@
 //! `poller` (the threads that complete ops), `pinned` (the pinned host pool), `memory` (the
 //! device memory pool and its cap), `upload` (host→device copies), `device` (the
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
-//! kernels and CUDA graphs), `libs` (finding the CUDA libraries), `error` (what fails),
-//! `fault` (sticky faults, and planting one), `current` (binding a context on any thread).
+//! kernels and CUDA graphs), `floor` (the driver's own cost per launch, in tiers), `timing`
+//! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
+//! fails), `fault` (sticky faults, and planting one), `current` (binding a context on any
+//! thread).
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,7 @@ mod device;
 mod error;
 mod events;
 mod fault;
+mod floor;
 pub mod libs;
 mod memory;
 #[cfg(test)]
@@ -67,6 +70,7 @@ pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+mod timing;
 mod upload;
 
 pub use super::GpuOrder;
@@ -76,11 +80,13 @@ pub use error::GpuError;
 pub use events::CompletionEvent;
 use events::EventPool;
 pub use fault::{poisoned, INJECT_FAULT_ENV};
+pub use floor::DriverFloor;
 pub use memory::{free_for_parbench, PoolUsage};
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
 pub use probe::{context, probe};
+pub use timing::GpuTimer;
 pub use upload::UploadSource;
 
 /// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a

@@ -54,6 +54,11 @@ impl Kernels {
             add_row: get("add_row")?,
         })
     }
+
+    /// `y = x + s`: the kernel the driver's floor (`floor.rs`) launches on streams of its own.
+    pub(super) fn add_scalar(&self) -> &CudaFunction {
+        &self.add_scalar
+    }
 }
 
 /// An element-wise map `y = f(x)`.
@@ -65,7 +70,7 @@ pub enum Map {
 }
 
 /// Grid for `n` elements: one thread per element up to [`MAX_BLOCKS`] blocks.
-fn grid(n: u64) -> LaunchConfig {
+pub(super) fn grid(n: u64) -> LaunchConfig {
     let blocks = n.div_ceil(u64::from(BLOCK)).clamp(1, MAX_BLOCKS) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -179,29 +184,6 @@ impl CudaDevice {
         }
         self.bind()?;
         Ok(self.compute.memcpy_htod(src, dst)?)
-    }
-
-    /// The driver's own floor for a tiny op, without any engine: seconds per `add_scalar`
-    /// launch on a 2-element buffer when launches are only enqueued (one wait at the end), and
-    /// when each launch is followed by a wait for its event. Their ratio bounds the speed-up
-    /// that running ahead of the GPU can buy for such an op on this host.
-    pub fn launch_floor(&self, launches: u32) -> Result<(f64, f64), GpuError> {
-        let x = self.alloc(2)?;
-        let mut y = self.alloc(2)?;
-        let mut time = |wait_each: bool| -> Result<f64, GpuError> {
-            self.synchronize()?;
-            let start = std::time::Instant::now();
-            for _ in 0..launches {
-                self.map(Map::AddScalar(1.0), &x, &mut y)?;
-                if wait_each {
-                    self.record_ready()?.synchronize()?;
-                }
-            }
-            self.synchronize()?;
-            Ok(start.elapsed().as_secs_f64() / f64::from(launches.max(1)))
-        };
-        time(false)?; // warm-up: the first launches load the module's code
-        Ok((time(false)?, time(true)?))
     }
 
     /// Enqueue a kernel that reads address 0: a sticky fault, reported at the next wait

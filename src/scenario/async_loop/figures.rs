@@ -72,7 +72,23 @@ pub(super) const ASYNC_PER_OP_HIGH_LINE_S: FigureSpec =
 #[cfg(feature = "cuda")]
 pub(super) const DRIVER_LAUNCH_S: FigureSpec = machine("driver_launch_s");
 #[cfg(feature = "cuda")]
+pub(super) const DRIVER_LAUNCH_ALLOC_FREE_S: FigureSpec = machine("driver_launch_alloc_free_s");
+#[cfg(feature = "cuda")]
+pub(super) const DRIVER_LAUNCH_ALLOC_FREE_EVENT_S: FigureSpec =
+    machine("driver_launch_alloc_free_event_s");
+#[cfg(feature = "cuda")]
 pub(super) const DRIVER_LAUNCH_AND_WAIT_S: FigureSpec = machine("driver_launch_and_wait_s");
+#[cfg(feature = "cuda")]
+pub(super) const DRIVER_GRAPH_PER_KERNEL_S: FigureSpec = machine("driver_graph_per_kernel_s");
 #[cfg(feature = "cuda")]
 pub(super) const ASYNC_OVER_DRIVER_LAUNCH_RATIO: FigureSpec =
     ratio("async_over_driver_launch_ratio", Better::Neither).detail();
+
+// The GPU's own clock around each sample of the GPU variants (seconds per sample, as the
+// variant's median).
+#[cfg(feature = "cuda")]
+pub(super) const SYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("sync_gpu_s");
+#[cfg(feature = "cuda")]
+pub(super) const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gpu_s");
+#[cfg(feature = "cuda")]
+pub(super) const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");

@@ -221,39 +221,6 @@ fn derive_by_regime(run: &mut RunRecord, n: u64, points: &[f64], threshold: f64)
     }
 }
 
-/// Raw driver launches timed for the GPU's floor (a few milliseconds).
-#[cfg(feature = "cuda")]
-const FLOOR_LAUNCHES: u32 = 5_000;
-
-/// The driver alone, without the engine: a bare launch of the loop's kernel, and a launch
-/// followed by a wait, beside the loops' costs per op.
-#[cfg(feature = "cuda")]
-pub(super) fn derive_driver_floor(
-    run: &mut RunRecord,
-    gpu: &crate::device::cuda::CudaDevice,
-    n: u64,
-) -> Result<(), crate::scenario::ScenarioError> {
-    let (launch, launch_wait) = gpu
-        .launch_floor(FLOOR_LAUNCHES)
-        .map_err(|e| crate::device::DeviceError::Gpu(format!("timing the driver alone: {e}")))?;
-    run.record(DRIVER_LAUNCH_S, launch);
-    run.record(DRIVER_LAUNCH_AND_WAIT_S, launch_wait);
-    let (sync, async_time) = (per_op(run, Timed::Sync, n), per_op(run, Timed::Async, n));
-    run.record(ASYNC_OVER_DRIVER_LAUNCH_RATIO, async_time / launch);
-    run.explanation_detail.push(format!(
-        "the driver alone, without the engine, takes {} per launch of this kernel and {} per launch \
-         followed by a wait for it; the async loop's {} per op is {:.2}× a bare launch, the sync loop's \
-         {} is {:.2}× a bare launch and wait.",
-        human_time(launch),
-        human_time(launch_wait),
-        human_time(async_time),
-        async_time / launch,
-        human_time(sync),
-        sync / launch_wait,
-    ));
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

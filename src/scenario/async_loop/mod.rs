@@ -33,6 +33,8 @@
 
 mod chain;
 mod checks;
+#[cfg(feature = "cuda")]
+mod driver;
 mod figures;
 mod handoff;
 mod lesson;
@@ -42,6 +44,7 @@ mod pitfall;
 
 use std::time::{Duration, Instant};
 
+use super::gpu_clocks::Clocks;
 use super::support::{check_bytes, check_matrices, chosen_device, ChosenDevice};
 use super::variant::variants;
 use super::{
@@ -260,6 +263,19 @@ impl Scenario for AsyncLoop {
         let m = Tensor::uniform(engine, device, &[cfg.product_size, cfg.product_size], 7);
         m.wait_to_read()?;
 
+        // The GPU's clock around each sample of the GPU variants timed to completion.
+        #[cfg(feature = "cuda")]
+        let clocks = Clocks::open(
+            device,
+            &[
+                (Timed::Sync.name(), figures::SYNC_GPU_S),
+                (Timed::Async.name(), figures::ASYNC_GPU_S),
+                (Timed::Chain.name(), figures::CHAIN_GPU_S),
+            ],
+        );
+        #[cfg(not(feature = "cuda"))]
+        let clocks = Clocks::default();
+        let clocks = &clocks;
         // The last output of every timed variant, checked after sampling: the timed work itself
         // must have computed what it was asked to, not only the checks' own loops.
         let last = checks::LastOutputs::default();
@@ -271,12 +287,18 @@ impl Scenario for AsyncLoop {
             Ok(y)
         };
         // Time `push` from its first push to its last pushed op's completion; keep its output.
+        // On a GPU the GPU's clock starts before the first push and stops after the last op.
         let waited = |v: Timed, push: &dyn Fn() -> Result<Option<Tensor>, ScenarioError>| {
             let mut y = None;
+            engine.wait_all()?;
+            clocks.start(v.name());
             let elapsed = synced(engine, || {
                 y = push()?;
+                let after: Vec<&crate::engine::Var> = y.iter().map(Tensor::var).collect();
+                clocks.stop_after(v.name(), engine, &after);
                 Ok::<_, ScenarioError>(())
             })?;
+            clocks.read(v.name());
             last.keep(v, y);
             Ok(elapsed)
         };
@@ -305,6 +327,7 @@ impl Scenario for AsyncLoop {
                 match v {
                     Timed::Sync => Variant::new(v.name(), move || {
                         engine.wait_all()?;
+                        clocks.start(v.name());
                         let t = Instant::now();
                         let mut y = None;
                         for _ in 0..n {
@@ -313,6 +336,9 @@ impl Scenario for AsyncLoop {
                             y = Some(out);
                         }
                         let elapsed = t.elapsed();
+                        // The last op is done: the stop follows it on the idle stream.
+                        clocks.stop_now(v.name());
+                        clocks.read(v.name());
                         last.keep(v, y);
                         Ok(elapsed)
                     }),
@@ -372,6 +398,7 @@ impl Scenario for AsyncLoop {
         run.add_variants(Timed::names(), summaries, labels);
 
         last.check(&mut run, &cfg, x, &m)?;
+        clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
 
         let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
         model::derive(&mut run, engine.mode(), n, &phases);
@@ -396,7 +423,7 @@ impl Scenario for AsyncLoop {
         #[cfg(feature = "cuda")]
         if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
             engine.wait_all()?;
-            machine::derive_driver_floor(&mut run, gpu, n)?;
+            driver::derive_driver_floor(&mut run, gpu, n)?;
         }
         lesson::conclude(&mut run, n, cfg.products, cfg.product_size);
         Ok(run)

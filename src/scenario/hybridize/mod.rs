@@ -11,6 +11,8 @@
 //! The kernels and their order are identical, so the outputs must be bit-identical.
 
 mod explain;
+#[cfg(feature = "cuda")]
+mod gpu_clock;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,12 +22,14 @@ use ndarray::{Array2, Axis, Ix2};
 use explain::{explain, Passes};
 
 use super::evidence::{Estimate, Side};
+use super::gpu_clocks::Clocks;
 use super::support::{check_elements, chosen_device, matmul_tolerance, ChosenDevice};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
 use crate::device::{available_cores, cpu, Runtime};
+use crate::engine::Var;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
@@ -265,26 +269,46 @@ impl Scenario for Hybridize {
         let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
         let hybrid = || replay.run();
 
+        // On a GPU, the GPU's clock around each sample, beside the host's.
+        #[cfg(feature = "cuda")]
+        let clocks = Clocks::open(device, &gpu_clock::timed());
+        #[cfg(not(feature = "cuda"))]
+        let clocks = Clocks::default();
+        let clocks = &clocks;
         let (imperative, hybrid) = (&imperative, &hybrid);
         let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
             .iter()
             .map(|&v| -> Variant<ScenarioError> {
                 match v {
                     Timed::Imperative => Variant::new(v.name(), move || {
-                        synced(engine, || {
+                        engine.wait_all()?;
+                        clocks.start(v.name());
+                        let elapsed = synced(engine, || {
                             let mut outs = Vec::new();
                             for _ in 0..passes {
                                 outs.push(imperative()?);
                             }
+                            // The passes are independent: the stop follows every one's output.
+                            let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
+                            clocks.stop_after(v.name(), engine, &after);
                             Ok::<_, ScenarioError>(outs)
-                        })
+                        })?;
+                        clocks.read(v.name());
+                        Ok(elapsed)
                     }),
                     Timed::Hybridized => Variant::new(v.name(), move || {
-                        synced(engine, || {
-                            Ok::<_, ScenarioError>(
-                                (0..passes).map(|_| hybrid()).collect::<Vec<_>>(),
-                            )
-                        })
+                        engine.wait_all()?;
+                        clocks.start(v.name());
+                        let elapsed = synced(engine, || {
+                            let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
+                            // Every replay writes the graph's one output: the last follows all.
+                            let after: Vec<&Var> =
+                                outs.last().map(Tensor::var).into_iter().collect();
+                            clocks.stop_after(v.name(), engine, &after);
+                            Ok::<_, ScenarioError>(outs)
+                        })?;
+                        clocks.read(v.name());
+                        Ok(elapsed)
                     }),
                 }
             })
@@ -347,6 +371,12 @@ impl Scenario for Hybridize {
         run.record(OPS_PER_PASS, ops_per_pass as f64);
         run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
         explain(&f).record(&mut run);
+        let recorded = clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
+        #[cfg(feature = "cuda")]
+        if let Some(ratio) = gpu_clock::hybridized_host_over_gpu(&recorded) {
+            run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio);
+        }
+        let _ = recorded;
         conclude(&mut run, &f);
         Ok(run)
     }
@@ -443,6 +473,32 @@ mod tests {
             h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
         }
         h.to_vec().unwrap()
+    }
+
+    #[test]
+    fn a_cpu_run_records_no_gpu_time() {
+        use crate::scenario::gpu_clocks::{few_samples, params_of};
+        let params = params_of(
+            &Hybridize,
+            &[
+                ("layers", "1"),
+                ("width", "4"),
+                ("batch", "2"),
+                ("passes", "2"),
+            ],
+        );
+        let ctx = RunContext {
+            cpu_threads: Some(1),
+            ..few_samples()
+        };
+        let run = Hybridize.run(&params, &ctx).expect("runs");
+        assert!(run.median("hybridized").is_some());
+        assert!(
+            !run.derived.keys().any(|k| k.contains("gpu")),
+            "{:?}",
+            run.derived.keys().collect::<Vec<_>>()
+        );
+        assert!(!run.explanation.join(" ").contains("GPU's clock"));
     }
 
     #[test]
