@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod discovery;
 pub mod gpu_info;
+pub mod gpu_limits;
 pub mod memory;
 pub mod memory_fraction;
 #[cfg(target_arch = "x86_64")]

@@ -46,7 +46,8 @@
 //! device's API: opening it, memory, cuBLAS, cuRAND, copies, completion), `ops` (parbench's
 //! kernels and CUDA graphs), `floor` (the driver's own cost per launch, in tiers), `timing`
 //! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
-//! fails), `fault` (sticky faults, and planting one), `current` (binding a context on any
+//! fails), `limits` (the GPU's limits: launches, copies, cuBLAS's rate), `fault` (sticky
+//! faults, and planting one), `current` (binding a context on any
 //! thread).
 
 use std::mem::ManuallyDrop;
@@ -63,6 +64,7 @@ mod events;
 mod fault;
 mod floor;
 pub mod libs;
+mod limits;
 mod memory;
 #[cfg(test)]
 mod memory_gpu_tests;
@@ -80,6 +82,7 @@ pub use error::GpuError;
 pub use events::CompletionEvent;
 use events::EventPool;
 pub use fault::{poisoned, INJECT_FAULT_ENV};
+pub use limits::measure_limits;
 pub use floor::DriverFloor;
 pub use memory::{free_for_parbench, PoolUsage};
 pub use pinned::PinnedBuffer;
