@@ -529,3 +529,107 @@ fn limits_measured_or_not_are_valid_and_broken_ones_rejected() {
         "/environment/limits",
     );
 }
+
+/// A run's GPU state, as the library writes it, validates beside the CPU state; a report
+/// without it (a CPU run, or one written before it) still does; a GPU state of the wrong shape
+/// is rejected where it breaks.
+#[test]
+fn a_gpu_state_validates_and_broken_ones_are_rejected() {
+    use parbench::machine::state::gpu::{
+        ClockLimit, GpuDuring, GpuProcess, GpuProcesses, GpuRunState, GpuSample, GpuState,
+    };
+    let good = small_suite();
+    assert!(
+        good["runs"][0]["state"].get("gpu").is_none(),
+        "a CPU run records no GPU state: {}",
+        good["runs"][0]["state"]
+    );
+    assert_valid("a report without a GPU state", good);
+    let before = GpuState {
+        sm_mhz: Some(1980),
+        sm_mhz_max: Some(1980),
+        memory_mhz: Some(2619),
+        memory_mhz_max: Some(2619),
+        power_w: Some(118.2),
+        power_limit_w: Some(700.0),
+        temperature_c: Some(38),
+        utilization_gpu_pct: Some(0),
+        utilization_memory_pct: Some(0),
+        clock_limits: Vec::new(),
+        memory_used_bytes: Some(600 << 20),
+        memory_total_bytes: Some(143_771_090_944),
+        processes: Some(GpuProcesses::split(
+            &[
+                GpuProcess {
+                    pid: 4242,
+                    used_bytes: Some(500 << 20),
+                },
+                GpuProcess {
+                    pid: 77,
+                    used_bytes: None,
+                },
+            ],
+            4242,
+            true,
+        )),
+    };
+    let sample = GpuSample {
+        sm_mhz: Some(1755),
+        utilization_gpu_pct: Some(97),
+        clock_limits: vec![ClockLimit::SwPowerCap],
+    };
+    let gpu = GpuRunState {
+        uuid: Some("GPU-5a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9".into()),
+        before: before.clone(),
+        after: GpuState {
+            processes: Some(GpuProcesses::split(
+                &[GpuProcess {
+                    pid: 900,
+                    used_bytes: None,
+                }],
+                4242,
+                true,
+            )),
+            ..before
+        },
+        during: GpuDuring::of(&[sample.clone(), sample]),
+    };
+    let gpu = serde_json::to_value(&gpu).expect("serializes");
+    let with_gpu = changed(good, "/runs/0/state", |s| s["gpu"] = gpu.clone());
+    assert_valid("a report with a GPU state", &with_gpu);
+    let bare = changed(good, "/runs/0/state", |s| {
+        s["gpu"] = json!({"before": {}, "after": {}})
+    });
+    assert_valid("a GPU state NVML could read nothing of", &bare);
+
+    let cases: Vec<(&str, Value)> = vec![
+        ("/runs/0/state/gpu/before/sm_mhz", json!("fast")),
+        (
+            "/runs/0/state/gpu/after/clock_limits/0",
+            json!("overheated"),
+        ),
+        ("/runs/0/state/gpu/before/utilization_gpu_pct", json!(140)),
+        ("/runs/0/state/gpu/before/processes/others/0/pid", json!(-1)),
+        ("/runs/0/state/gpu/during/busy_samples", json!(1.5)),
+    ];
+    let mut with_gpu = with_gpu;
+    with_gpu["runs"][0]["state"]["gpu"]["after"]["clock_limits"] = json!(["hw-thermal"]);
+    assert_valid("a report with a thermal limit", &with_gpu);
+    for (at, value) in cases {
+        let doc = changed(&with_gpu, at, |v| *v = value.clone());
+        assert_rejected(&format!("{at} = {value}"), &doc, at);
+    }
+    for (at, field) in [
+        ("/runs/0/state/gpu", "sm_mhz"),
+        ("/runs/0/state/gpu/before", "sm_clock"),
+        ("/runs/0/state/gpu/during", "sm_mhz_max"),
+    ] {
+        let doc = changed(&with_gpu, at, |o| o[field] = json!(1));
+        assert_rejected(&format!("an unknown field {field} in {at}"), &doc, at);
+    }
+    assert_rejected(
+        "a GPU state without its snapshot after the run",
+        &without(&with_gpu, "/runs/0/state/gpu/after"),
+        "/runs/0/state/gpu",
+    );
+}

@@ -311,13 +311,20 @@ fn run_timed(
     params: &Params,
     ctx: &RunContext,
 ) -> Result<crate::report::RunRecord, ScenarioError> {
-    let recording = (!crate::distributed::is_secondary_rank())
-        .then(|| crate::machine::Recording::start(&fma_probe));
+    let recording = (!crate::distributed::is_secondary_rank()).then(|| {
+        crate::machine::Recording::start(&fma_probe, crate::machine::state::gpu::selected())
+    });
     let start = std::time::Instant::now();
     let mut run = sc.run(params, ctx)?;
     let took = start.elapsed();
     if let Some(recording) = recording {
-        let mut state = recording.finish(&fma_probe);
+        let used_gpu = crate::machine::state::gpu::uses_gpu(&run.devices);
+        if let Some(why) = recording.gpu_unwatched().filter(|_| used_gpu) {
+            run.notes.push(format!(
+                "the GPU's state over this run was not recorded: {why}"
+            ));
+        }
+        let mut state = recording.finish(&fma_probe, used_gpu);
         state.engine_threads = cpu_threads(&run.devices);
         state.mpi = sc.distributed(params);
         run.record_state(state);

@@ -1,8 +1,13 @@
 //! Whether the machine was fit to measure on during a run: each reason it was not, as a value
 //! with its figures, worded with what it does to the run's figures. A report turns each into a
-//! `warning:` note; `compare` and `ab` mark the verdicts a flagged side may explain.
+//! `warning:` note; `compare` and `ab` mark the verdicts a flagged side may explain. The GPU's
+//! reasons are in `gpu.rs`.
+
+mod gpu;
 
 use std::fmt;
+
+pub use gpu::{GpuReason, MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
 
 use super::state::RunState;
 
@@ -50,6 +55,8 @@ pub enum BusyReason {
     ProbeFell { before: f64, after: f64 },
     /// The engine ran more threads than this process had cores.
     Oversubscribed { runnable_mean: f64, cores: usize },
+    /// The GPU the run used was shared, held down or slow.
+    Gpu(GpuReason),
 }
 
 impl BusyReason {
@@ -60,6 +67,7 @@ impl BusyReason {
             BusyReason::Steal { .. } => "steal",
             BusyReason::ProbeFell { .. } => "probe-fell",
             BusyReason::Oversubscribed { .. } => "oversubscribed",
+            BusyReason::Gpu(ref reason) => reason.kind(),
         }
     }
 }
@@ -103,6 +111,7 @@ impl fmt::Display for BusyReason {
                  {cores} cores: threads took turns on a core, so times include waiting for a \
                  descheduled thread and scaling figures understate the hardware"
             ),
+            BusyReason::Gpu(ref reason) => reason.fmt(f),
         }
     }
 }
@@ -136,6 +145,9 @@ impl RunState {
                     cores: self.cores,
                 });
             }
+        }
+        if let Some(gpu) = &self.gpu {
+            reasons.extend(GpuReason::of(gpu).into_iter().map(BusyReason::Gpu));
         }
         reasons
     }
@@ -275,6 +287,35 @@ mod tests {
                 })
             }),
             (0, 1)
+        );
+    }
+
+    #[test]
+    fn the_gpus_reasons_join_the_runs() {
+        use crate::machine::state::gpu::{ClockLimit, GpuRunState, GpuState};
+        let gpu = |limits: Vec<ClockLimit>| GpuRunState {
+            uuid: None,
+            before: GpuState::default(),
+            after: GpuState {
+                clock_limits: limits,
+                ..GpuState::default()
+            },
+            during: None,
+        };
+        let quiet_gpu = RunState {
+            gpu: Some(gpu(vec![ClockLimit::SwPowerCap])),
+            ..quiet()
+        };
+        assert!(!quiet_gpu.is_busy(), "{:?}", quiet_gpu.busy_reasons());
+        let hot = RunState {
+            gpu: Some(gpu(vec![ClockLimit::HwThermal])),
+            ..quiet()
+        };
+        assert_eq!(kinds(&hot), ["gpu-throttled"]);
+        assert!(
+            hot.busy_reasons()[0].to_string().contains("hw-thermal"),
+            "{:?}",
+            hot.busy_reasons()
         );
     }
 

@@ -1,12 +1,13 @@
 //! The machine's state while a run ran: how much of its CPU time other processes took, how much
 //! a hypervisor stole, how many other tasks were runnable, the CPUs' clocks before and after,
 //! the cgroup's CPU quota, the engine's threads against the cores, and a short FMA probe before
-//! and after. A report keeps it beside each run, so a figure measured on a busy machine says so
+//! and after, and the GPU's state where the run used one (`gpu.rs`). A report keeps it beside each run, so a figure measured on a busy machine says so
 //! ([`busy_reasons`](RunState::busy_reasons), in `busy.rs`).
 //!
 //! Recording is a [`Recording`] started before the run and finished after it: two snapshots of
 //! the counters (deltas over the run) and a sampling thread in between.
 
+pub mod gpu;
 mod runnable;
 mod snapshot;
 
@@ -15,6 +16,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use gpu::{GpuRunState, GpuSelector, GpuStateError};
 pub use runnable::Runnable;
 use snapshot::Shares;
 
@@ -66,6 +68,10 @@ pub struct RunState {
     /// processes to `/proc`, so the other processes' share is recorded but not judged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mpi: bool,
+    /// The GPU's state before, during and after the run, for a run that used the GPU and
+    /// where NVML could read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuRunState>,
 }
 
 /// A GFLOP/s probe the caller supplies (a short one-thread FMA loop); `None` where it cannot
@@ -78,26 +84,45 @@ pub struct Recording {
     before: snapshot::Snapshot,
     probe_before: Option<f64>,
     sampler: runnable::Sampler,
+    /// The GPU watched, or why it could not be; `None` where no GPU was asked for.
+    gpu: Option<Result<gpu::Watch, GpuStateError>>,
 }
 
 impl Recording {
-    /// Probe, snapshot the counters and start sampling, in that order, so the probe's own CPU
-    /// time is not counted as the run's.
-    pub fn start(probe: Probe<'_>) -> Recording {
+    /// Probe, snapshot the GPU (`gpu`, where one is usable: [`gpu::selected`]) and the
+    /// counters, and start sampling, in that order, so the probe's own CPU time is not counted
+    /// as the run's.
+    ///
+    /// The GPU is watched before the run is known to use it (a run's devices are known after
+    /// it); [`finish`](Self::finish) keeps its state only for a run that did.
+    pub fn start(probe: Probe<'_>, gpu: Option<GpuSelector>) -> Recording {
         let probe_before = probe();
+        let gpu = gpu.map(gpu::Watch::start);
         Recording {
             start: Instant::now(),
             before: snapshot::Snapshot::take(),
             probe_before,
             sampler: runnable::Sampler::start(),
+            gpu,
         }
     }
 
-    /// Stop sampling, snapshot the counters, then probe again: the state over the run.
-    pub fn finish(self, probe: Probe<'_>) -> RunState {
+    /// Why the GPU asked for is not being watched (NVML could not start, or does not list it);
+    /// `None` where it is, or none was asked for.
+    pub fn gpu_unwatched(&self) -> Option<&GpuStateError> {
+        self.gpu.as_ref().and_then(|g| g.as_ref().err())
+    }
+
+    /// Stop sampling, snapshot the counters and the GPU, then probe again: the state over the
+    /// run. `used_gpu`: the run used the GPU ([`gpu::uses_gpu`]), so its state is kept.
+    pub fn finish(self, probe: Probe<'_>, used_gpu: bool) -> RunState {
         let wall_s = self.start.elapsed().as_secs_f64();
         let after = snapshot::Snapshot::take();
         let seen = self.sampler.finish();
+        let gpu = match self.gpu {
+            Some(Ok(watch)) => Some(watch.finish()).filter(|_| used_gpu),
+            _ => None,
+        };
         let shares = Shares::between(&self.before, &after);
         RunState {
             wall_s,
@@ -115,6 +140,7 @@ impl Recording {
             probe_before: self.probe_before,
             probe_after: probe(),
             mpi: false,
+            gpu,
         }
     }
 }
@@ -138,6 +164,7 @@ impl RunState {
             probe_before: None,
             probe_after: None,
             mpi: false,
+            gpu: None,
         }
     }
 }
@@ -185,6 +212,9 @@ impl fmt::Display for RunState {
         if let (Some(b), Some(a)) = (self.probe_before, self.probe_after) {
             parts.push(format!("FMA probe {b:.1} → {a:.1} GFLOP/s"));
         }
+        if let Some(gpu) = &self.gpu {
+            parts.push(gpu.to_string());
+        }
         write!(f, "{}", parts.join(", "))
     }
 }
@@ -196,14 +226,16 @@ mod tests {
     #[test]
     fn a_recording_reads_what_this_machine_has() {
         let probe = || Some(10.0);
-        let recording = Recording::start(&probe);
+        let recording = Recording::start(&probe, None);
+        assert!(recording.gpu_unwatched().is_none());
         // Some CPU time of our own, so the shares have ticks to divide.
         let spin = Instant::now();
         let mut x = 0u64;
         while spin.elapsed().as_millis() < 60 {
             x = std::hint::black_box(x.wrapping_add(1));
         }
-        let state = recording.finish(&|| Some(9.0));
+        let state = recording.finish(&|| Some(9.0), true);
+        assert_eq!(state.gpu, None, "no GPU was asked for");
         assert!(state.wall_s >= 0.06, "{state:?}");
         assert!(state.cores >= 1);
         assert_eq!(
