@@ -7,8 +7,10 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cuda_env;
 pub mod discovery;
 pub mod gpu_info;
+pub mod gpu_ordinal;
 pub mod memory;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm;

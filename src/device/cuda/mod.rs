@@ -58,7 +58,7 @@ use events::EventPool;
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
-pub use probe::{context, probe};
+pub use probe::{context, gpus, probe};
 
 /// cuRAND's generator is not `Send`; it is only ever used under the mutex, by one thread at a
 /// time, on its own stream.
