@@ -215,7 +215,12 @@ fi
 
 # The timed steps: who else is on the GPU, then clocks, power and throttling every 250 ms.
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv > "$dir/compute-apps.csv" 2>&1 || true
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active,utilization.gpu \
+# Newer drivers call the throttle reasons "clock event reasons"; ask by the name this one knows.
+reasons=clocks_throttle_reasons.active
+if nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv > /dev/null 2>&1; then
+  reasons=clocks_event_reasons.active
+fi
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$reasons,utilization.gpu \
   --format=csv -lms 250 > "$dir/gpu-samples.csv" 2>&1 &
 sampler=$!
 
