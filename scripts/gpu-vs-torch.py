@@ -3,12 +3,17 @@
 
 Used by scripts/gpu-check.sh:
 
-  python3 gpu-vs-torch.py measure OUT.json   # PyTorch with CUDA: matmul, D2H copy, run-then-copy
-  python3 gpu-vs-torch.py summary DIR        # DIR's parbench reports + torch.json -> DIR/summary.md
+  python3 gpu-vs-torch.py measure OUT.json   # PyTorch with CUDA: matmul, D2H/H2D copies, run-then-copy
+  python3 gpu-vs-torch.py summary DIR        # DIR's parbench reports + PyTorch's -> DIR/summary.md
   python3 gpu-vs-torch.py self-test          # the summary on synthetic reports: no torch, no GPU
 
-`summary` exits 1 when a parbench check failed or a report is missing; the GPU goals (matmul and
-copies against PyTorch, overlap) are reported as met or not, they do not change the exit code.
+The kit runs parbench's async, hybridize and run-copy and PyTorch's measures in rounds
+(DIR/round-1/, ...); a folder without round-N/ folders is one round. Each goal's ratio is taken
+per round and shown as the median and range across rounds; the verdict is the median's.
+
+`summary` exits 1 when a parbench check failed, an error path failed or a report is missing;
+the GPU goals are reported as met or not, they do not change the exit code. A figure a report
+does not have shows "-" and no verdict.
 """
 import json
 import os
@@ -61,6 +66,12 @@ def measure(out_path):
     dst = torch.empty(COPY_BYTES // 4, pin_memory=True)
     ms = _events_ms(torch, lambda: dst.copy_(src, non_blocking=True), 10)
     d2h = COPY_BYTES / (ms * 1e-3) / 1e9
+    del src, dst
+
+    src = torch.empty(COPY_BYTES // 4, pin_memory=True)
+    dst = torch.empty(COPY_BYTES // 4, device=dev)
+    ms = _events_ms(torch, lambda: dst.copy_(src, non_blocking=True), 10)
+    h2d = COPY_BYTES / (ms * 1e-3) / 1e9
     del src, dst
 
     # The book's run-then-copy (section 13.3.2): products on one stream, each copied to pinned
@@ -118,6 +129,8 @@ def measure(out_path):
         "matmul_gflops": matmul_gflops,
         "d2h_bytes": COPY_BYTES,
         "d2h_gbytes_per_s": d2h,
+        "h2d_bytes": COPY_BYTES,
+        "h2d_gbytes_per_s": h2d,
         "run_copy_n": RUN_COPY_N,
         "run_copy_ops": RUN_COPY_OPS,
         "run_s": run_s,
@@ -147,8 +160,18 @@ def _fmt(v, unit=""):
     return "-" if v is None else f"{v:.3g}{unit}"
 
 
-# The parbench reports a GPU check writes, by file name (without .json).
-REPORTS = ("matmul", "cpu-gpu", "run-copy", "async", "async-host-order", "hybridize", "memory")
+# The parbench reports a GPU check writes once, by file name (without .json), and those it
+# writes each round; run-copy-h2d only where the binary has `run-copy --direction`.
+REPORTS = ("matmul", "cpu-gpu", "async-host-order", "memory")
+ROUND_REPORTS = ("run-copy", "async", "hybridize")
+OPTIONAL_ROUND_REPORTS = ("run-copy-h2d",)
+
+# nvidia-smi's clock event (throttle) reasons, by bit; 0x1 is the idle GPU's.
+THROTTLE_REASONS = {
+    0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap",
+    0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
+    0x40: "HW thermal slowdown", 0x80: "HW power brake slowdown", 0x100: "display clock setting",
+}
 
 
 def _tests_line(path):
@@ -170,12 +193,124 @@ def _tests_line(path):
     return ("ok: " if ok else "**FAILED**: ") + detail, ok
 
 
+def _round_dirs(directory):
+    """The round folders (round-1, round-2, ... in order), or the folder itself as one round."""
+    rounds = []
+    for name in os.listdir(directory):
+        m = re.fullmatch(r"round-(\d+)", name)
+        if m and os.path.isdir(os.path.join(directory, name)):
+            rounds.append((int(m.group(1)), name))
+    return [name for _, name in sorted(rounds)] or [""]
+
+
+def _csv_rows(path):
+    """The rows of an nvidia-smi CSV (header first), or None when there is none or it is an
+    error message rather than CSV."""
+    try:
+        with open(path, errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return None
+    rows = [[cell.strip() for cell in line.split(",")] for line in lines]
+    if not rows or len(rows[0]) < 2:
+        return None
+    return rows
+
+
+def _tenants(path):
+    """Other compute processes on the GPU before the timed steps: their rows, or None if not
+    recorded."""
+    rows = _csv_rows(path)
+    if rows is None or not rows[0][0].startswith("pid"):
+        return None
+    return [", ".join(r) for r in rows[1:] if r and r[0].isdigit()]
+
+
+def _number(cell):
+    m = re.match(r"[-+]?\d+(\.\d+)?", cell)
+    return float(m.group(0)) if m else None
+
+
+def _sampler_lines(path):
+    """The clock sampler's summary: SM clock min/median/max and any non-idle throttle reason."""
+    rows = _csv_rows(path)
+    if rows is None:
+        return ["GPU samples: none recorded"]
+    header = [h.lower() for h in rows[0]]
+    col = lambda word: next((i for i, h in enumerate(header) if word in h), None)  # noqa: E731
+    sm, reasons, power, temp = col("clocks.sm") or col("clocks.current.sm"), col("reasons"), col("power"), col("temperature")
+    data = [r for r in rows[1:] if len(r) == len(header)]
+    if not data or sm is None:
+        return ["GPU samples: none recorded"]
+    clocks = [c for c in (_number(r[sm]) for r in data) if c is not None]
+    lines = []
+    if clocks:
+        lines.append(f"GPU samples ({len(data)}, every 250 ms over the timed steps): SM clock "
+                     f"min {min(clocks):.0f} / median {statistics.median(clocks):.0f} / max {max(clocks):.0f} MHz")
+    for name, i, unit in (("power", power, "W"), ("temperature", temp, "C")):
+        values = [v for v in (_number(r[i]) for r in data) if v is not None] if i is not None else []
+        if values:
+            lines.append(f"- {name}: median {statistics.median(values):.0f} {unit}, max {max(values):.0f} {unit}")
+    seen = {}
+    if reasons is not None:
+        for r in data:
+            try:
+                bits = int(r[reasons], 16)
+            except ValueError:
+                continue
+            for bit, what in THROTTLE_REASONS.items():
+                if bits & bit and bit != 0x1:
+                    seen[what] = seen.get(what, 0) + 1
+    if seen:
+        lines.append("- **throttled**: " + ", ".join(f"{what} in {n} of {len(data)} samples" for what, n in seen.items()))
+    elif reasons is not None:
+        lines.append("- no throttle reason but idle in any sample")
+    return lines
+
+
+def _error_paths(path):
+    """The kit's error-path verdicts: [(path, verdict, detail)], or None if not recorded."""
+    try:
+        with open(path, errors="replace") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    except OSError:
+        return None
+    return [(r + ["", ""])[:3] for r in rows if r and r[0]]
+
+
+def _per_pass(report, variant):
+    """A `hybridize` variant's median time per pass."""
+    run = _run(report) or {}
+    passes = (run.get("parameters") or {}).get("passes")
+    for v in run.get("variants", []):
+        if v.get("name") == variant and passes and v.get("median_s") is not None:
+            return v["median_s"] / passes
+    return None
+
+
+def _spread(values, fmt):
+    """"median (min–max)" of the values there are, "-" when none."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    med = fmt(statistics.median(values))
+    low, high = fmt(min(values)), fmt(max(values))
+    return med if low == high else f"{med} ({low}–{high})"
+
+
 def summarize(directory):
-    """Write DIR/summary.md from the parbench reports and torch.json in DIR; return
-    (markdown, all checks passed)."""
+    """Write DIR/summary.md from the parbench reports and PyTorch's figures in DIR (and its
+    round folders); return (markdown, all checks passed)."""
     reports = {name: _load(os.path.join(directory, f"{name}.json")) for name in REPORTS}
-    torch = _load(os.path.join(directory, "torch.json")) or {}
-    chapter = _load(os.path.join(directory, "torch-chapter.json")) or {}
+    rounds = _round_dirs(directory)
+    per_round = []
+    for rd in rounds:
+        at = lambda name: os.path.join(directory, rd, name)  # noqa: E731
+        per_round.append({
+            "reports": {name: _load(at(f"{name}.json")) for name in ROUND_REPORTS + OPTIONAL_ROUND_REPORTS},
+            "torch": _load(at("torch.json")) or {},
+            "chapter": _load(at("torch-chapter.json")) or {},
+        })
     ok = True
     lines = ["# GPU check", ""]
     devices = _load(os.path.join(directory, "devices.json"))
@@ -184,12 +319,38 @@ def summarize(directory):
         lines.append(f"GPU: {gpu.get('name', '?')}, driver {gpu.get('driver', '?')}, CUDA {gpu.get('cuda', '?')}")
         for lib in gpu.get("libraries", []):
             lines.append(f"- {lib['name']} {lib['version']}: `{lib['path']}`")
+        for g in devices.get("gpus", []):
+            mark = " (opened)" if g.get("selected") else ""
+            lines.append(f"- GPU {g.get('ordinal')}{mark}: {g.get('name')}, {g.get('sm_count', '?')} SMs, "
+                         f"SM clock {g.get('max_sm_clock_mhz', '?')} MHz, PCI {g.get('pci_bus_id', '?')}"
+                         f"{', MIG instance' if g.get('mig') else ''}")
+        variables = (devices.get("cuda_env") or {}).get("variables") or {}
+        if variables:
+            lines.append("- CUDA environment: " + " ".join(f"{k}={v}" for k, v in sorted(variables.items())))
         lines.append("")
+    try:
+        with open(os.path.join(directory, "COMMIT")) as f:
+            lines += [f"Kit built at commit {f.read().strip()}; {len(rounds)} round(s).", ""]
+    except OSError:
+        pass
+    tenants = _tenants(os.path.join(directory, "compute-apps.csv"))
+    if tenants:
+        lines += [f"WARNING: another tenant was on the GPU before the timed steps: {'; '.join(tenants)}", ""]
+    sampler = os.path.join(directory, "gpu-samples.csv")
+    if os.path.exists(sampler):
+        lines += _sampler_lines(sampler) + [""]
     lines += ["## Checks", "", "| report | check | result |", "|---|---|---|"]
     tests, tests_ok = _tests_line(os.path.join(directory, "tests.txt"))
     ok &= tests_ok
     lines.append(f"| library tests | all pass, the GPU ones on the GPU | {tests} |")
-    for name, report in reports.items():
+    labelled = list(reports.items())
+    for rd, r in zip(rounds, per_round):
+        for name in ROUND_REPORTS:
+            labelled.append((f"{rd}/{name}" if rd else name, r["reports"][name]))
+        for name in OPTIONAL_ROUND_REPORTS:
+            if r["reports"][name] is not None:
+                labelled.append((f"{rd}/{name}" if rd else name, r["reports"][name]))
+    for name, report in labelled:
         run = _run(report)
         if run is None:
             lines.append(f"| {name} | report | missing |")
@@ -203,42 +364,95 @@ def summarize(directory):
             passed = bool(check.get("passed"))
             ok &= passed
             lines.append(f"| {name} | {check['name']} | {'ok' if passed else '**FAILED**'}: {check.get('detail', '')} |")
-    for name, passed in (chapter.get("checks") or {}).items():
-        if isinstance(passed, bool):
-            ok &= passed
-            lines.append(f"| PyTorch | {name} | {'ok' if passed else '**FAILED**'} |")
-    derived = lambda name, key: ((_run(reports[name]) or {}).get("derived") or {}).get(key)  # noqa: E731
-    p_mm, t_mm = derived("matmul", "gflops"), torch.get("matmul_gflops")
-    p_cp, t_cp = derived("run-copy", "copy_gbytes_per_s"), torch.get("d2h_gbytes_per_s")
-    eff = derived("cpu-gpu", "overlap_efficiency")
-    ideal = derived("run-copy", "overlapped_over_ideal_ratio")
-    ratio = lambda p, t: (p / t) if p is not None and t else None  # noqa: E731
+    for rd, r in zip(rounds, per_round):
+        for name, passed in (r["chapter"].get("checks") or {}).items():
+            if isinstance(passed, bool):
+                ok &= passed
+                lines.append(f"| PyTorch{' ' + rd if rd else ''} | {name} | {'ok' if passed else '**FAILED**'} |")
+    for path, verdict, detail in _error_paths(os.path.join(directory, "error-paths.tsv")) or []:
+        failed = verdict == "FAILED"
+        ok &= not failed
+        shown = "**FAILED**" if failed else verdict
+        lines.append(f"| error path | {path} | {shown}: {detail} |")
+
+    top = lambda name, key: ((_run(reports[name]) or {}).get("derived") or {}).get(key)  # noqa: E731
+    derived = lambda r, name, key: ((_run(r["reports"][name]) or {}).get("derived") or {}).get(key)  # noqa: E731
+    div = lambda a, b: (a / b) if a is not None and b else None  # noqa: E731
+    h2d = lambda r: derived(r, "run-copy-h2d", "h2d_gbytes_per_s") or derived(r, "run-copy", "h2d_gbytes_per_s")  # noqa: E731
+
+    def goal(figure, p, t, ratio, text, met, unit=""):
+        """A row from per-round functions: parbench's figure, PyTorch's, and their ratio."""
+        ps = [p(r) for r in per_round]
+        ts = [t(r) for r in per_round] if t else []
+        rs = [ratio(r) for r in per_round]
+        return figure, ps, ts, rs, text, met, unit
+
+    comparison = "(for comparison)"
+    mm = top("matmul", "gflops")
+    ideal = top("cpu-gpu", "overlap_efficiency")
     rows = [
-        (f"fp32 matmul {MATMUL_N}² (TF32 off)", _fmt(p_mm, " GFLOP/s"), _fmt(t_mm, " GFLOP/s"), ratio(p_mm, t_mm), ">= 0.95 × torch", lambda r: r >= 0.95),
-        ("D2H copy 256 MiB, pinned", _fmt(p_cp, " GB/s"), _fmt(t_cp, " GB/s"), ratio(p_cp, t_cp), ">= 0.9 × torch", lambda r: r >= 0.9),
-        ("cpu-gpu overlap efficiency", _fmt(eff), "-", eff, ">= 0.95", lambda r: r >= 0.95),
-        ("run-copy overlapped / (max(run, copy) + one copy)", _fmt(ideal), _fmt(torch.get("overlapped_over_ideal_ratio")), ideal, "<= 1.05", lambda r: r <= 1.05),
+        goal(f"fp32 matmul {MATMUL_N}² (TF32 off), GFLOP/s", lambda r: mm, lambda r: r["torch"].get("matmul_gflops"),
+             lambda r: div(mm, r["torch"].get("matmul_gflops")), ">= 0.95 × torch", lambda x: x >= 0.95),
+        goal("D2H copy 256 MiB, pinned, GB/s", lambda r: derived(r, "run-copy", "copy_gbytes_per_s"),
+             lambda r: r["torch"].get("d2h_gbytes_per_s"),
+             lambda r: div(derived(r, "run-copy", "copy_gbytes_per_s"), r["torch"].get("d2h_gbytes_per_s")),
+             ">= 0.9 × torch", lambda x: x >= 0.9),
+        goal("H2D copy 256 MiB, pinned, GB/s", h2d, lambda r: r["torch"].get("h2d_gbytes_per_s"),
+             lambda r: div(h2d(r), r["torch"].get("h2d_gbytes_per_s")), ">= 0.9 × torch", lambda x: x >= 0.9),
+        goal("cpu-gpu overlap efficiency", lambda r: ideal, None, lambda r: ideal, ">= 0.95", lambda x: x >= 0.95),
+        goal("run-copy overlapped / (max(run, copy) + one copy)",
+             lambda r: derived(r, "run-copy", "overlapped_over_ideal_ratio"),
+             lambda r: r["torch"].get("overlapped_over_ideal_ratio"),
+             lambda r: derived(r, "run-copy", "overlapped_over_ideal_ratio"), "<= 1.05", lambda x: x <= 1.05),
+        # The chapter on the GPU: y = x + 1, chains, CUDA graphs.
+        goal("`async` y = x + 1 per op, asynchronous / a bare driver launch (s)",
+             lambda r: derived(r, "async", "async_per_op_s"), lambda r: derived(r, "async", "driver_launch_s"),
+             lambda r: div(derived(r, "async", "async_per_op_s"), derived(r, "async", "driver_launch_s")),
+             "<= 1.3 × launch", lambda x: x <= 1.3),
+        goal("`async` y = x + 1 per op, asynchronous, parbench / torch (s)",
+             lambda r: derived(r, "async", "async_per_op_s"), lambda r: r["chapter"].get("add_one_async_s_per_op"),
+             lambda r: div(derived(r, "async", "async_per_op_s"), r["chapter"].get("add_one_async_s_per_op")),
+             "<= 1 × torch", lambda x: x <= 1.0),
+        goal("`async` y = x + 1 per op, synchronous / a driver launch and wait (s)",
+             lambda r: derived(r, "async", "sync_per_op_s"), lambda r: derived(r, "async", "driver_launch_and_wait_s"),
+             lambda r: div(derived(r, "async", "sync_per_op_s"), derived(r, "async", "driver_launch_and_wait_s")),
+             "<= 1.3 × launch+wait", lambda x: x <= 1.3),
+        goal("`hybridize` graph pass, parbench / torch (s)", lambda r: _per_pass(r["reports"]["hybridize"], "hybridized"),
+             lambda r: r["chapter"].get("mlp_graph_s_per_pass"),
+             lambda r: div(_per_pass(r["reports"]["hybridize"], "hybridized"), r["chapter"].get("mlp_graph_s_per_pass")),
+             "<= 1.05 × torch", lambda x: x <= 1.05),
+        goal("`hybridize` eager pass, parbench / torch (s)", lambda r: _per_pass(r["reports"]["hybridize"], "imperative"),
+             lambda r: r["chapter"].get("mlp_eager_s_per_pass"),
+             lambda r: div(_per_pass(r["reports"]["hybridize"], "imperative"), r["chapter"].get("mlp_eager_s_per_pass")),
+             "<= 1 × torch", lambda x: x <= 1.0),
+        goal("`hybridize` replay: host time / GPU time", lambda r: derived(r, "hybridize", "hybridized_host_over_gpu_ratio"),
+             None, lambda r: derived(r, "hybridize", "hybridized_host_over_gpu_ratio"), "<= 1.1", lambda x: x <= 1.1),
+        goal("1,000 dependent kernels / 1,000 independent (stream order)",
+             lambda r: derived(r, "async", "chain_over_async_ratio"), lambda r: r["chapter"].get("dependent_over_independent"),
+             lambda r: derived(r, "async", "chain_over_async_ratio"), "<= 2", lambda x: x <= 2.0),
+        # For comparison: the GPU's floor and the driver's tiers, and the older ratios.
+        goal("the GPU's per-kernel floor: a CUDA graph's kernels (s)", lambda r: derived(r, "async", "driver_graph_per_kernel_s"),
+             None, lambda r: None, comparison, None),
+        goal("driver tier: launch, alloc and free (s)", lambda r: derived(r, "async", "driver_launch_alloc_free_s"),
+             None, lambda r: None, comparison, None),
+        goal("driver tier: launch, alloc, free and an event (s)", lambda r: derived(r, "async", "driver_launch_alloc_free_event_s"),
+             None, lambda r: None, comparison, None),
+        goal("`async` speed-up, sync / async (was: >= 5)", lambda r: derived(r, "async", "async_speedup"),
+             lambda r: r["chapter"].get("add_one_async_speedup"), lambda r: derived(r, "async", "async_speedup"), comparison, None),
+        goal("`hybridize` CUDA-graph speed-up, parbench / torch (was: >= 0.9 × torch)",
+             lambda r: derived(r, "hybridize", "hybridize_speedup"), lambda r: r["chapter"].get("mlp_graph_speedup"),
+             lambda r: div(derived(r, "hybridize", "hybridize_speedup"), r["chapter"].get("mlp_graph_speedup")), comparison, None),
+        goal("the chain with --gpu-order host (a host round trip per op)", lambda r: top("async-host-order", "chain_over_async_ratio"),
+             None, lambda r: None, comparison, None),
     ]
-    # The chapter on the GPU: y = x + 1, chains, CUDA graphs.
-    p_async, t_async = derived("async", "async_per_op_s"), chapter.get("add_one_async_s_per_op")
-    p_speed, t_speed = derived("async", "async_speedup"), chapter.get("add_one_async_speedup")
-    p_chain, t_chain = derived("async", "chain_over_async_ratio"), chapter.get("dependent_over_independent")
-    p_chain_host = derived("async-host-order", "chain_over_async_ratio")
-    p_graph, t_graph = derived("hybridize", "hybridize_speedup"), chapter.get("mlp_graph_speedup")
-    rows += [
-        ("`async` y = x + 1 per op, asynchronous (torch / parbench time)", _fmt(p_async, " s"), _fmt(t_async, " s"), ratio(t_async, p_async), ">= 1 (no slower than torch eager)", lambda r: r >= 1.0),
-        ("`async` speed-up, sync / async", _fmt(p_speed, "×"), _fmt(t_speed, "×"), p_speed, ">= 5", lambda r: r >= 5.0),
-        ("`async` per op / a bare driver launch of the same kernel (same run)", _fmt(derived("async", "async_over_driver_launch_ratio"), "×"), "-", None, "(for comparison)", lambda r: True),
-        ("1,000 dependent kernels / 1,000 independent (stream order)", _fmt(p_chain), _fmt(t_chain), p_chain, "<= 2", lambda r: r <= 2.0),
-        ("the same with --gpu-order host (a host round trip per op)", _fmt(p_chain_host), "-", None, "(for comparison)", lambda r: True),
-        ("`hybridize` CUDA-graph speed-up (parbench / torch)", _fmt(p_graph, "×"), _fmt(t_graph, "×"), ratio(p_graph, t_graph), ">= 0.9 × torch", lambda r: r >= 0.9),
-    ]
-    lines += ["", "## Against the goals (ratios from this run)", "", "| figure | parbench | PyTorch | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
-    for figure, p, t, r, goal, met in rows:
-        verdict = "-" if r is None else ("yes" if met(r) else "**no**")
-        lines.append(f"| {figure} | {p} | {t} | {_fmt(r)} | {goal} | {verdict} |")
-    if chapter and not torch:
-        torch = chapter
+    lines += ["", f"## Against the goals (per-round ratios: median (min–max) over {len(rounds)} round(s))", "",
+              "| figure | parbench | PyTorch / reference | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
+    fmt = lambda v: f"{v:.3g}"  # noqa: E731
+    for figure, ps, ts, rs, text, met, _unit in rows:
+        values = [x for x in rs if x is not None]
+        verdict = "-" if met is None or not values else ("yes" if met(statistics.median(values)) else "**no**")
+        lines.append(f"| {figure} | {_spread(ps, fmt)} | {_spread(ts, fmt)} | {_spread(rs, fmt)} | {text} | {verdict} |")
+    torch = next((r["torch"] for r in per_round if r["torch"]), None) or next((r["chapter"] for r in per_round if r["chapter"]), None)
     if torch:
         lines += ["", f"PyTorch {torch.get('torch', '?')} (CUDA {torch.get('cuda', '?')}) on {torch.get('device', '?')}."]
     text = "\n".join(lines) + "\n"
@@ -288,10 +502,14 @@ def self_test():
         assert not ok and "no tests.txt" in text, text
         with open(tests, "w") as f:
             f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
-        assert "| fp32 matmul 8192² (TF32 off) | 5e+04 GFLOP/s | 5.1e+04 GFLOP/s | 0.98 | >= 0.95 × torch | yes |" in text, text
-        assert "| D2H copy 256 MiB, pinned | 20 GB/s | 25 GB/s | 0.8 | >= 0.9 × torch | **no** |" in text, text
-        assert "| `async` y = x + 1 per op, asynchronous (torch / parbench time) | 2e-06 s | 3e-06 s | 1.5 |" in text, text
-        assert "| `hybridize` CUDA-graph speed-up (parbench / torch) | 3× | 4× | 0.75 | >= 0.9 × torch | **no** |" in text, text
+        text, ok = summarize(d)
+        assert ok, text
+        assert "| fp32 matmul 8192² (TF32 off), GFLOP/s | 5e+04 | 5.1e+04 | 0.98 | >= 0.95 × torch | yes |" in text, text
+        assert "| D2H copy 256 MiB, pinned, GB/s | 20 | 25 | 0.8 | >= 0.9 × torch | **no** |" in text, text
+        assert "| `async` y = x + 1 per op, asynchronous, parbench / torch (s) | 2e-06 | 3e-06 | 0.667 | <= 1 × torch | yes |" in text, text
+        # A figure no report has: "-" and no verdict, not a failure.
+        assert "| `hybridize` replay: host time / GPU time | - | - | - | <= 1.1 | - |" in text, text
+        assert "| `hybridize` CUDA-graph speed-up, parbench / torch (was: >= 0.9 × torch) | 3 | 4 | 0.75 | (for comparison) | - |" in text, text
         assert "| 1,000 dependent kernels / 1,000 independent (stream order) | 1.1 | 1 | 1.1 | <= 2 | yes |" in text, text
         # A failed check, a CPU fallback and a missing report each fail the summary.
         write("matmul", report("matmul", {"gflops": 1.0}, [("matches float64 reference", False)]))
@@ -303,8 +521,78 @@ def self_test():
         os.remove(os.path.join(d, "matmul.json"))
         text, ok = summarize(d)
         assert not ok and "| matmul | report | missing |" in text, text
-    print("gpu-vs-torch self-test: 1 passed, 0 failed")
+    _self_test_rounds(report)
+    print("gpu-vs-torch self-test: 2 passed, 0 failed")
     return 0
+
+
+def _self_test_rounds(report):
+    """The kit's layout: round folders, the GPU's state, the error paths."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        def write(name, doc):
+            os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+            with open(os.path.join(d, name), "w") as f:
+                f.write(doc if isinstance(doc, str) else json.dumps(doc))
+
+        write("tests.txt", "running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
+        write("COMMIT", "abc1234-dirty\n")
+        write("matmul.json", report("matmul", {"gflops": 50000.0}, [("matches float64 reference", True)]))
+        write("cpu-gpu.json", report("cpu-gpu", {"overlap_efficiency": 0.97}, []))
+        write("async-host-order.json", report("async", {"chain_over_async_ratio": 5.0}, []))
+        write("memory.json", report("memory", {}, []))
+        hyb = lambda imp, gr: dict(report("hybridize", {"hybridize_speedup": imp / gr}, [("replay equal", True)]),  # noqa: E731
+                                   runs=[{"scenario": "hybridize", "parameters": {"passes": 100}, "checks": [], "notes": [],
+                                          "derived": {"hybridize_speedup": imp / gr},
+                                          "variants": [{"name": "imperative", "median_s": imp},
+                                                       {"name": "hybridized", "median_s": gr}]}])
+        # Three rounds: async per op 2, 3, 4 µs against a 2.5 µs launch; PyTorch 3 µs.
+        for r, per_op in ((1, 2e-6), (2, 3e-6), (3, 4e-6)):
+            rd = f"round-{r}"
+            write(f"{rd}/async.json", report("async", {"async_per_op_s": per_op, "driver_launch_s": 2.5e-6,
+                                                       "sync_per_op_s": 10e-6, "driver_launch_and_wait_s": 9e-6,
+                                                       "async_speedup": 5.0, "chain_over_async_ratio": 1.0,
+                                                       "driver_graph_per_kernel_s": 1e-6}, [("x + 1", True)]))
+            write(f"{rd}/hybridize.json", hyb(0.01, 0.002))
+            write(f"{rd}/run-copy.json", report("run-copy", {"copy_gbytes_per_s": 24.0, "overlapped_over_ideal_ratio": 1.0}, []))
+            write(f"{rd}/run-copy-h2d.json", report("run-copy", {"h2d_gbytes_per_s": 20.0}, []))
+            write(f"{rd}/torch.json", {"matmul_gflops": 50000.0, "d2h_gbytes_per_s": 25.0, "h2d_gbytes_per_s": 25.0})
+            write(f"{rd}/torch-chapter.json", {"add_one_async_s_per_op": 3e-6, "mlp_eager_s_per_pass": 1e-4,
+                                               "mlp_graph_s_per_pass": 2e-5, "checks": {"graph_equals_eager": True}})
+        write("compute-apps.csv", "pid, process_name, used_gpu_memory [MiB]\n4242, python3, 1024 MiB\n")
+        write("gpu-samples.csv", "timestamp, clocks.current.sm [MHz], clocks.current.memory [MHz], power.draw [W], "
+                                 "temperature.gpu, clocks_event_reasons.active, utilization.gpu [%]\n"
+                                 "t, 1980 MHz, 3201 MHz, 300.5 W, 40, 0x0000000000000001, 0 %\n"
+                                 "t, 1500 MHz, 3201 MHz, 690.0 W, 70, 0x0000000000000004, 100 %\n"
+                                 "t, 1755 MHz, 3201 MHz, 500.0 W, 60, 0x0000000000000000, 100 %\n")
+        write("error-paths.tsv", "path\tverdict\tdetail\nhidden-gpu\tok\texit 2, 1 line(s): error: x\n"
+                                 "injected-fault\tnot built\tno PARBENCH_GPU_INJECT_FAULT\n")
+        text, ok = summarize(d)
+        assert ok, text
+        assert "Kit built at commit abc1234-dirty; 3 round(s)." in text, text
+        assert "WARNING: another tenant was on the GPU before the timed steps: 4242, python3, 1024 MiB" in text, text
+        assert "SM clock min 1500 / median 1.76e+03" not in text and "SM clock min 1500 / median 1755 / max 1980 MHz" in text, text
+        assert "- **throttled**: SW power cap in 1 of 3 samples" in text, text
+        assert "| round-2/async | x + 1 | ok: d |" in text, text
+        assert "| error path | injected-fault | not built: no PARBENCH_GPU_INJECT_FAULT |" in text, text
+        # Per-round ratios: 0.8, 1.2, 1.6 of the launch -> median 1.2, met; against torch 0.667..1.33.
+        assert "| `async` y = x + 1 per op, asynchronous / a bare driver launch (s) | 3e-06 (2e-06–4e-06) | 2.5e-06 | 1.2 (0.8–1.6) | <= 1.3 × launch | yes |" in text, text
+        assert "| `async` y = x + 1 per op, asynchronous, parbench / torch (s) | 3e-06 (2e-06–4e-06) | 3e-06 | 1 (0.667–1.33) | <= 1 × torch | yes |" in text, text
+        assert "| `async` y = x + 1 per op, synchronous / a driver launch and wait (s) | 1e-05 | 9e-06 | 1.11 | <= 1.3 × launch+wait | yes |" in text, text
+        assert "| `hybridize` graph pass, parbench / torch (s) | 2e-05 | 2e-05 | 1 | <= 1.05 × torch | yes |" in text, text
+        assert "| `hybridize` eager pass, parbench / torch (s) | 0.0001 | 0.0001 | 1 | <= 1 × torch | yes |" in text, text
+        assert "| H2D copy 256 MiB, pinned, GB/s | 20 | 25 | 0.8 | >= 0.9 × torch | **no** |" in text, text
+        assert "| the GPU's per-kernel floor: a CUDA graph's kernels (s) | 1e-06 | - | - | (for comparison) | - |" in text, text
+        # A failed error path, and a report missing from one round, each fail the summary.
+        write("error-paths.tsv", "path\tverdict\tdetail\nhidden-gpu\tFAILED\twanted exit 2\n")
+        text, ok = summarize(d)
+        assert not ok and "| error path | hidden-gpu | **FAILED**: wanted exit 2 |" in text, text
+        os.remove(os.path.join(d, "error-paths.tsv"))
+        assert summarize(d)[1]
+        os.remove(os.path.join(d, "round-2", "hybridize.json"))
+        text, ok = summarize(d)
+        assert not ok and "| round-2/hybridize | report | missing |" in text, text
 
 
 def main(argv):

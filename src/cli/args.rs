@@ -21,6 +21,10 @@ use crate::scenario::Scenario;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The GPU to open, by CUDA ordinal (after CUDA_VISIBLE_DEVICES; `parbench devices` lists
+    /// them). Before a scenario's name: `parbench --gpu 1 async --device cuda`.
+    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
+    pub gpu: usize,
 }
 
 #[derive(Subcommand, Debug)]

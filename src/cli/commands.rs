@@ -27,6 +27,8 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     let Some(cli) = parse_clap(cmd, args, Cli::from_arg_matches)? else {
         return Ok(());
     };
+    // Before anything probes the GPU: the probe opens the selected ordinal.
+    device::gpu_ordinal::select(cli.gpu).map_err(|e| CliError::Usage(e.to_string()))?;
     match cli.command {
         Command::List => stdout(&scenarios_help()).map_err(CliError::from),
         Command::Devices { json, probe } => devices(json, probe),

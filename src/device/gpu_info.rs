@@ -79,9 +79,246 @@ impl GpuInfo {
     }
 }
 
+/// Whether processes may share the device (`CU_DEVICE_ATTRIBUTE_COMPUTE_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputeMode {
+    /// Any number of processes and contexts.
+    Default,
+    /// No process may create a context.
+    Prohibited,
+    /// One process at a time.
+    ExclusiveProcess,
+}
+
+impl ComputeMode {
+    /// The mode of the driver's code, `None` for a code this version does not know.
+    pub fn from_code(code: i32) -> Option<ComputeMode> {
+        match code {
+            0 => Some(ComputeMode::Default),
+            2 => Some(ComputeMode::Prohibited),
+            3 => Some(ComputeMode::ExclusiveProcess),
+            _ => None,
+        }
+    }
+
+    /// The words `devices` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComputeMode::Default => "default",
+            ComputeMode::Prohibited => "prohibited",
+            ComputeMode::ExclusiveProcess => "exclusive process",
+        }
+    }
+}
+
+/// One GPU the driver lists, whether or not parbench opens it: what its attributes say.
+/// An attribute the driver does not give (or gives as 0) is absent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    /// The CUDA ordinal (after `CUDA_VISIBLE_DEVICES`), as `--gpu` takes it.
+    pub ordinal: usize,
+    /// Whether this is the ordinal parbench opens (`--gpu`, default 0).
+    pub selected: bool,
+    pub name: String,
+    /// `cuDeviceGetUuid`'s 16 bytes as `nvidia-smi -L` writes them, "GPU-5f1c…" (the driver
+    /// API gives a MIG instance's bytes too, without nvidia-smi's "MIG-" name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// e.g. "0000:19:00.0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    pub memory_bytes: u64,
+    /// e.g. "9.0".
+    pub compute_capability: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_count: Option<u32>,
+    /// The SMs' peak clock (`CLOCK_RATE`, deprecated in CUDA 13 but still answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<u32>,
+    /// The memory's peak clock (`MEMORY_CLOCK_RATE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bus_width_bits: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_cache_bytes: Option<u64>,
+    /// Copy engines (`ASYNC_ENGINE_COUNT`): 2 or more let H2D and D2H copies overlap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_engines: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_mode: Option<ComputeMode>,
+    /// Whether the device is a MIG instance, a slice of a GPU with a share of its SMs and
+    /// memory: the driver names one "… MIG 1g.10gb" (or a UUID given as "MIG-…" says so).
+    pub mig: bool,
+}
+
+impl GpuDevice {
+    /// Whether a device of this name and UUID is a MIG instance.
+    pub fn is_mig(name: &str, uuid: Option<&str>) -> bool {
+        uuid.is_some_and(|u| u.starts_with("MIG-"))
+            || name
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == "MIG")
+    }
+
+    /// One line of `parbench devices`: "cuda:1  NVIDIA H200: 140 GiB, …".
+    pub fn line(&self) -> String {
+        let mut parts = vec![
+            crate::units::human_bytes(self.memory_bytes),
+            format!("compute capability {}", self.compute_capability),
+        ];
+        if let Some(n) = self.sm_count {
+            parts.push(format!("{n} SMs"));
+        }
+        match (self.max_sm_clock_mhz, self.memory_clock_mhz) {
+            (Some(sm), Some(mem)) => {
+                parts.push(format!("SM clock {sm} MHz, memory clock {mem} MHz"))
+            }
+            (Some(sm), None) => parts.push(format!("SM clock {sm} MHz")),
+            (None, Some(mem)) => parts.push(format!("memory clock {mem} MHz")),
+            (None, None) => {}
+        }
+        if let Some(w) = self.memory_bus_width_bits {
+            parts.push(format!("{w}-bit bus"));
+        }
+        if let Some(l2) = self.l2_cache_bytes {
+            parts.push(format!("L2 {}", crate::units::human_bytes(l2)));
+        }
+        if let Some(c) = self.copy_engines {
+            parts.push(format!("{c} copy engine{}", if c == 1 { "" } else { "s" }));
+        }
+        if let Some(m) = self.compute_mode {
+            parts.push(format!("compute mode {}", m.as_str()));
+        }
+        if let Some(pci) = &self.pci_bus_id {
+            parts.push(format!("PCI {pci}"));
+        }
+        if self.mig {
+            parts.push("MIG instance".into());
+        }
+        format!(
+            "{}{} {}: {}",
+            if self.selected { "*" } else { " " },
+            self.ordinal,
+            self.name,
+            parts.join(", ")
+        )
+    }
+}
+
+/// The 16 bytes of `cuDeviceGetUuid` as `nvidia-smi -L` writes a GPU's:
+/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+pub fn uuid_string(bytes: [u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn h200(ordinal: usize, selected: bool) -> GpuDevice {
+        GpuDevice {
+            ordinal,
+            selected,
+            name: "NVIDIA H200".into(),
+            uuid: Some("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
+            pci_bus_id: Some("0000:19:00.0".into()),
+            memory_bytes: 150_754_820_096,
+            compute_capability: "9.0".into(),
+            sm_count: Some(132),
+            max_sm_clock_mhz: Some(1980),
+            memory_clock_mhz: Some(3201),
+            memory_bus_width_bits: Some(6144),
+            l2_cache_bytes: Some(50 << 20),
+            copy_engines: Some(3),
+            compute_mode: Some(ComputeMode::Default),
+            mig: false,
+        }
+    }
+
+    #[test]
+    fn a_gpu_line_names_each_attribute_it_has() {
+        let line = h200(1, true).line();
+        assert!(line.starts_with("*1 NVIDIA H200: "), "{line}");
+        for part in [
+            "compute capability 9.0",
+            "132 SMs",
+            "SM clock 1980 MHz, memory clock 3201 MHz",
+            "6144-bit bus",
+            "3 copy engines",
+            "compute mode default",
+            "PCI 0000:19:00.0",
+        ] {
+            assert!(line.contains(part), "{part} in {line}");
+        }
+        assert!(!line.contains("MIG"), "{line}");
+        let bare = GpuDevice {
+            sm_count: None,
+            max_sm_clock_mhz: None,
+            memory_clock_mhz: None,
+            memory_bus_width_bits: None,
+            l2_cache_bytes: None,
+            copy_engines: Some(1),
+            compute_mode: None,
+            pci_bus_id: None,
+            mig: true,
+            ..h200(0, false)
+        }
+        .line();
+        assert!(bare.starts_with(" 0 NVIDIA H200: "), "{bare}");
+        assert!(bare.ends_with("1 copy engine, MIG instance"), "{bare}");
+        assert!(!bare.contains("clock") && !bare.contains("SMs"), "{bare}");
+    }
+
+    #[test]
+    fn gpu_device_json_round_trips_and_skips_absent_attributes() {
+        let gpu = h200(0, true);
+        let v = serde_json::to_value(&gpu).expect("json");
+        assert_eq!(v["compute_mode"], "default");
+        assert_eq!(v["sm_count"], 132);
+        let back: GpuDevice = serde_json::from_value(v).expect("parse");
+        assert_eq!(back, gpu);
+        let v = serde_json::to_value(GpuDevice {
+            sm_count: None,
+            ..gpu
+        })
+        .expect("json");
+        assert!(v.get("sm_count").is_none(), "{v}");
+    }
+
+    #[test]
+    fn mig_instances_are_recognised_by_uuid_or_name() {
+        assert!(GpuDevice::is_mig("NVIDIA H100 80GB HBM3", Some("MIG-4b1e")));
+        assert!(GpuDevice::is_mig("NVIDIA A100-SXM4-40GB MIG 1g.5gb", None));
+        assert!(!GpuDevice::is_mig("NVIDIA H200", Some("GPU-0123")));
+        assert!(!GpuDevice::is_mig("NVIDIA MIGHTY", None));
+    }
+
+    #[test]
+    fn compute_modes_and_uuids_are_worded() {
+        assert_eq!(ComputeMode::from_code(0), Some(ComputeMode::Default));
+        assert_eq!(
+            ComputeMode::from_code(3),
+            Some(ComputeMode::ExclusiveProcess)
+        );
+        assert_eq!(ComputeMode::from_code(1), None);
+        let mut bytes = [0u8; 16];
+        bytes[0] = 0xab;
+        bytes[15] = 0x01;
+        assert_eq!(
+            uuid_string(bytes),
+            "GPU-ab000000-0000-0000-0000-000000000001"
+        );
+    }
 
     #[test]
     fn gpu_unavailable_json_shape() {

@@ -7,9 +7,11 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cuda_env;
 pub mod discovery;
 pub mod gpu_info;
 pub mod gpu_limits;
+pub mod gpu_ordinal;
 pub mod memory;
 pub mod memory_fraction;
 #[cfg(target_arch = "x86_64")]

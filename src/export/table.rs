@@ -65,6 +65,17 @@ pub fn render_devices(e: &crate::report::Environment) -> String {
             g.reason.as_deref().unwrap_or("unknown reason")
         );
     }
+    for (i, gpu) in e.gpus.iter().enumerate() {
+        let _ = writeln!(out, "{:<7}{}", if i == 0 { "gpus" } else { "" }, gpu.line());
+    }
+    if let Some(cuda) = &e.cuda_env {
+        let _ = writeln!(
+            out,
+            "cuda    GPU ordinal {} (--gpu); environment: {}",
+            cuda.ordinal,
+            cuda.variables_line()
+        );
+    }
     if let Some(limits) = &e.limits {
         for (i, line) in limits.lines().iter().enumerate() {
             let _ = writeln!(out, "{:<8}{line}", if i == 0 { "limits" } else { "" });

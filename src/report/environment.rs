@@ -10,7 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::device::discovery::{GpuInfo, LibraryInfo};
+pub use crate::device::cuda_env::CudaEnv;
+pub use crate::device::discovery::{GpuDevice, GpuInfo, LibraryInfo};
 use crate::engine::Mode;
 use crate::machine::Limits;
 
@@ -37,6 +38,14 @@ pub struct Environment {
     /// Total physical memory (`MemTotal` of `/proc/meminfo`); 0 when unknown.
     pub memory_bytes: u64,
     pub gpu: GpuInfo,
+    /// Every GPU the driver lists, the one opened marked `selected`: empty without a driver,
+    /// and in reports written before the field existed.
+    #[serde(default)]
+    pub gpus: Vec<GpuDevice>,
+    /// The GPU ordinal opened and the CUDA environment variables set: `None` in reports
+    /// written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_env: Option<CudaEnv>,
     /// Compiler that built the binary ([`RUSTC`]).
     pub rustc: String,
     /// Execution engine the benchmarks ran on.
@@ -82,6 +91,8 @@ impl Environment {
                 .and_then(|s| parse_mem_total(&s))
                 .unwrap_or(0),
             gpu,
+            gpus: crate::device::discovery::list_gpus(),
+            cuda_env: Some(CudaEnv::capture()),
             rustc: RUSTC.to_string(),
             engine: engine.as_str().to_string(),
             argv: std::env::args_os()
@@ -276,6 +287,11 @@ mod tests {
             assert_ne!(env.host, "unknown");
         }
         assert!(env.limits.is_some());
+        let cuda_env = env
+            .cuda_env
+            .as_ref()
+            .expect("the CUDA environment is recorded");
+        assert_eq!(cuda_env.ordinal, crate::device::gpu_ordinal::selected());
         let json = serde_json::to_string(&env).expect("serialize");
         let back: Environment = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back, env);
@@ -296,6 +312,7 @@ mod tests {
         let env: Environment = serde_json::from_str(old).expect("an old environment reads");
         assert_eq!(env.limits, None);
         assert_eq!(env.cores, 2);
+        assert!(env.gpus.is_empty() && env.cuda_env.is_none());
     }
 
     #[test]

@@ -228,3 +228,69 @@ fn devices_probe_prints_each_limit() {
     let plain = parbench().arg("devices").output().unwrap();
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("FMA peak"));
 }
+
+/// `--gpu` takes an ordinal: anything else is a usage error.
+#[test]
+fn gpu_ordinal_that_is_not_a_number_is_a_usage_error() {
+    for bad in ["abc", "1.5", "", "-1"] {
+        let flag = format!("--gpu={bad}");
+        let out = parbench().args([&flag, "devices"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--gpu {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--gpu"), "{err}");
+    }
+}
+
+/// A GPU ordinal the machine does not have: the GPU is unavailable and says why (the
+/// missing ordinal, or no GPU at all), and every report records the ordinal asked for.
+#[test]
+fn a_missing_gpu_ordinal_is_reported_unavailable() {
+    let out = parbench().args(["--gpu", "3", "devices"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cuda    GPU ordinal 3 (--gpu)"), "{text}");
+    let json: Value = serde_json::from_slice(
+        &parbench()
+            .args(["--gpu", "3", "devices", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["cuda_env"]["ordinal"], 3);
+    let gpus = json["gpus"].as_array().expect("a gpus array");
+    if gpus.len() <= 3 {
+        assert_eq!(json["gpu"]["available"], false, "{json}");
+        assert!(text.contains("gpu     unavailable: "), "{text}");
+        if !gpus.is_empty() {
+            assert_eq!(
+                json["gpu"]["reason"],
+                format!("no GPU 3: this machine has {}", gpus.len())
+            );
+        }
+    }
+    assert_usage_error_from(
+        parbench(),
+        &["--gpu", "99", "async", "--device", "cuda"],
+        "--device cuda asks for a GPU, and none can be used (",
+    );
+}
+
+/// The CUDA variables that change behaviour are recorded when set, the others never.
+#[test]
+fn the_cuda_environment_is_recorded() {
+    let out = parbench()
+        .env("CUDA_LAUNCH_BLOCKING", "1")
+        .env("CUDA_MODULE_LOADING", "LAZY")
+        .env("CUDA_SOMETHING_ELSE", "x")
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vars = &json["cuda_env"]["variables"];
+    assert_eq!(vars["CUDA_LAUNCH_BLOCKING"], "1", "{json}");
+    assert_eq!(vars["CUDA_MODULE_LOADING"], "LAZY", "{json}");
+    assert!(vars.get("CUDA_SOMETHING_ELSE").is_none(), "{json}");
+    assert_eq!(json["cuda_env"]["ordinal"], 0);
+}

@@ -88,7 +88,7 @@ pub use memory::{free_for_parbench, PoolUsage};
 pub use pinned::PinnedBuffer;
 use pinned::PinnedPool;
 use poller::Poller;
-pub use probe::{context, probe};
+pub use probe::{context, gpus, probe};
 pub use timing::GpuTimer;
 pub use upload::UploadSource;
 

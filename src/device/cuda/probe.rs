@@ -10,7 +10,8 @@ use cudarc::driver::{sys, CudaContext, DriverError};
 
 use super::error::GpuError;
 use super::libs;
-use crate::device::gpu_info::{GpuInfo, LibraryInfo};
+use crate::device::gpu_info::{uuid_string, ComputeMode, GpuDevice, GpuInfo, LibraryInfo};
+use crate::device::gpu_ordinal;
 
 /// Run `f`, turning a panic into an error with its message, without printing it (cudarc
 /// panics when a library or symbol is missing). The hook is process-global: probes are
@@ -29,6 +30,8 @@ pub(super) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, GpuError> {
 struct Probe {
     info: GpuInfo,
     ctx: Option<Arc<CudaContext>>,
+    /// Every GPU the driver lists (empty when the driver could not be asked).
+    gpus: Vec<GpuDevice>,
 }
 
 /// The reason a `CUDA_VISIBLE_DEVICES` value hides every GPU, if it does.
@@ -43,6 +46,7 @@ fn probe_once() -> Probe {
     let unavailable = |reason: String| Probe {
         info: GpuInfo::unavailable(reason),
         ctx: None,
+        gpus: Vec::new(),
     };
     // SAFETY: `is_culib_present` only dlopens and dlcloses the library (running its initializers).
     match quietly(|| unsafe { sys::is_culib_present() }) {
@@ -58,7 +62,24 @@ fn probe_once() -> Probe {
     {
         return unavailable(reason);
     }
-    let ctx = match quietly(|| CudaContext::new(0)) {
+    let ordinal = gpu_ordinal::selected();
+    let gpus = match quietly(|| list(ordinal)) {
+        Ok(Ok(gpus)) => gpus,
+        Ok(Err(GpuError::Driver(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)))) => Vec::new(),
+        Ok(Err(e)) => return unavailable(format!("listing the GPUs failed: {e}")),
+        Err(p) => return unavailable(format!("listing the GPUs failed: {p}")),
+    };
+    let with_gpus = |reason: String| Probe {
+        gpus: gpus.clone(),
+        ..unavailable(reason)
+    };
+    if !gpus.is_empty() {
+        if let Err(reason) = gpu_ordinal::check(ordinal, gpus.len()) {
+            return with_gpus(reason);
+        }
+    }
+    let unavailable = with_gpus;
+    let ctx = match quietly(|| CudaContext::new(ordinal)) {
         Ok(Ok(ctx)) => ctx,
         Ok(Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE))) => {
             let why = match std::env::var("CUDA_VISIBLE_DEVICES") {
@@ -98,6 +119,7 @@ fn probe_once() -> Probe {
             Probe {
                 info,
                 ctx: Some(ctx),
+                gpus,
             }
         }
         Ok(Err(e)) => unavailable(format!("querying the GPU failed: {e}")),
@@ -124,6 +146,86 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, DriverError> {
         memory as u64,
         format!("{major}.{minor}"),
     ))
+}
+
+/// Every device the driver lists, with the attributes `devices` shows; `selected` marks the
+/// ordinal parbench opens. Runs under [`quietly`] (a missing symbol panics in cudarc).
+fn list(selected: usize) -> Result<Vec<GpuDevice>, GpuError> {
+    use cudarc::driver::result::{self, device};
+    result::init()?;
+    let count = device::get_count()?;
+    (0..count)
+        .map(|ordinal| {
+            let dev = device::get(ordinal)?;
+            let index = usize::try_from(ordinal).unwrap_or(0);
+            describe_device(dev, index, index == selected)
+        })
+        .collect()
+}
+
+/// One device's attributes; an attribute the driver refuses or gives as 0 is absent (clock
+/// rates are deprecated in CUDA 13 and may go).
+fn describe_device(
+    dev: sys::CUdevice,
+    ordinal: usize,
+    selected: bool,
+) -> Result<GpuDevice, GpuError> {
+    use cudarc::driver::result::device;
+    use sys::CUdevice_attribute as A;
+    let attr = |a: A| -> Option<i32> {
+        // SAFETY: `dev` comes from `cuDeviceGet` after `cuInit`; an out-parameter query.
+        unsafe { device::get_attribute(dev, a) }.ok()
+    };
+    let positive = |a: A| {
+        attr(a)
+            .and_then(|v| u32::try_from(v).ok())
+            .filter(|&v| v > 0)
+    };
+    let name = device::get_name(dev)?;
+    // SAFETY: as above.
+    let memory = unsafe { device::total_mem(dev) }?;
+    let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).unwrap_or(0);
+    let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).unwrap_or(0);
+    let uuid = device::get_uuid(dev)
+        .ok()
+        .map(|u| uuid_string(u.bytes.map(|b| b as u8)));
+    let mig = GpuDevice::is_mig(&name, uuid.as_deref());
+    Ok(GpuDevice {
+        ordinal,
+        selected,
+        uuid,
+        pci_bus_id: pci_bus_id(dev),
+        memory_bytes: memory as u64,
+        compute_capability: format!("{major}.{minor}"),
+        sm_count: positive(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        // Both rates are in kHz.
+        max_sm_clock_mhz: positive(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|k| k / 1000),
+        memory_clock_mhz: positive(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).map(|k| k / 1000),
+        memory_bus_width_bits: positive(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+        l2_cache_bytes: positive(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+        copy_engines: attr(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)
+            .and_then(|v| u32::try_from(v).ok()),
+        compute_mode: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_MODE).and_then(ComputeMode::from_code),
+        name,
+        mig,
+    })
+}
+
+/// The device's PCI address, "0000:19:00.0", from `cuDeviceGetPCIBusId`.
+fn pci_bus_id(dev: sys::CUdevice) -> Option<String> {
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`, which lives
+    // across the call; `dev` comes from `cuDeviceGet`.
+    unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as std::ffi::c_int, dev) }
+        .result()
+        .ok()?;
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    let id = String::from_utf8_lossy(&bytes).into_owned();
+    (!id.is_empty()).then_some(id)
 }
 
 /// The driver's and the toolkit libraries' versions, and the file each was loaded from.
@@ -213,6 +315,11 @@ pub fn probe() -> GpuInfo {
     info
 }
 
+/// Every GPU the driver lists (from the same single probe).
+pub fn gpus() -> Vec<GpuDevice> {
+    probed().gpus.clone()
+}
+
 /// The probed context, if a usable GPU was found and no fault has made it unusable.
 pub fn context() -> Option<Arc<CudaContext>> {
     if super::fault::poisoned().is_some() {
@@ -234,6 +341,63 @@ mod tests {
         }
         // A second probe gives the same answer (cached, no second load attempt).
         assert_eq!(probe(), probe());
+    }
+
+    /// Every device the driver counts is listed once, in ordinal order, with the attributes
+    /// every CUDA GPU has; the selected one is the device the probe opened.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_every_device_is_listed_with_its_attributes() {
+        let info = probe();
+        assert!(
+            info.available,
+            "this test needs a GPU, and there is no usable GPU: {}",
+            info.reason.unwrap_or_default()
+        );
+        let count = quietly(CudaContext::device_count)
+            .expect("the driver loads")
+            .expect("the driver counts its devices");
+        let listed = gpus();
+        assert_eq!(
+            listed.len(),
+            usize::try_from(count).unwrap_or(0),
+            "{listed:?}"
+        );
+        let ordinal = gpu_ordinal::selected();
+        for (i, g) in listed.iter().enumerate() {
+            assert_eq!(g.ordinal, i);
+            assert_eq!(g.selected, i == ordinal, "{g:?}");
+            assert!(!g.name.is_empty() && g.memory_bytes > 0, "{g:?}");
+            let (major, minor) = g.compute_capability.split_once('.').expect("major.minor");
+            assert!(major.parse::<u32>().is_ok_and(|m| m >= 5), "{g:?}");
+            assert!(minor.parse::<u32>().is_ok(), "{g:?}");
+            assert!(g.sm_count.is_some_and(|n| n > 0), "{g:?}");
+            assert!(g.memory_bus_width_bits.is_some_and(|b| b >= 32), "{g:?}");
+            assert!(g.l2_cache_bytes.is_some_and(|b| b >= 1 << 20), "{g:?}");
+            assert!(g.copy_engines.is_some_and(|c| c >= 1), "{g:?}");
+            assert!(g.compute_mode.is_some(), "{g:?}");
+            let pci = g.pci_bus_id.as_deref().expect("a PCI bus id");
+            assert_eq!(pci.split([':', '.']).count(), 4, "{pci}");
+            let uuid = g.uuid.as_deref().expect("a UUID");
+            assert!(
+                uuid.starts_with("GPU-") || uuid.starts_with("MIG-"),
+                "{uuid}"
+            );
+            assert_eq!(g.mig, GpuDevice::is_mig(&g.name, Some(uuid)));
+            if let Some(mhz) = g.max_sm_clock_mhz {
+                assert!((300..=5000).contains(&mhz), "{g:?}");
+            }
+            assert!(g.line().contains(&g.name));
+        }
+        let opened = &listed[ordinal];
+        assert_eq!(Some(&opened.name), info.name.as_ref());
+        assert_eq!(Some(opened.memory_bytes), info.memory_bytes);
+        assert_eq!(
+            Some(&opened.compute_capability),
+            info.compute_capability.as_ref()
+        );
+        let ctx = context().expect("the probed context");
+        assert_eq!(ctx.ordinal(), ordinal);
     }
 
     #[test]
