@@ -633,3 +633,50 @@ fn a_gpu_state_validates_and_broken_ones_are_rejected() {
         "/runs/0/state/gpu",
     );
 }
+
+/// The GPU's limits, measured or not, validate; a negative or missing figure does not.
+#[test]
+fn gpu_limits_validate_and_broken_ones_are_rejected() {
+    use parbench::device::gpu_limits::GpuLimits;
+    use parbench::machine::Probe;
+    let limits = GpuLimits {
+        launch_s: 3.4e-6,
+        launch_and_wait_s: 9.0e-6,
+        graph_per_kernel_s: 1.1e-6,
+        h2d_pinned_gbytes_per_s: 55.0,
+        d2h_pinned_gbytes_per_s: 54.9,
+        copy_bytes: 256 << 20,
+        sgemm_gflops: 51_000.0,
+        sgemm_size: 8192,
+        method: "test".into(),
+    };
+    let with = |p: serde_json::Value| {
+        let mut doc = small_suite().clone();
+        doc["environment"]["gpu_limits"] = p;
+        doc
+    };
+    assert_valid(
+        "measured GPU limits",
+        &with(serde_json::to_value(Probe::Measured(limits.clone())).unwrap()),
+    );
+    assert_valid(
+        "GPU limits not measured",
+        &with(serde_json::to_value(Probe::<GpuLimits>::NotMeasured("no GPU".into())).unwrap()),
+    );
+    let mut broken = serde_json::to_value(Probe::Measured(limits)).unwrap();
+    broken["measured"]["launch_s"] = (-1.0).into();
+    assert_rejected(
+        "a negative launch time",
+        &with(broken.clone()),
+        "/environment/gpu_limits",
+    );
+    broken["measured"]
+        .as_object_mut()
+        .unwrap()
+        .remove("launch_s");
+    assert_rejected(
+        "a missing launch time",
+        &with(broken),
+        "/environment/gpu_limits",
+    );
+}

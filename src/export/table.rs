@@ -77,7 +77,12 @@ pub fn render_devices(e: &crate::report::Environment) -> String {
         );
     }
     if let Some(limits) = &e.limits {
-        for (i, line) in limits.lines().iter().enumerate() {
+        let gpu = e
+            .gpu_limits
+            .as_ref()
+            .map(crate::device::gpu_limits::probe_lines)
+            .unwrap_or_default();
+        for (i, line) in limits.lines().iter().chain(&gpu).enumerate() {
             let _ = writeln!(out, "{:<8}{line}", if i == 0 { "limits" } else { "" });
         }
     }

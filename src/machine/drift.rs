@@ -66,10 +66,7 @@ pub fn limits_differences(base: &Limits, new: &Limits) -> Vec<String> {
 }
 
 fn measured<T>(p: &Probe<T>) -> Option<&T> {
-    match p {
-        Probe::Measured(v) => Some(v),
-        Probe::NotMeasured(_) => None,
-    }
+    p.measured()
 }
 
 #[cfg(test)]

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::device::cuda_env::CudaEnv;
 pub use crate::device::discovery::{GpuDevice, GpuInfo, LibraryInfo};
+use crate::device::gpu_limits::GpuLimits;
 use crate::engine::Mode;
-use crate::machine::Limits;
+use crate::machine::{Limits, Probe};
 
 /// `rustc --version` of the compiler that built this binary (set by `build.rs`).
 pub const RUSTC: &str = env!("PARBENCH_RUSTC");
@@ -59,6 +60,11 @@ pub struct Environment {
     /// before the field existed and in `parbench devices` without `--probe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
+    /// What the GPU can do (launch costs, pinned copy bandwidth, cuBLAS's fp32 rate),
+    /// measured once per process where a GPU is usable, beside `limits`: `None` without a
+    /// usable GPU, in reports written before the field existed and without `--probe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_limits: Option<Probe<GpuLimits>>,
 }
 
 impl Environment {
@@ -69,6 +75,7 @@ impl Environment {
     pub fn capture(engine: Mode, gpu: GpuInfo) -> Environment {
         Environment {
             limits: Some(crate::machine::limits().clone()),
+            gpu_limits: crate::device::gpu_limits::gpu_limits().cloned(),
             ..Environment::capture_without_limits(engine, gpu)
         }
     }
@@ -100,6 +107,7 @@ impl Environment {
                 .collect(),
             started_at: rfc3339_utc(SystemTime::now()),
             limits: None,
+            gpu_limits: None,
         }
     }
 }

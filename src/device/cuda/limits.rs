@@ -147,7 +147,10 @@ mod tests {
     #[ignore = "needs a GPU"]
     fn gpu_limits_are_measured_and_plausible() {
         let l = measure_limits().expect("the GPU's limits");
-        assert!(l.launch_s > 0.0 && l.launch_and_wait_s > l.launch_s, "{l:?}");
+        assert!(
+            l.launch_s > 0.0 && l.launch_and_wait_s > l.launch_s,
+            "{l:?}"
+        );
         assert!(l.graph_per_kernel_s > 0.0, "{l:?}");
         // PCIe 3 x16 moves about 12 GB/s, PCIe 5 x16 about 55: anything far outside that is a
         // broken timer, not a link.
