@@ -312,7 +312,7 @@ fn run_timed(
     ctx: &RunContext,
 ) -> Result<crate::report::RunRecord, ScenarioError> {
     let recording = (!crate::distributed::is_secondary_rank()).then(|| {
-        crate::machine::Recording::start(&fma_probe, crate::machine::state::gpu::selected())
+        crate::machine::Recording::start(&fma_probe, crate::device::gpu_selector::selected())
     });
     let start = std::time::Instant::now();
     let mut run = sc.run(params, ctx)?;

@@ -118,7 +118,7 @@ mod tests {
         assert_eq!(
             limits().lines(),
             [
-                "GPU kernel launch: 3.40 µs bare, 9.04 µs with a wait for it, 1.20 µs of the \
+                "GPU kernel launch: 3.400 µs bare, 9.040 µs with a wait for it, 1.200 µs of the \
                  GPU's own time per kernel (a CUDA graph)",
                 "GPU copies, pinned host memory: 55.1 GB/s host→device, 54.9 GB/s device→host \
                  (256.0 MiB each)",

@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod gpu_info;
 pub mod gpu_limits;
 pub mod gpu_ordinal;
+pub mod gpu_selector;
 pub mod memory;
 pub mod memory_fraction;
 #[cfg(target_arch = "x86_64")]

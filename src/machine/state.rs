@@ -89,7 +89,7 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Probe, snapshot the GPU (`gpu`, where one is usable: [`gpu::selected`]) and the
+    /// Probe, snapshot the GPU (`gpu`, where one is usable: the caller says which) and the
     /// counters, and start sampling, in that order, so the probe's own CPU time is not counted
     /// as the run's.
     ///

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "cuda")]
-pub use nvml::{selected, Watch};
+pub use nvml::Watch;
 
 /// Which GPU to read: the one parbench's CUDA context is on, by its UUID where CUDA gives it
 /// (CUDA's ordinals and NVML's indices differ under `CUDA_VISIBLE_DEVICES` or CUDA's
@@ -83,12 +83,6 @@ impl Watch {
     pub fn finish(self) -> GpuRunState {
         match self {}
     }
-}
-
-/// Without the `cuda` feature no GPU is used, so none is selected.
-#[cfg(not(feature = "cuda"))]
-pub fn selected() -> Option<GpuSelector> {
-    None
 }
 
 /// Whether a run's devices (as reports list them, `cuda:0 (H200, stream order)`) include the

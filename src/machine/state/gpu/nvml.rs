@@ -32,16 +32,6 @@ fn nvml() -> Result<&'static Nvml, GpuStateError> {
         .map_err(|why| GpuStateError::Init(why.clone()))
 }
 
-/// The GPU parbench's CUDA context is on, by its UUID (else its CUDA ordinal as NVML's
-/// index); `None` where no GPU is usable. Probes the GPU if nothing has yet.
-pub fn selected() -> Option<GpuSelector> {
-    let ctx = crate::device::cuda::context()?;
-    Some(match ctx.uuid() {
-        Ok(uuid) => GpuSelector::from_uuid_bytes(uuid.bytes.map(|b| b as u8)),
-        Err(_) => GpuSelector::Index(u32::try_from(ctx.ordinal()).unwrap_or(0)),
-    })
-}
-
 fn device(which: &GpuSelector) -> Result<Device<'static>, GpuStateError> {
     let nvml = nvml()?;
     let found = match which {
@@ -235,7 +225,8 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU"]
     fn gpu_state_is_read_through_nvml() {
-        let which = selected().expect("a usable GPU (the CUDA probe found none)");
+        let which = crate::device::gpu_selector::selected()
+            .expect("a usable GPU (the CUDA probe found none)");
         let watch = Watch::start(which.clone()).expect("NVML starts and lists the GPU");
         std::thread::sleep(INTERVAL * 2);
         let state = watch.finish();
