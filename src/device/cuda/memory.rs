@@ -219,7 +219,9 @@ impl DeviceMemory {
         len: usize,
     ) -> Result<CudaSlice<f32>, GpuError> {
         let bytes = f32_bytes(len)?;
-        self.ctx.bind_to_thread()?;
+        // Not cudarc's bind_to_thread, which would hand this allocation an error a drop
+        // recorded on the context (see `current`).
+        super::make_current(&self.ctx);
         if let Some(cap) = self.cap {
             check_cap(bytes, self.usage()?, self.driver_free().unwrap_or(0), cap)?;
         }
@@ -240,12 +242,11 @@ impl DeviceMemory {
 
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: the pool was created by `create` and is destroyed once, here; buffers
-            // still out are released by the driver when they are freed (cuMemPoolDestroy's
-            // documented behaviour), so a tensor outliving the device stays valid.
-            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
-        }
+        super::make_current(&self.ctx);
+        // SAFETY: the pool was created by `create` and is destroyed once, here; buffers still
+        // out are released by the driver when they are freed (cuMemPoolDestroy's documented
+        // behaviour), so a tensor outliving the device stays valid.
+        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
     }
 }
 

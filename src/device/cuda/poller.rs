@@ -29,7 +29,7 @@ impl Poller {
         std::thread::Builder::new().name(name).spawn(move || {
             // Event waits need the context current on this thread; if binding fails, each
             // wait reports its own error below.
-            let _ = ctx.bind_to_thread();
+            super::make_current(&ctx);
             for p in rx {
                 // `synchronize` can fail *without waiting* (cudarc reports an error an earlier
                 // drop recorded): then wait on the stream itself before releasing any buffer.
