@@ -169,6 +169,9 @@ not_built() { # name, what is missing
 nvidia-smi -q > "$dir/nvidia-smi-before.txt" 2>&1 || true
 "$bin" devices > "$dir/devices.txt"
 "$bin" devices --json > "$dir/devices.json"
+# The machine's limits, the GPU's among them (launches, pinned copies, cuBLAS's rate).
+"$bin" devices --probe > "$dir/devices-probe.txt" 2>&1 || status=1
+"$bin" devices --probe --json > "$dir/devices-probe.json" 2>/dev/null || status=1
 step tests "$tests" --test-threads 4
 # The GPU tests are `#[ignore = "needs a GPU"]`, so a plain `cargo test` on a machine without
 # one leaves them out; here they run, and fail if they find no GPU. Their names start with
