@@ -28,7 +28,7 @@ const ENVIRONMENT: [(&str, &str); 3] = [
     ),
     (
         "PARBENCH_GPU_INJECT_FAULT",
-        "1: every GPU device plants a faulting kernel when it opens, to test the fault path \
+        "1: a scenario's GPU device plants a faulting kernel when it opens, to test the fault path \
          (the run must end with exit 1 and one line)",
     ),
 ];

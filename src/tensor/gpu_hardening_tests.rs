@@ -30,7 +30,9 @@ fn gpu_tensors_dropped_on_fresh_threads_free_cleanly() {
         std::thread::spawn(move || drop(t)).join().unwrap();
     }
     e.wait_all().unwrap();
-    synchronize(d).expect("no error recorded by the drops");
+    if let Err(err) = synchronize(d) {
+        panic!("an error recorded by the drops: {err} ({err:?})");
+    }
     assert_eq!(d.memory.live(), before, "every buffer was freed");
     // And the device still computes.
     let y = Tensor::ones(e, d, &[4, 4]).add_scalar(1.0);
@@ -73,10 +75,18 @@ fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
                     churned.fetch_add(1, Ordering::Relaxed);
                 }
             });
-            for _ in 0..100 {
+            for i in 0..100 {
                 let graph = x.capture_dense_relu(&layers).unwrap();
                 assert_eq!(graph.replay().to_vec().unwrap(), want, "{order:?}");
                 assert_eq!(graph.replay().to_vec().unwrap(), want, "{order:?}");
+                if i % 25 == 0 {
+                    // Progress, for a run that stops somewhere: where, and whether the other
+                    // thread still runs.
+                    eprintln!(
+                        "{order:?}: capture {i}, {} tensors churned",
+                        churned.load(Ordering::Relaxed)
+                    );
+                }
             }
             stop.store(true, Ordering::Release);
         });

@@ -50,6 +50,21 @@ impl CudaDevice {
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
     ) -> Result<CudaDevice, GpuError> {
+        let device = Self::open_unplanted(seed, order, fraction)?;
+        if super::fault::fault_requested() {
+            device.plant_fault()?;
+        }
+        Ok(device)
+    }
+
+    /// [`open_capped`](Self::open_capped) without the fault `PARBENCH_GPU_INJECT_FAULT` plants:
+    /// for the GPU's limits, measured before a run, so that the planted fault is met by the
+    /// run's own device (`fault`).
+    pub(super) fn open_unplanted(
+        seed: u64,
+        order: GpuOrder,
+        fraction: Option<MemoryFraction>,
+    ) -> Result<CudaDevice, GpuError> {
         let ctx = context().ok_or_else(|| {
             GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
         })?;
@@ -92,9 +107,6 @@ impl CudaDevice {
             deferred: Mutex::new(None),
             memory,
         };
-        if super::fault::fault_requested() {
-            device.plant_fault()?;
-        }
         Ok(device)
     }
 

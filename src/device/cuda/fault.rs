@@ -6,15 +6,16 @@
 //! it cannot run instead of failing with an error that is not its own.
 //!
 //! [`INJECT_FAULT_ENV`] plants such a fault on purpose, to prove the path: with it set, a
-//! device enqueues a kernel that reads address 0 right after it opens, so the run's first wait
-//! reports the fault.
+//! scenario's GPU device enqueues a kernel that reads address 0 right after it opens, so the
+//! run's first wait reports the fault (the device that measures the GPU's limits before the
+//! run plants none, or the run would find the GPU already unusable).
 
 use std::sync::OnceLock;
 
 use cudarc::driver::{sys::CUresult, DriverError};
 
-/// Set to `1`, every CUDA device enqueues a faulting kernel when it opens (for the GPU check:
-/// the run must end with exit 1 and one clear line, without hanging).
+/// Set to `1`, every scenario's CUDA device enqueues a faulting kernel when it opens (for the
+/// GPU check: the run must end with exit 1 and one clear line, without hanging).
 pub const INJECT_FAULT_ENV: &str = "PARBENCH_GPU_INJECT_FAULT";
 
 /// Whether [`INJECT_FAULT_ENV`] asks for a fault.

@@ -23,7 +23,7 @@ const FLOOR_ROUNDS: usize = 5;
 
 /// Open a device of its own, measure, close it.
 pub fn measure_limits() -> Result<GpuLimits, GpuError> {
-    let device = Arc::new(CudaDevice::open(0, GpuOrder::Stream)?);
+    let device = Arc::new(CudaDevice::open_unplanted(0, GpuOrder::Stream, None)?);
     let limits = device.measure_limits();
     device.synchronize()?;
     limits
