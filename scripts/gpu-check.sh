@@ -203,11 +203,11 @@ error_path hidden-gpu 2 "GPU|CUDA_VISIBLE_DEVICES is ''" \
 count=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1])).get("gpus", [])))' "$dir/devices.json")
 error_path missing-ordinal 2 "no GPU $count: this machine has $count" \
   "$bin" --gpu "$count" async --device cuda
-if advertises --gpu-memory-fraction; then
-  error_path memory-cap 1 "bytes" \
-    "$bin" --gpu-memory-fraction 0.0001 memory --device cuda
+if advertises --gpu-memory-fraction memory; then
+  error_path memory-cap 1 "GPU memory cap" \
+    "$bin" memory --device cuda --gpu-memory-fraction 0.0001
 else
-  not_built memory-cap "parbench --help lists no --gpu-memory-fraction"
+  not_built memory-cap "parbench help memory lists no --gpu-memory-fraction"
 fi
 if advertises PARBENCH_GPU_INJECT_FAULT; then
   error_path injected-fault 1 "error: " \
