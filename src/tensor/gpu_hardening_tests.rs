@@ -64,6 +64,7 @@ fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
         let churned = AtomicUsize::new(0);
         std::thread::scope(|s| {
             s.spawn(|| {
+                let mut seed = 0;
                 while !stop.load(Ordering::Acquire) {
                     let t = Tensor::ones(e, d, &[256, 256]).add_scalar(1.0);
                     let v = t.to_vec().unwrap();
@@ -72,9 +73,23 @@ fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
                         "{order:?}: the churn's own result"
                     );
                     drop(t);
+                    // cuRAND seeds its states with synchronizing calls: beside a capture they
+                    // broke it on an H200 until captures and such calls were kept apart.
+                    seed += 1;
+                    let r = Tensor::uniform(e, d, &[64, 64], seed).to_vec().unwrap();
+                    assert!(r.iter().all(|&v| v > 0.0 && v <= 1.0), "{order:?}: uniform");
                     churned.fetch_add(1, Ordering::Relaxed);
                 }
             });
+            // However the loop below ends (a failed assertion too), the other thread stops:
+            // the scope waits for it.
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Release);
+                }
+            }
+            let _stop = Stop(&stop);
             for i in 0..100 {
                 let graph = x.capture_dense_relu(&layers).unwrap();
                 assert_eq!(graph.replay().to_vec().unwrap(), want, "{order:?}");
@@ -88,7 +103,6 @@ fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
                     );
                 }
             }
-            stop.store(true, Ordering::Release);
         });
         assert!(churned.load(Ordering::Relaxed) > 0, "the other thread ran");
         e.wait_all().unwrap();

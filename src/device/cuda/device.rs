@@ -20,6 +20,8 @@ use super::{ops, CudaDevice, GpuOrder, MemoryFraction, PoolUsage, SendRng, Strea
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
+        // Destroying handles and freeing pinned memory synchronize (see `capture_guard`).
+        let _outside = super::capture_guard::outside_captures();
         // SAFETY: each field is taken exactly once, here, and never used again.
         let (blas, rng) = unsafe {
             (
@@ -68,6 +70,9 @@ impl CudaDevice {
         let ctx = context().ok_or_else(|| {
             GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
         })?;
+        // Creating a context handle, streams, a module and library handles synchronizes (see
+        // `capture_guard`).
+        let _outside = super::capture_guard::outside_captures();
         quietly(|| Self::open_with(ctx, seed, order, fraction)).and_then(|r| r)
     }
 
@@ -184,6 +189,9 @@ impl CudaDevice {
     /// seed gives the same values.
     pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), GpuError> {
         self.bind()?;
+        // cuRAND sets up its states with synchronizing calls after a new seed (see
+        // `capture_guard`).
+        let _outside = super::capture_guard::outside_captures();
         let mut rng = self
             .rng
             .lock()
@@ -261,7 +269,11 @@ impl CudaDevice {
         let buf = match reused {
             Some(b) => b,
             // SAFETY: the buffer is fully written by the copy before anything reads it.
-            None => unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }?,
+            None => {
+                // A page-locked allocation synchronizes (see `capture_guard`).
+                let _outside = super::capture_guard::outside_captures();
+                unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }?
+            }
         };
         Ok(PinnedBuffer {
             buf: Some(buf),

@@ -47,7 +47,7 @@
 //! kernels and CUDA graphs), `floor` (the driver's own cost per launch, in tiers), `timing`
 //! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
 //! fails), `limits` (the GPU's limits: launches, copies, cuBLAS's rate), `fault` (sticky
-//! faults, and planting one), `current` (binding a context on any
+//! faults, and planting one), `capture_guard` (captures against synchronizing calls), `current` (binding a context on any
 //! thread).
 
 use std::mem::ManuallyDrop;
@@ -57,6 +57,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::curand::CudaRng;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
+mod capture_guard;
 mod current;
 mod device;
 mod error;

@@ -215,6 +215,7 @@ impl CudaDevice {
         enqueue: impl FnOnce(&CudaDevice) -> Result<(), GpuError>,
     ) -> Result<GpuGraph, GpuError> {
         self.bind()?;
+        let _capture = super::capture_guard::capturing();
         let side = self.compute.fork()?;
         // Thread-local: only this thread's unsafe calls are refused during the capture, the
         // device's pollers and other lanes go on.

@@ -130,8 +130,12 @@ impl PinnedPool {
             Ok(mut pool) => pool.give(buf.len(), buf),
             Err(_) => Some(buf),
         };
-        // Freed (cuMemFreeHost, through cudarc's drop) outside the lock.
-        drop(excess);
+        // Freed (cuMemFreeHost, through cudarc's drop) outside the lock, and outside any graph
+        // capture: the free synchronizes (see `capture_guard`).
+        if excess.is_some() {
+            let _outside = super::capture_guard::outside_captures();
+            drop(excess);
+        }
     }
 
     /// Bytes and buffers kept now.
@@ -142,7 +146,10 @@ impl PinnedPool {
     /// Free every kept buffer (when the device goes).
     pub(super) fn trim(&self) {
         let kept = self.free.lock().map(|mut p| p.drain()).unwrap_or_default();
-        drop(kept);
+        if !kept.is_empty() {
+            let _outside = super::capture_guard::outside_captures();
+            drop(kept);
+        }
     }
 }
 
@@ -192,6 +199,9 @@ impl Drop for PinnedBuffer {
         if let Some(buf) = self.buf.take() {
             if done {
                 self.device.pinned.give(buf);
+            } else {
+                let _outside = super::capture_guard::outside_captures();
+                drop(buf);
             }
         }
     }
