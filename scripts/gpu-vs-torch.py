@@ -193,6 +193,30 @@ def _tests_line(path):
     return ("ok: " if ok else "**FAILED**: ") + detail, ok
 
 
+def _gpu_tests_line(path):
+    """(what the GPU tests' output says, whether they all ran and passed). A run cut off by
+    the step's timeout has no result line: its finished tests and the ones still running are
+    named."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return "**missing**: no gpu-tests.txt", False
+    passed = re.findall(r"^test (\S+) \.\.\. ok$", text, re.M)
+    failed = re.findall(r"^test (\S+) \.\.\. FAILED$", text, re.M)
+    running = re.findall(r"^test (\S+) has been running for over", text, re.M)
+    results = re.findall(r"test result: (\w+)\. (\d+) passed; (\d+) failed", text)
+    detail = f"{len(passed)} passed, {len(failed)} failed"
+    if failed:
+        detail += f" ({', '.join(t.rsplit('::', 1)[-1] for t in failed)})"
+    if not results:
+        hung = [t.rsplit("::", 1)[-1] for t in running]
+        detail += ", no result line (cut off" + (f"; still running: {', '.join(hung)})" if hung else ")")
+        return "**FAILED**: " + detail, False
+    ok = results[-1][0] == "ok" and not failed and len(passed) > 0
+    return ("ok: " if ok else "**FAILED**: ") + detail, ok
+
+
 def _round_dirs(directory):
     """The round folders (round-1, round-2, ... in order), or the folder itself as one round."""
     rounds = []
@@ -343,6 +367,9 @@ def summarize(directory):
     tests, tests_ok = _tests_line(os.path.join(directory, "tests.txt"))
     ok &= tests_ok
     lines.append(f"| library tests | all pass, the GPU ones on the GPU | {tests} |")
+    gpu_tests, gpu_tests_ok = _gpu_tests_line(os.path.join(directory, "gpu-tests.txt"))
+    ok &= gpu_tests_ok
+    lines.append(f"| GPU tests | every `gpu_` test runs on the GPU and passes | {gpu_tests} |")
     labelled = list(reports.items())
     for rd, r in zip(rounds, per_round):
         for name in ROUND_REPORTS:
@@ -489,8 +516,17 @@ def self_test():
         tests = os.path.join(d, "tests.txt")
         with open(tests, "w") as f:
             f.write("running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
+        gpu_tests = os.path.join(d, "gpu-tests.txt")
+        passing = "running 2 tests\ntest a::gpu_a ... ok\ntest b::gpu_b ... ok\ntest result: ok. 2 passed; 0 failed\n"
+        with open(gpu_tests, "w") as f:
+            f.write("running 2 tests\ntest a::gpu_a ... ok\ntest b::gpu_b has been running for over 60 seconds\n")
+        text, ok = summarize(d)
+        assert not ok and "1 passed, 0 failed, no result line (cut off; still running: gpu_b)" in text, text
+        with open(gpu_tests, "w") as f:
+            f.write(passing)
         text, ok = summarize(d)
         assert ok, text
+        assert "| GPU tests | every `gpu_` test runs on the GPU and passes | ok: 2 passed, 0 failed |" in text, text
         assert "| library tests | all pass, the GPU ones on the GPU | ok: 3 passed, 0 failed |" in text, text
         # A skipped GPU test fails the check even when the harness says ok.
         with open(tests, "w") as f:
@@ -537,6 +573,7 @@ def _self_test_rounds(report):
                 f.write(doc if isinstance(doc, str) else json.dumps(doc))
 
         write("tests.txt", "running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
+        write("gpu-tests.txt", "running 1 test\ntest a::gpu_a ... ok\ntest result: ok. 1 passed; 0 failed\n")
         write("COMMIT", "abc1234-dirty\n")
         write("matmul.json", report("matmul", {"gflops": 50000.0}, [("matches float64 reference", True)]))
         write("cpu-gpu.json", report("cpu-gpu", {"overlap_efficiency": 0.97}, []))
