@@ -8,6 +8,7 @@
 //! the counters (deltas over the run) and a sampling thread in between.
 
 pub mod gpu;
+mod periodic;
 mod runnable;
 mod snapshot;
 

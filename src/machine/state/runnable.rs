@@ -3,12 +3,11 @@
 //! ran; this says how many competed at once, which is what makes a thread of ours wait, and
 //! how many of our own threads wanted a core at once (more than the cores: they took turns).
 
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::periodic::Periodic;
 use super::snapshot;
 
 /// Time between samples: a few a second, so a run of a second has several, while the reads
@@ -48,60 +47,25 @@ pub struct Seen {
 /// The sampling thread; [`finish`](Sampler::finish) stops it and returns what it saw. Dropped
 /// unfinished (the run failed), it stops the thread too.
 pub struct Sampler {
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<Vec<(u32, u32)>>>,
+    thread: Periodic<(u32, u32)>,
 }
 
 impl Sampler {
     /// Start sampling now. Where the thread cannot start, the sampler samples nothing.
     pub fn start() -> Sampler {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("parbench state".into())
-            .spawn(move || {
-                let mut counts = Vec::new();
-                loop {
-                    if let Some(n) = snapshot::runnable_now() {
-                        counts.push(n);
-                    }
-                    // A message or a dropped sender both end the run.
-                    match stopped.recv_timeout(INTERVAL) {
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => return counts,
-                    }
-                }
-            })
-            .ok();
         Sampler {
-            stop: Some(stop),
-            thread,
+            thread: Periodic::start("parbench state", INTERVAL, snapshot::runnable_now),
         }
     }
 
     /// Stop the thread and summarize its samples.
     pub fn finish(mut self) -> Seen {
-        let counts = self.stop_and_join();
+        let counts = self.thread.finish();
         let (others, ours): (Vec<u32>, Vec<u32>) = counts.into_iter().unzip();
         Seen {
             others: Runnable::of(&others),
             ours: Runnable::of(&ours),
         }
-    }
-
-    fn stop_and_join(&mut self) -> Vec<(u32, u32)> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop_and_join();
     }
 }
 

@@ -9,9 +9,7 @@
 //! can block for milliseconds while the driver is busy, which would delay the runnable-task
 //! samples.
 
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::OnceLock;
-use std::thread::JoinHandle;
 
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
@@ -22,6 +20,7 @@ use super::{
     ClockLimit, GpuDuring, GpuProcess, GpuProcesses, GpuRunState, GpuSample, GpuSelector, GpuState,
     GpuStateError,
 };
+use crate::machine::state::periodic::Periodic;
 use crate::machine::state::runnable::INTERVAL;
 
 /// NVML, opened on first use and kept for the process (or why it could not be opened).
@@ -123,8 +122,7 @@ pub struct Watch {
     which: GpuSelector,
     device: Device<'static>,
     before: GpuState,
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<Vec<GpuSample>>>,
+    thread: Periodic<GpuSample>,
 }
 
 impl Watch {
@@ -133,36 +131,22 @@ impl Watch {
     pub fn start(which: GpuSelector) -> Result<Watch, GpuStateError> {
         let device = device(&which)?;
         let before = snapshot(&device, true);
-        let (stop, stopped) = mpsc::channel::<()>();
         // The thread's own handle on the same GPU (NVML's handles are plain pointers, safe
         // to use from any thread).
         let sampled = self::device(&which)?;
-        let thread = std::thread::Builder::new()
-            .name("parbench gpu state".into())
-            .spawn(move || {
-                let mut samples = Vec::new();
-                loop {
-                    samples.push(sample(&sampled));
-                    // A message or a dropped sender both end the run.
-                    match stopped.recv_timeout(INTERVAL) {
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => return samples,
-                    }
-                }
-            })
-            .ok();
         Ok(Watch {
             which,
             device,
             before,
-            stop: Some(stop),
-            thread,
+            thread: Periodic::start("parbench gpu state", INTERVAL, move || {
+                Some(sample(&sampled))
+            }),
         })
     }
 
     /// Stop sampling and snapshot the GPU again: its state over the run.
     pub fn finish(mut self) -> GpuRunState {
-        let samples = self.stop_thread();
+        let samples = self.thread.finish();
         GpuRunState {
             uuid: match &self.which {
                 GpuSelector::Uuid(uuid) => Some(uuid.clone()),
@@ -172,23 +156,6 @@ impl Watch {
             after: snapshot(&self.device, true),
             during: GpuDuring::of(&samples),
         }
-    }
-
-    fn stop_thread(&mut self) -> Vec<GpuSample> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-/// Dropped unfinished (the run failed), a watch stops its thread too.
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.stop_thread();
     }
 }
 
