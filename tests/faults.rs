@@ -346,6 +346,16 @@ fn journal_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Where a finished sweep keeps a journal named with `--journal`: `s.jsonl` → `s.done.jsonl`.
+fn done(journal: &Path) -> std::path::PathBuf {
+    journal.with_extension("done.jsonl")
+}
+
+/// A finished sweep's journal put back where an unfinished one would be, to tear it.
+fn unfinish(journal: &Path) {
+    std::fs::rename(done(journal), journal).expect("a finished journal");
+}
+
 fn sizes_in(report: &Path) -> Vec<u64> {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(report).expect("report")).expect("JSON");
@@ -380,9 +390,10 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
         .stderr(Stdio::null())
         .spawn()
         .expect("sweep starts");
-    // Kill it (SIGKILL: no cleanup of any kind) once a point is in the journal, mid-way.
+    // Kill it (SIGKILL: no cleanup of any kind) once a point is in the journal (after its
+    // header), mid-way.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while journal_lines(&journal).is_empty() {
+    while journal_lines(&journal).len() < 2 {
         assert!(
             child.try_wait().expect("wait").is_none(),
             "the sweep ended before it could be killed"
@@ -407,8 +418,12 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
         [600, 800, 1000, 1200, 1400],
         "every point exactly once"
     );
-    let after = journal_lines(&journal);
-    assert_eq!(after.len(), 5, "a point was run twice or lost");
+    let after = journal_lines(&done(&journal));
+    assert_eq!(
+        after.len(),
+        6,
+        "a header and 5 points: a point was run twice or lost"
+    );
     // The points finished before the kill were kept as they were, not run again.
     let kept = before
         .iter()
@@ -440,20 +455,22 @@ fn a_journal_with_a_torn_last_line_resumes_and_reruns_only_that_point() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    unfinish(&journal);
     let lines = journal_lines(&journal);
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4, "a header and 3 points");
     let torn = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}\n{}",
         lines[0],
         lines[1],
-        &lines[2][..lines[2].len() / 2]
+        lines[2],
+        &lines[3][..lines[3].len() / 2]
     );
     std::fs::write(&journal, torn).expect("tear the journal");
     resume_sweep(&small, &journal, &report, 120);
     assert_eq!(sizes_in(&report), [16, 32, 48]);
-    let after = journal_lines(&journal);
-    assert_eq!(after.len(), 3, "{after:?}");
-    assert_eq!(after[..2], lines[..2], "finished points were run again");
+    let after = journal_lines(&done(&journal));
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert_eq!(after[..3], lines[..3], "finished points were run again");
 }
 
 /// A small sweep of three quick points.
@@ -481,6 +498,7 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
         .arg(&journal);
     let out = run_with_deadline(first, 120);
     assert_eq!(out.status.code(), Some(0));
+    unfinish(&journal);
     let bytes = std::fs::read(&journal).expect("journal");
     let last_start = bytes[..bytes.len() - 1]
         .iter()
@@ -497,13 +515,13 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
     std::fs::write(&journal, &bytes[..last_start + multi + 1]).expect("tear");
     resume_sweep(SMALL_SWEEP, &journal, &report, 120);
     assert_eq!(sizes_in(&report), [16, 32, 48]);
-    let after = std::fs::read(&journal).expect("journal");
+    let after = std::fs::read(done(&journal)).expect("journal");
     assert_eq!(
         after[..last_start],
         bytes[..last_start],
         "finished points changed"
     );
-    assert_eq!(journal_lines(&journal).len(), 3);
+    assert_eq!(journal_lines(&done(&journal)).len(), 4);
 }
 
 #[cfg(target_os = "linux")]
@@ -583,10 +601,9 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
     );
     assert_eq!(after, before, "the journal went to /dev/null.jsonl");
     assert!(is_char_device(null));
-    assert_eq!(
-        journal_lines(&dir.path().join("parbench-sweep-matmul.jsonl")).len(),
-        3
-    );
+    // The journal went to the working directory, and was removed once the report was written.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[cfg(unix)]

@@ -198,14 +198,14 @@ pub(super) fn run_sweep(
                 measuring += began.elapsed();
                 journal.append(&run)?;
                 newly += 1;
-                if stop_after == Some(newly) {
-                    return Err(CliError::Stopped(newly));
-                }
                 if newly == 1 && !common.quiet {
                     let each = measuring.as_secs_f64();
                     if let Some(estimate) = eta::remaining(each, (to_measure - newly) as u64) {
                         note!("{estimate}");
                     }
+                }
+                if stop_after == Some(newly) {
+                    return Err(CliError::Stopped(newly));
                 }
                 run
             }
