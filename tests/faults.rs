@@ -699,3 +699,114 @@ fn a_closed_stderr_changes_no_exit_code() {
         serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
     assert_eq!(doc["runs"][0]["scenario"], "async");
 }
+
+/// Wait until `journal` holds its header and a first finished run, then send `signal` to
+/// `child` and collect it.
+#[cfg(unix)]
+fn signal_after_first_run(
+    child: std::process::Child,
+    journal: &Path,
+    signal: &str,
+) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal_lines(journal).len() < 2 {
+        assert!(Instant::now() < deadline, "no first run in 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    child.wait_with_output().expect("wait")
+}
+
+/// The first run is quick, the second takes minutes: a signal always lands in the second.
+#[cfg(unix)]
+fn quick_then_slow_suite(dir: &Path) -> PathBuf {
+    let suite = dir.join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"matmul\"\nparams = { size = 16, ops = 1 }\n\n\
+         [[run]]\nscenario = \"matmul\"\nparams = { size = 6000, ops = 50 }\n",
+    )
+    .expect("suite");
+    suite
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_during_a_suite_keeps_the_finished_runs_and_says_how_to_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = quick_then_slow_suite(dir.path());
+    let report = dir.path().join("r.json");
+    let journal = dir.path().join("r.jsonl");
+    let child = parbench()
+        .arg("run")
+        .arg(&suite)
+        .args([
+            "--warmup",
+            "0",
+            "--min-samples",
+            "1",
+            "--max-samples",
+            "1",
+            "--quiet",
+        ])
+        .arg("-o")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("suite starts");
+    let out = signal_after_first_run(child, &journal, "-TERM");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains(&format!("'parbench run {} --resume'", suite.display())),
+        "{stderr}"
+    );
+    assert_no_panic(&out);
+    // The finished run is in the journal and in the report, which says what is missing.
+    assert_eq!(journal_lines(&journal).len(), 2);
+    assert_eq!(sizes_in(&report), [16]);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(
+        notes.contains("interrupted by SIGTERM after this run: 1 run(s) missing (matmul"),
+        "{notes}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_during_a_sweep_says_how_to_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("j.jsonl");
+    let child = parbench()
+        .args([
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,6000",
+            "--set",
+            "ops=50",
+            "--quiet",
+        ])
+        .args(["--warmup", "0", "--min-samples", "1", "--max-samples", "1"])
+        .arg("--journal")
+        .arg(&journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sweep starts");
+    let out = signal_after_first_run(child, &journal, "-TERM");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--resume {}", journal.display())),
+        "{stderr}"
+    );
+    assert_eq!(journal_lines(&journal).len(), 2);
+}
