@@ -375,15 +375,8 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
     let report = dir.path().join("sweep.json");
     let mut child = parbench()
         .args(SWEEP)
-        .args([
-            "--warmup",
-            "0",
-            "--min-samples",
-            "5",
-            "--max-samples",
-            "5",
-            "--quiet",
-        ])
+        // The resume's sampling (QUICK): a resume under other sampling is refused.
+        .args(QUICK)
         .arg("--journal")
         .arg(&journal)
         .stdout(Stdio::null())
