@@ -346,6 +346,16 @@ fn journal_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Where a finished sweep keeps a journal named with `--journal`: `s.jsonl` → `s.done.jsonl`.
+fn done(journal: &Path) -> std::path::PathBuf {
+    journal.with_extension("done.jsonl")
+}
+
+/// A finished sweep's journal put back where an unfinished one would be, to tear it.
+fn unfinish(journal: &Path) {
+    std::fs::rename(done(journal), journal).expect("a finished journal");
+}
+
 fn sizes_in(report: &Path) -> Vec<u64> {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(report).expect("report")).expect("JSON");
@@ -365,24 +375,18 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
     let report = dir.path().join("sweep.json");
     let mut child = parbench()
         .args(SWEEP)
-        .args([
-            "--warmup",
-            "0",
-            "--min-samples",
-            "5",
-            "--max-samples",
-            "5",
-            "--quiet",
-        ])
+        // The resume's sampling (QUICK): a resume under other sampling is refused.
+        .args(QUICK)
         .arg("--journal")
         .arg(&journal)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("sweep starts");
-    // Kill it (SIGKILL: no cleanup of any kind) once a point is in the journal, mid-way.
+    // Kill it (SIGKILL: no cleanup of any kind) once a point is in the journal (after its
+    // header), mid-way.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while journal_lines(&journal).is_empty() {
+    while journal_lines(&journal).len() < 2 {
         assert!(
             child.try_wait().expect("wait").is_none(),
             "the sweep ended before it could be killed"
@@ -407,8 +411,12 @@ fn a_sweep_killed_mid_point_resumes_without_losing_or_repeating_a_point() {
         [600, 800, 1000, 1200, 1400],
         "every point exactly once"
     );
-    let after = journal_lines(&journal);
-    assert_eq!(after.len(), 5, "a point was run twice or lost");
+    let after = journal_lines(&done(&journal));
+    assert_eq!(
+        after.len(),
+        6,
+        "a header and 5 points: a point was run twice or lost"
+    );
     // The points finished before the kill were kept as they were, not run again.
     let kept = before
         .iter()
@@ -440,20 +448,22 @@ fn a_journal_with_a_torn_last_line_resumes_and_reruns_only_that_point() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    unfinish(&journal);
     let lines = journal_lines(&journal);
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4, "a header and 3 points");
     let torn = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{}\n{}",
         lines[0],
         lines[1],
-        &lines[2][..lines[2].len() / 2]
+        lines[2],
+        &lines[3][..lines[3].len() / 2]
     );
     std::fs::write(&journal, torn).expect("tear the journal");
     resume_sweep(&small, &journal, &report, 120);
     assert_eq!(sizes_in(&report), [16, 32, 48]);
-    let after = journal_lines(&journal);
-    assert_eq!(after.len(), 3, "{after:?}");
-    assert_eq!(after[..2], lines[..2], "finished points were run again");
+    let after = journal_lines(&done(&journal));
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert_eq!(after[..3], lines[..3], "finished points were run again");
 }
 
 /// A small sweep of three quick points.
@@ -481,6 +491,7 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
         .arg(&journal);
     let out = run_with_deadline(first, 120);
     assert_eq!(out.status.code(), Some(0));
+    unfinish(&journal);
     let bytes = std::fs::read(&journal).expect("journal");
     let last_start = bytes[..bytes.len() - 1]
         .iter()
@@ -497,13 +508,13 @@ fn a_journal_torn_inside_a_character_resumes_and_reruns_only_that_point() {
     std::fs::write(&journal, &bytes[..last_start + multi + 1]).expect("tear");
     resume_sweep(SMALL_SWEEP, &journal, &report, 120);
     assert_eq!(sizes_in(&report), [16, 32, 48]);
-    let after = std::fs::read(&journal).expect("journal");
+    let after = std::fs::read(done(&journal)).expect("journal");
     assert_eq!(
         after[..last_start],
         bytes[..last_start],
         "finished points changed"
     );
-    assert_eq!(journal_lines(&journal).len(), 3);
+    assert_eq!(journal_lines(&done(&journal)).len(), 4);
 }
 
 #[cfg(target_os = "linux")]
@@ -583,10 +594,9 @@ fn a_sweep_report_on_a_device_keeps_its_journal_out_of_dev() {
     );
     assert_eq!(after, before, "the journal went to /dev/null.jsonl");
     assert!(is_char_device(null));
-    assert_eq!(
-        journal_lines(&dir.path().join("parbench-sweep-matmul.jsonl")).len(),
-        3
-    );
+    // The journal went to the working directory, and was removed once the report was written.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[cfg(unix)]
@@ -681,4 +691,115 @@ fn a_closed_stderr_changes_no_exit_code() {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
     assert_eq!(doc["runs"][0]["scenario"], "async");
+}
+
+/// Wait until `journal` holds its header and a first finished run, then send `signal` to
+/// `child` and collect it.
+#[cfg(unix)]
+fn signal_after_first_run(
+    child: std::process::Child,
+    journal: &Path,
+    signal: &str,
+) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal_lines(journal).len() < 2 {
+        assert!(Instant::now() < deadline, "no first run in 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    child.wait_with_output().expect("wait")
+}
+
+/// The first run is quick, the second takes minutes: a signal always lands in the second.
+#[cfg(unix)]
+fn quick_then_slow_suite(dir: &Path) -> PathBuf {
+    let suite = dir.join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nscenario = \"matmul\"\nparams = { size = 16, ops = 1 }\n\n\
+         [[run]]\nscenario = \"matmul\"\nparams = { size = 6000, ops = 50 }\n",
+    )
+    .expect("suite");
+    suite
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_during_a_suite_keeps_the_finished_runs_and_says_how_to_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = quick_then_slow_suite(dir.path());
+    let report = dir.path().join("r.json");
+    let journal = dir.path().join("r.jsonl");
+    let child = parbench()
+        .arg("run")
+        .arg(&suite)
+        .args([
+            "--warmup",
+            "0",
+            "--min-samples",
+            "1",
+            "--max-samples",
+            "1",
+            "--quiet",
+        ])
+        .arg("-o")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("suite starts");
+    let out = signal_after_first_run(child, &journal, "-TERM");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains(&format!("'parbench run {} --resume'", suite.display())),
+        "{stderr}"
+    );
+    assert_no_panic(&out);
+    // The finished run is in the journal and in the report, which says what is missing.
+    assert_eq!(journal_lines(&journal).len(), 2);
+    assert_eq!(sizes_in(&report), [16]);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    let notes = doc["runs"][0]["notes"].to_string();
+    assert!(
+        notes.contains("interrupted by SIGTERM after this run: 1 run(s) missing (matmul"),
+        "{notes}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_during_a_sweep_says_how_to_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("j.jsonl");
+    let child = parbench()
+        .args([
+            "sweep",
+            "matmul",
+            "--set",
+            "size=16,6000",
+            "--set",
+            "ops=50",
+            "--quiet",
+        ])
+        .args(["--warmup", "0", "--min-samples", "1", "--max-samples", "1"])
+        .arg("--journal")
+        .arg(&journal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sweep starts");
+    let out = signal_after_first_run(child, &journal, "-TERM");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--resume {}", journal.display())),
+        "{stderr}"
+    );
+    assert_eq!(journal_lines(&journal).len(), 2);
 }

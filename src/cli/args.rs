@@ -43,14 +43,23 @@ pub enum Command {
         #[arg(long)]
         probe: bool,
     },
-    /// Run every scenario with book-sized parameters (scenarios/default.toml), into one report.
-    All(CommonArgs),
-    /// Run a suite file (scenarios/*.toml) into one report; it is checked whole before anything runs.
+    /// Run every scenario with book-sized parameters (scenarios/default.toml), into one report;
+    /// each finished run is journaled, so an interrupted one resumes (--resume).
+    All {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        journal: SuiteJournalArgs,
+    },
+    /// Run a suite file (scenarios/*.toml) into one report; it is checked whole before anything
+    /// runs, and each finished run is journaled, so an interrupted one resumes (--resume).
     Run {
         /// The suite: a TOML list of [[run]] entries.
         suite: PathBuf,
         #[command(flatten)]
         common: CommonArgs,
+        #[command(flatten)]
+        journal: SuiteJournalArgs,
     },
     /// Convert a JSON report to another format: github-action-benchmark's customSmallerIsBetter
     /// (the default), the terminal table, an SVG chart, or the JSON itself.
@@ -71,15 +80,25 @@ pub enum Command {
         scenario: String,
         /// An axis: NAME=V1,V2,... with START:STOP:STEP ranges for whole numbers
         /// (e.g. --set cpu_size=500:2000:500 --set ops=5,10). Repeat for more axes.
-        #[arg(long = "set", value_name = "NAME=VALUES", required = true)]
+        #[arg(long = "set", value_name = "NAME=VALUES")]
         set: Vec<String>,
         /// The journal to append finished points to (default: the -o file with .jsonl, or
-        /// parbench-sweep-<scenario>.jsonl without -o or when -o is a device or pipe).
-        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
-        journal: Option<PathBuf>,
-        /// Continue the sweep recorded in this journal: its finished points are not run again.
+        /// parbench-sweep-<scenario>-<hash of the axes>.jsonl without -o or when -o is a device
+        /// or pipe). Once the report is written it is kept as <name>.done.jsonl.
         #[arg(long, value_name = "FILE")]
-        resume: Option<PathBuf>,
+        journal: Option<PathBuf>,
+        /// Continue the sweep recorded in the journal (this FILE, or --journal's, or the
+        /// default): its finished points are not run again. Refused when the engine, sampling
+        /// or build differ from the journal's.
+        #[arg(long, value_name = "FILE", num_args = 0..=1)]
+        resume: Option<Option<PathBuf>>,
+        /// Start over: replace an unfinished journal instead of refusing it.
+        #[arg(long, conflicts_with = "resume")]
+        fresh: bool,
+        /// Refuse a sweep of more points than this (counted before any is built).
+        #[arg(long, value_name = "N", default_value_t = crate::scenario::sweep::MAX_POINTS,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        max_points: u64,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -208,6 +227,23 @@ pub struct CommonArgs {
     /// --trace/--timeline repeat come on top (a run that overruns it says so in a note).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_time: Option<Duration>,
+}
+
+/// How a suite (`all`, `run`) uses its journal of finished runs.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SuiteJournalArgs {
+    /// The journal of finished runs (default: the -o file with .jsonl, or
+    /// parbench-<all|run>-<hash of the runs>.jsonl); removed once the report is written, or
+    /// kept as <name>.done.jsonl when named here.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Continue an interrupted suite: the runs in its journal are not run again. Refused when
+    /// the engine, sampling or build differ from the journal's.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start over: replace an unfinished journal instead of refusing it.
+    #[arg(long, conflicts_with = "resume")]
+    pub fresh: bool,
 }
 
 /// `--gpu-memory-fraction`'s value (see [`MemoryFraction`]).

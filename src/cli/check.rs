@@ -76,7 +76,12 @@ pub fn check_command_line(
     let outcome =
         clap_parse(Cli::command(), args, Cli::from_arg_matches).and_then(|cli| match cli.command {
             Command::Scenario(raw) => scenario_args(raw).map(drop),
-            Command::Sweep { scenario, set, .. } => sweep_plan(&scenario, &set).map(drop),
+            Command::Sweep {
+                scenario,
+                set,
+                max_points,
+                ..
+            } => sweep_plan(&scenario, &set, max_points).map(drop),
             Command::Help { topic } => help_command(topic.as_deref()).map(drop),
             _ => Ok(()),
         });
@@ -152,14 +157,21 @@ pub(super) struct SweepPlan {
 }
 
 /// Parse `parbench sweep <scenario> --set ...`: the scenario, each axis, each point.
-pub(super) fn sweep_plan(name: &str, set: &[String]) -> Result<SweepPlan, CommandLineError> {
+pub(super) fn sweep_plan(
+    name: &str,
+    set: &[String],
+    max_points: u64,
+) -> Result<SweepPlan, CommandLineError> {
     let sc = find_scenario(name)?;
+    if set.is_empty() {
+        return Err(CommandLineError::Sweep(sweep::no_axes(sc)));
+    }
     let axes = set
         .iter()
         .map(|spec| sweep::parse_axis(sc, spec))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CommandLineError::Sweep)?;
-    let points = sweep::points(sc, &axes).map_err(CommandLineError::Sweep)?;
+    let points = sweep::points(sc, &axes, max_points).map_err(CommandLineError::Sweep)?;
     Ok(SweepPlan {
         scenario: sc,
         axes,

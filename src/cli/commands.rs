@@ -14,7 +14,7 @@ use super::error::CliError;
 use super::help::scenarios_help;
 use super::output::{check_output_path, stdout};
 use super::pages::{completions, run_report};
-use super::run::{run_plan, run_scenario_command, run_sweep};
+use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJournalArgs};
 use crate::device;
 use crate::engine::Mode;
 use crate::export::{self, table, Exporter};
@@ -32,17 +32,29 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     match cli.command {
         Command::List => stdout(&scenarios_help()).map_err(CliError::from),
         Command::Devices { json, probe } => devices(json, probe),
-        Command::All(common) => {
-            let plan = suite::parse("scenarios/default.toml (built in)", suite::DEFAULT_SUITE)?;
-            run_plan(plan, &common)
+        Command::All { common, journal } => {
+            let name = "scenarios/default.toml (built in)";
+            let plan = suite::parse(name, suite::DEFAULT_SUITE)?;
+            let journal = SuiteJournal {
+                args: journal,
+                command: "all".to_string(),
+                suite: name.to_string(),
+            };
+            run_plan(plan, &common, Some(journal))
         }
         Command::Run {
             suite: path,
             common,
+            journal,
         } => {
             let name = path.display().to_string();
             let text = suite::read(&path)?;
-            run_plan(suite::parse(&name, &text)?, &common)
+            let journal = SuiteJournal {
+                args: journal,
+                command: format!("run {name}"),
+                suite: name.clone(),
+            };
+            run_plan(suite::parse(&name, &text)?, &common, Some(journal))
         }
         Command::Help { topic } => help(topic.as_deref()),
         Command::Report {
@@ -58,8 +70,20 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             set,
             journal,
             resume,
+            fresh,
+            max_points,
             common,
-        } => run_sweep(&name, &set, journal, resume, &common),
+        } => run_sweep(
+            &name,
+            &set,
+            SweepJournalArgs {
+                journal,
+                resume,
+                fresh,
+            },
+            max_points,
+            &common,
+        ),
         Command::Plot { report, output } => plot(&report, output),
         Command::Export {
             report,

@@ -5,16 +5,20 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use super::args::CommonArgs;
+use super::args::{CommonArgs, SuiteJournalArgs};
 use super::check;
 use super::error::{CliError, SWEEP_STOP_AFTER};
+use super::eta;
+use super::journaling;
 use super::output::{check_output_path, stdout};
 use super::pages;
+use super::partial::Shared;
 use super::progress::{progress_bar, style_bar};
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
 use crate::export::{self, table};
 use crate::report::{write_atomic, Environment, Report};
+use crate::scenario::journal_header::{JournalPlan, SamplingConditions};
 use crate::scenario::{
     suite, support, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
@@ -31,27 +35,35 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
             sampling: SamplingOverrides::default(),
         }],
         &parsed.common,
+        None,
     )
+}
+
+/// How a sweep was asked to use its journal (`--journal`, `--resume [FILE]`, `--fresh`).
+pub(super) struct SweepJournalArgs {
+    pub journal: Option<PathBuf>,
+    pub resume: Option<Option<PathBuf>>,
+    pub fresh: bool,
 }
 
 pub(super) fn run_sweep(
     name: &str,
     set: &[String],
-    journal: Option<PathBuf>,
-    resume: Option<PathBuf>,
+    journal_args: SweepJournalArgs,
+    max_points: u64,
     common: &CommonArgs,
 ) -> Result<(), CliError> {
     let check::SweepPlan {
         scenario: sc,
         axes,
         points,
-    } = match check::sweep_plan(name, set) {
+    } = match check::sweep_plan(name, set, max_points) {
         Ok(plan) => plan,
         Err(e) => return e.into_exit(),
     };
     let ctx = common.context();
-    ctx.sampling
-        .apply(sc.sampling())
+    let sampling = ctx.sampling.apply(sc.sampling());
+    sampling
         .validate()
         .map_err(|e| CliError::Usage(e.to_string()))?;
     for p in &points {
@@ -70,57 +82,56 @@ pub(super) fn run_sweep(
     {
         check_output_path(out)?;
     }
-    let journal_path = resume
-        .clone()
-        .or(journal)
-        .unwrap_or_else(|| match &common.output {
-            // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
-            Some(o) if !crate::report::atomic::writes_in_place(o) => o.with_extension("jsonl"),
-            _ => PathBuf::from(format!("parbench-sweep-{name}.jsonl")),
-        });
+    let SweepJournalArgs {
+        journal,
+        resume,
+        fresh,
+    } = journal_args;
+    if let (Some(Some(r)), Some(j)) = (&resume, &journal) {
+        if r != j {
+            return Err(CliError::Usage(format!(
+                "--resume {} and --journal {} name two journals: give one",
+                r.display(),
+                j.display()
+            )));
+        }
+    }
+    let named = resume.clone().flatten().or(journal);
+    let keep_journal = named.is_some();
+    let journal_path = named.unwrap_or_else(|| match &common.output {
+        // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
+        Some(o) if !crate::report::atomic::writes_in_place(o) => journaling::beside(o),
+        _ => journaling::default_path(&format!("sweep-{name}"), &format!("{axes:?}")),
+    });
     if common.output.as_ref() == Some(&journal_path) {
         return Err(CliError::Usage(format!(
             "the journal and the report would both be {}: choose another --journal",
             journal_path.display()
         )));
     }
-    let done = match &resume {
-        Some(path) => sweep::read_journal(path)?,
-        // A device (`--journal /dev/null`) is written, never resumed: it may exist.
-        None if journal_path.exists() && !crate::report::atomic::writes_in_place(&journal_path) => {
-            return Err(CliError::Usage(format!(
-                "journal {} already exists: continue it with --resume {0} or choose another --journal",
-                journal_path.display()
-            )))
-        }
-        None => Vec::new(),
-    };
+    let header = journaling::header(
+        common,
+        (&sampling).into(),
+        JournalPlan::Sweep {
+            scenario: name.to_string(),
+            axes: axes.clone(),
+        },
+    );
+    let start = journaling::Start::of(fresh, resume.is_some());
     // Points as their reports record them (`m=0` resolved to the size it stands for).
     let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
+    let journaling::Opened { mut journal, done } = journaling::open(&journal_path, start, &header)?;
     if let Some(foreign) = done
         .iter()
         .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
     {
         return Err(CliError::Usage(format!(
-            "journal {} holds a point that is not in this sweep ({}): resume it with the axes \
-             it was started with, or start a new --journal",
+            "journal {} holds a point that is not in this sweep ({}): resume it with the \
+             axes it was started with, or start over with --fresh",
             journal_path.display(),
             sweep::describe_point(foreign)
         )));
     }
-    let mut journal = sweep::Journal::open(&journal_path)?;
-    // Ctrl-C ends the process at once (a point can take minutes); finished points are in the
-    // journal already, so say how to go on from them.
-    let resume_hint = format!(
-        "interrupted: the finished points are in {0}; the same command with --resume {0} \
-         (instead of --journal) runs the rest",
-        journal_path.display()
-    );
-    // Only one handler per process: a second sweep in the same process (tests) keeps the first.
-    let _ = ctrlc::set_handler(move || {
-        eprintln!("\n{resume_hint}");
-        std::process::exit(130);
-    });
     let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
         .ok()
         .and_then(|v| v.parse().ok());
@@ -131,13 +142,33 @@ pub(super) fn run_sweep(
         scenario: name.to_string(),
         axes: axes.clone(),
     });
+    // SIGINT or SIGTERM ends the process at once (a point can take minutes); finished points
+    // are in the journal already, so say how to go on from them.
+    let partial = Shared::arm(
+        &report,
+        resolved
+            .iter()
+            .map(|p| sweep::describe_params(name, p))
+            .collect(),
+        common.output.clone(),
+        format!(
+            "interrupted: the finished points are in {0}; the same command with --resume {0} \
+             runs the rest",
+            journal_path.display()
+        ),
+    );
     if !common.json {
         stdout(&table::render_environment(&report))?;
     }
+    let from_journal = resolved
+        .iter()
+        .filter(|p| done.iter().any(|r| sweep::same_point(r, name, p)))
+        .count();
     if !common.quiet {
         note!(
-            "sweep of {} points; journal {}",
+            "sweep of {} points ({} from the journal); journal {}",
             points.len(),
+            from_journal,
             journal_path.display()
         );
     }
@@ -148,7 +179,9 @@ pub(super) fn run_sweep(
         bar.set_message("sweep");
         bar
     });
+    let to_measure = points.len() - from_journal;
     let mut newly = 0;
+    let mut measuring = std::time::Duration::ZERO;
     let mut traced = 0;
     for (params, resolved) in points.iter().zip(&resolved) {
         let run = match done.iter().find(|r| sweep::same_point(r, name, resolved)) {
@@ -160,9 +193,17 @@ pub(super) fn run_sweep(
                         .map(|_| progress_bar(Some(multi.clone()))),
                     ..ctx.clone()
                 };
+                let began = std::time::Instant::now();
                 let run = run_timed(sc, params, &point_ctx)?;
+                measuring += began.elapsed();
                 journal.append(&run)?;
                 newly += 1;
+                if newly == 1 && !common.quiet {
+                    let each = measuring.as_secs_f64();
+                    if let Some(estimate) = eta::remaining(each, (to_measure - newly) as u64) {
+                        note!("{estimate}");
+                    }
+                }
                 if stop_after == Some(newly) {
                     return Err(CliError::Stopped(newly));
                 }
@@ -175,6 +216,7 @@ pub(super) fn run_sweep(
         if let Some(bar) = &points_bar {
             bar.inc(1);
         }
+        partial.finished(&run);
         report.runs.push(run);
         attach_timelines(&mut report, &ctx, &mut traced);
     }
@@ -184,11 +226,54 @@ pub(super) fn run_sweep(
     if !common.json {
         stdout(&table::render_sweep_summary(&report))?;
     }
-    finish_report(&report, common, &ctx)
+    if !common.quiet {
+        note!(
+            "{} points, {from_journal} from the journal, {newly} measured now",
+            points.len()
+        );
+    }
+    drop(journal);
+    let outcome = finish_report(&report, common, &ctx);
+    retire_journal(&journal_path, keep_journal, &outcome, common)?;
+    outcome
 }
 
-/// Validate everything, run each scenario, print as they finish, then write the report.
-pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Result<(), CliError> {
+/// Once the report is written (its checks passed or not), the journal is removed, or kept as
+/// `<name>.done.jsonl` when the user named it: either way it no longer blocks the next run.
+fn retire_journal(
+    path: &std::path::Path,
+    keep: bool,
+    outcome: &Result<(), CliError>,
+    common: &CommonArgs,
+) -> Result<(), CliError> {
+    if !matches!(outcome, Ok(()) | Err(CliError::CheckFailed)) {
+        return Ok(());
+    }
+    if let Some(done) = journaling::finish(path, keep)? {
+        if !common.quiet {
+            note!("journal kept as {}", done.display());
+        }
+    }
+    Ok(())
+}
+
+/// A suite's journal: the options, and the command that runs the suite (for the resume hint).
+pub(super) struct SuiteJournal {
+    pub args: SuiteJournalArgs,
+    /// `all`, or `run SUITE`.
+    pub command: String,
+    /// The suite's name, for the header.
+    pub suite: String,
+}
+
+/// Validate everything, run each scenario, print as they finish, then write the report. With
+/// a journal (a suite), each finished run is appended to it, a resume skips the runs it holds,
+/// and SIGINT/SIGTERM leave the finished runs and say how to resume.
+pub(super) fn run_plan(
+    plan: Vec<suite::PlannedRun>,
+    common: &CommonArgs,
+    suite_journal: Option<SuiteJournal>,
+) -> Result<(), CliError> {
     let base = common.context();
     // The command line's sampling options win over a suite's.
     let context_of = |run: &suite::PlannedRun| RunContext {
@@ -226,17 +311,74 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
         }
         return Ok(());
     }
+    let ctx = &base;
+    let resolved: Vec<_> = plan
+        .iter()
+        .map(|r| r.scenario.resolved_params(&r.params, &context_of(r)))
+        .collect();
+    let described: Vec<String> = plan
+        .iter()
+        .zip(&resolved)
+        .map(|(r, p)| sweep::describe_params(r.scenario.name(), p))
+        .collect();
+    let journaled = match &suite_journal {
+        Some(j) => Some(open_suite_journal(
+            j,
+            common,
+            &base.sampling,
+            &plan,
+            &resolved,
+            &described,
+        )?),
+        None => None,
+    };
     let gpu = device::discovery::probe_gpu();
     let environment = Environment::capture(common.mode(), gpu);
     let mut report = Report::new(environment, Vec::new());
+    let partial = match (&suite_journal, &journaled) {
+        (Some(j), Some((path, _, _))) => Some(Shared::arm(
+            &report,
+            described.clone(),
+            common.output.clone(),
+            format!(
+                "interrupted: the finished runs are in {}; 'parbench {} --resume' (with the \
+                 same options) runs the rest",
+                path.display(),
+                j.command
+            ),
+        )),
+        _ => None,
+    };
+    let (mut journal, done, keep_journal, journal_path) = match journaled {
+        Some((path, opened, keep)) => (Some(opened.journal), opened.done, keep, Some(path)),
+        None => (None, Vec::new(), false, None),
+    };
     if !common.json {
         stdout(&table::render_environment(&report))?;
     }
+    let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let from_journal = done.len();
+    let total = plan.len();
+    let mut newly = 0;
     let mut shown = 0;
     let mut traced = 0;
-    let ctx = &base;
-    for planned in plan {
-        let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
+    for (i, planned) in plan.into_iter().enumerate() {
+        let run = match done.get(i) {
+            Some(r) => r.clone(),
+            None => {
+                let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
+                if let Some(journal) = &mut journal {
+                    journal.append(&run)?;
+                    newly += 1;
+                    if stop_after == Some(newly) {
+                        return Err(CliError::Stopped(newly));
+                    }
+                }
+                run
+            }
+        };
         if !common.json {
             stdout(&table::render_run_at(&run, common.depth()))?;
         }
@@ -255,14 +397,92 @@ pub(super) fn run_plan(plan: Vec<suite::PlannedRun>, common: &CommonArgs) -> Res
                 stdout(&text)?;
             }
         }
+        if let Some(partial) = &partial {
+            partial.finished(&run);
+        }
         report.runs.push(run);
         attach_timelines(&mut report, ctx, &mut traced);
+    }
+    if from_journal > 0 && !common.quiet {
+        note!("{total} runs, {from_journal} from the journal, {newly} run now");
     }
     // A plan of several runs (`all`, a suite) ends with the chapter on this machine.
     if !common.json && report.runs.len() > 1 {
         stdout(&export::summary::render(&report))?;
     }
-    finish_report(&report, common, ctx)
+    drop(journal);
+    let outcome = finish_report(&report, common, ctx);
+    if let Some(path) = journal_path {
+        retire_journal(&path, keep_journal, &outcome, common)?;
+    }
+    outcome
+}
+
+/// A suite's journal, opened as its options say: its path, the journal with the runs it holds
+/// (a prefix of the plan: a suite runs in order), and whether the user named it.
+fn open_suite_journal(
+    j: &SuiteJournal,
+    common: &CommonArgs,
+    sampling: &SamplingOverrides,
+    plan: &[suite::PlannedRun],
+    resolved: &[serde_json::Map<String, serde_json::Value>],
+    described: &[String],
+) -> Result<(PathBuf, journaling::Opened, bool), CliError> {
+    let keep = j.args.journal.is_some();
+    let path = j
+        .args
+        .journal
+        .clone()
+        .unwrap_or_else(|| match &common.output {
+            Some(o) if !crate::report::atomic::writes_in_place(o) => journaling::beside(o),
+            _ => {
+                let what = j.command.split_whitespace().next().unwrap_or("run");
+                journaling::default_path(what, &described.join("\n"))
+            }
+        });
+    if common.output.as_ref() == Some(&path) {
+        return Err(CliError::Usage(format!(
+            "the journal and the report would both be {}: choose another --journal",
+            path.display()
+        )));
+    }
+    let header = journaling::header(
+        common,
+        SamplingConditions::from(sampling),
+        JournalPlan::Suite {
+            suite: j.suite.clone(),
+            runs: described.to_vec(),
+        },
+    );
+    let start = journaling::Start::of(j.args.fresh, j.args.resume);
+    let opened = journaling::open(&path, start, &header)?;
+    if opened.done.len() > plan.len() {
+        return Err(CliError::Usage(format!(
+            "journal {} holds {} runs, more than this suite's {}: resume it with the suite it \
+             was started with, or start over with --fresh",
+            path.display(),
+            opened.done.len(),
+            plan.len()
+        )));
+    }
+    for (i, (record, (planned, resolved))) in opened
+        .done
+        .iter()
+        .zip(plan.iter().zip(resolved))
+        .enumerate()
+    {
+        if !sweep::same_point(record, planned.scenario.name(), resolved) {
+            return Err(CliError::Usage(format!(
+                "journal {}'s run {} ({}) is not this suite's ({}): resume it with the suite \
+                 it was started with, or start over with --fresh",
+                path.display(),
+                i + 1,
+                sweep::describe_point(record),
+                described[i]
+            )));
+        }
+    }
+    Ok((path, opened, keep))
 }
 
 /// Give the report the lane timelines of the last run's traced repeats (the traces from

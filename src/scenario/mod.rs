@@ -14,6 +14,7 @@ pub(crate) mod gpu_clocks;
 #[cfg(feature = "cuda")]
 pub(crate) mod gpu_time;
 pub mod hybridize;
+pub mod journal_header;
 pub mod lesson;
 pub mod matmul;
 pub mod memory;

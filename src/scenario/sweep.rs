@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::journal_header::{JournalHeader, JOURNAL_FORMAT};
 use super::{ParamError, ParamKind, Params, Scenario};
 use crate::report::RunRecord;
 pub use crate::report::SweepInfo;
@@ -33,8 +34,23 @@ pub enum SweepError {
     RangeTooLong { spec: String, item: String },
     #[error("--set '{spec}': no values")]
     NoValues { spec: String },
-    #[error("the sweep has more than 100000 points")]
-    TooManyPoints,
+    /// More points than `--max-points` allows (`count` is `None` past `u64::MAX`), refused
+    /// before any point is built.
+    #[error(
+        "the sweep has {} points, more than --max-points {max}: take fewer values or raise --max-points",
+        count.map_or_else(|| "more than 18446744073709551615".to_string(), crate::units::grouped)
+    )]
+    TooManyPoints { count: Option<u64>, max: u64 },
+    /// `sweep SCENARIO` without `--set`: what can be swept, and an example.
+    #[error(
+        "sweep {scenario} needs at least one --set NAME=VALUES axis; its parameters: {params}; \
+         e.g. parbench sweep {scenario} --set {example}"
+    )]
+    NoAxes {
+        scenario: &'static str,
+        params: String,
+        example: String,
+    },
     /// A point's value that the scenario's parameter refuses.
     #[error(transparent)]
     Param(#[from] ParamError),
@@ -54,6 +70,13 @@ pub enum JournalError {
     Read { path: String, error: std::io::Error },
     #[error("cannot resume from {path}: not a regular file")]
     NotARegularFile { path: String },
+    #[error(
+        "cannot resume {path}: it has no header line (an older parbench wrote it), so the \
+         conditions of its points are unknown (run with --fresh to start over)"
+    )]
+    NoHeader { path: String },
+    #[error("cannot resume {path}: {differences} (run with --fresh to start over)")]
+    OtherConditions { path: String, differences: String },
     #[error("{path}:{line}: not a sweep journal line: {reason}")]
     NotAJournalLine {
         path: String,
@@ -126,12 +149,74 @@ pub fn parse_axis(
     Ok((name, out))
 }
 
+/// The default `--max-points`.
+pub const MAX_POINTS: u64 = 10_000;
+
+/// How many points the axes make: the product of their lengths, `None` past `u64::MAX`.
+pub fn point_count(axes: &[(String, Vec<String>)]) -> Option<u64> {
+    axes.iter()
+        .try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64))
+}
+
+/// The error for a sweep without axes: the scenario's parameters, each with its range and
+/// default, and an example axis.
+pub fn no_axes(scenario: &dyn Scenario) -> SweepError {
+    let params: Vec<String> = scenario
+        .params()
+        .iter()
+        .map(|p| {
+            let range = match p.kind {
+                ParamKind::Int { min, max } => format!("whole number {min}..{max}"),
+                ParamKind::Float { min, max } => format!("number {min}..{max}"),
+                ParamKind::Shape { max_dims } => format!("shape of up to {max_dims} dims"),
+                ParamKind::Choice(words) => words.join("|"),
+            };
+            format!("{} ({range}, default {})", p.name, p.default)
+        })
+        .collect();
+    let example = scenario
+        .params()
+        .iter()
+        .find_map(|p| match p.kind {
+            ParamKind::Int { min, max } => {
+                let d: u64 = p.default.parse().ok()?;
+                let mut values = vec![(d / 2).max(min), d, d.saturating_mul(2).min(max)];
+                values.dedup();
+                let values: Vec<String> = values.iter().map(u64::to_string).collect();
+                Some(format!("{}={}", p.name, values.join(",")))
+            }
+            _ => None,
+        })
+        .or_else(|| {
+            let p = scenario.params().first()?;
+            Some(match p.kind {
+                ParamKind::Choice(words) => format!("{}={}", p.name, words.join(",")),
+                _ => format!("{}={}", p.name, p.default),
+            })
+        })
+        .unwrap_or_else(|| "NAME=VALUES".to_string());
+    SweepError::NoAxes {
+        scenario: scenario.name(),
+        params: if params.is_empty() {
+            "none".to_string()
+        } else {
+            params.join(", ")
+        },
+        example,
+    }
+}
+
 /// Every point of the cartesian product, as parsed parameters (checked: a bad value fails
-/// here, before anything runs).
+/// here, before anything runs). More than `max` points are refused before any is built.
 pub fn points(
     scenario: &dyn Scenario,
     axes: &[(String, Vec<String>)],
+    max: u64,
 ) -> Result<Vec<Params>, SweepError> {
+    match point_count(axes) {
+        Some(n) if n <= max => {}
+        count => return Err(SweepError::TooManyPoints { count, max }),
+    }
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (name, values) in axes {
         combos = combos
@@ -144,9 +229,6 @@ pub fn points(
                 })
             })
             .collect();
-        if combos.len() > 100_000 {
-            return Err(SweepError::TooManyPoints);
-        }
     }
     combos
         .iter()
@@ -162,7 +244,7 @@ pub fn points(
 ///
 /// Only a regular file can be resumed (its points are appended to it again): a device such as
 /// `/dev/zero` would be read forever.
-pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, JournalError> {
+pub fn read_journal(path: &Path) -> Result<JournalRead, JournalError> {
     let shown = || path.display().to_string();
     let fail = |error: std::io::Error| JournalError::Read {
         path: shown(),
@@ -176,9 +258,20 @@ pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, JournalError> {
     file.read_to_end(&mut bytes).map_err(fail)?;
     let (whole, tail) = split_torn_tail(&bytes);
     let mut records = Vec::new();
+    let mut header = None;
     for (i, line) in whole.split(|&b| b == b'\n').enumerate() {
         if line.trim_ascii().is_empty() {
             continue;
+        }
+        if i == 0 {
+            if let Some(h) = parse_header(line).map_err(|reason| JournalError::NotAJournalLine {
+                path: shown(),
+                line: 1,
+                reason,
+            })? {
+                header = Some(h);
+                continue;
+            }
         }
         let record = serde_json::from_slice::<RunRecord>(line).map_err(|e| {
             JournalError::NotAJournalLine {
@@ -192,7 +285,34 @@ pub fn read_journal(path: &Path) -> Result<Vec<RunRecord>, JournalError> {
     if let Ok(record) = serde_json::from_slice::<RunRecord>(tail) {
         records.push(record);
     }
-    Ok(records)
+    Ok(JournalRead { header, records })
+}
+
+/// What a journal holds: its header (`None` in a journal an older parbench wrote) and its
+/// finished points.
+#[derive(Debug)]
+pub struct JournalRead {
+    pub header: Option<JournalHeader>,
+    pub records: Vec<RunRecord>,
+}
+
+/// A first line that is a header (`{"journal": ...}`) as a header; `Ok(None)` for a point's
+/// line; an error for a header of another format.
+fn parse_header(line: &[u8]) -> Result<Option<JournalHeader>, String> {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(line) else {
+        return Ok(None);
+    };
+    match fields.get("journal") {
+        None => Ok(None),
+        Some(Value::String(f)) if f == JOURNAL_FORMAT => {
+            serde_json::from_value(Value::Object(fields))
+                .map(Some)
+                .map_err(|e| e.to_string())
+        }
+        Some(other) => Err(format!(
+            "a journal of format {other}, which this parbench ({JOURNAL_FORMAT}) does not read"
+        )),
+    }
 }
 
 /// Splits a journal into its newline-terminated lines and an unterminated tail (maybe empty).
@@ -244,10 +364,42 @@ impl Journal {
         })
     }
 
+    /// Start a journal at `path` with its header line, replacing any journal there (a special
+    /// file is only appended to).
+    pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal, JournalError> {
+        let fail = |error: std::io::Error| JournalError::Write {
+            path: path.display().to_string(),
+            error,
+        };
+        let existing = std::fs::metadata(path).ok();
+        let special = existing.as_ref().is_some_and(|m| !m.is_file());
+        let file = if special {
+            OpenOptions::new().append(true).open(path)
+        } else {
+            OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(path)
+        }
+        .map_err(fail)?;
+        let mut journal = Journal {
+            file,
+            path: path.to_path_buf(),
+            sync: !special,
+        };
+        journal.append_line(header)?;
+        Ok(journal)
+    }
+
     /// Append one finished point. The error names the journal (a full disk, `/dev/full`).
     pub fn append(&mut self, record: &RunRecord) -> Result<(), JournalError> {
+        self.append_line(record)
+    }
+
+    fn append_line(&mut self, value: &impl serde::Serialize) -> Result<(), JournalError> {
         let mut line =
-            serde_json::to_string(record).map_err(|e| JournalError::Encode(e.to_string()))?;
+            serde_json::to_string(value).map_err(|e| JournalError::Encode(e.to_string()))?;
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -264,8 +416,13 @@ impl Journal {
 
 /// A run's scenario and parameters as `matmul size=500 threads=2`, to name a point.
 pub fn describe_point(record: &RunRecord) -> String {
-    let mut out = record.scenario.clone();
-    for (k, v) in &record.parameters {
+    describe_params(&record.scenario, &record.parameters)
+}
+
+/// A scenario and its parameters as reports record them, as `matmul size=500 threads=2`.
+pub fn describe_params(scenario: &str, parameters: &Map<String, Value>) -> String {
+    let mut out = scenario.to_string();
+    for (k, v) in parameters {
         let v = match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -314,12 +471,90 @@ mod tests {
             parse_axis(m, "size=100,200").unwrap(),
             parse_axis(m, "ops=1,2,3").unwrap(),
         ];
-        let p = points(m, &axes).unwrap();
+        let p = points(m, &axes, MAX_POINTS).unwrap();
         assert_eq!(p.len(), 6);
         assert_eq!((p[0].int("size"), p[0].int("ops")), (Ok(100), Ok(1)));
         assert_eq!((p[5].int("size"), p[5].int("ops")), (Ok(200), Ok(3)));
         let bad = vec![parse_axis(m, "size=100,0").unwrap()];
-        assert!(points(m, &bad).unwrap_err().to_string().contains("--size"));
+        assert!(points(m, &bad, MAX_POINTS)
+            .unwrap_err()
+            .to_string()
+            .contains("--size"));
+    }
+
+    #[test]
+    fn points_past_the_limit_or_past_u64_are_refused_before_any_is_built() {
+        let m = find("matmul").unwrap();
+        let axis = |n: u64| ("size".to_string(), (1..=n).map(|v| v.to_string()).collect());
+        // 10^8 points: counted, not built (building them took gigabytes).
+        let big = vec![axis(100), axis(100), axis(100), axis(100)];
+        assert_eq!(point_count(&big), Some(100_000_000));
+        let e = points(m, &big, MAX_POINTS).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the sweep has 100,000,000 points, more than --max-points 10000: take fewer \
+             values or raise --max-points"
+        );
+        // 100^10 overflows u64.
+        let huge = vec![axis(100); 10];
+        assert_eq!(point_count(&huge), None);
+        let e = points(m, &huge, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("more than 18446744073709551615 points"), "{e}");
+        // Raised, the limit lets them through.
+        assert_eq!(points(m, &[axis(3), axis(4)], 12).unwrap().len(), 12);
+        assert!(points(m, &[axis(3), axis(4)], 11).is_err());
+    }
+
+    #[test]
+    fn a_sweep_without_axes_names_what_can_be_swept() {
+        let e = no_axes(find("matmul").unwrap()).to_string();
+        assert!(
+            e.starts_with("sweep matmul needs at least one --set"),
+            "{e}"
+        );
+        assert!(e.contains("size (whole number "), "{e}");
+        assert!(e.contains("e.g. parbench sweep matmul --set size="), "{e}");
+        // Every scenario's example is a command the CLI accepts.
+        for sc in crate::scenario::registry() {
+            let e = no_axes(*sc).to_string();
+            let example = e.split("--set ").last().unwrap();
+            assert!(parse_axis(*sc, example).is_ok(), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_journal_starts_with_its_header_and_reads_it_back() {
+        use crate::scenario::journal_header::*;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let header = JournalHeader {
+            journal: JOURNAL_FORMAT.into(),
+            parbench: "0".into(),
+            commit: "c".into(),
+            engine: "naive".into(),
+            sampling: SamplingConditions::default(),
+            options: RunOptions::default(),
+            plan: JournalPlan::Suite {
+                suite: "s".into(),
+                runs: vec![],
+            },
+            started_at: "t".into(),
+        };
+        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        Journal::create(&path, &header)
+            .unwrap()
+            .append(&rec)
+            .unwrap();
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.header.as_ref(), Some(&header));
+        assert_eq!(read.records.len(), 1);
+        // Created again, it starts over.
+        Journal::create(&path, &header).unwrap();
+        assert!(read_journal(&path).unwrap().records.is_empty());
+        // A header of a format this build does not read is refused, not taken for a point.
+        std::fs::write(&path, "{\"journal\": \"parbench-journal/9\"}\n").unwrap();
+        let e = read_journal(&path).unwrap_err().to_string();
+        assert!(e.contains("does not read"), "{e}");
     }
 
     #[test]
@@ -337,9 +572,9 @@ mod tests {
             .unwrap()
             .write_all(line.as_bytes())
             .unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 2);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 3);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 3);
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
     }
 
@@ -359,9 +594,9 @@ mod tests {
             .unwrap()
             .write_all(&torn)
             .unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 1);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 1);
         Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 2);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
     }
 
     #[cfg(unix)]
@@ -400,10 +635,10 @@ mod tests {
             .unwrap()
             .write_all(b"{\"scenario\": \"mat")
             .unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 2);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         // Appending after a torn line starts a fresh line: the journal stays readable.
         Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().len(), 3);
+        assert_eq!(read_journal(&path).unwrap().records.len(), 3);
         // A broken line in the middle is not silently dropped.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("garbage\n{text}")).unwrap();

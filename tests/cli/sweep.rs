@@ -31,12 +31,13 @@ fn an_interrupted_sweep_resumes_without_repeating_a_point() {
     assert_ne!(first.status.code(), Some(0));
     assert_eq!(
         std::fs::read_to_string(&journal).unwrap().lines().count(),
-        2
+        3,
+        "a header and two points"
     );
     // Starting over on the same journal by mistake is refused.
     assert_usage_error(
         &[SWEEP, &["--journal", journal.to_str().unwrap()]].concat(),
-        "already exists",
+        "holds an unfinished run: continue it with --resume, or start over with --fresh",
     );
     parbench()
         .args(SWEEP)
@@ -60,9 +61,14 @@ fn an_interrupted_sweep_resumes_without_repeating_a_point() {
         "every point exactly once, in order"
     );
     assert_eq!(doc["sweep"]["scenario"], "matmul");
+    // Finished, the named journal is kept as j.done.jsonl: it no longer blocks a re-run.
+    assert!(!journal.exists());
     assert_eq!(
-        std::fs::read_to_string(&journal).unwrap().lines().count(),
-        4
+        std::fs::read_to_string(dir.path().join("j.done.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        5
     );
 }
 
@@ -85,23 +91,26 @@ fn a_sweep_resumed_with_other_axes_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("j.jsonl");
     parbench()
-        .args(["sweep", "matmul", "--set", "size=16,32"])
+        .env("PARBENCH_SWEEP_STOP_AFTER", "2")
+        .args(["sweep", "matmul", "--set", "size=16,32,64"])
         .args(QUICK)
         .arg("--journal")
         .arg(&journal)
-        .arg("-o")
-        .arg(dir.path().join("a.json"))
         .assert()
-        .success();
+        .code(130);
     assert_usage_error(
         &[
-            "sweep",
-            "matmul",
-            "--set",
-            "size=16,48",
-            "--resume",
-            journal.to_str().unwrap(),
-        ],
+            &[
+                "sweep",
+                "matmul",
+                "--set",
+                "size=16,48",
+                "--resume",
+                journal.to_str().unwrap(),
+            ],
+            QUICK,
+        ]
+        .concat(),
         "holds a point that is not in this sweep (matmul size=32",
     );
     // More points than before is a longer sweep, not another one.
@@ -172,7 +181,7 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 1 {
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 {
         assert!(start.elapsed() < Duration::from_secs(120), "no first point");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -191,6 +200,7 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
     );
     assert_eq!(
         std::fs::read_to_string(&journal).unwrap().lines().count(),
-        1
+        2,
+        "the header and the first point"
     );
 }
