@@ -8,6 +8,8 @@
 pub mod atomic;
 pub mod book;
 pub mod compare;
+pub mod coverage;
+mod duplicates;
 pub mod environment;
 pub mod figure;
 pub mod lesson;
