@@ -31,6 +31,9 @@ pub enum CommandLineError {
     /// A sweep's `--set` axis does not parse, or one of its points has a bad value.
     #[error(transparent)]
     Sweep(sweep::SweepError),
+    /// A sweep names one parameter in two `--set`s, or one value twice.
+    #[error(transparent)]
+    RepeatedAxis(#[from] super::axes::RepeatedAxis),
     /// `parbench help TOPIC` with a topic that is neither a command nor a scenario.
     #[error("no command or scenario '{0}' to explain (see 'parbench help')")]
     UnknownHelpTopic(String),
@@ -159,6 +162,7 @@ pub(super) fn sweep_plan(name: &str, set: &[String]) -> Result<SweepPlan, Comman
         .map(|spec| sweep::parse_axis(sc, spec))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CommandLineError::Sweep)?;
+    super::axes::distinct(&axes)?;
     let points = sweep::points(sc, &axes).map_err(CommandLineError::Sweep)?;
     Ok(SweepPlan {
         scenario: sc,

@@ -69,7 +69,9 @@ pub enum CliError {
     Regression(usize),
     /// `compare --require-all` left this many entries uncompared (on one side only, or
     /// renamed); the output lists them.
-    #[error("{0} entries on one side only or renamed, and --require-all asks for every entry in both")]
+    #[error(
+        "{0} entries on one side only or renamed, and --require-all asks for every entry in both"
+    )]
     Incomplete(usize),
     /// Writing to stdout failed (other than a reader that went away).
     #[error(transparent)]

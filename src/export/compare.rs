@@ -52,7 +52,11 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         let lines: Vec<Line> = rows
             .iter()
             .map(|r| {
-                let mark = if r.verdict.is_regression() { " ❌" } else { "" };
+                let mark = if r.verdict.is_regression() {
+                    " ❌"
+                } else {
+                    ""
+                };
                 Line {
                     verdict: r.verdict,
                     cells: vec![

@@ -119,7 +119,10 @@ mod tests {
     #[test]
     fn nothing_changed_says_so_and_nothing_same_folds_nothing() {
         let text = tables(&["entry", "verdict"], &[line("a", Verdict::Same)]);
-        assert!(text.starts_with("No entry changed beyond the threshold."), "{text}");
+        assert!(
+            text.starts_with("No entry changed beyond the threshold."),
+            "{text}"
+        );
         let text = tables(&["entry", "verdict"], &[line("a", Verdict::Slower)]);
         assert!(!text.contains("<details>"), "{text}");
     }

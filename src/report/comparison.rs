@@ -3,9 +3,7 @@
 //! the busy sides, how the environments differ and where each side came from. `compare` and
 //! the exporters of `export::compare` read it.
 
-use super::compare::{
-    busy_states, compare, environment_differences, CompareError, Row,
-};
+use super::compare::{busy_states, compare, environment_differences, CompareError, Row};
 use super::coverage::{coverage, Coverage};
 use super::provenance::Provenance;
 use super::Report;
@@ -55,6 +53,9 @@ impl Comparison {
 
     /// Rows whose verdict fails the check (slower times).
     pub fn regressions(&self) -> usize {
-        self.rows.iter().filter(|r| r.verdict.is_regression()).count()
+        self.rows
+            .iter()
+            .filter(|r| r.verdict.is_regression())
+            .count()
     }
 }

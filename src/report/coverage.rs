@@ -11,7 +11,6 @@
 //! key (`size=100` became `size=128`), with its entries paired by name; or, within a run both
 //! sides have, exactly one variant (or derived figure) on each side only.
 
-
 use serde::Serialize;
 use serde_json::Value;
 

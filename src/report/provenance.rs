@@ -55,3 +55,11 @@ pub fn result_kind(found: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// Both sides of an `ab` run: `None` for a side whose provenance is unknown (an `ab` result
+/// written before it was recorded, read back with `--from`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AbSides {
+    pub base: Option<Provenance>,
+    pub candidate: Option<Provenance>,
+}
