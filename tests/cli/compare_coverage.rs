@@ -50,18 +50,14 @@ fn entries_on_one_side_only_are_listed_and_fail_with_require_all() {
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        stderr.contains(&format!("missing in new: async["))
-            && stderr.contains(&format!("] {lost}")),
+        stderr.contains("missing in new: async[") && stderr.contains(&format!("] {lost}")),
         "{stderr}"
     );
     assert!(stderr.contains("missing in new: deps["), "{stderr}");
     assert!(!stderr.contains("new in new:"), "{stderr}");
     let deps_entries = stderr.matches("missing in new: deps[").count();
     assert!(deps_entries >= 2, "every entry of deps: {stderr}");
-    assert!(
-        stdout.contains(&format!("only in base, 0 only in new")),
-        "{stdout}"
-    );
+    assert!(stdout.contains("only in base, 0 only in new"), "{stdout}");
     assert!(
         stdout.contains(&format!("{} only in base", deps_entries + 1)),
         "{stdout}"
