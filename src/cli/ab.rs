@@ -11,6 +11,7 @@ use super::error::CliError;
 use super::output::{check_output_path, stdout};
 use crate::export::paired as render;
 use crate::report::paired::{self, PairedEntry};
+use crate::report::provenance::{AbSides, Provenance};
 use crate::report::{write_atomic, Report};
 use crate::scenario::suite;
 
@@ -19,8 +20,8 @@ const DEFAULT_SUITE: &str = "scenarios/ci.toml";
 
 pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     if let Some(path) = &args.from {
-        let (entries, settings) = load(path)?;
-        return finish(&entries, &args, settings);
+        let earlier = super::ab_result::load(path)?;
+        return finish(&earlier.entries, &args, earlier.settings, &earlier.sides);
     }
     let (Some(base), Some(candidate)) = (&args.base, &args.candidate) else {
         return Err(CliError::Usage(
@@ -52,6 +53,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     let mut results: Vec<PairedEntry> = Vec::new();
     let mut total_pairs = 0u64;
     let mut skipped: Vec<String> = Vec::new();
+    let mut sides = AbSides::default();
     for (i, (label, entry_text)) in entries.iter().enumerate() {
         let entry_file = dir.path.join(format!("entry-{i}.toml"));
         std::fs::write(&entry_file, entry_text)
@@ -88,6 +90,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                         return Err(CliError::Usage(why))
                     }
                 };
+                record_side(&mut sides, side, bin, &report, label)?;
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
                 busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
                 states[side as usize] = report
@@ -144,7 +147,34 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     for why in &skipped {
         note!("ab: skipped: {why}");
     }
-    finish(&results, &args, settings)
+    finish(&results, &args, settings, &sides)
+}
+
+/// Check a side's report of one suite entry and keep the side's provenance from its first:
+/// a report holding an entry twice would pair either copy, so it ends the run.
+fn record_side(
+    sides: &mut AbSides,
+    side: Side,
+    bin: &Path,
+    report: &Report,
+    label: &str,
+) -> Result<(), CliError> {
+    let repeated = report.duplicate_entries();
+    if !repeated.is_empty() {
+        return Err(CliError::Usage(format!(
+            "the {} reported {} more than once on suite entry {label}",
+            side.name(),
+            repeated.join(", ")
+        )));
+    }
+    let slot = match side {
+        Side::Base => &mut sides.base,
+        Side::Candidate => &mut sides.candidate,
+    };
+    if slot.is_none() {
+        *slot = Some(Provenance::of(report, &bin.display().to_string()));
+    }
+    Ok(())
 }
 
 /// Print (and write) the verdicts; exit 1 on a regression.
@@ -152,8 +182,9 @@ fn finish(
     results: &[PairedEntry],
     args: &AbArgs,
     settings: serde_json::Value,
+    sides: &AbSides,
 ) -> Result<(), CliError> {
-    let json = render::render_json(results, args.threshold, settings);
+    let json = render::render_json(results, args.threshold, settings, sides);
     if let Some(out) = &args.output {
         write_atomic(out, json.as_bytes())?;
     }
@@ -167,51 +198,6 @@ fn finish(
         0 => Ok(()),
         n => Err(CliError::Regression(n)),
     }
-}
-
-/// The entries and settings of an earlier run's JSON (`ab -o`).
-fn load(path: &Path) -> Result<(Vec<PairedEntry>, serde_json::Value), CliError> {
-    let fail =
-        |why: String| CliError::Usage(format!("cannot read the A/B run {}: {why}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
-    let rows = doc["entries"]
-        .as_array()
-        .ok_or_else(|| fail("no 'entries' (not the JSON of parbench ab)".into()))?;
-    let entries = rows
-        .iter()
-        .map(|row| {
-            let is_time = row["is_time"].as_bool().unwrap_or(false);
-            let better = serde_json::from_value(row["better"].clone()).unwrap_or(if is_time {
-                crate::report::Better::Lower
-            } else {
-                crate::report::Better::Neither
-            });
-            let pairs = row["pairs"]
-                .as_array()
-                .map(|pairs| {
-                    pairs
-                        .iter()
-                        .filter_map(|p| Some((p["base"].as_f64()?, p["candidate"].as_f64()?)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let busy = |side: &str| {
-                row["busy_pairs"][side]
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .unwrap_or(0)
-            };
-            PairedEntry {
-                name: row["entry"].as_str().unwrap_or("?").to_string(),
-                is_time,
-                better,
-                pairs,
-                busy_pairs: [busy("base"), busy("candidate")],
-            }
-        })
-        .collect();
-    Ok((entries, doc["settings"].clone()))
 }
 
 #[derive(Clone, Copy)]

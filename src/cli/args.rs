@@ -123,6 +123,10 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
         format: CompareFormat,
+        /// Fail (exit 1) when an entry is on one side only or looks renamed; without it such
+        /// entries are listed and warned about.
+        #[arg(long)]
+        require_all: bool,
     },
     /// Paired A/B run of two parbench builds over a suite (default scenarios/ci.toml):
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if

@@ -31,6 +31,9 @@ pub enum CommandLineError {
     /// A sweep's `--set` axis does not parse, or one of its points has a bad value.
     #[error(transparent)]
     Sweep(sweep::SweepError),
+    /// A sweep names one parameter in two `--set`s, or one value twice.
+    #[error(transparent)]
+    RepeatedAxis(#[from] super::axes::RepeatedAxis),
     /// `parbench help TOPIC` with a topic that is neither a command nor a scenario.
     #[error("no command or scenario '{0}' to explain (see 'parbench help')")]
     UnknownHelpTopic(String),
@@ -171,6 +174,7 @@ pub(super) fn sweep_plan(
         .map(|spec| sweep::parse_axis(sc, spec))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CommandLineError::Sweep)?;
+    super::axes::distinct(&axes)?;
     let points = sweep::points(sc, &axes, max_points).map_err(CommandLineError::Sweep)?;
     Ok(SweepPlan {
         scenario: sc,

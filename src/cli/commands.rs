@@ -18,6 +18,7 @@ use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJ
 use crate::device;
 use crate::engine::Mode;
 use crate::export::{self, table, Exporter};
+use crate::report::comparison::Comparison;
 use crate::report::{compare, write_atomic, Environment};
 use crate::scenario::suite;
 
@@ -95,7 +96,8 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             new,
             threshold,
             format,
-        } => compare(&baseline, &new, threshold, format),
+            require_all,
+        } => compare(&baseline, &new, threshold, format, require_all),
     }
 }
 
@@ -162,31 +164,43 @@ fn export(report: &Path, format: export::Format, output: Option<PathBuf>) -> Res
     Ok(())
 }
 
-/// `parbench compare BASELINE NEW`: the table, then a regression is exit 1.
+/// `parbench compare BASELINE NEW`: the table, then a regression is exit 1; entries on one
+/// side only are listed, and fail it too with `--require-all`.
 fn compare(
     baseline: &Path,
     new: &Path,
     threshold: f64,
     format: CompareFormat,
+    require_all: bool,
 ) -> Result<(), CliError> {
-    let (base, new) = (compare::load(baseline)?, compare::load(new)?);
-    let rows = compare::compare(&base, &new, threshold)?;
-    let differences = compare::environment_differences(&base, &new);
+    let (base, new_report) = (compare::load(baseline)?, compare::load(new)?);
+    let c = Comparison::of(
+        (&base, &baseline.display().to_string()),
+        (&new_report, &new.display().to_string()),
+        threshold,
+    )?;
     // A regression with a busy side still fails the gate: the gate cannot tell the machine's
     // slowdown from the code's, and a false alarm that says why costs a rerun, while a pass
     // on a busy machine could hide a real regression (both sides' state is printed).
-    let busy = compare::busy_states(&base, &new);
-    if !differences.is_empty() {
+    if !c.environment_differences.is_empty() {
         note!(
             "warning: the reports come from different environments ({}): a change may be the machine's, not the code's",
-            differences.join("; ")
+            c.environment_differences.join("; ")
         );
     }
+    if format == CompareFormat::Table {
+        for line in c.coverage.lines() {
+            note!("{line}");
+        }
+    }
     stdout(&match format {
-        CompareFormat::Json => export::compare::render_json(&rows, threshold, &differences, &busy),
-        other => export::compare::render(&rows, threshold, other == CompareFormat::Markdown, &busy),
+        CompareFormat::Json => export::compare::render_json(&c, require_all),
+        other => export::compare::render(&c, other == CompareFormat::Markdown),
     })?;
-    match rows.iter().filter(|r| r.verdict.is_regression()).count() {
+    match c.regressions() {
+        0 if require_all && !c.coverage.is_complete() => {
+            Err(CliError::Incomplete(c.coverage.uncompared()))
+        }
         0 => Ok(()),
         n => Err(CliError::Regression(n)),
     }

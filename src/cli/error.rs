@@ -67,6 +67,12 @@ pub enum CliError {
     /// `compare` or `ab` found this many regressions; the printed table says which.
     #[error("{0} regression(s)")]
     Regression(usize),
+    /// `compare --require-all` left this many entries uncompared (on one side only, or
+    /// renamed); the output lists them.
+    #[error(
+        "{0} entries on one side only or renamed, and --require-all asks for every entry in both"
+    )]
+    Incomplete(usize),
     /// Writing to stdout failed (other than a reader that went away).
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -121,6 +127,7 @@ impl CliError {
             CliError::Scenario(_)
             | CliError::CheckFailed
             | CliError::Regression(_)
+            | CliError::Incomplete(_)
             | CliError::Io(_)
             | CliError::Json(_) => 1,
             CliError::Stopped(_) => 130,
@@ -162,6 +169,7 @@ mod tests {
         assert_eq!(CliError::NoCommand.exit_code(), 2);
         assert_eq!(CliError::CheckFailed.exit_code(), 1);
         assert_eq!(CliError::Regression(3).exit_code(), 1);
+        assert_eq!(CliError::Incomplete(3).exit_code(), 1);
         assert_eq!(CliError::Stopped(2).exit_code(), 130);
         let io = std::io::Error::other("disk full");
         assert_eq!(CliError::Io(io).exit_code(), 1);

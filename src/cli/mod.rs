@@ -23,7 +23,9 @@ macro_rules! note {
 }
 
 mod ab;
+mod ab_result;
 mod args;
+mod axes;
 mod check;
 mod commands;
 mod error;

@@ -6,7 +6,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::pr_markdown::{self, Line};
 use crate::report::compare::Row;
+use crate::report::comparison::Comparison;
+#[cfg(doc)]
+use crate::report::coverage::Coverage;
+use crate::report::provenance::COMPARE_SCHEMA;
 use crate::report::{Better, Figure};
 
 /// A compared value as the tables print it.
@@ -28,39 +33,48 @@ pub const BUSY_NOTE: &str = "a side was measured on a busy machine (its runs' st
      machine may explain a change marked \"busy base\", \"busy new\" or \"busy both\", so rerun \
      that side on a quiet machine before trusting it";
 
-/// The comparison as a terminal table (`markdown` false) or a Markdown table for pull requests;
-/// `busy` is each side's state where either was busy ([`busy_states`](crate::report::compare::busy_states)),
-/// printed above the table.
-pub fn render(rows: &[Row], threshold: f64, markdown: bool, busy: &[String]) -> String {
+/// The comparison as a terminal table (`markdown` false) or Markdown for a pull request; the
+/// sides' busy states ([`Comparison::busy`]) above it. The Markdown leads with the rows that
+/// changed and folds the unchanged ones ([`pr_markdown`]), then lists the entries on one side
+/// only; the terminal table leaves those to stderr (the CLI prints [`Coverage::lines`]).
+pub fn render(c: &Comparison, markdown: bool) -> String {
+    let rows = &c.rows;
     let mut out = String::new();
-    if !busy.is_empty() {
+    if !c.busy.is_empty() {
         let _ = writeln!(out, "warning: {BUSY_NOTE}");
-        for line in busy {
+        for line in &c.busy {
             let _ = writeln!(out, "{}  {line}", if markdown { "-" } else { " " });
         }
         let _ = writeln!(out);
     }
     let p = |r: &Row| r.p_value.map_or("-".to_string(), |p| format!("{p:.3}"));
     if markdown {
-        let _ = writeln!(out, "| entry | baseline | new | change | p | verdict |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
-        for r in rows {
-            let mark = if r.verdict.is_regression() {
-                " ❌"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | {} | {}{mark} |",
-                r.entry,
-                value(r, r.base),
-                value(r, r.new),
-                percent(r.change),
-                p(r),
-                r.verdict_text()
-            );
-        }
+        let lines: Vec<Line> = rows
+            .iter()
+            .map(|r| {
+                let mark = if r.verdict.is_regression() {
+                    " ❌"
+                } else {
+                    ""
+                };
+                Line {
+                    verdict: r.verdict,
+                    cells: vec![
+                        format!("`{}`", r.entry),
+                        value(r, r.base),
+                        value(r, r.new),
+                        percent(r.change),
+                        p(r),
+                        format!("{}{mark}", r.verdict_text()),
+                    ],
+                }
+            })
+            .collect();
+        out.push_str(&pr_markdown::tables(
+            &["entry", "baseline", "new", "change", "p", "verdict"],
+            &lines,
+        ));
+        out.push_str(&pr_markdown::one_sided_section(&c.coverage));
     } else {
         let w = rows
             .iter()
@@ -86,16 +100,17 @@ pub fn render(rows: &[Row], threshold: f64, markdown: bool, busy: &[String]) -> 
             );
         }
     }
-    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
+    let regressions = c.regressions();
     let busy_regressions = rows
         .iter()
         .filter(|r| r.verdict.is_regression() && r.busy.any())
         .count();
     let _ = write!(
         out,
-        "\n{} entries compared, threshold {:.1}%: {regressions} regression{}",
+        "\n{} entries compared, {}, threshold {:.1}%: {regressions} regression{}",
         rows.len(),
-        threshold * 100.0,
+        c.coverage.counts(),
+        c.threshold * 100.0,
         if regressions == 1 { "" } else { "s" }
     );
     if busy_regressions > 0 {
@@ -108,17 +123,16 @@ pub fn render(rows: &[Row], threshold: f64, markdown: bool, busy: &[String]) -> 
     out
 }
 
-/// The rows as JSON: one object per entry, with the threshold and the number of regressions.
+/// The comparison as JSON (`"schema": "parbench-compare/1"`): both sides' provenance (file,
+/// commit, tool, start time, environment with its limits), the threshold, one object per row,
+/// the entries on one side only and the number of regressions. `require_all` records whether
+/// entries on one side only fail the comparison.
 ///
 /// `verdict` stays one of the plain words, for scripts; a row measured with a busy side adds
 /// `"busy": "base" | "new" | "both"`, and `busy_states` holds each side's state line.
-pub fn render_json(
-    rows: &[Row],
-    threshold: f64,
-    environment: &[String],
-    busy: &[String],
-) -> String {
-    let entries: Vec<Value> = rows
+pub fn render_json(c: &Comparison, require_all: bool) -> String {
+    let entries: Vec<Value> = c
+        .rows
         .iter()
         .map(|r| {
             let mut row = serde_json::json!({
@@ -137,13 +151,21 @@ pub fn render_json(
         })
         .collect();
     let mut doc = serde_json::json!({
-        "threshold": threshold,
-        "regressions": rows.iter().filter(|r| r.verdict.is_regression()).count(),
-        "environment_differences": environment,
+        "schema": COMPARE_SCHEMA,
+        "base": c.base,
+        "new": c.new,
+        "threshold": c.threshold,
+        "require_all": require_all,
+        "compared": c.rows.len(),
+        "regressions": c.regressions(),
+        "only_in_base": c.coverage.only_in_base,
+        "only_in_new": c.coverage.only_in_new,
+        "renamed": c.coverage.renamed,
+        "environment_differences": c.environment_differences,
         "rows": entries,
     });
-    if !busy.is_empty() {
-        doc["busy_states"] = Value::from(busy.to_vec());
+    if !c.busy.is_empty() {
+        doc["busy_states"] = Value::from(c.busy.clone());
     }
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
@@ -153,7 +175,6 @@ pub fn render_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::compare::compare;
     use crate::report::{Report, RunRecord, Unit};
 
     /// A report of one run with one variant and the derived figures `derive` adds.
@@ -191,7 +212,8 @@ mod tests {
     #[test]
     fn a_change_with_a_busy_side_says_the_machine_may_explain_it() {
         let (quiet, busy) = (report_taking(1.0, false), report_taking(2.7, true));
-        let rows = compare(&quiet, &busy, 0.05).expect("rows");
+        let c = Comparison::of((&quiet, "a.json"), (&busy, "b.json"), 0.05).expect("comparison");
+        let rows = &c.rows;
         assert_eq!(rows[0].verdict, crate::report::compare::Verdict::Slower);
         assert_eq!(rows[0].verdict_text(), "slower (busy new)");
         let states = crate::report::compare::busy_states(&quiet, &busy);
@@ -205,7 +227,7 @@ mod tests {
             "{states:?}"
         );
         for markdown in [false, true] {
-            let text = render(&rows, 0.05, markdown, &states);
+            let text = render(&c, markdown);
             assert!(
                 text.starts_with("warning: a side was measured on a busy machine"),
                 "{text}"
@@ -216,18 +238,17 @@ mod tests {
                 "{text}"
             );
         }
-        let json: Value =
-            serde_json::from_str(&render_json(&rows, 0.05, &[], &states)).expect("json");
+        let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
         assert_eq!(json["rows"][0]["verdict"], "slower");
         assert_eq!(json["rows"][0]["busy"], "new");
         assert_eq!(json["busy_states"].as_array().map(Vec::len), Some(2));
 
         // Both quiet: no note, no marker.
         let (a, b) = (report_taking(1.0, false), report_taking(2.7, false));
-        let rows = compare(&a, &b, 0.05).expect("rows");
-        assert!(crate::report::compare::busy_states(&a, &b).is_empty());
-        assert_eq!(rows[0].verdict_text(), "slower");
-        let json: Value = serde_json::from_str(&render_json(&rows, 0.05, &[], &[])).expect("json");
+        let c = Comparison::of((&a, "a.json"), (&b, "b.json"), 0.05).expect("comparison");
+        assert!(c.busy.is_empty());
+        assert_eq!(c.rows[0].verdict_text(), "slower");
+        let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
         assert!(json["rows"][0].get("busy").is_none() && json.get("busy_states").is_none());
     }
 
@@ -240,7 +261,9 @@ mod tests {
             })
         };
         // Nanoseconds, which three decimals of a second would print as 0.000.
-        let rows = compare(&doc(300e-9), &doc(600e-9), 0.1).expect("rows");
+        let (base, new) = (doc(300e-9), doc(600e-9));
+        let c = Comparison::of((&base, "a.json"), (&new, "b.json"), 0.1).expect("comparison");
+        let rows = &c.rows;
         let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name)).expect(name);
         let r = row("derived:per_op_s");
         assert_eq!(
@@ -249,7 +272,7 @@ mod tests {
         );
         let r = row("derived:x_ratio");
         assert_eq!(value(r, r.base), "0.30×");
-        let text = render(&rows, 0.1, false, &[]);
+        let text = render(&c, false);
         assert!(
             text.contains("300.0 ns") && text.contains("600.0 ns"),
             "{text}"

@@ -15,6 +15,7 @@ mod format;
 pub mod github_bench;
 pub mod html;
 pub mod paired;
+pub mod pr_markdown;
 pub mod summary;
 pub mod svg;
 pub mod table;

@@ -1,8 +1,34 @@
 //! An `ab` run's paired entries as a table, Markdown (for a pull-request comment) or JSON; the
 //! decisions themselves are `report::paired`'s.
 
+use super::pr_markdown::{self, Line};
+use crate::harness::stats::median;
 use crate::report::compare::Verdict;
 use crate::report::paired::{decide_all, regressions, Decision, PairedEntry};
+use crate::report::provenance::{AbSides, AB_SCHEMA};
+use crate::report::{Better, Figure, Unit};
+
+/// The median of each side's values over the pairs, in the entry's human units (times in
+/// seconds, ns, ms; derived figures as plain numbers): what a reviewer reads beside the change.
+fn medians(e: &PairedEntry) -> [String; 2] {
+    let unit = if e.is_time {
+        Unit::Seconds
+    } else {
+        Unit::Number
+    };
+    let side = |pick: fn(&(f64, f64)) -> f64| {
+        side_median(e, pick).map_or("-".to_string(), |m| {
+            Figure::new(unit, Better::Neither).format(&serde_json::Value::from(m))
+        })
+    };
+    [side(|p| p.0), side(|p| p.1)]
+}
+
+/// The median of one side's values over `e`'s pairs (`pick` chooses the side).
+fn side_median(e: &PairedEntry, pick: fn(&(f64, f64)) -> f64) -> Option<f64> {
+    let values: Vec<f64> = e.pairs.iter().map(pick).collect();
+    median(&values)
+}
 
 /// The entries as a table (or Markdown for a pull-request comment): pairs, median ratio with its
 /// bootstrap interval, the paired test's p, the verdict.
@@ -33,24 +59,45 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
         }
     };
     if markdown {
-        let _ = writeln!(
-            out,
-            "| entry | pairs | change (median of pairs) | 95% CI | p (Holm) | verdict |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
-        for (e, d) in entries.iter().zip(&decisions) {
-            let [n, change, ci, p, verdict] = cells(e, d);
-            let mark = if d.as_ref().is_some_and(|d| d.verdict.is_regression()) {
-                " ❌"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {n} | {change} | {ci} | {p} | {verdict}{mark} |",
-                e.name
-            );
-        }
+        let lines: Vec<Line> = entries
+            .iter()
+            .zip(&decisions)
+            .map(|(e, d)| {
+                let [n, change, ci, p, verdict] = cells(e, d);
+                let [base, candidate] = medians(e);
+                let mark = if d.as_ref().is_some_and(|d| d.verdict.is_regression()) {
+                    " ❌"
+                } else {
+                    ""
+                };
+                Line {
+                    verdict: d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict),
+                    cells: vec![
+                        format!("`{}`", e.name),
+                        base,
+                        candidate,
+                        n,
+                        change,
+                        ci,
+                        p,
+                        format!("{verdict}{mark}"),
+                    ],
+                }
+            })
+            .collect();
+        out.push_str(&pr_markdown::tables(
+            &[
+                "entry",
+                "base",
+                "candidate",
+                "pairs",
+                "change (median of pairs)",
+                "95% CI",
+                "p (Holm)",
+                "verdict",
+            ],
+            &lines,
+        ));
     } else {
         let w = entries
             .iter()
@@ -97,8 +144,14 @@ pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String
     out
 }
 
-/// Every entry with every pair, its decision, and the run's settings, as JSON.
-pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json::Value) -> String {
+/// Every entry with every pair, its decision, the run's settings and both sides' provenance
+/// (executable, commit, start time, environment), as JSON with `"schema": "parbench-ab/1"`.
+pub fn render_json(
+    entries: &[PairedEntry],
+    threshold: f64,
+    settings: serde_json::Value,
+    sides: &AbSides,
+) -> String {
     let decisions = decide_all(entries, threshold);
     let rows: Vec<serde_json::Value> = entries
         .iter()
@@ -115,6 +168,8 @@ pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json
                 "p_holm": d.as_ref().map(|d| d.p_adjusted),
                 "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
             });
+            row["median_base"] = serde_json::json!(side_median(e, |p| p.0));
+            row["median_candidate"] = serde_json::json!(side_median(e, |p| p.1));
             if e.busy_pairs != [0, 0] {
                 row["busy_pairs"] =
                     serde_json::json!({"base": e.busy_pairs[0], "candidate": e.busy_pairs[1]});
@@ -123,6 +178,9 @@ pub fn render_json(entries: &[PairedEntry], threshold: f64, settings: serde_json
         })
         .collect();
     let doc = serde_json::json!({
+        "schema": AB_SCHEMA,
+        "base": sides.base,
+        "candidate": sides.candidate,
         "threshold": threshold,
         "regressions": regressions(entries, threshold),
         "settings": settings,
@@ -163,9 +221,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 regression (1 with a busy side"), "{text}");
-        let json: serde_json::Value =
-            serde_json::from_str(&render_json(&entries, 0.05, serde_json::json!({})))
-                .expect("json");
+        let json: serde_json::Value = serde_json::from_str(&render_json(
+            &entries,
+            0.05,
+            serde_json::json!({}),
+            &AbSides::default(),
+        ))
+        .expect("json");
         assert_eq!(json["entries"][0]["verdict"], "slower");
         assert_eq!(json["entries"][0]["busy_pairs"]["base"], 3);
         // Quiet pairs: the plain verdict.

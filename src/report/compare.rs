@@ -30,6 +30,12 @@ pub enum CompareError {
     Schema { path: String, found: String },
     #[error("nothing to compare: no scenario, parameters and variant appear in both reports")]
     NothingMatched,
+    /// One of parbench's results (a `compare` or `ab` JSON) where a report was expected.
+    #[error("{path} is {what}")]
+    NotAReport { path: String, what: &'static str },
+    /// A report holding an entry twice, which a comparison could pair with the wrong copy.
+    #[error("{path} holds {} more than once (a report compares only with each entry once; rerun it, or edit the copies out)", .entries.join(", "))]
+    Duplicates { path: String, entries: Vec<String> },
 }
 
 /// The scenario of a sweep journal's first line, when `text` is one (JSON Lines of run
@@ -65,16 +71,32 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     match value.get("schema").and_then(Value::as_str) {
         Some(SCHEMA) => {}
         Some(other) => {
-            return Err(CompareError::Schema {
-                path: p,
-                found: other.into(),
+            return Err(match super::provenance::result_kind(other) {
+                Some(what) => CompareError::NotAReport { path: p, what },
+                None => CompareError::Schema {
+                    path: p,
+                    found: other.into(),
+                },
             })
         }
         None => {
-            return Err(CompareError::Parse {
-                path: p,
-                reason: "no \"schema\" field".into(),
-            })
+            // Results written before they carried a schema: `ab` (entries, settings) and
+            // `compare --format json` (rows, threshold).
+            let has = |a: &str, b: &str| value.get(a).is_some() && value.get(b).is_some();
+            let older = if has("entries", "settings") {
+                super::provenance::result_kind(super::provenance::AB_SCHEMA)
+            } else if has("rows", "threshold") {
+                super::provenance::result_kind(super::provenance::COMPARE_SCHEMA)
+            } else {
+                None
+            };
+            return Err(match older {
+                Some(what) => CompareError::NotAReport { path: p, what },
+                None => CompareError::Parse {
+                    path: p,
+                    reason: "no \"schema\" field".into(),
+                },
+            });
         }
     }
     serde_json::from_value(value).map_err(|e| CompareError::Parse {

@@ -8,10 +8,14 @@
 pub mod atomic;
 pub mod book;
 pub mod compare;
+pub mod comparison;
+pub mod coverage;
+mod duplicates;
 pub mod environment;
 pub mod figure;
 pub mod lesson;
 pub mod paired;
+pub mod provenance;
 mod run;
 pub mod timeline;
 

@@ -155,6 +155,13 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
         return Err(err(0, "the suite has no [[run]] entries".into()));
     }
     let mut plan = Vec::new();
+    // Each entry's scenario, parameters (defaults filled in) and line: a report holds each
+    // scenario and parameters once, so a repeat would be paired wrongly by `compare`.
+    let mut seen: Vec<(
+        &'static str,
+        serde_json::Map<String, serde_json::Value>,
+        usize,
+    )> = Vec::new();
     for entry in suite.run {
         let name = entry.scenario.get_ref();
         let Some(scenario) = find(name) else {
@@ -179,6 +186,21 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
         scenario
             .validate(&params)
             .map_err(|e| err(params_at, e.to_string()))?;
+        let at = entry.scenario.span().start;
+        let identity = params.to_json();
+        if let Some((_, _, line)) = seen
+            .iter()
+            .find(|(s, p, _)| *s == scenario.name() && *p == identity)
+        {
+            return Err(err(
+                at,
+                format!(
+                    "'{name}' with these parameters repeats the entry at line {line} (a report \
+                     holds each scenario and parameters once: drop one or change a parameter)"
+                ),
+            ));
+        }
+        seen.push((scenario.name(), identity, line_of(text, at)));
         let sampling = match entry.sampling {
             None => SamplingOverrides::default(),
             Some(s) => {
@@ -231,6 +253,21 @@ mod tests {
         }
         let ci = include_str!("../../scenarios/ci.toml");
         assert!(!parse("scenarios/ci.toml", ci).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_entry_repeated_is_refused_naming_both_lines() {
+        // The second gives the default explicitly: the same run all the same.
+        let text = "[[run]]\nscenario = \"async\"\nparams = { iterations = 5 }\n\n\
+                    [[run]]\nscenario = \"matmul\"\n\n\
+                    [[run]]\nscenario = \"async\"\nparams = { iterations = 5 }\n\
+                    sampling = { min_samples = 3 }\n";
+        let e = parse("s.toml", text).err().expect("refused");
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.reason.contains("repeats the entry at line 2"), "{e}");
+        let distinct = "[[run]]\nscenario = \"async\"\nparams = { iterations = 5 }\n\
+                        [[run]]\nscenario = \"async\"\nparams = { iterations = 6 }\n";
+        assert_eq!(parse("s.toml", distinct).map(|p| p.len()).ok(), Some(2));
     }
 
     #[test]

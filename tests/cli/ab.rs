@@ -22,7 +22,7 @@ fn stand_in(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf
 /// A stand-in that prints `report` for any `run`, so `ab`'s decisions can be checked on exact,
 /// noise-free values.
 #[cfg(unix)]
-fn fake_parbench(
+pub fn fake_parbench(
     dir: &std::path::Path,
     name: &str,
     report: &std::path::Path,
@@ -71,7 +71,10 @@ fn ab_finds_a_slower_candidate_and_passes_an_identical_one() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.starts_with("| entry | pairs |"), "{text}");
+    assert!(
+        text.starts_with("| entry | base | candidate | pairs |"),
+        "{text}"
+    );
     assert!(
         text.contains("+30.0%") && text.contains("slower ❌"),
         "{text}"

@@ -212,13 +212,15 @@ fn a_sweep_past_its_point_limit_is_refused_before_anything_is_built() {
             "--set",
             &format!("ops={r}"),
             "--set",
-            &format!("size={r}"),
+            &format!("k={r}"),
         ],
         "the sweep has 1,000,000,000 points, more than --max-points 10000",
     );
     let r = "1:9999:1";
-    let many: Vec<String> = (0..7)
-        .flat_map(|_| ["--set".into(), format!("size={r}")])
+    // Five axes of 9,999 values: about 10^20 points, past u64.
+    let many: Vec<String> = ["size", "m", "k", "n", "ops"]
+        .iter()
+        .flat_map(|name| ["--set".into(), format!("{name}={r}")])
         .collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     assert_usage_error(

@@ -1,0 +1,98 @@
+//! Reading back an `ab` result (`ab -o FILE`, then `ab --from FILE`): its entries with their
+//! pairs, settings and sides. A report, or a `compare` result, is refused in one line that
+//! says which command reads it.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::CliError;
+use crate::report::paired::PairedEntry;
+use crate::report::provenance::{AbSides, AB_SCHEMA, COMPARE_SCHEMA};
+use crate::report::{Better, SCHEMA};
+
+/// An earlier `ab` run, read back.
+pub(super) struct AbResult {
+    pub entries: Vec<PairedEntry>,
+    pub settings: Value,
+    pub sides: AbSides,
+}
+
+/// The `ab` result at `path`: `parbench-ab/1`, or an older one without a schema.
+pub(super) fn load(path: &Path) -> Result<AbResult, CliError> {
+    let fail =
+        |why: String| CliError::Usage(format!("cannot read the A/B run {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    match doc.get("schema").and_then(Value::as_str) {
+        None | Some(AB_SCHEMA) => {}
+        Some(SCHEMA) => {
+            return Err(fail(
+                "it is a report (parbench/1), not an `ab` result: `compare` compares two reports"
+                    .into(),
+            ))
+        }
+        Some(COMPARE_SCHEMA) => {
+            return Err(fail(
+                "it is a `compare` result (parbench-compare/1), not an `ab` result".into(),
+            ))
+        }
+        Some(other) => {
+            return Err(fail(format!(
+                "it has schema '{other}', this parbench reads '{AB_SCHEMA}'"
+            )))
+        }
+    }
+    let rows = doc["entries"]
+        .as_array()
+        .ok_or_else(|| fail("no 'entries' (not the JSON of parbench ab)".into()))?;
+    let entries: Vec<PairedEntry> = rows.iter().map(entry).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(repeated) = entries.iter().find(|e| !seen.insert(e.name.as_str())) {
+        return Err(fail(format!(
+            "it holds the entry {} more than once",
+            repeated.name
+        )));
+    }
+    let side = |name: &str| serde_json::from_value(doc[name].clone()).ok().flatten();
+    Ok(AbResult {
+        entries,
+        settings: doc["settings"].clone(),
+        sides: AbSides {
+            base: side("base"),
+            candidate: side("candidate"),
+        },
+    })
+}
+
+/// One entry of the `entries` list.
+fn entry(row: &Value) -> PairedEntry {
+    let is_time = row["is_time"].as_bool().unwrap_or(false);
+    let better = serde_json::from_value(row["better"].clone()).unwrap_or(if is_time {
+        Better::Lower
+    } else {
+        Better::Neither
+    });
+    let pairs = row["pairs"]
+        .as_array()
+        .map(|pairs| {
+            pairs
+                .iter()
+                .filter_map(|p| Some((p["base"].as_f64()?, p["candidate"].as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let busy = |side: &str| {
+        row["busy_pairs"][side]
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    PairedEntry {
+        name: row["entry"].as_str().unwrap_or("?").to_string(),
+        is_time,
+        better,
+        pairs,
+        busy_pairs: [busy("base"), busy("candidate")],
+    }
+}

@@ -1,0 +1,330 @@
+//! Which entries of two reports a comparison could not match: those on one side only, and the
+//! pairs among them that look like one entry renamed.
+//!
+//! `compare` matches entries by scenario, parameters and variant (or derived figure); an entry
+//! the other side lacks has no row. Silently leaving it out would let a report that lost a
+//! scenario pass as "0 regressions", so every such entry is listed, and `--require-all` fails
+//! the comparison on any.
+//!
+//! A rename is guessed only where it pairs one to one: a run on one side only whose scenario
+//! matches exactly one run on the other side only, their parameters differing in exactly one
+//! key (`size=100` became `size=128`), with its entries paired by name; or, within a run both
+//! sides have, exactly one variant (or derived figure) on each side only.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Better, Report, RunRecord};
+
+/// Two entries, one on each side only, that look like one entry renamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Renamed {
+    pub base: String,
+    pub new: String,
+}
+
+/// The entries a comparison of two reports could not match.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// Entries of the base that the new report lacks (and that pair with no rename).
+    pub only_in_base: Vec<String>,
+    /// Entries of the new report that the base lacks (and that pair with no rename).
+    pub only_in_new: Vec<String>,
+    /// Pairs that look like one entry renamed; compared by neither side.
+    pub renamed: Vec<Renamed>,
+}
+
+impl Coverage {
+    /// Entries that have no row in the comparison: one a side only, two a rename.
+    pub fn uncompared(&self) -> usize {
+        self.only_in_base.len() + self.only_in_new.len() + 2 * self.renamed.len()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.uncompared() == 0
+    }
+
+    /// One line per entry, as the text format prints them on stderr: `missing in new: …`,
+    /// `new in new: …`, `renamed? … → …`.
+    pub fn lines(&self) -> Vec<String> {
+        let missing = self
+            .only_in_base
+            .iter()
+            .map(|e| format!("missing in new: {e}"));
+        let added = self.only_in_new.iter().map(|e| format!("new in new: {e}"));
+        let renamed = self
+            .renamed
+            .iter()
+            .map(|r| format!("renamed? {} → {}", r.base, r.new));
+        missing.chain(added).chain(renamed).collect()
+    }
+
+    /// `4 only in base, 0 only in new` (and `, 1 renamed?` when any).
+    pub fn counts(&self) -> String {
+        let mut text = format!(
+            "{} only in base, {} only in new",
+            self.only_in_base.len(),
+            self.only_in_new.len()
+        );
+        if !self.renamed.is_empty() {
+            text.push_str(&format!(", {} renamed?", self.renamed.len()));
+        }
+        text
+    }
+}
+
+/// A run as coverage sees it: its key, scenario, parameters and comparable items.
+struct Entries<'a> {
+    key: String,
+    scenario: &'a str,
+    params: &'a serde_json::Map<String, Value>,
+    /// Variant names, then `derived:key` for each derived figure with a direction.
+    items: Vec<String>,
+}
+
+impl<'a> Entries<'a> {
+    fn of(run: &'a RunRecord) -> Entries<'a> {
+        let mut items: Vec<String> = run.variants.iter().map(|v| v.name.clone()).collect();
+        for (k, v) in &run.derived {
+            if v.as_f64().is_some() && run.figure(k).better != Better::Neither {
+                items.push(format!("derived:{k}"));
+            }
+        }
+        Entries {
+            key: run.key(),
+            scenario: &run.scenario,
+            params: &run.parameters,
+            items,
+        }
+    }
+
+    fn name(&self, item: &str) -> String {
+        format!("{} {item}", self.key)
+    }
+
+    /// True when `other` is the same scenario with parameters that differ in exactly one key
+    /// (a value changed, or a key added or removed).
+    fn one_parameter_apart(&self, other: &Entries) -> bool {
+        if self.scenario != other.scenario {
+            return false;
+        }
+        let keys: std::collections::BTreeSet<&String> =
+            self.params.keys().chain(other.params.keys()).collect();
+        keys.into_iter()
+            .filter(|k| self.params.get(*k) != other.params.get(*k))
+            .count()
+            == 1
+    }
+}
+
+/// The entries of `base` and `new` that a comparison cannot match, renames guessed.
+pub fn coverage(base: &Report, new: &Report) -> Coverage {
+    let base: Vec<Entries> = base.runs.iter().map(Entries::of).collect();
+    let new: Vec<Entries> = new.runs.iter().map(Entries::of).collect();
+    let mut out = Coverage::default();
+    for b in &base {
+        if let Some(n) = new.iter().find(|n| n.key == b.key) {
+            within_run(b, n, &mut out);
+        }
+    }
+    let base_only: Vec<&Entries> = base
+        .iter()
+        .filter(|b| !new.iter().any(|n| n.key == b.key))
+        .collect();
+    let new_only: Vec<&Entries> = new
+        .iter()
+        .filter(|n| !base.iter().any(|b| b.key == n.key))
+        .collect();
+    let mut paired_new = vec![false; new_only.len()];
+    for b in &base_only {
+        let pair = unique_match(b, &new_only).filter(|&i| {
+            unique_match(new_only[i], &base_only).is_some_and(|j| base_only[j].key == b.key)
+        });
+        match pair {
+            Some(i) => {
+                paired_new[i] = true;
+                across_runs(b, new_only[i], &mut out);
+            }
+            None => out
+                .only_in_base
+                .extend(b.items.iter().map(|item| b.name(item))),
+        }
+    }
+    for (n, paired) in new_only.iter().zip(paired_new) {
+        if !paired {
+            out.only_in_new
+                .extend(n.items.iter().map(|item| n.name(item)));
+        }
+    }
+    out
+}
+
+/// The index of the one run of `others` one parameter apart from `one`; `None` when there is
+/// none or more than one.
+fn unique_match(one: &Entries, others: &[&Entries]) -> Option<usize> {
+    let mut found = others
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| one.one_parameter_apart(o))
+        .map(|(i, _)| i);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// Two runs paired as one renamed: their items of the same name are renamed pairs, the rest
+/// one-sided.
+fn across_runs(b: &Entries, n: &Entries, out: &mut Coverage) {
+    for item in &b.items {
+        if n.items.contains(item) {
+            out.renamed.push(Renamed {
+                base: b.name(item),
+                new: n.name(item),
+            });
+        } else {
+            out.only_in_base.push(b.name(item));
+        }
+    }
+    for item in n.items.iter().filter(|i| !b.items.contains(i)) {
+        out.only_in_new.push(n.name(item));
+    }
+}
+
+/// A run both sides have: its items on one side only, a lone variant (or derived figure) on
+/// each side paired as renamed.
+fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
+    for derived in [false, true] {
+        let kind = |i: &&String| i.starts_with("derived:") == derived;
+        let lost: Vec<&String> = b
+            .items
+            .iter()
+            .filter(kind)
+            .filter(|i| !n.items.contains(i))
+            .collect();
+        let added: Vec<&String> = n
+            .items
+            .iter()
+            .filter(kind)
+            .filter(|i| !b.items.contains(i))
+            .collect();
+        if let ([lost], [added]) = (lost.as_slice(), added.as_slice()) {
+            out.renamed.push(Renamed {
+                base: b.name(lost),
+                new: n.name(added),
+            });
+            continue;
+        }
+        out.only_in_base.extend(lost.iter().map(|i| b.name(i)));
+        out.only_in_new.extend(added.iter().map(|i| n.name(i)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Environment, Figure, GpuInfo, Unit};
+
+    fn run(scenario: &str, params: &[(&str, u64)], variants: &[&str]) -> RunRecord {
+        let params = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::from(*v)))
+            .collect();
+        let mut run = RunRecord::new(scenario, params, vec![]);
+        let summary = crate::harness::Summary::from_samples(&[1.0; 3]).expect("samples");
+        run.add_variants(
+            variants.iter().map(|v| v.to_string()).collect(),
+            vec![summary; variants.len()],
+            variants.iter().map(|_| None),
+        );
+        run
+    }
+
+    fn report(runs: Vec<RunRecord>) -> Report {
+        let env = Environment::capture_without_limits(
+            crate::engine::Mode::Threaded,
+            GpuInfo::unavailable("x"),
+        );
+        Report::new(env, runs)
+    }
+
+    #[test]
+    fn identical_reports_cover_everything() {
+        let r = report(vec![run("async", &[("n", 1)], &["sync", "async"])]);
+        assert!(coverage(&r, &r).is_complete());
+    }
+
+    #[test]
+    fn a_removed_scenario_and_a_removed_variant_are_listed() {
+        let mut deps = run("deps", &[("width", 8)], &["serial", "parallel"]);
+        deps.derive_as("speedup", 2.0, Figure::new(Unit::Ratio, Better::Higher));
+        deps.derive_as("t1_s", 2.0, Figure::new(Unit::Seconds, Better::Neither));
+        let base = report(vec![
+            run("async", &[("n", 1)], &["sync", "async", "bounded"]),
+            deps,
+        ]);
+        let new = report(vec![run("async", &[("n", 1)], &["async", "bounded"])]);
+        let c = coverage(&base, &new);
+        assert_eq!(
+            c.only_in_base,
+            vec![
+                "async[n=1] sync",
+                "deps[width=8] serial",
+                "deps[width=8] parallel",
+                "deps[width=8] derived:speedup",
+            ]
+        );
+        assert!(c.only_in_new.is_empty() && c.renamed.is_empty());
+        assert_eq!(c.counts(), "4 only in base, 0 only in new");
+        assert_eq!(c.lines()[0], "missing in new: async[n=1] sync");
+        // The other way round, they are new.
+        let c = coverage(&new, &base);
+        assert_eq!(c.only_in_new.len(), 4);
+        assert_eq!(c.lines()[0], "new in new: async[n=1] sync");
+    }
+
+    #[test]
+    fn a_renamed_variant_and_a_changed_parameter_are_paired() {
+        let base = report(vec![
+            run("async", &[("n", 1)], &["sync", "async"]),
+            run("matmul", &[("size", 100), ("threads", 1)], &["gemm"]),
+        ]);
+        let new = report(vec![
+            run("async", &[("n", 1)], &["blocking", "async"]),
+            run("matmul", &[("size", 128), ("threads", 1)], &["gemm"]),
+        ]);
+        let c = coverage(&base, &new);
+        assert_eq!(
+            c.renamed,
+            vec![
+                Renamed {
+                    base: "async[n=1] sync".into(),
+                    new: "async[n=1] blocking".into()
+                },
+                Renamed {
+                    base: "matmul[size=100,threads=1] gemm".into(),
+                    new: "matmul[size=128,threads=1] gemm".into()
+                },
+            ]
+        );
+        assert!(c.only_in_base.is_empty() && c.only_in_new.is_empty());
+        assert_eq!(c.uncompared(), 4);
+    }
+
+    #[test]
+    fn an_ambiguous_rename_is_not_guessed() {
+        // Two variants gone, two new: no one-to-one pairing.
+        let base = report(vec![run("async", &[("n", 1)], &["a", "b", "c"])]);
+        let new = report(vec![run("async", &[("n", 1)], &["x", "y", "c"])]);
+        let c = coverage(&base, &new);
+        assert!(c.renamed.is_empty());
+        assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (2, 2));
+        // One run gone, two new runs each one parameter from it: no guess either.
+        let base = report(vec![run("matmul", &[("size", 100)], &["gemm"])]);
+        let new = report(vec![
+            run("matmul", &[("size", 200)], &["gemm"]),
+            run("matmul", &[("size", 300)], &["gemm"]),
+        ]);
+        let c = coverage(&base, &new);
+        assert!(c.renamed.is_empty());
+        assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (1, 2));
+    }
+}
