@@ -109,6 +109,9 @@ pub enum Command {
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
     Ab(AbArgs),
+    /// Every report of a folder over time: one self-contained HTML page with a chart per entry
+    /// (CI bands, environment changes marked, steps flagged), or the flagged steps as Markdown.
+    History(super::history::HistoryArgs),
     /// Write a report as one self-contained HTML page (tables, checks, figures), or two
     /// reports side by side with `compare`'s verdicts.
     Report {

@@ -28,6 +28,7 @@ mod check;
 mod commands;
 mod error;
 mod help;
+mod history;
 mod output;
 mod pages;
 mod progress;

@@ -10,6 +10,7 @@ pub mod book;
 pub mod compare;
 pub mod environment;
 pub mod figure;
+pub mod history;
 pub mod lesson;
 pub mod paired;
 mod run;

@@ -14,6 +14,7 @@ mod data_parallel;
 mod devices;
 mod export;
 mod gpu_memory;
+mod history;
 mod output;
 mod plot;
 mod report_html;
