@@ -101,7 +101,10 @@ fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
         ("started", e.started_at.clone()),
         ("host", e.host.clone()),
         ("OS", e.os.clone()),
-        ("CPU", format!("{}, {} cores", e.cpu_model, e.cores)),
+        (
+            "CPU",
+            format!("{}, {}", e.cpu_model, crate::units::count(e.cores, "core")),
+        ),
         ("memory", human_bytes(e.memory_bytes)),
         ("GPU", gpu),
     ];

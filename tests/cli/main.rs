@@ -15,6 +15,7 @@ mod devices;
 mod export;
 mod gpu_memory;
 mod history;
+mod mpi_launch;
 mod output;
 mod plot;
 mod report_html;
