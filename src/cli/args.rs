@@ -14,10 +14,19 @@ use crate::engine::Mode;
 use crate::export;
 use crate::scenario::Scenario;
 
+/// `parbench --version`'s line after the name: the version and the commit built (with `-dirty`
+/// for a changed tree), so `ab` can tell a build of HEAD from a stale one.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PARBENCH_GIT_COMMIT"),
+    ")"
+);
+
 /// Reproduce, measure and explain the computational-performance chapter of Dive into Deep
 /// Learning on a built-in asynchronous dependency engine.
 #[derive(Parser, Debug)]
-#[command(name = "parbench", version, about, long_about = None, disable_help_subcommand = true)]
+#[command(name = "parbench", version = VERSION, about, long_about = None, disable_help_subcommand = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -325,4 +334,8 @@ pub struct AbArgs {
     /// running anything.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
     pub(super) from: Option<PathBuf>,
+    /// Let a side be the checkout's HEAD while the working tree has uncommitted changes: the
+    /// working tree is built and measured as it is (refused without this flag).
+    #[arg(long)]
+    pub(super) allow_dirty: bool,
 }

@@ -23,6 +23,7 @@ macro_rules! note {
 }
 
 mod ab;
+mod ab_build;
 mod args;
 mod check;
 mod commands;
