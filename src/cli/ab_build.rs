@@ -95,7 +95,7 @@ pub(super) fn to_prune(
     keep: usize,
     in_use: &[&str],
 ) -> Vec<String> {
-    dirs.sort_by(|a, b| b.1.cmp(&a.1));
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.1));
     dirs.into_iter()
         .skip(keep)
         .map(|(name, _)| name)
