@@ -120,7 +120,7 @@ pub enum Command {
     Ab(AbArgs),
     /// Every report of a folder over time: one self-contained HTML page with a chart per entry
     /// (CI bands, environment changes marked, steps flagged), or the flagged steps as Markdown.
-    History(super::history::HistoryArgs),
+    History(HistoryArgs),
     /// Write a report as one self-contained HTML page (tables, checks, figures), or two
     /// reports side by side with `compare`'s verdicts.
     Report {
@@ -338,4 +338,31 @@ pub struct AbArgs {
     /// working tree is built and measured as it is (refused without this flag).
     #[arg(long)]
     pub(super) allow_dirty: bool,
+}
+
+/// What `parbench history` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// A folder of parbench reports (`*.json`; other files are skipped with a note), or a file
+    /// of reports, one JSON document per line. They are ordered by when each run started.
+    pub(super) reports: PathBuf,
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// Output format: the self-contained page, or the flagged steps as a Markdown table.
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Html)]
+    pub(super) format: HistoryFormat,
+    /// Smallest change of an entry's median that is a step: a percentage (10%) or a fraction.
+    #[arg(long, default_value = "10%", value_parser = parse_threshold)]
+    pub(super) threshold: f64,
+    /// Fewest reports on each side of a step.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(super) min_window: u64,
+}
+
+/// How `history` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    Html,
+    Markdown,
 }
