@@ -28,19 +28,24 @@ fn main() {
     // Without any rerun-if-changed line cargo would rerun this script whenever any file of the
     // package changes; name exactly what the outputs depend on instead.
     println!("cargo:rerun-if-changed=build.rs");
-    let git_dir = root.join(".git");
-    if git_dir.is_dir() {
-        // HEAD moves on checkout, the branch ref on commit, the index on add/commit/reset.
-        let mut watched = vec!["HEAD".to_string(), "index".to_string()];
+    if let Some(git_dir) = git_dir(&root) {
+        // HEAD moves on checkout, the branch ref on commit, the index on add/commit/reset. A
+        // worktree's HEAD and index are in its own git dir, its branches in the common one.
+        let common = std::fs::read_to_string(git_dir.join("commondir"))
+            .map(|c| git_dir.join(c.trim()))
+            .unwrap_or_else(|_| git_dir.clone());
+        let mut watched = vec![git_dir.join("HEAD"), git_dir.join("index")];
         if let Some(branch_ref) = std::fs::read_to_string(git_dir.join("HEAD"))
             .ok()
             .and_then(|head| head.strip_prefix("ref:").map(|r| r.trim().to_string()))
         {
-            watched.push(branch_ref);
+            watched.push(git_dir.join(&branch_ref));
+            watched.push(common.join(&branch_ref));
+            watched.push(common.join("packed-refs"));
         }
-        for rel in watched {
-            if git_dir.join(&rel).is_file() {
-                println!("cargo:rerun-if-changed=.git/{rel}");
+        for path in watched {
+            if path.is_file() {
+                println!("cargo:rerun-if-changed={}", path.display());
             }
         }
         // Editing a tracked file touches nothing under .git; watch the sources too so "-dirty"
@@ -51,6 +56,18 @@ fn main() {
             }
         }
     }
+}
+
+/// The checkout's git dir: `.git` itself, or where a worktree's `.git` file points
+/// (`gitdir: /repo/.git/worktrees/name`).
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dot = root.join(".git");
+    if dot.is_dir() {
+        return Some(dot);
+    }
+    let text = std::fs::read_to_string(&dot).ok()?;
+    let dir = root.join(text.strip_prefix("gitdir:")?.trim());
+    dir.is_dir().then_some(dir)
 }
 
 /// Short commit hash of the checkout at `root`, with "-dirty" when `git status --porcelain`

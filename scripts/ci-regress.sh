@@ -7,7 +7,7 @@
 #
 # Exit 0: no time slower; 1: a regression; 2: bad input or a build that fails.
 # Outputs in target/ci-regress/: summary.md (the table), ab.json (every pair). `ab` builds the
-# base once into target/ab/<commit>/. THRESHOLD (default 5%) and BUDGET (seconds, default 240)
+# base once (into the shared target/ab/target, its executable kept in target/ab/<commit>/). THRESHOLD (default 5%) and BUDGET (seconds, default 240)
 # are passed to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,6 +14,15 @@ pub fn faster_or_slower(ratio: f64) -> String {
     }
 }
 
+/// `1 core`, `2 cores`: a count and its noun, plural (an `s`) unless the count is one.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Seconds in the unit that keeps 3–4 significant digits readable (`n/a` when not finite).
 pub fn human_time(s: f64) -> String {
     if !s.is_finite() {
@@ -126,6 +135,14 @@ pub fn human_percent(fraction: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_core_and_one_rank_are_singular() {
+        assert_eq!(count(1, "core"), "1 core");
+        assert_eq!(count(2, "core"), "2 cores");
+        assert_eq!(count(0, "rank"), "0 ranks");
+        assert_eq!(count(1, "rank"), "1 rank");
+    }
 
     #[test]
     fn three_significant_digits_plain_or_scientific() {

@@ -43,8 +43,8 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     if let Some(out) = &args.output {
         check_output_path(out)?;
     }
-    let base = resolve(base)?;
-    let candidate = resolve(candidate)?;
+    let base = super::ab_build::resolve(base, args.allow_dirty)?;
+    let candidate = super::ab_build::resolve(candidate, args.allow_dirty)?;
     for (side, bin) in [("base", &base), ("candidate", &candidate)] {
         check_executable(side, bin)?;
     }
@@ -240,84 +240,6 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, CliError
             Ok((format!("{}: {scenario}", i + 1), text))
         })
         .collect()
-}
-
-/// A side as an executable: a path as given, or a git revision of the repository around the
-/// working directory, built once (release) into `target/ab/<commit>/parbench`.
-fn resolve(spec: &Path) -> Result<PathBuf, CliError> {
-    if spec.exists() {
-        return Ok(spec.to_path_buf());
-    }
-    let rev = spec.to_string_lossy();
-    let sha = git(&[
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        &format!("{rev}^{{commit}}"),
-    ])
-    .map_err(|_| {
-        CliError::Usage(format!(
-            "{rev} is neither an executable nor a git revision of this repository"
-        ))
-    })?;
-    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
-    let dir = top.join("target").join("ab").join(&sha);
-    let bin = dir.join("parbench");
-    if bin.exists() {
-        return Ok(bin);
-    }
-    let src = dir.join("src");
-    let _ = std::fs::remove_dir_all(&src);
-    note!(
-        "ab: building {rev} ({}) into {}",
-        &sha[..sha.len().min(10)],
-        dir.display()
-    );
-    git(&[
-        "worktree",
-        "add",
-        "--quiet",
-        "--detach",
-        &src.to_string_lossy(),
-        &sha,
-    ])?;
-    let built = Process::new("cargo")
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(src.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(dir.join("target"))
-        .status();
-    let copied = match built {
-        Ok(status) if status.success() => std::fs::copy(dir.join("target/release/parbench"), &bin)
-            .map(drop)
-            .map_err(|e| CliError::Usage(e.to_string())),
-        Ok(status) => Err(CliError::Usage(format!(
-            "cargo build of {rev} failed ({status})"
-        ))),
-        Err(e) => Err(CliError::Usage(format!(
-            "cannot run cargo to build {rev}: {e}"
-        ))),
-    };
-    // The worktree goes whether or not the build worked.
-    let _ = git(&["worktree", "remove", "--force", &src.to_string_lossy()]);
-    copied.map(|()| bin)
-}
-
-/// `git args...`'s trimmed output, or why it failed (the revision the user named cannot be
-/// checked out or built: exit 2).
-fn git(args: &[&str]) -> Result<String, CliError> {
-    let out = Process::new("git")
-        .args(args)
-        .output()
-        .map_err(|e| CliError::Usage(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(CliError::Usage(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Fail fast, in one line, when a side is not a parbench that runs here.

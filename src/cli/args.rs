@@ -14,10 +14,19 @@ use crate::engine::Mode;
 use crate::export;
 use crate::scenario::Scenario;
 
+/// `parbench --version`'s line after the name: the version and the commit built (with `-dirty`
+/// for a changed tree), so `ab` can tell a build of HEAD from a stale one.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PARBENCH_GIT_COMMIT"),
+    ")"
+);
+
 /// Reproduce, measure and explain the computational-performance chapter of Dive into Deep
 /// Learning on a built-in asynchronous dependency engine.
 #[derive(Parser, Debug)]
-#[command(name = "parbench", version, about, long_about = None, disable_help_subcommand = true)]
+#[command(name = "parbench", version = VERSION, about, long_about = None, disable_help_subcommand = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -132,6 +141,9 @@ pub enum Command {
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
     Ab(AbArgs),
+    /// Every report of a folder over time: one self-contained HTML page with a chart per entry
+    /// (CI bands, environment changes marked, steps flagged), or the flagged steps as Markdown.
+    History(HistoryArgs),
     /// Write a report as one self-contained HTML page (tables, checks, figures), or two
     /// reports side by side with `compare`'s verdicts.
     Report {
@@ -362,4 +374,35 @@ pub struct AbArgs {
     /// running anything.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["base", "candidate", "suite"])]
     pub(super) from: Option<PathBuf>,
+    /// Let a side be the checkout's HEAD while the working tree has uncommitted changes: the
+    /// working tree is built and measured as it is (refused without this flag).
+    #[arg(long)]
+    pub(super) allow_dirty: bool,
+}
+
+/// What `parbench history` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// A folder of parbench reports (`*.json`; other files are skipped with a note), or a file
+    /// of reports, one JSON document per line. They are ordered by when each run started.
+    pub(super) reports: PathBuf,
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// Output format: the self-contained page, or the flagged steps as a Markdown table.
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Html)]
+    pub(super) format: HistoryFormat,
+    /// Smallest change of an entry's median that is a step: a percentage (10%) or a fraction.
+    #[arg(long, default_value = "10%", value_parser = parse_threshold)]
+    pub(super) threshold: f64,
+    /// Fewest reports on each side of a step.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(super) min_window: u64,
+}
+
+/// How `history` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    Html,
+    Markdown,
 }

@@ -65,6 +65,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
         } => run_report(&reports, output, threshold),
         Command::Completions { shell } => completions(shell),
         Command::Ab(args) => run_ab(args),
+        Command::History(args) => super::history::run_history(args),
         Command::Scenario(raw) => run_scenario_command(raw),
         Command::Sweep {
             scenario: name,

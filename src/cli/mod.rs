@@ -14,16 +14,17 @@ use std::process::ExitCode;
 
 /// `eprintln!` that ignores a failed write: stderr may be a pipe whose reader has gone
 /// (`2>&1 | head -1`), where `eprintln!` panics and turns any exit code into 101. A message that
-/// cannot be shown is dropped; the exit code still tells.
+/// cannot be shown is dropped; the exit code still tells. Each line is one write
+/// (`stderr::write_line`), so the ranks of an MPI job never interleave within a line.
 macro_rules! note {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        $crate::cli::stderr::write_line(&mut std::io::stderr(), format_args!($($arg)*));
     }};
 }
 
 mod ab;
 mod ab_result;
+mod ab_build;
 mod args;
 mod axes;
 mod check;
@@ -33,11 +34,14 @@ mod eta;
 mod help;
 mod interrupt;
 mod journaling;
+mod history;
+mod launch;
 mod output;
 mod pages;
 mod partial;
 mod progress;
 mod run;
+mod stderr;
 mod values;
 
 pub use args::{scenario_command, Cli, Command, CommonArgs, CompareFormat, GpuOrderArg};

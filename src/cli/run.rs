@@ -76,6 +76,7 @@ pub(super) fn run_sweep(
             )));
         }
     }
+    super::launch::refuse_in_mpi_job(false, &[name], true)?;
     for out in [&common.output, &common.trace, &common.html]
         .into_iter()
         .flatten()
@@ -291,7 +292,10 @@ pub(super) fn run_plan(
     }
     // An MPI job starts before anything prints or is checked for writing: only rank 0 prints
     // and writes (the other ranks' hosts need not have its output paths).
-    if plan.iter().any(|r| r.scenario.distributed(&r.params)) {
+    let names: Vec<&str> = plan.iter().map(|r| r.scenario.name()).collect();
+    let distributed = plan.iter().any(|r| r.scenario.distributed(&r.params));
+    super::launch::refuse_in_mpi_job(distributed, &names, false)?;
+    if distributed {
         crate::distributed::init()?;
     }
     if !crate::distributed::is_secondary_rank() {

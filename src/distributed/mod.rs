@@ -7,6 +7,7 @@
 //! naming who waited for whom ([`Comm`]), never a hang. Without the feature, [`init`] says how
 //! to get it and [`is_secondary_rank`] is always false.
 
+pub mod launch;
 #[cfg(feature = "mpi")]
 mod mpi;
 

@@ -53,7 +53,7 @@ details summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
   .figure { break-inside: avoid; } }
 ";
 
-fn open(out: &mut String, title: &str) {
+pub(super) fn open(out: &mut String, title: &str) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\
@@ -63,7 +63,7 @@ fn open(out: &mut String, title: &str) {
     );
 }
 
-fn close(out: &mut String) {
+pub(super) fn close(out: &mut String) {
     out.push_str("</main></body></html>\n");
 }
 
@@ -101,7 +101,10 @@ fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
         ("started", e.started_at.clone()),
         ("host", e.host.clone()),
         ("OS", e.os.clone()),
-        ("CPU", format!("{}, {} cores", e.cpu_model, e.cores)),
+        (
+            "CPU",
+            format!("{}, {}", e.cpu_model, crate::units::count(e.cores, "core")),
+        ),
         ("memory", human_bytes(e.memory_bytes)),
         ("GPU", gpu),
     ];
@@ -225,7 +228,7 @@ fn summary_table(out: &mut String, report: &Report) {
     out.push_str("</table>");
 }
 
-fn figure(out: &mut String, svg: &str) {
+pub(super) fn figure(out: &mut String, svg: &str) {
     out.push_str("<div class=\"figure\">");
     out.push_str(svg);
     out.push_str("</div>");

@@ -13,6 +13,7 @@ pub mod chrome_trace;
 pub mod compare;
 mod format;
 pub mod github_bench;
+pub mod history;
 pub mod html;
 pub mod paired;
 pub mod pr_markdown;

@@ -19,13 +19,13 @@ pub fn render_environment(report: &Report) -> String {
         )
     };
     format!(
-        "{} {} ({}) on {}: {}, {} cores, {}; engine {}\n{gpu}\n",
+        "{} {} ({}) on {}: {}, {}, {}; engine {}\n{gpu}\n",
         report.tool.name,
         report.tool.version,
         report.tool.git_commit,
         e.host,
         e.cpu_model,
-        e.cores,
+        crate::units::count(e.cores, "core"),
         human_bytes(e.memory_bytes),
         e.engine
     )
@@ -34,10 +34,10 @@ pub fn render_environment(report: &Report) -> String {
 /// What `parbench devices` prints.
 pub fn render_devices(e: &crate::report::Environment) -> String {
     let mut out = format!(
-        "cpu     {}: {} cores available to this process, {} of memory\n        \
+        "cpu     {}: {} available to this process, {} of memory\n        \
          CPU devices (cpu:0, cpu:1, ...) split these cores between them; --cpu-threads sets the share\n",
         e.cpu_model,
-        e.cores,
+        crate::units::count(e.cores, "core"),
         human_bytes(e.memory_bytes)
     );
     let g = &e.gpu;

@@ -198,10 +198,13 @@ impl fmt::Display for RunState {
                 r.mean, r.max
             ));
         }
-        let threads = self
-            .engine_threads
-            .map_or(String::new(), |t| format!("{t} engine threads on "));
-        parts.push(format!("{threads}{} cores", self.cores));
+        let threads = self.engine_threads.map_or(String::new(), |t| {
+            format!("{} on ", crate::units::count(t, "engine thread"))
+        });
+        parts.push(format!(
+            "{threads}{}",
+            crate::units::count(self.cores, "core")
+        ));
         if let Some(q) = self.cgroup_cpus {
             parts.push(format!("cgroup quota {q:.2} CPUs"));
         }

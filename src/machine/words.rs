@@ -16,7 +16,7 @@ impl Limits {
                     "{} per core, {} on {} ({})",
                     human_gflops(f.per_core_gflops),
                     human_gflops(f.all_cores_gflops),
-                    cores(f.cores),
+                    crate::units::count(f.cores, "core"),
                     f.unit.as_str()
                 )
             }),
@@ -37,14 +37,6 @@ fn line<T>(what: &str, probe: &Probe<T>, words: impl Fn(&T) -> String) -> String
     match probe {
         Probe::Measured(v) => format!("{what}: {}", words(v)),
         Probe::NotMeasured(why) => format!("{what}: not measured ({why})"),
-    }
-}
-
-fn cores(n: usize) -> String {
-    if n == 1 {
-        "1 core".into()
-    } else {
-        format!("{n} cores")
     }
 }
 

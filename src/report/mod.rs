@@ -13,6 +13,7 @@ pub mod coverage;
 mod duplicates;
 pub mod environment;
 pub mod figure;
+pub mod history;
 pub mod lesson;
 pub mod paired;
 pub mod provenance;

@@ -165,3 +165,40 @@ fn ab_refuses_what_it_cannot_run() {
         "{stderr}"
     );
 }
+
+/// `git args` in `dir`, which must succeed.
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+#[test]
+fn ab_refuses_a_dirty_head_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    let suite = "[[run]]\nscenario = \"async\"\nparams = { iterations = 50 }\n";
+    std::fs::write(repo.join("one.toml"), suite).unwrap();
+    git_in(repo, &["init", "--quiet"]);
+    git_in(repo, &["add", "one.toml"]);
+    git_in(repo, &["commit", "--quiet", "-m", "suite"]);
+    std::fs::write(repo.join("one.toml"), format!("{suite}# changed\n")).unwrap();
+    let out = parbench()
+        .current_dir(repo)
+        .args(["ab", "HEAD", "HEAD", "one.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("uncommitted changes") && stderr.contains("--allow-dirty"),
+        "{stderr}"
+    );
+}

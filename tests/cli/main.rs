@@ -18,6 +18,8 @@ mod duplicates;
 mod export;
 mod gpu_memory;
 mod journal;
+mod history;
+mod mpi_launch;
 mod output;
 mod plot;
 mod report_html;

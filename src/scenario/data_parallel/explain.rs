@@ -39,10 +39,9 @@ pub fn explain(f: &Figures) -> Explained {
         let mut s = format!("{}: {}", v.name.name(), rate(v.samples_per_second));
         if let (Some(e), Some(b)) = (v.scaling_efficiency, base) {
             s += &format!(
-                ", a scaling efficiency of {:.2} ({} {} against {} × {} on one)",
+                ", a scaling efficiency of {:.2} ({} against {} × {} on one)",
                 e,
-                f.devices,
-                f.participants.word(),
+                crate::units::count(f.devices, f.participants.noun()),
                 f.devices,
                 rate(b.samples_per_second)
             );

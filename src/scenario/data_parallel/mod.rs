@@ -182,11 +182,11 @@ pub enum Participants {
 }
 
 impl Participants {
-    /// The word the explanation uses ("2 devices").
-    pub fn word(self) -> &'static str {
+    /// The noun the explanation counts them with ("device": "1 device", "2 devices").
+    pub fn noun(self) -> &'static str {
         match self {
-            Participants::Devices => "devices",
-            Participants::Ranks => "ranks",
+            Participants::Devices => "device",
+            Participants::Ranks => "rank",
         }
     }
 

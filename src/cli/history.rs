@@ -1,0 +1,36 @@
+//! `parbench history DIR`: every report of a folder (or a file of reports, one per line) over
+//! time, as one HTML page with a chart per entry, or the steps flagged in it as Markdown.
+
+use super::args::{HistoryArgs, HistoryFormat};
+use super::error::CliError;
+use super::output::{check_output_path, stdout};
+use super::pages::write_page;
+use crate::export::history::{markdown, page, Analysed};
+use crate::report::history::{Detector, History};
+
+pub(super) fn run_history(args: HistoryArgs) -> Result<(), CliError> {
+    if let Some(out) = &args.output {
+        check_output_path(out)?;
+    }
+    let history = History::load(&args.reports).map_err(|e| CliError::Usage(e.to_string()))?;
+    for s in &history.skipped {
+        note!("history: skipped {}: {}", s.name, s.reason);
+    }
+    let detector = Detector {
+        threshold: args.threshold,
+        min_window: usize::try_from(args.min_window).unwrap_or(usize::MAX),
+    };
+    let analysed = Analysed::new(&history, detector);
+    let text = match args.format {
+        HistoryFormat::Html => page(&analysed, &args.reports.display().to_string()),
+        HistoryFormat::Markdown => markdown(&analysed),
+    };
+    match &args.output {
+        Some(out) => {
+            write_page(out, &text)?;
+            note!("wrote {}", out.display());
+        }
+        None => stdout(&text)?,
+    }
+    Ok(())
+}
