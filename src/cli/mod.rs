@@ -25,6 +25,7 @@ macro_rules! note {
 mod ab;
 mod args;
 mod check;
+mod closed_stdout;
 mod commands;
 mod error;
 mod help;
