@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use super::args::{AbArgs, CompareFormat};
 use super::error::CliError;
-use super::output::{check_output_path, stdout};
+use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
 use crate::report::paired::{self, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
-use crate::report::{write_atomic, Report};
+use crate::report::Report;
 use crate::scenario::suite;
 
 /// The suite `ab` runs when none is named: small, fast, many samples.
@@ -186,7 +186,7 @@ fn finish(
 ) -> Result<(), CliError> {
     let json = render::render_json(results, args.threshold, settings, sides);
     if let Some(out) = &args.output {
-        write_atomic(out, json.as_bytes())?;
+        write_output(out, &json)?;
     }
     stdout(&match args.format {
         CompareFormat::Json => json,

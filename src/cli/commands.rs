@@ -12,14 +12,14 @@ use super::args::{Cli, Command, CompareFormat};
 use super::check::{clap_parse, help_command};
 use super::error::CliError;
 use super::help::scenarios_help;
-use super::output::{check_output_path, stdout};
+use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages::{completions, run_report};
 use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJournalArgs};
 use crate::device;
 use crate::engine::Mode;
 use crate::export::{self, table, Exporter};
 use crate::report::comparison::Comparison;
-use crate::report::{compare, write_atomic, Environment};
+use crate::report::{compare, Environment};
 use crate::scenario::suite;
 
 /// Parse `args` (the program name first) and run the command they name.
@@ -31,7 +31,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     // Before anything probes the GPU: the probe opens the selected ordinal.
     device::gpu_ordinal::select(cli.gpu).map_err(|e| CliError::Usage(e.to_string()))?;
     match cli.command {
-        Command::List => stdout(&scenarios_help()).map_err(CliError::from),
+        Command::List => stdout(&scenarios_help()),
         Command::Devices { json, probe } => devices(json, probe),
         Command::All { common, journal } => {
             let name = "scenarios/default.toml (built in)";
@@ -138,8 +138,8 @@ fn plot(report: &Path, output: Option<PathBuf>) -> Result<(), CliError> {
     let svg = export::Svg.render(&doc)?;
     let out = output.unwrap_or_else(|| report.with_extension("svg"));
     check_output_path(&out)?;
-    write_atomic(&out, svg.as_bytes())?;
-    note!("wrote {}", out.display());
+    write_output(&out, &svg)?;
+    note!("wrote {}", output_name(&out));
     let skipped = export::svg::left_out(&doc);
     if !skipped.is_empty() {
         note!(
@@ -151,15 +151,30 @@ fn plot(report: &Path, output: Option<PathBuf>) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `parbench export REPORT --format F [-o FILE]`.
-fn export(report: &Path, format: export::Format, output: Option<PathBuf>) -> Result<(), CliError> {
-    let report = compare::load(report)?;
+/// `parbench export REPORT --format F [-o FILE]`; a report of no runs is refused, as `plot`
+/// refuses it, rather than exported as nothing.
+fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Result<(), CliError> {
+    let report = compare::load(path)?;
+    if report.runs.is_empty() {
+        return Err(
+            export::ExportError(format!("{} has no runs to export", path.display())).into(),
+        );
+    }
+    // An entry twice would be two rows or benchmarks of one name, which a tracker merges.
+    let repeated = report.duplicate_entries();
+    if !repeated.is_empty() {
+        return Err(compare::CompareError::Duplicates {
+            path: path.display().to_string(),
+            entries: repeated,
+        }
+        .into());
+    }
     if let Some(path) = &output {
         check_output_path(path)?;
     }
     let text = format.exporter().render(&report)?;
     match output {
-        Some(path) => write_atomic(&path, text.as_bytes())?,
+        Some(path) => write_output(&path, &text)?,
         None => stdout(&text)?,
     }
     Ok(())

@@ -3,10 +3,10 @@
 //! chosen.
 //!
 //! - 0: success (and `--help`, `--version`);
-//! - 1: something failed while running: a correctness check, a scenario, writing stdout; or
-//!   `compare`/`ab` found a regression;
+//! - 1: something failed while running: a correctness check, a scenario; or `compare`/`ab`
+//!   found a regression;
 //! - 2: what the user asked for cannot be done as asked: the command line, an input file, an
-//!   output path, a scenario's parameters;
+//!   output path or a stdout that cannot be written, a scenario's parameters;
 //! - 130: a sweep stopped by its test hook, as an interrupt would.
 //!
 //! Every error is one line on stderr (see [`CliError::line`]), except where the output already
@@ -73,9 +73,13 @@ pub enum CliError {
         "{0} entries on one side only or renamed, and --require-all asks for every entry in both"
     )]
     Incomplete(usize),
-    /// Writing to stdout failed (other than a reader that went away).
+    /// Something other than an output file failed to read or write.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Stdout was closed or refused the output (a full device); a reader that went away is
+    /// not an error.
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
     /// A JSON document could not be written.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
@@ -122,6 +126,7 @@ impl CliError {
             | CliError::Suite(_)
             | CliError::SuiteRead(_)
             | CliError::Journal(_)
+            | CliError::Stdout(_)
             | CliError::Distributed(_) => 2,
             CliError::Scenario(e) if e.is_usage() => 2,
             CliError::Scenario(_)
@@ -173,6 +178,12 @@ mod tests {
         assert_eq!(CliError::Stopped(2).exit_code(), 130);
         let io = std::io::Error::other("disk full");
         assert_eq!(CliError::Io(io).exit_code(), 1);
+        let full = CliError::Stdout(std::io::Error::other("disk full"));
+        assert_eq!(full.exit_code(), 2);
+        assert_eq!(
+            full.line().as_deref(),
+            Some("cannot write to standard output: disk full")
+        );
     }
 
     #[test]

@@ -23,18 +23,19 @@ macro_rules! note {
 }
 
 mod ab;
-mod ab_result;
 mod ab_build;
+mod ab_result;
 mod args;
 mod axes;
 mod check;
+mod closed_stdout;
 mod commands;
 mod error;
 mod eta;
 mod help;
+mod history;
 mod interrupt;
 mod journaling;
-mod history;
 mod launch;
 mod output;
 mod pages;

@@ -1,17 +1,49 @@
-//! Where output goes: stdout that tolerates a closed pipe, and output paths checked before anything runs.
+//! Where output goes: stdout that tolerates a reader that went away, output files (`-` is
+//! stdout), and output paths checked before anything runs.
 
 use std::path::{Path, PathBuf};
 
+use super::closed_stdout::stdout_was_closed;
 use super::error::CliError;
+use crate::report::write_atomic;
 
-/// Write to stdout. A reader that went away (`parbench all | head`) is not an error: the
-/// rest of the output is dropped, and the run still finishes and writes its `-o` file.
-pub(super) fn stdout(text: &str) -> std::io::Result<()> {
+/// Write to stdout, in one piece. A reader that went away (`parbench all | head`) is not an
+/// error: the rest of the output is dropped, and the run still finishes and writes its `-o`
+/// file. A stdout that was closed when the process started, or that refuses the bytes (a full
+/// device), is [`CliError::Stdout`]: the output would be lost.
+pub(super) fn stdout(text: &str) -> Result<(), CliError> {
     use std::io::Write;
+    if stdout_was_closed() {
+        return Err(CliError::Stdout(std::io::Error::other("it is closed")));
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e)),
         _ => Ok(()),
+    }
+}
+
+/// The path `-o -` gives: standard output, not a file named `-`.
+pub(super) fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// Write an output file (`-o`, `--html`, `--trace`): atomically (see
+/// [`write_atomic`]), or to stdout in one piece when the path is `-`.
+pub(super) fn write_output(path: &Path, text: &str) -> Result<(), CliError> {
+    if is_stdout(path) {
+        stdout(text)
+    } else {
+        Ok(write_atomic(path, text.as_bytes())?)
+    }
+}
+
+/// How a note names an output: its path, or `standard output` for `-`.
+pub(super) fn output_name(path: &Path) -> String {
+    if is_stdout(path) {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
     }
 }
 
@@ -19,6 +51,9 @@ pub(super) fn stdout(text: &str) -> std::io::Result<()> {
 /// Missing directories are created (`-o results/today/run.json`), as `mkdir -p` would.
 pub(super) fn check_output_path(path: &Path) -> Result<(), CliError> {
     let fail = |why: &str| CliError::Usage(format!("cannot write {}: {why}", path.display()));
+    if is_stdout(path) {
+        return Ok(());
+    }
     if path.is_dir() {
         return Err(fail("it is a directory"));
     }

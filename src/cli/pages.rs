@@ -7,9 +7,9 @@ use clap::CommandFactory;
 
 use super::args::{scenario_command, Cli};
 use super::error::CliError;
-use super::output::{check_output_path, stdout};
+use super::output::{check_output_path, output_name, stdout, write_output};
 use crate::export;
-use crate::report::{compare, write_atomic};
+use crate::report::compare;
 use crate::scenario;
 
 /// `parbench report RUN.json [NEW.json] [-o FILE]`: one report's page, or two side by side.
@@ -40,13 +40,13 @@ pub(super) fn run_report(
     }
     check_output_path(&out)?;
     write_page(&out, &html)?;
-    note!("wrote {}", out.display());
+    note!("wrote {}", output_name(&out));
     Ok(())
 }
 
-/// Write a page atomically; a failure is the user's output path: exit 2.
+/// Write a page atomically, or to stdout for `-`; a failure is the user's output path: exit 2.
 pub(super) fn write_page(path: &Path, html: &str) -> Result<(), CliError> {
-    Ok(write_atomic(path, html.as_bytes())?)
+    write_output(path, html)
 }
 
 /// The completion script for `shell`, scenarios and their options included.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::interrupt::{self, Signal};
-use crate::report::{write_atomic, Report, RunRecord};
+use crate::report::{Report, RunRecord};
 
 /// The finished part of a run, kept up to date as runs finish.
 pub(super) struct Partial {
@@ -58,10 +58,10 @@ impl Shared {
         let Some(report) = p.interrupted_report(signal) else {
             return;
         };
-        match write_atomic(out, report.to_json().as_bytes()) {
+        match super::output::write_output(out, &report.to_json()) {
             Ok(()) => eprintln!(
                 "wrote {} with the {} finished run(s)",
-                out.display(),
+                super::output::output_name(out),
                 report.runs.len()
             ),
             Err(e) => eprintln!("error: {e}"),

@@ -10,14 +10,14 @@ use super::check;
 use super::error::{CliError, SWEEP_STOP_AFTER};
 use super::eta;
 use super::journaling;
-use super::output::{check_output_path, stdout};
+use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages;
 use super::partial::Shared;
 use super::progress::{progress_bar, style_bar};
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
 use crate::export::{self, table};
-use crate::report::{write_atomic, Environment, Report};
+use crate::report::{Environment, Report};
 use crate::scenario::journal_header::{JournalPlan, SamplingConditions};
 use crate::scenario::{
     suite, support, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
@@ -582,26 +582,26 @@ pub(super) fn finish_report(
         stdout(&report.to_json())?;
     }
     if let Some(out) = &common.output {
-        write_atomic(out, report.to_json().as_bytes())?;
+        write_output(out, &report.to_json())?;
         if !common.quiet {
-            note!("wrote {}", out.display());
+            note!("wrote {}", output_name(out));
         }
     }
     if let Some(path) = &common.html {
         pages::write_page(path, &export::html::page(report))?;
         if !common.quiet {
-            note!("wrote {}", path.display());
+            note!("wrote {}", output_name(path));
         }
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
         let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
         let mut text = serde_json::to_string(&export::chrome_trace::chrome_trace(&traces))?;
         text.push('\n');
-        write_atomic(path, text.as_bytes())?;
+        write_output(path, &text)?;
         if !common.quiet {
             note!(
                 "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-                path.display()
+                output_name(path)
             );
         }
     }

@@ -50,7 +50,7 @@ pub(super) fn parse_threshold(s: &str) -> Result<f64, ValueError> {
 
 /// `--engine`: `threaded` or `naive`.
 pub(super) fn parse_mode(s: &str) -> Result<Mode, ValueError> {
-    Ok(s.parse()?)
+    Ok(Mode::from_setting(s)?)
 }
 
 /// A number of seconds (`--min-time`, `--max-time`, `ab --budget`).

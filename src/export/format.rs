@@ -3,12 +3,18 @@
 
 use clap::builder::PossibleValue;
 
-use super::{Exporter, GithubActionBenchmark, Html, Json, Svg, Table};
+use super::{
+    Csv, Exporter, GithubActionBenchmark, GithubActionBenchmarkBigger, Html, Json, Markdown, Svg,
+    Table,
+};
 
 /// An output format of `parbench export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     GithubActionBenchmark,
+    GithubActionBenchmarkBigger,
+    Csv,
+    Markdown,
     Table,
     Svg,
     Html,
@@ -26,8 +32,11 @@ struct Spec {
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 8] = [
         Format::GithubActionBenchmark,
+        Format::GithubActionBenchmarkBigger,
+        Format::Csv,
+        Format::Markdown,
         Format::Table,
         Format::Svg,
         Format::Html,
@@ -40,6 +49,21 @@ impl Format {
                 name: "github-action-benchmark",
                 help: "customSmallerIsBetter JSON for github-action-benchmark",
                 exporter: &GithubActionBenchmark,
+            },
+            Format::GithubActionBenchmarkBigger => Spec {
+                name: "github-action-benchmark-bigger",
+                help: "customBiggerIsBetter JSON: the figures that improve upwards (GFLOP/s, samples/s, speed-ups)",
+                exporter: &GithubActionBenchmarkBigger,
+            },
+            Format::Csv => Spec {
+                name: "csv",
+                help: "CSV: a row per variant (median, CI, p50/p90/p99, n) and per derived figure",
+                exporter: &Csv,
+            },
+            Format::Markdown => Spec {
+                name: "markdown",
+                help: "Markdown: a table per run, its variants and derived figures",
+                exporter: &Markdown,
             },
             Format::Table => Spec {
                 name: "table",

@@ -11,15 +11,19 @@
 pub mod chart;
 pub mod chrome_trace;
 pub mod compare;
+pub mod csv_rows;
 mod format;
 pub mod github_bench;
 pub mod history;
 pub mod html;
+pub mod markdown;
 pub mod paired;
 pub mod pr_markdown;
+pub mod significant;
 pub mod summary;
 pub mod svg;
 pub mod table;
+pub mod unit_symbol;
 
 pub use format::Format;
 
@@ -42,6 +46,12 @@ pub struct Json;
 pub struct Table;
 /// github-action-benchmark's `customSmallerIsBetter` entries.
 pub struct GithubActionBenchmark;
+/// github-action-benchmark's `customBiggerIsBetter` entries: the figures that improve upwards.
+pub struct GithubActionBenchmarkBigger;
+/// One CSV row per variant and per derived figure.
+pub struct Csv;
+/// A Markdown table per run.
+pub struct Markdown;
 /// An SVG chart of every run's variants (or loss curves).
 pub struct Svg;
 /// A self-contained HTML page: every run's tables, checks and figures.
@@ -59,14 +69,37 @@ impl Exporter for Table {
     }
 }
 
+/// `value` as pretty JSON text ending in a newline.
+fn pretty(value: &serde_json::Value) -> Result<String, ExportError> {
+    serde_json::to_string_pretty(value)
+        .map(|mut text| {
+            text.push('\n');
+            text
+        })
+        .map_err(|e| ExportError(e.to_string()))
+}
+
 impl Exporter for GithubActionBenchmark {
     fn render(&self, report: &Report) -> Result<String, ExportError> {
-        serde_json::to_string_pretty(&github_bench::entries(report))
-            .map(|mut text| {
-                text.push('\n');
-                text
-            })
-            .map_err(|e| ExportError(e.to_string()))
+        pretty(&github_bench::entries(report))
+    }
+}
+
+impl Exporter for GithubActionBenchmarkBigger {
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        pretty(&github_bench::bigger_entries(report))
+    }
+}
+
+impl Exporter for Csv {
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        csv_rows::render(report)
+    }
+}
+
+impl Exporter for Markdown {
+    fn render(&self, report: &Report) -> Result<String, ExportError> {
+        Ok(markdown::render(report))
     }
 }
 

@@ -280,7 +280,8 @@ pub fn render_sweep_summary(report: &Report) -> String {
     out
 }
 
-fn compact(v: &Value) -> String {
+/// A parameter's value as the table shows it: a string without quotes, a shape as `1000x1000`.
+pub(super) fn compact(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(compact).collect::<Vec<_>>().join("x"),

@@ -6,7 +6,6 @@
 //! directory (same filesystem, so `rename` is atomic), are fsynced, and the temporary file is
 //! renamed over the target: a reader sees either the old file or the whole new one, never a mix.
 
-use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -45,8 +44,9 @@ impl AtomicWriteError {
 /// Makes temporary names unique among the writes of this process (the pid separates processes).
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Replaces the contents of `path` with `bytes` atomically: via `.{filename}.tmp.{pid}.{counter}`
-/// in the same directory, fsynced, then renamed over `path`.
+/// Replaces the contents of `path` with `bytes` atomically: via `.pb-{pid}-{counter}.tmp` in the
+/// same directory, fsynced, then renamed over `path`. The temporary name does not contain the
+/// target's, so a target whose name is at the file-name limit (255 bytes) is written too.
 ///
 /// On failure the temporary file is removed and `path` is as it was (absent, or the old
 /// contents). The directory must exist; it is not created. When `path` already is a file, the
@@ -66,23 +66,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
             reason,
         });
     }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| AtomicWriteError::NoFileName {
+    if path.file_name().is_none() {
+        return Err(AtomicWriteError::NoFileName {
             path: path.to_path_buf(),
-        })?;
+        });
+    }
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let mut temp_name = OsString::from(".");
-    temp_name.push(file_name);
-    temp_name.push(format!(
-        ".tmp.{}.{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let temp = dir.join(temp_name);
+    let temp = dir.join(temp_name());
 
     replace_via_temp(&temp, path, bytes).map_err(|reason| AtomicWriteError::Io {
         path: path.to_path_buf(),
@@ -90,6 +83,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     })?;
     sync_dir(dir);
     Ok(())
+}
+
+/// A temporary file name unique among this process's writes (the pid separates processes),
+/// short whatever the target's name: `.pb-{pid}-{counter}.tmp`.
+fn temp_name() -> String {
+    format!(
+        ".pb-{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// True when `path` must be written in place rather than replaced: it exists and is not a
@@ -178,6 +181,17 @@ mod tests {
         write_atomic(&path, b"{\"ok\": true}\n").expect("write");
         assert_eq!(fs::read(&path).expect("read"), b"{\"ok\": true}\n");
         assert_eq!(entries(dir.path()), ["report.json"]);
+    }
+
+    #[test]
+    fn a_name_at_the_file_name_limit_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for len in [243, 250, 255] {
+            let path = dir.path().join(format!("{}.json", "r".repeat(len - 5)));
+            write_atomic(&path, b"{}").expect("a name of up to 255 bytes is written");
+            assert_eq!(fs::read(&path).expect("read"), b"{}");
+        }
+        assert_eq!(entries(dir.path()).len(), 3, "no temp file left");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::{Better, BookFigure, Figure, FigureSpec, Lesson, Unit, WARNING};
+use crate::harness::stats::Percentiles;
 use crate::harness::Summary;
 use crate::machine::{BusyReason, RunState};
 
@@ -308,6 +309,12 @@ impl VariantRecord {
     pub fn median_display(&self) -> String {
         crate::units::human_time(self.summary.median_s)
     }
+
+    /// The 50th, 90th and 99th percentiles of the samples; the JSON writes them as `p50_s`,
+    /// `p90_s`, `p99_s`. `None` when a sample is not finite.
+    pub fn percentiles(&self) -> Option<Percentiles> {
+        Percentiles::of(&self.summary.samples_s)
+    }
 }
 
 /// A [`VariantRecord`] as the JSON writes it: its fields, and `median_display`.
@@ -319,6 +326,8 @@ struct VariantRecordJson<'a> {
     #[serde(flatten)]
     summary: &'a Summary,
     median_display: String,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    percentiles: Option<Percentiles>,
 }
 
 impl Serialize for VariantRecord {
@@ -334,6 +343,7 @@ impl Serialize for VariantRecord {
             label: label.as_deref(),
             summary,
             median_display: self.median_display(),
+            percentiles: self.percentiles(),
         }
         .serialize(serializer)
     }

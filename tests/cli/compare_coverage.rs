@@ -102,6 +102,13 @@ fn a_report_holding_an_entry_twice_is_refused_naming_it() {
             "twice.json holds async[",
         );
     }
+    // Exported, the copies would be two rows or benchmarks of one name.
+    for format in ["csv", "github-action-benchmark"] {
+        assert_usage_error(
+            &["export", twice.to_str().unwrap(), "--format", format],
+            "twice.json holds async[",
+        );
+    }
 }
 
 #[test]

@@ -8,9 +8,11 @@
 //! the same reason: it assumes no normality.
 
 mod bootstrap;
+mod percentiles;
 mod rank_tests;
 mod summary;
 
 pub use bootstrap::bootstrap_median_ci95;
+pub use percentiles::Percentiles;
 pub use rank_tests::{mann_whitney_p, mann_whitney_u, wilcoxon_signed_rank_p, MannWhitney};
 pub use summary::{median, quantile, Summary};

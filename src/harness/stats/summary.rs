@@ -109,7 +109,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Sorted copy of `xs`, or `None` if it is empty or has a non-finite value.
-fn sorted_finite(xs: &[f64]) -> Option<Vec<f64>> {
+pub(super) fn sorted_finite(xs: &[f64]) -> Option<Vec<f64>> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;
     }

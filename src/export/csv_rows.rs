@@ -1,0 +1,227 @@
+//! A report as CSV, one row per measured thing, for pandas, a spreadsheet or a dashboard:
+//! a row per variant of each run (`kind` `variant`: its median, the median's 95% interval,
+//! percentiles and sample count) and a row per derived figure (`kind` `derived`: its value,
+//! unit and direction). Written with the `csv` crate, so quoting follows RFC 4180.
+//!
+//! Every numeric cell is a plain decimal rounded to [`significant::DIGITS`] digits; a value a
+//! row does not have is an empty cell, which pandas reads as NaN.
+
+use super::significant;
+use super::table::compact;
+use super::unit_symbol::{better_word, unit_symbol};
+use super::ExportError;
+use crate::report::{Report, RunRecord, VariantRecord};
+use serde::Serialize;
+
+/// The columns, in order (the header row).
+pub const COLUMNS: [&str; 14] = [
+    "scenario",
+    "parameters",
+    "kind",
+    "name",
+    "value",
+    "unit",
+    "better",
+    "median_s",
+    "ci_low_s",
+    "ci_high_s",
+    "p50_s",
+    "p90_s",
+    "p99_s",
+    "n",
+];
+
+/// What a row describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// One timed variant of a run.
+    Variant,
+    /// One derived figure of a run (a speed-up, GFLOP/s, an efficiency).
+    Derived,
+}
+
+/// A number as the CSV writes it: rounded, plain, or an empty cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Number(pub Option<f64>);
+
+impl Serialize for Number {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // As text: the csv crate writes an f64 in ryu's shortest form, which uses an exponent
+        // for small values (`1.5e-9`).
+        serializer.serialize_str(&self.0.and_then(significant::plain).unwrap_or_default())
+    }
+}
+
+/// One row of the CSV; its fields are [`COLUMNS`], in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    /// The run's parameters as `key=value` pairs sorted by key, joined by `;`.
+    pub parameters: String,
+    pub kind: Kind,
+    /// The variant's or the derived figure's name.
+    pub name: String,
+    /// The variant's median (seconds) or the figure's value (in `unit`).
+    pub value: Number,
+    pub unit: &'static str,
+    /// `higher`, `lower`, or empty for a figure with no better direction.
+    pub better: &'static str,
+    pub median_s: Number,
+    pub ci_low_s: Number,
+    pub ci_high_s: Number,
+    pub p50_s: Number,
+    pub p90_s: Number,
+    pub p99_s: Number,
+    /// The number of samples (a variant), empty for a derived figure.
+    pub n: Option<usize>,
+}
+
+/// The run's parameters as one stable cell: `key=value` sorted by key, joined by `;`; each
+/// value as the table shows it (a string without quotes, a shape as `1000x1000`).
+pub fn parameters(run: &RunRecord) -> String {
+    let mut pairs: Vec<String> = run
+        .parameters
+        .iter()
+        .map(|(k, v)| format!("{k}={}", compact(v)))
+        .collect();
+    pairs.sort();
+    pairs.join(";")
+}
+
+fn variant_row(run: &RunRecord, params: &str, v: &VariantRecord) -> Row {
+    let s = &v.summary;
+    let p = v.percentiles();
+    Row {
+        scenario: run.scenario.clone(),
+        parameters: params.to_string(),
+        kind: Kind::Variant,
+        name: v.name.clone(),
+        value: Number(Some(s.median_s)),
+        unit: "s",
+        better: "lower",
+        median_s: Number(Some(s.median_s)),
+        ci_low_s: Number(Some(s.ci95_s[0])),
+        ci_high_s: Number(Some(s.ci95_s[1])),
+        p50_s: Number(p.map(|p| p.p50_s)),
+        p90_s: Number(p.map(|p| p.p90_s)),
+        p99_s: Number(p.map(|p| p.p99_s)),
+        n: Some(s.samples_s.len()),
+    }
+}
+
+/// The rows of a report: each run's variants, then its derived figures that are finite
+/// numbers (a series, such as a loss curve, stays in the JSON).
+pub fn rows(report: &Report) -> Vec<Row> {
+    let mut out = Vec::new();
+    for run in &report.runs {
+        let params = parameters(run);
+        out.extend(run.variants.iter().map(|v| variant_row(run, &params, v)));
+        for (key, value) in &run.derived {
+            let Some(v) = value.as_f64().filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let figure = run.figure(key);
+            out.push(Row {
+                scenario: run.scenario.clone(),
+                parameters: params.clone(),
+                kind: Kind::Derived,
+                name: key.clone(),
+                value: Number(Some(v)),
+                unit: unit_symbol(figure.unit),
+                better: better_word(figure.better),
+                median_s: Number(None),
+                ci_low_s: Number(None),
+                ci_high_s: Number(None),
+                p50_s: Number(None),
+                p90_s: Number(None),
+                p99_s: Number(None),
+                n: None,
+            });
+        }
+    }
+    out
+}
+
+/// The report as CSV text: the header, then [`rows`].
+pub fn render(report: &Report) -> Result<String, ExportError> {
+    let fail = |e: &dyn std::fmt::Display| ExportError(format!("cannot write the CSV: {e}"));
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    // The header by hand: a report of no runs still has its columns.
+    writer.write_record(COLUMNS).map_err(|e| fail(&e))?;
+    for row in rows(report) {
+        writer.serialize(row).map_err(|e| fail(&e))?;
+    }
+    let bytes = writer.into_inner().map_err(|e| fail(&e))?;
+    String::from_utf8(bytes).map_err(|e| fail(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Better, Figure, Unit};
+    use serde_json::Value;
+
+    fn report() -> Report {
+        let mut params = serde_json::Map::new();
+        params.insert("size".into(), Value::from(64));
+        params.insert("device".into(), Value::from("cpu"));
+        let mut run = RunRecord::new("matmul", params, vec![]);
+        run.add_variants(
+            vec!["a".into(), "b, quoted".into()],
+            vec![
+                crate::harness::Summary::from_samples(&[0.1, 0.2, 0.30000000000000004, 0.4])
+                    .expect("samples"),
+                crate::harness::Summary::from_samples(&[1.5e-9; 3]).expect("samples"),
+            ],
+            [None, None],
+        );
+        run.derive_as(
+            "gflops",
+            12.345678901,
+            Figure::new(Unit::Gflops, Better::Higher),
+        );
+        run.derive_series("loss_curve", serde_json::json!([[0, 1.0]]));
+        Report::new(
+            crate::report::Environment::capture(
+                crate::engine::Mode::Threaded,
+                crate::report::GpuInfo::unavailable("test"),
+            ),
+            vec![run],
+        )
+    }
+
+    #[test]
+    fn a_row_per_variant_and_per_numeric_figure_read_back_by_the_csv_crate() {
+        let text = render(&report()).expect("csv");
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(reader.headers().expect("header"), COLUMNS.as_slice());
+        let records: Vec<csv::StringRecord> =
+            reader.records().collect::<Result<_, _>>().expect("rows");
+        assert_eq!(records.len(), 3, "{text}");
+        assert_eq!(&records[0][1], "device=cpu;size=64");
+        assert_eq!(&records[0][2], "variant");
+        assert_eq!(&records[0][4], "0.25", "{text}");
+        assert_eq!(&records[1][3], "b, quoted");
+        assert_eq!(&records[1][4], "0.0000000015", "a plain decimal: {text}");
+        assert_eq!(&records[1][13], "3");
+        let gflops = &records[2];
+        assert_eq!(
+            (&gflops[2], &gflops[3], &gflops[4], &gflops[5], &gflops[6]),
+            ("derived", "gflops", "12.3457", "GFLOP/s", "higher")
+        );
+        assert_eq!(&gflops[7], "", "no timing for a derived figure");
+    }
+
+    #[test]
+    fn an_empty_report_is_its_header() {
+        let mut empty = report();
+        empty.runs.clear();
+        assert_eq!(
+            render(&empty).expect("csv"),
+            format!("{}\n", COLUMNS.join(","))
+        );
+    }
+}
