@@ -221,30 +221,8 @@ fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, Figure, GpuInfo, Unit};
-
-    fn run(scenario: &str, params: &[(&str, u64)], variants: &[&str]) -> RunRecord {
-        let params = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), Value::from(*v)))
-            .collect();
-        let mut run = RunRecord::new(scenario, params, vec![]);
-        let summary = crate::harness::Summary::from_samples(&[1.0; 3]).expect("samples");
-        run.add_variants(
-            variants.iter().map(|v| v.to_string()).collect(),
-            vec![summary; variants.len()],
-            variants.iter().map(|_| None),
-        );
-        run
-    }
-
-    fn report(runs: Vec<RunRecord>) -> Report {
-        let env = Environment::capture_without_limits(
-            crate::engine::Mode::Threaded,
-            GpuInfo::unavailable("x"),
-        );
-        Report::new(env, runs)
-    }
+    use crate::report::fixtures::{report, run};
+    use crate::report::{Figure, Unit};
 
     #[test]
     fn identical_reports_cover_everything() {

@@ -45,27 +45,10 @@ fn repeated_variants(run: &RunRecord) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, GpuInfo};
+    use crate::report::fixtures::{self, report};
 
     fn run(size: u64, variants: &[&str]) -> RunRecord {
-        let mut params = serde_json::Map::new();
-        params.insert("size".into(), size.into());
-        let mut run = RunRecord::new("matmul", params, vec![]);
-        let summary = crate::harness::Summary::from_samples(&[1.0; 3]).expect("samples");
-        run.add_variants(
-            variants.iter().map(|v| v.to_string()).collect(),
-            vec![summary; variants.len()],
-            variants.iter().map(|_| None),
-        );
-        run
-    }
-
-    fn report(runs: Vec<RunRecord>) -> Report {
-        let env = Environment::capture_without_limits(
-            crate::engine::Mode::Threaded,
-            GpuInfo::unavailable("x"),
-        );
-        Report::new(env, runs)
+        fixtures::run("matmul", &[("size", size)], variants)
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub mod coverage;
 mod duplicates;
 pub mod environment;
 pub mod figure;
+#[cfg(test)]
+mod fixtures;
 pub mod history;
 pub mod lesson;
 pub mod paired;
