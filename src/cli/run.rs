@@ -616,6 +616,8 @@ pub(super) fn finish_report(
 /// the engine mode.
 impl CommonArgs {
     fn context(&self) -> RunContext {
+        // Before the environment is captured: the GPU's limits are probed within the cap.
+        crate::device::gpu_limits::keep_within(self.gpu_memory_fraction);
         let progress = self.shows_progress().then(|| progress_bar(None));
         RunContext {
             runtime: RuntimeOptions {

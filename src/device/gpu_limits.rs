@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::MemoryFraction;
 use crate::machine::Probe;
 use crate::units::{human_bytes, human_gbytes_per_s, human_time};
 
@@ -72,6 +73,15 @@ pub fn probe_lines(probe: &Probe<GpuLimits>) -> Vec<String> {
     }
 }
 
+static MEMORY_CAP: OnceLock<Option<MemoryFraction>> = OnceLock::new();
+
+/// The `--gpu-memory-fraction` this process runs under: the limits' probe stays within it too
+/// (an allocation past it fails the probe, which then says so). Set before [`gpu_limits`] is
+/// first called; later calls change nothing.
+pub fn keep_within(cap: Option<MemoryFraction>) {
+    let _ = MEMORY_CAP.set(cap);
+}
+
 /// This process's GPU limits: measured on the first call where a GPU is usable, the same
 /// answer after; `None` where there is no usable GPU.
 pub fn gpu_limits() -> Option<&'static Probe<GpuLimits>> {
@@ -84,9 +94,10 @@ fn measure() -> Option<Probe<GpuLimits>> {
     if !super::cuda::probe().available {
         return None;
     }
+    let cap = MEMORY_CAP.get().copied().flatten();
     Some(Probe::from_result(
         "the GPU probe",
-        super::cuda::measure_limits(),
+        super::cuda::measure_limits(cap),
     ))
 }
 

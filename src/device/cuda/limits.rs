@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaSlice;
 
 use super::timing::GpuTimer;
-use super::{CudaDevice, GpuError, GpuOrder};
+use super::{CudaDevice, GpuError, GpuOrder, MemoryFraction};
 use crate::device::gpu_limits::GpuLimits;
 
 /// Bytes of each copy: past any cache, as PyTorch's and nvbench's bandwidth tests size them.
@@ -21,9 +21,10 @@ const PRODUCTS: u32 = 3;
 const FLOOR_LAUNCHES: u32 = 1000;
 const FLOOR_ROUNDS: usize = 5;
 
-/// Open a device of its own, measure, close it.
-pub fn measure_limits() -> Result<GpuLimits, GpuError> {
-    let device = Arc::new(CudaDevice::open_unplanted(0, GpuOrder::Stream, None)?);
+/// Open a device of its own (within `cap`, the run's `--gpu-memory-fraction`), measure, close
+/// it.
+pub fn measure_limits(cap: Option<MemoryFraction>) -> Result<GpuLimits, GpuError> {
+    let device = Arc::new(CudaDevice::open_unplanted(0, GpuOrder::Stream, cap)?);
     let limits = device.measure_limits();
     device.synchronize()?;
     limits
@@ -146,7 +147,7 @@ mod tests {
     #[test]
     #[ignore = "needs a GPU"]
     fn gpu_limits_are_measured_and_plausible() {
-        let l = measure_limits().expect("the GPU's limits");
+        let l = measure_limits(None).expect("the GPU's limits");
         assert!(
             l.launch_s > 0.0 && l.launch_and_wait_s > l.launch_s,
             "{l:?}"
