@@ -6,6 +6,7 @@
 #                                    (the short commit, "-dirty" if the tree had changes) into
 #                                    target/gpu-check/ (under 60 MiB, checked), nothing else
 #   target/gpu-check/gpu-check.sh [--out DIR] [--archive FILE] [--rounds R] [--sanitizers]
+#                                 [--switch-rounds S]
 #                                    on the GPU machine, no cargo: records the GPU's state
 #                                    (nvidia-smi -q before and after, other compute processes,
 #                                    clocks/power/throttling sampled every 250 ms during the
@@ -21,8 +22,16 @@
 #                                    writes summary.md with each goal's per-round ratios to DIR
 #                                    (default results/gpu/<gpu-name>-<date>-<commit>); with
 #                                    --archive, DIR is also packed into FILE (.tgz) at the
-#                                    end, whether the check passed or not; exits non-zero if
-#                                    any test, check or error path fails
+#                                    end, whether the check passed or not; with
+#                                    --switch-rounds S (default 0: skipped), after the R rounds
+#                                    and still sampled, S rounds of the cheaper-op switches:
+#                                    async and hybridize under each PARBENCH_GPU_OPS setting
+#                                    (none, caching-allocator, lazy-ready-events, one-bind,
+#                                    all), in an order rotated by one each round so no setting
+#                                    always goes first (DIR/switches/round-N/async-SETTING.json,
+#                                    hybridize-SETTING.json; the summary weighs each against
+#                                    none); exits non-zero if any test, check or error path
+#                                    fails
 set -euo pipefail
 
 if [ "${1:-}" = "--build" ]; then
@@ -67,19 +76,24 @@ tests=$here/parbench-lib-tests
   exit 2
 }
 
-dir='' archive='' rounds=5 sanitizers=0
+dir='' archive='' rounds=5 sanitizers=0 switch_rounds=0
 while [ $# -gt 0 ]; do
   case $1 in
     --out) dir=${2:?--out needs a directory}; shift 2 ;;
     --archive) archive=${2:?--archive needs a file}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
     --sanitizers) sanitizers=1; shift ;;
-    *) echo "error: unknown option '$1' (--out DIR, --archive FILE, --rounds R, --sanitizers)" >&2; exit 2 ;;
+    --switch-rounds) switch_rounds=${2:?--switch-rounds needs a number}; shift 2 ;;
+    *) echo "error: unknown option '$1' (--out DIR, --archive FILE, --rounds R, --sanitizers, --switch-rounds S)" >&2; exit 2 ;;
   esac
 done
 case $rounds in
   '' | *[!0-9]* | 0) echo "error: --rounds takes a whole number of at least 1, not '$rounds'" >&2; exit 2 ;;
 esac
+case $switch_rounds in
+  '' | *[!0-9]*) echo "error: --switch-rounds takes a whole number (0: skip them), not '$switch_rounds'" >&2; exit 2 ;;
+esac
+switch_rounds=$((10#$switch_rounds))
 
 gpu=$("$bin" devices --json | python3 -c 'import json, sys
 g = json.load(sys.stdin)["gpu"]
@@ -190,10 +204,16 @@ if [ "$sanitizers" = 1 ]; then
   else
     limit_s=${GPU_CHECK_SANITIZER_TIMEOUT:-900}
     # The limits' plausibility test checks timings, which a sanitizer slows tenfold and more.
-    step sanitizer-memcheck "$sanitizer" --tool memcheck --leak-check full --error-exitcode 99 \
+    # Stream-ordered race tracking: a use of memory after its cuMemFreeAsync, or before its
+    # cuMemAllocAsync, in stream order.
+    step sanitizer-memcheck "$sanitizer" --tool memcheck --leak-check full \
+      --track-stream-ordered-races all --error-exitcode 99 \
       "$tests" --ignored gpu_ --skip gpu_limits_are_measured --test-threads 1
     step sanitizer-initcheck "$sanitizer" --tool initcheck --error-exitcode 99 \
       "$tests" --ignored gpu_ --skip gpu_limits_are_measured --test-threads 1
+    # Shared-memory hazards of the kernels, on the test that runs the most of them.
+    step sanitizer-racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
+      "$tests" --ignored gpu_dependent_chains --test-threads 1
     limit_s=${GPU_CHECK_STEP_TIMEOUT:-300}
   fi
 fi
@@ -255,6 +275,26 @@ for r in $(seq 1 "$rounds"); do
   step "$rd/torch-chapter" python3 "$here/gpu-chapter-torch.py" measure "$dir/$rd/torch-chapter.json"
 done
 [ "$h2d" = 1 ] || not_built run-copy-h2d "parbench help run-copy lists no --direction"
+# The cheaper-op switches, each against the plain path (none) in the same round: every setting
+# once a round, the order rotated by one each round so that no setting always goes first (a
+# drift of the machine within a round lands on a different setting each time). The summary
+# adopts a switch only where it wins in at least 4 of 5 rounds by more than the rounds' spread.
+if [ "$switch_rounds" -gt 0 ]; then
+  if advertises PARBENCH_GPU_OPS; then
+    settings=(none caching-allocator lazy-ready-events one-bind all)
+    for r in $(seq 1 "$switch_rounds"); do
+      rd=switches/round-$r
+      mkdir -p "$dir/$rd"
+      for i in "${!settings[@]}"; do
+        ops=${settings[$(((i + r - 1) % ${#settings[@]}))]}
+        step "$rd/async-$ops" env PARBENCH_GPU_OPS="$ops" "$bin" async --device cuda -o "$dir/$rd/async-$ops.json"
+        step "$rd/hybridize-$ops" env PARBENCH_GPU_OPS="$ops" "$bin" hybridize --device cuda -o "$dir/$rd/hybridize-$ops.json"
+      done
+    done
+  else
+    not_built switch-rounds "neither parbench --help nor devices --json names PARBENCH_GPU_OPS"
+  fi
+fi
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 sampler=

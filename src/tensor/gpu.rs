@@ -12,8 +12,8 @@ use super::gpu_buffer::GpuBuffer;
 use super::storage::{read, write, Storage};
 use super::{Fill, Map, Placement, Tensor};
 use crate::device::cuda::ops::Map as Kernel;
-use crate::device::cuda::GpuError;
 pub(super) use crate::device::cuda::{CudaDevice, GpuOrder, Stream};
+use crate::device::cuda::{DeviceBuffer, GpuError};
 use crate::device::memory::{Allocation, MemTracker};
 use crate::device::Device;
 use crate::engine::{Engine, LaneId, OpError, Var};
@@ -33,9 +33,9 @@ pub(super) fn alloc(
     d: &CudaDevice,
     n: usize,
     mem: &Arc<MemTracker>,
-) -> Result<(CudaSlice<f32>, Allocation), GpuError> {
+) -> Result<(DeviceBuffer, Allocation), GpuError> {
     let counted = mem.clone().track((n as u64).saturating_mul(4));
-    Ok((d.alloc(n)?, counted))
+    Ok((d.alloc_buffer(n)?, counted))
 }
 
 /// A captured graph and every buffer it reads or writes (they must outlive it).
@@ -55,15 +55,9 @@ impl Drop for GraphState {
 /// The buffer, once the work that writes it is enqueued.
 pub(super) fn finish(
     d: &CudaDevice,
-    (slice, counted): (CudaSlice<f32>, Allocation),
+    (slice, counted): (DeviceBuffer, Allocation),
 ) -> Result<Arc<GpuBuffer>, GpuError> {
-    let buffer = Arc::new(GpuBuffer {
-        slice,
-        ready: std::sync::Mutex::new(None),
-        _counted: counted,
-    });
-    buffer.rewritten(d)?;
-    Ok(buffer)
+    Ok(Arc::new(GpuBuffer::written(d, slice, counted)?))
 }
 
 /// Push an op that runs `enqueue` on the lane's worker; whatever `enqueue` returns is kept
@@ -85,6 +79,8 @@ pub(super) fn push<K: Send + 'static>(
         if let Err(e) = dev.bind() {
             return done.complete(Err(OpError::from(e)));
         }
+        // Under `one-bind`, the op's own calls need not bind again.
+        let _bound = dev.op_binding();
         match enqueue(&dev) {
             // Stream order: the compute stream orders what follows, and frees buffers in
             // stream order, so nothing has to be kept alive (see `device::cuda`).
@@ -269,7 +265,7 @@ impl Tensor {
                 let mut slot = write(&dst)?;
                 let from = read(&src).and_then(|s| s.cuda())?;
                 let mut host = d.alloc_pinned(n)?;
-                let ready = from.ready();
+                let ready = from.ready(d)?;
                 d.copy_to_host(&from.slice, ready.as_ref(), &mut host)?;
                 drop(ready);
                 *slot = Storage::Pinned(Arc::new(host));

@@ -10,6 +10,8 @@ use cudarc::curand::CudaRng;
 use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
+use super::block_cache::DeviceBuffer;
+use super::current::{bound_for_op, OpBinding};
 use super::error::GpuError;
 use super::events::CompletionEvent;
 use super::memory::DeviceMemory;
@@ -17,6 +19,7 @@ use super::pinned::{PinnedBuffer, PinnedPool};
 use super::poller::{Pending, Poller};
 use super::probe::{context, probe, quietly};
 use super::{ops, CudaDevice, GpuOrder, MemoryFraction, PoolUsage, SendRng, Stream};
+use crate::device::gpu_ops::GpuOps;
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
@@ -52,7 +55,18 @@ impl CudaDevice {
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
     ) -> Result<CudaDevice, GpuError> {
-        let device = Self::open_unplanted(seed, order, fraction)?;
+        Self::open_tuned(seed, order, fraction, None)
+    }
+
+    /// [`open_capped`](Self::open_capped), with the cheaper ways of issuing an op given by
+    /// `ops` (`None`: as `PARBENCH_GPU_OPS` says, see [`GpuOps::from_env`]).
+    pub fn open_tuned(
+        seed: u64,
+        order: GpuOrder,
+        fraction: Option<MemoryFraction>,
+        ops: Option<GpuOps>,
+    ) -> Result<CudaDevice, GpuError> {
+        let device = Self::open_unplanted(seed, order, fraction, ops)?;
         if super::fault::fault_requested() {
             device.plant_fault()?;
         }
@@ -66,14 +80,19 @@ impl CudaDevice {
         seed: u64,
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
+        ops: Option<GpuOps>,
     ) -> Result<CudaDevice, GpuError> {
+        let ops = match ops {
+            Some(ops) => ops,
+            None => GpuOps::from_env()?,
+        };
         let ctx = context().ok_or_else(|| {
             GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
         })?;
         // Creating a context handle, streams, a module and library handles synchronizes (see
         // `capture_guard`).
         let _outside = super::capture_guard::outside_captures();
-        quietly(|| Self::open_with(ctx, seed, order, fraction)).and_then(|r| r)
+        quietly(|| Self::open_with(ctx, seed, order, fraction, ops)).and_then(|r| r)
     }
 
     fn open_with(
@@ -81,6 +100,7 @@ impl CudaDevice {
         seed: u64,
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
+        ops: GpuOps,
     ) -> Result<CudaDevice, GpuError> {
         // A handle of the device's own on the same primary context: cudarc keeps the error a
         // drop records in the handle, so this device's drops report to this device alone.
@@ -95,7 +115,8 @@ impl CudaDevice {
         let blas = CudaBlas::new(compute.clone()).map_err(GpuError::Blas)?;
         let rng = CudaRng::new(seed, compute.clone())?;
         let kernels = ops::Kernels::load(&ctx)?;
-        let memory = DeviceMemory::create(&ctx, fraction)?;
+        let memory =
+            DeviceMemory::create(&ctx, fraction, ops.caching_allocator.then_some(&compute))?;
         let device = CudaDevice {
             ctx: ctx.clone(),
             compute,
@@ -111,6 +132,7 @@ impl CudaDevice {
             copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())?,
             deferred: Mutex::new(None),
             memory,
+            ops,
         };
         Ok(device)
     }
@@ -118,6 +140,11 @@ impl CudaDevice {
     /// When this device's compute ops complete in the engine.
     pub fn order(&self) -> GpuOrder {
         self.order
+    }
+
+    /// Which cheaper ways of issuing an op are on (`PARBENCH_GPU_OPS`).
+    pub fn ops(&self) -> GpuOps {
+        self.ops
     }
 
     /// Record a ready event after the work enqueued so far on the compute stream (for
@@ -185,10 +212,16 @@ impl CudaDevice {
         self.memory.alloc(&self.compute, &self.compute, len)
     }
 
+    /// [`alloc`](Self::alloc), through the caching allocator when it is on: the buffer of a
+    /// tensor, which goes back to the cache when it is freed.
+    pub fn alloc_buffer(&self, len: usize) -> Result<DeviceBuffer, GpuError> {
+        self.memory.alloc_buffer(&self.compute, len)
+    }
+
     /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same
     /// seed gives the same values.
     pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), GpuError> {
-        self.bind()?;
+        self.bind_in_op()?;
         // cuRAND sets up its states with synchronizing calls after a new seed (see
         // `capture_guard`).
         let _outside = super::capture_guard::outside_captures();
@@ -203,7 +236,7 @@ impl CudaDevice {
 
     /// Fill with a constant, asynchronously on the compute stream (a 32-bit memset).
     pub fn fill(&self, dst: &mut CudaSlice<f32>, value: f32) -> Result<(), GpuError> {
-        self.bind()?;
+        self.bind_in_op()?;
         let len = dst.len();
         let (ptr, _record) = dst.device_ptr_mut(&self.compute);
         // SAFETY: `ptr` addresses `len` f32 (4-byte) elements of a live allocation that this
@@ -239,7 +272,7 @@ impl CudaDevice {
             ldc: ni,
         };
         // cuBLAS does not bind the context itself.
-        self.bind()?;
+        self.bind_in_op()?;
         let mut blas = self
             .blas
             .lock()
@@ -332,7 +365,9 @@ impl CudaDevice {
             Stream::Copy => &self.copy_poller,
         };
         let s = self.stream(stream);
-        let event = self.bind().and_then(|()| Ok(CompletionEvent::record(s)?));
+        let event = self
+            .bind_in_op()
+            .and_then(|()| Ok(CompletionEvent::record(s)?));
         match event {
             Ok(event) => {
                 if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
@@ -357,6 +392,27 @@ impl CudaDevice {
     pub fn bind(&self) -> Result<(), GpuError> {
         self.take_deferred();
         Ok(self.ctx.bind_to_thread()?)
+    }
+
+    /// Inside an op's work: with `one-bind`, nothing when the op bound this context at its
+    /// start ([`op_binding`](Self::op_binding)); else [`bind`](Self::bind).
+    pub(super) fn bind_in_op(&self) -> Result<(), GpuError> {
+        if self.ops.one_bind && bound_for_op(&self.ctx) {
+            return Ok(());
+        }
+        self.bind()
+    }
+
+    /// Whether this thread's op bound this context at its start, under `one-bind`: its
+    /// launches may go straight to the driver.
+    pub(super) fn op_bound(&self) -> bool {
+        self.ops.one_bind && bound_for_op(&self.ctx)
+    }
+
+    /// Call at an op's start, right after [`bind`](Self::bind): under `one-bind`, until the
+    /// guard goes, the op's own calls skip binding the context again.
+    pub(crate) fn op_binding(&self) -> Option<OpBinding> {
+        self.ops.one_bind.then(|| OpBinding::enter(&self.ctx))
     }
 
     fn take_deferred(&self) {

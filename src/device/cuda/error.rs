@@ -87,6 +87,9 @@ pub enum GpuError {
     /// A timer read without a start and a stop recorded since its last reading.
     #[error("the GPU timer was read without a start and a stop recorded since its last reading")]
     TimerIdle,
+    /// `PARBENCH_GPU_OPS` names no switch.
+    #[error(transparent)]
+    Setting(#[from] crate::device::gpu_ops::UnknownGpuOp),
     /// A measurement that gave no finite time; names it.
     #[error("{0} gave no finite time")]
     NoTime(&'static str),

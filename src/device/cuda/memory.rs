@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
+use super::block_cache::{size_class, BlockCache, DeviceBuffer};
 use super::error::GpuError;
 use super::MemoryFraction;
 
@@ -82,6 +83,8 @@ pub(super) struct DeviceMemory {
     fraction: Option<MemoryFraction>,
     /// `fraction` of the device's total memory, in bytes.
     cap: Option<u64>,
+    /// The caching allocator's blocks, when it is on (`block_cache`).
+    cache: Option<Arc<BlockCache>>,
 }
 
 // SAFETY: a CUmemoryPool is a driver handle, usable from any thread (the driver serializes
@@ -95,9 +98,12 @@ impl DeviceMemory {
     /// device's memory, and keeping freed memory cached up to the cap (all of it without one):
     /// otherwise each op after a synchronization maps fresh memory, which costs more than the
     /// op (PyTorch's caching allocator keeps it too).
+    /// With `cache_on`, freed compute-stream buffers are cached on that stream (the caching
+    /// allocator).
     pub(super) fn create(
         ctx: &Arc<CudaContext>,
         fraction: Option<MemoryFraction>,
+        cache_on: Option<&Arc<CudaStream>>,
     ) -> Result<DeviceMemory, GpuError> {
         let supported =
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
@@ -132,6 +138,7 @@ impl DeviceMemory {
             pool,
             fraction,
             cap,
+            cache: cache_on.map(|s| Arc::new(BlockCache::new(s.clone()))),
         };
         let mut threshold: u64 = cap.unwrap_or(u64::MAX);
         // SAFETY: the release threshold is a u64 (CUDA's documented type), passed by pointer,
@@ -157,6 +164,12 @@ impl DeviceMemory {
         self.cap
     }
 
+    /// Bytes the caching allocator holds (0 without it).
+    #[cfg(test)]
+    pub(super) fn cache_bytes(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| c.bytes())
+    }
+
     fn attribute(&self, attr: sys::CUmemPool_attribute) -> Result<u64, GpuError> {
         let mut value: u64 = 0;
         // SAFETY: the four usage attributes are u64 values (cuuint64_t) the driver writes
@@ -166,8 +179,19 @@ impl DeviceMemory {
         Ok(value)
     }
 
-    /// What the pool holds now, and its high-water marks.
+    /// What parbench holds now, and its high-water marks: the pool's figures, with the caching
+    /// allocator's blocks counted as reserved but not used (its high-water marks are the
+    /// pool's, which count a cached block as used).
     pub(super) fn usage(&self) -> Result<PoolUsage, GpuError> {
+        let mut usage = self.pool_usage()?;
+        if let Some(cache) = &self.cache {
+            usage.used = usage.used.saturating_sub(cache.bytes());
+        }
+        Ok(usage)
+    }
+
+    /// What the pool holds now, and its high-water marks.
+    fn pool_usage(&self) -> Result<PoolUsage, GpuError> {
         use sys::CUmemPool_attribute::*;
         Ok(PoolUsage {
             reserved: self.attribute(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
@@ -223,7 +247,12 @@ impl DeviceMemory {
         // recorded on the context (see `current`).
         super::make_current(&self.ctx);
         if let Some(cap) = self.cap {
-            check_cap(bytes, self.usage()?, self.driver_free().unwrap_or(0), cap)?;
+            check_cap(
+                bytes,
+                self.pool_usage()?,
+                self.driver_free().unwrap_or(0),
+                cap,
+            )?;
         }
         let mut ptr: sys::CUdeviceptr = 0;
         // An empty buffer still gets a distinct (minimal) allocation: a zero-byte request is
@@ -238,10 +267,59 @@ impl DeviceMemory {
         // tracking is off, so the upgrade creates no events (and cannot panic).
         Ok(unsafe { owner.upgrade_device_ptr(ptr, len) })
     }
+
+    /// A buffer of `len` f32 on `stream` (allocated in its order and owned by it): with the
+    /// caching allocator, a cached block of its size class when there is one, else a new one
+    /// of the class's size, tried again after the cache is given back when the pool or the
+    /// cap has no room; without it, [`alloc`](Self::alloc)'s buffer.
+    pub(super) fn alloc_buffer(
+        &self,
+        stream: &Arc<CudaStream>,
+        len: usize,
+    ) -> Result<DeviceBuffer, GpuError> {
+        let Some(cache) = &self.cache else {
+            return Ok(DeviceBuffer::plain(self.alloc(stream, stream, len)?));
+        };
+        let class = size_class(f32_bytes(len)?);
+        if let Some(ptr) = cache.take(class) {
+            // SAFETY: a live block of `class` ≥ 4·len bytes from this pool, reused on the
+            // stream it was freed on (see `block_cache`); event tracking is off, so the
+            // upgrade makes no driver call.
+            let slice = unsafe { stream.upgrade_device_ptr(ptr, len) };
+            return Ok(DeviceBuffer::cached(slice, cache.clone(), class));
+        }
+        let class_len = usize::try_from(class / 4).map_err(|_| GpuError::TooLarge(len))?;
+        let block = match self.alloc(stream, stream, class_len) {
+            Err(e) if lacks_room(&e) && cache.bytes() > 0 => {
+                cache.trim();
+                self.alloc(stream, stream, class_len)?
+            }
+            other => other?,
+        };
+        // The block is `class_len` long; the buffer shows `len` of it.
+        let ptr = block.leak();
+        // SAFETY: as above, for a block just allocated on `stream`.
+        let slice = unsafe { stream.upgrade_device_ptr(ptr, len) };
+        Ok(DeviceBuffer::cached(slice, cache.clone(), class))
+    }
+}
+
+/// Whether an allocation failed for want of room (the device's or the cap's), so that giving
+/// cached blocks back may let it through.
+fn lacks_room(e: &GpuError) -> bool {
+    match e {
+        GpuError::OverMemoryCap { .. } => true,
+        GpuError::Driver(d) => d.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY,
+        _ => false,
+    }
 }
 
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
+        // Cached blocks go back first, so the pool can go once the live buffers are freed.
+        if let Some(cache) = &self.cache {
+            cache.trim();
+        }
         super::make_current(&self.ctx);
         // SAFETY: the pool was created by `create` and is destroyed once, here; buffers still
         // out are released by the driver when they are freed (cuMemPoolDestroy's documented

@@ -123,3 +123,53 @@ fn gpu_a_pinned_buffer_waits_for_its_own_copy() {
     );
     d.synchronize().unwrap();
 }
+
+/// The caching allocator: a freed buffer's block is kept (reserved, not used), the next
+/// allocation of its size class takes the same block back, and when the cap has no room the
+/// cache gives its blocks back and the allocation goes through.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_the_caching_allocator_reuses_blocks_and_gives_them_back_for_room() {
+    use cudarc::driver::DevicePtr;
+    let fraction = MemoryFraction::new(0.0001).expect("a valid fraction");
+    let ops = crate::device::gpu_ops::GpuOps {
+        caching_allocator: true,
+        ..crate::device::gpu_ops::GpuOps::NONE
+    };
+    let d = Arc::new(
+        CudaDevice::open_tuned(0, GpuOrder::Stream, Some(fraction), Some(ops)).expect("opens"),
+    );
+    let cap = d.memory_cap().expect("a cap is set");
+    let addr = |b: &super::DeviceBuffer| b.device_ptr(&d.compute).0;
+    // Buffers of one 2 MiB class; as many as the cap holds.
+    let unit: u64 = 2 << 20;
+    let (len, fit) = ((unit / 4) as usize, cap / unit);
+    assert!(fit >= 3, "cap {cap} too small for the test");
+    let mut first = d.alloc_buffer(len).expect("fits");
+    d.fill(&mut first, 1.0).unwrap();
+    let first_at = addr(&first);
+    drop(first);
+    let cached = d.memory.usage().unwrap();
+    assert_eq!(cached.used, 0, "a cached block is not used: {cached:?}");
+    assert!(cached.reserved >= unit, "{cached:?}");
+    let again = d.alloc_buffer(len).expect("fits");
+    assert_eq!(addr(&again), first_at, "the cached block is reused");
+    drop(again);
+    // The cap filled, then cached: a buffer of two blocks fits only with the cache given back.
+    let held: Vec<_> = (0..fit).map(|_| d.alloc_buffer(len).unwrap()).collect();
+    drop(held);
+    assert_eq!(d.memory.cache_bytes(), fit * unit);
+    let mut two = d
+        .alloc_buffer(2 * len)
+        .expect("room made by giving the cache back");
+    assert_eq!(d.memory.cache_bytes(), 0, "the cache was given back");
+    d.fill(&mut two, 2.5).unwrap();
+    assert_eq!(d.read_back(&two, None).unwrap()[..4], [2.5; 4]);
+    // Past the cap with nothing cached: the cap's error, as without the cache.
+    match d.alloc_buffer((cap / 4) as usize) {
+        Err(GpuError::OverMemoryCap { .. }) => {}
+        other => panic!("expected OverMemoryCap, got {:?}", other.map(|b| b.len())),
+    }
+    drop(two);
+    d.synchronize().expect("no error recorded");
+}

@@ -47,8 +47,13 @@
 //! kernels and CUDA graphs), `floor` (the driver's own cost per launch, in tiers), `timing`
 //! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
 //! fails), `limits` (the GPU's limits: launches, copies, cuBLAS's rate), `fault` (sticky
-//! faults, and planting one), `capture_guard` (captures against synchronizing calls), `current` (binding a context on any
-//! thread).
+//! faults, and planting one), `capture_guard` (captures against synchronizing calls),
+//! `current` (binding a context on any thread, once per op under `one-bind`), `block_cache`
+//! (the caching allocator).
+//!
+//! Three ways of making each op cheaper are switched with `PARBENCH_GPU_OPS`
+//! (`device::gpu_ops`): the caching allocator, ready events recorded lazily, one context bind
+//! per op.
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
@@ -57,6 +62,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::curand::CudaRng;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
+mod block_cache;
 mod capture_guard;
 mod current;
 mod device;
@@ -78,6 +84,7 @@ mod upload;
 
 pub use super::GpuOrder;
 pub use super::MemoryFraction;
+pub use block_cache::DeviceBuffer;
 pub(crate) use current::make_current;
 pub use error::GpuError;
 pub use events::CompletionEvent;
@@ -125,6 +132,8 @@ pub struct CudaDevice {
     deferred: Mutex<Option<DriverError>>,
     /// parbench's own memory pool, its usage and its cap (`memory.rs`).
     memory: memory::DeviceMemory,
+    /// Which cheaper ways of issuing an op are on (`PARBENCH_GPU_OPS`, `gpu_ops`).
+    ops: crate::device::gpu_ops::GpuOps,
 }
 
 /// Which stream of the device an op runs on.

@@ -7,8 +7,7 @@
 //! of the buffer, and its stream-ordered free on the compute stream, comes after the copy,
 //! while the upload itself waits for nothing queued on the compute stream.
 
-use cudarc::driver::CudaSlice;
-
+use super::block_cache::DeviceBuffer;
 use super::error::GpuError;
 use super::events::CompletionEvent;
 use super::pinned::PinnedBuffer;
@@ -42,7 +41,7 @@ impl CudaDevice {
     /// compute stream wait for it. A pinned `src` must stay alive and unwritten until the
     /// compute stream has passed this point (the caller keeps it until an event recorded
     /// there after this call fires).
-    pub fn upload_on_copy_engine(&self, src: UploadSource<'_>) -> Result<CudaSlice<f32>, GpuError> {
+    pub fn upload_on_copy_engine(&self, src: UploadSource<'_>) -> Result<DeviceBuffer, GpuError> {
         self.bind()?;
         let len = src.len();
         let mut dst = self.memory.alloc(&self.upload, &self.compute, len)?;
@@ -55,6 +54,7 @@ impl CudaDevice {
         }
         let copied = CompletionEvent::record_pooled(&self.upload, &self.ready_events)?;
         copied.wait_on(&self.compute)?;
-        Ok(dst)
+        // Allocated in the upload stream's order: freed, not cached for the compute stream.
+        Ok(DeviceBuffer::plain(dst))
     }
 }
