@@ -66,8 +66,8 @@ fn gpu_every_op_switch_gives_the_plain_paths_results() {
             let gx = Tensor::from_host(e, d, host_x.clone());
             let gw = Tensor::from_host(e, d, host_w.clone());
             let gb = Tensor::from_host(e, d, host_b.clone());
-            let got = gx.matmul(&gw).unwrap().add_row(&gb).unwrap().relu();
-            let got = got.to_vec().unwrap();
+            let layer = gx.matmul(&gw).unwrap().add_row(&gb).unwrap().relu();
+            let got = layer.to_vec().unwrap();
             let x2 = host_x.into_dimensionality::<ndarray::Ix2>().unwrap();
             let w2 = host_w.into_dimensionality::<ndarray::Ix2>().unwrap();
             let b2 = host_b.into_dimensionality::<ndarray::Ix2>().unwrap();
@@ -78,7 +78,7 @@ fn gpu_every_op_switch_gives_the_plain_paths_results() {
                     "{case}: {g} vs {w}"
                 );
             }
-            drop((y, x, p, gx, gw, gb));
+            drop((y, x, p, gx, gw, gb, layer));
             e.wait_all().unwrap_or_else(|err| panic!("{case}: {err}"));
             assert_eq!(
                 d.memory.live(),

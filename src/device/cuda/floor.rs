@@ -133,10 +133,18 @@ impl CudaDevice {
     ) -> Result<f64, GpuError> {
         // x and y were written on the compute stream: done before another stream reads them.
         self.synchronize()?;
-        let stream = self.ctx.new_stream()?;
+        // Creating and destroying a stream synchronizes (see `capture_guard`).
+        let stream = {
+            let _outside = super::capture_guard::outside_captures();
+            self.ctx.new_stream()?
+        };
         let measured = self.replay_timed(&stream, x, y, kernels, rounds);
         // Whatever happened, nothing may still run on the stream once x and y can be freed.
         let drained = stream.synchronize();
+        {
+            let _outside = super::capture_guard::outside_captures();
+            drop(stream);
+        }
         let per_kernel = measured?;
         drained?;
         Ok(per_kernel)
@@ -151,7 +159,9 @@ impl CudaDevice {
         rounds: usize,
     ) -> Result<f64, GpuError> {
         let n = ELEMENTS as u64;
-        // Thread-local: only this thread's calls are restricted during the capture.
+        // No synchronizing call of another thread may start during the capture, or it breaks
+        // both (`capture_guard`); thread-local: only this thread's own calls are restricted.
+        let capture = super::capture_guard::capturing();
         stream
             .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(GpuError::CaptureStart)?;
@@ -165,6 +175,7 @@ impl CudaDevice {
         });
         // End the capture whatever happened, or the stream stays unusable.
         let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        drop(capture);
         enqueued?;
         let graph = match ended {
             Ok(Some(graph)) => graph,
