@@ -212,8 +212,9 @@ if [ "$sanitizers" = 1 ]; then
     step sanitizer-initcheck "$sanitizer" --tool initcheck --error-exitcode 99 \
       "$tests" --ignored gpu_ --skip gpu_limits_are_measured --test-threads 1
     # Shared-memory hazards of the kernels, on the test that runs the most of them.
+    # --nocapture: a failure under the tool shows its message even if the process dies.
     step sanitizer-racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
-      "$tests" --ignored gpu_dependent_chains --test-threads 1
+      "$tests" --ignored gpu_dependent_chains --test-threads 1 --nocapture
     limit_s=${GPU_CHECK_STEP_TIMEOUT:-300}
   fi
 fi

@@ -138,6 +138,11 @@ impl CudaDevice {
             let _outside = super::capture_guard::outside_captures();
             self.ctx.new_stream()?
         };
+        // The host's wait above orders the replays after x and y's allocation and writes, but
+        // only a stream-ordered dependency says so to the driver's and compute-sanitizer's
+        // view of stream-ordered memory (memcheck reported the graph's reads of x as "before
+        // it is allocated" without it).
+        self.record_ready()?.wait_on(&stream)?;
         let measured = self.replay_timed(&stream, x, y, kernels, rounds);
         // Whatever happened, nothing may still run on the stream once x and y can be freed.
         let drained = stream.synchronize();
