@@ -337,7 +337,8 @@ impl CudaDevice {
     }
 
     /// Read a device buffer back (blocking), on the copy stream so it does not queue behind
-    /// compute work.
+    /// compute work, after `ready` (the source's producer on another stream; `None` only
+    /// where the host has already waited for that work).
     pub fn read_back(
         &self,
         src: &CudaSlice<f32>,
