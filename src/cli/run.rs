@@ -137,7 +137,7 @@ pub(super) fn run_sweep(
         .ok()
         .and_then(|v| v.parse().ok());
 
-    let environment = Environment::capture(common.mode(), device::discovery::probe_gpu());
+    let environment = Environment::capture_for_runs(common.mode(), device::discovery::probe_gpu());
     let mut report = Report::new(environment, Vec::new());
     report.sweep = Some(sweep::SweepInfo {
         scenario: name.to_string(),
@@ -218,7 +218,7 @@ pub(super) fn run_sweep(
             bar.inc(1);
         }
         partial.finished(&run);
-        report.runs.push(run);
+        push_run(&mut report, run);
         attach_timelines(&mut report, &ctx, &mut traced);
     }
     if let Some(bar) = points_bar {
@@ -337,7 +337,7 @@ pub(super) fn run_plan(
         None => None,
     };
     let gpu = device::discovery::probe_gpu();
-    let environment = Environment::capture(common.mode(), gpu);
+    let environment = Environment::capture_for_runs(common.mode(), gpu);
     let mut report = Report::new(environment, Vec::new());
     let partial = match (&suite_journal, &journaled) {
         (Some(j), Some((path, _, _))) => Some(Shared::arm(
@@ -404,7 +404,7 @@ pub(super) fn run_plan(
         if let Some(partial) = &partial {
             partial.finished(&run);
         }
-        report.runs.push(run);
+        push_run(&mut report, run);
         attach_timelines(&mut report, ctx, &mut traced);
     }
     if from_journal > 0 && !common.quiet {
@@ -524,6 +524,16 @@ fn cpu_threads(devices: &[String]) -> Option<usize> {
         })
         .collect();
     (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// Add a finished run to the report; the first that used the GPU brings the GPU's limits into
+/// the report's environment (measured after it, never before a CPU-only run).
+fn push_run(report: &mut Report, run: crate::report::RunRecord) {
+    let used_gpu = crate::machine::state::gpu::uses_gpu(&run.devices);
+    report.runs.push(run);
+    if used_gpu {
+        report.environment.note_gpu_run();
+    }
 }
 
 /// Run a scenario, recording the machine's state around the whole run (rank 0 only in an MPI

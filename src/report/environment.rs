@@ -61,8 +61,9 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
     /// What the GPU can do (launch costs, pinned copy bandwidth, cuBLAS's fp32 rate),
-    /// measured once per process where a GPU is usable, beside `limits`: `None` without a
-    /// usable GPU, in reports written before the field existed and without `--probe`.
+    /// measured once per process where a GPU is usable, beside `limits`: in a report of runs,
+    /// after the first run that used the GPU. `None` without a usable GPU or such a run, in
+    /// reports written before the field existed and without `--probe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_limits: Option<Probe<GpuLimits>>,
 }
@@ -77,6 +78,25 @@ impl Environment {
             limits: Some(crate::machine::limits().clone()),
             gpu_limits: crate::device::gpu_limits::gpu_limits().cloned(),
             ..Environment::capture_without_limits(engine, gpu)
+        }
+    }
+
+    /// [`Environment::capture`] with the machine's limits but not yet the GPU's: for a report
+    /// of runs, which gets the GPU's limits from [`Environment::note_gpu_run`] once one of its
+    /// runs has used the GPU. Measuring them opens a device and takes up to a GiB of its memory
+    /// for about a second, which a CPU-only run has no use for.
+    pub fn capture_for_runs(engine: Mode, gpu: GpuInfo) -> Environment {
+        Environment {
+            limits: Some(crate::machine::limits().clone()),
+            ..Environment::capture_without_limits(engine, gpu)
+        }
+    }
+
+    /// A run of this report used the GPU: record the GPU's limits, measured now if this
+    /// process has not measured them yet (after the run, so they never disturb its timings).
+    pub fn note_gpu_run(&mut self) {
+        if self.gpu_limits.is_none() {
+            self.gpu_limits = crate::device::gpu_limits::gpu_limits().cloned();
         }
     }
 
