@@ -39,12 +39,53 @@ pub(super) fn size_class(bytes: u64) -> u64 {
     bytes.max(1).div_ceil(step).saturating_mul(step)
 }
 
+/// Bytes of the cache's blocks that are in live buffers, and their high-water mark: the
+/// pool's own mark counts a cached block as used, so a cache must count what is lent itself.
+#[derive(Default)]
+pub(super) struct Lent {
+    now: AtomicU64,
+    high: AtomicU64,
+}
+
+impl Lent {
+    fn lend(&self, bytes: u64) {
+        let now = self.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.high.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn give_back(&self, bytes: u64) {
+        // Never below zero, whatever the order of concurrent updates.
+        let _ = self
+            .now
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(bytes))
+            });
+    }
+
+    /// Bytes in live buffers now.
+    pub(super) fn now(&self) -> u64 {
+        self.now.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes in live buffers at once since the last [`reset`](Self::reset).
+    pub(super) fn high(&self) -> u64 {
+        self.high.load(Ordering::Relaxed)
+    }
+
+    /// Start the high-water mark again from what is lent now.
+    pub(super) fn reset(&self) {
+        self.high.store(self.now(), Ordering::Relaxed);
+    }
+}
+
 /// Freed compute-stream blocks by size class, and their bytes.
 pub(crate) struct BlockCache {
     /// The compute stream: blocks are reused on it and, when trimmed, freed on it.
     stream: Arc<CudaStream>,
     free: Mutex<HashMap<u64, Vec<sys::CUdeviceptr>>>,
     bytes: AtomicU64,
+    /// The cache's blocks in live buffers.
+    pub(super) lent: Lent,
 }
 
 // SAFETY: the cache stores device addresses (plain integers) and a stream handle, which any
@@ -59,6 +100,7 @@ impl BlockCache {
             stream,
             free: Mutex::default(),
             bytes: AtomicU64::new(0),
+            lent: Lent::default(),
         }
     }
 
@@ -72,15 +114,22 @@ impl BlockCache {
         self.free.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A cached block of `class` bytes, if one is free.
+    /// A cached block of `class` bytes, if one is free (lent from now on).
     pub(super) fn take(&self, class: u64) -> Option<sys::CUdeviceptr> {
         let ptr = self.lock().get_mut(&class)?.pop()?;
         self.bytes.fetch_sub(class, Ordering::Relaxed);
+        self.lent.lend(class);
         Some(ptr)
+    }
+
+    /// A new block of `class` bytes, lent from now on, that comes back to the cache.
+    pub(super) fn lend_new(&self, class: u64) {
+        self.lent.lend(class);
     }
 
     /// Keep a freed block of `class` bytes for reuse.
     fn put(&self, class: u64, ptr: sys::CUdeviceptr) {
+        self.lent.give_back(class);
         self.lock().entry(class).or_default().push(ptr);
         self.bytes.fetch_add(class, Ordering::Relaxed);
     }
@@ -171,6 +220,20 @@ impl Drop for DeviceBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lent_bytes_keep_their_own_high_water_mark() {
+        let lent = Lent::default();
+        lent.lend(100);
+        lent.lend(50);
+        lent.give_back(100);
+        assert_eq!((lent.now(), lent.high()), (50, 150));
+        lent.reset();
+        assert_eq!((lent.now(), lent.high()), (50, 50));
+        lent.lend(10);
+        lent.give_back(1000);
+        assert_eq!((lent.now(), lent.high()), (0, 60));
+    }
 
     #[test]
     fn requests_round_up_to_their_class() {

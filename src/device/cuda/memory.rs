@@ -180,12 +180,15 @@ impl DeviceMemory {
     }
 
     /// What parbench holds now, and its high-water marks: the pool's figures, with the caching
-    /// allocator's blocks counted as reserved but not used (its high-water marks are the
-    /// pool's, which count a cached block as used).
+    /// allocator's blocks counted as reserved but not used. The pool's own mark of used bytes
+    /// counts a cached block as used; with the cache, the mark is the cache's count of its
+    /// blocks in live buffers, plus what other buffers hold now.
     pub(super) fn usage(&self) -> Result<PoolUsage, GpuError> {
         let mut usage = self.pool_usage()?;
         if let Some(cache) = &self.cache {
             usage.used = usage.used.saturating_sub(cache.bytes());
+            let others = usage.used.saturating_sub(cache.lent.now());
+            usage.used_high = cache.lent.high().saturating_add(others);
         }
         Ok(usage)
     }
@@ -205,6 +208,9 @@ impl DeviceMemory {
     /// written to each mark).
     pub(super) fn reset_high_water(&self) -> Result<(), GpuError> {
         use sys::CUmemPool_attribute::*;
+        if let Some(cache) = &self.cache {
+            cache.lent.reset();
+        }
         for attr in [
             CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
             CU_MEMPOOL_ATTR_USED_MEM_HIGH,
@@ -296,6 +302,7 @@ impl DeviceMemory {
             }
             other => other?,
         };
+        cache.lend_new(class);
         // The block is `class_len` long; the buffer shows `len` of it.
         let ptr = block.leak();
         // SAFETY: as above, for a block just allocated on `stream`.

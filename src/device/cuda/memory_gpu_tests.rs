@@ -165,6 +165,14 @@ fn gpu_the_caching_allocator_reuses_blocks_and_gives_them_back_for_room() {
     let held: Vec<_> = (0..fit).map(|_| d.alloc_buffer(len).unwrap()).collect();
     drop(held);
     assert_eq!(d.memory.cache_bytes(), fit * unit);
+    // The marks count live buffers, not cached blocks: none live since the reset.
+    d.reset_pool_high_water().unwrap();
+    let marks = d.pool_usage().unwrap();
+    assert_eq!((marks.used, marks.used_high), (0, 0), "{marks:?}");
+    assert!(marks.reserved >= fit * unit, "{marks:?}");
+    let one = d.alloc_buffer(len).unwrap();
+    drop(one);
+    assert_eq!(d.pool_usage().unwrap().used_high, unit);
     let mut two = d
         .alloc_buffer(2 * len)
         .expect("room made by giving the cache back");
