@@ -546,7 +546,11 @@ fn run_timed(
     ctx: &RunContext,
 ) -> Result<crate::report::RunRecord, ScenarioError> {
     let recording = (!crate::distributed::is_secondary_rank()).then(|| {
-        crate::machine::Recording::start(&fma_probe, crate::device::gpu_selector::selected())
+        let gpu = sc
+            .may_use_gpu(params)
+            .then(crate::device::gpu_selector::selected)
+            .flatten();
+        crate::machine::Recording::start(&fma_probe, gpu)
     });
     let start = std::time::Instant::now();
     let mut run = sc.run(params, ctx)?;
@@ -557,6 +561,12 @@ fn run_timed(
             run.notes.push(format!(
                 "the GPU's state over this run was not recorded: {why}"
             ));
+        } else if used_gpu && !sc.may_use_gpu(params) {
+            run.notes.push(
+                "the GPU's state over this run was not recorded: the scenario used the GPU \
+                 without declaring that it may"
+                    .to_string(),
+            );
         }
         let mut state = recording.finish(&fma_probe, used_gpu);
         state.engine_threads = cpu_threads(&run.devices);

@@ -237,6 +237,11 @@ pub trait Scenario: Send + Sync {
     fn distributed(&self, _params: &Params) -> bool {
         false
     }
+    /// Whether this run may use a GPU (`--device cuda` by default): only then is the GPU's
+    /// state watched over it, so a CPU-only run on a GPU machine does not sample the GPU.
+    fn may_use_gpu(&self, params: &Params) -> bool {
+        matches!(params.device(), Ok(Some(DeviceChoice::Cuda)))
+    }
     /// Run the experiment, with parameters that [`validate`](Scenario::validate) accepted
     /// (the command line validates a whole plan before anything runs).
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError>;
@@ -293,6 +298,27 @@ mod tests {
         .apply(base);
         assert!(c.min_time <= c.max_time);
         assert!(c.validate().is_ok());
+    }
+
+    /// The GPU's state is watched over a run that may use the GPU: `--device cuda`, or the
+    /// scenarios that take the GPU whenever one is usable; not over a CPU-only run.
+    #[test]
+    fn runs_that_may_use_the_gpu_are_the_ones_watched() {
+        let always = ["cpu-gpu", "run-copy"];
+        for s in registry() {
+            let defaults = Params::parse(s.name(), s.params(), &[]).unwrap();
+            assert_eq!(
+                s.may_use_gpu(&defaults),
+                always.contains(&s.name()),
+                "{}",
+                s.name()
+            );
+            if s.params().iter().any(|p| p.name == params::DEVICE_PARAM) {
+                let cuda = [(params::DEVICE_PARAM.to_string(), "cuda".to_string())];
+                let on_gpu = Params::parse(s.name(), s.params(), &cuda).unwrap();
+                assert!(s.may_use_gpu(&on_gpu), "{} --device cuda", s.name());
+            }
+        }
     }
 
     #[test]

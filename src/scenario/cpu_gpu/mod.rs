@@ -112,6 +112,10 @@ super::variant::variants! {
 }
 
 impl Scenario for CpuGpu {
+    /// The GPU whenever one is usable (a CPU device stands in without one).
+    fn may_use_gpu(&self, _params: &Params) -> bool {
+        true
+    }
     fn lesson(&self) -> &'static super::LessonSpec {
         &lesson::LESSON
     }

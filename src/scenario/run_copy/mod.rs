@@ -140,6 +140,10 @@ fn accelerator_for(ctx: &RunContext) -> super::support::ChosenDevice {
 }
 
 impl Scenario for RunCopy {
+    /// The GPU whenever one is usable (a CPU device stands in without one).
+    fn may_use_gpu(&self, _params: &Params) -> bool {
+        true
+    }
     fn lesson(&self) -> &'static super::LessonSpec {
         &LESSON
     }
