@@ -162,9 +162,13 @@ fn a_rank_that_hangs_ends_the_job_naming_it() {
         let (code, stdout, stderr, took) =
             run(mpirun(ranks, &args, &[("PARBENCH_MPI_FAULT", &fault)]), 120);
         assert_ne!(code, Some(0));
+        // Each rank is named with its host, as MPI names it (this machine's name here).
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let host = host.trim();
         assert!(
             stderr.contains(&format!(
-                "rank 0 of {ranks}: rank {stalled} did not reach the start of one-device within 2 s"
+                "rank 0 of {ranks} on {host}: rank {stalled} on {host} did not reach the start \
+                 of one-device within 2 s"
             )),
             "{stderr}"
         );

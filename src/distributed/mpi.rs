@@ -118,18 +118,26 @@ pub fn finalize() {
 /// The world communicator, starting MPI if needed, with `timeout` on every wait.
 pub fn world(timeout: Duration) -> Result<Comm, DistributedError> {
     let place = init()?;
-    Ok(Comm {
+    let mut comm = Comm {
         world: SimpleCommunicator::world(),
         place,
         timeout,
-    })
+        hosts: Vec::new(),
+    };
+    comm.hosts = comm.gather_hosts();
+    Ok(comm)
 }
+
+/// Bytes of a host name as the ranks exchange it (longer names are cut).
+const HOST_BYTES: usize = 64;
 
 /// The world of ranks, every wait bounded by `timeout`.
 pub struct Comm {
     world: SimpleCommunicator,
     place: Place,
     timeout: Duration,
+    /// Every rank's host, by rank: a rank that stops answering is named with its host.
+    hosts: Vec<String>,
 }
 
 impl Comm {
@@ -150,13 +158,73 @@ impl Comm {
         mpi::environment::processor_name().unwrap_or_else(|_| "unknown host".into())
     }
 
+    /// Every rank's host, exchanged once when the world is made (within the deadline).
+    fn gather_hosts(&self) -> Vec<String> {
+        let k = self.size();
+        let mut mine = [0u8; HOST_BYTES];
+        let host = self.host();
+        let n = host.len().min(HOST_BYTES);
+        mine[..n].copy_from_slice(&host.as_bytes()[..n]);
+        let mut all = vec![0u8; HOST_BYTES * k];
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| {
+            let r = self
+                .world
+                .immediate_all_gather_into(scope, &mine[..], &mut all[..]);
+            self.wait(r, deadline, &|| {
+                "the other ranks (their host names)".to_string()
+            });
+        });
+        all.chunks(HOST_BYTES)
+            .map(|name| {
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                String::from_utf8_lossy(&name[..end]).into_owned()
+            })
+            .collect()
+    }
+
+    /// `rank 3 on node-b`: a rank as a message names it, with its host where known.
+    pub fn who(&self, rank: usize) -> String {
+        format!("rank {rank}{}", self.on(rank))
+    }
+
+    /// ` on node-b`, or nothing where the rank's host is not known.
+    fn on(&self, rank: usize) -> String {
+        match self.hosts.get(rank) {
+            Some(host) if !host.is_empty() => format!(" on {host}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether the job's ranks run on more than one host.
+    fn spans_hosts(&self) -> bool {
+        let mine = self.hosts.get(self.rank());
+        self.hosts.iter().any(|h| Some(h) != mine)
+    }
+
     /// End the job: print why (naming this rank) and `MPI_Abort` every rank.
     pub fn abort(&self, why: &str) -> ! {
+        let when = if self.spans_hosts() {
+            format!(
+                " (in {} s, unless mpirun ends it first for a lost host)",
+                self.timeout.as_secs_f64()
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "parbench: rank {} of {}: {why}; ending the MPI job",
+            "parbench: rank {} of {}{}: {why}; ending the MPI job{when}",
             self.rank(),
-            self.size()
+            self.size(),
+            self.on(self.rank())
         );
+        if self.spans_hosts() {
+            // OpenMPI 4's mpirun cannot finish an MPI_Abort while a host it launched on is
+            // unreachable: it waits for that host's daemon for good. If a host was lost, mpirun
+            // notices on its own (its out-of-band keepalive, `oob_tcp_keepalive_*`) and ends the
+            // job; give it one more timeout to, then abort.
+            std::thread::sleep(self.timeout);
+        }
         self.world.abort(ABORT_CODE)
     }
 
@@ -207,8 +275,8 @@ impl Comm {
                 let (here, go) = flags.split_at_mut(1);
                 let tx = root.immediate_send_with_tag(scope, &here[..], TAG_BARRIER);
                 let rx = root.immediate_receive_into_with_tag(scope, &mut go[..1], TAG_BARRIER);
-                self.wait(tx, deadline, &|| format!("rank 0 ({what})"));
-                self.wait(rx, deadline, &|| format!("rank 0 ({what})"));
+                self.wait(tx, deadline, &|| format!("{} ({what})", self.who(0)));
+                self.wait(rx, deadline, &|| format!("{} ({what})", self.who(0)));
             });
             return;
         }
@@ -236,11 +304,11 @@ impl Comm {
                     let missing: Vec<String> = pending
                         .iter()
                         .filter(|(_, r)| r.is_some())
-                        .map(|(r, _)| r.to_string())
+                        .map(|(r, _)| self.who(*r))
                         .collect();
                     self.abort(&format!(
-                        "rank {} did not reach {what} within {} s: it failed, died or hangs",
-                        missing.join(", rank "),
+                        "{} did not reach {what} within {} s: it failed, died or hangs",
+                        missing.join(", "),
                         self.timeout.as_secs_f64()
                     ));
                 }
@@ -289,7 +357,10 @@ impl Comm {
                 let rx = from.immediate_receive_into_with_tag(scope, buf, 100 + s as i32);
                 let tx = to.immediate_send_with_tag(scope, &data[send.clone()], 100 + s as i32);
                 let step = |dir: &'static str, peer: usize| {
-                    move || format!("rank {peer} ({what}: ring reduce-scatter step {s}, {dir})")
+                    move || {
+                        let who = self.who(peer);
+                        format!("{who} ({what}: ring reduce-scatter step {s}, {dir})")
+                    }
                 };
                 self.wait(rx, deadline, &step("receive", left));
                 self.wait(tx, deadline, &step("send", right));
@@ -307,7 +378,10 @@ impl Comm {
                 let rx = from.immediate_receive_into_with_tag(scope, into, 200 + s as i32);
                 let tx = to.immediate_send_with_tag(scope, out, 200 + s as i32);
                 let step = |dir: &'static str, peer: usize| {
-                    move || format!("rank {peer} ({what}: ring all-gather step {s}, {dir})")
+                    move || {
+                        let who = self.who(peer);
+                        format!("{who} ({what}: ring all-gather step {s}, {dir})")
+                    }
                 };
                 self.wait(rx, deadline, &step("receive", left));
                 self.wait(tx, deadline, &step("send", right));
@@ -323,7 +397,9 @@ impl Comm {
                 .world
                 .process_at_rank(to as i32)
                 .immediate_send_with_tag(scope, data, tag);
-            self.wait(tx, deadline, &|| format!("rank {to} to receive ({what})"));
+            self.wait(tx, deadline, &|| {
+                format!("{} to receive ({what})", self.who(to))
+            });
         });
     }
 
@@ -337,7 +413,7 @@ impl Comm {
                     .world
                     .process_at_rank(f as i32)
                     .immediate_receive_into_with_tag(scope, buf, tag);
-                self.wait(rx, deadline, &|| format!("rank {f} ({what})"))
+                self.wait(rx, deadline, &|| format!("{} ({what})", self.who(f)))
             }
             None => {
                 let rx = self
@@ -405,7 +481,7 @@ impl Comm {
                 .world
                 .process_at_rank(0)
                 .immediate_broadcast_into(scope, values);
-            self.wait(r, deadline, &|| format!("rank 0 ({what})"));
+            self.wait(r, deadline, &|| format!("{} ({what})", self.who(0)));
         });
     }
 }
