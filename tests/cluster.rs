@@ -1,0 +1,146 @@
+//! `data-parallel --backend mpi` across simulated hosts (`scripts/cluster-sim.sh`: network
+//! namespaces on a bridge, TCP only): the job trains as one device would with each rank on
+//! its own host, and a link cut mid-run ends it within the timeout, naming the lost host,
+//! with no report written and nothing left behind. Needs root and iproute2 (`#[ignore]`;
+//! `.ci/run` runs them as root) and the `mpi` feature.
+#![cfg(feature = "mpi")]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+/// A small model: a step takes milliseconds, so a run of many steps is still running when the
+/// link is cut.
+const SMALL: &[&str] = &[
+    "data-parallel",
+    "--backend",
+    "mpi",
+    "--layers",
+    "16x24x4",
+    "--batch",
+    "48",
+    "--samples",
+    "480",
+    "--lr",
+    "0.5",
+    "--warmup",
+    "0",
+    "--min-samples",
+    "3",
+    "-q",
+];
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster-sim.sh")
+}
+
+/// The namespaces and links of this machine, to compare before and after.
+fn network() -> (String, String) {
+    let out = |args: &[&str]| {
+        let o = Command::new("ip").args(args).output().expect("ip runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    (out(&["netns", "list"]), out(&["-o", "link"]))
+}
+
+/// `cluster-sim.sh options -- parbench args` within `secs` (past them it is stopped with
+/// SIGTERM, so that it removes what it made, and the test fails): exit code, stdout, stderr
+/// and the time taken.
+fn cluster(options: &[&str], args: &[&str], secs: u64) -> (Option<i32>, String, String, Duration) {
+    let mut cmd = Command::new("bash");
+    cmd.arg(script())
+        .args(options)
+        .arg("--")
+        .arg(cargo_bin("parbench"))
+        .args(args)
+        .env_remove("PARBENCH_ENGINE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("bash runs the script");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = (
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        }),
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }),
+    );
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+            panic!("the cluster job hung for {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (
+        status.code(),
+        readers.0.join().unwrap(),
+        readers.1.join().unwrap(),
+        start.elapsed(),
+    )
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (network namespaces)"]
+fn two_hosts_over_tcp_train_as_one_device_would() {
+    let before = network();
+    let mut args = SMALL.to_vec();
+    args.extend(["--steps", "12", "--json"]);
+    let (code, stdout, stderr, _) = cluster(&["--hosts", "2"], &args, 300);
+    assert_eq!(code, Some(0), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("one JSON report ({e}): {stdout}\n{stderr}"));
+    let run = &doc["runs"][0];
+    let hosts: Vec<&str> = run["derived"]["ranks"]
+        .as_array()
+        .expect("every rank's record")
+        .iter()
+        .map(|r| r["host"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(hosts, ["pbhost1", "pbhost2"], "each rank on its own host");
+    let checks = run["checks"].as_array().unwrap();
+    assert!(checks.len() >= 3, "{checks:?}");
+    for c in checks {
+        assert_eq!(c["passed"], true, "{c}");
+    }
+    assert_eq!(network(), before, "namespaces and links as before");
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (network namespaces)"]
+fn a_link_cut_mid_run_ends_the_job_naming_the_lost_host() {
+    let before = network();
+    let out = std::env::temp_dir().join(format!("cluster-cut-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let mut args = SMALL.to_vec();
+    let out_arg = out.to_string_lossy().into_owned();
+    args.extend(["--steps", "100000", "--timeout", "3", "-o", &out_arg]);
+    let options = ["--hosts", "2", "--cut-host", "2", "--cut-after", "2"];
+    let (code, _, stderr, took) = cluster(&options, &args, 120);
+    assert_ne!(code, Some(0), "{stderr}");
+    // Whichever notices first names the host: parbench's rank 0, or mpirun's lost daemon.
+    assert!(
+        stderr.contains("rank 1 on pbhost2") || stderr.contains("on node pbhost2"),
+        "{stderr}"
+    );
+    // The cut comes 2 s in; the timeout is 3 s, and mpirun's keepalive gives up after 5.
+    assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
+    assert!(!out.exists(), "no report after a failed job");
+    assert_eq!(network(), before, "namespaces and links as before");
+}
