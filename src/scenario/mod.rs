@@ -6,6 +6,7 @@
 
 pub mod async_loop;
 pub mod book;
+pub mod collective;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
