@@ -11,15 +11,17 @@ fn allreduce_records_each_size_and_algorithm_with_passing_checks() {
         [
             "ring 8B",
             "parameter-server 8B",
+            "tree 8B",
             "ring 4KiB",
-            "parameter-server 4KiB"
+            "parameter-server 4KiB",
+            "tree 4KiB"
         ]
     );
     let checks = run["checks"].as_array().expect("checks");
     assert_eq!(checks.len(), 2);
     assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     let d = &run["derived"];
-    for alg in ["ring", "parameter_server"] {
+    for alg in ["ring", "parameter_server", "tree"] {
         for size in ["8B", "4KiB"] {
             let stem = format!("{alg}_{size}");
             let algbw = d[format!("{stem}_algbw_gbytes_per_s")]

@@ -79,12 +79,17 @@ pub fn explain(
                  beyond the intervals is {}: ring / parameter server = {r}; {rest}.",
                 size_label(bytes)
             ));
-            if let Some(from) = ring_faster_from(sizes).filter(|&f| f != bytes) {
-                out.sentences.push(format!(
+            match ring_faster_from(sizes).filter(|&f| f != bytes) {
+                Some(from) if from == last.bytes => out.sentences.push(format!(
+                    "At {}, the largest size, it is below again.",
+                    size_label(from)
+                )),
+                Some(from) => out.sentences.push(format!(
                     "From {} to {} it is below at every size.",
                     size_label(from),
                     size_label(last.bytes)
-                ));
+                )),
+                None => {}
             }
         }
         None => out.sentences.push(format!(
@@ -203,6 +208,13 @@ mod tests {
         );
         assert!(
             text.contains("From 1MiB to 1GiB it is below at every size"),
+            "{text}"
+        );
+        let mut last_only = noisy;
+        last_only[2] = size(1 << 20, 1.0, 1.0);
+        let text = explain(&last_only, 2, None).sentences.join(" ");
+        assert!(
+            text.contains("At 1GiB, the largest size, it is below again."),
             "{text}"
         );
         let none = explain(&sizes[..2], 2, None).sentences.join(" ");

@@ -2,20 +2,20 @@
 //! size, the time of one all-reduce of float32 on k CPU devices of one engine, its algorithm
 //! and bus bandwidth, and a check of every device's result against a float64 sum.
 //!
-//! Two algorithms, the two that `data-parallel` trains with ([`collective`]): `ring`
+//! Three algorithms ([`collective`]): the two that `data-parallel` trains with, `ring`
 //! (reduce-scatter and all-gather over k chunks, each step an op on its receiver's device, so
 //! chunks move at once on different devices) and `parameter-server` (a reduce onto device 0,
-//! then a broadcast back). Both run out of place, as nccl-tests does by default: each device's
+//! then a broadcast back), and `tree` (a binomial tree of whole-buffer steps, up then down). Both run out of place, as nccl-tests does by default: each device's
 //! input stays as it is, so every timed run reduces the same data.
 //!
 //! # Design: sizes in the report
 //!
 //! A report's runs are variants × figures, and `compare`, `ab` and the A/B gate match runs by
-//! their parameters and variants by name. So each size is a pair of variants with stable names,
-//! `ring 1MiB` and `parameter-server 1MiB`, and its figures carry the same stem
+//! their parameters and variants by name. So each size is a variant per algorithm with a stable
+//! name, `ring 1MiB`, `parameter-server 1MiB`, `tree 1MiB`, and its figures carry the same stem
 //! (`ring_1MiB_busbw_gbytes_per_s`): two reports of the same `--sizes` compare size by size,
 //! each with its own interval, and one run shows the whole curve, which the crossover needs.
-//! Each size is sampled on its own (its two variants interleaved), so a 1 GiB size does not
+//! Each size is sampled on its own (its variants interleaved), so a 1 GiB size does not
 //! stretch the rounds of an 8 B one. A sweep over `--sizes` (`--set sizes=1K,1MiB`) gives one
 //! size per run instead, for `plot`'s time-against-parameter charts.
 
@@ -70,6 +70,8 @@ super::variant::variants! {
         Ring = "ring",
         /// Reduce onto device 0, broadcast back.
         ParameterServer = "parameter-server",
+        /// A binomial tree: reduce up, broadcast down, ⌈log₂ k⌉ levels each.
+        Tree = "tree",
     }
 }
 
@@ -91,6 +93,7 @@ impl Algorithm {
                 collective::push_reduce(engine, lanes[0], replicas);
                 collective::push_broadcast(engine, lanes, replicas);
             }
+            Algorithm::Tree => collective::push_tree(engine, lanes, replicas),
         }
     }
 }
@@ -193,7 +196,7 @@ impl Scenario for Allreduce {
     }
 
     fn about(&self) -> &'static str {
-        "all-reduce of 8 B to 1 GiB on k devices, ring vs parameter server: time, algbw, busbw (nccl-tests' figures), crossover"
+        "all-reduce of 8 B to 1 GiB on k devices, ring vs parameter server vs tree: time, algbw, busbw (nccl-tests' figures), crossover"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -275,6 +278,10 @@ impl Scenario for Allreduce {
                 ),
                 Algorithm::ParameterServer => format!(
                     "{} on {k} devices: reduce onto cpu:0, broadcast",
+                    measure::size_label(bytes)
+                ),
+                Algorithm::Tree => format!(
+                    "{} on {k} devices: binomial tree reduce, then broadcast",
                     measure::size_label(bytes)
                 ),
             };
@@ -493,10 +500,13 @@ mod tests {
             [
                 "ring 8B",
                 "parameter-server 8B",
+                "tree 8B",
                 "ring 12B",
                 "parameter-server 12B",
+                "tree 12B",
                 "ring 4KiB",
-                "parameter-server 4KiB"
+                "parameter-server 4KiB",
+                "tree 4KiB"
             ]
         );
         assert!(run.checks.iter().all(|c| c.passed) && run.checks.len() == 3);

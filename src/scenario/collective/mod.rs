@@ -1,6 +1,6 @@
 //! All-reduce between the CPU devices of one engine, as engine ops: the ring (reduce-scatter,
-//! then all-gather, over k chunks) and the parameter server's reduce onto one device, with its
-//! broadcast back. `data-parallel` sums its gradients with them in place; `allreduce` times
+//! then all-gather, over k chunks), the parameter server's reduce onto one device with its
+//! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place; `allreduce` times
 //! them out of place on buffers of every size.
 //!
 //! Each device's buffers are [`Chunked`]: k chunks, each ordered by a var of its own, so the
@@ -138,10 +138,19 @@ pub fn push_reduce(engine: &Engine, lane: LaneId, replicas: &[Replica]) {
         let mut out = sum.write_all()?;
         for c in 0..sum.chunks() {
             let range = sum.range(c);
+            let mut rest = &sends[1..];
+            // Out of place the first two inputs are added in one pass, as a tree step does.
             if !in_place {
-                out[range.clone()].copy_from_slice(&sends[0].read(c)?);
+                let first = sends[0].read(c)?;
+                match rest.split_first() {
+                    Some((second, others)) => {
+                        add_into(&mut out[range.clone()], &first, Some(&second.read(c)?));
+                        rest = others;
+                    }
+                    None => out[range.clone()].copy_from_slice(&first),
+                }
             }
-            for g in &sends[1..] {
+            for g in rest {
                 add_into(&mut out[range.clone()], &g.read(c)?, None);
             }
         }
@@ -152,18 +161,72 @@ pub fn push_reduce(engine: &Engine, lane: LaneId, replicas: &[Replica]) {
 /// Push the parameter server's broadcast: replica 0's `recv` copied into every other one's,
 /// an op on each receiver's lane.
 pub fn push_broadcast(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
-    let root = &replicas[0];
-    let reads: Vec<&Var> = root.vars.iter().collect();
     for (d, dst) in replicas.iter().enumerate().skip(1) {
-        let (from, into) = (root.recv.clone(), dst.recv.clone());
-        let writes: Vec<&Var> = dst.vars.iter().collect();
-        engine.push("broadcast", lanes[d], &reads, &writes, move || {
-            let mut out = into.write_all()?;
-            for c in 0..from.chunks() {
-                out[from.range(c)].copy_from_slice(&from.read(c)?);
+        push_pass(engine, lanes[d], &replicas[0], dst);
+    }
+}
+
+/// `to.recv = from.recv`, as one op on `lane` (the receiver's).
+fn push_pass(engine: &Engine, lane: LaneId, from: &Replica, to: &Replica) {
+    let (src, dst) = (from.recv.clone(), to.recv.clone());
+    let reads: Vec<&Var> = from.vars.iter().collect();
+    let writes: Vec<&Var> = to.vars.iter().collect();
+    engine.push("broadcast", lane, &reads, &writes, move || {
+        let mut out = dst.write_all()?;
+        for c in 0..src.chunks() {
+            out[src.range(c)].copy_from_slice(&src.read(c)?);
+        }
+        Ok(())
+    });
+}
+
+/// Push a binomial-tree all-reduce: ⌈log₂ k⌉ levels of reduce, device i adding device
+/// i + span's partial sum where i is a multiple of 2·span, then the same levels in reverse
+/// passing the sum back down. Each step is one op on the receiver's lane, on whole buffers:
+/// 2(k − 1) ops in 2⌈log₂ k⌉ steps, where the ring takes 2(k − 1) steps of chunks.
+pub fn push_tree(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
+    let k = replicas.len();
+    // Whether a device's `recv` holds its partial sum yet (in place: from the start).
+    let mut partial: Vec<bool> = replicas.iter().map(Replica::is_in_place).collect();
+    let mut span = 1;
+    while span < k {
+        for i in (0..k).step_by(2 * span) {
+            let j = i + span;
+            if j >= k {
+                continue;
             }
-            Ok(())
-        });
+            let (src, dst) = (&replicas[j], &replicas[i]);
+            let from = if partial[j] { &src.recv } else { &src.send }.clone();
+            let own = (!partial[i]).then(|| dst.send.clone());
+            let into = dst.recv.clone();
+            let reads: Vec<&Var> = if partial[j] {
+                src.vars.iter().collect()
+            } else {
+                vec![]
+            };
+            let writes: Vec<&Var> = dst.vars.iter().collect();
+            engine.push("tree-reduce", lanes[i], &reads, &writes, move || {
+                let mut out = into.write_all()?;
+                for c in 0..into.chunks() {
+                    let own = own.as_ref().map(|o| o.read(c)).transpose()?;
+                    add_into(&mut out[into.range(c)], &from.read(c)?, own.as_deref());
+                }
+                Ok(())
+            });
+            partial[i] = true;
+        }
+        span *= 2;
+    }
+    if !partial[0] {
+        push_copy(engine, lanes[0], &replicas[0], &replicas[0]);
+    }
+    while span > 1 {
+        span /= 2;
+        for i in (0..k).step_by(2 * span) {
+            if let Some(to) = replicas.get(i + span) {
+                push_pass(engine, lanes[i + span], &replicas[i], to);
+            }
+        }
     }
 }
 
@@ -195,14 +258,14 @@ mod tests {
     /// the exact sum on every device, for sizes that do not divide into the chunks.
     #[test]
     fn ring_and_parameter_server_sum_exactly_in_and_out_of_place() {
-        for k in [1, 2, 3, 5] {
+        for k in [1, 2, 3, 5, 6] {
             let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; k]).expect("devices");
             let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
             for n in [1, 2, 7, 100] {
                 let value = |d: usize, i: usize| ((d * 31 + i * 7) % 13) as f32;
                 let want: Vec<f32> = (0..n).map(|i| (0..k).map(|d| value(d, i)).sum()).collect();
                 for in_place in [false, true] {
-                    for ring in [true, false] {
+                    for algorithm in ["ring", "parameter server", "tree"] {
                         let replicas: Vec<Replica> = (0..k)
                             .map(|d| {
                                 let send = filled(n, k, |i| value(d, i));
@@ -214,15 +277,17 @@ mod tests {
                                 }
                             })
                             .collect();
-                        if ring {
-                            push_ring(&rt.engine, &lanes, &replicas);
-                        } else {
-                            push_reduce(&rt.engine, lanes[0], &replicas);
-                            push_broadcast(&rt.engine, &lanes, &replicas);
+                        match algorithm {
+                            "ring" => push_ring(&rt.engine, &lanes, &replicas),
+                            "tree" => push_tree(&rt.engine, &lanes, &replicas),
+                            _ => {
+                                push_reduce(&rt.engine, lanes[0], &replicas);
+                                push_broadcast(&rt.engine, &lanes, &replicas);
+                            }
                         }
                         rt.engine.wait_all().expect("ops run");
                         for r in &replicas {
-                            assert_eq!(whole(&r.recv), want, "k {k} n {n} ring {ring}");
+                            assert_eq!(whole(&r.recv), want, "k {k} n {n} {algorithm}");
                         }
                     }
                 }
