@@ -1,7 +1,7 @@
 //! An all-reduce run's bus bandwidth against message size, a line per algorithm.
 
 use super::Curve;
-use crate::export::chart::{Axis, LineChart, Series};
+use crate::export::chart::{self, Axis, LineChart, Series};
 use crate::report::RunRecord;
 
 /// The `<algorithm>_busbw_curve` figures of a run (`[bytes, GB/s]` points) as one chart, both
@@ -27,10 +27,8 @@ pub fn busbw_chart(run: &RunRecord, width: f64) -> Option<String> {
     let positive = curves.iter().all(|(_, c)| c.iter().all(|p| p.1 > 0.0));
     LineChart {
         title: format!("{}: bus bandwidth against message size", run.scenario),
-        x: Axis::new("message size", true, |b| {
-            crate::units::human_bytes(b.round() as u64)
-        }),
-        y: Axis::new("busbw", positive, crate::units::human_gbytes_per_s),
+        x: Axis::new("message size", true, decimal_bytes),
+        y: Axis::new("busbw", positive, |v| format!("{} GB/s", chart::plain(v))),
         series: curves
             .into_iter()
             .map(|(label, c)| Series {
@@ -41,6 +39,15 @@ pub fn busbw_chart(run: &RunRecord, width: f64) -> Option<String> {
             .collect(),
     }
     .svg(width)
+}
+
+/// A tick of the size axis, whose log ticks fall on powers of ten: `10 B`, `1 kB`, `100 MB`.
+fn decimal_bytes(v: f64) -> String {
+    let (scale, unit) = [(1e9, "GB"), (1e6, "MB"), (1e3, "kB")]
+        .into_iter()
+        .find(|(s, _)| v >= *s)
+        .unwrap_or((1.0, "B"));
+    format!("{} {unit}", chart::plain(v / scale))
 }
 
 #[cfg(test)]
@@ -65,5 +72,7 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("message size"));
+        assert_eq!(decimal_bytes(1e3), "1 kB");
+        assert_eq!(decimal_bytes(10.0), "10 B");
     }
 }
