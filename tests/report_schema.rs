@@ -102,7 +102,7 @@ fn report_of(args: &[&str], dir: &Path) -> Value {
     read_json(&out_file)
 }
 
-/// The report of `tests/data/all-small.toml` (all eight scenarios at small sizes), traced so
+/// The report of `tests/data/all-small.toml` (every scenario at small sizes), traced so
 /// it carries `timelines`; run once for the tests that share it.
 fn small_suite() -> &'static Value {
     static REPORT: OnceLock<Value> = OnceLock::new();

@@ -291,6 +291,9 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     for chart in svg::loss_charts(run, WIDTH) {
         figure(out, &chart);
     }
+    if let Some(chart) = svg::busbw_chart(run, WIDTH) {
+        figure(out, &chart);
+    }
     if let Some(chart) = svg::memory_chart(run, WIDTH) {
         figure(out, &chart);
     }

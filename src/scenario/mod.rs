@@ -4,8 +4,10 @@
 //! them before anything is allocated, runs its variants through the [`Sampler`], verifies its
 //! results against a sequential reference, and returns a [`RunRecord`].
 
+pub mod allreduce;
 pub mod async_loop;
 pub mod book;
+pub mod collective;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
@@ -263,6 +265,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &memory::Memory,
         &hybridize::Hybridize,
         &data_parallel::DataParallel,
+        &allreduce::Allreduce,
     ]
 }
 
@@ -393,6 +396,7 @@ mod tests {
             ParamKind::Float { max, .. } => Some(max.to_string()),
             ParamKind::Shape { max_dims } => Some(vec!["100000"; max_dims].join("x")),
             ParamKind::Choice(_) => None,
+            ParamKind::Sizes { max, .. } => Some(max.to_string()),
         }
     }
 

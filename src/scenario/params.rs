@@ -14,6 +14,10 @@ pub enum ParamKind {
     Float { min: f64, max: f64 },
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A list of 1 to `max_items` byte counts in `1..=max`, each `4096`, `4K`, `4KiB` or `1MB`
+    /// (K, M and G are binary, as in nccl-tests), or `8..1GiB`: the powers of two from one to
+    /// the other.
+    Sizes { max: u64, max_items: usize },
 }
 
 /// One parameter of a scenario.
@@ -40,6 +44,7 @@ pub enum ParamValue {
     Shape(Vec<usize>),
     Float(f64),
     Text(String),
+    Sizes(Vec<u64>),
 }
 
 impl ParamValue {
@@ -51,6 +56,7 @@ impl ParamValue {
                 serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
             }
             ParamValue::Text(t) => Value::from(t.clone()),
+            ParamValue::Sizes(s) => Value::from(s.clone()),
         }
     }
 }
@@ -193,7 +199,63 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
             }
             Ok(ParamValue::Shape(shape))
         }
+        ParamKind::Sizes { max, max_items } => {
+            let reason = || {
+                format!(
+                    "expected up to {max_items} sizes from 1 to {max} bytes such as 8,4K,1MiB \
+                     or a range of powers of two such as 8..64MiB"
+                )
+            };
+            let mut sizes = Vec::new();
+            for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                match item.split_once("..") {
+                    Some((from, to)) => {
+                        let (from, to) = (
+                            byte_size(from).ok_or_else(|| invalid(reason()))?,
+                            byte_size(to).ok_or_else(|| invalid(reason()))?,
+                        );
+                        if from == 0 || from > to {
+                            return Err(invalid(reason()));
+                        }
+                        let mut s = from;
+                        while s <= to && sizes.len() <= max_items {
+                            sizes.push(s);
+                            s = s.saturating_mul(2);
+                            if s == u64::MAX {
+                                break;
+                            }
+                        }
+                    }
+                    None => sizes.push(byte_size(item).ok_or_else(|| invalid(reason()))?),
+                }
+                if sizes.len() > max_items {
+                    return Err(invalid(reason()));
+                }
+            }
+            if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > max) {
+                return Err(invalid(reason()));
+            }
+            Ok(ParamValue::Sizes(sizes))
+        }
     }
+}
+
+/// A byte count: digits and an optional unit, `B`, `K`/`KB`/`KiB`, `M`..., `G`... (binary).
+pub fn byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '_'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.replace('_', "").parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift)
 }
 
 fn undeclared(name: &str, wanted: &'static str) -> ParamError {
@@ -260,6 +322,14 @@ impl Params {
             value: v.to_string(),
             reason: "too large for this machine's address space".into(),
         })
+    }
+
+    /// A `Sizes` parameter, in bytes.
+    pub fn sizes(&self, name: &str) -> Result<&[u64], ParamError> {
+        match self.get(name, "a list of sizes")? {
+            ParamValue::Sizes(v) => Ok(v),
+            _ => Err(undeclared(name, "a list of sizes")),
+        }
     }
 
     /// A `Shape` parameter.

@@ -170,6 +170,7 @@ pub fn no_axes(scenario: &dyn Scenario) -> SweepError {
                 ParamKind::Float { min, max } => format!("number {min}..{max}"),
                 ParamKind::Shape { max_dims } => format!("shape of up to {max_dims} dims"),
                 ParamKind::Choice(words) => words.join("|"),
+                ParamKind::Sizes { max, .. } => format!("byte sizes 1..{max}"),
             };
             format!("{} ({range}, default {})", p.name, p.default)
         })

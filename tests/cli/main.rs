@@ -9,6 +9,7 @@ mod util;
 
 mod ab;
 mod ab_report;
+mod allreduce;
 mod book;
 mod compare;
 mod compare_coverage;

@@ -3,7 +3,8 @@
 //! against it; loss curves of a training run; the variants' medians as bars with 95% CI
 //! whiskers (on a log axis when they span more than 30×); the lane timelines of a traced
 //! repeat (on one time axis where the lesson compares lengths); `memory`'s live bytes over an
-//! epoch; a training run's throughput against its devices with the ideal line. `plot` draws one of
+//! epoch; a training run's throughput against its devices with the ideal line; an
+//! all-reduce's bus bandwidth against message size. `plot` draws one of
 //! them (a training report: its throughput
 //! and loss charts, stacked), the HTML report all that apply.
 
@@ -94,6 +95,7 @@ pub fn svg(report: &Report) -> Result<String, PlotError> {
         None => loss_charts(first, PLOT_WIDTH)
             .into_iter()
             .next()
+            .or_else(|| busbw_chart(first, PLOT_WIDTH))
             .or_else(|| variant_bars(first, PLOT_WIDTH)),
     };
     chart.ok_or(PlotError::Empty)
@@ -159,12 +161,14 @@ pub fn describe_parameters(run: &RunRecord) -> String {
 /// [[update, loss, seconds], ...]).
 type Curve = Vec<(f64, f64, Option<f64>)>;
 
+mod bandwidth;
 mod bars;
 mod memory;
 mod sweep;
 mod timeline;
 mod training;
 
+pub use bandwidth::busbw_chart;
 pub use bars::{comparison_bars, variant_bars};
 pub use memory::memory_chart;
 pub use sweep::{scaling_chart, sweep_charts};

@@ -19,11 +19,11 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use super::chunked::Chunked;
 use super::mlp::{gradient, sgd, Dataset, Layers};
 use super::{shard, LossEntry, Trained};
 use crate::device::Runtime;
 use crate::engine::{LaneId, OpError, Var};
+use crate::scenario::collective::{self, Chunked, Replica};
 
 /// The in-process synchronization schemes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,61 +214,23 @@ impl Setup {
         let k = self.devices;
         let devs = &ws.devices;
         let lane = |d: usize| rt.devices[d].compute;
+        let lanes: Vec<LaneId> = (0..k).map(lane).collect();
         for step in 0..self.steps {
             for d in 0..k {
                 self.push_gradient(rt, step, d, ws, start);
             }
+            let replicas: Vec<Replica> = devs
+                .iter()
+                .map(|d| Replica::in_place(d.grads.clone(), d.grad_vars.clone()))
+                .collect();
             if ws.scheme == Scheme::Ring {
-                // Reduce-scatter: at step t device i sends chunk (i - t) mod k to i + 1, which
-                // adds it to its own; after k - 1 steps device i holds the sum of chunk
-                // (i + 1) mod k. All-gather: device i passes chunk (i + 1 - t) mod k on, and the
-                // receiver keeps it.
-                for (name, add, shift) in [("reduce-scatter", true, 0), ("all-gather", false, 1)] {
-                    for t in 0..k.saturating_sub(1) {
-                        for i in 0..k {
-                            let to = (i + 1) % k;
-                            let c = (i + shift + k - t) % k;
-                            let (src, dst) = (devs[i].grads.clone(), devs[to].grads.clone());
-                            rt.engine.push(
-                                name,
-                                lane(to),
-                                &[&devs[i].grad_vars[c]],
-                                &[&devs[to].grad_vars[c]],
-                                move || {
-                                    let (s, mut d) = (src.read(c)?, dst.write(c)?);
-                                    if add {
-                                        d.iter_mut().zip(s.iter()).for_each(|(d, s)| *d += s);
-                                    } else {
-                                        d.copy_from_slice(&s);
-                                    }
-                                    Ok(())
-                                },
-                            );
-                        }
-                    }
-                }
+                collective::push_ring(&rt.engine, &lanes, &replicas);
                 for (d, dev) in devs.iter().enumerate() {
                     self.push_update(rt, lane(d), dev);
                 }
             } else {
                 // Reduce every device's gradient onto device 0, update there, broadcast.
-                let all: Vec<Arc<Chunked>> = devs.iter().map(|d| d.grads.clone()).collect();
-                let reads: Vec<&Var> = devs[1..].iter().flat_map(|d| &d.grad_vars).collect();
-                let writes: Vec<&Var> = devs[0].grad_vars.iter().collect();
-                rt.engine.push("reduce", lane(0), &reads, &writes, move || {
-                    let mut sum = all[0].write_all()?;
-                    for c in 0..k {
-                        let range = all[0].range(c);
-                        for g in &all[1..] {
-                            let g = g.read(c)?;
-                            sum[range.clone()]
-                                .iter_mut()
-                                .zip(g.iter())
-                                .for_each(|(s, g)| *s += g);
-                        }
-                    }
-                    Ok(())
-                });
+                collective::push_reduce(&rt.engine, lane(0), &replicas);
                 self.push_update(rt, lane(0), &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
                     let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());

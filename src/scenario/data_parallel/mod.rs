@@ -11,7 +11,6 @@
 //! - `engine` backend ([`in_process`]): k CPU devices of one engine;
 //! - `mpi` backend (`mpi` module, cargo feature `mpi`): one rank per device, started by `mpirun`.
 
-pub mod chunked;
 mod conclude;
 mod explain;
 pub mod in_process;

@@ -1,0 +1,158 @@
+//! What `allreduce` computes besides its times: the inputs, nccl-tests' bandwidths, and the
+//! check of every device's result against a float64 sum.
+
+/// nccl-tests' algorithm bandwidth: the message's `bytes` over the time, in GB/s (10⁹ B/s).
+pub fn algbw_gbytes_per_s(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / seconds / 1e9
+}
+
+/// nccl-tests' bus bandwidth of an all-reduce on `k` ranks: algbw × 2(k − 1)/k, the rate at
+/// which each rank's link moves data in an optimal ring; 0 on one rank, which moves nothing.
+pub fn busbw_gbytes_per_s(algbw: f64, k: usize) -> f64 {
+    if k == 0 {
+        return 0.0;
+    }
+    algbw * 2.0 * (k as f64 - 1.0) / k as f64
+}
+
+/// Element `i` of device `d`'s input: a seeded value in [-1, 1), cheap enough for a GiB.
+pub fn input(d: usize, i: usize) -> f32 {
+    // SplitMix64's finalizer on (device, index).
+    let mut z = ((d as u64) << 40 ^ i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    // 24 random bits: exactly representable, spread over [-1, 1).
+    ((z >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+}
+
+/// The result of checking one all-reduce on every device.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Checked {
+    /// Elements, over all devices, farther from the float64 sum than the tolerance allows (or
+    /// not finite): nccl-tests' `#wrong`.
+    pub wrong: u64,
+    /// Elements checked, over all devices.
+    pub checked: u64,
+    /// The largest error found, relative to the sum of the inputs' magnitudes.
+    pub max_error: f64,
+}
+
+impl Checked {
+    pub fn passed(&self) -> bool {
+        self.wrong == 0
+    }
+}
+
+/// Float32 sums of `k` terms in any order stay within (k − 1)·ε·Σ|x| of the exact sum; the
+/// check allows twice that, so a correct reduction passes in any order and a lost or doubled
+/// term (an error of the size of a term) does not.
+pub fn tolerance(k: usize, magnitude: f64) -> f64 {
+    2.0 * k.max(2) as f64 * f32::EPSILON as f64 * magnitude
+}
+
+/// Compare every device's `outputs` with the float64 sum of the `inputs`, element by element.
+pub fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
+    let n = inputs.first().map_or(0, |i| i.len());
+    let k = inputs.len();
+    let mut c = Checked::default();
+    for i in 0..n {
+        let (want, magnitude) = inputs.iter().fold((0f64, 0f64), |(s, m), x| {
+            (s + x[i] as f64, m + (x[i] as f64).abs())
+        });
+        let allowed = tolerance(k, magnitude);
+        for out in outputs {
+            c.checked += 1;
+            let Some(&got) = out.get(i) else {
+                c.wrong += 1;
+                continue;
+            };
+            let error = (got as f64 - want).abs();
+            if !error.is_finite() || error > allowed {
+                c.wrong += 1;
+            }
+            if magnitude > 0.0 && error.is_finite() {
+                c.max_error = c.max_error.max(error / magnitude);
+            }
+        }
+    }
+    c
+}
+
+/// A size as the report names it: `8B`, `1KiB`, `4MiB`, `1GiB`, or bytes where it is not a
+/// whole number of the unit.
+pub fn size_label(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidths_follow_nccl_tests_definitions() {
+        // 1 GB in 0.5 s is 2 GB/s; on 4 ranks the bus moves 2(4 − 1)/4 = 1.5× that.
+        let algbw = algbw_gbytes_per_s(1_000_000_000, 0.5);
+        assert!((algbw - 2.0).abs() < 1e-12);
+        assert!((busbw_gbytes_per_s(algbw, 4) - 3.0).abs() < 1e-12);
+        assert!((busbw_gbytes_per_s(algbw, 2) - 2.0).abs() < 1e-12);
+        assert_eq!(busbw_gbytes_per_s(algbw, 1), 0.0);
+        assert_eq!(busbw_gbytes_per_s(algbw, 0), 0.0);
+    }
+
+    #[test]
+    fn inputs_are_seeded_and_in_range() {
+        let v: Vec<f32> = (0..10_000).map(|i| input(1, i)).collect();
+        assert!(v.iter().all(|x| (-1.0..1.0).contains(x)));
+        assert_eq!(input(1, 7), v[7]);
+        assert_ne!(input(0, 7), input(1, 7));
+        let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+        assert!(mean.abs() < 0.05, "{mean}");
+    }
+
+    #[test]
+    fn labels_name_whole_units() {
+        let labels: Vec<String> = [8, 1024, 1536, 4 << 20, 1 << 30, 3 << 30]
+            .iter()
+            .map(|&b| size_label(b))
+            .collect();
+        assert_eq!(labels, ["8B", "1KiB", "1536B", "4MiB", "1GiB", "3GiB"]);
+    }
+
+    /// A reduction that is right passes; one that loses a term, or that a planted error
+    /// breaks in a single element, is caught and counted.
+    #[test]
+    fn the_check_counts_planted_errors() {
+        let (k, n) = (3, 1001);
+        let inputs: Vec<Vec<f32>> = (0..k)
+            .map(|d| (0..n).map(|i| input(d, i)).collect())
+            .collect();
+        let views: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
+        // A float32 sum in another order than the reference's is within the tolerance.
+        let right: Vec<f32> = (0..n)
+            .map(|i| (0..k).rev().map(|d| inputs[d][i]).sum())
+            .collect();
+        let ok = check(&views, &[&right, &right, &right]);
+        assert!(ok.passed(), "{ok:?}");
+        assert_eq!(ok.checked, 3 * n as u64);
+        assert!(ok.max_error < 1e-6);
+        // A broken reduction: device 2's input forgotten.
+        let lost: Vec<f32> = (0..n).map(|i| inputs[0][i] + inputs[1][i]).collect();
+        let bad = check(&views, &[&right, &lost, &right]);
+        assert!(!bad.passed());
+        assert!(bad.wrong > n as u64 / 2, "{bad:?}");
+        // One element off by a little more than rounding allows, and a NaN.
+        let mut planted = right.clone();
+        planted[500] += 1e-3;
+        planted[7] = f32::NAN;
+        let c = check(&views, &[&right, &planted, &right]);
+        assert_eq!(c.wrong, 2, "{c:?}");
+        // An output that is too short is wrong where it is missing.
+        assert_eq!(check(&views, &[&right[..1000]]).wrong, 1);
+    }
+}

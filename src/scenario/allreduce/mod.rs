@@ -1,0 +1,522 @@
+//! `allreduce`: the all-reduce alone, measured as nccl-tests measures it: for each message
+//! size, the time of one all-reduce of float32 on k CPU devices of one engine, its algorithm
+//! and bus bandwidth, and a check of every device's result against a float64 sum.
+//!
+//! Three algorithms ([`collective`]): the two that `data-parallel` trains with, `ring`
+//! (reduce-scatter and all-gather over k chunks, each step an op on its receiver's device, so
+//! chunks move at once on different devices) and `parameter-server` (a reduce onto device 0,
+//! then a broadcast back), and `tree` (a binomial tree of whole-buffer steps, up then down). Both run out of place, as nccl-tests does by default: each device's
+//! input stays as it is, so every timed run reduces the same data.
+//!
+//! # Design: sizes in the report
+//!
+//! A report's runs are variants × figures, and `compare`, `ab` and the A/B gate match runs by
+//! their parameters and variants by name. So each size is a variant per algorithm with a stable
+//! name, `ring 1MiB`, `parameter-server 1MiB`, `tree 1MiB`, and its figures carry the same stem
+//! (`ring_1MiB_busbw_gbytes_per_s`): two reports of the same `--sizes` compare size by size,
+//! each with its own interval, and one run shows the whole curve, which the crossover needs.
+//! Each size is sampled on its own (its variants interleaved), so a 1 GiB size does not
+//! stretch the rounds of an 8 B one. A sweep over `--sizes` (`--set sizes=1K,1MiB`) gives one
+//! size per run instead, for `plot`'s time-against-parameter charts.
+
+mod explain;
+pub mod measure;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use self::explain::{conclude, LESSON};
+pub use self::explain::{crossover, explain, SizeTimes};
+use self::measure::{algbw_gbytes_per_s, busbw_gbytes_per_s, check, input, size_label, Checked};
+use super::collective::{self, Chunked, Replica};
+use super::evidence::Estimate;
+use super::support::check_bytes;
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use crate::device::Runtime;
+use crate::engine::{Engine, LaneId};
+use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::{Better, Figure, RunRecord, Unit};
+
+/// The `allreduce` scenario.
+pub struct Allreduce;
+
+/// The largest size `--sizes` takes; what fits is decided by `validate`.
+const MAX_SIZE: u64 = 64 << 30;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "sizes",
+        help: "message sizes in bytes, each a whole number of float32 (8,4K,1MiB), or a range \
+               of powers of two (8..64MiB); K, M and G are binary",
+        kind: ParamKind::Sizes {
+            max: MAX_SIZE,
+            max_items: 64,
+        },
+        // nccl-tests' sweep: -b 8 -e 1G -f 2.
+        default: "8..1GiB",
+    },
+    ParamSpec {
+        name: "devices",
+        help: "CPU devices of one engine taking part (the ranks)",
+        kind: ParamKind::Int { min: 1, max: 64 },
+        default: "2",
+    },
+];
+
+super::variant::variants! {
+    /// The all-reduce algorithms.
+    pub enum Algorithm {
+        /// Reduce-scatter + all-gather over k chunks.
+        Ring = "ring",
+        /// Reduce onto device 0, broadcast back.
+        ParameterServer = "parameter-server",
+        /// A binomial tree: reduce up, broadcast down, ⌈log₂ k⌉ levels each.
+        Tree = "tree",
+    }
+}
+
+impl Algorithm {
+    /// The variant of this algorithm at `bytes` (`ring 1MiB`).
+    pub fn variant(self, bytes: u64) -> String {
+        format!("{} {}", self.name(), size_label(bytes))
+    }
+
+    /// The stem of its figures at `bytes` (`ring_1MiB`).
+    fn key(self, bytes: u64) -> String {
+        format!("{}_{}", self.name().replace('-', "_"), size_label(bytes))
+    }
+
+    fn push(self, engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
+        match self {
+            Algorithm::Ring => collective::push_ring(engine, lanes, replicas),
+            Algorithm::ParameterServer => {
+                collective::push_reduce(engine, lanes[0], replicas);
+                collective::push_broadcast(engine, lanes, replicas);
+            }
+            Algorithm::Tree => collective::push_tree(engine, lanes, replicas),
+        }
+    }
+}
+
+/// A figure of the `--verbose` table and the JSON.
+const fn detail(unit: Unit, better: Better) -> Figure {
+    Figure {
+        unit,
+        better,
+        detail: true,
+    }
+}
+
+const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
+const BUSBW: Figure = Figure::new(Unit::GbytesPerSecond, Better::Higher);
+const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
+const WRONG: Figure = detail(Unit::Number, Better::Lower);
+
+/// The validated parameters of a run.
+struct Config {
+    /// In increasing order, without repeats.
+    sizes: Vec<u64>,
+    devices: usize,
+}
+
+impl Config {
+    fn of(params: &Params) -> Result<Config, ParamError> {
+        let mut sizes = params.sizes("sizes")?.to_vec();
+        sizes.sort_unstable();
+        sizes.dedup();
+        Ok(Config {
+            sizes,
+            devices: params.count("devices")?,
+        })
+    }
+}
+
+/// One size's buffers on every device: the inputs, and the results.
+struct Buffers {
+    replicas: Vec<Replica>,
+}
+
+impl Buffers {
+    fn new(elements: usize, devices: usize) -> Buffers {
+        let replicas = (0..devices)
+            .map(|d| {
+                let send = Arc::new(Chunked::new(elements, devices));
+                if let Ok(mut s) = send.write_all() {
+                    s.iter_mut().enumerate().for_each(|(i, v)| *v = input(d, i));
+                }
+                Replica::out_of_place(send, Arc::new(Chunked::new(elements, devices)))
+            })
+            .collect();
+        Buffers { replicas }
+    }
+
+    /// Run `algorithm` once on results filled with NaN, and check every device's result.
+    fn verify(
+        &self,
+        engine: &Engine,
+        lanes: &[LaneId],
+        algorithm: Algorithm,
+    ) -> Result<Checked, ScenarioError> {
+        engine.wait_all()?;
+        for r in &self.replicas {
+            r.recv.write_all().map_err(busy)?.fill(f32::NAN);
+        }
+        algorithm.push(engine, lanes, &self.replicas);
+        engine.wait_all()?;
+        let whole = |pick: fn(&Replica) -> &Chunked| {
+            self.replicas
+                .iter()
+                .map(|r| pick(r).write_all())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(busy)
+        };
+        let (sends, recvs) = (whole(|r| &r.send)?, whole(|r| &r.recv)?);
+        let inputs: Vec<&[f32]> = sends.iter().map(|s| &s[..]).collect();
+        let outputs: Vec<&[f32]> = recvs.iter().map(|s| &s[..]).collect();
+        Ok(check(&inputs, &outputs))
+    }
+}
+
+/// A buffer still borrowed after the engine drained: a bug, reported as the check's failure
+/// rather than a panic.
+fn busy(e: crate::engine::OpError) -> ScenarioError {
+    ScenarioError::Engine(crate::engine::EngineError::OpFailed {
+        op: "allreduce check".into(),
+        message: e.to_string(),
+    })
+}
+
+impl Scenario for Allreduce {
+    fn lesson(&self) -> &'static super::LessonSpec {
+        &LESSON
+    }
+
+    fn name(&self) -> &'static str {
+        "allreduce"
+    }
+
+    fn about(&self) -> &'static str {
+        "all-reduce of 8 B to 1 GiB on k devices, ring vs parameter server vs tree: time, algbw, busbw (nccl-tests' figures), crossover"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    /// Per size: an all-reduce of 8 B takes microseconds and one of 1 GiB a good part of a
+    /// second on two cores, so the bounds are rounds and a short time, not seconds each.
+    fn sampling(&self) -> SamplerConfig {
+        SamplerConfig {
+            warmup: 1,
+            min_samples: 10,
+            max_samples: 200,
+            min_time: Duration::from_millis(200),
+            max_time: Duration::from_secs(3),
+        }
+    }
+
+    fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
+        let cfg = Config::of(params)?;
+        if let Some(odd) = cfg.sizes.iter().find(|&&s| !s.is_multiple_of(4)) {
+            return Err(ScenarioError::Input(format!(
+                "allreduce: --sizes {odd} is not a whole number of float32 elements (a \
+                 multiple of 4 bytes)"
+            )));
+        }
+        // Each device's input and result, 2·k·S, of one size at a time; but the allocator
+        // may keep a size's freed buffers while the next is allocated, so all of them count.
+        let total = cfg.sizes.iter().try_fold(0u64, |t, &s| t.checked_add(s));
+        check_bytes(
+            "allreduce's inputs and results",
+            total.and_then(|t| t.checked_mul(2 * cfg.devices as u64)),
+        )
+    }
+
+    fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
+        let cfg = Config::of(params)?;
+        let k = cfg.devices;
+        // The machine's copy bandwidth, measured before the devices' threads exist.
+        let copy = crate::machine::limits()
+            .memory
+            .measured()
+            .map(|m| m.copy.all_threads_gbytes_per_s)
+            .filter(|c| c.is_finite() && *c > 0.0);
+        let threads = ctx.cpu_split(k);
+        let rt = Runtime::cpu(&ctx.runtime, &threads)?;
+        let engine = &rt.engine;
+        let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
+        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
+        let mut times = Vec::new();
+        let mut curves: Vec<Vec<serde_json::Value>> = vec![Vec::new(); Algorithm::ALL.len()];
+        for &bytes in &cfg.sizes {
+            let elements = (bytes / 4) as usize;
+            let buffers = Buffers::new(elements, k);
+            let mut checked = Vec::new();
+            for &a in Algorithm::ALL {
+                checked.push((a, buffers.verify(engine, &lanes, a)?));
+            }
+            let (replicas, lanes) = (&buffers.replicas, &lanes);
+            let mut variants: Vec<Variant<ScenarioError>> = Algorithm::ALL
+                .iter()
+                .map(|&a| {
+                    Variant::new(a.variant(bytes), move || {
+                        synced(engine, || -> Result<(), ScenarioError> {
+                            a.push(engine, lanes, replicas);
+                            Ok(())
+                        })
+                    })
+                })
+                .collect();
+            let summaries = ctx.sample(self, engine, &mut variants)?;
+            drop(variants);
+            engine.wait_all()?;
+            drop(buffers);
+            let label = |a: Algorithm| match a {
+                Algorithm::Ring => format!(
+                    "{} on {k} devices: reduce-scatter + all-gather in {k} chunks",
+                    measure::size_label(bytes)
+                ),
+                Algorithm::ParameterServer => format!(
+                    "{} on {k} devices: reduce onto cpu:0, broadcast",
+                    measure::size_label(bytes)
+                ),
+                Algorithm::Tree => format!(
+                    "{} on {k} devices: binomial tree reduce, then broadcast",
+                    measure::size_label(bytes)
+                ),
+            };
+            run.add_variants(
+                Algorithm::ALL.iter().map(|a| a.variant(bytes)).collect(),
+                summaries,
+                Algorithm::ALL.iter().map(|&a| Some(label(a))),
+            );
+            for (i, (a, c)) in checked.iter().enumerate() {
+                let stem = a.key(bytes);
+                let median = Estimate::of(&run, &a.variant(bytes)).median;
+                let algbw = algbw_gbytes_per_s(bytes, median);
+                let busbw = busbw_gbytes_per_s(algbw, k);
+                run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
+                run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
+                if let Some(copy) = copy {
+                    run.derive_as(
+                        &format!("{stem}_busbw_of_copy"),
+                        busbw / copy,
+                        BUSBW_OF_COPY,
+                    );
+                }
+                run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
+                curves[i].push(serde_json::json!([bytes, busbw]));
+            }
+            run.check(
+                &format!(
+                    "every device's result equals the float64 sum ({})",
+                    size_label(bytes)
+                ),
+                checked.iter().all(|(_, c)| c.passed()),
+                checked
+                    .iter()
+                    .map(|(a, c)| {
+                        format!(
+                            "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
+                             magnitude",
+                            a.name(),
+                            c.wrong,
+                            c.checked,
+                            c.max_error
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+            times.push(SizeTimes {
+                bytes,
+                ring: Estimate::of(&run, &Algorithm::Ring.variant(bytes)),
+                parameter_server: Estimate::of(&run, &Algorithm::ParameterServer.variant(bytes)),
+            });
+        }
+        for (a, points) in Algorithm::ALL.iter().zip(curves) {
+            run.derive_detail_series(
+                &format!("{}_busbw_curve", a.name().replace('-', "_")),
+                serde_json::Value::Array(points),
+            );
+        }
+        if let Some((bytes, _)) = crossover(&times) {
+            run.derive_as(
+                "crossover_bytes",
+                bytes as f64,
+                Figure::new(Unit::Bytes, Better::Neither),
+            );
+        }
+        if copy.is_none() {
+            run.notes.push(
+                "the machine's copy bandwidth was not measured (a debug build measures \
+                 nothing): no busbw_of_copy figures"
+                    .into(),
+            );
+        }
+        if k == 1 {
+            run.notes.push(
+                "one device moves nothing: busbw is 0 by nccl-tests' definition, and each \
+                 algorithm is a copy"
+                    .into(),
+            );
+        }
+        let cores = crate::device::available_cores();
+        if threads.iter().sum::<usize>() > cores {
+            run.notes.push(format!(
+                "the devices' {} threads share {cores} cores",
+                threads.iter().sum::<usize>()
+            ));
+        }
+        let largest = times.last().and_then(|t| {
+            let busbw = busbw_gbytes_per_s(algbw_gbytes_per_s(t.bytes, t.ring.median), k);
+            Some((busbw, copy?))
+        });
+        explain(&times, k, largest.filter(|_| k > 1)).record(&mut run);
+        conclude(&mut run, &times, k);
+        Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RuntimeOptions;
+
+    fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
+        let given: Vec<(String, String)> = given
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Params::parse("allreduce", PARAMS, &given)
+    }
+
+    #[test]
+    fn sizes_take_suffixes_and_ranges() {
+        let p = parse(&[("sizes", "8,4K,1MiB,2mb")]).expect("sizes");
+        assert_eq!(p.sizes("sizes").unwrap(), [8, 4096, 1 << 20, 2 << 20]);
+        let p = parse(&[]).expect("defaults");
+        let d = p.sizes("sizes").unwrap();
+        assert_eq!((d.len(), d[0], d[27]), (28, 8, 1 << 30));
+        assert_eq!(
+            parse(&[("sizes", "1K..8K")])
+                .unwrap()
+                .sizes("sizes")
+                .unwrap(),
+            [1024, 2048, 4096, 8192]
+        );
+        for bad in [
+            "0",
+            "",
+            "8..4",
+            "1T",
+            "x",
+            "65GiB",
+            "0..8",
+            "1..1GiB,1..1GiB,1..1GiB",
+        ] {
+            assert!(parse(&[("sizes", bad)]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn validate_refuses_odd_and_huge_sizes_as_usage_errors() {
+        let v = |s: &str| Allreduce.validate(&parse(&[("sizes", s)]).expect("parses"));
+        assert!(v("8,4096").is_ok());
+        let odd = v("6").expect_err("not float32");
+        assert!(
+            odd.is_usage() && odd.to_string().contains("multiple of 4"),
+            "{odd}"
+        );
+        let huge = v("64GiB").expect_err("does not fit");
+        assert!(huge.is_usage(), "{huge}");
+    }
+
+    fn sequential(inputs: &[Vec<f32>]) -> Vec<f64> {
+        (0..inputs[0].len())
+            .map(|i| inputs.iter().map(|x| x[i] as f64).sum())
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// On random inputs, both algorithms leave on every device the sequential float64 sum
+        /// (within float32 rounding), for any k and sizes that do not divide into k chunks.
+        #[test]
+        fn both_algorithms_equal_a_sequential_sum(
+            k in 1usize..6,
+            n in 1usize..300,
+            seed in 0u64..1000,
+        ) {
+            let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; k]).expect("devices");
+            let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
+            let inputs: Vec<Vec<f32>> = (0..k)
+                .map(|d| (0..n).map(|i| input(d + seed as usize * 7, i) * 100.0).collect())
+                .collect();
+            let want = sequential(&inputs);
+            let replicas: Vec<Replica> = inputs
+                .iter()
+                .map(|x| {
+                    let send = Arc::new(Chunked::new(n, k));
+                    send.write_all().expect("fresh").copy_from_slice(x);
+                    Replica::out_of_place(send, Arc::new(Chunked::new(n, k)))
+                })
+                .collect();
+            let buffers = Buffers { replicas };
+            for &a in Algorithm::ALL {
+                // Twice: a second run on the same buffers gives the same result.
+                a.push(&rt.engine, &lanes, &buffers.replicas);
+                let c = buffers.verify(&rt.engine, &lanes, a).expect("runs");
+                proptest::prop_assert!(c.passed(), "{:?} k {} n {}: {:?}", a, k, n, c);
+                proptest::prop_assert_eq!(c.checked, (n * k) as u64);
+                for r in &buffers.replicas {
+                    let got = r.recv.write_all().expect("idle");
+                    for (g, w) in got.iter().zip(&want) {
+                        let allowed = measure::tolerance(k, 100.0 * k as f64);
+                        proptest::prop_assert!((*g as f64 - w).abs() <= allowed);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_run_records_every_size_and_passes_its_checks() {
+        let p = parse(&[("sizes", "8,4096,12"), ("devices", "3")]).expect("params");
+        let ctx = RunContext {
+            sampling: crate::scenario::SamplingOverrides {
+                warmup: Some(0),
+                min_samples: Some(3),
+                max_samples: Some(3),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let run = Allreduce.execute(&p, &ctx).expect("runs");
+        let names: Vec<&str> = run.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ring 8B",
+                "parameter-server 8B",
+                "tree 8B",
+                "ring 12B",
+                "parameter-server 12B",
+                "tree 12B",
+                "ring 4KiB",
+                "parameter-server 4KiB",
+                "tree 4KiB"
+            ]
+        );
+        assert!(run.checks.iter().all(|c| c.passed) && run.checks.len() == 3);
+        for key in [
+            "ring_4KiB_busbw_gbytes_per_s",
+            "parameter_server_8B_algbw_gbytes_per_s",
+        ] {
+            assert!(run.derived[key].as_f64().is_some_and(|v| v > 0.0), "{key}");
+        }
+        assert_eq!(run.derived["ring_12B_wrong"].as_f64(), Some(0.0));
+        assert!(run.lesson.is_some() && !run.explanation.is_empty());
+    }
+}
