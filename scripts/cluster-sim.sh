@@ -18,7 +18,8 @@
 #   scripts/cluster-sim.sh --hosts 2 -- target/release/parbench data-parallel --backend mpi
 # Its exit code is the script's. Needs root and iproute2 (ip, tc); OpenMPI 4's mpirun.
 # Everything it creates carries a name with this run's id (printed at the start) and is
-# removed on exit, after a failure or an interrupt too; nothing else is touched.
+# removed on exit, after a failure or an interrupt too, with any process left in its
+# namespaces; nothing else is touched.
 set -euo pipefail
 
 hosts=2 per_host=1 rate='' cut_host='' cut_after='' restore_after=''
@@ -61,7 +62,12 @@ cleanup() {
   local status=$?
   trap - EXIT INT TERM
   [ -n "${cutter:-}" ] && kill "$cutter" 2> /dev/null || true
-  for ns in "${created_ns[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
+  # A namespace lives on while a process is in it (an MPI daemon cut off from mpirun stays):
+  # end those first.
+  for ns in "${created_ns[@]}"; do
+    ip netns pids "$ns" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
+    ip netns del "$ns" 2> /dev/null || true
+  done
   for link in "${created_links[@]}"; do ip link del "$link" 2> /dev/null || true; done
   rm -rf "$work"
   echo "cluster-sim $id: removed ${#created_ns[@]} namespace(s) and ${#created_links[@]} link(s)" >&2

@@ -38,13 +38,22 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster-sim.sh")
 }
 
-/// The namespaces and links of this machine, to compare before and after.
-fn network() -> (String, String) {
-    let out = |args: &[&str]| {
-        let o = Command::new("ip").args(args).output().expect("ip runs");
+/// The namespaces, links and MPI daemons of this machine, to compare before and after.
+fn network() -> (String, String, usize) {
+    let out = |program: &str, args: &[&str]| {
+        let o = Command::new(program).args(args).output().expect("it runs");
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    (out(&["netns", "list"]), out(&["-o", "link"]))
+    // Live ones: a daemon that exited stays a zombie until init reaps it.
+    let daemons = out("ps", &["-eo", "stat=,comm="])
+        .lines()
+        .filter(|l| l.ends_with(" orted") && !l.trim_start().starts_with('Z'))
+        .count();
+    (
+        out("ip", &["netns", "list"]),
+        out("ip", &["-o", "link"]),
+        daemons,
+    )
 }
 
 /// `cluster-sim.sh options -- parbench args` within `secs` (past them it is stopped with
@@ -119,7 +128,11 @@ fn two_hosts_over_tcp_train_as_one_device_would() {
     for c in checks {
         assert_eq!(c["passed"], true, "{c}");
     }
-    assert_eq!(network(), before, "namespaces and links as before");
+    assert_eq!(
+        network(),
+        before,
+        "namespaces, links and MPI daemons as before"
+    );
 }
 
 #[test]
@@ -142,5 +155,9 @@ fn a_link_cut_mid_run_ends_the_job_naming_the_lost_host() {
     // The cut comes 2 s in; the timeout is 3 s, and mpirun's keepalive gives up after 5.
     assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
     assert!(!out.exists(), "no report after a failed job");
-    assert_eq!(network(), before, "namespaces and links as before");
+    assert_eq!(
+        network(),
+        before,
+        "namespaces, links and MPI daemons as before"
+    );
 }
