@@ -118,7 +118,9 @@ done
 chmod +x "$agent"
 
 ranks=$((hosts * per_host))
-mpi=(mpirun --allow-run-as-root --oversubscribe -n "$ranks" --hostfile "$hostfile"
+# --bind-to none: the hosts share this machine's cores, and mpirun would bind each host's
+# first rank to the same core 0.
+mpi=(mpirun --allow-run-as-root --oversubscribe -n "$ranks" --hostfile "$hostfile" --bind-to none
   --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24"
   --mca oob_tcp_if_include "$net.0/24"
