@@ -72,6 +72,15 @@ pub struct RunOptions {
     pub cpu_threads: Option<usize>,
     pub max_inflight: Option<usize>,
     pub gpu_order: String,
+    /// The GPU ordinal (`--gpu`).
+    #[serde(default)]
+    pub gpu: usize,
+    /// `--gpu-memory-fraction`, when given.
+    #[serde(default)]
+    pub gpu_memory_fraction: Option<f64>,
+    /// How GPU ops are issued (`PARBENCH_GPU_OPS`, as in force: `caching-allocator`).
+    #[serde(default)]
+    pub gpu_ops: String,
 }
 
 /// What a journal records the points of.
@@ -141,6 +150,17 @@ impl JournalHeader {
             shown(b.max_inflight),
         );
         differ("--gpu-order", a.gpu_order.clone(), b.gpu_order.clone());
+        differ("--gpu", a.gpu.to_string(), b.gpu.to_string());
+        differ(
+            "--gpu-memory-fraction",
+            shown(a.gpu_memory_fraction),
+            shown(b.gpu_memory_fraction),
+        );
+        let ops = |o: &str| match o {
+            "" => "not recorded".to_string(),
+            o => o.to_string(),
+        };
+        differ("PARBENCH_GPU_OPS", ops(&a.gpu_ops), ops(&b.gpu_ops));
         out
     }
 }
@@ -198,6 +218,19 @@ mod tests {
             [
                 "engine was threaded, now naive",
                 "samples per point (at least) was 50, now 3"
+            ]
+        );
+        // The GPU a run uses and how its ops are issued change what it measures too.
+        let mut gpu = header();
+        gpu.options.gpu = 1;
+        gpu.options.gpu_memory_fraction = Some(0.5);
+        gpu.options.gpu_ops = "none".into();
+        assert_eq!(
+            old.differences(&gpu),
+            [
+                "--gpu was 0, now 1",
+                "--gpu-memory-fraction was the default, now 0.5",
+                "PARBENCH_GPU_OPS was not recorded, now none"
             ]
         );
         assert!(old.differences(&old).is_empty());
