@@ -38,16 +38,34 @@ pub enum CompareError {
     Duplicates { path: String, entries: Vec<String> },
 }
 
-/// The scenario of a sweep journal's first line, when `text` is one (JSON Lines of run
-/// records, no schema).
-fn journal_scenario(text: &str) -> Option<String> {
+/// What a journal given where a report was expected is, and the command that turns it into
+/// one: a sweep's (its header, or its first run record, names the scenario) or a suite's (its
+/// header names the suite; `parbench all`'s is the built-in one). `None` when `text` is no
+/// journal (JSON Lines of a header and run records, no schema).
+fn journal_hint(text: &str, path: &str) -> Option<String> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first: Value = serde_json::from_str(lines.next()?).ok()?;
     lines.next()?;
     if first.get("schema").is_some() {
         return None;
     }
-    first.get("scenario")?.as_str().map(str::to_string)
+    if first.get("kind").and_then(Value::as_str) == Some("suite") {
+        let suite = first.get("suite")?.as_str()?;
+        let command = match suite.strip_suffix(" (built in)") {
+            Some(_) => "parbench all".to_string(),
+            None => format!("parbench run {suite}"),
+        };
+        return Some(format!(
+            "it is a suite's journal (one finished run per line), not a report; `{command} \
+             --journal {path} --resume -o report.json` writes the report"
+        ));
+    }
+    let scenario = first.get("scenario")?.as_str()?;
+    Some(format!(
+        "it is a sweep journal (one finished point per line), not a report; `parbench sweep \
+         {scenario} --set ... --resume {path} -o report.json` with the sweep's axes writes the \
+         report"
+    ))
 }
 
 /// Load a report, checking its schema version first.
@@ -59,14 +77,7 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     })?;
     let value: Value = serde_json::from_str(&text).map_err(|e| CompareError::Parse {
         path: p.clone(),
-        reason: match journal_scenario(&text) {
-            Some(scenario) => format!(
-                "it is a sweep journal (one finished point per line), not a report; \
-                 `parbench sweep {scenario} --set ... --resume {p} -o report.json` with the sweep's \
-                 axes writes the report"
-            ),
-            None => e.to_string(),
-        },
+        reason: journal_hint(&text, &p).unwrap_or_else(|| e.to_string()),
     })?;
     match value.get("schema").and_then(Value::as_str) {
         Some(SCHEMA) => {}

@@ -134,6 +134,17 @@ fn plot_says_what_it_cannot_draw() {
         ],
         "it is a sweep journal",
     );
+    // A suite's journal: a header naming the suite, then its finished runs.
+    let header = r#"{"journal":"parbench-journal/1","kind":"suite","suite":"scenarios/default.toml (built in)","runs":[]}"#;
+    std::fs::write(&journal, format!("{header}\n{line}\n")).unwrap();
+    assert_usage_error(
+        &["export", journal.to_str().unwrap(), "--format", "csv"],
+        &format!(
+            "it is a suite's journal (one finished run per line), not a report; `parbench all \
+             --journal {} --resume -o report.json` writes the report",
+            journal.display()
+        ),
+    );
     // A report of two scenarios charts one and names the other.
     let two = report_with(dir.path(), "two.json", |d| {
         let mut other = d["runs"][0].clone();
