@@ -253,6 +253,10 @@ mod tests {
         }
         let ci = include_str!("../../scenarios/ci.toml");
         assert!(!parse("scenarios/ci.toml", ci).unwrap().is_empty());
+        let deepbench = include_str!("../../scenarios/deepbench-allreduce.toml");
+        for run in parse("scenarios/deepbench-allreduce.toml", deepbench).unwrap() {
+            run.scenario.validate(&run.params).unwrap();
+        }
     }
 
     #[test]
