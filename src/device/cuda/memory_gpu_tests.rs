@@ -49,7 +49,17 @@ fn gpu_memory_cap_refuses_an_allocation_past_it() {
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_pool_usage_reports_reserved_and_used() {
-    let d = open(None);
+    // The pool's own marks: without the caching allocator, whose marks count its own blocks
+    // (`gpu_the_caching_allocator_…`).
+    let d = Arc::new(
+        CudaDevice::open_tuned(
+            0,
+            GpuOrder::Stream,
+            None,
+            Some(crate::device::gpu_ops::GpuOps::NONE),
+        )
+        .expect("the GPU opens"),
+    );
     d.synchronize().unwrap();
     d.reset_pool_high_water().unwrap();
     let before = d.pool_usage().unwrap();
