@@ -5,10 +5,12 @@
 //! `.ci/run` runs them as root) and the `mpi` feature.
 #![cfg(feature = "mpi")]
 
-use std::io::Read;
+#[path = "common/child.rs"]
+mod child;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
@@ -66,43 +68,12 @@ fn cluster(options: &[&str], args: &[&str], secs: u64) -> (Option<i32>, String, 
         .arg("--")
         .arg(cargo_bin("parbench"))
         .args(args)
-        .env_remove("PARBENCH_ENGINE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("bash runs the script");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let readers = (
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        }),
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }),
-    );
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let _ = child.wait();
-            panic!("the cluster job hung for {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (
-        status.code(),
-        readers.0.join().unwrap(),
-        readers.1.join().unwrap(),
-        start.elapsed(),
-    )
+        .env_remove("PARBENCH_ENGINE");
+    child::run_within(cmd, secs, "the cluster job", |c| {
+        let _ = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+    })
 }
 
 #[test]

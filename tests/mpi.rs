@@ -3,9 +3,11 @@
 //! feature (`.ci/run` installs OpenMPI and runs these).
 #![cfg(feature = "mpi")]
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "common/child.rs"]
+mod child;
+
+use std::process::Command;
+use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
@@ -54,40 +56,10 @@ fn mpirun(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Command {
 }
 
 /// Run to completion within `secs` (a hang fails the test): exit code, stdout, stderr.
-fn run(mut cmd: Command, secs: u64) -> (Option<i32>, String, String, Duration) {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("mpirun starts (OpenMPI installed?)");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let readers = (
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        }),
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }),
-    );
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            let _ = child.kill();
-            panic!("mpirun hung for {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let took = start.elapsed();
-    (
-        status.code(),
-        readers.0.join().unwrap(),
-        readers.1.join().unwrap(),
-        took,
-    )
+fn run(cmd: Command, secs: u64) -> (Option<i32>, String, String, Duration) {
+    child::run_within(cmd, secs, "mpirun", |c| {
+        let _ = c.kill();
+    })
 }
 
 fn report_of(ranks: usize) -> Value {
