@@ -157,3 +157,124 @@ fn a_rank_that_dies_ends_the_job() {
     assert!(stderr.contains(",1]"), "{stderr}");
     assert!(took < Duration::from_secs(30), "took {took:?}");
 }
+
+/// A few sizes, including one that does not split evenly into the ranks' chunks.
+const ALLREDUCE: &[&str] = &[
+    "allreduce",
+    "--backend",
+    "mpi",
+    "--sizes",
+    "8,12,4K,1MiB",
+    "--warmup",
+    "0",
+    "--min-samples",
+    "3",
+    "--json",
+];
+
+/// The all-reduce across 2 and 4 ranks: every algorithm's result is right on every rank, each
+/// size carries nccl-tests' bandwidths and the per-rank spread of its median, and rank 0
+/// names every rank's host.
+#[test]
+fn allreduce_across_ranks_is_right_on_every_rank() {
+    for ranks in [2, 4] {
+        let (code, stdout, stderr, _) = run(mpirun(ranks, ALLREDUCE, &[]), 300);
+        assert_eq!(code, Some(0), "stderr: {stderr}");
+        let doc: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("one JSON report ({e}): {stdout}"));
+        let run = &doc["runs"][0];
+        assert_eq!(run["parameters"]["devices"], ranks);
+        assert_eq!(run["devices"].as_array().unwrap().len(), ranks);
+        let names: Vec<&str> = run["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 12, "{names:?}");
+        assert!(names.contains(&"mpi-allreduce 1MiB") && names.contains(&"ring 12B"));
+        let checks = run["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 4, "{checks:?}");
+        assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
+        // Elements checked: every rank's whole result.
+        assert!(checks[3]["detail"]
+            .to_string()
+            .contains(&format!("0 wrong of {}", ranks * 262_144)));
+        let d = &run["derived"];
+        for stem in ["ring_1MiB", "parameter_server_4KiB", "mpi_allreduce_8B"] {
+            assert!(d[format!("{stem}_busbw_gbytes_per_s")].as_f64().unwrap() > 0.0);
+            assert_eq!(d[format!("{stem}_wrong")].as_f64(), Some(0.0));
+            let min = d[format!("{stem}_rank_min_s")].as_f64().unwrap();
+            let avg = d[format!("{stem}_rank_avg_s")].as_f64().unwrap();
+            let max = d[format!("{stem}_rank_max_s")].as_f64().unwrap();
+            assert!(
+                0.0 < min && min <= avg && avg <= max,
+                "{stem}: {min} {avg} {max}"
+            );
+        }
+        let said = run["explanation"].to_string();
+        assert!(said.contains("MPI_Allreduce / the ring"), "{said}");
+    }
+}
+
+/// A sweep of allreduce under mpirun: every rank runs every point, rank 0 alone writes; a
+/// resumed sweep skips the journal's points on every rank; a sweep mixing the backends is
+/// refused.
+#[test]
+fn a_sweep_spans_the_ranks_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let out = out.to_str().unwrap();
+    let args = [
+        "sweep",
+        "allreduce",
+        "--set",
+        "backend=mpi",
+        "--set",
+        "sizes=8,4K,16",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "3",
+        "-o",
+        out,
+    ];
+    let stop = [("PARBENCH_SWEEP_STOP_AFTER", "1")];
+    let (code, _, stderr, _) = run(mpirun(2, &args, &stop), 120);
+    assert_ne!(code, Some(0), "stopped after one point: {stderr}");
+    // Without --resume, rank 0 refuses and the other rank stops with it, at once.
+    let (code, _, stderr, took) = run(mpirun(2, &args, &[]), 120);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("--resume"), "{stderr}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let (code, _, stderr, _) = run(mpirun(2, &resumed, &[]), 120);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(
+        stderr.contains("1 from the journal, 2 measured now"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let sizes: Vec<&Value> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["parameters"]["sizes"])
+        .collect();
+    assert_eq!(sizes.len(), 3, "{sizes:?}");
+    let mixed = [
+        "sweep",
+        "allreduce",
+        "--set",
+        "backend=engine,mpi",
+        "--set",
+        "sizes=8",
+    ];
+    let (code, _, stderr, _) = run(mpirun(2, &mixed, &[]), 120);
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("sweep the two backends separately"),
+        "{stderr}"
+    );
+}

@@ -69,14 +69,50 @@ pub(super) fn run_sweep(
     for p in &points {
         sc.validate(p)?;
         support::check_requested_device(p, common.fallback)?;
-        if sc.distributed(p) {
-            return Err(CliError::Usage(format!(
-                "a sweep runs its points in one process: sweep {name} on one process, or run \
-                 each point of --backend mpi under its own mpirun"
-            )));
-        }
     }
-    super::launch::refuse_in_mpi_job(false, &[name], true)?;
+    // Every point spans the ranks of one MPI job, or none does: a rank cannot sit out a point.
+    let spanning = points.iter().filter(|p| sc.distributed(p)).count();
+    if spanning > 0 && spanning < points.len() {
+        return Err(CliError::Usage(format!(
+            "{spanning} of the sweep's {} points span MPI ranks and the others run in one \
+             process: sweep the two backends separately",
+            points.len()
+        )));
+    }
+    let distributed = spanning > 0;
+    super::launch::refuse_in_mpi_job(distributed, &[name], true)?;
+    if distributed {
+        crate::distributed::init()?;
+    }
+    // Ranks other than 0 run the points rank 0 does, and print and write nothing.
+    let timeout = points
+        .first()
+        .and_then(|p| p.float("timeout").ok())
+        .map_or(std::time::Duration::from_secs(60), |t| {
+            std::time::Duration::from_secs_f64(t)
+        });
+    if crate::distributed::is_secondary_rank() {
+        let mut from_journal = vec![0.0; points.len()];
+        crate::distributed::share_from_rank0(&mut from_journal, timeout, "the points to run")?;
+        if from_journal.iter().any(|&d| d < 0.0) {
+            // Rank 0 refused the sweep and says why.
+            return Ok(());
+        }
+        let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let to_run = points.iter().zip(from_journal).filter(|(_, d)| *d == 0.0);
+        for (p, _) in to_run.take(stop_after.unwrap_or(usize::MAX)) {
+            run_timed(sc, p, &ctx)?;
+        }
+        return Ok(());
+    }
+    // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
+    let mut pending = distributed.then(|| PendingShare {
+        points: points.len(),
+        timeout,
+        sent: false,
+    });
     for out in [&common.output, &common.trace, &common.html]
         .into_iter()
         .flatten()
@@ -132,6 +168,14 @@ pub(super) fn run_sweep(
             journal_path.display(),
             sweep::describe_point(foreign)
         )));
+    }
+    if let Some(share) = pending.take() {
+        // The other ranks skip what the journal holds, as rank 0 does.
+        let from_journal: Vec<f64> = resolved
+            .iter()
+            .map(|p| f64::from(u8::from(done.iter().any(|r| sweep::same_point(r, name, p)))))
+            .collect();
+        share.send(from_journal)?;
     }
     let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
         .ok()
@@ -237,6 +281,36 @@ pub(super) fn run_sweep(
     let outcome = finish_report(&report, common, &ctx);
     retire_journal(&journal_path, keep_journal, &outcome, common)?;
     outcome
+}
+
+/// Rank 0's list of the points a sweep across MPI ranks runs, owed to the other ranks: sent
+/// by [`PendingShare::send`], or, when rank 0 refuses the sweep first, a stop sent on drop.
+struct PendingShare {
+    points: usize,
+    timeout: std::time::Duration,
+    sent: bool,
+}
+
+impl PendingShare {
+    /// Send which points the journal holds (1.0) and which to run (0.0).
+    fn send(mut self, mut from_journal: Vec<f64>) -> Result<(), CliError> {
+        self.sent = true;
+        let what = "the points to run";
+        crate::distributed::share_from_rank0(&mut from_journal, self.timeout, what)?;
+        Ok(())
+    }
+}
+
+impl Drop for PendingShare {
+    fn drop(&mut self) {
+        if self.sent {
+            return;
+        }
+        let mut stop = vec![-1.0; self.points];
+        // The refusal that dropped this is what rank 0 reports; a failure to tell the others
+        // ends in their own deadline.
+        let _ = crate::distributed::share_from_rank0(&mut stop, self.timeout, "the sweep's start");
+    }
 }
 
 /// Once the report is written (its checks passed or not), the journal is removed, or kept as

@@ -59,6 +59,20 @@ pub fn is_secondary_rank() -> bool {
     false
 }
 
+/// Rank 0's `values` on every rank of this MPI job, each wait bounded by `timeout` (nothing
+/// to share in a build without MPI, where every process is rank 0).
+pub fn share_from_rank0(
+    values: &mut [f64],
+    timeout: std::time::Duration,
+    what: &str,
+) -> Result<(), DistributedError> {
+    #[cfg(feature = "mpi")]
+    world(timeout)?.broadcast(values, what);
+    #[cfg(not(feature = "mpi"))]
+    let _ = (values, timeout, what);
+    Ok(())
+}
+
 /// Finalize MPI if this process initialized it (a no-op otherwise, and without the feature).
 pub fn finalize() {
     #[cfg(feature = "mpi")]

@@ -33,6 +33,8 @@ const ABORT_CODE: i32 = 1;
 
 /// The tag of [`Comm::barrier`]'s messages (callers' tags stay below it).
 const TAG_BARRIER: i32 = 30_000;
+/// The tag of [`Comm::parameter_server_sum_into`]'s messages.
+const TAG_SERVER: i32 = 30_001;
 
 /// Variables a launcher sets (OpenMPI's own, PMIx's, MPICH's Hydra).
 fn launched() -> bool {
@@ -337,8 +339,29 @@ impl Comm {
     /// then all-gather (k − 1 steps passing the reduced chunks on). Every rank ends with the
     /// same sums, added in the same order.
     pub fn ring_all_reduce_sum(&self, data: &mut [f32], tmp: &mut Vec<f32>, what: &str) {
+        self.ring(None, data, tmp, what);
+    }
+
+    /// `recv = Σ over ranks of send`, the same ring out of place (as nccl-tests times it):
+    /// the first step sends from `send`, each received chunk is added to `send`'s, so `send`
+    /// stays as it is and every run reduces the same data.
+    pub fn ring_all_reduce_sum_into(
+        &self,
+        send: &[f32],
+        recv: &mut [f32],
+        tmp: &mut Vec<f32>,
+        what: &str,
+    ) {
+        self.ring(Some(send), recv, tmp, what);
+    }
+
+    /// The ring of [`Comm::ring_all_reduce_sum`], in place or from `source`.
+    fn ring(&self, source: Option<&[f32]>, data: &mut [f32], tmp: &mut Vec<f32>, what: &str) {
         let k = self.size();
         if k == 1 {
+            if let Some(source) = source {
+                data.copy_from_slice(source);
+            }
             return;
         }
         let (r, n) = (self.rank(), data.len());
@@ -355,7 +378,12 @@ impl Comm {
             let buf = &mut tmp[..recv.len()];
             mpi::request::scope(|scope| {
                 let rx = from.immediate_receive_into_with_tag(scope, buf, 100 + s as i32);
-                let tx = to.immediate_send_with_tag(scope, &data[send.clone()], 100 + s as i32);
+                // The first step sends this rank's own contribution; later ones a partial sum.
+                let out = match source {
+                    Some(source) if s == 0 => &source[send.clone()],
+                    _ => &data[send.clone()],
+                };
+                let tx = to.immediate_send_with_tag(scope, out, 100 + s as i32);
                 let step = |dir: &'static str, peer: usize| {
                     move || {
                         let who = self.who(peer);
@@ -365,8 +393,18 @@ impl Comm {
                 self.wait(rx, deadline, &step("receive", left));
                 self.wait(tx, deadline, &step("send", right));
             });
-            for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
-                *d += *t;
+            match source {
+                Some(source) => {
+                    let into = data[recv.clone()].iter_mut();
+                    for ((d, t), x) in into.zip(tmp.iter()).zip(&source[recv]) {
+                        *d = *x + *t;
+                    }
+                }
+                None => {
+                    for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
+                        *d += *t;
+                    }
+                }
             }
         }
         for s in 0..k - 1 {
@@ -386,6 +424,41 @@ impl Comm {
                 self.wait(rx, deadline, &step("receive", left));
                 self.wait(tx, deadline, &step("send", right));
             });
+        }
+    }
+
+    /// `recv = Σ over ranks of send` through a parameter server on rank 0, over
+    /// point-to-point messages: rank 0 receives every other rank's buffer in rank order and
+    /// adds it to its own, then sends the sum to each rank in turn; the others send theirs
+    /// and receive the sum. Rank 0 moves 2(k − 1) buffers where a ring moves 2(k − 1)/k.
+    pub fn parameter_server_sum_into(
+        &self,
+        send: &[f32],
+        recv: &mut [f32],
+        tmp: &mut Vec<f32>,
+        what: &str,
+    ) {
+        let k = self.size();
+        if self.rank() != 0 {
+            self.send(
+                0,
+                TAG_SERVER,
+                send,
+                &format!("{what}: its part, to the server"),
+            );
+            self.receive(Some(0), TAG_SERVER, recv, &format!("{what}: the sum"));
+            return;
+        }
+        recv.copy_from_slice(send);
+        tmp.resize(send.len(), 0.0);
+        for r in 1..k {
+            self.receive(Some(r), TAG_SERVER, tmp, &format!("{what}: its part"));
+            for (d, t) in recv.iter_mut().zip(tmp.iter()) {
+                *d += *t;
+            }
+        }
+        for r in 1..k {
+            self.send(r, TAG_SERVER, recv, &format!("{what}: the sum"));
         }
     }
 
@@ -549,6 +622,12 @@ mod tests {
         let mut data = send;
         comm.ring_all_reduce_sum(&mut data, &mut Vec::new(), "test");
         assert_eq!(data, send);
+        let mut out = [0f32; 3];
+        comm.ring_all_reduce_sum_into(&send, &mut out, &mut Vec::new(), "test");
+        assert_eq!(out, send);
+        let mut out = [0f32; 3];
+        comm.parameter_server_sum_into(&send, &mut out, &mut Vec::new(), "test");
+        assert_eq!(out, send);
         comm.barrier("test");
         let gathered = comm.gather_bytes(b"rank zero").expect("rank 0 gathers");
         assert_eq!(gathered, vec![b"rank zero".to_vec()]);

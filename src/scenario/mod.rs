@@ -6,6 +6,7 @@
 
 pub mod allreduce;
 pub mod async_loop;
+pub mod backend;
 pub mod book;
 pub mod collective;
 pub mod cpu_gpu;

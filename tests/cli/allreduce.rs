@@ -60,3 +60,27 @@ fn allreduce_refuses_bad_sizes_and_devices_with_one_line() {
     assert_usage_error(&["allreduce", "--sizes", "64GiB"], "allreduce");
     assert_usage_error(&["allreduce", "--sizes", "1TiB"], "--sizes");
 }
+
+#[test]
+fn allreduce_over_mpi_needs_the_feature_or_runs_as_one_rank() {
+    assert_usage_error(&["allreduce", "--backend", "tcp"], "--backend");
+    assert_usage_error(&["allreduce", "--timeout", "0"], "--timeout");
+    if !cfg!(feature = "mpi") {
+        assert_usage_error(
+            &["allreduce", "--backend", "mpi"],
+            "needs a build with the mpi feature: apt-get install",
+        );
+        return;
+    }
+    // Started without mpirun: one rank, whose all-reduce is a copy, checked.
+    let doc = json_of(&["allreduce", "--backend", "mpi", "--sizes", "8,4K"]);
+    let run = &doc["runs"][0];
+    assert_eq!(run["parameters"]["devices"], 1);
+    assert_eq!(run["variants"].as_array().unwrap().len(), 6);
+    assert!(run["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["passed"] == true));
+    assert!(run["notes"].to_string().contains("one rank moves nothing"));
+}

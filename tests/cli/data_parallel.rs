@@ -112,9 +112,9 @@ fn data_parallel_over_mpi_needs_the_feature_or_runs_as_one_rank() {
         "{notes}"
     );
     assert_eq!(run["derived"]["ranks"][0]["rank"], 0);
-    // A sweep cannot span MPI jobs.
+    // A sweep's points all span the ranks of one job, or none does.
     assert_usage_error(
-        &["sweep", "data-parallel", "--set", "backend=mpi"],
-        "a sweep runs its points in one process",
+        &["sweep", "data-parallel", "--set", "backend=engine,mpi"],
+        "sweep the two backends separately",
     );
 }

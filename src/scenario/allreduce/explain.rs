@@ -2,6 +2,7 @@
 
 use super::measure::size_label;
 use crate::report::{Held, RunRecord};
+use crate::scenario::backend::Backend;
 use crate::scenario::evidence::{Estimate, Ratio, Side};
 use crate::scenario::lesson::{all, decided, held, ratio_words, side_words, LessonSpec, Verdict};
 use crate::scenario::support::Explained;
@@ -50,6 +51,7 @@ pub fn ring_faster_from(sizes: &[SizeTimes]) -> Option<u64> {
 pub fn explain(
     sizes: &[SizeTimes],
     devices: usize,
+    backend: Backend,
     largest_busbw: Option<(f64, f64)>,
 ) -> Explained {
     let mut out = Explained::default();
@@ -101,12 +103,23 @@ pub fn explain(
     }
     let smallest = first.ring_over_ps();
     if smallest.against(1.0) == Side::Above && devices > 1 {
+        let why = match backend {
+            Backend::Engine => format!(
+                "it pushes 2k(k − 1) = {} ops, one per step and device, to the parameter \
+                 server's k = {devices}, a fixed cost per op",
+                2 * (devices - 1) * devices
+            ),
+            Backend::Mpi => format!(
+                "each rank sends and receives 2(k − 1) = {} messages one after another where \
+                 a worker of the parameter server sends one and receives one, a fixed latency \
+                 per message",
+                2 * (devices - 1)
+            ),
+        };
         out.sentences.push(format!(
-            "At {} the ring is slower ({smallest}): it pushes 2k(k − 1) = {} ops, one per \
-             step and device, to the parameter server's k = {devices}, a fixed cost per op \
-             that a small message does not amortize.",
+            "At {} the ring is slower ({smallest}): {why} that a small message does not \
+             amortize.",
             size_label(first.bytes),
-            2 * (devices - 1) * devices
         ));
     }
     if let Some((busbw, copy)) = largest_busbw {
@@ -120,6 +133,22 @@ pub fn explain(
         ));
     }
     out
+}
+
+/// Under MPI, the library's own all-reduce beside the ring over point-to-point at `bytes`
+/// (the largest size), worded within the intervals.
+pub fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate) -> String {
+    let r = Ratio::of(library, ring);
+    let verdict = match r.against(1.0) {
+        Side::Below => "MPI_Allreduce is faster, beyond the intervals",
+        Side::Above => "MPI_Allreduce is slower, beyond the intervals",
+        Side::Within => "the two are indistinguishable here",
+        Side::Unknown => "one of them was not measured",
+    };
+    format!(
+        "At {}, MPI_Allreduce / the ring over point-to-point = {r}: {verdict}.",
+        size_label(bytes)
+    )
 }
 
 /// Decide the lesson from the largest size's times and the checks.
@@ -182,6 +211,17 @@ mod tests {
     }
 
     #[test]
+    fn the_library_is_compared_with_the_ring_within_the_intervals() {
+        let faster = library_against_ring(1 << 20, est(0.5, 0.05), est(1.0, 0.05));
+        assert!(faster.contains("is faster, beyond"), "{faster}");
+        let slower = library_against_ring(1 << 20, est(2.0, 0.05), est(1.0, 0.05));
+        assert!(slower.contains("is slower, beyond"), "{slower}");
+        let same = library_against_ring(1 << 20, est(1.02, 0.1), est(1.0, 0.1));
+        assert!(same.contains("indistinguishable"), "{same}");
+        assert!(same.starts_with("At 1MiB"), "{same}");
+    }
+
+    #[test]
     fn the_crossover_is_the_first_size_below_beyond_the_intervals() {
         let sizes = [
             size(8, 2.0, 1.0),
@@ -192,7 +232,7 @@ mod tests {
         let (bytes, r) = crossover(&sizes).expect("a crossover");
         assert_eq!(bytes, 1 << 20);
         assert!(r.hi < 1.0);
-        let e = explain(&sizes, 2, Some((3.0, 6.0)));
+        let e = explain(&sizes, 2, Backend::Engine, Some((3.0, 6.0)));
         let text = e.sentences.join(" ");
         assert!(text.contains("is 1MiB"), "{text}");
         assert!(text.contains("every larger size"), "{text}");
@@ -201,7 +241,9 @@ mod tests {
         assert_eq!(ring_faster_from(&sizes), Some(1 << 20));
         let mut noisy = sizes;
         noisy[0] = size(8, 0.5, 1.0);
-        let text = explain(&noisy, 2, None).sentences.join(" ");
+        let text = explain(&noisy, 2, Backend::Engine, None)
+            .sentences
+            .join(" ");
         assert!(
             text.contains("is 8B") && text.contains("not at 1 of the 3"),
             "{text}"
@@ -212,12 +254,16 @@ mod tests {
         );
         let mut last_only = noisy;
         last_only[2] = size(1 << 20, 1.0, 1.0);
-        let text = explain(&last_only, 2, None).sentences.join(" ");
+        let text = explain(&last_only, 2, Backend::Engine, None)
+            .sentences
+            .join(" ");
         assert!(
             text.contains("At 1GiB, the largest size, it is below again."),
             "{text}"
         );
-        let none = explain(&sizes[..2], 2, None).sentences.join(" ");
+        let none = explain(&sizes[..2], 2, Backend::Engine, None)
+            .sentences
+            .join(" ");
         assert!(none.contains("At no size from 8B to 1KiB"), "{none}");
     }
 
@@ -240,7 +286,7 @@ mod tests {
                     parameter_server: est(p, pr),
                 })
                 .collect();
-            let text = explain(&sizes, 2, None).sentences.join(" ");
+            let text = explain(&sizes, 2, Backend::Engine, None).sentences.join(" ");
             let first = sizes.iter().find(|s| s.ring.hi < s.parameter_server.lo);
             match first {
                 Some(s) => proptest::prop_assert!(

@@ -79,6 +79,28 @@ pub fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
     c
 }
 
+/// Compare one rank's `output` with the float64 sum of every rank's seeded input ([`input`]
+/// of ranks 0..`k`), computed here rather than received: under MPI a rank holds only its own
+/// input, and the check must not trust the transport it checks.
+pub fn check_seeded(k: usize, output: &[f32]) -> Checked {
+    let mut c = Checked::default();
+    for (i, &got) in output.iter().enumerate() {
+        let (want, magnitude) = (0..k).fold((0f64, 0f64), |(s, m), d| {
+            let x = input(d, i) as f64;
+            (s + x, m + x.abs())
+        });
+        c.checked += 1;
+        let error = (got as f64 - want).abs();
+        if !error.is_finite() || error > tolerance(k, magnitude) {
+            c.wrong += 1;
+        }
+        if magnitude > 0.0 && error.is_finite() {
+            c.max_error = c.max_error.max(error / magnitude);
+        }
+    }
+    c
+}
+
 /// A size as the report names it: `8B`, `1KiB`, `4MiB`, `1GiB`, or bytes where it is not a
 /// whole number of the unit.
 pub fn size_label(bytes: u64) -> String {
@@ -154,5 +176,25 @@ mod tests {
         assert_eq!(c.wrong, 2, "{c:?}");
         // An output that is too short is wrong where it is missing.
         assert_eq!(check(&views, &[&right[..1000]]).wrong, 1);
+    }
+
+    /// A rank's result checked against the seeded inputs it never received: the right sum
+    /// passes, a lost rank's input and a planted error are counted.
+    #[test]
+    fn the_seeded_check_needs_no_other_ranks_buffers() {
+        let (k, n) = (4, 777);
+        let right: Vec<f32> = (0..n).map(|i| (0..k).map(|d| input(d, i)).sum()).collect();
+        let ok = check_seeded(k, &right);
+        assert!(ok.passed() && ok.checked == n as u64, "{ok:?}");
+        let lost: Vec<f32> = (0..n)
+            .map(|i| (0..k - 1).map(|d| input(d, i)).sum())
+            .collect();
+        assert!(check_seeded(k, &lost).wrong > n as u64 / 2);
+        let mut planted = right.clone();
+        planted[3] += 1e-3;
+        planted[400] = f32::INFINITY;
+        assert_eq!(check_seeded(k, &planted).wrong, 2);
+        // Checked as another number of ranks, the same sums are wrong.
+        assert!(!check_seeded(k + 1, &right).passed());
     }
 }

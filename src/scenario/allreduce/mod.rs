@@ -2,11 +2,14 @@
 //! size, the time of one all-reduce of float32 on k CPU devices of one engine, its algorithm
 //! and bus bandwidth, and a check of every device's result against a float64 sum.
 //!
-//! Three algorithms ([`collective`]): the two that `data-parallel` trains with, `ring`
+//! Three algorithms on the engine ([`collective`]): the two that `data-parallel` trains with, `ring`
 //! (reduce-scatter and all-gather over k chunks, each step an op on its receiver's device, so
 //! chunks move at once on different devices) and `parameter-server` (a reduce onto device 0,
-//! then a broadcast back), and `tree` (a binomial tree of whole-buffer steps, up then down). Both run out of place, as nccl-tests does by default: each device's
-//! input stays as it is, so every timed run reduces the same data.
+//! then a broadcast back), and `tree` (a binomial tree of whole-buffer steps, up then down).
+//! Under `--backend mpi` ([`ranks`]) one rank per device: the ring and the parameter server
+//! over point-to-point messages, and the MPI library's own `MPI_Allreduce`. All run out of
+//! place, as nccl-tests does by default: each input stays as it is, so every timed run
+//! reduces the same data.
 //!
 //! # Design: sizes in the report
 //!
@@ -19,23 +22,25 @@
 //! stretch the rounds of an 8 B one. A sweep over `--sizes` (`--set sizes=1K,1MiB`) gives one
 //! size per run instead, for `plot`'s time-against-parameter charts.
 
+mod engine;
 mod explain;
 pub mod measure;
+#[cfg(feature = "mpi")]
+mod ranks;
+mod record;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use self::explain::{conclude, LESSON};
+use self::explain::LESSON;
 pub use self::explain::{crossover, explain, SizeTimes};
-use self::measure::{algbw_gbytes_per_s, busbw_gbytes_per_s, check, input, size_label, Checked};
-use super::collective::{self, Chunked, Replica};
-use super::evidence::Estimate;
+use self::measure::size_label;
+use super::backend::Backend;
 use super::support::check_bytes;
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
-use crate::device::Runtime;
-use crate::engine::{Engine, LaneId};
-use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::{Better, Figure, RunRecord, Unit};
+use super::{
+    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
+};
+use crate::harness::SamplerConfig;
+use crate::report::RunRecord;
 
 /// The `allreduce` scenario.
 pub struct Allreduce;
@@ -57,9 +62,25 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "devices",
-        help: "CPU devices of one engine taking part (the ranks)",
+        help: "CPU devices of one engine taking part (engine backend; under MPI, the ranks)",
         kind: ParamKind::Int { min: 1, max: 64 },
         default: "2",
+    },
+    ParamSpec {
+        name: "backend",
+        help: "engine: devices of this process; mpi: one rank per device (cargo feature mpi, \
+               started by mpirun)",
+        kind: ParamKind::Choice(Backend::WORDS),
+        default: "engine",
+    },
+    ParamSpec {
+        name: "timeout",
+        help: "seconds a rank waits for another before it ends the MPI job (mpi backend)",
+        kind: ParamKind::Float {
+            min: 0.1,
+            max: 86_400.0,
+        },
+        default: "60",
     },
 ];
 
@@ -70,12 +91,26 @@ super::variant::variants! {
         Ring = "ring",
         /// Reduce onto device 0, broadcast back.
         ParameterServer = "parameter-server",
-        /// A binomial tree: reduce up, broadcast down, ⌈log₂ k⌉ levels each.
+        /// A binomial tree: reduce up, broadcast down, ⌈log₂ k⌉ levels each (engine).
         Tree = "tree",
+        /// The MPI library's `MPI_Allreduce`, whatever algorithm it picks (MPI).
+        MpiAllreduce = "mpi-allreduce",
     }
 }
 
 impl Algorithm {
+    /// The algorithms a backend runs, in the order they are timed.
+    pub fn of(backend: Backend) -> &'static [Algorithm] {
+        match backend {
+            Backend::Engine => &[Algorithm::Ring, Algorithm::ParameterServer, Algorithm::Tree],
+            Backend::Mpi => &[
+                Algorithm::Ring,
+                Algorithm::ParameterServer,
+                Algorithm::MpiAllreduce,
+            ],
+        }
+    }
+
     /// The variant of this algorithm at `bytes` (`ring 1MiB`).
     pub fn variant(self, bytes: u64) -> String {
         format!("{} {}", self.name(), size_label(bytes))
@@ -85,38 +120,17 @@ impl Algorithm {
     fn key(self, bytes: u64) -> String {
         format!("{}_{}", self.name().replace('-', "_"), size_label(bytes))
     }
-
-    fn push(self, engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
-        match self {
-            Algorithm::Ring => collective::push_ring(engine, lanes, replicas),
-            Algorithm::ParameterServer => {
-                collective::push_reduce(engine, lanes[0], replicas);
-                collective::push_broadcast(engine, lanes, replicas);
-            }
-            Algorithm::Tree => collective::push_tree(engine, lanes, replicas),
-        }
-    }
 }
-
-/// A figure of the `--verbose` table and the JSON.
-const fn detail(unit: Unit, better: Better) -> Figure {
-    Figure {
-        unit,
-        better,
-        detail: true,
-    }
-}
-
-const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
-const BUSBW: Figure = Figure::new(Unit::GbytesPerSecond, Better::Higher);
-const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
-const WRONG: Figure = detail(Unit::Number, Better::Lower);
 
 /// The validated parameters of a run.
 struct Config {
     /// In increasing order, without repeats.
     sizes: Vec<u64>,
     devices: usize,
+    backend: Backend,
+    /// How long a rank waits for another (MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    timeout: Duration,
 }
 
 impl Config {
@@ -127,63 +141,10 @@ impl Config {
         Ok(Config {
             sizes,
             devices: params.count("devices")?,
+            backend: params.choice("backend")?,
+            timeout: Duration::from_secs_f64(params.float("timeout")?),
         })
     }
-}
-
-/// One size's buffers on every device: the inputs, and the results.
-struct Buffers {
-    replicas: Vec<Replica>,
-}
-
-impl Buffers {
-    fn new(elements: usize, devices: usize) -> Buffers {
-        let replicas = (0..devices)
-            .map(|d| {
-                let send = Arc::new(Chunked::new(elements, devices));
-                if let Ok(mut s) = send.write_all() {
-                    s.iter_mut().enumerate().for_each(|(i, v)| *v = input(d, i));
-                }
-                Replica::out_of_place(send, Arc::new(Chunked::new(elements, devices)))
-            })
-            .collect();
-        Buffers { replicas }
-    }
-
-    /// Run `algorithm` once on results filled with NaN, and check every device's result.
-    fn verify(
-        &self,
-        engine: &Engine,
-        lanes: &[LaneId],
-        algorithm: Algorithm,
-    ) -> Result<Checked, ScenarioError> {
-        engine.wait_all()?;
-        for r in &self.replicas {
-            r.recv.write_all().map_err(busy)?.fill(f32::NAN);
-        }
-        algorithm.push(engine, lanes, &self.replicas);
-        engine.wait_all()?;
-        let whole = |pick: fn(&Replica) -> &Chunked| {
-            self.replicas
-                .iter()
-                .map(|r| pick(r).write_all())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(busy)
-        };
-        let (sends, recvs) = (whole(|r| &r.send)?, whole(|r| &r.recv)?);
-        let inputs: Vec<&[f32]> = sends.iter().map(|s| &s[..]).collect();
-        let outputs: Vec<&[f32]> = recvs.iter().map(|s| &s[..]).collect();
-        Ok(check(&inputs, &outputs))
-    }
-}
-
-/// A buffer still borrowed after the engine drained: a bug, reported as the check's failure
-/// rather than a panic.
-fn busy(e: crate::engine::OpError) -> ScenarioError {
-    ScenarioError::Engine(crate::engine::EngineError::OpFailed {
-        op: "allreduce check".into(),
-        message: e.to_string(),
-    })
 }
 
 impl Scenario for Allreduce {
@@ -196,7 +157,7 @@ impl Scenario for Allreduce {
     }
 
     fn about(&self) -> &'static str {
-        "all-reduce of 8 B to 1 GiB on k devices, ring vs parameter server vs tree: time, algbw, busbw (nccl-tests' figures), crossover"
+        "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -223,158 +184,39 @@ impl Scenario for Allreduce {
                  multiple of 4 bytes)"
             )));
         }
+        if cfg.backend == Backend::Mpi && !cfg!(feature = "mpi") {
+            return Err(ScenarioError::Input(format!(
+                "allreduce: --backend mpi needs a build with the mpi feature: {}",
+                crate::distributed::INSTALL
+            )));
+        }
         // Each device's input and result, 2·k·S, of one size at a time; but the allocator
         // may keep a size's freed buffers while the next is allocated, so all of them count.
+        // A rank holds a third buffer (what it receives) and this host may run --devices of
+        // them.
+        let per_device = match cfg.backend {
+            Backend::Engine => 2,
+            Backend::Mpi => 3,
+        };
         let total = cfg.sizes.iter().try_fold(0u64, |t, &s| t.checked_add(s));
         check_bytes(
             "allreduce's inputs and results",
-            total.and_then(|t| t.checked_mul(2 * cfg.devices as u64)),
+            total.and_then(|t| t.checked_mul(per_device * cfg.devices as u64)),
         )
+    }
+
+    fn distributed(&self, params: &Params) -> bool {
+        Config::of(params).is_ok_and(|cfg| cfg.backend == Backend::Mpi)
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
         let cfg = Config::of(params)?;
-        let k = cfg.devices;
-        // The machine's copy bandwidth, measured before the devices' threads exist.
-        let copy = crate::machine::limits()
-            .memory
-            .measured()
-            .map(|m| m.copy.all_threads_gbytes_per_s)
-            .filter(|c| c.is_finite() && *c > 0.0);
-        let threads = ctx.cpu_split(k);
-        let rt = Runtime::cpu(&ctx.runtime, &threads)?;
-        let engine = &rt.engine;
-        let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        let mut times = Vec::new();
-        let mut curves: Vec<Vec<serde_json::Value>> = vec![Vec::new(); Algorithm::ALL.len()];
-        for &bytes in &cfg.sizes {
-            let elements = (bytes / 4) as usize;
-            let buffers = Buffers::new(elements, k);
-            let mut checked = Vec::new();
-            for &a in Algorithm::ALL {
-                checked.push((a, buffers.verify(engine, &lanes, a)?));
-            }
-            let (replicas, lanes) = (&buffers.replicas, &lanes);
-            let mut variants: Vec<Variant<ScenarioError>> = Algorithm::ALL
-                .iter()
-                .map(|&a| {
-                    Variant::new(a.variant(bytes), move || {
-                        synced(engine, || -> Result<(), ScenarioError> {
-                            a.push(engine, lanes, replicas);
-                            Ok(())
-                        })
-                    })
-                })
-                .collect();
-            let summaries = ctx.sample(self, engine, &mut variants)?;
-            drop(variants);
-            engine.wait_all()?;
-            drop(buffers);
-            let label = |a: Algorithm| match a {
-                Algorithm::Ring => format!(
-                    "{} on {k} devices: reduce-scatter + all-gather in {k} chunks",
-                    measure::size_label(bytes)
-                ),
-                Algorithm::ParameterServer => format!(
-                    "{} on {k} devices: reduce onto cpu:0, broadcast",
-                    measure::size_label(bytes)
-                ),
-                Algorithm::Tree => format!(
-                    "{} on {k} devices: binomial tree reduce, then broadcast",
-                    measure::size_label(bytes)
-                ),
-            };
-            run.add_variants(
-                Algorithm::ALL.iter().map(|a| a.variant(bytes)).collect(),
-                summaries,
-                Algorithm::ALL.iter().map(|&a| Some(label(a))),
-            );
-            for (i, (a, c)) in checked.iter().enumerate() {
-                let stem = a.key(bytes);
-                let median = Estimate::of(&run, &a.variant(bytes)).median;
-                let algbw = algbw_gbytes_per_s(bytes, median);
-                let busbw = busbw_gbytes_per_s(algbw, k);
-                run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
-                run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
-                if let Some(copy) = copy {
-                    run.derive_as(
-                        &format!("{stem}_busbw_of_copy"),
-                        busbw / copy,
-                        BUSBW_OF_COPY,
-                    );
-                }
-                run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
-                curves[i].push(serde_json::json!([bytes, busbw]));
-            }
-            run.check(
-                &format!(
-                    "every device's result equals the float64 sum ({})",
-                    size_label(bytes)
-                ),
-                checked.iter().all(|(_, c)| c.passed()),
-                checked
-                    .iter()
-                    .map(|(a, c)| {
-                        format!(
-                            "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
-                             magnitude",
-                            a.name(),
-                            c.wrong,
-                            c.checked,
-                            c.max_error
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
-            times.push(SizeTimes {
-                bytes,
-                ring: Estimate::of(&run, &Algorithm::Ring.variant(bytes)),
-                parameter_server: Estimate::of(&run, &Algorithm::ParameterServer.variant(bytes)),
-            });
+        match cfg.backend {
+            #[cfg(feature = "mpi")]
+            Backend::Mpi => ranks::run(self, params, &cfg, ctx),
+            // `validate` refuses mpi in a build without the feature.
+            _ => engine::run(self, params, &cfg, ctx),
         }
-        for (a, points) in Algorithm::ALL.iter().zip(curves) {
-            run.derive_detail_series(
-                &format!("{}_busbw_curve", a.name().replace('-', "_")),
-                serde_json::Value::Array(points),
-            );
-        }
-        if let Some((bytes, _)) = crossover(&times) {
-            run.derive_as(
-                "crossover_bytes",
-                bytes as f64,
-                Figure::new(Unit::Bytes, Better::Neither),
-            );
-        }
-        if copy.is_none() {
-            run.notes.push(
-                "the machine's copy bandwidth was not measured (a debug build measures \
-                 nothing): no busbw_of_copy figures"
-                    .into(),
-            );
-        }
-        if k == 1 {
-            run.notes.push(
-                "one device moves nothing: busbw is 0 by nccl-tests' definition, and each \
-                 algorithm is a copy"
-                    .into(),
-            );
-        }
-        let cores = crate::device::available_cores();
-        if threads.iter().sum::<usize>() > cores {
-            run.notes.push(format!(
-                "the devices' {} threads share {cores} cores",
-                threads.iter().sum::<usize>()
-            ));
-        }
-        let largest = times.last().and_then(|t| {
-            let busbw = busbw_gbytes_per_s(algbw_gbytes_per_s(t.bytes, t.ring.median), k);
-            Some((busbw, copy?))
-        });
-        explain(&times, k, largest.filter(|_| k > 1)).record(&mut run);
-        conclude(&mut run, &times, k);
-        Ok(run)
     }
 }
 
@@ -432,6 +274,13 @@ mod tests {
         assert!(huge.is_usage(), "{huge}");
     }
 
+    use super::engine::Buffers;
+    use super::measure::input;
+    use crate::device::Runtime;
+    use crate::engine::LaneId;
+    use crate::scenario::collective::{Chunked, Replica};
+    use std::sync::Arc;
+
     fn sequential(inputs: &[Vec<f32>]) -> Vec<f64> {
         (0..inputs[0].len())
             .map(|i| inputs.iter().map(|x| x[i] as f64).sum())
@@ -464,7 +313,7 @@ mod tests {
                 })
                 .collect();
             let buffers = Buffers { replicas };
-            for &a in Algorithm::ALL {
+            for &a in Algorithm::of(Backend::Engine) {
                 // Twice: a second run on the same buffers gives the same result.
                 a.push(&rt.engine, &lanes, &buffers.replicas);
                 let c = buffers.verify(&rt.engine, &lanes, a).expect("runs");

@@ -1,0 +1,157 @@
+//! `allreduce` on k CPU devices of one engine: every algorithm's ops pushed onto the devices'
+//! lanes, each step an op on its receiver's device.
+
+use std::sync::Arc;
+
+use super::measure::{check, input, size_label, Checked};
+use super::record::{copy_bandwidth, Tally};
+use super::{Algorithm, Allreduce, Config};
+use crate::device::Runtime;
+use crate::engine::{Engine, LaneId};
+use crate::harness::{synced, Variant};
+use crate::report::RunRecord;
+use crate::scenario::backend::Backend;
+use crate::scenario::collective::{self, Chunked, Replica};
+use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
+
+impl Algorithm {
+    /// Push one all-reduce of `replicas` onto the devices' `lanes`.
+    pub(super) fn push(self, engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
+        match self {
+            Algorithm::Ring => collective::push_ring(engine, lanes, replicas),
+            Algorithm::ParameterServer => {
+                collective::push_reduce(engine, lanes[0], replicas);
+                collective::push_broadcast(engine, lanes, replicas);
+            }
+            Algorithm::Tree => collective::push_tree(engine, lanes, replicas),
+            // Not among the engine's algorithms (`Algorithm::of`).
+            Algorithm::MpiAllreduce => {}
+        }
+    }
+}
+
+/// One size's buffers on every device: the inputs, and the results.
+pub(super) struct Buffers {
+    pub replicas: Vec<Replica>,
+}
+
+impl Buffers {
+    fn new(elements: usize, devices: usize) -> Buffers {
+        let replicas = (0..devices)
+            .map(|d| {
+                let send = Arc::new(Chunked::new(elements, devices));
+                if let Ok(mut s) = send.write_all() {
+                    s.iter_mut().enumerate().for_each(|(i, v)| *v = input(d, i));
+                }
+                Replica::out_of_place(send, Arc::new(Chunked::new(elements, devices)))
+            })
+            .collect();
+        Buffers { replicas }
+    }
+
+    /// Run `algorithm` once on results filled with NaN, and check every device's result.
+    pub fn verify(
+        &self,
+        engine: &Engine,
+        lanes: &[LaneId],
+        algorithm: Algorithm,
+    ) -> Result<Checked, ScenarioError> {
+        engine.wait_all()?;
+        for r in &self.replicas {
+            r.recv.write_all().map_err(busy)?.fill(f32::NAN);
+        }
+        algorithm.push(engine, lanes, &self.replicas);
+        engine.wait_all()?;
+        let whole = |pick: fn(&Replica) -> &Chunked| {
+            self.replicas
+                .iter()
+                .map(|r| pick(r).write_all())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(busy)
+        };
+        let (sends, recvs) = (whole(|r| &r.send)?, whole(|r| &r.recv)?);
+        let inputs: Vec<&[f32]> = sends.iter().map(|s| &s[..]).collect();
+        let outputs: Vec<&[f32]> = recvs.iter().map(|s| &s[..]).collect();
+        Ok(check(&inputs, &outputs))
+    }
+}
+
+/// A buffer still borrowed after the engine drained: a bug, reported as the check's failure
+/// rather than a panic.
+fn busy(e: crate::engine::OpError) -> ScenarioError {
+    ScenarioError::Engine(crate::engine::EngineError::OpFailed {
+        op: "allreduce check".into(),
+        message: e.to_string(),
+    })
+}
+
+/// Measure every size on `cfg.devices` CPU devices of one engine.
+pub(super) fn run(
+    scenario: &Allreduce,
+    params: &Params,
+    cfg: &Config,
+    ctx: &RunContext,
+) -> Result<RunRecord, ScenarioError> {
+    let k = cfg.devices;
+    // The machine's copy bandwidth, measured before the devices' threads exist.
+    let copy = copy_bandwidth();
+    let threads = ctx.cpu_split(k);
+    let rt = Runtime::cpu(&ctx.runtime, &threads)?;
+    let engine = &rt.engine;
+    let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
+    let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
+    let algorithms = Algorithm::of(Backend::Engine);
+    let mut tally = Tally::new(Backend::Engine, k, copy);
+    for &bytes in &cfg.sizes {
+        let elements = (bytes / 4) as usize;
+        let buffers = Buffers::new(elements, k);
+        let mut checked = Vec::new();
+        for &a in algorithms {
+            checked.push((a, buffers.verify(engine, &lanes, a)?));
+        }
+        let (replicas, lanes) = (&buffers.replicas, &lanes);
+        let mut variants: Vec<Variant<ScenarioError>> = algorithms
+            .iter()
+            .map(|&a| {
+                Variant::new(a.variant(bytes), move || {
+                    synced(engine, || -> Result<(), ScenarioError> {
+                        a.push(engine, lanes, replicas);
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        let summaries = ctx.sample(scenario, engine, &mut variants)?;
+        drop(variants);
+        engine.wait_all()?;
+        drop(buffers);
+        let size = size_label(bytes);
+        let label = |a: Algorithm| match a {
+            Algorithm::Ring => {
+                format!("{size} on {k} devices: reduce-scatter + all-gather in {k} chunks")
+            }
+            Algorithm::ParameterServer => {
+                format!("{size} on {k} devices: reduce onto cpu:0, broadcast")
+            }
+            Algorithm::Tree => {
+                format!("{size} on {k} devices: binomial tree reduce, then broadcast")
+            }
+            Algorithm::MpiAllreduce => format!("{size}: MPI_Allreduce"),
+        };
+        run.add_variants(
+            algorithms.iter().map(|a| a.variant(bytes)).collect(),
+            summaries,
+            algorithms.iter().map(|&a| Some(label(a))),
+        );
+        tally.size(&mut run, bytes, &checked);
+    }
+    let cores = crate::device::available_cores();
+    if threads.iter().sum::<usize>() > cores {
+        run.notes.push(format!(
+            "the devices' {} threads share {cores} cores",
+            threads.iter().sum::<usize>()
+        ));
+    }
+    tally.finish(&mut run);
+    Ok(run)
+}
