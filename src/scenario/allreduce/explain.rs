@@ -137,6 +137,7 @@ pub fn explain(
 
 /// Under MPI, the library's own all-reduce beside the ring over point-to-point at `bytes`
 /// (the largest size), worded within the intervals.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate) -> String {
     let r = Ratio::of(library, ring);
     let verdict = match r.against(1.0) {
