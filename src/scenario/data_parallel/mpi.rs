@@ -430,6 +430,8 @@ pub(super) fn run(
         Participants::Ranks,
         &trained,
         &shares,
+        &[],
+        &[],
     );
     Ok(run)
 }
