@@ -12,20 +12,30 @@ use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::evidence::{Estimate, Ratio};
 
+/// What the traced runs showed of communication, and the devices' compute threads (in
+/// process; empty under MPI).
+pub(super) struct Communication<'a> {
+    pub shares: &'a [(Timed, f64)],
+    pub overlaps: &'a [(Timed, Overlap)],
+    pub threads: &'a [usize],
+}
+
 /// The checks, figures and explanation of a run from its variants' last trained runs.
 /// `variants` is in report order, the one-device baseline first and asynchronous last;
-/// `overlaps` is from the traced runs and `threads` the devices' compute threads (in
-/// process).
+/// `comm` is from the traced runs.
 pub(super) fn conclude(
     run: &mut RunRecord,
     cfg: &Config,
     setup: &Setup,
     participants: Participants,
     trained: &[(Timed, Trained)],
-    shares: &[(Timed, f64)],
-    overlaps: &[(Timed, Overlap)],
-    threads: &[usize],
+    comm: &Communication,
 ) {
+    let Communication {
+        shares,
+        overlaps,
+        threads,
+    } = *comm;
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;
     let eval = (0, EVAL_ROWS.min(cfg.samples));

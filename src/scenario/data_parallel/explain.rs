@@ -169,8 +169,8 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
     );
     if o.buckets == 1 {
         s += &format!(
-            ". One bucket holds all {} of gradients, so its ring starts only once the whole \
-             backward pass is done: nothing overlaps (a smaller --bucket-mb splits it)",
+            ". One bucket holds all {} of gradients, so no all-reduce starts before the \
+             devices' whole backward passes are done (a smaller --bucket-mb splits it)",
             human_bytes(4 * parameters as u64)
         );
     } else if o.threads >= o.cores && o.efficiency.against(EFFICIENCY_GOAL) != Side::Above {
@@ -239,6 +239,37 @@ mod tests {
         assert!(explain(&f).sentences[3].contains("never stale"));
         f.variants[1].scaling_efficiency = Some(1.3);
         assert_eq!(explain(&f).warnings.len(), 1);
+    }
+
+    #[test]
+    fn the_overlap_sentence_claims_no_more_than_the_intervals() {
+        let r = |value, lo, hi| Ratio { value, lo, hi };
+        let mut o = Overlapped {
+            buckets: 2,
+            against_ring: r(0.74, 0.69, 0.81),
+            efficiency: r(0.68, 0.62, 0.73),
+            cores: 2,
+            threads: 2,
+        };
+        let s = overlapped(&o, 1_000_000);
+        assert!(
+            s.starts_with(
+                "ring-overlapped in 2 buckets: ring's time / its = 0.74×, 95% \
+             interval 0.69–0.81× (slower than ring); its scaling efficiency, 0.68 (95% \
+             interval 0.62–0.73), is wholly below 0.95. The devices' 2 compute threads take \
+             all of the machine's 2 cores"
+            ),
+            "{s}"
+        );
+        o.against_ring = r(1.02, 0.95, 1.1);
+        o.efficiency = r(0.96, 0.94, 0.99);
+        let s = overlapped(&o, 1_000_000);
+        assert!(s.contains("(indistinguishable from ring)") && s.contains("reaching across"));
+        o.buckets = 1;
+        assert!(overlapped(&o, 1_000_000).contains("One bucket holds all 3.8 MiB"));
+        // Spare cores: no claim about sharing them.
+        (o.buckets, o.cores) = (2, 8);
+        assert!(!overlapped(&o, 1_000_000).contains("cores"));
     }
 
     fn variant() -> impl proptest::strategy::Strategy<Value = VariantFigures> {

@@ -448,6 +448,11 @@ impl Setup {
                     })?;
                 let mut g = g.write_all()?;
                 f.backward(&layers, &p, l, &mut g[at.clone()]);
+                if f.next_layer().is_none() {
+                    // Freed now, as `gradient` frees its pass, so the next step's forward
+                    // reuses the memory rather than fault in fresh pages.
+                    *pass = None;
+                }
                 Ok(())
             },
         );

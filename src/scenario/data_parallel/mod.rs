@@ -23,7 +23,7 @@ pub mod training;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::conclude::conclude;
+use self::conclude::{conclude, Communication};
 pub use self::explain::{explain, Figures, VariantFigures};
 use self::in_process::{Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
@@ -412,9 +412,11 @@ impl DataParallel {
             &setup,
             Participants::Devices,
             &trained,
-            &shares,
-            &overlaps,
-            &threads,
+            &Communication {
+                shares: &shares,
+                overlaps: &overlaps,
+                threads: &threads,
+            },
         );
         Ok(run)
     }
