@@ -8,7 +8,13 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
     let run = &doc["runs"][0];
     assert_eq!(
         variant_names(run),
-        ["one-device", "parameter-server", "ring", "async"]
+        [
+            "one-device",
+            "parameter-server",
+            "ring",
+            "ring-overlapped",
+            "async"
+        ]
     );
     let checks = run["checks"].as_array().unwrap();
     let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
@@ -17,6 +23,7 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
         [
             "parameter-server equals one-device SGD",
             "ring equals one-device SGD",
+            "ring-overlapped equals one-device SGD",
             "parameter-server and ring give the same parameters"
         ]
     );
@@ -26,7 +33,13 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
         d["parameters"].as_f64(),
         Some((16 * 24 + 24 + 24 * 4 + 4) as f64)
     );
-    for v in ["one_device", "parameter_server", "ring", "async"] {
+    for v in [
+        "one_device",
+        "parameter_server",
+        "ring",
+        "ring_overlapped",
+        "async",
+    ] {
         let curve = d[format!("{v}_loss_curve")].as_array().unwrap();
         // [update, loss, seconds], seconds never going back.
         assert!(curve.len() >= 10, "{v}: {curve:?}");
@@ -38,11 +51,20 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
         );
         assert!(d[format!("{v}_samples_per_second")].as_f64().unwrap() > 0.0);
     }
-    for v in ["parameter_server", "ring"] {
+    for v in ["parameter_server", "ring", "ring_overlapped"] {
         let e = d[format!("{v}_scaling_efficiency")].as_f64().unwrap();
         assert!(e > 0.0 && e.is_finite(), "{v}: {e}");
         let share = d[format!("{v}_communication_share")].as_f64().unwrap();
         assert!((0.0..1.0).contains(&share) && share > 0.0, "{v}: {share}");
+        // Exposed communication is part of a step; the overlap a share.
+        let exposed = d[format!("{v}_exposed_communication_s")].as_f64().unwrap();
+        assert!(exposed >= 0.0 && exposed.is_finite(), "{v}: {exposed}");
+        let overlap = d[format!("{v}_communication_overlap")].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&overlap), "{v}: {overlap}");
+        assert_eq!(
+            run["figures"][format!("{v}_exposed_communication_s")]["better"],
+            "lower"
+        );
         assert_eq!(
             run["figures"][format!("{v}_scaling_efficiency")]["better"],
             "higher"
@@ -74,7 +96,18 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
         &["data-parallel", "--devices", "4", "--batch", "2"],
         "--batch must be at least --devices",
     );
+    // At the default 25 MiB the small model is one bucket, and the sentence says so.
+    assert!(
+        explanation.iter().any(|e| {
+            let e = e.as_str().unwrap();
+            e.starts_with("ring-overlapped in 1 bucket: ring's time / its = ")
+                && e.contains("One bucket holds all")
+        }),
+        "{explanation:?}"
+    );
     assert_usage_error(&["data-parallel", "--lr", "-1"], "--lr");
+    assert_usage_error(&["data-parallel", "--bucket-mb", "-1"], "--bucket-mb");
+    assert_usage_error(&["data-parallel", "--bucket-mb", "nan"], "--bucket-mb");
     assert_usage_error(
         &["data-parallel", "--layers", "10"],
         "--layers needs at least",

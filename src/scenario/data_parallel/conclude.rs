@@ -3,24 +3,39 @@
 
 use serde_json::json;
 
-use super::explain::{explain, Figures, VariantFigures};
-use super::in_process::Setup;
-use super::training::{agrees, curve, thin, time_to_target, Trained, AGREEMENT};
+use super::explain::{explain, Figures, Overlapped, VariantFigures};
+use super::in_process::{buckets, Setup};
+use super::training::{agrees, curve, thin, time_to_target, Overlap, Trained, AGREEMENT};
 use super::{mlp, Config, Participants, Timed, EVAL_ROWS};
 use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
 use crate::report::{Better, Figure, RunRecord, Unit};
+use crate::scenario::evidence::{Estimate, Ratio};
+
+/// What the traced runs showed of communication, and the devices' compute threads (in
+/// process; empty under MPI).
+pub(super) struct Communication<'a> {
+    pub shares: &'a [(Timed, f64)],
+    pub overlaps: &'a [(Timed, Overlap)],
+    pub threads: &'a [usize],
+}
 
 /// The checks, figures and explanation of a run from its variants' last trained runs.
-/// `variants` is in report order, the one-device baseline first and asynchronous last.
+/// `variants` is in report order, the one-device baseline first and asynchronous last;
+/// `comm` is from the traced runs.
 pub(super) fn conclude(
     run: &mut RunRecord,
     cfg: &Config,
     setup: &Setup,
     participants: Participants,
     trained: &[(Timed, Trained)],
-    shares: &[(Timed, f64)],
+    comm: &Communication,
 ) {
+    let Communication {
+        shares,
+        overlaps,
+        threads,
+    } = *comm;
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;
     let eval = (0, EVAL_ROWS.min(cfg.samples));
@@ -96,6 +111,20 @@ pub(super) fn conclude(
                 Figure::new(Unit::Number, Better::Neither),
             );
         }
+        let overlap = overlaps.iter().find(|(s, _)| *s == v).map(|(_, o)| *o);
+        let exposed = overlap.map(|o| o.exposed_ns as f64 * 1e-9 / cfg.steps as f64);
+        if let (Some(o), Some(e)) = (overlap, exposed) {
+            run.derive_as(
+                &format!("{kp}_exposed_communication_s"),
+                e,
+                Figure::new(Unit::Seconds, Better::Lower),
+            );
+            run.derive_as(
+                &format!("{kp}_communication_overlap"),
+                o.share(),
+                Figure::new(Unit::Number, Better::Neither),
+            );
+        }
         variants.push(VariantFigures {
             name: v,
             samples_per_second: rate,
@@ -103,6 +132,8 @@ pub(super) fn conclude(
             time_to_target: reached,
             scaling_efficiency: efficiency,
             communication_share: share,
+            exposed_communication: exposed,
+            communication_overlap: overlap.map(|o| o.share()),
         });
     }
     let staleness_mean = asynchronous.map(|(_, t)| {
@@ -118,6 +149,23 @@ pub(super) fn conclude(
     }
     let timed: Vec<Timed> = trained.iter().map(|(v, _)| *v).collect();
     super::lesson::conclude(run, &timed, k);
+    let overlapped = (k > 1 && timed.contains(&Timed::RingOverlapped)).then(|| {
+        let one = Estimate::of(run, Timed::OneDevice.name());
+        let v = Estimate::of(run, Timed::RingOverlapped.name());
+        let e = Ratio::of(one, v);
+        let kf = k as f64;
+        Overlapped {
+            buckets: buckets(&setup.layers, cfg.bucket_bytes).len(),
+            against_ring: Ratio::of(Estimate::of(run, Timed::Ring.name()), v),
+            efficiency: Ratio {
+                value: e.value / kf,
+                lo: e.lo / kf,
+                hi: e.hi / kf,
+            },
+            cores: crate::device::available_cores(),
+            threads: threads.iter().sum(),
+        }
+    });
     explain(&Figures {
         devices: k,
         participants,
@@ -125,6 +173,7 @@ pub(super) fn conclude(
         target_loss: cfg.target_loss,
         variants,
         staleness_mean,
+        overlapped,
     })
     .record(run);
 }

@@ -8,6 +8,10 @@
 //! - `ring`: the gradient buffer cut into k chunks; `reduce-scatter` (k − 1 steps, each device
 //!   adding the chunk its left neighbour sent into its own), then `all-gather` (k − 1 steps
 //!   passing the reduced chunks on), then every device updates its own replica;
+//! - `ring-overlapped` (as PyTorch's DistributedDataParallel): the gradient computed as a
+//!   `forward` op and a `backward` op per layer, last layer first, into buckets of whole layers
+//!   ([`buckets`]); each bucket's ring is pushed as soon as its layers' ops are, on the
+//!   devices' copy lanes, so it runs while the compute lanes go on with the layers below;
 //! - `async`: each device pulls the parameters, computes its shard's gradient and pushes its
 //!   update on its own (a parameter server without a barrier); staleness counted.
 //!
@@ -16,10 +20,11 @@
 //! [`Workspace`] per scheme, reused by every run: fresh multi-megabyte buffers would page
 //! fault on every run.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use super::mlp::{gradient, sgd, Dataset, Layers};
+use super::mlp::{forward, gradient, sgd, Dataset, Forward, Layers};
 use super::{shard, LossEntry, Trained};
 use crate::device::Runtime;
 use crate::engine::{LaneId, OpError, Var};
@@ -31,7 +36,40 @@ pub enum Scheme {
     OneDevice,
     ParameterServer,
     Ring,
+    RingOverlapped,
     Async,
+}
+
+/// Gradients all-reduced together: a run of whole layers, in the order the backward pass
+/// computes them (last layer first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    /// Its layers, last first.
+    pub layers: Vec<usize>,
+    /// Its part of the flat parameter vector.
+    pub range: Range<usize>,
+}
+
+/// The layers' gradients in buckets as PyTorch's DDP makes them: in the backward order, a
+/// layer never split, a bucket closed once it holds `cap_bytes` or more (so every layer is
+/// alone in its bucket at a cap of 0, and the whole model is one bucket at a cap above it).
+pub fn buckets(layers: &Layers, cap_bytes: f64) -> Vec<Bucket> {
+    let mut done = Vec::new();
+    let mut open: Option<Bucket> = None;
+    for l in (0..layers.count()).rev() {
+        let range = layers.range(l);
+        let b = open.get_or_insert_with(|| Bucket {
+            layers: Vec::new(),
+            range: range.clone(),
+        });
+        b.layers.push(l);
+        b.range.start = range.start;
+        if 4.0 * b.range.len() as f64 >= cap_bytes {
+            done.extend(open.take());
+        }
+    }
+    done.extend(open);
+    done
 }
 
 /// What every variant trains with.
@@ -43,6 +81,8 @@ pub struct Setup {
     pub batch: usize,
     pub steps: u64,
     pub lr: f32,
+    /// `ring-overlapped`: a bucket closes at this many bytes of gradients.
+    pub bucket_bytes: f64,
 }
 
 fn poisoned() -> OpError {
@@ -67,17 +107,26 @@ impl Weights {
 }
 
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
-/// in the all-reduce's chunks, a var each.
+/// in the all-reduce's chunks, a var each. `ring-overlapped` keeps its gradient in `buckets`
+/// instead (a chunked buffer each, with its vars) and its forward pass between the ops of the
+/// backward pass in `pass`.
 struct DeviceBuffers {
     weights: Weights,
     grads: Arc<Chunked>,
     grad_vars: Vec<Var>,
+    buckets: Vec<Replica>,
+    pass: Arc<Mutex<Option<Forward>>>,
+    pass_var: Var,
 }
 
 /// A scheme's buffers on every device, reused by each of its runs.
 pub struct Workspace {
     scheme: Scheme,
     devices: Vec<DeviceBuffers>,
+    /// `ring-overlapped`: the buckets, in the backward order.
+    plan: Vec<Bucket>,
+    /// A planted bug for the tests: each bucket's all-reduce pushed before its gradient.
+    reduce_early: bool,
     /// `async`: the server's parameters, and the log of every update's staleness, whose length
     /// is the server's update count (both only touched with the parameters locked).
     server: Arc<Mutex<Vec<f32>>>,
@@ -124,15 +173,32 @@ impl Setup {
     pub fn workspace(&self, scheme: Scheme) -> Workspace {
         let (n, k) = (self.initial.len(), self.devices);
         let used = if scheme == Scheme::OneDevice { 1 } else { k };
+        let overlapped = scheme == Scheme::RingOverlapped;
+        let plan = if overlapped {
+            buckets(&self.layers, self.bucket_bytes)
+        } else {
+            Vec::new()
+        };
         Workspace {
             scheme,
             devices: (0..used)
                 .map(|_| DeviceBuffers {
                     weights: Weights::new(n),
-                    grads: Arc::new(Chunked::new(n, k)),
+                    grads: Arc::new(Chunked::new(if overlapped { 0 } else { n }, k)),
                     grad_vars: (0..k).map(|_| Var::new()).collect(),
+                    buckets: plan
+                        .iter()
+                        .map(|b| {
+                            let vars = (0..k).map(|_| Var::new()).collect();
+                            Replica::in_place(Arc::new(Chunked::new(b.range.len(), k)), vars)
+                        })
+                        .collect(),
+                    pass: Arc::new(Mutex::new(None)),
+                    pass_var: Var::new(),
                 })
                 .collect(),
+            plan,
+            reduce_early: false,
             server: Arc::new(Mutex::new(vec![
                 0.0;
                 if scheme == Scheme::Async { n } else { 0 }
@@ -177,6 +243,7 @@ impl Setup {
         match ws.scheme {
             Scheme::OneDevice => self.push_one_device(rt, ws, start),
             Scheme::ParameterServer | Scheme::Ring => self.push_synchronous(rt, ws, start),
+            Scheme::RingOverlapped => self.push_overlapped(rt, ws, start),
             Scheme::Async => self.push_async(rt, ws, start),
         }
         Pending {
@@ -268,6 +335,125 @@ impl Setup {
                 let mut g = g.write_all()?;
                 let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
                 record(&log, step, loss * batch as f64, rows.1, start)
+            },
+        );
+    }
+
+    /// `ring-overlapped`: per step, each device's forward op, then bucket by bucket (in the
+    /// backward order) every device's backward ops of the bucket's layers followed at once by
+    /// the bucket's ring on the copy lanes, then each device's update. The engine runs a
+    /// bucket's ring as soon as its layers' gradients are written, while the compute lanes go
+    /// on with the next bucket's layers.
+    fn push_overlapped(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let k = self.devices;
+        let copies: Vec<LaneId> = rt.devices[..k].iter().map(|d| d.copy).collect();
+        let ring = |b: usize| {
+            let replicas: Vec<Replica> = ws.devices.iter().map(|d| d.buckets[b].clone()).collect();
+            collective::push_ring(&rt.engine, &copies, &replicas);
+        };
+        for step in 0..self.steps {
+            for d in 0..k {
+                self.push_forward(rt, step, d, ws, start);
+            }
+            if ws.reduce_early {
+                (0..ws.plan.len()).for_each(ring);
+            }
+            for (b, bucket) in ws.plan.iter().enumerate() {
+                for d in 0..k {
+                    for &l in &bucket.layers {
+                        self.push_backward(rt, d, ws, b, l);
+                    }
+                }
+                if !ws.reduce_early {
+                    ring(b);
+                }
+            }
+            for (d, dev) in ws.devices.iter().enumerate() {
+                let (p, lr) = (dev.weights.data.clone(), self.lr);
+                let parts: Vec<(usize, Arc<Chunked>)> = ws
+                    .plan
+                    .iter()
+                    .zip(&dev.buckets)
+                    .map(|(b, r)| (b.range.start, r.recv.clone()))
+                    .collect();
+                let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
+                rt.engine.push(
+                    "update",
+                    rt.devices[d].compute,
+                    &reads,
+                    &[&dev.weights.var],
+                    move || {
+                        let mut p = p.write().map_err(|_| poisoned())?;
+                        for (at, g) in &parts {
+                            for c in 0..g.chunks() {
+                                let r = g.range(c);
+                                sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
+                            }
+                        }
+                        Ok(())
+                    },
+                );
+            }
+        }
+    }
+
+    /// Device `d`'s forward pass over its shard at `step`, kept for its backward ops.
+    fn push_forward(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
+        let dev = &ws.devices[d];
+        let batch = self.batch;
+        let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
+        let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
+        let rows = shard(step, batch, self.devices, d);
+        rt.engine.push(
+            "forward",
+            rt.devices[d].compute,
+            &[&dev.weights.var],
+            &[&dev.pass_var],
+            move || {
+                let p = p.read().map_err(|_| poisoned())?;
+                let f = forward(&layers, &p, &data, rows, batch as f32);
+                let loss = f.loss;
+                *pass.lock().map_err(|_| poisoned())? = Some(f);
+                record(&log, step, loss * batch as f64, rows.1, start)
+            },
+        );
+    }
+
+    /// Device `d`'s backward step on layer `l`, written into its part of bucket `b`.
+    fn push_backward(&self, rt: &Runtime, d: usize, ws: &Workspace, b: usize, l: usize) {
+        let dev = &ws.devices[d];
+        let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
+        let g = dev.buckets[b].recv.clone();
+        let layers = self.layers.clone();
+        let at = self.layers.range(l);
+        let at = at.start - ws.plan[b].range.start..at.end - ws.plan[b].range.start;
+        let mut writes: Vec<&Var> = vec![&dev.pass_var];
+        writes.extend(&dev.buckets[b].vars);
+        rt.engine.push(
+            "backward",
+            rt.devices[d].compute,
+            &[&dev.weights.var],
+            &writes,
+            move || {
+                let p = p.read().map_err(|_| poisoned())?;
+                let mut pass = pass.lock().map_err(|_| poisoned())?;
+                let f = pass
+                    .as_mut()
+                    .filter(|f| f.next_layer() == Some(l))
+                    .ok_or_else(|| {
+                        OpError::msg(format!(
+                            "backward step on layer {l} out of order: the ops' vars do not \
+                             order them"
+                        ))
+                    })?;
+                let mut g = g.write_all()?;
+                f.backward(&layers, &p, l, &mut g[at.clone()]);
+                if f.next_layer().is_none() {
+                    // Freed now, as `gradient` frees its pass, so the next step's forward
+                    // reuses the memory rather than fault in fresh pages.
+                    *pass = None;
+                }
+                Ok(())
             },
         );
     }
@@ -367,6 +553,8 @@ mod tests {
             batch: 24,
             steps,
             lr: 0.2,
+            // Two buckets: the last two layers (688 bytes), then the first (832).
+            bucket_bytes: 600.0,
         }
     }
 
@@ -388,8 +576,11 @@ mod tests {
     }
 
     fn train(s: &Setup, scheme: Scheme) -> Trained {
+        train_in(s, s.workspace(scheme))
+    }
+
+    fn train_in(s: &Setup, ws: Workspace) -> Trained {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; s.devices]).expect("devices");
-        let ws = s.workspace(scheme);
         // Twice on one workspace: the second run starts afresh.
         s.push(&rt, &ws);
         let pending = s.push(&rt, &ws);
@@ -400,12 +591,20 @@ mod tests {
     #[test]
     fn every_synchronous_scheme_equals_sequential_sgd_on_any_number_of_devices() {
         for devices in [1, 2, 3, 5] {
-            let s = setup(devices, 6);
+            let mut s = setup(devices, 6);
             let want = reference(&s);
-            for scheme in [Scheme::ParameterServer, Scheme::Ring] {
+            for (scheme, cap) in [
+                (Scheme::ParameterServer, 0.0),
+                (Scheme::Ring, 0.0),
+                // A bucket per layer, two buckets, and the whole model in one.
+                (Scheme::RingOverlapped, 0.0),
+                (Scheme::RingOverlapped, 600.0),
+                (Scheme::RingOverlapped, 1e9),
+            ] {
+                s.bucket_bytes = cap;
                 let got = train(&s, scheme);
                 let (ok, rel) = agrees(&want, &got.weights);
-                assert!(ok, "{scheme:?} on {devices} devices: {rel:e}");
+                assert!(ok, "{scheme:?} (cap {cap}) on {devices} devices: {rel:e}");
                 // A point per step, each the loss of the step's whole batch.
                 let c = curve(&got.log, s.batch);
                 assert_eq!(c.len(), 6, "{scheme:?} on {devices}");
@@ -416,6 +615,51 @@ mod tests {
         let s = setup(3, 6);
         let one = train(&s, Scheme::OneDevice);
         assert!(agrees(&reference(&s), &one.weights).0);
+    }
+
+    #[test]
+    fn buckets_hold_whole_layers_in_the_backward_order_and_close_at_the_cap() {
+        let layers = Layers(vec![12, 16, 8, 4]);
+        let (l0, l1, l2) = (layers.range(0), layers.range(1), layers.range(2));
+        let b = |layers: &[usize], range: Range<usize>| Bucket {
+            layers: layers.to_vec(),
+            range,
+        };
+        assert_eq!(
+            buckets(&layers, 0.0),
+            [
+                b(&[2], l2.clone()),
+                b(&[1], l1.clone()),
+                b(&[0], l0.clone())
+            ]
+        );
+        // 144 bytes, then 688 ≥ 600 closes the first bucket.
+        assert_eq!(
+            buckets(&layers, 600.0),
+            [b(&[2, 1], l1.start..l2.end), b(&[0], l0.clone())]
+        );
+        assert_eq!(buckets(&layers, 1e9), [b(&[2, 1, 0], 0..l2.end)]);
+        // The default model at PyTorch's 25 MB: 7.1 MiB of gradients, one bucket; at 1 MB
+        // the last two layers close the first.
+        let default = Layers(vec![784, 1024, 1024, 10]);
+        assert_eq!(buckets(&default, 25.0 * 1048576.0).len(), 1);
+        let small = buckets(&default, 1048576.0);
+        assert_eq!(
+            small.iter().map(|b| b.layers.clone()).collect::<Vec<_>>(),
+            [vec![2, 1], vec![0]]
+        );
+    }
+
+    #[test]
+    fn an_all_reduce_pushed_before_its_gradient_fails_the_check() {
+        // The planted bug: each bucket's ring reduces the buffer before the backward pass
+        // writes it, so every device updates with its own shard's gradient alone.
+        let s = setup(2, 6);
+        let mut ws = s.workspace(Scheme::RingOverlapped);
+        ws.reduce_early = true;
+        let got = train_in(&s, ws);
+        let (ok, rel) = agrees(&reference(&s), &got.weights);
+        assert!(!ok, "{rel:e}");
     }
 
     #[test]

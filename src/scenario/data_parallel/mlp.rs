@@ -38,6 +38,17 @@ impl Layers {
         2.0 * (3.0 * products - first)
     }
 
+    /// Layers with parameters (one fewer than the widths).
+    pub fn count(&self) -> usize {
+        self.0.len().saturating_sub(1)
+    }
+
+    /// Layer `l`'s weights then bias, as a range of the flat parameter vector.
+    pub fn range(&self, l: usize) -> std::ops::Range<usize> {
+        let (weights, bias) = self.offsets()[l];
+        weights..bias + self.0[l + 1]
+    }
+
     /// Offsets of each layer's weights and bias in the flat parameter vector.
     fn offsets(&self) -> Vec<(usize, usize)> {
         let mut at = 0;
@@ -122,18 +133,54 @@ impl Dataset {
 /// into `grad`. Returns the shard's summed loss divided by `scale` (the shards' losses also add
 /// up to the batch's mean loss).
 ///
+/// The same steps as [`forward`] and then [`Forward::backward`] on every layer, last first:
+/// the overlapped ring runs them as separate ops and gets the same bits.
+///
 /// # Panics
 /// If `weights` or `grad` is not [`Layers::parameters`] long (a programming error).
 pub fn gradient(
     layers: &Layers,
     weights: &[f32],
     data: &Dataset,
-    (start, len): (usize, usize),
+    rows: (usize, usize),
     scale: f32,
     grad: &mut [f32],
 ) -> f64 {
     let n = layers.parameters();
     assert!(weights.len() == n && grad.len() == n, "parameter buffers");
+    let mut pass = forward(layers, weights, data, rows, scale);
+    for l in (0..layers.count()).rev() {
+        pass.backward(layers, weights, l, &mut grad[layers.range(l)]);
+    }
+    pass.loss
+}
+
+/// A forward pass kept for the backward steps: the input and every hidden activation, the
+/// gradient of the loss by the current layer's output (`delta`), and the layers still to go.
+pub struct Forward {
+    activations: Vec<Vec<f32>>,
+    delta: Vec<f32>,
+    rows: usize,
+    /// Layers whose gradient is still to be computed: the next backward step is layer
+    /// `remaining - 1`.
+    remaining: usize,
+    /// The rows' summed loss divided by `scale`.
+    pub loss: f64,
+}
+
+/// The forward pass over rows `start..start + len` and the softmax cross-entropy's gradient by
+/// the logits, divided by `scale` (see [`gradient`]).
+///
+/// # Panics
+/// If `weights` is not [`Layers::parameters`] long (a programming error).
+pub fn forward(
+    layers: &Layers,
+    weights: &[f32],
+    data: &Dataset,
+    (start, len): (usize, usize),
+    scale: f32,
+) -> Forward {
+    assert!(weights.len() == layers.parameters(), "parameter buffer");
     let (x, labels) = data.batch(start, len);
     let offsets = layers.offsets();
     let widths = &layers.0;
@@ -182,18 +229,50 @@ pub fn gradient(
         }
         out[label as usize] -= 1.0 / scale;
     }
-    // Backward, last layer first: dW = Aᵀ·δ, db = Σ_rows δ, δ_prev = (δ·Wᵀ) ⊙ [A_prev > 0].
-    for l in (0..offsets.len()).rev() {
-        let (w_at, b_at) = offsets[l];
-        let (fan_in, fan_out) = (widths[l], widths[l + 1]);
-        product(
-            (&activations[l], len, fan_in, true),
-            (&delta, len, fan_out, false),
-            &mut grad[w_at..w_at + fan_in * fan_out],
+    Forward {
+        activations,
+        delta,
+        rows: len,
+        remaining: offsets.len(),
+        loss: loss / f64::from(scale),
+    }
+}
+
+impl Forward {
+    /// The layer whose gradient the next [`backward`](Self::backward) step computes, `None`
+    /// once every layer's is done.
+    pub fn next_layer(&self) -> Option<usize> {
+        self.remaining.checked_sub(1)
+    }
+
+    /// One backward step, on layer `l` (which must be [`next_layer`](Self::next_layer)): its
+    /// weights' and bias's gradient into `grad` ([`Layers::range`] of it: `dW = Aᵀ·δ`,
+    /// `db = Σ_rows δ`), then `δ_prev = (δ·Wᵀ) ⊙ [A_prev > 0]` for the layer below.
+    ///
+    /// # Panics
+    /// If `l` is not the next layer or `grad` is not the layer's length (a programming error).
+    pub fn backward(&mut self, layers: &Layers, weights: &[f32], l: usize, grad: &mut [f32]) {
+        assert_eq!(
+            self.next_layer(),
+            Some(l),
+            "backward steps go last layer first"
         );
-        let db = &mut grad[b_at..b_at + fan_out];
+        let (w_at, _) = layers.offsets()[l];
+        let (fan_in, fan_out) = (layers.0[l], layers.0[l + 1]);
+        assert_eq!(
+            grad.len(),
+            fan_in * fan_out + fan_out,
+            "layer gradient buffer"
+        );
+        let len = self.rows;
+        let (dw, db) = grad.split_at_mut(fan_in * fan_out);
+        product(
+            (&self.activations[l], len, fan_in, true),
+            (&self.delta, len, fan_out, false),
+            dw,
+        );
         db.fill(0.0);
-        for row in delta.chunks(fan_out) {
+        for row in self.delta.chunks(fan_out) {
             for (g, d) in db.iter_mut().zip(row) {
                 *g += d;
             }
@@ -201,7 +280,7 @@ pub fn gradient(
         if l > 0 {
             let mut prev = vec![0f32; len * fan_in];
             product(
-                (&delta, len, fan_out, false),
+                (&self.delta, len, fan_out, false),
                 (
                     &weights[w_at..w_at + fan_in * fan_out],
                     fan_in,
@@ -211,15 +290,15 @@ pub fn gradient(
                 &mut prev,
             );
             // ReLU's derivative: where the layer's output (its activation) was positive.
-            for (p, a) in prev.iter_mut().zip(&activations[l]) {
+            for (p, a) in prev.iter_mut().zip(&self.activations[l]) {
                 if *a <= 0.0 {
                     *p = 0.0;
                 }
             }
-            delta = prev;
+            self.delta = prev;
         }
+        self.remaining = l;
     }
-    loss / f64::from(scale)
 }
 
 /// Mean cross-entropy of `weights` over rows `start..start + len` (no gradient kept).
@@ -289,6 +368,31 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 10);
+    }
+
+    #[test]
+    fn backward_steps_layer_by_layer_give_the_gradient_bit_for_bit() {
+        let (layers, data) = small();
+        let p = layers.initial_parameters(3);
+        let mut whole = vec![0f32; p.len()];
+        let loss = gradient(&layers, &p, &data, (3, 9), 12.0, &mut whole);
+        // Each layer's gradient into a buffer of its own, as the overlapped ring's ops write
+        // them into their buckets.
+        let mut pass = forward(&layers, &p, &data, (3, 9), 12.0);
+        assert_eq!(pass.loss.to_bits(), loss.to_bits());
+        let mut steps = Vec::new();
+        while let Some(l) = pass.next_layer() {
+            let mut g = vec![f32::NAN; layers.range(l).len()];
+            pass.backward(&layers, &p, l, &mut g);
+            let want: Vec<u32> = whole[layers.range(l)].iter().map(|v| v.to_bits()).collect();
+            assert_eq!(g.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want);
+            steps.push(l);
+        }
+        assert_eq!(steps, [2, 1, 0]);
+        // The layers' ranges tile the parameter vector.
+        assert_eq!(layers.range(0).start, 0);
+        assert_eq!(layers.range(2).end, p.len());
+        assert_eq!(layers.range(0).end, layers.range(1).start);
     }
 
     #[test]

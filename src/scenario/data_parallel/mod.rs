@@ -23,12 +23,13 @@ pub mod training;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::conclude::conclude;
+use self::conclude::{conclude, Communication};
 pub use self::explain::{explain, Figures, VariantFigures};
 use self::in_process::{Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
 pub use self::training::{
-    agrees, communication_share, curve, shard, time_to_target, LossEntry, Trained, AGREEMENT,
+    agrees, communication_overlap, communication_share, curve, shard, time_to_target, LossEntry,
+    Overlap, Trained, AGREEMENT,
 };
 use super::support::{check_elements, traced};
 use super::{
@@ -116,6 +117,15 @@ const PARAMS: &[ParamSpec] = &[
         default: "0.5",
     },
     ParamSpec {
+        name: "bucket_mb",
+        help: "ring-overlapped: MiB of gradients a bucket closes at (whole layers, last first; PyTorch DDP's bucket_cap_mb)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 1_000_000.0,
+        },
+        default: "25",
+    },
+    ParamSpec {
         name: "timeout",
         help: "seconds a rank waits for another before it ends the MPI job (mpi backend)",
         kind: ParamKind::Float {
@@ -151,6 +161,9 @@ super::variant::variants! {
         Allreduce = "allreduce",
         /// Ring reduce-scatter + all-gather.
         Ring = "ring",
+        /// The ring on buckets of layers, each pushed as soon as the backward pass has
+        /// written its layers' gradients (PyTorch DDP's overlap).
+        RingOverlapped = "ring-overlapped",
         /// Asynchronous updates, stale reads allowed.
         Async = "async",
     }
@@ -161,7 +174,7 @@ impl Timed {
     pub fn is_synchronous(self) -> bool {
         matches!(
             self,
-            Timed::ParameterServer | Timed::Allreduce | Timed::Ring
+            Timed::ParameterServer | Timed::Allreduce | Timed::Ring | Timed::RingOverlapped
         )
     }
 
@@ -217,6 +230,8 @@ struct Config {
     lr: f32,
     samples: usize,
     target_loss: f64,
+    /// `ring-overlapped`'s bucket cap, in bytes.
+    bucket_bytes: f64,
     /// How long a rank waits for another (MPI).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     timeout: Duration,
@@ -243,6 +258,7 @@ impl Config {
             lr: params.float("lr")? as f32,
             samples: params.count("samples")?,
             target_loss: params.float("target_loss")?,
+            bucket_bytes: params.float("bucket_mb")? * 1024.0 * 1024.0,
             timeout: Duration::from_secs_f64(params.float("timeout")?),
             backend: params.choice("backend")?,
         })
@@ -262,6 +278,7 @@ impl Config {
             batch: self.batch,
             steps: self.steps,
             lr: self.lr,
+            bucket_bytes: self.bucket_bytes,
         }
     }
 }
@@ -281,6 +298,7 @@ impl DataParallel {
             (Timed::OneDevice, Scheme::OneDevice),
             (Timed::ParameterServer, Scheme::ParameterServer),
             (Timed::Ring, Scheme::Ring),
+            (Timed::RingOverlapped, Scheme::RingOverlapped),
             (Timed::Async, Scheme::Async),
         ];
         let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
@@ -315,8 +333,9 @@ impl DataParallel {
             })
             .collect();
 
-        // Communication's share, from one more traced run of each synchronous scheme.
-        let mut shares = Vec::new();
+        // Communication's share and how much of it ran beside computation, from one more
+        // traced run of each synchronous scheme.
+        let (mut shares, mut overlaps) = (Vec::new(), Vec::new());
         for (i, _) in schemes
             .iter()
             .enumerate()
@@ -329,6 +348,7 @@ impl DataParallel {
             })?;
             if let Some(records) = records {
                 shares.push((schemes[i].0, communication_share(&records)));
+                overlaps.push((schemes[i].0, communication_overlap(&records)));
             }
         }
 
@@ -342,6 +362,19 @@ impl DataParallel {
             Scheme::Ring => format!(
                 "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
             ),
+            Scheme::RingOverlapped => {
+                let plan = in_process::buckets(&cfg.layers, cfg.bucket_bytes);
+                format!(
+                    "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as \
+                     soon as written, {k} updates",
+                    plan.len(),
+                    if plan.len() == 1 { "" } else { "s" },
+                    plan.iter()
+                        .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                )
+            }
             Scheme::Async => format!(
                 "{k} devices × {} updates of their shard, stale reads allowed",
                 cfg.steps
@@ -379,7 +412,11 @@ impl DataParallel {
             &setup,
             Participants::Devices,
             &trained,
-            &shares,
+            &Communication {
+                shares: &shares,
+                overlaps: &overlaps,
+                threads: &threads,
+            },
         );
         Ok(run)
     }
@@ -428,13 +465,13 @@ impl Scenario for DataParallel {
             .and_then(|rows| rows.checked_add(classes))
             .and_then(|rows| rows.checked_mul(inputs));
         check_elements("data-parallel's training data", data)?;
-        // All four schemes' buffers are alive at once: one-device 2n, parameter server and
-        // ring 2kn each, async 2kn + n; plus the initial parameters and each variant's trained
-        // copy (4n). Under MPI a rank holds about 8n, and every rank on the host as much: the
-        // check counts --devices of them.
+        // All five schemes' buffers are alive at once: one-device 2n, parameter server,
+        // ring and ring-overlapped 2kn each, async 2kn + n; plus the initial parameters and
+        // each variant's trained copy (5n). Under MPI a rank holds about 8n, and every rank on
+        // the host as much: the check counts --devices of them.
         let n = parameter_count(&cfg.layers.0);
         let k = cfg.devices as u64;
-        let floats = n.and_then(|n| n.checked_mul(6 * k + 8));
+        let floats = n.and_then(|n| n.checked_mul(8 * k + 9));
         check_elements("data-parallel's parameters and gradients", floats)?;
         let widest = cfg.layers.0.iter().max().copied().unwrap_or(1) as u64;
         check_elements(

@@ -429,7 +429,11 @@ pub(super) fn run(
         &setup,
         Participants::Ranks,
         &trained,
-        &shares,
+        &super::conclude::Communication {
+            shares: &shares,
+            overlaps: &[],
+            threads: &[],
+        },
     );
     Ok(run)
 }

@@ -132,23 +132,78 @@ pub(super) fn thin(curve: Vec<[f64; 3]>, n: usize) -> Vec<[f64; 3]> {
         .collect()
 }
 
+/// A collective's op (everything else a traced training run runs is computation).
+fn is_communication(r: &TraceRecord) -> bool {
+    matches!(
+        r.name.as_str(),
+        "reduce" | "broadcast" | "reduce-scatter" | "all-gather"
+    )
+}
+
 /// The share of the lanes' busy time that communication ops took in a traced run.
 pub fn communication_share(records: &[TraceRecord]) -> f64 {
     let busy = |comm: bool| -> u64 {
         records
             .iter()
-            .filter(|r| {
-                let is_comm = matches!(
-                    r.name.as_str(),
-                    "reduce" | "broadcast" | "reduce-scatter" | "all-gather"
-                );
-                is_comm == comm
-            })
+            .filter(|r| is_communication(r) == comm)
             .map(TraceRecord::duration_ns)
             .sum()
     };
     let (comm, compute) = (busy(true), busy(false));
     comm as f64 / (comm + compute).max(1) as f64
+}
+
+/// How a traced run's communication lay against its computation, in wall-clock time over all
+/// lanes: `exposed_ns` while some collective ran and no computation did, `covered_ns` while
+/// both did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Overlap {
+    pub exposed_ns: u64,
+    pub covered_ns: u64,
+}
+
+impl Overlap {
+    /// The share of communication's wall-clock time that computation ran beside (0 when no
+    /// communication ran).
+    pub fn share(&self) -> f64 {
+        self.covered_ns as f64 / (self.exposed_ns + self.covered_ns).max(1) as f64
+    }
+}
+
+/// Sweep a traced run's ops in time: where communication ran alone and where computation ran
+/// beside it. "Beside" is in the trace's time, not on the cores: two threads that share one
+/// core both show as running.
+pub fn communication_overlap(records: &[TraceRecord]) -> Overlap {
+    // (time, +1 start / -1 end, communication?); ends before starts at the same instant.
+    let mut events: Vec<(u64, i32, bool)> = records
+        .iter()
+        .filter(|r| r.duration_ns() > 0)
+        .flat_map(|r| {
+            let comm = is_communication(r);
+            [(r.started_ns, 1, comm), (r.ended_ns, -1, comm)]
+        })
+        .collect();
+    events.sort_unstable();
+    let (mut comm, mut compute) = (0i32, 0i32);
+    let mut out = Overlap::default();
+    let mut last = events.first().map_or(0, |e| e.0);
+    for (t, delta, is_comm) in events {
+        let span = t - last;
+        if comm > 0 {
+            if compute > 0 {
+                out.covered_ns += span;
+            } else {
+                out.exposed_ns += span;
+            }
+        }
+        if is_comm {
+            comm += delta;
+        } else {
+            compute += delta;
+        }
+        last = t;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -229,6 +284,43 @@ mod tests {
             ended_ns: duration,
             failed: false,
         }
+    }
+
+    fn span(name: &str, lane: usize, started_ns: u64, ended_ns: u64) -> TraceRecord {
+        TraceRecord {
+            lane,
+            started_ns,
+            ended_ns,
+            ..record(name, 0)
+        }
+    }
+
+    #[test]
+    fn overlap_counts_communication_alone_and_beside_computation() {
+        // cpu:0 computes 0–100 and 150–200; the ring runs 80–120 and 140–190 on two lanes
+        // at once (120–140 nothing runs): 20 + 10 ns alone, 20 + 40 beside.
+        let records = vec![
+            span("forward", 0, 0, 60),
+            span("backward", 0, 60, 100),
+            span("reduce-scatter", 1, 80, 120),
+            span("all-gather", 2, 90, 110),
+            span("backward", 0, 150, 200),
+            span("reduce-scatter", 1, 140, 190),
+        ];
+        let o = communication_overlap(&records);
+        assert_eq!(
+            o,
+            Overlap {
+                exposed_ns: 30,
+                covered_ns: 60
+            }
+        );
+        assert!((o.share() - 60.0 / 90.0).abs() < 1e-12);
+        // Communication after all computation is all exposed; none at all is no overlap.
+        let serial = vec![span("backward", 0, 0, 10), span("all-gather", 0, 10, 25)];
+        assert_eq!(communication_overlap(&serial).exposed_ns, 15);
+        assert_eq!(communication_overlap(&serial).share(), 0.0);
+        assert_eq!(communication_overlap(&[]).share(), 0.0);
     }
 
     #[test]
