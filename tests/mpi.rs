@@ -33,6 +33,9 @@ const SMALL: &[&str] = &[
     "0",
     "--min-samples",
     "3",
+    // A bucket per layer: allreduce-overlapped posts two all-reduces a step.
+    "--bucket-mb",
+    "0",
 ];
 
 /// `mpirun -n ranks parbench args`, as root in a container: run as root allowed, shared-memory
@@ -79,10 +82,19 @@ fn assert_trained_together(doc: &Value, ranks: usize) {
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["one-device", "allreduce", "ring", "async"]);
+    assert_eq!(
+        names,
+        [
+            "one-device",
+            "allreduce",
+            "ring",
+            "allreduce-overlapped",
+            "async"
+        ]
+    );
     assert_eq!(run["parameters"]["devices"], ranks);
     let checks = run["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 3, "{checks:?}");
+    assert_eq!(checks.len(), 4, "{checks:?}");
     assert!(checks.iter().all(|c| c["passed"] == true), "{checks:?}");
     // Every rank's timings and host, in rank order.
     let every = run["derived"]["ranks"].as_array().unwrap();
@@ -93,7 +105,7 @@ fn assert_trained_together(doc: &Value, ranks: usize) {
         assert_eq!(info["samples_s"]["ring"].as_array().unwrap().len(), 3);
     }
     let d = &run["derived"];
-    for v in ["allreduce", "ring"] {
+    for v in ["allreduce", "ring", "allreduce_overlapped"] {
         assert!(d[format!("{v}_scaling_efficiency")].as_f64().unwrap() > 0.0);
         let share = d[format!("{v}_communication_share")].as_f64().unwrap();
         assert!(share > 0.0 && share < 1.0, "{v}: {share}");

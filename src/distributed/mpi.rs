@@ -335,6 +335,53 @@ impl Comm {
         });
     }
 
+    /// `recvs[i] = Σ over ranks of sends[i]` for buckets made ready one after another:
+    /// `fill(i, bucket)` writes bucket i (a backward step, say), then its `MPI_Iallreduce` is
+    /// posted at once and the next bucket is filled while it moves (PyTorch DDP's overlap).
+    /// Posted requests are tested after each fill, since OpenMPI moves a non-blocking
+    /// collective on only inside `MPI_Test`; the end waits for all of them within the
+    /// deadline. Returns the time spent in MPI calls: the communication no fill covered.
+    pub fn all_reduce_sum_as_ready(
+        &self,
+        sends: Vec<&mut [f32]>,
+        recvs: Vec<&mut [f32]>,
+        what: &str,
+        mut fill: impl FnMut(usize, &mut [f32]),
+    ) -> Duration {
+        let mut in_mpi = Duration::ZERO;
+        mpi::request::scope(|scope| {
+            let mut pending = Vec::new();
+            for (i, (send, recv)) in sends.into_iter().zip(recvs).enumerate() {
+                fill(i, send);
+                let send: &[f32] = send;
+                let posting = Instant::now();
+                pending.push(Some(self.world.immediate_all_reduce_into(
+                    scope,
+                    send,
+                    recv,
+                    SystemOperation::sum(),
+                )));
+                for slot in pending.iter_mut() {
+                    if let Some(r) = slot.take() {
+                        *slot = r.test().err();
+                    }
+                }
+                in_mpi += posting.elapsed();
+            }
+            let waiting = Instant::now();
+            let deadline = self.deadline();
+            for (i, slot) in pending.into_iter().enumerate() {
+                if let Some(r) = slot {
+                    self.wait(r, deadline, &|| {
+                        format!("the other ranks ({what}: bucket {i})")
+                    });
+                }
+            }
+            in_mpi += waiting.elapsed();
+        });
+        in_mpi
+    }
+
     /// `data = Σ over ranks of data`, by a ring over point-to-point messages: reduce-scatter
     /// (k − 1 steps: send chunk (r − s) mod k right, add chunk (r − s − 1) mod k from the left)
     /// then all-gather (k − 1 steps passing the reduced chunks on). Every rank ends with the
@@ -638,6 +685,16 @@ mod tests {
         let mut out = [0f32; 3];
         comm.parameter_server_sum_into(&send, &mut out, &mut Vec::new(), "test");
         assert_eq!(out, send);
+        let (mut grads, mut sums) = ([0f32; 5], [0f32; 5]);
+        let (g0, g1) = grads.split_at_mut(2);
+        let (s0, s1) = sums.split_at_mut(2);
+        let mut filled = Vec::new();
+        comm.all_reduce_sum_as_ready(vec![g1, g0], vec![s1, s0], "test", |i, bucket| {
+            filled.push(i);
+            bucket.iter_mut().for_each(|x| *x = 1.0 + i as f32);
+        });
+        assert_eq!(filled, [0, 1]);
+        assert_eq!(sums, [2.0, 2.0, 1.0, 1.0, 1.0]);
         comm.barrier("test");
         let gathered = comm.gather_bytes(b"rank zero").expect("rank 0 gathers");
         assert_eq!(gathered, vec![b"rank zero".to_vec()]);

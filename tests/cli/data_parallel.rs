@@ -132,7 +132,10 @@ fn data_parallel_over_mpi_needs_the_feature_or_runs_as_one_rank() {
     args.extend(["--backend", "mpi"]);
     let doc = json_of(&args);
     let run = &doc["runs"][0];
-    assert_eq!(variant_names(run), ["one-device", "allreduce", "ring"]);
+    assert_eq!(
+        variant_names(run),
+        ["one-device", "allreduce", "ring", "allreduce-overlapped"]
+    );
     assert_eq!(run["parameters"]["devices"], 1);
     assert!(run["checks"]
         .as_array()

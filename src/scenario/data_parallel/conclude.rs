@@ -149,14 +149,23 @@ pub(super) fn conclude(
     }
     let timed: Vec<Timed> = trained.iter().map(|(v, _)| *v).collect();
     super::lesson::conclude(run, &timed, k);
-    let overlapped = (k > 1 && timed.contains(&Timed::RingOverlapped)).then(|| {
+    // The overlapped variant of each backend, and the same all-reduce after the whole pass.
+    let pair = [
+        (Timed::RingOverlapped, Timed::Ring),
+        (Timed::AllreduceOverlapped, Timed::Allreduce),
+    ]
+    .into_iter()
+    .find(|(o, plain)| timed.contains(o) && timed.contains(plain));
+    let overlapped = pair.filter(|_| k > 1).map(|(variant, plain)| {
         let one = Estimate::of(run, Timed::OneDevice.name());
-        let v = Estimate::of(run, Timed::RingOverlapped.name());
+        let v = Estimate::of(run, variant.name());
         let e = Ratio::of(one, v);
         let kf = k as f64;
         Overlapped {
+            variant,
+            plain,
             buckets: buckets(&setup.layers, cfg.bucket_bytes).len(),
-            against_ring: Ratio::of(Estimate::of(run, Timed::Ring.name()), v),
+            against_plain: Ratio::of(Estimate::of(run, plain.name()), v),
             efficiency: Ratio {
                 value: e.value / kf,
                 lo: e.lo / kf,

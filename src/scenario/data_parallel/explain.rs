@@ -23,13 +23,17 @@ pub struct VariantFigures {
     pub communication_overlap: Option<f64>,
 }
 
-/// How `ring-overlapped` did against the plain ring and the efficiency goal.
+/// How an overlapped variant (`ring-overlapped`, or `allreduce-overlapped` under MPI) did
+/// against the same all-reduce after the whole backward pass, and the efficiency goal.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Overlapped {
+    /// The overlapped variant, and the one it is set beside.
+    pub variant: Timed,
+    pub plain: Timed,
     /// Its buckets at this run's cap.
     pub buckets: usize,
-    /// The ring's time over ring-overlapped's: above 1, the overlap is faster.
-    pub against_ring: Ratio,
+    /// The plain variant's time over the overlapped one's: above 1, the overlap is faster.
+    pub against_plain: Ratio,
     /// Its scaling efficiency with the interval the medians' intervals allow.
     pub efficiency: Ratio,
     /// The machine's cores, and the devices' compute threads in all.
@@ -145,12 +149,12 @@ pub fn explain(f: &Figures) -> Explained {
 /// The overlapped ring against the ring and the goal, each comparison as far as its interval
 /// allows, and what stops the overlap where the run shows it.
 fn overlapped(o: &Overlapped, parameters: usize) -> String {
-    let name = Timed::RingOverlapped.name();
-    let against = match o.against_ring.against(1.0) {
-        Side::Above => "faster than ring",
-        Side::Below => "slower than ring",
-        Side::Within => "indistinguishable from ring",
-        Side::Unknown => "not compared with ring",
+    let (name, plain) = (o.variant.name(), o.plain.name());
+    let against = match o.against_plain.against(1.0) {
+        Side::Above => format!("faster than {plain}"),
+        Side::Below => format!("slower than {plain}"),
+        Side::Within => format!("indistinguishable from {plain}"),
+        Side::Unknown => format!("not compared with {plain}"),
     };
     let goal = match o.efficiency.against(EFFICIENCY_GOAL) {
         Side::Above => "wholly above",
@@ -159,10 +163,10 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
         Side::Unknown => "not measured against",
     };
     let mut s = format!(
-        "{name} in {}: ring's time / its = {} ({against}); its scaling efficiency, \
+        "{name} in {}: {plain}'s time / its = {} ({against}); its scaling efficiency, \
          {:.2} (95% interval {:.2}–{:.2}), is {goal} {EFFICIENCY_GOAL}",
         crate::units::count(o.buckets, "bucket"),
-        o.against_ring,
+        o.against_plain,
         o.efficiency.value,
         o.efficiency.lo,
         o.efficiency.hi,
@@ -170,7 +174,7 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
     if o.buckets == 1 {
         s += &format!(
             ". One bucket holds all {} of gradients, so no all-reduce starts before the \
-             devices' whole backward passes are done (a smaller --bucket-mb splits it)",
+             whole backward pass is done (a smaller --bucket-mb splits it)",
             human_bytes(4 * parameters as u64)
         );
     } else if o.threads >= o.cores && o.efficiency.against(EFFICIENCY_GOAL) != Side::Above {
@@ -245,8 +249,10 @@ mod tests {
     fn the_overlap_sentence_claims_no_more_than_the_intervals() {
         let r = |value, lo, hi| Ratio { value, lo, hi };
         let mut o = Overlapped {
+            variant: Timed::RingOverlapped,
+            plain: Timed::Ring,
             buckets: 2,
-            against_ring: r(0.74, 0.69, 0.81),
+            against_plain: r(0.74, 0.69, 0.81),
             efficiency: r(0.68, 0.62, 0.73),
             cores: 2,
             threads: 2,
@@ -261,7 +267,7 @@ mod tests {
             ),
             "{s}"
         );
-        o.against_ring = r(1.02, 0.95, 1.1);
+        o.against_plain = r(1.02, 0.95, 1.1);
         o.efficiency = r(0.96, 0.94, 0.99);
         let s = overlapped(&o, 1_000_000);
         assert!(s.contains("(indistinguishable from ring)") && s.contains("reaching across"));
@@ -270,6 +276,15 @@ mod tests {
         // Spare cores: no claim about sharing them.
         (o.buckets, o.cores) = (2, 8);
         assert!(!overlapped(&o, 1_000_000).contains("cores"));
+        // Under MPI: the library's all-reduce, and no threads counted.
+        (o.variant, o.plain, o.threads, o.cores) =
+            (Timed::AllreduceOverlapped, Timed::Allreduce, 0, 2);
+        let s = overlapped(&o, 1_000_000);
+        assert!(
+            s.starts_with("allreduce-overlapped in 2 buckets: allreduce's time / its = 1.02×"),
+            "{s}"
+        );
+        assert!(s.contains("(indistinguishable from allreduce)") && !s.contains("cores"));
     }
 
     fn variant() -> impl proptest::strategy::Strategy<Value = VariantFigures> {

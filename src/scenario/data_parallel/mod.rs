@@ -31,6 +31,7 @@ pub use self::training::{
     agrees, communication_overlap, communication_share, curve, shard, time_to_target, LossEntry,
     Overlap, Trained, AGREEMENT,
 };
+use super::backend::Backend;
 use super::support::{check_elements, traced};
 use super::{
     Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
@@ -164,6 +165,9 @@ super::variant::variants! {
         /// The ring on buckets of layers, each pushed as soon as the backward pass has
         /// written its layers' gradients (PyTorch DDP's overlap).
         RingOverlapped = "ring-overlapped",
+        /// `MPI_Iallreduce` per bucket of layers, each posted as soon as the backward pass
+        /// has written its layers' gradients (PyTorch DDP over a process group; MPI).
+        AllreduceOverlapped = "allreduce-overlapped",
         /// Asynchronous updates, stale reads allowed.
         Async = "async",
     }
@@ -174,7 +178,11 @@ impl Timed {
     pub fn is_synchronous(self) -> bool {
         matches!(
             self,
-            Timed::ParameterServer | Timed::Allreduce | Timed::Ring | Timed::RingOverlapped
+            Timed::ParameterServer
+                | Timed::Allreduce
+                | Timed::Ring
+                | Timed::RingOverlapped
+                | Timed::AllreduceOverlapped
         )
     }
 
@@ -236,16 +244,6 @@ struct Config {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     timeout: Duration,
     backend: Backend,
-}
-
-super::params::choice! {
-    /// Where the devices that train together are.
-    pub enum Backend {
-        /// Engine lanes of this process.
-        Engine = "engine",
-        /// MPI ranks, one device each.
-        Mpi = "mpi",
-    }
 }
 
 impl Config {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::mlp::{gradient, sgd};
+use super::in_process::{buckets, Bucket};
+use super::mlp::{forward, gradient, sgd};
 use super::{conclude, shard, Config, DataParallel, LossEntry, Participants, Timed, Trained};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
@@ -57,6 +58,7 @@ enum RankScheme {
     OneDevice,
     Allreduce,
     Ring,
+    AllreduceOverlapped,
     Async,
 }
 
@@ -67,6 +69,7 @@ impl RankScheme {
             RankScheme::OneDevice => Timed::OneDevice,
             RankScheme::Allreduce => Timed::Allreduce,
             RankScheme::Ring => Timed::Ring,
+            RankScheme::AllreduceOverlapped => Timed::AllreduceOverlapped,
             RankScheme::Async => Timed::Async,
         }
     }
@@ -81,6 +84,7 @@ fn variants(size: usize) -> Vec<RankScheme> {
         RankScheme::OneDevice,
         RankScheme::Allreduce,
         RankScheme::Ring,
+        RankScheme::AllreduceOverlapped,
     ];
     if size > 1 {
         v.push(RankScheme::Async);
@@ -203,6 +207,61 @@ impl Rank<'_> {
         }
     }
 
+    /// The gradient by a forward pass and a backward step per layer, last first, its buckets
+    /// of layers ([`buckets`]) each all-reduced by an `MPI_Iallreduce` posted as soon as the
+    /// bucket is written, while the layers below are computed. The summed loss travels in the
+    /// first bucket (the last layer's, which ends where the loss slot is). Communication's
+    /// share counts only the time spent in MPI calls: what no computation covered.
+    fn overlapped(&self, b: &mut Buffers) -> Trained {
+        let s = self.setup;
+        let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
+        let plan = buckets(&s.layers, s.bucket_bytes);
+        let mut log = Vec::new();
+        b.weights.copy_from_slice(&s.initial);
+        let start = Instant::now();
+        let mut communicating = Duration::ZERO;
+        for step in 0..s.steps {
+            let rows = shard(step, s.batch, k, rank);
+            let weights = &b.weights;
+            let mut pass = self
+                .pool
+                .install(|| forward(&s.layers, weights, &s.data, rows, s.batch as f32));
+            let loss = (pass.loss * s.batch as f64) as f32;
+            let sends = bucket_slices(&mut b.gradient, &plan, n);
+            let recvs = bucket_slices(&mut b.reduced, &plan, n);
+            let what = format!("bucketed MPI_Iallreduce of step {step}");
+            communicating += self
+                .comm
+                .all_reduce_sum_as_ready(sends, recvs, &what, |i, bucket| {
+                    let from = plan[i].range.start;
+                    for &l in &plan[i].layers {
+                        let r = s.layers.range(l);
+                        let grad = &mut bucket[r.start - from..r.end - from];
+                        self.pool
+                            .install(|| pass.backward(&s.layers, weights, l, grad));
+                    }
+                    if i == 0 {
+                        bucket[n - from] = loss;
+                    }
+                });
+            sgd(&mut b.weights, &b.reduced[..n], s.lr);
+            if rank == 0 {
+                log.push(LossEntry::since(
+                    start,
+                    step,
+                    f64::from(b.reduced[n]),
+                    s.batch,
+                ));
+            }
+        }
+        Trained {
+            weights: b.weights.clone(),
+            log,
+            communication: Some(communicating.as_secs_f64() / start.elapsed().as_secs_f64()),
+            ..Trained::default()
+        }
+    }
+
     /// Rank 0 serves parameters and applies gradients as they come; ranks 1.. are workers,
     /// each making `steps` updates of its shard (the batch split between the workers).
     fn asynchronous(&self, b: &mut Buffers) -> Trained {
@@ -268,6 +327,19 @@ impl Rank<'_> {
     }
 }
 
+/// `buffer` (the parameters' gradient and the loss slot after it) cut into `plan`'s buckets,
+/// in the plan's (backward) order; the first bucket, the last layer's, takes the loss slot.
+fn bucket_slices<'a>(buffer: &'a mut [f32], plan: &[Bucket], n: usize) -> Vec<&'a mut [f32]> {
+    let mut rest = &mut buffer[..n + 1];
+    let mut slices = Vec::with_capacity(plan.len());
+    for bucket in plan {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(bucket.range.start);
+        slices.push(tail);
+        rest = head;
+    }
+    slices
+}
+
 /// Run the scenario as this rank of an MPI job.
 pub(super) fn run(
     scenario: &DataParallel,
@@ -326,6 +398,7 @@ pub(super) fn run(
                 RankScheme::OneDevice => rank.one_device(&mut b),
                 RankScheme::Allreduce => rank.synchronous(&mut b, false),
                 RankScheme::Ring => rank.synchronous(&mut b, true),
+                RankScheme::AllreduceOverlapped => rank.overlapped(&mut b),
                 RankScheme::Async => rank.asynchronous(&mut b),
             };
             let took = start.elapsed();
@@ -389,6 +462,10 @@ pub(super) fn run(
                 RankScheme::Allreduce => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
                 RankScheme::Ring => format!(
                     "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
+                ),
+                RankScheme::AllreduceOverlapped => format!(
+                    "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({}) posted as the backward pass writes it",
+                    crate::units::count(buckets(&cfg.layers, cfg.bucket_bytes).len(), "bucket")
                 ),
                 RankScheme::Async => format!(
                     "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
