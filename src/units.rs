@@ -129,12 +129,27 @@ pub fn human_percent(fraction: f64) -> String {
     if !fraction.is_finite() {
         return "n/a".into();
     }
-    format!("{:.0}%", fraction * 100.0)
+    let percent = fraction * 100.0;
+    // Below 1%, one significant figure more, so a small share does not read as none.
+    if percent != 0.0 && percent.abs() < 0.95 {
+        format!("{percent:.1}%")
+    } else {
+        format!("{percent:.0}%")
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_percentages_keep_a_digit() {
+        assert_eq!(human_percent(0.003), "0.3%");
+        assert_eq!(human_percent(0.0), "0%");
+        assert_eq!(human_percent(0.5), "50%");
+        assert_eq!(human_percent(0.0096), "1%");
+        assert_eq!(human_percent(f64::NAN), "n/a");
+    }
 
     #[test]
     fn one_core_and_one_rank_are_singular() {
