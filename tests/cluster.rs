@@ -1,6 +1,6 @@
-//! `data-parallel --backend mpi` across simulated hosts (`scripts/cluster-sim.sh`: network
-//! namespaces on a bridge, TCP only): the job trains as one device would with each rank on
-//! its own host, and a link cut mid-run ends it within the timeout, naming the lost host,
+//! `data-parallel --backend mpi` and `allreduce --backend mpi` across simulated hosts
+//! (`scripts/cluster-sim.sh`: network namespaces on a bridge, TCP only): the job trains as one
+//! device would with each rank on its own host, the all-reduce is right on every rank, and a link cut mid-run ends it within the timeout, naming the lost host,
 //! with no report written and nothing left behind. Needs root and iproute2 (`#[ignore]`;
 //! `.ci/run` runs them as root) and the `mpi` feature.
 #![cfg(feature = "mpi")]
@@ -99,6 +99,45 @@ fn two_hosts_over_tcp_train_as_one_device_would() {
     for c in checks {
         assert_eq!(c["passed"], true, "{c}");
     }
+    assert_eq!(
+        network(),
+        before,
+        "namespaces, links and MPI daemons as before"
+    );
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (network namespaces)"]
+fn the_all_reduce_across_two_hosts_is_right_on_each() {
+    let before = network();
+    let args = [
+        "allreduce",
+        "--backend",
+        "mpi",
+        "--sizes",
+        "8,12,1MiB",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "3",
+        "--json",
+    ];
+    let (code, stdout, stderr, _) = cluster(&["--hosts", "2"], &args, 300);
+    assert_eq!(code, Some(0), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("one JSON report ({e}): {stdout}\n{stderr}"));
+    let run = &doc["runs"][0];
+    assert_eq!(
+        run["devices"],
+        serde_json::json!(["rank 0 (pbhost1)", "rank 1 (pbhost2)"])
+    );
+    let checks = run["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    for c in checks {
+        assert_eq!(c["passed"], true, "{c}");
+    }
+    let busbw = run["derived"]["mpi_allreduce_1MiB_busbw_gbytes_per_s"].as_f64();
+    assert!(busbw.is_some_and(|b| b > 0.0), "{busbw:?}");
     assert_eq!(
         network(),
         before,
