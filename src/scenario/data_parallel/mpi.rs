@@ -514,3 +514,28 @@ pub(super) fn run(
     );
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::data_parallel::mlp::Layers;
+
+    /// The buckets' slices cover the gradient and the loss slot once each, in the plan's
+    /// (backward) order, the loss slot with the last layer's bucket.
+    #[test]
+    fn bucket_slices_cut_the_gradient_as_the_plan_does() {
+        let layers = Layers(vec![12, 16, 8, 4]);
+        let n = layers.parameters();
+        for cap in [0.0, 600.0, 1e9] {
+            let plan = buckets(&layers, cap);
+            let mut buffer: Vec<f32> = (0..=n).map(|i| i as f32).collect();
+            let slices = bucket_slices(&mut buffer, &plan, n);
+            assert_eq!(slices.len(), plan.len());
+            for (i, (s, b)) in slices.iter().zip(&plan).enumerate() {
+                let end = if i == 0 { n + 1 } else { b.range.end };
+                let want: Vec<f32> = (b.range.start..end).map(|i| i as f32).collect();
+                assert_eq!(&s[..], &want[..], "cap {cap}, bucket {i}");
+            }
+        }
+    }
+}
