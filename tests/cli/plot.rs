@@ -102,8 +102,8 @@ fn plot_draws_the_loss_curves_of_a_training_run() {
     // 20 steps: a point per step for each synchronous scheme, in both loss charts.
     assert_eq!(
         series_paths(&svg, 20),
-        6,
-        "one-device, parameter-server, ring, twice"
+        8,
+        "one-device, parameter-server, ring, ring-overlapped, twice"
     );
     assert!(svg.contains("ring") && svg.contains("async"));
     // Throughput against devices, with the ideal line from one device to 3.
