@@ -74,14 +74,19 @@ fn report_of(ranks: usize) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("one JSON report ({e}): {stdout}"))
 }
 
-fn assert_trained_together(doc: &Value, ranks: usize) {
-    let run = &doc["runs"][0];
-    let names: Vec<&str> = run["variants"]
+/// A run's variants' names, in report order.
+fn variant_names(run: &Value) -> Vec<&str> {
+    run["variants"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v["name"].as_str().unwrap())
-        .collect();
+        .collect()
+}
+
+fn assert_trained_together(doc: &Value, ranks: usize) {
+    let run = &doc["runs"][0];
+    let names = variant_names(run);
     assert_eq!(
         names,
         [
@@ -197,12 +202,7 @@ fn allreduce_across_ranks_is_right_on_every_rank() {
         let run = &doc["runs"][0];
         assert_eq!(run["parameters"]["devices"], ranks);
         assert_eq!(run["devices"].as_array().unwrap().len(), ranks);
-        let names: Vec<&str> = run["variants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["name"].as_str().unwrap())
-            .collect();
+        let names = variant_names(run);
         assert_eq!(names.len(), 12, "{names:?}");
         assert!(names.contains(&"mpi-allreduce 1MiB") && names.contains(&"ring 12B"));
         let checks = run["checks"].as_array().unwrap();

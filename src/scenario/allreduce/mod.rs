@@ -34,11 +34,9 @@ use std::time::Duration;
 use self::explain::LESSON;
 pub use self::explain::{crossover, explain, SizeTimes};
 use self::measure::size_label;
-use super::backend::Backend;
+use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::support::check_bytes;
-use super::{
-    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
-};
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
 
@@ -66,22 +64,8 @@ const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Int { min: 1, max: 64 },
         default: "2",
     },
-    ParamSpec {
-        name: "backend",
-        help: "engine: devices of this process; mpi: one rank per device (cargo feature mpi, \
-               started by mpirun)",
-        kind: ParamKind::Choice(Backend::WORDS),
-        default: "engine",
-    },
-    ParamSpec {
-        name: "timeout",
-        help: "seconds a rank waits for another before it ends the MPI job (mpi backend)",
-        kind: ParamKind::Float {
-            min: 0.1,
-            max: 86_400.0,
-        },
-        default: "60",
-    },
+    BACKEND_PARAM,
+    TIMEOUT_PARAM,
 ];
 
 super::variant::variants! {

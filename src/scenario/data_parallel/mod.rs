@@ -31,11 +31,9 @@ pub use self::training::{
     agrees, communication_overlap, communication_share, curve, shard, time_to_target, LossEntry,
     Overlap, Trained, AGREEMENT,
 };
-use super::backend::Backend;
+use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::support::{check_elements, traced};
-use super::{
-    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
-};
+use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::Runtime;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
@@ -126,21 +124,8 @@ const PARAMS: &[ParamSpec] = &[
         },
         default: "25",
     },
-    ParamSpec {
-        name: "timeout",
-        help: "seconds a rank waits for another before it ends the MPI job (mpi backend)",
-        kind: ParamKind::Float {
-            min: 0.1,
-            max: 86_400.0,
-        },
-        default: "60",
-    },
-    ParamSpec {
-        name: "backend",
-        help: "engine: devices of this process; mpi: one rank per device (cargo feature mpi, started by mpirun)",
-        kind: ParamKind::Choice(Backend::WORDS),
-        default: "engine",
-    },
+    TIMEOUT_PARAM,
+    BACKEND_PARAM,
 ];
 
 /// Seed of the data and of the initial parameters: every variant and rank starts alike.
