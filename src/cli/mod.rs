@@ -43,6 +43,7 @@ mod partial;
 mod progress;
 mod run;
 mod stderr;
+mod sweep_ranks;
 mod values;
 
 pub use args::{scenario_command, Cli, Command, CommonArgs, CompareFormat, GpuOrderArg};

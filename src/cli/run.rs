@@ -14,6 +14,7 @@ use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages;
 use super::partial::Shared;
 use super::progress::{progress_bar, style_bar};
+use super::sweep_ranks;
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
 use crate::export::{self, table};
@@ -84,35 +85,14 @@ pub(super) fn run_sweep(
     if distributed {
         crate::distributed::init()?;
     }
-    // Ranks other than 0 run the points rank 0 does, and print and write nothing.
-    let timeout = points
-        .first()
-        .and_then(|p| p.float("timeout").ok())
-        .map_or(std::time::Duration::from_secs(60), |t| {
-            std::time::Duration::from_secs_f64(t)
-        });
+    let timeout = sweep_ranks::timeout(&points);
     if crate::distributed::is_secondary_rank() {
-        let mut from_journal = vec![0.0; points.len()];
-        crate::distributed::share_from_rank0(&mut from_journal, timeout, "the points to run")?;
-        if from_journal.iter().any(|&d| d < 0.0) {
-            // Rank 0 refused the sweep and says why.
-            return Ok(());
-        }
-        let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
-            .ok()
-            .and_then(|v| v.parse().ok());
-        let to_run = points.iter().zip(from_journal).filter(|(_, d)| *d == 0.0);
-        for (p, _) in to_run.take(stop_after.unwrap_or(usize::MAX)) {
-            run_timed(sc, p, &ctx)?;
-        }
-        return Ok(());
+        return sweep_ranks::follow(&points, timeout, stop_after(), |p| {
+            run_timed(sc, p, &ctx).map(drop)
+        });
     }
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
-    let mut pending = distributed.then(|| PendingShare {
-        points: points.len(),
-        timeout,
-        sent: false,
-    });
+    let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
     for out in [&common.output, &common.trace, &common.html]
         .into_iter()
         .flatten()
@@ -171,15 +151,13 @@ pub(super) fn run_sweep(
     }
     if let Some(share) = pending.take() {
         // The other ranks skip what the journal holds, as rank 0 does.
-        let from_journal: Vec<f64> = resolved
+        let held: Vec<bool> = resolved
             .iter()
-            .map(|p| f64::from(u8::from(done.iter().any(|r| sweep::same_point(r, name, p)))))
+            .map(|p| done.iter().any(|r| sweep::same_point(r, name, p)))
             .collect();
-        share.send(from_journal)?;
+        share.send(&held)?;
     }
-    let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
-        .ok()
-        .and_then(|v| v.parse().ok());
+    let stop_after = stop_after();
 
     let environment = Environment::capture_for_runs(common.mode(), device::discovery::probe_gpu());
     let mut report = Report::new(environment, Vec::new());
@@ -283,34 +261,11 @@ pub(super) fn run_sweep(
     outcome
 }
 
-/// Rank 0's list of the points a sweep across MPI ranks runs, owed to the other ranks: sent
-/// by [`PendingShare::send`], or, when rank 0 refuses the sweep first, a stop sent on drop.
-struct PendingShare {
-    points: usize,
-    timeout: std::time::Duration,
-    sent: bool,
-}
-
-impl PendingShare {
-    /// Send which points the journal holds (1.0) and which to run (0.0).
-    fn send(mut self, mut from_journal: Vec<f64>) -> Result<(), CliError> {
-        self.sent = true;
-        let what = "the points to run";
-        crate::distributed::share_from_rank0(&mut from_journal, self.timeout, what)?;
-        Ok(())
-    }
-}
-
-impl Drop for PendingShare {
-    fn drop(&mut self) {
-        if self.sent {
-            return;
-        }
-        let mut stop = vec![-1.0; self.points];
-        // The refusal that dropped this is what rank 0 reports; a failure to tell the others
-        // ends in their own deadline.
-        let _ = crate::distributed::share_from_rank0(&mut stop, self.timeout, "the sweep's start");
-    }
+/// How many new points a test asks a sweep to stop after ([`SWEEP_STOP_AFTER`]).
+fn stop_after() -> Option<usize> {
+    std::env::var(SWEEP_STOP_AFTER)
+        .ok()
+        .and_then(|v| v.parse().ok())
 }
 
 /// Once the report is written (its checks passed or not), the journal is removed, or kept as
