@@ -9,7 +9,9 @@ Used by scripts/gpu-check.sh:
 
 The kit runs parbench's async, hybridize and run-copy and PyTorch's measures in rounds
 (DIR/round-1/, ...); a folder without round-N/ folders is one round. Each goal's ratio is taken
-per round and shown as the median and range across rounds; the verdict is the median's.
+per round and shown as the median and range across rounds; the verdict is the median's. The
+training section (round-N/data-parallel.json beside PyTorch's round-N/torch-train.json) comes
+from train-vs-torch.py, which must lie beside this script.
 
 With the kit's --switch-rounds, DIR/switches/round-N/ holds async and hybridize under each
 PARBENCH_GPU_OPS setting; the summary sets each setting against `none` in the same round, adopts
