@@ -16,8 +16,10 @@
 #                                    (memcheck with leak check, initcheck: slow), the error
 #                                    paths (hidden GPU, missing ordinal, memory cap, injected
 #                                    fault), every scenario that can use the GPU, and R rounds
-#                                    (default 5) of parbench's async, hybridize and run-copy
-#                                    alternating with PyTorch's figures (DIR/round-N/), then
+#                                    (default 5) of parbench's async, hybridize, run-copy and
+#                                    data-parallel training (where built with --device)
+#                                    alternating with PyTorch's figures and the same training
+#                                    job in PyTorch (DIR/round-N/), then
 #                                    regenerates the kernels' PTX where nvcc is found and
 #                                    writes summary.md with each goal's per-round ratios to DIR
 #                                    (default results/gpu/<gpu-name>-<date>-<commit>); with
@@ -51,7 +53,7 @@ for line in sys.stdin:
   cp target/release/parbench "$out/parbench"
   cp "$tests" "$out/parbench-lib-tests"
   strip "$out/parbench" "$out/parbench-lib-tests"
-  cp scripts/gpu-check.sh scripts/gpu-vs-torch.py scripts/gpu-chapter-torch.py "$out/"
+  cp scripts/gpu-check.sh scripts/gpu-vs-torch.py scripts/gpu-chapter-torch.py scripts/train-vs-torch.py "$out/"
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   if [ "$commit" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
     commit=$commit-dirty
@@ -259,6 +261,11 @@ step async-host-order "$bin" async --device cuda --gpu-order host -o "$dir/async
 step memory "$bin" memory --device cuda -o "$dir/memory.json"
 h2d=0
 if advertises --direction run-copy; then h2d=1; fi
+# The training job both sides run, spelled out so neither side's defaults can drift apart:
+# parbench's data-parallel on the GPU (one-device, one-device-graph) and train-vs-torch.py.
+train=0
+train_job=(--layers 784x1024x1024x10 --batch 512 --steps 20 --samples 8192 --lr 0.1)
+if advertises "--device <VALUE>" data-parallel; then train=1; fi
 # parbench and PyTorch alternate, round after round, so a drift of the machine (clocks,
 # another tenant) lands on both; the summary gives each goal's ratio per round.
 for r in $(seq 1 "$rounds"); do
@@ -274,8 +281,13 @@ for r in $(seq 1 "$rounds"); do
   step "$rd/hybridize" "$bin" hybridize --device cuda -o "$dir/$rd/hybridize.json"
   step "$rd/torch" python3 "$here/gpu-vs-torch.py" measure "$dir/$rd/torch.json"
   step "$rd/torch-chapter" python3 "$here/gpu-chapter-torch.py" measure "$dir/$rd/torch-chapter.json"
+  if [ "$train" = 1 ]; then
+    step "$rd/data-parallel" "$bin" data-parallel --device cuda "${train_job[@]}" -o "$dir/$rd/data-parallel.json"
+    step "$rd/torch-train" python3 "$here/train-vs-torch.py" measure "$dir/$rd/torch-train.json" "${train_job[@]}"
+  fi
 done
 [ "$h2d" = 1 ] || not_built run-copy-h2d "parbench help run-copy lists no --direction"
+[ "$train" = 1 ] || not_built data-parallel-gpu "parbench help data-parallel lists no --device"
 # The cheaper-op switches, each against the plain path (none) in the same round: every setting
 # once a round, the order rotated by one each round so that no setting always goes first (a
 # drift of the machine within a round lands on a different setting each time). The summary

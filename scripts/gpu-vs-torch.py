@@ -9,7 +9,9 @@ Used by scripts/gpu-check.sh:
 
 The kit runs parbench's async, hybridize and run-copy and PyTorch's measures in rounds
 (DIR/round-1/, ...); a folder without round-N/ folders is one round. Each goal's ratio is taken
-per round and shown as the median and range across rounds; the verdict is the median's.
+per round and shown as the median and range across rounds; the verdict is the median's. The
+training section (round-N/data-parallel.json beside PyTorch's round-N/torch-train.json) comes
+from train-vs-torch.py, which must lie beside this script.
 
 With the kit's --switch-rounds, DIR/switches/round-N/ holds async and hybridize under each
 PARBENCH_GPU_OPS setting; the summary sets each setting against `none` in the same round, adopts
@@ -167,10 +169,11 @@ def _fmt(v, unit=""):
 
 
 # The parbench reports a GPU check writes once, by file name (without .json), and those it
-# writes each round; run-copy-h2d only where the binary has `run-copy --direction`.
+# writes each round; run-copy-h2d only where the binary has `run-copy --direction`, and
+# data-parallel (beside PyTorch's torch-train.json) only where `data-parallel` has `--device`.
 REPORTS = ("matmul", "cpu-gpu", "async-host-order", "memory")
 ROUND_REPORTS = ("run-copy", "async", "hybridize")
-OPTIONAL_ROUND_REPORTS = ("run-copy-h2d",)
+OPTIONAL_ROUND_REPORTS = ("run-copy-h2d", "data-parallel")
 
 # nvidia-smi's clock event (throttle) reasons, by bit; 0x1 is the idle GPU's.
 THROTTLE_REASONS = {
@@ -514,6 +517,24 @@ def _switches(directory):
                        "win_share": SWITCH_WIN_SHARE, "rows": rows, "goals": goals}
 
 
+def _training(directory, rounds):
+    """The training section (parbench's data-parallel beside PyTorch's same job, each round's
+    round-N/data-parallel.json and torch-train.json) from train-vs-torch.py beside this script:
+    (markdown lines, whether its reports are there and its checks passed)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train-vs-torch.py")
+    try:
+        spec = importlib.util.spec_from_file_location("train_vs_torch", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (OSError, ImportError, SyntaxError) as e:
+        return ["", f"## Training: **could not load** {path}: {e}"], False
+    per_round = [(rd or "the run", _load(os.path.join(directory, rd, "data-parallel.json")),
+                  _load(os.path.join(directory, rd, "torch-train.json"))) for rd in rounds]
+    return module.section(per_round)
+
+
 def summarize(directory):
     """Write DIR/summary.md from the parbench reports and PyTorch's figures in DIR (and its
     round folders); return (markdown, all checks passed)."""
@@ -674,6 +695,9 @@ def summarize(directory):
     torch = next((r["torch"] for r in per_round if r["torch"]), None) or next((r["chapter"] for r in per_round if r["chapter"]), None)
     if torch:
         lines += ["", f"PyTorch {torch.get('torch', '?')} (CUDA {torch.get('cuda', '?')}) on {torch.get('device', '?')}."]
+    train_lines, train_ok = _training(directory, rounds)
+    ok &= train_ok
+    lines += train_lines
     switches = os.path.join(directory, "switches")
     if os.path.isdir(switches):
         switch_lines, switches_ok, doc = _switches(switches)
@@ -802,6 +826,18 @@ def _self_test_rounds(report):
             write(f"{rd}/torch.json", {"matmul_gflops": 50000.0, "d2h_gbytes_per_s": 25.0, "h2d_gbytes_per_s": 25.0})
             write(f"{rd}/torch-chapter.json", {"add_one_async_s_per_op": 3e-6, "mlp_eager_s_per_pass": 1e-4,
                                                "mlp_graph_s_per_pass": 2e-5, "checks": {"graph_equals_eager": True}})
+            # Training: parbench 0.9, 1.0, 1.1 × PyTorch eager's 1e6 samples/s; its graph 0.95 × 2e6.
+            job = {"layers": [784, 1024, 1024, 10], "batch": 512, "steps": 20, "samples": 8192, "lr": 0.1}
+            write(f"{rd}/data-parallel.json", {"runs": [{"scenario": "data-parallel", "parameters": dict(job, devices=2),
+                                                         "checks": [{"name": "graph equals eager", "passed": True, "detail": "d"}],
+                                                         "notes": [], "derived": {
+                "initial_loss": 2.3, "one_device_samples_per_second": (0.8 + r / 10) * 1e6,
+                "one_device_graph_samples_per_second": 1.9e6, "one_device_final_loss": 1.2,
+                "one_device_graph_final_loss": 1.2, "one_device_loss_curve": [[19.0, 1.25, 0.1]]}}]})
+            write(f"{rd}/torch-train.json", {"parameters": job, "initial_loss": 2.3, "eager_samples_per_second": 1e6,
+                                             "graph_samples_per_second": 2e6, "eager_final_loss": 1.2,
+                                             "graph_final_loss": 1.2, "eager_loss_curve": [[19.0, 1.25, 0.05]],
+                                             "checks": {"graph_equals_eager": True}})
         write("compute-apps.csv", "pid, process_name, used_gpu_memory [MiB]\n4242, python3, 1024 MiB\n")
         write("gpu-samples.csv", "timestamp, clocks.current.sm [MHz], clocks.current.memory [MHz], power.draw [W], "
                                  "temperature.gpu, clocks_event_reasons.active, utilization.gpu [%]\n"
@@ -826,6 +862,23 @@ def _self_test_rounds(report):
         assert "| `hybridize` eager pass, parbench / torch (s) | 0.0001 | 0.0001 | 1 | <= 1 × torch | yes |" in text, text
         assert "| H2D copy 256 MiB, pinned, GB/s | 20 | 25 | 0.8 | >= 0.9 × torch | **no** |" in text, text
         assert "| the GPU's per-kernel floor: a CUDA graph's kernels (s) | 1e-06 | - | - | (for comparison) | - |" in text, text
+        assert "| training samples/s, eager: one-device / PyTorch eager | 1e+06 (9e+05–1.1e+06) | 1e+06 | 1 (0.9–1.1) | >= 1 × torch | yes |" in text, text
+        assert "| training samples/s, CUDA graph: one-device-graph / torch.cuda.CUDAGraph | 1.9e+06 | 2e+06 | 0.95 | >= 0.95 × torch | yes |" in text, text
+        assert "| loss curve's last point, eager | 1.25 | 1.25 | 1 | (same job) | - |" in text, text
+        assert "| round-3/data-parallel | graph equals eager | ok: d |" in text, text
+        # PyTorch on another job fails the summary; so does a round without its training reports.
+        write("round-2/torch-train.json", {"parameters": dict(job, steps=10), "checks": {}})
+        text, ok = summarize(d)
+        assert not ok and "| round-2 | same job: layers, batch, steps, samples, lr | **FAILED**: parbench" in text, text
+        os.remove(os.path.join(d, "round-2", "torch-train.json"))
+        os.remove(os.path.join(d, "round-2", "data-parallel.json"))
+        text, ok = summarize(d)
+        assert not ok and "| round-2 | parbench's data-parallel report | **missing** |" in text, text
+        for r in (1, 3):
+            os.remove(os.path.join(d, f"round-{r}", "torch-train.json"))
+            os.remove(os.path.join(d, f"round-{r}", "data-parallel.json"))
+        text, ok = summarize(d)
+        assert ok and "No training rounds recorded" in text, text
         # A failed error path, and a report missing from one round, each fail the summary.
         write("error-paths.tsv", "path\tverdict\tdetail\nhidden-gpu\tFAILED\twanted exit 2\n")
         text, ok = summarize(d)
