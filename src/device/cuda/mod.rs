@@ -79,6 +79,8 @@ pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+pub mod stream_lanes;
+pub mod streams;
 mod timing;
 mod upload;
 
