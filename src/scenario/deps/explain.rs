@@ -170,6 +170,7 @@ pub(super) fn explain(f: &Schedules) -> Explained {
 /// op by op against pushed at once) and parallelism on top (`streams` streams against one,
 /// both pushed at once), each credited within its interval. `waiting` ops of the DAG wait for
 /// an event of another stream; `size` is the matrices' N.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: usize) -> Explained {
     let mut out = Explained::default();
     let asynchrony = f.asynchrony();

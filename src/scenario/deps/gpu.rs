@@ -132,6 +132,13 @@ pub(super) fn run(
     let nodes = program(width, cfg.depth, k, cfg.seed);
     let on_one: Vec<Node> = nodes.iter().map(|x| Node { device: 0, ..*x }).collect();
     let (one, spread) = (Plan::of(&on_one, width, 1), Plan::of(&nodes, width, k));
+    // Both plans index one set of buffers: the same ops, so the same buffers.
+    if one.buffers != spread.buffers {
+        return Err(ScenarioError::Input(format!(
+            "deps on the GPU: the one-stream plan needs {} buffers and the {k}-stream plan {}",
+            one.buffers, spread.buffers
+        )));
+    }
     if let Some(free) = sr.gpu().and_then(|g| g.free_memory()) {
         check_matrices(
             "deps on the GPU with this --size",

@@ -25,6 +25,8 @@ mod bound;
 mod explain;
 #[cfg(feature = "cuda")]
 mod gpu;
+// Without the `cuda` feature the plan is only tested.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod plan;
 mod program;
 
