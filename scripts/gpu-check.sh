@@ -197,6 +197,16 @@ if ! grep -q '^running [1-9]' "$dir/gpu-tests.txt"; then
   echo "   FAILED: no GPU test ran (see $dir/gpu-tests.txt)"
   status=1
 fi
+# deps' k-stream tests by name (scenario::deps::gpu), so a rename cannot drop them unseen: a
+# consumer on stream 1 after its producer on stream 0 (and an in-place writer after both), and
+# random DAGs on 2 and 4 streams against op by op, bit for bit.
+for t in gpu_streams_order_a_consumer_after_its_producer \
+  gpu_deps_random_dags_match_op_by_op_bit_for_bit; do
+  if ! grep -q "$t \.\.\. ok" "$dir/gpu-tests.txt"; then
+    echo "   FAILED: $t did not pass (see $dir/gpu-tests.txt)"
+    status=1
+  fi
+done
 if [ "$sanitizers" = 1 ]; then
   # Serially: the sanitizer's reports of one test must not interleave with another's.
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
@@ -259,6 +269,10 @@ step matmul "$bin" matmul --device cuda --size 8192 --ops 10 -o "$dir/matmul.jso
 step cpu-gpu "$bin" cpu-gpu --gpu-size 9000 --min-samples 15 -o "$dir/cpu-gpu.json" --trace "$dir/cpu-gpu-trace.json"
 step async-host-order "$bin" async --device cuda --gpu-order host -o "$dir/async-host-order.json"
 step memory "$bin" memory --device cuda -o "$dir/memory.json"
+# The DAG on 2 and 4 compute streams of the GPU: its check compares both schedules pushed at
+# once with op by op on the GPU, bit for bit (a failed check exits 1).
+step deps-streams-2 "$bin" deps --device cuda --streams 2 -o "$dir/deps-streams-2.json"
+step deps-streams-4 "$bin" deps --device cuda --streams 4 -o "$dir/deps-streams-4.json"
 h2d=0
 if advertises --direction run-copy; then h2d=1; fi
 # The training job both sides run, spelled out so neither side's defaults can drift apart:

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod memory_fraction;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm;
+pub mod stream_order;
 
 use std::sync::Arc;
 
@@ -210,6 +211,17 @@ impl Runtime {
         options: &RuntimeOptions,
         requests: &[DeviceRequest],
     ) -> Result<Runtime, DeviceError> {
+        Runtime::with_lanes(options, requests, |_, _| Ok(())).map(|(rt, ())| rt)
+    }
+
+    /// [`new`](Self::new), with `more` adding lanes and `wait_all` hooks of its own once the
+    /// devices are open and before the engine starts: a GPU's extra compute streams
+    /// (`cuda::stream_lanes`). Its result comes back beside the runtime.
+    pub fn with_lanes<T>(
+        options: &RuntimeOptions,
+        requests: &[DeviceRequest],
+        more: impl FnOnce(&mut EngineBuilder, &[Device]) -> Result<T, DeviceError>,
+    ) -> Result<(Runtime, T), DeviceError> {
         let mut builder = Engine::builder(options.mode.unwrap_or(Mode::Threaded));
         builder.max_inflight(options.max_inflight);
         builder.log_placement(options.log_placement);
@@ -224,11 +236,13 @@ impl Runtime {
                 DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder, options)?),
             }
         }
+        let extra = more(&mut builder, &devices)?;
         let engine = builder.build()?;
-        Ok(Runtime {
+        let rt = Runtime {
             engine,
             devices: devices.into_iter().map(Arc::new).collect(),
-        })
+        };
+        Ok((rt, extra))
     }
 
     /// One CPU device per entry of `threads`, each with that many threads.

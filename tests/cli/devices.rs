@@ -128,7 +128,7 @@ fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
         .unwrap();
     let env: Value = serde_json::from_slice(&probe.stdout).unwrap();
     assert_eq!(env["gpu"]["available"], false, "{}", env["gpu"]);
-    for scenario in ["matmul", "async", "memory", "hybridize"] {
+    for scenario in ["matmul", "async", "memory", "hybridize", "deps"] {
         assert_usage_error_from(
             parbench_without_gpu(),
             &[scenario, "--device", "cuda"],
@@ -160,6 +160,46 @@ fn device_cuda_without_a_gpu_is_refused_unless_falling_back() {
         "{run}"
     );
     assert_eq!(run["checks"][0]["passed"], true);
+}
+
+/// `deps --device cuda --streams k` without a GPU: the same one-line refusal as every other
+/// `--device cuda`, with or without streams; with `--fallback`, the CPU DAG and a note.
+#[test]
+fn deps_on_gpu_streams_without_a_gpu_is_refused_unless_falling_back() {
+    for streams in ["1", "4"] {
+        assert_usage_error_from(
+            parbench_without_gpu(),
+            &["deps", "--device", "cuda", "--streams", streams],
+            "--device cuda asks for a GPU, and none can be used (",
+        );
+    }
+    let doc = json_from(
+        parbench_without_gpu(),
+        &[
+            "deps",
+            "--device",
+            "cuda",
+            "--streams",
+            "4",
+            "--fallback",
+            "--width",
+            "3",
+            "--depth",
+            "8",
+            "--size",
+            "8",
+        ],
+    );
+    let run = &doc["runs"][0];
+    let note = run["notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("GPU unavailable: ") && note.contains("not on --streams 4 GPU streams"),
+        "{note}"
+    );
+    assert_eq!(variant_names(run), ["op-by-op", "one-device", "parallel"]);
+    assert_eq!(run["checks"][0]["passed"], true, "{}", run["checks"]);
+    assert_eq!(run["parameters"]["streams"], 4);
+    assert_eq!(run["parameters"]["device"], "cuda");
 }
 
 #[test]

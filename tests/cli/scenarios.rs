@@ -217,6 +217,16 @@ fn deps_is_identical_to_op_by_op_and_reports_the_bound() {
         assert!(run["derived"][key].is_number(), "{key}");
     }
     assert_usage_error(&["deps", "--width", "0"], "--width");
+    // Streams belong to a GPU: refused on the CPU, with the option that spreads ops there.
+    assert_usage_error(
+        &["deps", "--streams", "2"],
+        "--streams 2 spreads the ops over compute streams of a GPU and needs --device cuda; on the CPU, --devices",
+    );
+    assert_usage_error(&["deps", "--device", "cuda", "--streams", "0"], "--streams");
+    assert_usage_error(
+        &["deps", "--device", "cuda", "--streams", "17"],
+        "must be from 1 to 16",
+    );
     assert_usage_error(
         &["deps", "--size", "20000", "--depth", "100000"],
         "needs an estimated",

@@ -21,6 +21,27 @@ use super::probe::{context, probe, quietly};
 use super::{ops, CudaDevice, GpuOrder, MemoryFraction, PoolUsage, SendRng, Stream};
 use crate::device::gpu_ops::GpuOps;
 
+/// cuBLAS's configuration for the row-major `c (m×n) = a (m×k) · b (k×n)`, with `b` passed
+/// first (see [`CudaDevice::matmul`]); shared with the compute streams' products (`streams`).
+pub(super) fn row_major_gemm(
+    (m, k, n): (usize, usize, usize),
+) -> Result<GemmConfig<f32>, GpuError> {
+    let dim = |v: usize| i32::try_from(v).map_err(|_| GpuError::TooLarge(v));
+    let (mi, ki, ni) = (dim(m)?, dim(k)?, dim(n)?);
+    Ok(GemmConfig::<f32> {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: ni,
+        n: mi,
+        k: ki,
+        alpha: 1.0,
+        lda: ni,
+        ldb: ki,
+        beta: 0.0,
+        ldc: ni,
+    })
+}
+
 impl Drop for CudaDevice {
     fn drop(&mut self) {
         // Destroying handles and freeing pinned memory synchronize (see `capture_guard`).
@@ -257,20 +278,7 @@ impl CudaDevice {
         c: &mut CudaSlice<f32>,
         (m, k, n): (usize, usize, usize),
     ) -> Result<(), GpuError> {
-        let dim = |v: usize| i32::try_from(v).map_err(|_| GpuError::TooLarge(v));
-        let (mi, ki, ni) = (dim(m)?, dim(k)?, dim(n)?);
-        let cfg = GemmConfig::<f32> {
-            transa: cublasOperation_t::CUBLAS_OP_N,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: ni,
-            n: mi,
-            k: ki,
-            alpha: 1.0,
-            lda: ni,
-            ldb: ki,
-            beta: 0.0,
-            ldc: ni,
-        };
+        let cfg = row_major_gemm((m, k, n))?;
         // cuBLAS does not bind the context itself.
         self.bind_in_op()?;
         let mut blas = self

@@ -49,7 +49,8 @@
 //! fails), `limits` (the GPU's limits: launches, copies, cuBLAS's rate), `fault` (sticky
 //! faults, and planting one), `capture_guard` (captures against synchronizing calls),
 //! `current` (binding a context on any thread, once per op under `one-bind`), `block_cache`
-//! (the caching allocator).
+//! (the caching allocator), `streams` (`k` compute streams beside the device's own, ordered by
+//! events), `stream_lanes` (a runtime with each of them an engine lane).
 //!
 //! Three ways of making each op cheaper are switched with `PARBENCH_GPU_OPS`
 //! (`device::gpu_ops`): the caching allocator, ready events recorded lazily, one context bind
@@ -79,6 +80,8 @@ pub mod ops;
 mod pinned;
 mod poller;
 mod probe;
+pub mod stream_lanes;
+pub mod streams;
 mod timing;
 mod upload;
 

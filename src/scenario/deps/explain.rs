@@ -166,6 +166,76 @@ pub(super) fn explain(f: &Schedules) -> Explained {
     out
 }
 
+/// What the figures of a run on one GPU's compute streams show: asynchrony alone (one stream,
+/// op by op against pushed at once) and parallelism on top (`streams` streams against one,
+/// both pushed at once), each credited within its interval. `waiting` ops of the DAG wait for
+/// an event of another stream; `size` is the matrices' N.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: usize) -> Explained {
+    let mut out = Explained::default();
+    let asynchrony = f.asynchrony();
+    let lead = format!(
+        "asynchrony alone: on one stream of the GPU, the {} ops pushed at once took {} against {} \
+         op by op ({})",
+        f.ops.total(),
+        human_time(f.one_device.median),
+        human_time(f.op_by_op.median),
+        asynchrony,
+    );
+    out.sentences.push(match asynchrony.against(1.0) {
+        Side::Above => format!(
+            "{lead}: {} — the GPU ran the queued ops back to back instead of idling through a \
+             host round trip after each.",
+            faster_or_slower(asynchrony.value)
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable here — at {size}² the ops' own GPU time dwarfs the round \
+             trip op by op adds."
+        ),
+        Side::Below => format!(
+            "{lead}: {} here, beyond both medians' intervals.",
+            faster_or_slower(asynchrony.value)
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    });
+    if streams == 1 {
+        out.sentences.push(
+            "parallelism: with --streams 1 every op runs on one stream, so there is none to add \
+             (--streams 2 or more spreads the ops over compute streams of the one GPU)."
+                .into(),
+        );
+        return out;
+    }
+    let parallelism = f.parallelism();
+    let lead = format!(
+        "parallelism on top: spread over {streams} compute streams of the same GPU, the DAG took \
+         {} pushed at once, against {} on one stream ({}); {waiting} of its ops waited for an \
+         event of another stream",
+        human_time(f.parallel.median),
+        human_time(f.one_device.median),
+        parallelism,
+    );
+    out.sentences.push(match parallelism.against(1.0) {
+        Side::Above => format!(
+            "{lead}: {} — independent ops ran side by side on the GPU, each too small at \
+             {size}² to fill it alone.",
+            faster_or_slower(parallelism.value)
+        ),
+        Side::Within => format!(
+            "{lead}: indistinguishable here — an op of {size}² keeps the GPU busy on its own, so \
+             a second stream finds little to fill (the chapter: automatic parallelism rarely \
+             helps big ops)."
+        ),
+        Side::Below => format!(
+            "{lead}: {} — the events between streams and ops competing for the GPU cost more \
+             than running side by side gained.",
+            faster_or_slower(parallelism.value)
+        ),
+        Side::Unknown => format!("{lead}: not measured."),
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +297,32 @@ mod tests {
             OPS.to_string(),
             "10 ops (4 copies of the inputs, then 3 products, 2 mixes and 1 in-place updates)"
         );
+    }
+
+    #[test]
+    fn the_gpu_explanation_credits_streams_within_their_intervals() {
+        let f = schedules(tight(4.5), tight(3.0), tight(2.0));
+        let all = explain_gpu(&f, 4, 64, 7).sentences.join("\n");
+        assert!(
+            all.contains("on one stream of the GPU, the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×")
+                && all.contains("spread over 4 compute streams of the same GPU, the DAG took 2.000 s")
+                && all.contains("7 of its ops waited for an event of another stream: 1.50× faster"),
+            "{all}"
+        );
+        let loose = Estimate {
+            median: 3.1,
+            lo: 2.0,
+            hi: 4.0,
+        };
+        let same = explain_gpu(&schedules(tight(4.5), tight(3.0), loose), 2, 4000, 1);
+        assert!(
+            same.sentences[1].contains("indistinguishable here — an op of 4000²"),
+            "{:?}",
+            same.sentences
+        );
+        let one = explain_gpu(&f, 1, 64, 0).sentences;
+        assert_eq!(one.len(), 2);
+        assert!(one[1].contains("with --streams 1"), "{one:?}");
     }
 
     #[test]

@@ -13,12 +13,21 @@
 //! the dependencies between them (rebuilt from the vars each op read and wrote). No schedule
 //! of those ops can finish before max(critical path, work / devices), so a sample faster than
 //! its bound would mean the engine broke a dependency; the check says so.
+//!
+//! With `--device cuda` the same program runs on one GPU (`gpu.rs`): op by op and pushed at
+//! once on one compute stream, then pushed at once on `--streams` streams (engine lanes),
+//! ordered by events where one reads or overwrites what another used (`plan.rs` says which).
 
 use std::cell::RefCell;
 use std::time::Duration;
 
 mod bound;
 mod explain;
+#[cfg(feature = "cuda")]
+mod gpu;
+// Without the `cuda` feature the plan is only tested.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod plan;
 mod program;
 
 use bound::{parallel_sample, SampleBound};
@@ -26,8 +35,12 @@ use explain::{explain, OpCounts, Schedules};
 use program::{execute, program, same_values, Node};
 
 use super::evidence::{Estimate, Ratio, Side};
-use super::support::check_matrices;
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::params::DEVICE_PARAM;
+use super::support::{check_matrices, chosen_device};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::Runtime;
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
@@ -52,6 +65,15 @@ const PARALLEL_OVER_BOUND_RATIO_MIN: FigureSpec = FigureSpec::new(
     Unit::Number,
     Better::Neither,
 );
+/// On the GPU: the ops of the program (copies included) that wait for an event of another
+/// stream, by the plan.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+const PROGRAM_OPS_WAITING: FigureSpec =
+    FigureSpec::new("cross_stream_ops", Unit::Number, Better::Neither);
+
+/// The most compute streams `--streams` takes: CUDA's default of hardware work queues per
+/// device (`CUDA_DEVICE_MAX_CONNECTIONS`) is 8; more streams share them.
+const MAX_STREAMS: u64 = 16;
 
 super::variant::variants! {
     /// What `deps` times: the two effects the chapter teaches, at the same cores in all.
@@ -96,9 +118,26 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "devices",
-        help: "CPU devices (lanes) the ops are spread over",
+        help: "CPU devices (lanes) the ops are spread over (--device cpu)",
         kind: ParamKind::Int { min: 1, max: 64 },
         default: "2",
+    },
+    ParamSpec {
+        name: DEVICE_PARAM,
+        help: "cpu, or cuda: the ops on compute streams of one GPU (an error without a usable \
+               GPU, unless --fallback)",
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
+        default: "cpu",
+    },
+    ParamSpec {
+        name: "streams",
+        help: "compute streams (engine lanes) of the GPU the ops are spread over (--device \
+               cuda; on the CPU, --devices)",
+        kind: ParamKind::Int {
+            min: 1,
+            max: MAX_STREAMS,
+        },
+        default: "1",
     },
     ParamSpec {
         name: "seed",
@@ -118,6 +157,8 @@ struct Config {
     size: usize,
     devices: usize,
     seed: u64,
+    device: DeviceChoice,
+    streams: usize,
 }
 
 impl Config {
@@ -128,7 +169,21 @@ impl Config {
             size: params.count("size")?,
             devices: params.count("devices")?,
             seed: params.int("seed")?,
+            device: params.choice(DEVICE_PARAM)?,
+            streams: params.count("streams")?,
         })
+    }
+
+    /// `--streams` above 1 with `--device cpu`: refused, with the option that does it there.
+    fn check_streams(&self) -> Result<(), ScenarioError> {
+        if self.device == DeviceChoice::Cpu && self.streams > 1 {
+            return Err(ScenarioError::Input(format!(
+                "--streams {} spreads the ops over compute streams of a GPU and needs --device \
+                 cuda; on the CPU, --devices spreads them over CPU devices (lanes)",
+                self.streams
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -203,6 +258,13 @@ impl Scenario for Deps {
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let cfg = Config::of(params)?;
+        cfg.check_streams()?;
+        if cfg.device == DeviceChoice::Cuda {
+            // Host memory: the inputs before their upload, and a reference's and a run's
+            // slots read back for a comparison. The GPU's own memory is checked once it is open.
+            let tensors = (cfg.width as u64).saturating_mul(3);
+            check_matrices("deps with this --size", cfg.size as u64, tensors, None)?;
+        }
         // Two sets of inputs (one device's and the split devices') and a run's copies of them,
         // a product's intermediate and its result per op (all may be pending at once), and
         // three runs' slots held for a comparison.
@@ -213,13 +275,50 @@ impl Scenario for Deps {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let Config {
+        let cfg = Config::of(params)?;
+        cfg.check_streams()?;
+        if cfg.device == DeviceChoice::Cpu {
+            return self.run_cpu(&cfg, params, ctx);
+        }
+        let chosen = chosen_device(DeviceChoice::Cuda, 1, ctx.gpu_fallback)?;
+        if let Some(note) = chosen.fallback_note {
+            // No GPU and --fallback: the CPU run, as --device cpu would give it.
+            let mut run = self.run_cpu(&cfg, params, ctx)?;
+            run.notes.insert(
+                0,
+                format!(
+                    "{note}: the DAG runs on --devices {} CPU devices as with --device cpu, \
+                     not on --streams {} GPU streams",
+                    cfg.devices, cfg.streams
+                ),
+            );
+            return Ok(run);
+        }
+        #[cfg(feature = "cuda")]
+        return gpu::run(self, &cfg, params, ctx);
+        #[cfg(not(feature = "cuda"))]
+        Err(ScenarioError::Device(crate::device::DeviceError::Gpu(
+            "this binary was built without the `cuda` feature".into(),
+        )))
+    }
+}
+
+impl Deps {
+    /// The run on CPU devices: `--device cpu`, or `--device cuda --fallback` without a GPU.
+    fn run_cpu(
+        &self,
+        cfg: &Config,
+        params: &Params,
+        ctx: &RunContext,
+    ) -> Result<RunRecord, ScenarioError> {
+        let &Config {
             width,
             depth,
             size: n,
             devices,
             seed,
-        } = Config::of(params)?;
+            ..
+        } = cfg;
         // Device 0 has every core the split devices share between them; one engine runs both,
         // and only one configuration is busy at a time.
         let split = ctx.cpu_split(devices);
