@@ -190,7 +190,10 @@ fn compare(
     format: CompareFormat,
     require_all: bool,
 ) -> Result<(), CliError> {
-    let (base, new_report) = (compare::load(baseline)?, compare::load(new)?);
+    let (base, new_report) = (
+        super::reports::load_comparable(baseline)?,
+        super::reports::load_comparable(new)?,
+    );
     let c = Comparison::of(
         (&base, &baseline.display().to_string()),
         (&new_report, &new.display().to_string()),

@@ -12,7 +12,10 @@ pub(super) fn run_history(args: HistoryArgs) -> Result<(), CliError> {
     if let Some(out) = &args.output {
         check_output_path(out)?;
     }
-    let history = History::load(&args.reports).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut history = History::load(&args.reports).map_err(|e| CliError::Usage(e.to_string()))?;
+    for dated in &mut history.reports {
+        super::reports::fill(&mut dated.report, &dated.name);
+    }
     for s in &history.skipped {
         note!("history: skipped {}: {}", s.name, s.reason);
     }

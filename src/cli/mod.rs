@@ -41,6 +41,7 @@ mod output;
 mod pages;
 mod partial;
 mod progress;
+mod reports;
 mod run;
 mod stderr;
 mod sweep_ranks;

@@ -23,8 +23,8 @@ pub(super) fn run_report(
         [base, new] => {
             let names = [base, new].map(|p| p.display().to_string());
             export::html::comparison_page(
-                &compare::load(base)?,
-                &compare::load(new)?,
+                &super::reports::load_comparable(base)?,
+                &super::reports::load_comparable(new)?,
                 [&names[0], &names[1]],
                 threshold,
             )

@@ -18,9 +18,12 @@ mod fixtures;
 pub mod history;
 pub mod lesson;
 pub mod paired;
+mod parameters;
 pub mod provenance;
 mod run;
 pub mod timeline;
+
+pub use parameters::Defaults;
 
 use serde::{Deserialize, Serialize};
 

@@ -271,6 +271,16 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
 }
 
 /// Look a scenario up by name.
+/// The parameters a run of scenario `name` records when none is given, in declaration order
+/// (what a report written before a parameter existed is read as having run at); `None` for a
+/// scenario this build does not have.
+pub fn declared_defaults(name: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let sc = find(name)?;
+    Params::parse(name, sc.params(), &[])
+        .ok()
+        .map(|p| p.to_json())
+}
+
 pub fn find(name: &str) -> Option<&'static dyn Scenario> {
     registry().iter().copied().find(|s| s.name() == name)
 }

@@ -203,3 +203,45 @@ fn compare_names_the_limits_that_differ_between_the_machines() {
         "within the probes' noise"
     );
 }
+
+/// A report written before a scenario gained a parameter still compares with one written
+/// after: the missing parameter is read at its default, and `compare` says so. A parameter
+/// missing at another value than the default stays unmatched.
+#[test]
+fn a_report_from_before_a_parameter_compares_at_its_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = report_with(dir.path(), "new.json", |_| {});
+    // `device` is at its default (cpu) in the run; `iterations` is not (50).
+    let old = report_with(dir.path(), "old.json", |d| {
+        let p = d["runs"][0]["parameters"].as_object_mut().unwrap();
+        p.remove("device");
+    });
+    let out = parbench()
+        .args(["compare"])
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("read at their defaults: async: device"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("missing in new"), "{stderr}");
+    let older = report_with(dir.path(), "older.json", |d| {
+        let p = d["runs"][0]["parameters"].as_object_mut().unwrap();
+        p.remove("iterations");
+    });
+    let out = parbench()
+        .args(["compare"])
+        .arg(&older)
+        .arg(&new)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("async: iterations"), "{stderr}");
+    // Read at 1000, it is another run than the new one's 50: nothing matches.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nothing to compare"), "{stderr}");
+}
