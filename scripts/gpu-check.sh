@@ -57,7 +57,8 @@ for line in sys.stdin:
     commit=$commit-dirty
   fi
   echo "$commit" > "$out/COMMIT"
-  cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx "$out/"
+  cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx \
+    src/device/cuda/kernels/mlp.cu src/device/cuda/kernels/mlp.ptx "$out/"
   bytes=$(du -cb "$out"/* | tail -n 1 | cut -f 1)
   limit=$((60 << 20))
   if [ "$bytes" -gt "$limit" ]; then
@@ -300,12 +301,16 @@ kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 sampler=
 
-# The committed PTX must be what nvcc makes of the committed source (where nvcc is found).
+# The committed PTX must be what nvcc makes of the committed source (where nvcc is found),
+# for each kernel file.
 regenerate_ptx() {
-  "$1" -ptx -arch=compute_75 -O3 "$here/elementwise.cu" -o "$dir/elementwise.regenerated.ptx" &&
-    sed -i 's/^\.version 9\.0$/.version 7.5/' "$dir/elementwise.regenerated.ptx" &&
-    diff -u "$here/elementwise.ptx" "$dir/elementwise.regenerated.ptx" &&
-    echo "the committed PTX is what $1 makes of elementwise.cu"
+  local name
+  for name in elementwise mlp; do
+    "$1" -ptx -arch=compute_75 -O3 "$here/$name.cu" -o "$dir/$name.regenerated.ptx" &&
+      sed -i 's/^\.version 9\.0$/.version 7.5/' "$dir/$name.regenerated.ptx" &&
+      diff -u "$here/$name.ptx" "$dir/$name.regenerated.ptx" &&
+      echo "the committed PTX is what $1 makes of $name.cu" || return 1
+  done
 }
 nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 if [ -n "$nvcc" ]; then
