@@ -13,6 +13,7 @@
 
 mod conclude;
 mod explain;
+pub mod gpu_step;
 pub mod in_process;
 mod lesson;
 pub mod mlp;
