@@ -232,6 +232,16 @@ if advertises --gpu-memory-fraction memory; then
 else
   not_built memory-cap "parbench help memory lists no --gpu-memory-fraction"
 fi
+# data-parallel --device cuda trains on as many GPUs as --devices asks for: one more than the
+# machine has is refused, naming the count; --backend mpi is not offered on the GPU.
+if advertises "eager and as a CUDA graph" data-parallel; then
+  error_path data-parallel-devices 2 "asks for $((count + 1)) GPUs, and this machine has $count" \
+    "$bin" data-parallel --device cuda --devices "$((count + 1))"
+  error_path data-parallel-mpi 2 "--backend mpi is not offered on the GPU" \
+    "$bin" data-parallel --device cuda --backend mpi
+else
+  not_built data-parallel-devices "parbench help data-parallel lists no --device cuda"
+fi
 if advertises PARBENCH_GPU_INJECT_FAULT; then
   error_path injected-fault 1 "error: " \
     env PARBENCH_GPU_INJECT_FAULT=1 "$bin" async --device cuda
@@ -258,6 +268,11 @@ step matmul "$bin" matmul --device cuda --size 8192 --ops 10 -o "$dir/matmul.jso
 step cpu-gpu "$bin" cpu-gpu --gpu-size 9000 --min-samples 15 -o "$dir/cpu-gpu.json" --trace "$dir/cpu-gpu-trace.json"
 step async-host-order "$bin" async --device cuda --gpu-order host -o "$dir/async-host-order.json"
 step memory "$bin" memory --device cuda -o "$dir/memory.json"
+# Training on the GPU, eager and as a CUDA graph; its checks (each variant against host SGD)
+# fail the step if they fail.
+if advertises "eager and as a CUDA graph" data-parallel; then
+  step data-parallel "$bin" data-parallel --device cuda --devices 1 -o "$dir/data-parallel.json"
+fi
 h2d=0
 if advertises --direction run-copy; then h2d=1; fi
 # parbench and PyTorch alternate, round after round, so a drift of the machine (clocks,
