@@ -234,7 +234,7 @@ else
 fi
 # data-parallel --device cuda trains on as many GPUs as --devices asks for: one more than the
 # machine has is refused, naming the count; --backend mpi is not offered on the GPU.
-if advertises "eager and as a CUDA graph" data-parallel; then
+if advertises "train on the GPU" data-parallel; then
   error_path data-parallel-devices 2 "asks for $((count + 1)) GPUs, and this machine has $count" \
     "$bin" data-parallel --device cuda --devices "$((count + 1))"
   error_path data-parallel-mpi 2 "--backend mpi is not offered on the GPU" \
@@ -270,7 +270,7 @@ step async-host-order "$bin" async --device cuda --gpu-order host -o "$dir/async
 step memory "$bin" memory --device cuda -o "$dir/memory.json"
 # Training on the GPU, eager and as a CUDA graph; its checks (each variant against host SGD)
 # fail the step if they fail.
-if advertises "eager and as a CUDA graph" data-parallel; then
+if advertises "train on the GPU" data-parallel; then
   step data-parallel "$bin" data-parallel --device cuda --devices 1 -o "$dir/data-parallel.json"
 fi
 h2d=0
