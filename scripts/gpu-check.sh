@@ -59,7 +59,8 @@ for line in sys.stdin:
     commit=$commit-dirty
   fi
   echo "$commit" > "$out/COMMIT"
-  cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx "$out/"
+  cp src/device/cuda/kernels/elementwise.cu src/device/cuda/kernels/elementwise.ptx \
+    src/device/cuda/kernels/mlp.cu src/device/cuda/kernels/mlp.ptx "$out/"
   bytes=$(du -cb "$out"/* | tail -n 1 | cut -f 1)
   limit=$((60 << 20))
   if [ "$bytes" -gt "$limit" ]; then
@@ -243,6 +244,16 @@ if advertises --gpu-memory-fraction memory; then
 else
   not_built memory-cap "parbench help memory lists no --gpu-memory-fraction"
 fi
+# data-parallel --device cuda trains on as many GPUs as --devices asks for: one more than the
+# machine has is refused, naming the count; --backend mpi is not offered on the GPU.
+if advertises "train on the GPU" data-parallel; then
+  error_path data-parallel-devices 2 "asks for $((count + 1)) GPUs, and this machine has $count" \
+    "$bin" data-parallel --device cuda --devices "$((count + 1))"
+  error_path data-parallel-mpi 2 "--backend mpi is not offered on the GPU" \
+    "$bin" data-parallel --device cuda --backend mpi
+else
+  not_built data-parallel-devices "parbench help data-parallel lists no --device cuda"
+fi
 if advertises PARBENCH_GPU_INJECT_FAULT; then
   error_path injected-fault 1 "error: " \
     env PARBENCH_GPU_INJECT_FAULT=1 "$bin" async --device cuda
@@ -273,6 +284,11 @@ step memory "$bin" memory --device cuda -o "$dir/memory.json"
 # once with op by op on the GPU, bit for bit (a failed check exits 1).
 step deps-streams-2 "$bin" deps --device cuda --streams 2 -o "$dir/deps-streams-2.json"
 step deps-streams-4 "$bin" deps --device cuda --streams 4 -o "$dir/deps-streams-4.json"
+# Training on the GPU, eager and as a CUDA graph; its checks (each variant against host SGD)
+# fail the step if they fail.
+if advertises "train on the GPU" data-parallel; then
+  step data-parallel "$bin" data-parallel --device cuda --devices 1 -o "$dir/data-parallel.json"
+fi
 h2d=0
 if advertises --direction run-copy; then h2d=1; fi
 # The training job both sides run, spelled out so neither side's defaults can drift apart:
@@ -296,7 +312,7 @@ for r in $(seq 1 "$rounds"); do
   step "$rd/torch" python3 "$here/gpu-vs-torch.py" measure "$dir/$rd/torch.json"
   step "$rd/torch-chapter" python3 "$here/gpu-chapter-torch.py" measure "$dir/$rd/torch-chapter.json"
   if [ "$train" = 1 ]; then
-    step "$rd/data-parallel" "$bin" data-parallel --device cuda "${train_job[@]}" -o "$dir/$rd/data-parallel.json"
+    step "$rd/data-parallel" "$bin" data-parallel --device cuda --devices 1 "${train_job[@]}" -o "$dir/$rd/data-parallel.json"
     step "$rd/torch-train" python3 "$here/train-vs-torch.py" measure "$dir/$rd/torch-train.json" "${train_job[@]}"
   fi
 done
@@ -326,12 +342,16 @@ kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 sampler=
 
-# The committed PTX must be what nvcc makes of the committed source (where nvcc is found).
+# The committed PTX must be what nvcc makes of the committed source (where nvcc is found),
+# for each kernel file.
 regenerate_ptx() {
-  "$1" -ptx -arch=compute_75 -O3 "$here/elementwise.cu" -o "$dir/elementwise.regenerated.ptx" &&
-    sed -i 's/^\.version 9\.0$/.version 7.5/' "$dir/elementwise.regenerated.ptx" &&
-    diff -u "$here/elementwise.ptx" "$dir/elementwise.regenerated.ptx" &&
-    echo "the committed PTX is what $1 makes of elementwise.cu"
+  local name
+  for name in elementwise mlp; do
+    "$1" -ptx -arch=compute_75 -O3 "$here/$name.cu" -o "$dir/$name.regenerated.ptx" &&
+      sed -i 's/^\.version 9\.0$/.version 7.5/' "$dir/$name.regenerated.ptx" &&
+      diff -u "$here/$name.ptx" "$dir/$name.regenerated.ptx" &&
+      echo "the committed PTX is what $1 makes of $name.cu" || return 1
+  done
 }
 nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 if [ -n "$nvcc" ]; then

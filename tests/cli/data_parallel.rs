@@ -1,6 +1,9 @@
 //! `data-parallel`: the training schemes against one-device SGD, and the MPI backend.
 
-use crate::util::{assert_usage_error, json_of, variant_names, SMALL_TRAINING};
+use crate::util::{
+    assert_usage_error, assert_usage_error_from, json_from, json_of, parbench,
+    parbench_without_gpu, variant_names, SMALL_TRAINING,
+};
 
 #[test]
 fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves() {
@@ -152,5 +155,39 @@ fn data_parallel_over_mpi_needs_the_feature_or_runs_as_one_rank() {
     assert_usage_error(
         &["sweep", "data-parallel", "--set", "backend=engine,mpi"],
         "sweep the two backends separately",
+    );
+}
+
+/// `--device cuda` without a usable GPU: the one-line refusal every scenario gives, or under
+/// `--fallback` the CPU devices' run with a note; `--backend mpi` is not offered on the GPU.
+#[test]
+fn data_parallel_on_cuda_is_refused_without_a_gpu_unless_falling_back() {
+    // Every GPU hidden, so this runs the same on a machine that has one.
+    for devices in ["1", "2", "9"] {
+        assert_usage_error_from(
+            parbench_without_gpu(),
+            &["data-parallel", "--device", "cuda", "--devices", devices],
+            "--device cuda asks for a GPU, and none can be used (",
+        );
+    }
+    for command in [parbench(), parbench_without_gpu()] {
+        assert_usage_error_from(
+            command,
+            &["data-parallel", "--device", "cuda", "--backend", "mpi"],
+            "--device cuda trains in one process; --backend mpi is not offered on the GPU",
+        );
+    }
+    let mut args = SMALL_TRAINING.to_vec();
+    args.extend(["--device", "cuda", "--fallback"]);
+    let doc = json_from(parbench_without_gpu(), &args);
+    let run = &doc["runs"][0];
+    assert_eq!(run["parameters"]["device"], "cuda");
+    assert_eq!(variant_names(run)[0], "one-device");
+    let notes = run["notes"].to_string();
+    assert!(notes.contains("GPU unavailable: "), "{notes}");
+    let checks = run["checks"].as_array().unwrap();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|c| c["passed"] == true),
+        "{checks:?}"
     );
 }

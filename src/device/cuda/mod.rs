@@ -76,6 +76,7 @@ mod limits;
 mod memory;
 #[cfg(test)]
 mod memory_gpu_tests;
+pub mod mlp;
 pub mod ops;
 mod pinned;
 mod poller;

@@ -308,7 +308,7 @@ pub fn loss(layers: &Layers, weights: &[f32], data: &Dataset, rows: (usize, usiz
 }
 
 /// `out = op(a) · op(b)` where each operand is (row-major data, rows, columns, transposed).
-fn product(
+pub(crate) fn product(
     (a, ar, ac, at): (&[f32], usize, usize, bool),
     (b, br, bc, bt): (&[f32], usize, usize, bool),
     out: &mut [f32],

@@ -13,6 +13,9 @@
 
 mod conclude;
 mod explain;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+pub mod gpu_step;
 pub mod in_process;
 mod lesson;
 pub mod mlp;
@@ -32,8 +35,11 @@ pub use self::training::{
     Overlap, Trained, AGREEMENT,
 };
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
-use super::support::{check_elements, traced};
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::support::{check_elements, chosen_device, traced};
+use super::{
+    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
+    ScenarioError,
+};
 use crate::device::Runtime;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
@@ -126,6 +132,12 @@ const PARAMS: &[ParamSpec] = &[
     },
     TIMEOUT_PARAM,
     BACKEND_PARAM,
+    ParamSpec {
+        name: "device",
+        help: "cpu, or cuda: train on the GPU, eager and as a CUDA graph (one GPU: --devices 1; an error without a usable GPU, unless --fallback)",
+        kind: ParamKind::Choice(DeviceChoice::WORDS),
+        default: "cpu",
+    },
 ];
 
 /// Seed of the data and of the initial parameters: every variant and rank starts alike.
@@ -141,6 +153,8 @@ super::variant::variants! {
     pub enum Timed {
         /// One device (rank 0) alone.
         OneDevice = "one-device",
+        /// One GPU, the step captured once as a CUDA graph and replayed (`--device cuda`).
+        OneDeviceGraph = "one-device-graph",
         /// Shard gradients reduced onto one device, updated, broadcast.
         ParameterServer = "parameter-server",
         /// Shard gradients summed by `MPI_Allreduce`.
@@ -229,6 +243,7 @@ struct Config {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     timeout: Duration,
     backend: Backend,
+    device: DeviceChoice,
 }
 
 impl Config {
@@ -244,6 +259,7 @@ impl Config {
             bucket_bytes: params.float("bucket_mb")? * 1024.0 * 1024.0,
             timeout: Duration::from_secs_f64(params.float("timeout")?),
             backend: params.choice("backend")?,
+            device: params.choice("device")?,
         })
     }
 
@@ -405,6 +421,43 @@ impl DataParallel {
     }
 }
 
+/// The GPUs `--device cuda` could train on: those the driver lists when a GPU is usable, else
+/// `None` (the unusable GPU is refused, or replaced under `--fallback`, by the device check
+/// every `--device cuda` goes through).
+fn gpus_present() -> Option<usize> {
+    let gpu = crate::device::discovery::probe_gpu();
+    gpu.available
+        .then(|| crate::device::discovery::list_gpus().len().max(1))
+}
+
+/// What `--device cuda` accepts: the engine backend (`--backend mpi` is not offered on the
+/// GPU), and `--devices` no more than the GPUs present (`None`: no usable GPU, checked
+/// elsewhere). Training on more than one GPU (NCCL's all-reduce) is not built yet.
+fn check_gpu_count(
+    backend: Backend,
+    devices: usize,
+    present: Option<usize>,
+) -> Result<(), ScenarioError> {
+    if backend == Backend::Mpi {
+        return Err(ScenarioError::Input(
+            "data-parallel: --device cuda trains in one process; --backend mpi is not offered \
+             on the GPU"
+                .into(),
+        ));
+    }
+    match present {
+        Some(gpus) if devices > gpus => Err(ScenarioError::Input(format!(
+            "data-parallel: --device cuda --devices {devices} asks for {devices} GPUs, and this \
+             machine has {gpus}: use --devices {gpus}"
+        ))),
+        Some(_) if devices > 1 => Err(ScenarioError::Input(format!(
+            "data-parallel: --device cuda trains on one GPU; --devices {devices} (NCCL's \
+             all-reduce across GPUs) is not built yet: use --devices 1"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl Scenario for DataParallel {
     fn lesson(&self) -> &'static super::LessonSpec {
         &lesson::LESSON
@@ -467,6 +520,9 @@ impl Scenario for DataParallel {
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),
             ));
         }
+        if cfg.device == DeviceChoice::Cuda {
+            check_gpu_count(cfg.backend, cfg.devices, gpus_present())?;
+        }
         if mpi && !cfg!(feature = "mpi") {
             return Err(ScenarioError::Input(format!(
                 "data-parallel: --backend mpi needs a build with the mpi feature: {}",
@@ -482,11 +538,68 @@ impl Scenario for DataParallel {
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
         let cfg = Config::of(params)?;
+        if cfg.device == DeviceChoice::Cuda {
+            let chosen = chosen_device(DeviceChoice::Cuda, 1, ctx.gpu_fallback)?;
+            if let Some(note) = chosen.fallback_note {
+                // No usable GPU and --fallback: the CPU devices' run, saying so.
+                let mut run = self.run_in_process(params, &cfg, ctx)?;
+                run.notes.push(note);
+                return Ok(run);
+            }
+            #[cfg(feature = "cuda")]
+            return gpu::run(self, params, &cfg, ctx);
+            #[cfg(not(feature = "cuda"))]
+            return Err(ScenarioError::Input(
+                "data-parallel --device cuda: this binary was built without the `cuda` feature"
+                    .into(),
+            ));
+        }
         match cfg.backend {
             #[cfg(feature = "mpi")]
             Backend::Mpi => self::mpi::run(self, params, &cfg, ctx),
             // `validate` refuses mpi in a build without the feature.
             _ => self.run_in_process(params, &cfg, ctx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_takes_one_gpu_and_the_engine_backend() {
+        assert!(check_gpu_count(Backend::Engine, 1, Some(1)).is_ok());
+        // No usable GPU: the device check refuses it (or --fallback replaces it), not this.
+        assert!(check_gpu_count(Backend::Engine, 4, None).is_ok());
+        let more = check_gpu_count(Backend::Engine, 3, Some(2)).unwrap_err();
+        assert!(more.is_usage());
+        assert_eq!(
+            more.to_string(),
+            "data-parallel: --device cuda --devices 3 asks for 3 GPUs, and this machine has 2: \
+             use --devices 2"
+        );
+        let several = check_gpu_count(Backend::Engine, 2, Some(8)).unwrap_err();
+        assert!(several
+            .to_string()
+            .contains("not built yet: use --devices 1"));
+        for present in [None, Some(1)] {
+            let mpi = check_gpu_count(Backend::Mpi, 1, present).unwrap_err();
+            assert!(mpi
+                .to_string()
+                .contains("--backend mpi is not offered on the GPU"));
+        }
+    }
+
+    #[test]
+    fn the_device_parameter_defaults_to_the_cpu() {
+        let params = Params::parse("data-parallel", PARAMS, &[]).unwrap();
+        let cfg = Config::of(&params).unwrap();
+        assert_eq!(cfg.device, DeviceChoice::Cpu);
+        assert!(!DataParallel.may_use_gpu(&params));
+        let cuda = [("device".to_string(), "cuda".to_string())];
+        let params = Params::parse("data-parallel", PARAMS, &cuda).unwrap();
+        assert_eq!(Config::of(&params).unwrap().device, DeviceChoice::Cuda);
+        assert!(DataParallel.may_use_gpu(&params));
     }
 }
