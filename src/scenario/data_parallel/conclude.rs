@@ -173,6 +173,8 @@ pub(super) fn conclude(
             },
             cores: crate::device::available_cores(),
             threads: threads.iter().sum(),
+            on_copy_lanes: variant == Timed::RingOverlapped
+                && setup.collective_lane == super::in_process::CollectiveLane::Copy,
         }
     });
     explain(&Figures {

@@ -39,6 +39,9 @@ pub struct Overlapped {
     /// The machine's cores, and the devices' compute threads in all.
     pub cores: usize,
     pub threads: usize,
+    /// In process: its collectives ran on the copy lanes' own threads (`--collective-lane
+    /// copy`), not after the backward ops on the compute lanes.
+    pub on_copy_lanes: bool,
 }
 
 /// The scaling efficiency `ring-overlapped` is measured against (issue 39's goal).
@@ -178,13 +181,24 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
             human_bytes(4 * parameters as u64)
         );
     } else if o.threads >= o.cores && o.efficiency.against(EFFICIENCY_GOAL) != Side::Above {
-        s += &format!(
-            ". The devices' {} compute threads take all of the machine's {}, so its \
-             collectives, on the copy lanes' own threads, run beside the backward pass in \
-             time but take their cores from it",
-            o.threads,
-            crate::units::count(o.cores, "core")
-        );
+        s += &if o.on_copy_lanes {
+            format!(
+                ". The devices' {} compute threads take all of the machine's {}, so its \
+                 collectives, on the copy lanes' own threads, run beside the backward pass in \
+                 time but take their cores from it (--collective-lane compute runs them after \
+                 the backward ops instead)",
+                o.threads,
+                crate::units::count(o.cores, "core")
+            )
+        } else {
+            format!(
+                ". Its collectives run on the compute lanes, after each device's backward ops: \
+                 with the devices' {} compute threads on all of the machine's {}, a bucket's \
+                 all-reduce overlaps only the other devices' computation",
+                o.threads,
+                crate::units::count(o.cores, "core")
+            )
+        };
     }
     s + "."
 }
@@ -256,6 +270,7 @@ mod tests {
             efficiency: r(0.68, 0.62, 0.73),
             cores: 2,
             threads: 2,
+            on_copy_lanes: true,
         };
         let s = overlapped(&o, 1_000_000);
         assert!(
@@ -267,6 +282,13 @@ mod tests {
             ),
             "{s}"
         );
+        o.on_copy_lanes = false;
+        let s = overlapped(&o, 1_000_000);
+        assert!(
+            s.contains("run on the compute lanes") && !s.contains("copy lanes"),
+            "{s}"
+        );
+        o.on_copy_lanes = true;
         o.against_plain = r(1.02, 0.95, 1.1);
         o.efficiency = r(0.96, 0.94, 0.99);
         let s = overlapped(&o, 1_000_000);

@@ -83,6 +83,19 @@ pub struct Setup {
     pub lr: f32,
     /// `ring-overlapped`: a bucket closes at this many bytes of gradients.
     pub bucket_bytes: f64,
+    /// `ring-overlapped`: the lanes its collectives run on.
+    pub collective_lane: CollectiveLane,
+}
+
+crate::scenario::params::choice! {
+    /// Where `ring-overlapped` runs its collectives.
+    pub enum CollectiveLane {
+        /// Each device's copy lane: its own thread, beside the compute lane (DDP's
+        /// communication stream).
+        Copy = "copy",
+        /// Each device's compute lane, in order after the backward ops pushed before it.
+        Compute = "compute",
+    }
 }
 
 fn poisoned() -> OpError {
@@ -341,15 +354,22 @@ impl Setup {
 
     /// `ring-overlapped`: per step, each device's forward op, then bucket by bucket (in the
     /// backward order) every device's backward ops of the bucket's layers followed at once by
-    /// the bucket's ring on the copy lanes, then each device's update. The engine runs a
+    /// the bucket's ring on the copy lanes (or the compute lanes, `--collective-lane`), then
+    /// each device's update. The engine runs a
     /// bucket's ring as soon as its layers' gradients are written, while the compute lanes go
     /// on with the next bucket's layers.
     fn push_overlapped(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
         let k = self.devices;
-        let copies: Vec<LaneId> = rt.devices[..k].iter().map(|d| d.copy).collect();
+        let lanes: Vec<LaneId> = rt.devices[..k]
+            .iter()
+            .map(|d| match self.collective_lane {
+                CollectiveLane::Copy => d.copy,
+                CollectiveLane::Compute => d.compute,
+            })
+            .collect();
         let ring = |b: usize| {
             let replicas: Vec<Replica> = ws.devices.iter().map(|d| d.buckets[b].clone()).collect();
-            collective::push_ring(&rt.engine, &copies, &replicas);
+            collective::push_ring(&rt.engine, &lanes, &replicas);
         };
         for step in 0..self.steps {
             for d in 0..k {
@@ -555,6 +575,7 @@ mod tests {
             lr: 0.2,
             // Two buckets: the last two layers (688 bytes), then the first (832).
             bucket_bytes: 600.0,
+            collective_lane: CollectiveLane::Copy,
         }
     }
 
@@ -593,18 +614,25 @@ mod tests {
         for devices in [1, 2, 3, 5] {
             let mut s = setup(devices, 6);
             let want = reference(&s);
-            for (scheme, cap) in [
-                (Scheme::ParameterServer, 0.0),
-                (Scheme::Ring, 0.0),
-                // A bucket per layer, two buckets, and the whole model in one.
-                (Scheme::RingOverlapped, 0.0),
-                (Scheme::RingOverlapped, 600.0),
-                (Scheme::RingOverlapped, 1e9),
+            let (copy, compute) = (CollectiveLane::Copy, CollectiveLane::Compute);
+            for (scheme, cap, lane) in [
+                (Scheme::ParameterServer, 0.0, copy),
+                (Scheme::Ring, 0.0, copy),
+                // A bucket per layer, two buckets, and the whole model in one, with the
+                // collectives on either lane.
+                (Scheme::RingOverlapped, 0.0, copy),
+                (Scheme::RingOverlapped, 600.0, copy),
+                (Scheme::RingOverlapped, 1e9, copy),
+                (Scheme::RingOverlapped, 0.0, compute),
+                (Scheme::RingOverlapped, 600.0, compute),
             ] {
-                s.bucket_bytes = cap;
+                (s.bucket_bytes, s.collective_lane) = (cap, lane);
                 let got = train(&s, scheme);
                 let (ok, rel) = agrees(&want, &got.weights);
-                assert!(ok, "{scheme:?} (cap {cap}) on {devices} devices: {rel:e}");
+                assert!(
+                    ok,
+                    "{scheme:?} (cap {cap}, {lane:?}) on {devices} devices: {rel:e}"
+                );
                 // A point per step, each the loss of the step's whole batch.
                 let c = curve(&got.log, s.batch);
                 assert_eq!(c.len(), 6, "{scheme:?} on {devices}");

@@ -428,3 +428,43 @@ mod tests {
         assert_eq!(layers.parameters(), 6 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
     }
 }
+
+#[cfg(test)]
+mod split_cost {
+    use super::*;
+
+    /// The one-op gradient against its split into a forward op and a backward step per layer,
+    /// on one thread, in interleaved rounds: docs/scenarios.md quotes these. Run with
+    /// `cargo test --release --lib split_gradient_costs_what_the_one_op_gradient_does --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore = "prints timings for the docs; run in release"]
+    fn split_gradient_costs_what_the_one_op_gradient_does() {
+        let layers = Layers(vec![784, 1024, 1024, 10]);
+        let data = Dataset::new(8192, 784, 10, 20);
+        let w = layers.initial_parameters(20);
+        let mut g = vec![0f32; w.len()];
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a thread");
+        one_thread.install(|| {
+            for round in 0..3 {
+                let t = std::time::Instant::now();
+                for s in 0..20 {
+                    gradient(&layers, &w, &data, (s * 256, 256), 512.0, &mut g);
+                }
+                let fused = t.elapsed();
+                let t = std::time::Instant::now();
+                for s in 0..20 {
+                    let mut f = forward(&layers, &w, &data, (s * 256, 256), 512.0);
+                    for l in (0..layers.count()).rev() {
+                        f.backward(&layers, &w, l, &mut g[layers.range(l)]);
+                    }
+                }
+                let split = t.elapsed();
+                println!("round {round}: one op {fused:?}, split {split:?} (20 steps)");
+            }
+        });
+    }
+}

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use self::conclude::{conclude, Communication};
 pub use self::explain::{explain, Figures, VariantFigures};
-use self::in_process::{Pending, Scheme, Setup, Workspace};
+use self::in_process::{CollectiveLane, Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
 pub use self::training::{
     agrees, communication_overlap, communication_share, curve, shard, time_to_target, LossEntry,
@@ -129,6 +129,12 @@ const PARAMS: &[ParamSpec] = &[
             max: 1_000_000.0,
         },
         default: "25",
+    },
+    ParamSpec {
+        name: "collective_lane",
+        help: "ring-overlapped: where its collectives run: copy (each device's copy lane, its own thread, as DDP's communication stream) or compute (the device's compute lane, after its backward ops)",
+        kind: ParamKind::Choice(CollectiveLane::WORDS),
+        default: "copy",
     },
     TIMEOUT_PARAM,
     BACKEND_PARAM,
@@ -239,6 +245,7 @@ struct Config {
     target_loss: f64,
     /// `ring-overlapped`'s bucket cap, in bytes.
     bucket_bytes: f64,
+    collective_lane: CollectiveLane,
     /// How long a rank waits for another (MPI).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     timeout: Duration,
@@ -257,6 +264,7 @@ impl Config {
             samples: params.count("samples")?,
             target_loss: params.float("target_loss")?,
             bucket_bytes: params.float("bucket_mb")? * 1024.0 * 1024.0,
+            collective_lane: params.choice("collective_lane")?,
             timeout: Duration::from_secs_f64(params.float("timeout")?),
             backend: params.choice("backend")?,
             device: params.choice("device")?,
@@ -278,6 +286,7 @@ impl Config {
             steps: self.steps,
             lr: self.lr,
             bucket_bytes: self.bucket_bytes,
+            collective_lane: self.collective_lane,
         }
     }
 }
