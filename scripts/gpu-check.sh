@@ -198,11 +198,16 @@ if ! grep -q '^running [1-9]' "$dir/gpu-tests.txt"; then
   echo "   FAILED: no GPU test ran (see $dir/gpu-tests.txt)"
   status=1
 fi
-# deps' k-stream tests by name (scenario::deps::gpu), so a rename cannot drop them unseen: a
-# consumer on stream 1 after its producer on stream 0 (and an in-place writer after both), and
-# random DAGs on 2 and 4 streams against op by op, bit for bit.
+# Tests first run at this commit, by name, so a rename cannot drop them unseen: deps' k-stream
+# tests (a consumer on stream 1 after its producer on stream 0, random DAGs against op by op,
+# bit for bit) and data-parallel's GPU training (kernels against host references, products
+# with transposes, eager and graphed training against host SGD, a planted error caught).
 for t in gpu_streams_order_a_consumer_after_its_producer \
-  gpu_deps_random_dags_match_op_by_op_bit_for_bit; do
+  gpu_deps_random_dags_match_op_by_op_bit_for_bit \
+  gpu_mlp_kernels_equal_their_host_references \
+  gpu_mlp_products_with_transposes_equal_the_hosts \
+  gpu_training_equals_host_sgd_eager_and_graphed \
+  gpu_training_with_a_planted_error_fails_the_check; do
   if ! grep -q "$t \.\.\. ok" "$dir/gpu-tests.txt"; then
     echo "   FAILED: $t did not pass (see $dir/gpu-tests.txt)"
     status=1
@@ -228,6 +233,9 @@ if [ "$sanitizers" = 1 ]; then
     # --nocapture: a failure under the tool shows its message even if the process dies.
     step sanitizer-racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
       "$tests" --ignored gpu_dependent_chains --test-threads 1 --nocapture
+    # The training kernels' one shared-memory reduction (record_loss).
+    step sanitizer-racecheck-mlp "$sanitizer" --tool racecheck --error-exitcode 99 \
+      "$tests" --ignored gpu_mlp_kernels_equal_their_host_references --test-threads 1 --nocapture
     limit_s=${GPU_CHECK_STEP_TIMEOUT:-300}
   fi
 fi

@@ -134,17 +134,7 @@ impl CudaDevice {
         let copy = ctx.new_stream()?;
         let upload = ctx.new_stream()?;
         let blas = CudaBlas::new(compute.clone()).map_err(GpuError::Blas)?;
-        // fp32 products in fp32: cuBLAS's default math mode, which never uses TF32 for sgemm
-        // (set explicitly, so that no default of a later cuBLAS changes what parbench times).
-        // SAFETY: a live handle, used by this thread alone until the device is built.
-        unsafe {
-            cudarc::cublas::sys::cublasSetMathMode(
-                *blas.handle(),
-                cudarc::cublas::sys::cublasMath_t::CUBLAS_DEFAULT_MATH,
-            )
-        }
-        .result()
-        .map_err(GpuError::Blas)?;
+        fp32_math(&blas)?;
         let rng = CudaRng::new(seed, compute.clone())?;
         let kernels = ops::Kernels::load(&ctx)?;
         let memory =
@@ -458,4 +448,19 @@ impl CudaDevice {
             Err(GpuError::Deferred(e))
         })
     }
+}
+
+/// fp32 products in fp32: cuBLAS's default math mode, which never uses TF32 for sgemm (set
+/// explicitly on every handle, so that no default of a later cuBLAS changes what parbench
+/// times).
+pub(super) fn fp32_math(blas: &CudaBlas) -> Result<(), GpuError> {
+    // SAFETY: a live handle, used by this thread alone until it is shared.
+    unsafe {
+        cudarc::cublas::sys::cublasSetMathMode(
+            *blas.handle(),
+            cudarc::cublas::sys::cublasMath_t::CUBLAS_DEFAULT_MATH,
+        )
+    }
+    .result()
+    .map_err(GpuError::Blas)
 }

@@ -26,6 +26,13 @@ const LOSS_THREADS: u32 = 256;
 
 /// The loaded MLP kernels of one context.
 pub struct MlpKernels {
+    /// `ManuallyDrop`: the module unloads when the last function drops, which must not
+    /// happen while another thread captures a graph (see `Drop`).
+    functions: std::mem::ManuallyDrop<MlpFunctions>,
+}
+
+/// The kernels of `kernels/mlp.cu`, by name.
+pub struct MlpFunctions {
     gather_batch: CudaFunction,
     bias_act: CudaFunction,
     softmax_xent: CudaFunction,
@@ -35,9 +42,27 @@ pub struct MlpKernels {
     sgd: CudaFunction,
 }
 
+impl std::ops::Deref for MlpKernels {
+    type Target = MlpFunctions;
+    fn deref(&self) -> &MlpFunctions {
+        &self.functions
+    }
+}
+
+impl Drop for MlpKernels {
+    fn drop(&mut self) {
+        // Unloading a module breaks a capture in progress on another thread.
+        let _outside = super::capture_guard::outside_captures();
+        // SAFETY: dropped exactly once, here; `self` is not used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.functions) };
+    }
+}
+
 impl MlpKernels {
     /// Load the PTX into `ctx` (the driver compiles it for the GPU at hand).
     pub fn load(ctx: &Arc<CudaContext>) -> Result<MlpKernels, GpuError> {
+        // Loading a module breaks a capture in progress on another thread.
+        let _outside = super::capture_guard::outside_captures();
         let module = ctx
             .load_module(Ptx::from_src(MLP_PTX))
             .map_err(GpuError::LoadKernels)?;
@@ -49,7 +74,7 @@ impl MlpKernels {
                     source,
                 })
         };
-        Ok(MlpKernels {
+        let functions = MlpFunctions {
             gather_batch: get("gather_batch")?,
             bias_act: get("bias_act")?,
             softmax_xent: get("softmax_xent")?,
@@ -57,6 +82,9 @@ impl MlpKernels {
             relu_backward: get("relu_backward")?,
             column_sum: get("column_sum")?,
             sgd: get("sgd")?,
+        };
+        Ok(MlpKernels {
+            functions: std::mem::ManuallyDrop::new(functions),
         })
     }
 }

@@ -303,8 +303,12 @@ impl CudaDevice {
             let _scope = CaptureScope::enter(side.clone());
             enqueue(self)
         };
-        // End the capture whatever happened, or the stream stays unusable.
-        let ended = side.end_capture(sys::CUgraphInstantiate_flags(0));
+        // End the capture whatever happened, or the stream stays unusable. Auto-free: memory a
+        // captured call allocated in the graph (cuBLAS's workspace, from CUDA 12.2, when it
+        // needs one) is freed before each relaunch, which would otherwise fail.
+        let ended = side.end_capture(
+            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+        );
         enqueued?;
         match ended {
             Ok(Some(graph)) => Ok(GpuGraph {

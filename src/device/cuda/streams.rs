@@ -98,6 +98,8 @@ pub struct ComputeStreams {
 impl Drop for ComputeStreams {
     fn drop(&mut self) {
         let _ = self.synchronize();
+        // Destroying handles and streams breaks a capture in progress on another thread.
+        let _outside = super::capture_guard::outside_captures();
         // SAFETY: taken exactly once, here, and never used again.
         let blas = unsafe { ManuallyDrop::take(&mut self.blas) };
         if std::thread::panicking() {
@@ -106,6 +108,7 @@ impl Drop for ComputeStreams {
         } else {
             let _ = quietly(move || drop(blas));
         }
+        drop(std::mem::take(&mut self.streams));
     }
 }
 
@@ -113,13 +116,15 @@ impl ComputeStreams {
     /// `k` (at least 1) new non-blocking streams on `dev`'s context.
     pub fn open(dev: &Arc<CudaDevice>, k: usize) -> Result<ComputeStreams, GpuError> {
         dev.bind()?;
+        // Creating streams and handles breaks a capture in progress on another thread.
+        let _outside = super::capture_guard::outside_captures();
         let mut streams = Vec::with_capacity(k);
         let mut blas = Vec::with_capacity(k);
         for _ in 0..k.max(1) {
             let stream = dev.ctx.new_stream()?;
-            blas.push(Mutex::new(
-                CudaBlas::new(stream.clone()).map_err(GpuError::Blas)?,
-            ));
+            let handle = CudaBlas::new(stream.clone()).map_err(GpuError::Blas)?;
+            super::device::fp32_math(&handle)?;
+            blas.push(Mutex::new(handle));
             streams.push(stream);
         }
         Ok(ComputeStreams {

@@ -257,6 +257,11 @@ impl GpuTrainer {
     /// Capture one step as a CUDA graph (once; later calls keep the first graph).
     pub fn capture(&mut self) -> Result<(), GpuError> {
         if self.graph.is_none() {
+            // One step first, outside the capture: cuBLAS's lazy set-up for these shapes (as
+            // hybridize runs its pass once before capturing it, and PyTorch requires).
+            self.reset()?;
+            self.enqueue_step()?;
+            self.device.synchronize()?;
             let graph = self.device.capture(|_| self.enqueue_step())?;
             self.graph = Some(graph);
         }
