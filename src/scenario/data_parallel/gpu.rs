@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::CudaSlice;
 
+pub use super::gpu_step::host_sgd;
 use super::gpu_step::{At, Buf, Op, Plan, Planted, StepShape};
 use super::mlp::{self, Dataset};
 use super::training::{agrees, AGREEMENT};
@@ -294,19 +295,6 @@ impl GpuTrainer {
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.device
     }
-}
-
-/// Host one-device SGD from `initial`: `steps` steps of `mlp::gradient` and `mlp::sgd`, as the
-/// CPU variants train.
-pub fn host_sgd(shape: &StepShape, data: &Dataset, initial: &[f32], steps: usize) -> Vec<f32> {
-    let mut p = initial.to_vec();
-    let mut g = vec![0f32; p.len()];
-    for step in 0..steps {
-        let rows = (step * shape.batch, shape.batch);
-        mlp::gradient(&shape.layers, &p, data, rows, shape.batch as f32, &mut g);
-        mlp::sgd(&mut p, &g, shape.lr);
-    }
-    p
 }
 
 /// The run of `data-parallel --device cuda` (one GPU; `validate` refuses more).
