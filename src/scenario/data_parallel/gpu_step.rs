@@ -666,16 +666,16 @@ impl HostStep {
 
     /// The step's gradient phase alone ([`Plan::phases`]).
     pub fn gradient(&mut self) {
-        let (gradient, _) = self.plan.phases();
-        for op in gradient.to_vec() {
+        for i in 0..self.plan.update_start() {
+            let op = self.plan.ops[i];
             self.run(op);
         }
     }
 
     /// The step's update phase alone.
     pub fn update(&mut self) {
-        let (_, update) = self.plan.phases();
-        for op in update.to_vec() {
+        for i in self.plan.update_start()..self.plan.ops.len() {
+            let op = self.plan.ops[i];
             self.run(op);
         }
     }
