@@ -113,11 +113,36 @@ impl CudaDevice {
         // Creating a context handle, streams, a module and library handles synchronizes (see
         // `capture_guard`).
         let _outside = super::capture_guard::outside_captures();
-        quietly(|| Self::open_with(ctx, seed, order, fraction, ops)).and_then(|r| r)
+        let ordinal = ctx.ordinal();
+        quietly(|| Self::open_with(ordinal, seed, order, fraction, ops)).and_then(|r| r)
+    }
+
+    /// Set up the GPU of CUDA ordinal `ordinal` (0 is [`open`](Self::open)'s), after a
+    /// successful [`probe`]: the further GPUs of data-parallel training over NCCL. No memory
+    /// cap and no planted fault (those apply to cuda:0, the run's own device).
+    pub fn open_ordinal(
+        ordinal: usize,
+        seed: u64,
+        order: GpuOrder,
+    ) -> Result<CudaDevice, GpuError> {
+        let ops = GpuOps::from_env()?;
+        if context().is_none() {
+            return Err(GpuError::Unavailable(
+                probe().reason.unwrap_or_else(|| "no GPU".into()),
+            ));
+        }
+        let present = super::probe::gpus().len();
+        if ordinal >= present.max(1) {
+            return Err(GpuError::Unavailable(format!(
+                "no GPU cuda:{ordinal}: the driver lists {present}"
+            )));
+        }
+        let _outside = super::capture_guard::outside_captures();
+        quietly(|| Self::open_with(ordinal, seed, order, None, ops)).and_then(|r| r)
     }
 
     fn open_with(
-        probed: Arc<CudaContext>,
+        ordinal: usize,
         seed: u64,
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
@@ -125,7 +150,7 @@ impl CudaDevice {
     ) -> Result<CudaDevice, GpuError> {
         // A handle of the device's own on the same primary context: cudarc keeps the error a
         // drop records in the handle, so this device's drops report to this device alone.
-        let ctx = CudaContext::new(probed.ordinal())?;
+        let ctx = CudaContext::new(ordinal)?;
         // SAFETY: the first device opened on this context calls it before any stream or slice
         // exists (later ones find tracking already off); from then on the engine orders every
         // access (see `device::cuda`'s docs).
@@ -150,8 +175,8 @@ impl CudaDevice {
             kernels,
             order,
             ready_events: Arc::default(),
-            compute_poller: Poller::start("cuda:0 compute poller".into(), ctx.clone())?,
-            copy_poller: Poller::start("cuda:0 copy poller".into(), ctx.clone())?,
+            compute_poller: Poller::start(format!("cuda:{ordinal} compute poller"), ctx.clone())?,
+            copy_poller: Poller::start(format!("cuda:{ordinal} copy poller"), ctx.clone())?,
             deferred: Mutex::new(None),
             memory,
             ops,

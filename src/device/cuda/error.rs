@@ -87,6 +87,9 @@ pub enum GpuError {
     /// A timer read without a start and a stop recorded since its last reading.
     #[error("the GPU timer was read without a start and a stop recorded since its last reading")]
     TimerIdle,
+    /// NCCL is missing or one of its calls failed: what, and why (one line).
+    #[error("{0}")]
+    Nccl(String),
     /// `PARBENCH_GPU_OPS` names no switch.
     #[error(transparent)]
     Setting(#[from] crate::device::gpu_ops::UnknownGpuOp),

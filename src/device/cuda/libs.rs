@@ -40,6 +40,15 @@ pub const CURAND: CudaLib = CudaLib {
     prefix: "libcurand.so",
 };
 
+/// NCCL: SONAME `libnccl.so.2` across NCCL 2.x, for CUDA 12 and 13 alike. pip's wheels
+/// (`nvidia-nccl-cu13`, `nvidia-nccl-cu12`, what PyTorch installs) put it in
+/// `site-packages/nvidia/nccl/lib`, which [`search_dirs`] covers.
+pub const NCCL: CudaLib = CudaLib {
+    name: "NCCL",
+    sonames: &["libnccl.so.2"],
+    prefix: "libnccl.so",
+};
+
 /// Where CUDA libraries live when they are not on the loader's path, most specific first.
 pub fn search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -238,6 +247,19 @@ mod tests {
         std::fs::remove_file(b.path().join("libcublas.so.13")).unwrap();
         assert_eq!(find(&CUBLAS, &dirs), Some(a.path().join("libcublas.so.12")));
         assert_eq!(find(&CURAND, &dirs), None);
+    }
+
+    #[test]
+    fn nccl_is_found_in_a_pip_wheel_folder() {
+        // site-packages/nvidia/nccl/lib, as nvidia-nccl-cu12 / -cu13 lay it out.
+        let d = tempfile::tempdir().unwrap();
+        let lib = d.path().join("nvidia/nccl/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        touch(&lib, "libnccl.so.2");
+        let dirs = vec![d.path().join("nvidia/cublas/lib"), lib.clone()];
+        assert_eq!(find(&NCCL, &dirs), Some(lib.join("libnccl.so.2")));
+        let why = missing_reason(&NCCL, &[]);
+        assert!(why.contains("NCCL (libnccl.so.2) is neither"), "{why}");
     }
 
     #[test]

@@ -77,6 +77,7 @@ mod memory;
 #[cfg(test)]
 mod memory_gpu_tests;
 pub mod mlp;
+pub mod nccl;
 pub mod ops;
 mod pinned;
 mod poller;

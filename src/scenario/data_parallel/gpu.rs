@@ -18,11 +18,13 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::CudaSlice;
 
-use super::gpu_step::{At, Buf, Op, Plan, Planted, StepShape};
+pub use super::gpu_step::host_sgd;
+use super::gpu_step::{shard_of, At, Buf, Op, Plan, Planted, StepShape};
 use super::mlp::{self, Dataset};
 use super::training::{agrees, AGREEMENT};
 use super::{Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, SAMPLES_PER_SECOND, SEED};
 use crate::device::cuda::mlp::{MlpKernels, MlpLaunch, Region};
+use crate::device::cuda::nccl::{Comms, RankBuffer};
 use crate::device::cuda::ops::GpuGraph;
 use crate::device::cuda::{CudaDevice, GpuError};
 use crate::device::{DeviceKind, DeviceRequest, Runtime};
@@ -60,7 +62,17 @@ impl GpuTrainer {
         initial: &[f32],
         planted: Option<Planted>,
     ) -> Result<GpuTrainer, GpuError> {
-        let plan = Plan::new(shape, planted);
+        GpuTrainer::with_plan(device, Plan::new(shape, planted), shape, data, initial)
+    }
+
+    /// [`new`](Self::new) for a given plan of `shape` (a shard's, [`Plan::scaled`]).
+    pub fn with_plan(
+        device: Arc<CudaDevice>,
+        plan: Plan,
+        shape: &StepShape,
+        data: &Dataset,
+        initial: &[f32],
+    ) -> Result<GpuTrainer, GpuError> {
         plan.check().map_err(GpuError::Lengths)?;
         if data.rows() != shape.samples || initial.len() != plan.len_of(Buf::Params) {
             return Err(GpuError::Lengths(format!(
@@ -147,8 +159,22 @@ impl GpuTrainer {
     /// Enqueue one step: every op of the plan, on this thread's launch stream (a capture's
     /// side stream while capturing).
     fn enqueue_step(&self) -> Result<(), GpuError> {
+        self.enqueue(&self.plan.ops)
+    }
+
+    /// Enqueue the step's gradient phase (forward and backward into [`Buf::Grad`]).
+    fn enqueue_gradient(&self) -> Result<(), GpuError> {
+        self.enqueue(self.plan.phases().0)
+    }
+
+    /// Enqueue the step's update phase (`sgd` with [`Buf::Grad`]).
+    fn enqueue_update(&self) -> Result<(), GpuError> {
+        self.enqueue(self.plan.phases().1)
+    }
+
+    fn enqueue(&self, ops: &[Op]) -> Result<(), GpuError> {
         let d = &self.device;
-        for op in &self.plan.ops {
+        for op in ops {
             // SAFETY: every region is inside a buffer `self` owns (`Plan::check`, `region`),
             // which outlives the work: runs wait for their last step, the graph is dropped
             // before the buffers, and buffers are freed in stream order.
@@ -301,20 +327,147 @@ impl GpuTrainer {
     }
 }
 
-/// Host one-device SGD from `initial`: `steps` steps of `mlp::gradient` and `mlp::sgd`, as the
-/// CPU variants train.
-pub fn host_sgd(shape: &StepShape, data: &Dataset, initial: &[f32], steps: usize) -> Vec<f32> {
-    let mut p = initial.to_vec();
-    let mut g = vec![0f32; p.len()];
-    for step in 0..steps {
-        let rows = (step * shape.batch, shape.batch);
-        mlp::gradient(&shape.layers, &p, data, rows, shape.batch as f32, &mut g);
-        mlp::sgd(&mut p, &g, shape.lr);
-    }
-    p
+/// `nccl-allreduce`: data-parallel SGD over k GPUs of this process, one [`GpuTrainer`] a GPU
+/// on its shard of each batch ([`shard_of`]: the rows `training::shard` gives the CPU
+/// devices), and one NCCL communicator over them ([`Comms`]). A step enqueues every GPU's
+/// gradient phase, then `ncclAllReduce` (sum, fp32, in place) of the gradients on each GPU's
+/// compute stream in one NCCL group, then every GPU's update: each shard's loss is divided by
+/// the global batch, so the sum is the whole batch's gradient and every GPU takes the step
+/// one-device SGD takes. The same code for k = 1 (a one-rank communicator) as for k > 1.
+pub struct NcclTrainer {
+    /// Declared first, so destroyed before the GPUs' buffers and contexts go.
+    comms: Mutex<Comms>,
+    ranks: Vec<GpuTrainer>,
+    steps: usize,
 }
 
-/// The run of `data-parallel --device cuda` (one GPU; `validate` refuses more).
+impl NcclTrainer {
+    /// Communicators over `devices` (rank r on `devices[r]`), then each rank's shard uploaded.
+    pub fn new(
+        devices: Vec<Arc<CudaDevice>>,
+        shape: &StepShape,
+        data: &Dataset,
+        initial: &[f32],
+    ) -> Result<NcclTrainer, GpuError> {
+        let k = devices.len();
+        if k == 0 || k > shape.batch {
+            return Err(GpuError::Lengths(format!(
+                "{k} GPUs for a batch of {}",
+                shape.batch
+            )));
+        }
+        let ordinals: Vec<usize> = devices.iter().map(|d| d.ctx.ordinal()).collect();
+        let comms = Comms::init_all(&ordinals)?;
+        let mut ranks = Vec::with_capacity(k);
+        for (r, device) in devices.into_iter().enumerate() {
+            let (shard, shard_data) = shard_of(shape, data, k, r);
+            let plan = Plan::scaled(&shard, shape.batch as f32, None);
+            ranks.push(GpuTrainer::with_plan(
+                device,
+                plan,
+                &shard,
+                &shard_data,
+                initial,
+            )?);
+        }
+        Ok(NcclTrainer {
+            comms: Mutex::new(comms),
+            ranks,
+            steps: shape.steps,
+        })
+    }
+
+    /// The GPUs.
+    pub fn ranks(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// `steps` steps from the initial parameters; returns each step's loss (the ranks' shard
+    /// losses summed), read back once after the last step.
+    pub fn train(&self, steps: usize) -> Result<Vec<f32>, GpuError> {
+        let steps = steps.min(self.steps);
+        for r in &self.ranks {
+            r.device.bind()?;
+            r.reset()?;
+        }
+        let comms = self
+            .comms
+            .lock()
+            .map_err(|_| GpuError::Poisoned("NCCL communicators"))?;
+        let grads = self
+            .ranks
+            .iter()
+            .map(|r| {
+                r.whole(Buf::Grad).map(|g| RankBuffer {
+                    ptr: g.ptr,
+                    len: g.len,
+                    stream: r.device.compute.cu_stream(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for _ in 0..steps {
+            for r in &self.ranks {
+                r.device.bind()?;
+                r.enqueue_gradient()?;
+            }
+            // SAFETY: each rank's gradient buffer, owned by its trainer (alive as `self`),
+            // on its GPU's compute stream, after that GPU's gradient phase.
+            unsafe { comms.all_reduce_sum(&grads) }?;
+            for r in &self.ranks {
+                r.device.bind()?;
+                r.enqueue_update()?;
+            }
+        }
+        let mut total = vec![0f32; steps];
+        for r in &self.ranks {
+            r.device.bind()?;
+            let losses = r.whole(Buf::Losses)?;
+            // SAFETY: the first `steps` slots of the rank's losses buffer; the read waits for
+            // its stream's work.
+            let got = unsafe {
+                r.device.read_region(Region {
+                    ptr: losses.ptr,
+                    len: steps,
+                })
+            }?;
+            total.iter_mut().zip(got).for_each(|(t, l)| *t += l);
+        }
+        Ok(total)
+    }
+
+    /// Each rank's parameters now (they are the same: every rank applies the same sum).
+    pub fn parameters(&self) -> Result<Vec<Vec<f32>>, GpuError> {
+        self.ranks
+            .iter()
+            .map(|r| {
+                r.device.bind()?;
+                r.parameters()
+            })
+            .collect()
+    }
+
+    /// Wait for every GPU's work; the first error.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.ranks.iter().try_for_each(|r| r.device.synchronize())
+    }
+}
+
+/// The GPUs of an `nccl-allreduce` run of `k`: cuda:0 (the runtime's) and cuda:1..k opened
+/// beside it.
+fn nccl_devices(first: &Arc<CudaDevice>, k: usize) -> Result<Vec<Arc<CudaDevice>>, GpuError> {
+    let mut devices = vec![first.clone()];
+    for ordinal in 1..k {
+        devices.push(Arc::new(CudaDevice::open_ordinal(
+            ordinal,
+            SEED,
+            first.order(),
+        )?));
+    }
+    Ok(devices)
+}
+
+/// The run of `data-parallel --device cuda`: one-device and one-device-graph on cuda:0, and
+/// nccl-allreduce on `--devices` GPUs (`validate` refuses more than the machine has).
 pub(super) fn run(
     scenario: &dyn Scenario,
     params: &Params,
@@ -344,7 +497,21 @@ pub(super) fn run(
         .capture()
         .map_err(crate::device::DeviceError::from)?;
     let trainer = trainer;
-    let last: [Mutex<Vec<f32>>; 2] = Default::default();
+    // nccl-allreduce over --devices k GPUs. Without NCCL a one-GPU run goes on without it
+    // (and says so); k > 1 needs it.
+    let k = cfg.devices;
+    let mut nccl_missing = None;
+    let nccl = match nccl_devices(device, k)
+        .and_then(|d| NcclTrainer::new(d, &shape, &setup.data, &setup.initial))
+    {
+        Ok(t) => Some(t),
+        Err(e) if k == 1 => {
+            nccl_missing = Some(e.to_string());
+            None
+        }
+        Err(e) => return Err(crate::device::DeviceError::from(e).into()),
+    };
+    let last: [Mutex<Vec<f32>>; 3] = Default::default();
     let gpu = |r: Result<Vec<f32>, GpuError>| r.map_err(crate::device::DeviceError::from);
     let mut variants: Vec<Variant<ScenarioError>> = vec![
         Variant::new(Timed::OneDevice.name(), || {
@@ -362,9 +529,19 @@ pub(super) fn run(
             })
         }),
     ];
+    let mut timed = vec![Timed::OneDevice, Timed::OneDeviceGraph];
+    if let Some(nccl) = &nccl {
+        timed.push(Timed::NcclAllreduce);
+        variants.push(Variant::new(Timed::NcclAllreduce.name(), || {
+            synced(engine, || -> Result<(), ScenarioError> {
+                let losses = gpu(nccl.train(steps))?;
+                *last[2].lock().unwrap_or_else(|e| e.into_inner()) = losses;
+                Ok(())
+            })
+        }));
+    }
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
-    let timed = [Timed::OneDevice, Timed::OneDeviceGraph];
     let losses: Vec<Vec<f32>> = last
         .iter()
         .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner())))
@@ -382,9 +559,31 @@ pub(super) fn run(
     let eager_final = gpu(trainer.parameters())?;
     gpu(trainer.train_graph(steps))?;
     let graph_final = gpu(trainer.parameters())?;
+    let mut finals = vec![eager_final, graph_final];
+    let mut nccl_checked = None;
+    if let Some(nccl) = &nccl {
+        gpu(nccl.train(check_steps))?;
+        let dev = |e: GpuError| crate::device::DeviceError::from(e);
+        nccl_checked = Some(nccl.parameters().map_err(dev)?);
+        gpu(nccl.train(steps))?;
+        let mut ranks = nccl.parameters().map_err(dev)?;
+        nccl.synchronize().map_err(dev)?;
+        finals.push(ranks.swap_remove(0));
+    }
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
+    let gpus = if k == 1 {
+        "cuda:0".to_string()
+    } else {
+        format!("cuda:0..cuda:{}", k - 1)
+    };
     let label = |v: Timed| match v {
+        Timed::NcclAllreduce => format!(
+            "{steps} steps of {} rows split over {gpus} (one NCCL rank a GPU), the shard \
+             gradients summed by ncclAllReduce between each step's backward pass and its \
+             update; the losses read after the last step",
+            cfg.batch
+        ),
         Timed::OneDeviceGraph => format!(
             "{steps} steps of {} rows on cuda:0, the step captured once as a CUDA graph and \
              replayed; the losses read after the last step",
@@ -415,6 +614,20 @@ pub(super) fn run(
             ),
         );
     }
+    if let Some(ranks) = &nccl_checked {
+        for (r, p) in ranks.iter().enumerate() {
+            let (ok, rel) = agrees(&host, p);
+            run.check(
+                &format!("nccl-allreduce rank {r} of {k} (cuda:{r}) equals host one-device SGD"),
+                ok,
+                format!(
+                    "{} parameters after {check_steps} steps, difference {rel:.2e} of their \
+                     norm (tolerance {AGREEMENT:.0e})",
+                    p.len()
+                ),
+            );
+        }
+    }
     let (ok, rel) = agrees(&eager, &graphed);
     run.check(
         "one-device-graph and one-device give the same parameters",
@@ -432,7 +645,7 @@ pub(super) fn run(
         Figure::new(Unit::Number, Better::Neither),
     );
     let samples = cfg.steps as f64 * cfg.batch as f64;
-    for ((v, p), l) in timed.iter().zip([&eager_final, &graph_final]).zip(&losses) {
+    for ((v, p), l) in timed.iter().zip(&finals).zip(&losses) {
         let kp = v.name().replace('-', "_");
         let rate = run.median(v.name()).map_or(f64::NAN, |s| samples / s);
         run.derive_as(
@@ -470,7 +683,23 @@ pub(super) fn run(
         "on the GPU (seed {SEED}): fp32 products through cuBLAS (TF32 off), one GPU; the \
          graph variant reads its losses back once per run, the eager one once per step"
     ));
-    super::lesson::conclude(&mut run, &timed, 1);
+    match (&nccl, nccl_missing) {
+        (Some(_), _) => run.notes.push(format!(
+            "nccl-allreduce: {k} GPU{} in one process, one NCCL communicator (ncclCommInitAll), \
+             NCCL {}",
+            if k == 1 { "" } else { "s" },
+            crate::device::cuda::nccl::version().unwrap_or_else(|e| e.to_string())
+        )),
+        (None, Some(why)) => run.notes.push(format!("nccl-allreduce not run: {why}")),
+        (None, None) => {}
+    }
+    // One GPU: nccl-allreduce is one device through NCCL, not a scaling to weigh.
+    let weighed: Vec<Timed> = timed
+        .iter()
+        .copied()
+        .filter(|v| k > 1 || *v != Timed::NcclAllreduce)
+        .collect();
+    super::lesson::conclude(&mut run, &weighed, k);
     Ok(run)
 }
 
@@ -738,6 +967,58 @@ mod tests {
         t.train_graph(20).expect("graph again");
         assert_eq!(t.parameters().expect("read"), graphed);
         t.device().synchronize().expect("no deferred error");
+    }
+
+    /// `nccl-allreduce` on `k` GPUs against host SGD: every rank's parameters, the losses, and
+    /// a second run ending where the first did.
+    fn nccl_equals_host_sgd(k: usize) {
+        let (shape, data, initial) = small_run();
+        let first = device();
+        let devices = nccl_devices(&first, k).expect("the GPUs open");
+        let t = match NcclTrainer::new(devices, &shape, &data, &initial) {
+            Ok(t) => t,
+            Err(e) => panic!("NCCL over {k} GPUs: {e}"),
+        };
+        assert_eq!(t.ranks(), k);
+        let host = host_sgd(&shape, &data, &initial, 20);
+        let losses = t.train(20).expect("train");
+        let ranks = t.parameters().expect("read");
+        assert_eq!(ranks.len(), k);
+        for (r, p) in ranks.iter().enumerate() {
+            let (ok, rel) = agrees(&host, p);
+            assert!(ok, "rank {r} of {k}: {rel:.2e} from host SGD");
+        }
+        assert_eq!(losses.len(), 20);
+        assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
+        assert!(losses[19] < losses[0], "{losses:?}");
+        t.train(20).expect("again");
+        assert_eq!(t.parameters().expect("read"), ranks);
+        t.synchronize().expect("no deferred error");
+    }
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() {
+        nccl_equals_host_sgd(1);
+    }
+
+    #[test]
+    #[ignore = "needs 2 GPUs"]
+    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() {
+        nccl_equals_host_sgd(2);
+    }
+
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_a_missing_ordinal_is_refused_not_opened() {
+        let present = crate::device::cuda::gpus().len();
+        let e = CudaDevice::open_ordinal(present, SEED, GpuOrder::Stream)
+            .err()
+            .expect("no such GPU");
+        assert!(
+            e.to_string().contains(&format!("no GPU cuda:{present}")),
+            "{e}"
+        );
     }
 
     #[test]

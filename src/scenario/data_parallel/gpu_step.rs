@@ -159,6 +159,13 @@ pub struct Plan {
 impl Plan {
     /// The plan of one step of `shape` (with an error planted, for the checks' own tests).
     pub fn new(shape: &StepShape, planted: Option<Planted>) -> Plan {
+        Plan::scaled(shape, shape.batch as f32, planted)
+    }
+
+    /// [`new`](Self::new) with the loss and its gradient divided by `scale` rather than by
+    /// `shape.batch`: a shard's step, whose gradients summed over the shards (the global
+    /// batch's `scale`) make the whole batch's.
+    pub fn scaled(shape: &StepShape, scale: f32, planted: Option<Planted>) -> Plan {
         let StepShape {
             layers,
             samples,
@@ -171,7 +178,6 @@ impl Plan {
         let count = layers.count();
         let n = layers.parameters();
         let widest = widths.iter().copied().max().unwrap_or(1);
-        let scale = batch as f32;
         let mut buffers = vec![
             (Buf::Data, samples * layers.inputs()),
             (Buf::Labels, samples),
@@ -301,6 +307,21 @@ impl Plan {
             })),
         }
         Plan { ops, buffers }
+    }
+
+    /// Where the update starts: the index of the first `sgd` op. The ops before it write the
+    /// gradient into [`Buf::Grad`] (forward and backward), those from it update the
+    /// parameters, so that a data-parallel step can sum the shards' gradients in between.
+    pub fn update_start(&self) -> usize {
+        self.ops
+            .iter()
+            .position(|op| matches!(op, Op::Sgd { .. }))
+            .unwrap_or(self.ops.len())
+    }
+
+    /// The gradient's ops and the update's ([`update_start`](Self::update_start)).
+    pub fn phases(&self) -> (&[Op], &[Op]) {
+        self.ops.split_at(self.update_start())
     }
 
     /// The length of `buf`, 0 if the plan has no such buffer.
@@ -539,6 +560,62 @@ pub fn counter_slot(step: u32) -> f32 {
     f32::from_bits(step)
 }
 
+/// The steps after which the global batches repeat: the batch at step `s` starts at row
+/// `s · batch mod samples`, so they come round again after `samples / gcd(samples, batch)`.
+pub fn batch_cycle(samples: usize, batch: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    samples / gcd(samples, batch).max(1)
+}
+
+/// Shard `s` of `k` of a run of `shape` as one GPU runs it: its shape (the shard's rows as its
+/// batch) and its data, the rows its shard of each global batch takes laid out one step after
+/// another, for as many steps as the batches take to repeat (at most the run's). `gather_batch`
+/// then takes step `t`'s shard at row `t · rows` of it, wrapping round where the batches do:
+/// the same rows as `training::shard` gives the CPU devices, with no kernel of its own.
+pub fn shard_of(shape: &StepShape, data: &Dataset, k: usize, s: usize) -> (StepShape, Dataset) {
+    let cycle = shape
+        .steps
+        .min(batch_cycle(shape.samples, shape.batch))
+        .max(1);
+    let (_, rows) = super::training::shard(0, shape.batch, k, s);
+    let inputs = data.inputs;
+    let n = data.rows().max(1);
+    let mut x = Vec::with_capacity(cycle * rows * inputs);
+    let mut labels = Vec::with_capacity(cycle * rows);
+    for t in 0..cycle {
+        let (start, per) = super::training::shard(t as u64, shape.batch, k, s);
+        for r in (start..start + per).map(|r| r % n) {
+            x.extend_from_slice(&data.x[r * inputs..(r + 1) * inputs]);
+            labels.push(data.labels[r]);
+        }
+    }
+    let shard_shape = StepShape {
+        samples: cycle * rows,
+        batch: rows,
+        ..shape.clone()
+    };
+    (shard_shape, Dataset { x, labels, inputs })
+}
+
+/// Host one-device SGD from `initial`: `steps` steps of `mlp::gradient` and `mlp::sgd`, as the
+/// CPU variants train.
+pub fn host_sgd(shape: &StepShape, data: &Dataset, initial: &[f32], steps: usize) -> Vec<f32> {
+    let mut p = initial.to_vec();
+    let mut g = vec![0f32; p.len()];
+    for step in 0..steps {
+        let rows = (step * shape.batch, shape.batch);
+        mlp::gradient(&shape.layers, &p, data, rows, shape.batch as f32, &mut g);
+        mlp::sgd(&mut p, &g, shape.lr);
+    }
+    p
+}
+
 /// A [`Plan`] run on the host with the references: what the GPU computes, on any machine.
 pub struct HostStep {
     plan: Plan,
@@ -584,6 +661,29 @@ impl HostStep {
     pub fn step(&mut self) {
         for op in self.plan.ops.clone() {
             self.run(op);
+        }
+    }
+
+    /// The step's gradient phase alone ([`Plan::phases`]).
+    pub fn gradient(&mut self) {
+        for i in 0..self.plan.update_start() {
+            let op = self.plan.ops[i];
+            self.run(op);
+        }
+    }
+
+    /// The step's update phase alone.
+    pub fn update(&mut self) {
+        for i in self.plan.update_start()..self.plan.ops.len() {
+            let op = self.plan.ops[i];
+            self.run(op);
+        }
+    }
+
+    /// Overwrite a buffer (the same length): the all-reduced gradient, in the tests.
+    pub fn set(&mut self, buf: Buf, values: &[f32]) {
+        if let Some(i) = self.plan.index(buf) {
+            self.bufs[i].copy_from_slice(values);
         }
     }
 
@@ -695,6 +795,95 @@ mod tests {
             mlp::sgd(&mut p, &g, s.lr);
         }
         (p, losses)
+    }
+
+    /// What `nccl-allreduce` does on k GPUs, on the host: each shard's gradient phase, the
+    /// gradients summed (NCCL's all-reduce), each shard's update.
+    fn sharded_run(s: &StepShape, data: &Dataset, initial: &[f32], k: usize) -> Vec<HostStep> {
+        let mut ranks: Vec<HostStep> = (0..k)
+            .map(|r| {
+                let (shard, shard_data) = shard_of(s, data, k, r);
+                let plan = Plan::scaled(&shard, s.batch as f32, None);
+                plan.check().unwrap();
+                HostStep::new(plan, &shard_data, initial)
+            })
+            .collect();
+        for _ in 0..s.steps {
+            ranks.iter_mut().for_each(HostStep::gradient);
+            let mut sum = vec![0f32; initial.len()];
+            for r in &ranks {
+                sum.iter_mut()
+                    .zip(r.get(Buf::Grad))
+                    .for_each(|(a, g)| *a += g);
+            }
+            for r in &mut ranks {
+                r.set(Buf::Grad, &sum);
+                r.update();
+            }
+        }
+        ranks
+    }
+
+    #[test]
+    fn shard_gradients_summed_between_the_phases_equal_host_sgd() {
+        // Uneven shards (10 rows over 3), batches that wrap, a run longer than the batches'
+        // cycle (23 samples, batch 10: 23 steps) and shorter.
+        for (samples, batch, steps) in [(23, 10, 9), (40, 16, 7), (12, 6, 5)] {
+            let s = shape(&[6, 5, 4], samples, batch, steps);
+            let data = Dataset::new(samples, 6, 4, 7);
+            let initial = s.layers.initial_parameters(7);
+            let (want, losses) = host_sgd(&s, &data, &initial);
+            for k in [1, 2, 3] {
+                let ranks = sharded_run(&s, &data, &initial, k);
+                for r in &ranks {
+                    let (ok, rel) = super::super::training::agrees(&want, r.get(Buf::Params));
+                    assert!(ok, "{samples}/{batch} on {k}: {rel:.2e}");
+                }
+                // One rank is one device, bit for bit.
+                if k == 1 {
+                    assert_eq!(ranks[0].get(Buf::Params), &want[..]);
+                }
+                // The ranks' losses sum to the batch's.
+                for (t, want) in losses.iter().enumerate() {
+                    let got: f64 = ranks.iter().map(|r| f64::from(r.get(Buf::Losses)[t])).sum();
+                    assert!((got - want).abs() <= 1e-5 * want.abs(), "{t}: {got} {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_shards_data_repeats_when_the_batches_do() {
+        assert_eq!(batch_cycle(23, 10), 23);
+        assert_eq!(batch_cycle(40, 16), 5);
+        assert_eq!(batch_cycle(12, 6), 2);
+        let s = shape(&[2, 2], 12, 6, 100);
+        let data = Dataset::new(12, 2, 2, 1);
+        let (shard, d) = shard_of(&s, &data, 4, 1);
+        // Batch 6 over 4: shard 1 takes rows 2..4 of each batch, which repeat after 2 steps.
+        assert_eq!((shard.batch, shard.samples, d.rows()), (2, 4, 4));
+        assert_eq!(&d.x[..], &[&data.x[4..8], &data.x[16..20]].concat()[..]);
+        assert_eq!(
+            d.labels,
+            vec![
+                data.labels[2],
+                data.labels[3],
+                data.labels[8],
+                data.labels[9]
+            ]
+        );
+    }
+
+    #[test]
+    fn the_update_is_split_from_the_gradient() {
+        let s = shape(&[6, 5, 4], 40, 16, 3);
+        let plan = Plan::new(&s, None);
+        let (gradient, update) = plan.phases();
+        assert_eq!(update.len(), 1);
+        assert!(matches!(update[0], Op::Sgd { .. }));
+        assert!(!gradient.iter().any(|op| matches!(op, Op::Sgd { .. })));
+        let planted = Plan::new(&s, Some(Planted::SkipBiasUpdate));
+        assert_eq!(planted.phases().1.len(), 2);
     }
 
     #[test]

@@ -140,7 +140,7 @@ const PARAMS: &[ParamSpec] = &[
     BACKEND_PARAM,
     ParamSpec {
         name: "device",
-        help: "cpu, or cuda: train on the GPU, eager and as a CUDA graph (one GPU: --devices 1; an error without a usable GPU, unless --fallback)",
+        help: "cpu, or cuda: train on the GPU, eager and as a CUDA graph, and over --devices GPUs with NCCL's all-reduce (nccl-allreduce; needs libnccl.so.2); an error without a usable GPU, unless --fallback",
         kind: ParamKind::Choice(DeviceChoice::WORDS),
         default: "cpu",
     },
@@ -161,6 +161,8 @@ super::variant::variants! {
         OneDevice = "one-device",
         /// One GPU, the step captured once as a CUDA graph and replayed (`--device cuda`).
         OneDeviceGraph = "one-device-graph",
+        /// `--device cuda`: shard gradients summed by NCCL's all-reduce across the GPUs.
+        NcclAllreduce = "nccl-allreduce",
         /// Shard gradients reduced onto one device, updated, broadcast.
         ParameterServer = "parameter-server",
         /// Shard gradients summed by `MPI_Allreduce`.
@@ -184,6 +186,7 @@ impl Timed {
         matches!(
             self,
             Timed::ParameterServer
+                | Timed::NcclAllreduce
                 | Timed::Allreduce
                 | Timed::Ring
                 | Timed::RingOverlapped
@@ -441,7 +444,7 @@ fn gpus_present() -> Option<usize> {
 
 /// What `--device cuda` accepts: the engine backend (`--backend mpi` is not offered on the
 /// GPU), and `--devices` no more than the GPUs present (`None`: no usable GPU, checked
-/// elsewhere). Training on more than one GPU (NCCL's all-reduce) is not built yet.
+/// elsewhere). k GPUs train with NCCL's all-reduce (`nccl-allreduce`).
 fn check_gpu_count(
     backend: Backend,
     devices: usize,
@@ -458,10 +461,6 @@ fn check_gpu_count(
         Some(gpus) if devices > gpus => Err(ScenarioError::Input(format!(
             "data-parallel: --device cuda --devices {devices} asks for {devices} GPUs, and this \
              machine has {gpus}: use --devices {gpus}"
-        ))),
-        Some(_) if devices > 1 => Err(ScenarioError::Input(format!(
-            "data-parallel: --device cuda trains on one GPU; --devices {devices} (NCCL's \
-             all-reduce across GPUs) is not built yet: use --devices 1"
         ))),
         _ => Ok(()),
     }
@@ -577,7 +576,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cuda_takes_one_gpu_and_the_engine_backend() {
+    fn cuda_takes_up_to_the_gpus_present_and_the_engine_backend() {
         assert!(check_gpu_count(Backend::Engine, 1, Some(1)).is_ok());
         // No usable GPU: the device check refuses it (or --fallback replaces it), not this.
         assert!(check_gpu_count(Backend::Engine, 4, None).is_ok());
@@ -588,10 +587,9 @@ mod tests {
             "data-parallel: --device cuda --devices 3 asks for 3 GPUs, and this machine has 2: \
              use --devices 2"
         );
-        let several = check_gpu_count(Backend::Engine, 2, Some(8)).unwrap_err();
-        assert!(several
-            .to_string()
-            .contains("not built yet: use --devices 1"));
+        // Up to the GPUs present: nccl-allreduce over them.
+        assert!(check_gpu_count(Backend::Engine, 2, Some(8)).is_ok());
+        assert!(check_gpu_count(Backend::Engine, 8, Some(8)).is_ok());
         for present in [None, Some(1)] {
             let mpi = check_gpu_count(Backend::Mpi, 1, present).unwrap_err();
             assert!(mpi
