@@ -166,6 +166,9 @@ impl Comms {
             ));
         }
         let mut comms = vec![std::ptr::null_mut(); devs.len()];
+        // NCCL makes its own streams and memory here, which would break a capture in progress
+        // on another thread.
+        let _outside = super::capture_guard::outside_captures();
         // SAFETY: `comms` holds one slot per device listed in `devs`.
         let code = unsafe { (api.comm_init_all)(comms.as_mut_ptr(), n, devs.as_ptr()) };
         check(api, "ncclCommInitAll", code)?;
@@ -224,6 +227,8 @@ impl Comms {
 
 impl Drop for Comms {
     fn drop(&mut self) {
+        // Destroying a communicator frees its streams and memory: not during another's capture.
+        let _outside = super::capture_guard::outside_captures();
         for &c in &self.comms {
             // SAFETY: each communicator was created by `init_all` and is destroyed once.
             let _ = unsafe { (self.api.comm_destroy)(c) };
