@@ -315,17 +315,7 @@ impl CudaDevice {
     ) -> Result<(), GpuError> {
         self.with_launch_stream(|stream| {
             // SAFETY: per this function's contract.
-            unsafe {
-                cudarc::driver::result::launch_kernel(
-                    func.cu_function(),
-                    cfg.grid_dim,
-                    cfg.block_dim,
-                    cfg.shared_mem_bytes,
-                    stream.cu_stream(),
-                    params,
-                )
-            }?;
-            Ok(())
+            unsafe { super::ops::launch_direct(func, cfg, stream, params) }
         })
     }
 

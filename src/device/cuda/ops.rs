@@ -94,7 +94,7 @@ fn param<T>(value: &T) -> *mut c_void {
 /// `params` holds one pointer per kernel parameter, in order, each to a live value of the
 /// parameter's type; the buffers they address are as large as the kernel reads and writes;
 /// the stream's context is current on this thread.
-unsafe fn launch_direct(
+pub(super) unsafe fn launch_direct(
     func: &CudaFunction,
     cfg: LaunchConfig,
     stream: &CudaStream,
