@@ -1,7 +1,8 @@
 //! `data-parallel --backend mpi` and `allreduce --backend mpi` across simulated hosts
 //! (`scripts/cluster-sim.sh`: network namespaces on a bridge, TCP only): the job trains as one
-//! device would with each rank on its own host, the all-reduce is right on every rank, and a link cut mid-run ends it within the timeout, naming the lost host,
-//! with no report written and nothing left behind. Needs root and iproute2 (`#[ignore]`;
+//! device would with each rank on its own host, the all-reduce is right on every rank, and a
+//! link cut mid-run ends it within the timeout, naming the lost host, with no report written
+//! and nothing left behind. Needs root and iproute2 (`#[ignore]`;
 //! `.ci/run` runs them as root) and the `mpi` feature.
 #![cfg(feature = "mpi")]
 

@@ -488,25 +488,18 @@ mod tests {
 
     #[test]
     fn the_ptx_declares_every_mlp_kernel_with_its_parameters() {
-        for (name, params) in [
-            ("gather_batch", 8),
-            ("bias_act", 5),
-            ("softmax_xent", 7),
-            ("record_loss", 6),
-            ("relu_backward", 3),
-            ("column_sum", 4),
-            ("sgd", 4),
-        ] {
-            let entry = format!(".visible .entry {name}(");
-            let start = MLP_PTX
-                .find(&entry)
-                .unwrap_or_else(|| panic!("{name} is not in the PTX"));
-            let header = &MLP_PTX[start..];
-            let header = &header[..header.find(')').expect("closing parenthesis")];
-            assert_eq!(header.matches(".param").count(), params, "{name}");
-        }
-        assert!(MLP_PTX.contains("\n.version 7.5\n"));
-        assert!(MLP_PTX.contains("\n.target sm_75\n"));
+        super::super::ops::assert_declares(
+            MLP_PTX,
+            &[
+                ("gather_batch", 8),
+                ("bias_act", 5),
+                ("softmax_xent", 7),
+                ("record_loss", 6),
+                ("relu_backward", 3),
+                ("column_sum", 4),
+                ("sgd", 4),
+            ],
+        );
         // The update is a rounded product then a rounded difference, as on the host.
         let sgd = &MLP_PTX[MLP_PTX.find(".entry sgd(").expect("sgd")..];
         assert!(sgd.contains("mul.rn.f32") && sgd.contains("sub.rn.f32"));

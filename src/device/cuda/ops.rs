@@ -355,6 +355,23 @@ impl GpuGraph {
     }
 }
 
+/// Assert that `ptx` declares each kernel with its number of parameters, in ISA 7.5 for
+/// sm_75: without a GPU, this at least pins the entry points and the ISA the loader relies on.
+#[cfg(test)]
+pub(super) fn assert_declares(ptx: &str, kernels: &[(&str, usize)]) {
+    for &(name, params) in kernels {
+        let entry = format!(".visible .entry {name}(");
+        let start = ptx
+            .find(&entry)
+            .unwrap_or_else(|| panic!("{name} is not in the PTX"));
+        let header = &ptx[start..];
+        let header = &header[..header.find(')').expect("closing parenthesis")];
+        assert_eq!(header.matches(".param").count(), params, "{name}");
+    }
+    assert!(ptx.contains("\n.version 7.5\n"));
+    assert!(ptx.contains("\n.target sm_75\n"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,17 +380,10 @@ mod tests {
     fn the_ptx_declares_every_kernel_with_its_parameters() {
         // The driver is the only PTX compiler parbench has at run time; without a GPU this
         // at least pins the entry points and the ISA the loader relies on.
-        for (name, params) in [("add_scalar", 4), ("scale", 4), ("relu", 3), ("add_row", 5)] {
-            let entry = format!(".visible .entry {name}(");
-            let start = ELEMENTWISE_PTX
-                .find(&entry)
-                .unwrap_or_else(|| panic!("{name} is not in the PTX"));
-            let header = &ELEMENTWISE_PTX[start..];
-            let header = &header[..header.find(')').expect("closing parenthesis")];
-            assert_eq!(header.matches(".param").count(), params, "{name}");
-        }
-        assert!(ELEMENTWISE_PTX.contains("\n.version 7.5\n"));
-        assert!(ELEMENTWISE_PTX.contains("\n.target sm_75\n"));
+        assert_declares(
+            ELEMENTWISE_PTX,
+            &[("add_scalar", 4), ("scale", 4), ("relu", 3), ("add_row", 5)],
+        );
     }
 
     #[test]
