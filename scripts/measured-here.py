@@ -86,28 +86,35 @@ def read_criterion(root):
 
 
 def numpy_row(size, lines):
-    """The table row of one `scripts/matmul-vs-numpy.sh SIZE ROUNDS` output: per thread count,
-    the ratio of the medians over the rounds (the script's `median` lines), with the range of
-    the single rounds' ratios beside it."""
-    per_round, medians, rounds = {}, {}, 0
+    """The table row of one `scripts/matmul-vs-blas.sh SIZE ROUNDS` output: per thread count,
+    the ratios of the medians over the rounds to NumPy's and MKL's (the script's `median`
+    lines), with the range of the single rounds' ratios to NumPy beside them, and each side's
+    fraction of the FMA peak (its `of-peak` lines)."""
+    per_round, medians, of_peak, rounds = {}, {}, {}, 0
     for line in lines:
         parts = line.split()
-        if len(parts) == 5 and parts[0].isdigit():
-            per_round.setdefault(parts[1], []).append(float(parts[4]))
+        if len(parts) == 7 and parts[0].isdigit():
+            per_round.setdefault(parts[1], []).append(float(parts[5]))
             rounds = max(rounds, int(parts[0]))
-        elif len(parts) == 5 and parts[0] == "median":
-            medians[parts[1]] = (float(parts[2]), float(parts[3]), float(parts[4]))
+        elif len(parts) == 7 and parts[0] == "median":
+            medians[parts[1]] = tuple(float(x) for x in parts[2:])
+        elif len(parts) == 5 and parts[0] == "of-peak":
+            of_peak[parts[1]] = parts[2:]
     if not medians:
         return None
     cells = []
     for t in sorted(medians):
-        p, n, ratio = medians[t]
-        rs = sorted(per_round.get(t, [ratio]))
-        cells.append(f"{t} thread{'s' if t != '1' else ''} {ratio:.2f}× ({p:.0f} vs {n:.0f} "
-                     f"GFLOP/s; single rounds {rs[0]:.2f}–{rs[-1]:.2f}×)")
+        p, n, m, to_numpy, to_mkl = medians[t]
+        rs = sorted(per_round.get(t, [to_numpy]))
+        peaks = of_peak.get(t)
+        peak_words = (f"; of the FMA peak: parbench {peaks[0]}, NumPy {peaks[1]}, MKL {peaks[2]}"
+                      if peaks else "")
+        cells.append(f"{t} thread{'s' if t != '1' else ''} {to_numpy:.2f}× NumPy, {to_mkl:.2f}× MKL "
+                     f"({p:.0f} vs {n:.0f} and {m:.0f} GFLOP/s; single rounds {rs[0]:.2f}–{rs[-1]:.2f}× "
+                     f"NumPy{peak_words})")
     kernel = next((l[2:] for l in lines if l.startswith("# numpy")), "kernel not reported")
-    return (f"CPU matmul vs NumPy/OpenBLAS, {size}²", f"`scripts/matmul-vs-numpy.sh {size} {rounds}`",
-            "parbench / NumPy, medians of interleaved rounds: " + ", ".join(cells) + f" ({kernel})")
+    return (f"CPU matmul vs NumPy/OpenBLAS and MKL, {size}²", f"`scripts/matmul-vs-blas.sh {size} {rounds}`",
+            "parbench / NumPy and / MKL, medians of interleaved rounds: " + ", ".join(cells) + f" ({kernel})")
 
 
 def line_cell(run):
@@ -301,9 +308,13 @@ def self_test():
             {"steps": 20, "devices": 2}),
     ]}
     compare = {"regressions": 0, "rows": [{"is_time": True, "change": -0.034}, {"is_time": True, "change": 0.02}]}
-    numpy = ["# numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads", "round threads parbench numpy ratio", "1 1 92.0 95.0 0.97", "1 2 178.0 180.0 0.99",
-             "2 1 91.0 93.0 0.98", "2 2 176.0 181.0 0.97", "3 1 93.0 94.0 0.99", "3 2 177.0 182.0 0.97",
-             "median   1 92.0 94.0 0.98", "median   2 177.0 181.0 0.98"]
+    numpy = ["# numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads",
+             "round threads parbench numpy mkl p/numpy p/mkl",
+             "1 1 92.0 95.0 90.0 0.97 1.02", "1 2 178.0 180.0 170.0 0.99 1.05",
+             "2 1 91.0 93.0 90.0 0.98 1.01", "2 2 176.0 181.0 170.0 0.97 1.04",
+             "3 1 93.0 94.0 91.0 0.99 1.02", "3 2 177.0 182.0 171.0 0.97 1.04",
+             "median   1 92.0 94.0 90.0 0.98 1.02", "median   2 177.0 181.0 170.0 0.98 1.04",
+             "of-peak  1 0.89-0.90 0.91-0.92 0.87-0.88", "of-peak  2 0.86-0.88 0.88-0.90 0.83-0.84"]
     # One size without the script's median lines (an older output): no row for it.
     numpy_runs = [(2000, numpy), (4000, numpy[:4])]
     bench = {"async/fresh-var/1000": 309e3, "async/fresh-var/100000": 200e5,
@@ -314,9 +325,12 @@ def self_test():
                  engine_rows(bench, torture, "72.0") + rows(report, "80.1", "3.4", compare, numpy_runs))
     for want in ["sync 1.000 ms, async 500.0 µs: 2.00×", "(20000× too little)",
                  "a hop 650.0 ns (median), 2.100 µs (99th percentile)",
-                 "| CPU matmul vs NumPy/OpenBLAS, 2000² | `scripts/matmul-vs-numpy.sh 2000 3` | parbench / NumPy, "
-                 "medians of interleaved rounds: 1 thread 0.98× (92 vs 94 GFLOP/s; single rounds 0.97–0.99×), "
-                 "2 threads 0.98× (177 vs 181 GFLOP/s; single rounds 0.97–0.99×)", "(numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads)", "largest median change 3.4%, 0 flagged",
+                 "| CPU matmul vs NumPy/OpenBLAS and MKL, 2000² | `scripts/matmul-vs-blas.sh 2000 3` | parbench / NumPy "
+                 "and / MKL, medians of interleaved rounds: 1 thread 0.98× NumPy, 1.02× MKL (92 vs 94 and 90 "
+                 "GFLOP/s; single rounds 0.97–0.99× NumPy; of the FMA peak: parbench 0.89-0.90, NumPy "
+                 "0.91-0.92, MKL 0.87-0.88), 2 threads 0.98× NumPy, 1.04× MKL (177 vs 181 and 170 GFLOP/s; "
+                 "single rounds 0.97–0.99× NumPy; of the FMA peak: parbench 0.86-0.88, NumPy 0.88-0.90, "
+                 "MKL 0.83-0.84)", "(numpy 2.3.5: openblas 0.3.30, kernel Zen, 2 threads)", "largest median change 3.4%, 0 flagged",
                  "2 devices: ring 14,484 samples/s, scaling efficiency 0.881 (parameter server 0.851) "
                  "against one device's 8,219 samples/s; loss 2.32 → 0.0779 in 20 steps",
                  "150.0 GFLOP/s (2 threads)", "overlap efficiency 0.910, speed-up 1.82×",

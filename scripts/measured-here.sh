@@ -33,7 +33,7 @@ seconds "$bin" run scenarios/ci.toml --quiet -o "$out/ci1.json" > "$out/ci-secon
 rm -f "$out"/numpy-*.txt
 for run in "1000 5" "2000 5" "4000 3"; do
   set -- $run
-  scripts/matmul-vs-numpy.sh "$1" "$2" > "$out/numpy-$1.txt"
+  scripts/matmul-vs-blas.sh "$1" "$2" > "$out/numpy-$1.txt"
 done
 # The engine's own cost (criterion writes each estimate to target/criterion/*/new/estimates.json).
 rm -rf target/criterion/async target/criterion/round_trip target/criterion/floor

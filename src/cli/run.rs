@@ -599,6 +599,10 @@ fn run_timed(
         }
         let mut state = recording.finish(&fma_probe, used_gpu);
         state.engine_threads = cpu_threads(&run.devices);
+        state.peak_per_core = crate::machine::limits()
+            .fma
+            .measured()
+            .map(|peak| peak.per_core_gflops);
         state.mpi = sc.distributed(params);
         run.record_state(state);
     }

@@ -2,7 +2,7 @@
 //!
 //! The `gemm` crate's kernels reach OpenBLAS speed on AVX-512 cores but trail it on AVX2 ones
 //! (0.92–0.99× on one thread of an AMD EPYC VM, where this kernel measured 1.00–1.03×, with
-//! `scripts/matmul-vs-numpy.sh`). This is the classic BLIS design at the size of such a core:
+//! `scripts/matmul-vs-blas.sh`). This is the classic BLIS design at the size of such a core:
 //! a 6×16 register tile (twelve 8-wide accumulators, the most that leave room for a row of B
 //! and a broadcast of A among the sixteen vector registers), A and B packed in the order the
 //! tile reads them, blocks sized so a sliver of B stays in L1 and a block of A in L2, and C's

@@ -22,10 +22,13 @@ pub const OTHER_CPU_LIMIT: f64 = 0.05;
 /// steal beyond it moves figures by more than their own noise.
 pub const STEAL_LIMIT: f64 = 0.03;
 
-/// Fall of the one-thread FMA probe from before to after the run above which a run is busy.
-/// The probe repeats to within a few percent on a quiet core; 10% is beyond that, a core
-/// shared with someone else or a clock that dropped (thermal or power limits).
-pub const PROBE_DROP_LIMIT: f64 = 0.10;
+/// Change of the one-thread FMA probe above which a run is busy: from before to after the run
+/// (either way), or of both probes against the peak the machine's limits hold. The probe
+/// repeats to within a few percent on a quiet core (around every run of `parbench all` on a
+/// quiet 2-core VM, 0.94–1.01 of the limits' peak); 10% is beyond that: a core shared with
+/// someone else, a host whose tenants slow this machine for minutes at a time, or a clock that
+/// dropped (thermal or power limits).
+pub const PROBE_CHANGE_LIMIT: f64 = 0.10;
 
 /// Threads per available core above which a run is oversubscribed, so the scheduler
 /// time-slices them and a parallel op waits on the thread that was descheduled. Judged on two
@@ -53,6 +56,11 @@ pub enum BusyReason {
     Steal { fraction: f64 },
     /// The FMA probe fell from `before` to `after` GFLOP/s.
     ProbeFell { before: f64, after: f64 },
+    /// The FMA probe rose from `before` to `after` GFLOP/s: the run began on a slower machine.
+    ProbeRose { before: f64, after: f64 },
+    /// Both probes read well below the one-thread `peak` of the machine's limits: the whole
+    /// run ran on a machine slower than the one parbench measured at the start.
+    Slowed { peak: f64, before: f64, after: f64 },
     /// The engine ran more threads than this process had cores.
     Oversubscribed { runnable_mean: f64, cores: usize },
     /// The GPU the run used was shared, held down or slow.
@@ -66,6 +74,8 @@ impl BusyReason {
             BusyReason::OtherProcesses { .. } => "other-processes",
             BusyReason::Steal { .. } => "steal",
             BusyReason::ProbeFell { .. } => "probe-fell",
+            BusyReason::ProbeRose { .. } => "probe-rose",
+            BusyReason::Slowed { .. } => "slowed",
             BusyReason::Oversubscribed { .. } => "oversubscribed",
             BusyReason::Gpu(ref reason) => reason.kind(),
         }
@@ -102,6 +112,25 @@ impl fmt::Display for BusyReason {
                  earlier ones",
                 (after / before - 1.0) * 100.0
             ),
+            BusyReason::ProbeRose { before, after } => write!(
+                f,
+                "a one-thread FMA probe rose from {before:.1} to {after:.1} GFLOP/s (+{:.0}%) \
+                 across this run: the machine was slower when the run began (a core shared, or \
+                 a lower clock), so earlier samples ran slower than later ones",
+                (after / before - 1.0) * 100.0
+            ),
+            BusyReason::Slowed {
+                peak,
+                before,
+                after,
+            } => write!(
+                f,
+                "a one-thread FMA probe read {before:.1} and {after:.1} GFLOP/s around this run, \
+                 {:.0}% below the {peak:.1} GFLOP/s parbench measured at the start: the machine \
+                 ran slower than it can (a tenant of the host, or a lowered clock), so times are \
+                 inflated and fractions of its limits read low",
+                (1.0 - before.max(after) / peak) * 100.0
+            ),
             BusyReason::Oversubscribed {
                 runnable_mean,
                 cores,
@@ -133,8 +162,22 @@ impl RunState {
             reasons.push(BusyReason::Steal { fraction });
         }
         if let (Some(before), Some(after)) = (self.probe_before, self.probe_after) {
-            if before > 0.0 && after.is_finite() && after < before * (1.0 - PROBE_DROP_LIMIT) {
+            if before > 0.0 && after.is_finite() && after < before * (1.0 - PROBE_CHANGE_LIMIT) {
                 reasons.push(BusyReason::ProbeFell { before, after });
+            }
+            if before > 0.0 && after.is_finite() && after > before * (1.0 + PROBE_CHANGE_LIMIT) {
+                reasons.push(BusyReason::ProbeRose { before, after });
+            }
+            // An MPI job's other ranks share the cores with the probes, as they share the
+            // machine's CPU time: recorded, not judged.
+            if let (Some(peak), false) = (self.peak_per_core, self.mpi) {
+                if before.max(after) < peak * (1.0 - PROBE_CHANGE_LIMIT) {
+                    reasons.push(BusyReason::Slowed {
+                        peak,
+                        before,
+                        after,
+                    });
+                }
             }
         }
         if let (Some(threads), Some(own)) = (self.engine_threads, self.own_runnable) {
@@ -152,9 +195,51 @@ impl RunState {
         reasons
     }
 
+    /// The machine's limits, when they were measured on a slower machine than this run's: both
+    /// probes around the run read well above the limits' one-thread peak. The run's times are
+    /// fine; the figures read against the limits (`fraction_of_peak`) read high.
+    pub fn limits_measured_slow(&self) -> Option<LimitsMeasuredSlow> {
+        let (Some(peak), Some(before), Some(after)) =
+            (self.peak_per_core, self.probe_before, self.probe_after)
+        else {
+            return None;
+        };
+        (!self.mpi && peak > 0.0 && before.min(after) > peak * (1.0 + PROBE_CHANGE_LIMIT))
+            .then_some(LimitsMeasuredSlow {
+                peak,
+                before,
+                after,
+            })
+    }
+
     /// True when the run has a reason to doubt its figures.
     pub fn is_busy(&self) -> bool {
         !self.busy_reasons().is_empty()
+    }
+}
+
+/// The machine's limits were measured while it ran slower than during a run: the one-thread
+/// `peak` they hold against the probes `before` and `after` the run, in GFLOP/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitsMeasuredSlow {
+    pub peak: f64,
+    pub before: f64,
+    pub after: f64,
+}
+
+impl fmt::Display for LimitsMeasuredSlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the machine's limits were measured while it ran slower: a one-thread FMA probe read \
+             {:.1} and {:.1} GFLOP/s around this run, {:.0}% above the {:.1} GFLOP/s a core \
+             measured at the start, so figures read against the limits (fraction_of_peak) read \
+             high; parbench devices --probe on a quiet machine measures them again",
+            self.before,
+            self.after,
+            (self.before.min(self.after) / self.peak - 1.0) * 100.0,
+            self.peak
+        )
     }
 }
 
@@ -177,6 +262,7 @@ mod tests {
             own_runnable: Runnable::of(&[2, 1, 2]),
             probe_before: Some(30.0),
             probe_after: Some(29.0),
+            peak_per_core: Some(30.5),
             ..RunState::unknown(1.0, 2)
         }
     }
@@ -194,7 +280,7 @@ mod tests {
 
     #[test]
     fn each_reason_alone() {
-        let cases: [(RunState, &str); 4] = [
+        let cases: [(RunState, &str); 6] = [
             (
                 RunState {
                     other_cpu_fraction: Some(0.48),
@@ -216,6 +302,21 @@ mod tests {
                     ..quiet()
                 },
                 "probe-fell",
+            ),
+            (
+                RunState {
+                    probe_before: Some(29.0),
+                    probe_after: Some(33.0),
+                    ..quiet()
+                },
+                "probe-rose",
+            ),
+            (
+                RunState {
+                    peak_per_core: Some(40.0),
+                    ..quiet()
+                },
+                "slowed",
             ),
             (
                 RunState {
@@ -273,7 +374,20 @@ mod tests {
             (0, 1)
         );
         assert_eq!(
-            just(|s, a| s.probe_after = Some(30.0 * (1.0 - nudge(PROBE_DROP_LIMIT, a)))),
+            just(|s, a| s.probe_after = Some(30.0 * (1.0 - nudge(PROBE_CHANGE_LIMIT, a)))),
+            (0, 1)
+        );
+        assert_eq!(
+            just(|s, a| s.probe_after = Some(30.0 * (1.0 + nudge(PROBE_CHANGE_LIMIT, a)))),
+            (0, 1)
+        );
+        // Both probes below the limits' peak: judged on the higher of the two.
+        assert_eq!(
+            just(|s, a| {
+                s.probe_before = Some(29.0);
+                s.probe_after = Some(30.0);
+                s.peak_per_core = Some(30.0 / (1.0 - nudge(PROBE_CHANGE_LIMIT, a)));
+            }),
             (0, 1)
         );
         assert_eq!(
@@ -316,6 +430,73 @@ mod tests {
             hot.busy_reasons()[0].to_string().contains("hw-thermal"),
             "{:?}",
             hot.busy_reasons()
+        );
+    }
+
+    #[test]
+    fn limits_measured_on_a_slower_machine_are_named_not_judged_busy() {
+        // The limits' peak read in a slow spell; both probes around the run well above it.
+        let state = RunState {
+            probe_before: Some(30.0),
+            probe_after: Some(31.0),
+            peak_per_core: Some(24.0),
+            ..quiet()
+        };
+        assert!(!state.is_busy(), "{:?}", state.busy_reasons());
+        let slow = state.limits_measured_slow().expect("limits measured slow");
+        assert!(
+            slow.to_string().contains("25% above the 24.0 GFLOP/s"),
+            "{slow}"
+        );
+        // One probe near the peak: the machine may have been as slow as then.
+        let near = RunState {
+            probe_before: Some(25.0),
+            ..state.clone()
+        };
+        assert_eq!(near.limits_measured_slow(), None);
+        assert_eq!(quiet().limits_measured_slow(), None);
+        assert_eq!(RunState { mpi: true, ..state }.limits_measured_slow(), None);
+    }
+
+    #[test]
+    fn an_mpi_rank_does_not_judge_its_probes_against_the_peak() {
+        let state = RunState {
+            peak_per_core: Some(60.0),
+            mpi: true,
+            ..quiet()
+        };
+        assert!(
+            state.busy_reasons().is_empty(),
+            "{:?}",
+            state.busy_reasons()
+        );
+    }
+
+    #[test]
+    fn probe_reasons_say_which_way_and_what_it_does() {
+        let rose = BusyReason::ProbeRose {
+            before: 183.0,
+            after: 241.0,
+        };
+        assert!(
+            rose.to_string()
+                .contains("rose from 183.0 to 241.0 GFLOP/s (+32%)"),
+            "{rose}"
+        );
+        let slowed = BusyReason::Slowed {
+            peak: 240.0,
+            before: 180.0,
+            after: 170.0,
+        };
+        assert!(
+            slowed
+                .to_string()
+                .contains("read 180.0 and 170.0 GFLOP/s around this run, 25% below"),
+            "{slowed}"
+        );
+        assert!(
+            slowed.to_string().contains("times are inflated"),
+            "{slowed}"
         );
     }
 

@@ -1,7 +1,7 @@
 //! The machine's limits, measured by parbench itself: the f32 FMA peak (one core and all), the
 //! core clock, the memory bandwidth (copy and triad) and the cross-core cache-line latency. A
-//! figure such as "375.7 GFLOP/s" means little without "of this machine's 376 GFLOP/s peak on
-//! 2 cores", on laptops, CI runners and VMs alike.
+//! figure such as "364.6 GFLOP/s" means little without "76% of this machine's 480 GFLOP/s peak
+//! on 2 cores", on laptops, CI runners and VMs alike.
 //!
 //! Measured once per process ([`limits`]) and cheaply: short loops, few repeats, 64 MiB
 //! arrays, about 0.3 s in all in a release build (the budget is 0.5 s), so every report can

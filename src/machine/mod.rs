@@ -25,7 +25,7 @@ pub mod team;
 pub mod timed;
 mod words;
 
-pub use busy::BusyReason;
+pub use busy::{BusyReason, LimitsMeasuredSlow};
 pub use clock::Clock;
 pub use fma::{FmaPeak, VectorUnit};
 pub use limits::{limits, Budget, Limits};

@@ -65,6 +65,11 @@ pub struct RunState {
     pub probe_before: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_after: Option<f64>,
+    /// The one-thread FMA peak the machine's limits hold (measured once, at the start of the
+    /// process), in GFLOP/s: the probes above are read against it, so a run on a machine
+    /// slower than it was then, or limits measured while it was slow, says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_per_core: Option<f64>,
     /// The run is one rank of an MPI job: the job's other ranks on this host are other
     /// processes to `/proc`, so the other processes' share is recorded but not judged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -140,6 +145,7 @@ impl Recording {
             engine_threads: None,
             probe_before: self.probe_before,
             probe_after: probe(),
+            peak_per_core: None,
             mpi: false,
             gpu,
         }
@@ -164,6 +170,7 @@ impl RunState {
             engine_threads: None,
             probe_before: None,
             probe_after: None,
+            peak_per_core: None,
             mpi: false,
             gpu: None,
         }
@@ -215,6 +222,9 @@ impl fmt::Display for RunState {
         }
         if let (Some(b), Some(a)) = (self.probe_before, self.probe_after) {
             parts.push(format!("FMA probe {b:.1} → {a:.1} GFLOP/s"));
+        }
+        if let Some(peak) = self.peak_per_core {
+            parts.push(format!("peak {peak:.1} GFLOP/s a core"));
         }
         if let Some(gpu) = &self.gpu {
             parts.push(gpu.to_string());

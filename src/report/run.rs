@@ -266,6 +266,9 @@ impl RunRecord {
         for reason in &reasons {
             self.warn(format!("busy machine: {reason}"));
         }
+        if let Some(slow) = state.limits_measured_slow() {
+            self.warn(slow.to_string());
+        }
         if let Some(lesson) = &mut self.lesson {
             lesson.on_busy_machine(&reasons);
         }
