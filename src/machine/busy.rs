@@ -233,8 +233,9 @@ impl fmt::Display for LimitsMeasuredSlow {
             f,
             "the machine's limits were measured while it ran slower: a one-thread FMA probe read \
              {:.1} and {:.1} GFLOP/s around this run, {:.0}% above the {:.1} GFLOP/s a core \
-             measured at the start, so figures read against the limits (fraction_of_peak) read \
-             high; parbench devices --probe on a quiet machine measures them again",
+             measured at the start, so the report's limits understate this machine and figures \
+             read against them (fraction_of_peak) read high; parbench devices --probe on a \
+             quiet machine measures them again",
             self.before,
             self.after,
             (self.before.min(self.after) / self.peak - 1.0) * 100.0,
