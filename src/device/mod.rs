@@ -8,6 +8,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod cuda_env;
+pub mod cuda_source;
 pub mod discovery;
 pub mod gpu_info;
 pub mod gpu_limits;

@@ -25,7 +25,7 @@ pub const STEAL_LIMIT: f64 = 0.03;
 /// Change of the one-thread FMA probe above which a run is busy: from before to after the run
 /// (either way), or of both probes against the peak the machine's limits hold. The probe
 /// repeats to within a few percent on a quiet core (around every run of `parbench all` on a
-/// quiet 2-core VM, 0.94–1.01 of the limits' peak); 10% is beyond that: a core shared with
+/// quiet 2-core VM, 0.94–1.04 of the limits' peak); 10% is beyond that: a core shared with
 /// someone else, a host whose tenants slow this machine for minutes at a time, or a clock that
 /// dropped (thermal or power limits).
 pub const PROBE_CHANGE_LIMIT: f64 = 0.10;

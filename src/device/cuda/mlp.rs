@@ -21,7 +21,7 @@ use super::{CudaDevice, GpuError};
 /// The PTX of `kernels/mlp.cu` (ISA 7.5, sm_75, as `elementwise.ptx`).
 pub const MLP_PTX: &str = include_str!("kernels/mlp.ptx");
 
-/// Threads of `record_loss`'s one block (`LOSS_THREADS` in mlp.cu).
+/// Threads of `record_loss`'s one block (`LOSS_THREADS` in mlp.cu; a test holds them equal).
 const LOSS_THREADS: u32 = 256;
 
 /// The loaded MLP kernels of one context.
@@ -485,6 +485,15 @@ impl CudaDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loss_block_has_the_kernels_thread_count() {
+        let source = include_str!("kernels/mlp.cu");
+        assert_eq!(
+            crate::device::cuda_source::define(source, "LOSS_THREADS"),
+            Some(LOSS_THREADS as usize)
+        );
+    }
 
     #[test]
     fn the_ptx_declares_every_mlp_kernel_with_its_parameters() {

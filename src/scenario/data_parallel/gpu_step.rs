@@ -498,7 +498,8 @@ pub fn softmax_xent(
     }
 }
 
-/// Threads of `record_loss`'s one block: its partial sums.
+/// Threads of `record_loss`'s one block: its partial sums. The kernel's own count is
+/// `LOSS_THREADS` in `device/cuda/kernels/mlp.cu`; a test holds the two equal.
 pub const LOSS_THREADS: usize = 256;
 
 /// `record_loss`: the rows' losses summed in f64 as the kernel's block sums them (thread `t`
@@ -765,6 +766,15 @@ pub fn random(len: usize, seed: u64, (lo, hi): (f32, f32)) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loss_sum_has_the_kernels_thread_count() {
+        let source = include_str!("../../device/cuda/kernels/mlp.cu");
+        assert_eq!(
+            crate::device::cuda_source::define(source, "LOSS_THREADS"),
+            Some(LOSS_THREADS)
+        );
+    }
 
     fn shape(layers: &[usize], samples: usize, batch: usize, steps: usize) -> StepShape {
         StepShape {
