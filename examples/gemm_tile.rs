@@ -19,7 +19,9 @@
 
 use std::time::Instant;
 
+use parbench::harness::stats::median;
 use parbench::machine::fma::{one_core_gflops, VectorUnit};
+use parbench::machine::timed::{best_rate, calibrate};
 
 /// A tile's update from packed slivers: `a` holds `kc` columns of `MR` rows, `b` holds `kc`
 /// rows of `NR` columns, each step of k a multiply-add of every pair into `MR × NR` sums.
@@ -218,54 +220,30 @@ mod x86 {
     }
 }
 
-/// GFLOP/s of the tile over slivers `kc` deep: best of 3 timings of about 50 ms each.
+/// GFLOP/s of the tile over slivers `kc` deep, timed as the FMA probe is (the same
+/// calibration to about 50 ms, then the best of 3 repeats).
 fn tile_gflops<T: Tile>(kc: usize) -> f64 {
     // Small values, so the accumulators stay finite however many passes run; both slivers
     // start on a cache line, as a product's packed buffers do, so no vector load is split
     // across two lines.
-    let (a_buf, b_buf) = (aligned(T::MR * kc), aligned(T::NR * kc));
-    let (a, b) = (a_buf.slice(), b_buf.slice());
-    let flops_per_pass = (2 * T::MR * T::NR * kc) as f64;
-    let mut passes = 1;
-    loop {
+    let (a_buf, b_buf) = (
+        vec![1e-4f32; T::MR * kc + 16],
+        vec![1e-4f32; T::NR * kc + 16],
+    );
+    let (a, b) = (on_a_line(&a_buf, T::MR * kc), on_a_line(&b_buf, T::NR * kc));
+    let run = |passes: u64| {
         let t = Instant::now();
-        std::hint::black_box(T::run(a, b, kc, passes));
-        if t.elapsed().as_secs_f64() > 0.05 {
-            break;
-        }
-        passes *= 2;
-    }
-    (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(T::run(a, b, kc, passes));
-            flops_per_pass * passes as f64 / t.elapsed().as_secs_f64() / 1e9
-        })
-        .fold(0.0, f64::max)
+        std::hint::black_box(T::run(a, b, kc, passes as usize));
+        t.elapsed().as_secs_f64()
+    };
+    let passes = calibrate(0.05, run);
+    best_rate(passes, 3, run) * (2 * T::MR * T::NR * kc) as f64 / 1e9
 }
 
-/// `len` floats that start on a 64-byte cache line.
-struct Aligned {
-    buf: Vec<f32>,
-    offset: usize,
-    len: usize,
-}
-
-impl Aligned {
-    fn slice(&self) -> &[f32] {
-        &self.buf[self.offset..self.offset + self.len]
-    }
-}
-
-fn aligned(len: usize) -> Aligned {
-    let buf = vec![1e-4f32; len + 16];
+/// The first `len` floats of `buf` that start on a 64-byte cache line (`buf` has 16 to spare).
+fn on_a_line(buf: &[f32], len: usize) -> &[f32] {
     let offset = buf.as_ptr().align_offset(64);
-    Aligned { buf, offset, len }
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+    &buf[offset..offset + len]
 }
 
 fn rounds<T: Tile>(unit: &str, rounds: usize) {
@@ -296,9 +274,9 @@ fn rounds<T: Tile>(unit: &str, rounds: usize) {
     }
     println!(
         "median of the rounds: FMA probe {:.1} GFLOP/s; the tile reaches {:.2} of it from L1, {:.2} from L2",
-        median(probes),
-        median(l1),
-        median(l2)
+        median(&probes).unwrap_or(f64::NAN),
+        median(&l1).unwrap_or(f64::NAN),
+        median(&l2).unwrap_or(f64::NAN)
     );
 }
 
