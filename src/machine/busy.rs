@@ -162,11 +162,12 @@ impl RunState {
             reasons.push(BusyReason::Steal { fraction });
         }
         if let (Some(before), Some(after)) = (self.probe_before, self.probe_after) {
-            if before > 0.0 && after.is_finite() && after < before * (1.0 - PROBE_CHANGE_LIMIT) {
-                reasons.push(BusyReason::ProbeFell { before, after });
-            }
-            if before > 0.0 && after.is_finite() && after > before * (1.0 + PROBE_CHANGE_LIMIT) {
-                reasons.push(BusyReason::ProbeRose { before, after });
+            if before > 0.0 && after.is_finite() {
+                if after < before * (1.0 - PROBE_CHANGE_LIMIT) {
+                    reasons.push(BusyReason::ProbeFell { before, after });
+                } else if after > before * (1.0 + PROBE_CHANGE_LIMIT) {
+                    reasons.push(BusyReason::ProbeRose { before, after });
+                }
             }
             // An MPI job's other ranks share the cores with the probes, as they share the
             // machine's CPU time: recorded, not judged.
