@@ -21,7 +21,7 @@ use crate::export::{self, table};
 use crate::report::{Environment, Report};
 use crate::scenario::journal_header::{JournalPlan, SamplingConditions};
 use crate::scenario::{
-    suite, support, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
+    kit, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
 };
 
 pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
@@ -69,7 +69,7 @@ pub(super) fn run_sweep(
         .map_err(|e| CliError::Usage(e.to_string()))?;
     for p in &points {
         sc.validate(p)?;
-        support::check_requested_device(p, common.fallback)?;
+        kit::check_requested_device(p, common.fallback)?;
     }
     // Every point spans the ranks of one MPI job, or none does: a rank cannot sit out a point.
     let spanning = points.iter().filter(|p| sc.distributed(p)).count();
@@ -317,7 +317,7 @@ pub(super) fn run_plan(
             .validate()
             .map_err(|e| CliError::Usage(e.to_string()))?;
         run.scenario.validate(&run.params)?;
-        support::check_requested_device(&run.params, common.fallback)?;
+        kit::check_requested_device(&run.params, common.fallback)?;
     }
     // An MPI job starts before anything prints or is checked for writing: only rank 0 prints
     // and writes (the other ranks' hosts need not have its output paths).

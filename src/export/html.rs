@@ -43,6 +43,10 @@ ul.checks { list-style: none; padding: 0; margin: 6px 0; }
 ul.checks li { margin: 4px 0; }
 .explain { background: #f4f7fb; border-left: 4px solid #1f4e9c; padding: 6px 12px; margin: 8px 0; }
 .notes li { color: #444; }
+.lesson { border: 1px solid #ccc; border-radius: 4px; padding: 6px 12px; margin: 10px 0; }
+.lesson ul { list-style: none; padding: 0; margin: 4px 0; }
+.lesson li { margin: 3px 0; overflow-wrap: anywhere; }
+.lesson .mark { display: inline-block; width: 1.4em; font-weight: bold; }
 .figure { margin: 12px 0; overflow-x: auto; }
 .figure svg { max-width: 100%; height: auto; display: block; }
 .missing { color: #555; font-style: italic; }
@@ -228,6 +232,51 @@ fn summary_table(out: &mut String, report: &Report) {
     out.push_str("</table>");
 }
 
+/// The run's lesson: its claim, the verdict, and each finding behind it.
+fn lesson_block(out: &mut String, run: &RunRecord) {
+    let Some(lesson) = super::lesson::view(run) else {
+        return;
+    };
+    let class = match lesson.held {
+        crate::report::Held::Yes => "pass",
+        crate::report::Held::No => "fail",
+        crate::report::Held::Inconclusive => "neutral",
+    };
+    let _ = write!(
+        out,
+        "<div class=\"lesson\"><h3>Lesson ({}) <span class=\"badge {class}\">{}</span></h3>\
+         <p>{}</p><ul>",
+        esc(&lesson.section),
+        lesson.held.word(),
+        esc(&lesson.claim)
+    );
+    for (held, line) in &lesson.why {
+        let _ = write!(
+            out,
+            "<li><span class=\"mark\">{}</span>{}</li>",
+            super::lesson::mark(*held),
+            esc(line)
+        );
+    }
+    if let Some(busy) = &lesson.busy {
+        let _ = write!(
+            out,
+            "<li><span class=\"badge warn\">busy</span> {}</li>",
+            esc(busy)
+        );
+    }
+    out.push_str("</ul>");
+    if let Some(book) = &lesson.book {
+        let _ = write!(
+            out,
+            "<p class=\"sub\">the book, {}<br/>here: {}</p>",
+            esc(book),
+            esc(&lesson.here)
+        );
+    }
+    out.push_str("</div>");
+}
+
 pub(super) fn figure(out: &mut String, svg: &str) {
     out.push_str("<div class=\"figure\">");
     out.push_str(svg);
@@ -245,6 +294,7 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     for line in &run.explanation {
         let _ = write!(out, "<p class=\"explain\">{}</p>", esc(line));
     }
+    lesson_block(out, run);
     if !run.checks.is_empty() {
         out.push_str("<h3>Checks</h3><ul class=\"checks\">");
         for c in &run.checks {

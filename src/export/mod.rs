@@ -16,6 +16,7 @@ mod format;
 pub mod github_bench;
 pub mod history;
 pub mod html;
+pub mod lesson;
 pub mod markdown;
 pub mod paired;
 pub mod pr_markdown;

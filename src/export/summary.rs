@@ -50,7 +50,7 @@ fn rows(report: &Report) -> Vec<Row> {
                 lesson: headline(&l.claim).to_string(),
                 book: book_figures(run),
                 here: l.here.clone(),
-                held: Some(l.held),
+                held: run.lesson_held(),
             },
             None => Row {
                 section: "—".into(),
@@ -105,11 +105,7 @@ pub fn render(report: &Report) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let held: Vec<Option<Held>> = report
-        .runs
-        .iter()
-        .map(|r| r.lesson.as_ref().map(|l| l.held))
-        .collect();
+    let held: Vec<Option<Held>> = report.runs.iter().map(RunRecord::lesson_held).collect();
     let count = |h: Held| held.iter().filter(|x| **x == Some(h)).count();
     let mut out = format!(
         "\n== the chapter on this machine: {} held, {} did not, {} inconclusive\n",

@@ -189,18 +189,23 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
             let _ = writeln!(out, "   > {line}");
         }
     }
-    if let Some(lesson) = &run.lesson {
+    if let Some(lesson) = super::lesson::view(run) {
         if let Some(book) = &lesson.book {
             let _ = writeln!(out, "   the book, {book}\n   here: {}", lesson.here);
         }
         let _ = writeln!(
             out,
-            "   lesson ({}): {} — held: {}\n     evidence: {}",
+            "   lesson ({}): {} — held: {}",
             lesson.section,
             lesson.claim,
             lesson.held.word(),
-            lesson.evidence
         );
+        for (held, line) in &lesson.why {
+            let _ = writeln!(out, "     {} {line}", super::lesson::mark(*held));
+        }
+        if let Some(busy) = &lesson.busy {
+            let _ = writeln!(out, "     ! {busy}");
+        }
     }
     out
 }

@@ -15,7 +15,7 @@ pub enum Held {
     /// The figures, within their intervals, show the opposite.
     No,
     /// The intervals reach across the criterion, a figure is missing, or the machine was busy
-    /// while the figures said no.
+    /// (whichever way the figures pointed).
     Inconclusive,
 }
 
@@ -59,12 +59,21 @@ pub struct Lesson {
     pub decided: Option<Decided>,
 }
 
+/// The one rule for a verdict on a busy machine: whatever the figures say, inconclusive.
+pub fn busy_rule(held: Held, reasons: &[BusyReason]) -> Held {
+    if reasons.is_empty() {
+        held
+    } else {
+        Held::Inconclusive
+    }
+}
+
 impl Lesson {
-    /// A claim that did not hold on a busy machine says so: the figures then describe what
-    /// else ran as much as the lesson, and noise is not a lesson, so a no becomes
-    /// inconclusive.
+    /// A lesson decided on a busy machine says so: the figures then describe what else ran
+    /// as much as the lesson — other processes can make a no of a yes and a yes of a no — so
+    /// either becomes inconclusive ([`busy_rule`]).
     pub fn on_busy_machine(&mut self, reasons: &[BusyReason]) {
-        if reasons.is_empty() || self.held == Held::Yes {
+        if busy_rule(self.held, reasons) == self.held {
             return;
         }
         let why: Vec<String> = reasons.iter().map(ToString::to_string).collect();

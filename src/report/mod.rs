@@ -12,7 +12,9 @@ pub mod comparison;
 pub mod coverage;
 mod duplicates;
 pub mod environment;
+pub mod evidence;
 pub mod figure;
+pub mod finding;
 #[cfg(test)]
 mod fixtures;
 pub mod history;

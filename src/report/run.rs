@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::finding::{self, Finding, Role};
+use super::lesson::{busy_rule, Held};
 use super::{Better, BookFigure, Figure, FigureSpec, Lesson, Unit, WARNING};
 use crate::harness::stats::Percentiles;
 use crate::harness::Summary;
@@ -48,6 +50,11 @@ pub struct RunRecord {
     /// The chapter's lesson and whether it held here; reports older than it have none.
     #[serde(default)]
     pub lesson: Option<Lesson>,
+    /// Each judgment of the run — the lesson's criteria and the physical limits its figures
+    /// were held to — as one value that every surface renders; reports older than it have
+    /// none.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
     /// The machine's state while the run ran (other processes, steal, clocks, threads against
     /// cores), where the command line recorded it; reports older than it have none.
     #[serde(default)]
@@ -76,6 +83,8 @@ struct RunRecordJson<'a> {
     book: &'a [BookFigure],
     #[serde(skip_serializing_if = "Option::is_none")]
     lesson: &'a Option<Lesson>,
+    #[serde(skip_serializing_if = "<[Finding]>::is_empty")]
+    findings: &'a [Finding],
     #[serde(skip_serializing_if = "Option::is_none")]
     state: &'a Option<RunState>,
 }
@@ -109,6 +118,7 @@ impl Serialize for RunRecord {
             explanation_detail,
             book,
             lesson,
+            findings,
             state,
         } = self;
         let derived_display = self
@@ -130,6 +140,7 @@ impl Serialize for RunRecord {
             explanation_detail,
             book,
             lesson,
+            findings,
             state,
         }
         .serialize(serializer)
@@ -151,6 +162,7 @@ impl RunRecord {
             explanation_detail: Vec::new(),
             book: Vec::new(),
             lesson: None,
+            findings: Vec::new(),
             state: None,
         }
     }
@@ -281,6 +293,19 @@ impl RunRecord {
         self.state
             .as_ref()
             .map_or_else(Vec::new, RunState::busy_reasons)
+    }
+
+    /// Whether the lesson held, as every surface shows it: decided from the run's findings
+    /// where it has them (else as the report recorded it), and inconclusive on a busy machine.
+    pub fn lesson_held(&self) -> Option<Held> {
+        let lesson = self.lesson.as_ref()?;
+        let criteria = self.findings.iter().any(|f| f.role == Role::Criterion);
+        let held = if criteria {
+            finding::all_held(&self.findings)
+        } else {
+            lesson.held
+        };
+        Some(busy_rule(held, &self.busy_reasons()))
     }
 
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {

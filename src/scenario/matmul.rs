@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::support::{
+use super::kit::{
     check_elements, check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance,
     ChosenDevice,
 };
@@ -167,26 +167,24 @@ const BOOK: &[BookFigure] = &[TF2_CPU, NUMPY];
 
 /// Decide the lesson from the check and the median's interval.
 fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device: &str) {
-    use super::lesson::Verdict;
-    use crate::report::Held;
+    use super::kit::Verdict;
+    use crate::report::finding::{Finding, Want};
     let matches = run.checks.iter().all(|c| c.passed);
     let reach = run
         .median_uncertainty(Timed::Matmul.name())
         .unwrap_or(f64::NAN);
-    let held = match (matches, reach.is_finite()) {
-        (false, _) => Held::No,
-        (true, true) if reach <= STEADY => Held::Yes,
-        _ => Held::Inconclusive,
-    };
     let rate_of = |f: &BookFigure| f.implied_flops().map_or(f64::NAN, |r| r / 1e9);
     let verdict = Verdict {
-        held,
-        evidence: format!(
-            "reference check {}; the median's 95% interval reaches ±{:.1}% (steady within ±{:.0}%).",
-            if matches { "passed" } else { "FAILED" },
-            reach * 100.0,
-            STEADY * 100.0
-        ),
+        findings: vec![
+            Finding::checks("reference check", matches),
+            Finding::exact(
+                "the median's 95% interval's reach",
+                reach,
+                STEADY,
+                Want::Below,
+            )
+            .in_percent(),
+        ],
         here: format!("{rate:.1} GFLOP/s"),
         book: Some(format!(
             "{}: {} for 10 × 2000², {:.0} GFLOP/s; {}: NumPy {}, {:.0} GFLOP/s with its randn \
@@ -201,7 +199,6 @@ fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device
             shape.1,
             shape.2,
         )),
-        decided: None,
     };
     LESSON.conclude(run, BOOK, verdict);
 }

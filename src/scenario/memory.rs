@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use super::support::{check_elements, check_matrices, chosen_device, host_ordered, ChosenDevice};
+use super::kit::{check_elements, check_matrices, chosen_device, host_ordered, ChosenDevice};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -260,36 +260,29 @@ const ABOUT_SAME: f64 = 1.25;
 
 /// Decide the lesson from the exact peaks and the medians.
 fn conclude(run: &mut RunRecord, memory_ratio: f64) {
-    use super::evidence::{Estimate, Ratio, Side};
-    use super::lesson::{all, decided, held, ratio_words, side_words, Verdict};
-    use crate::report::Held;
+    use super::kit::Verdict;
+    use crate::report::evidence::{Estimate, Ratio};
+    use crate::report::finding::{Finding, Want};
     let time = Ratio::of(
         Estimate::of(run, Timed::Bounded.name()),
         Estimate::of(run, Timed::Unbounded.name()),
     );
-    let side = time.against(ABOUT_SAME);
     // The peaks are exact counts of the tracker, not samples: no interval to reach across.
-    let memory = if !memory_ratio.is_finite() {
-        Held::Inconclusive
-    } else if memory_ratio > FAR_LESS {
-        Held::Yes
-    } else {
-        Held::No
-    };
     let verdict = Verdict {
-        held: all(&[memory, held(side, Side::Below)]),
-        evidence: format!(
-            "unbounded / bounded peak = {memory_ratio:.1}× (exact, against {FAR_LESS}); bounded / \
-             unbounded time = {}, {}.",
-            ratio_words(&time),
-            side_words(side, ABOUT_SAME)
-        ),
+        findings: vec![
+            Finding::exact(
+                "unbounded / bounded peak",
+                memory_ratio,
+                FAR_LESS,
+                Want::Above,
+            ),
+            Finding::criterion("bounded / unbounded time", time, ABOUT_SAME, Want::Below),
+        ],
         here: format!(
             "{memory_ratio:.1}× less memory, {:.2}× the time",
             time.value
         ),
         book: None,
-        decided: decided(&time, ABOUT_SAME),
     };
     LESSON.conclude(run, &[], verdict);
 }

@@ -12,19 +12,17 @@ pub mod collective;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
-pub mod evidence;
 pub(crate) mod gpu_clocks;
 #[cfg(feature = "cuda")]
 pub(crate) mod gpu_time;
 pub mod hybridize;
 pub mod journal_header;
-pub mod lesson;
+pub mod kit;
 pub mod matmul;
 pub mod memory;
 pub mod params;
 pub mod run_copy;
 pub mod suite;
-pub mod support;
 pub mod sweep;
 pub mod variant;
 pub mod warning;
@@ -40,7 +38,7 @@ use crate::harness::sampler::Progress;
 use crate::harness::{Sampler, SamplerConfig};
 use crate::report::{BookFigure, RunRecord};
 use crate::tensor::TensorError;
-pub use lesson::LessonSpec;
+pub use kit::LessonSpec;
 
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,11 @@
 //! What a run warns of: a figure outside its physical range, with its likely cause. Each is a
 //! value (hyperfine's `Warnings` is the model), computed by a scenario's pure `explain` from
-//! its typed summary and recorded in one place ([`Explained::record`](super::support::Explained::record)),
+//! its typed summary and recorded in one place ([`Explained::record`](super::kit::Explained::record)),
 //! so a test can ask which warning a run raised, not only how it was worded.
 
 use std::fmt;
 
-use super::support::BETWEEN_ROUNDS;
+use super::kit::BETWEEN_ROUNDS;
 use crate::units::human_time;
 
 /// A figure outside its physical range.

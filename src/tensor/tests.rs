@@ -435,11 +435,8 @@ fn gpu_matmul_matches_float64() {
         b.to_vec().unwrap(),
         c.to_vec().unwrap(),
     );
-    let err = crate::scenario::support::matmul_error(&av, &bv, &cv, (m, k, n), 64);
-    assert!(
-        err <= crate::scenario::support::matmul_tolerance(k),
-        "{err}"
-    );
+    let err = crate::scenario::kit::matmul_error(&av, &bv, &cv, (m, k, n), 64);
+    assert!(err <= crate::scenario::kit::matmul_tolerance(k), "{err}");
 }
 
 /// Pooled pinned buffers are reused: with poisoning on, every copy must still carry its

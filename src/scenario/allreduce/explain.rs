@@ -1,11 +1,12 @@
 //! The crossover of the two algorithms, and the lesson, worded within the intervals.
 
 use super::measure::size_label;
-use crate::report::{Held, RunRecord};
+use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::finding::{Finding, Want};
+use crate::report::RunRecord;
 use crate::scenario::backend::Backend;
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::lesson::{all, decided, held, ratio_words, side_words, LessonSpec, Verdict};
-use crate::scenario::support::Explained;
+use crate::scenario::kit::Explained;
+use crate::scenario::kit::{LessonSpec, Verdict};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
     section: "§8.4–8.5",
@@ -155,40 +156,35 @@ pub fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate) -> St
 /// Decide the lesson from the largest size's times and the checks.
 pub(super) fn conclude(run: &mut RunRecord, sizes: &[SizeTimes], devices: usize) {
     let agree = run.checks.iter().all(|c| c.passed);
-    let verdict = match sizes.last() {
+    let (findings, here) = match sizes.last() {
         Some(last) if devices > 1 => {
             let r = Ratio::of(last.parameter_server, last.ring);
-            let side = r.against(1.0);
-            Verdict {
-                held: all(&[
-                    held(side, Side::Above),
-                    if agree { Held::Yes } else { Held::No },
-                ]),
-                evidence: format!(
-                    "at {}, parameter-server / ring = {}, {}; checks {}.",
-                    size_label(last.bytes),
-                    ratio_words(&r),
-                    side_words(side, 1.0),
-                    if agree { "passed" } else { "FAILED" }
-                ),
-                here: format!(
+            let figure = format!("at {}, parameter-server / ring", size_label(last.bytes));
+            (
+                vec![
+                    Finding::criterion(&figure, r, 1.0, Want::Above),
+                    Finding::checks("checks", agree),
+                ],
+                format!(
                     "ring {:.2}× the parameter server at {} on {devices} devices",
                     r.value,
                     size_label(last.bytes)
                 ),
-                book: None,
-                decided: decided(&r, 1.0),
-            }
+            )
         }
-        _ => Verdict {
-            held: Held::Inconclusive,
-            evidence: "an all-reduce on one device moves nothing: no comparison.".into(),
-            here: "one device only".into(),
-            book: None,
-            decided: None,
-        },
+        _ => (vec![], "one device only".into()),
     };
-    LESSON.conclude(run, &[], verdict);
+    let verdict = Verdict {
+        findings,
+        here,
+        book: None,
+    };
+    LESSON.conclude_or(
+        run,
+        &[],
+        verdict,
+        "an all-reduce on one device moves nothing: no comparison.",
+    );
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use self::explain::LESSON;
 pub use self::explain::{crossover, explain, SizeTimes};
 use self::measure::size_label;
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
-use super::support::check_bytes;
+use super::kit::check_bytes;
 use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::RunRecord;

@@ -23,9 +23,9 @@ use super::record::{copy_bandwidth, Tally};
 use super::{Algorithm, Allreduce, Config};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
+use crate::report::evidence::Estimate;
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::backend::Backend;
-use crate::scenario::evidence::Estimate;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The least time one timed sample takes: shorter all-reduces are timed in batches.

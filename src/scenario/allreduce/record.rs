@@ -4,9 +4,9 @@
 use super::explain::{conclude, explain, SizeTimes};
 use super::measure::{algbw_gbytes_per_s, busbw_gbytes_per_s, size_label, Checked};
 use super::Algorithm;
+use crate::report::evidence::Estimate;
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::backend::Backend;
-use crate::scenario::evidence::Estimate;
 
 /// A figure of the `--verbose` table and the JSON.
 const fn detail(unit: Unit, better: Better) -> Figure {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::chain::add_chain;
 use super::{Config, Timed};
 use crate::report::RunRecord;
-use crate::scenario::support::{matmul_error, matmul_tolerance};
+use crate::scenario::kit::{matmul_error, matmul_tolerance};
 use crate::scenario::ScenarioError;
 use crate::tensor::Tensor;
 

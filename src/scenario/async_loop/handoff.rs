@@ -44,12 +44,11 @@ pub(super) fn handoffs(
     lanes: [LaneId; 2],
     ops: u64,
 ) -> Result<Vec<f64>, ScenarioError> {
-    let (_, records) =
-        crate::scenario::support::traced(engine, || -> Result<(), ScenarioError> {
-            ping_pong(engine, lanes, ops);
-            engine.wait_all()?;
-            Ok(())
-        })?;
+    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
+        ping_pong(engine, lanes, ops);
+        engine.wait_all()?;
+        Ok(())
+    })?;
     let mut records = records.unwrap_or_default();
     records.retain(|r| r.name == PING_PONG_OP);
     let mut hops: Vec<f64> = records

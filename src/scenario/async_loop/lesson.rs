@@ -2,10 +2,11 @@
 //! waiting after every op, and a clock that does not wait reads far too little on real work.
 
 use super::Timed;
+use crate::report::evidence::{Estimate, Ratio};
+use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_CPU, A_GPU, PYTORCH_ASYNC, TF2_ASYNC};
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::lesson::{all, decided, held, ratio_words, side_words, LessonSpec, Verdict};
+use crate::scenario::kit::{LessonSpec, Verdict};
 use crate::units::human_time;
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
@@ -64,16 +65,16 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
     let e = |v: Timed| Estimate::of(run, v.name());
     let speedup = Ratio::of(e(Timed::Sync), e(Timed::Async));
     let too_little = Ratio::of(e(Timed::Products), e(Timed::ProductsPushOnly));
-    let (a, b) = (speedup.against(1.0), too_little.against(FAR_TOO_LITTLE));
     let verdict = Verdict {
-        held: all(&[held(a, Side::Above), held(b, Side::Above)]),
-        evidence: format!(
-            "sync / async = {}, {}; products / products-push-only = {}, {}.",
-            ratio_words(&speedup),
-            side_words(a, 1.0),
-            ratio_words(&too_little),
-            side_words(b, FAR_TOO_LITTLE),
-        ),
+        findings: vec![
+            Finding::criterion("sync / async", speedup, 1.0, Want::Above),
+            Finding::criterion(
+                "products / products-push-only",
+                too_little,
+                FAR_TOO_LITTLE,
+                Want::Above,
+            ),
+        ],
         here: format!(
             "{} vs {} ({n} ops), {:.1}×; push-only {:.0}× too little",
             human_time(e(Timed::Sync).median),
@@ -94,7 +95,6 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
             TORCH_SYNCED.printed(),
             TORCH_SYNCED.value / TORCH_UNSYNCED.value,
         )),
-        decided: decided(&speedup, 1.0),
     };
     LESSON.conclude(run, BOOK, verdict);
 }

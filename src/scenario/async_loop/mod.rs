@@ -45,7 +45,7 @@ mod pitfall;
 use std::time::{Duration, Instant};
 
 use super::gpu_clocks::Clocks;
-use super::support::{check_bytes, check_matrices, chosen_device, ChosenDevice};
+use super::kit::{check_bytes, check_matrices, chosen_device, ChosenDevice};
 use super::variant::variants;
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,

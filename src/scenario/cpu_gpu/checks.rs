@@ -4,7 +4,7 @@
 use crate::device::Device;
 use crate::engine::TraceRecord;
 use crate::report::RunRecord;
-use crate::scenario::support::{matmul_error, matmul_tolerance, run_matmuls};
+use crate::scenario::kit::{matmul_error, matmul_tolerance, run_matmuls};
 use crate::scenario::ScenarioError;
 use crate::tensor::Tensor;
 
@@ -92,7 +92,7 @@ pub(super) fn check_placement(
 mod tests {
     use super::*;
     use crate::device::{Runtime, RuntimeOptions};
-    use crate::scenario::support::traced;
+    use crate::scenario::kit::traced;
 
     #[test]
     fn placement_is_read_from_the_thread_that_ran_each_op() {

@@ -2,8 +2,9 @@
 //! comparison is a verdict only where the interval its medians' intervals allow lies wholly on
 //! one side; otherwise the sentence says the two are indistinguishable here.
 
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::support::Explained;
+use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::finding::{Finding, Want};
+use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::{faster_or_slower, human_time};
 
@@ -55,13 +56,37 @@ impl DeviceTimes {
     pub(super) fn parallelism(&self) -> Ratio {
         Ratio::of(self.one, self.par)
     }
+
+    /// The lesson's first criterion: the pair beats one after the other.
+    pub(super) fn beats_sequential(&self) -> Finding {
+        Finding::criterion("(a + b) / parallel", self.speedup(), 1.0, Want::Above)
+    }
+
+    /// The lesson's second criterion: the pair takes about max(a, b).
+    pub(super) fn about_max(&self) -> Finding {
+        Finding::criterion(
+            "max(a, b) / parallel",
+            self.overlap(),
+            ABOUT_MAX,
+            Want::Above,
+        )
+    }
+
+    /// The physical limit: two devices cannot finish both before the slower one alone.
+    fn overlap_limit(&self) -> Finding {
+        Finding::limit("max(a, b) / parallel", self.overlap(), 1.0, Want::Below)
+    }
 }
+
+/// "About max(a, b)": the pair takes at most a quarter longer than the slower half alone.
+pub(super) const ABOUT_MAX: f64 = 0.8;
 
 /// What the figures show, and the figures outside their physical range: an overlap
 /// efficiency max(a, b) / parallel above 1 beyond its interval.
 pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
     let (speedup, overlap) = (f.speedup(), f.overlap());
     let mut out = Explained::default();
+    let sequential = f.beats_sequential();
     let lead = format!(
         "pushed together, A ({}) and B ({}) took {} against a + b = {} one after the other ({})",
         human_time(f.a.median),
@@ -70,7 +95,7 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
         human_time(f.sequential().median),
         speedup,
     );
-    out.sentences.push(match speedup.against(1.0) {
+    out.sentences.push(match sequential.side() {
         Side::Above | Side::Below => format!(
             "{lead}: {}; overlap efficiency max(a, b)/parallel = {:.2} (1.0 is perfect overlap).",
             faster_or_slower(speedup.value),
@@ -83,25 +108,23 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
         ),
         Side::Unknown => format!("{lead}: not measured."),
     });
-    match overlap.against(1.0) {
-        Side::Above => {
-            out.sentences.push(format!(
-                "an overlap efficiency above 1.0 ({:.2}, 95% interval {:.2}–{:.2}) does not beat perfect \
-                 overlap: A and B alone were measured in other rounds and ran slower there than inside the \
-                 parallel variant (noise between rounds).",
-                overlap.value, overlap.lo, overlap.hi
-            ));
-            out.warnings.push(Warning::OverlapAboveOne {
-                overlap: overlap.value,
-                speedup: speedup.value,
-            });
-        }
-        Side::Within => out.sentences.push(format!(
+    let limit = f.overlap_limit();
+    let side = limit.side();
+    if out.limit(limit.clone(), || Warning::OverlapAboveOne {
+        overlap: overlap.value,
+        speedup: speedup.value,
+    }) {
+        out.sentences.push(format!(
+            "{}. That does not beat perfect overlap (1.0): A and B alone were measured in other \
+             rounds and ran slower there than inside the parallel variant (noise between rounds).",
+            limit.evidence()
+        ));
+    } else if side == Side::Within {
+        out.sentences.push(format!(
             "the overlap efficiency's 95% interval ({:.2}–{:.2}) reaches 1.0: indistinguishable from \
              perfect overlap here.",
             overlap.lo, overlap.hi
-        )),
-        Side::Below | Side::Unknown => {}
+        ));
     }
     if let Some(c) = f.bare_threads {
         out.sentences.push(format!(
@@ -162,7 +185,8 @@ fn one_device_sentence(f: &DeviceTimes, device: &str) -> String {
     match ratio.against(1.0) {
         Side::Above => format!(
             "{lead}: {} than a + b, beyond both intervals: back to back on one device cost less \
-             than each workload alone on its own device.",
+             than the two apart added up, so {device} ran at least one of them faster than its \
+             own device did alone.",
             faster_or_slower(ratio.value)
         ),
         Side::Within => format!(
@@ -248,10 +272,12 @@ mod tests {
             w.contains("noise between rounds") && w.contains("--min-samples"),
             "{w}"
         );
-        assert!(e
-            .sentences
-            .join(" ")
-            .contains("above 1.0 (1.07, 95% interval"));
+        let all = e.sentences.join(" ");
+        assert!(
+            all.contains("max(a, b) / parallel = 1.07×, 95% interval")
+                && all.contains(": wholly above 1. That does not beat perfect overlap"),
+            "{all}"
+        );
         // Above 1 at the median, but within its interval: indistinguishable, no warning.
         let mut f = times(2.0, 1.9, 1.95, 3.9);
         f.a.lo = 1.8;

@@ -16,9 +16,9 @@ use bare_threads::bare_threads_overlap;
 use checks::{check_placement, check_products};
 use explain::{explain, DeviceTimes};
 
-use super::evidence::Estimate;
+use crate::report::evidence::Estimate;
 
-use super::support::{
+use super::kit::{
     accelerator, check_matrices, gflops, host_ordered, run_matmuls, traced, SECONDS_PER_ROUND,
 };
 use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};

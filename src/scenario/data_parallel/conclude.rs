@@ -9,8 +9,8 @@ use super::training::{agrees, curve, thin, time_to_target, Overlap, Trained, AGR
 use super::{mlp, Config, Participants, Timed, EVAL_ROWS};
 use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
+use crate::report::evidence::{Estimate, Ratio};
 use crate::report::{Better, Figure, RunRecord, Unit};
-use crate::scenario::evidence::{Estimate, Ratio};
 
 /// What the traced runs showed of communication, and the devices' compute threads (in
 /// process; empty under MPI).

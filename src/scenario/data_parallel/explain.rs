@@ -1,8 +1,9 @@
 //! What a training run showed, in sentences, from its figures as plain numbers.
 
 use super::{Participants, Timed, SAMPLES_PER_SECOND};
-use crate::scenario::evidence::{Ratio, Side};
-use crate::scenario::support::Explained;
+use crate::report::evidence::{Ratio, Side};
+use crate::report::finding::{Finding, Want};
+use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::{human_bytes, human_time, significant};
 
@@ -134,19 +135,20 @@ pub fn explain(f: &Figures) -> Explained {
                 .to_string()
         });
     }
-    let mut warnings = Vec::new();
+    let mut out = Explained {
+        sentences,
+        ..Explained::default()
+    };
     for v in &f.variants {
-        if v.scaling_efficiency.is_some_and(|e| e > 1.1) {
-            warnings.push(Warning::ScalingEfficiencyAboveOne {
+        if let Some(e) = v.scaling_efficiency {
+            let figure = format!("{}'s scaling efficiency", v.name.name());
+            let limit = Finding::limit(&figure, Ratio::exact(e), 1.1, Want::Below);
+            out.limit(limit, || Warning::ScalingEfficiencyAboveOne {
                 variant: v.name.name(),
             });
         }
     }
-    Explained {
-        sentences,
-        detail: Vec::new(),
-        warnings,
-    }
+    out
 }
 
 /// The overlapped ring against the ring and the goal, each comparison as far as its interval

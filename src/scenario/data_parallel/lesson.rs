@@ -3,9 +3,10 @@
 //! ends where one device ends. The texts print no timings for it: no book figures.
 
 use super::Timed;
-use crate::report::{Held, RunRecord};
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::lesson::{all, decided, held, ratio_words, side_words, LessonSpec, Verdict};
+use crate::report::evidence::{Estimate, Ratio};
+use crate::report::finding::{Finding, Want};
+use crate::report::RunRecord;
+use crate::scenario::kit::{LessonSpec, Verdict};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
     section: "§8.4–8.5",
@@ -24,35 +25,29 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
         .filter(|(_, r)| r.value.is_finite())
         .max_by(|a, b| a.1.value.total_cmp(&b.1.value));
     let agree = run.checks.iter().all(|c| c.passed);
-    let agreement = if agree { Held::Yes } else { Held::No };
-    let verdict = match fastest {
-        Some((v, r)) => {
-            let side = r.against(1.0);
-            Verdict {
-                held: all(&[held(side, Side::Above), agreement]),
-                evidence: format!(
-                    "one-device / {} = {}, {}; agreement checks {}.",
-                    v.name(),
-                    ratio_words(&r),
-                    side_words(side, 1.0),
-                    if agree { "passed" } else { "FAILED" }
-                ),
-                here: format!(
-                    "{} on {devices} devices: {:.2}× one device",
-                    v.name(),
-                    r.value
-                ),
-                book: None,
-                decided: decided(&r, 1.0),
-            }
-        }
-        None => Verdict {
-            held: Held::Inconclusive,
-            evidence: "no synchronous scheme on more than one device was timed.".into(),
-            here: "one device only".into(),
-            book: None,
-            decided: None,
-        },
+    let (findings, here) = match fastest {
+        Some((v, r)) => (
+            vec![
+                Finding::criterion(&format!("one-device / {}", v.name()), r, 1.0, Want::Above),
+                Finding::checks("agreement checks", agree),
+            ],
+            format!(
+                "{} on {devices} devices: {:.2}× one device",
+                v.name(),
+                r.value
+            ),
+        ),
+        None => (vec![], "one device only".into()),
     };
-    LESSON.conclude(run, &[], verdict);
+    let verdict = Verdict {
+        findings,
+        here,
+        book: None,
+    };
+    LESSON.conclude_or(
+        run,
+        &[],
+        verdict,
+        "no synchronous scheme on more than one device was timed.",
+    );
 }

@@ -35,7 +35,7 @@ pub use self::training::{
     Overlap, Trained, AGREEMENT,
 };
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
-use super::support::{check_elements, chosen_device, traced};
+use super::kit::{self, check_elements, traced};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -547,20 +547,19 @@ impl Scenario for DataParallel {
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
         let cfg = Config::of(params)?;
         if cfg.device == DeviceChoice::Cuda {
-            let chosen = chosen_device(DeviceChoice::Cuda, 1, ctx.gpu_fallback)?;
-            if let Some(note) = chosen.fallback_note {
-                // No usable GPU and --fallback: the CPU devices' run, saying so.
-                let mut run = self.run_in_process(params, &cfg, ctx)?;
-                run.notes.push(note);
-                return Ok(run);
-            }
-            #[cfg(feature = "cuda")]
-            return gpu::run(self, params, &cfg, ctx);
-            #[cfg(not(feature = "cuda"))]
-            return Err(ScenarioError::Input(
-                "data-parallel --device cuda: this binary was built without the `cuda` feature"
-                    .into(),
-            ));
+            return match kit::on_gpu(ctx)? {
+                #[cfg(feature = "cuda")]
+                kit::OnGpu::Gpu => gpu::run(self, params, &cfg, ctx),
+                kit::OnGpu::Fallback(note) => {
+                    let mut run = self.run_in_process(params, &cfg, ctx)?;
+                    let instead = format!(
+                        "the model trains on {} CPU devices of this process, as with --device cpu",
+                        cfg.devices
+                    );
+                    kit::note_fallback(&mut run, &note, &instead);
+                    Ok(run)
+                }
+            };
         }
         match cfg.backend {
             #[cfg(feature = "mpi")]

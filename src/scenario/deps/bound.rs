@@ -10,7 +10,7 @@ use crate::device::Device;
 use crate::engine::trace::OrderViolation;
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::synced;
-use crate::scenario::support::traced;
+use crate::scenario::kit::traced;
 use crate::scenario::ScenarioError;
 use crate::tensor::Tensor;
 

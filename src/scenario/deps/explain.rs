@@ -2,8 +2,8 @@
 //! sentence and label quotes.
 
 use super::program::{Kind, Node};
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::support::Explained;
+use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::scenario::kit::Explained;
 use crate::units::{faster_or_slower, human_time};
 
 /// How many ops a run pushes, counted once from the program: every sentence and label quotes

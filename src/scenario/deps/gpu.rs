@@ -15,9 +15,9 @@ use crate::device::cuda::stream_lanes::{GpuMatrix, StreamRuntime};
 use crate::device::cuda::streams::{StreamError, StreamOp};
 use crate::device::{DeviceError, GpuOrder};
 use crate::harness::{synced, Variant};
+use crate::report::evidence::Estimate;
 use crate::report::RunRecord;
-use crate::scenario::evidence::Estimate;
-use crate::scenario::support::check_matrices;
+use crate::scenario::kit::check_matrices;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 impl From<StreamError> for ScenarioError {

@@ -34,9 +34,8 @@ use bound::{parallel_sample, SampleBound};
 use explain::{explain, OpCounts, Schedules};
 use program::{execute, program, same_values, Node};
 
-use super::evidence::{Estimate, Ratio, Side};
+use super::kit::{self, check_matrices};
 use super::params::DEVICE_PARAM;
-use super::support::{check_matrices, chosen_device};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -44,6 +43,7 @@ use super::{
 use crate::device::Runtime;
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::evidence::{Estimate, Ratio};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 
@@ -197,34 +197,27 @@ const LESSON: super::LessonSpec = super::LessonSpec {
 
 /// Decide the lesson from the check and the medians.
 fn conclude(run: &mut RunRecord, f: &Schedules) {
-    use super::lesson::{all, decided, held, ratio_words, side_words, Verdict};
-    use crate::report::Held;
+    use super::kit::Verdict;
+    use crate::report::finding::{Finding, Want};
     let identical = run.checks.iter().all(|c| c.passed);
-    let whole = Ratio::of(f.op_by_op, f.parallel);
-    let side = whole.against(1.0);
     let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
     let verdict = Verdict {
-        held: all(&[
-            if identical { Held::Yes } else { Held::No },
-            held(side, Side::Above),
-        ]),
-        evidence: format!(
-            "checks {}; op-by-op / parallel = {}, {}; asynchrony_speedup {}, {}; \
-             parallelism_speedup {}, {}.",
-            if identical { "passed" } else { "FAILED" },
-            ratio_words(&whole),
-            side_words(side, 1.0),
-            ratio_words(&asynchrony),
-            side_words(asynchrony.against(1.0), 1.0),
-            ratio_words(&parallelism),
-            side_words(parallelism.against(1.0), 1.0),
-        ),
+        findings: vec![
+            Finding::checks("checks", identical),
+            Finding::criterion(
+                "op-by-op / parallel",
+                Ratio::of(f.op_by_op, f.parallel),
+                1.0,
+                Want::Above,
+            ),
+            Finding::observation("asynchrony_speedup", asynchrony, 1.0, Want::Above),
+            Finding::observation("parallelism_speedup", parallelism, 1.0, Want::Above),
+        ],
         here: format!(
             "asynchrony {:.2}×, parallelism {:.2}×",
             asynchrony.value, parallelism.value
         ),
         book: None,
-        decided: decided(&whole, 1.0),
     };
     LESSON.conclude(run, &[], verdict);
 }
@@ -280,26 +273,20 @@ impl Scenario for Deps {
         if cfg.device == DeviceChoice::Cpu {
             return self.run_cpu(&cfg, params, ctx);
         }
-        let chosen = chosen_device(DeviceChoice::Cuda, 1, ctx.gpu_fallback)?;
-        if let Some(note) = chosen.fallback_note {
-            // No GPU and --fallback: the CPU run, as --device cpu would give it.
-            let mut run = self.run_cpu(&cfg, params, ctx)?;
-            run.notes.insert(
-                0,
-                format!(
-                    "{note}: the DAG runs on --devices {} CPU devices as with --device cpu, \
-                     not on --streams {} GPU streams",
+        match kit::on_gpu(ctx)? {
+            #[cfg(feature = "cuda")]
+            kit::OnGpu::Gpu => gpu::run(self, &cfg, params, ctx),
+            kit::OnGpu::Fallback(note) => {
+                let mut run = self.run_cpu(&cfg, params, ctx)?;
+                let instead = format!(
+                    "the DAG runs on --devices {} CPU devices as with --device cpu, not on \
+                     --streams {} GPU streams",
                     cfg.devices, cfg.streams
-                ),
-            );
-            return Ok(run);
+                );
+                kit::note_fallback(&mut run, &note, &instead);
+                Ok(run)
+            }
         }
-        #[cfg(feature = "cuda")]
-        return gpu::run(self, &cfg, params, ctx);
-        #[cfg(not(feature = "cuda"))]
-        Err(ScenarioError::Device(crate::device::DeviceError::Gpu(
-            "this binary was built without the `cuda` feature".into(),
-        )))
     }
 }
 

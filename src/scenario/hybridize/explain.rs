@@ -1,8 +1,8 @@
 //! What `hybridize`'s figures show, within their intervals, and a speed-up above the ops per
 //! pass that replaying saves.
 
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::support::Explained;
+use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::{faster_or_slower, human_time};
 

@@ -21,9 +21,8 @@ use ndarray::{Array2, Axis, Ix2};
 
 use explain::{explain, Passes};
 
-use super::evidence::{Estimate, Side};
 use super::gpu_clocks::Clocks;
-use super::support::{check_elements, chosen_device, matmul_tolerance, ChosenDevice};
+use super::kit::{check_elements, chosen_device, matmul_tolerance, ChosenDevice};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -31,6 +30,7 @@ use super::{
 use crate::device::{available_cores, cpu, Runtime};
 use crate::engine::Var;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::evidence::Estimate;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 
@@ -142,16 +142,16 @@ const LESSON: super::LessonSpec = super::LessonSpec {
 
 /// Decide the lesson from the medians.
 fn conclude(run: &mut RunRecord, f: &Passes) {
-    use super::lesson::{decided, held, ratio_words, side_words, Verdict};
+    use super::kit::Verdict;
+    use crate::report::finding::{Finding, Want};
     let r = f.speedup();
-    let side = r.against(1.0);
     let verdict = Verdict {
-        held: held(side, Side::Above),
-        evidence: format!(
-            "imperative / hybridized = {}, {}.",
-            ratio_words(&r),
-            side_words(side, 1.0)
-        ),
+        findings: vec![Finding::criterion(
+            "imperative / hybridized",
+            r,
+            1.0,
+            Want::Above,
+        )],
         here: format!(
             "{} vs {} per pass, {:.2}×",
             crate::units::human_time(f.imp.median / f.passes as f64),
@@ -159,7 +159,6 @@ fn conclude(run: &mut RunRecord, f: &Passes) {
             r.value
         ),
         book: None,
-        decided: decided(&r, 1.0),
     };
     LESSON.conclude(run, &[], verdict);
 }

@@ -1,8 +1,8 @@
 //! What `run-copy`'s figures show, and the figures outside their physical range, each judged
 //! within the interval its medians' intervals allow.
 
-use crate::scenario::evidence::{Estimate, Ratio, Side};
-use crate::scenario::support::Explained;
+use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::human_time;
 

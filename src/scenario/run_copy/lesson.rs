@@ -1,10 +1,10 @@
 //! The lesson of §8.3.2 and the book's figures for it.
 
 use super::explain::CopyOverlap;
+use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
-use crate::scenario::evidence::Side;
-use crate::scenario::lesson::{decided, held, ratio_words, side_words, LessonSpec, Verdict};
+use crate::scenario::kit::{LessonSpec, Verdict};
 use crate::units::human_time;
 
 /// The lesson of §8.3.2: the copy of y[i] runs while y[i+1] is computed.
@@ -34,16 +34,15 @@ pub(super) const BOOK: &[BookFigure] = &[GPU_RUN, COPY, RUN_AND_COPY];
 /// Decide the lesson from the medians and record it with the book's figures.
 pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: usize) {
     let speedup = f.speedup();
-    let side = speedup.against(1.0);
     // The book's run and copy together below its run alone: neither clock waited.
     let neither_waited = RUN_AND_COPY.value < GPU_RUN.value;
     let verdict = Verdict {
-        held: held(side, Side::Above),
-        evidence: format!(
-            "run-then-copy / overlapped = {}, {}.",
-            ratio_words(&speedup),
-            side_words(side, 1.0)
-        ),
+        findings: vec![Finding::criterion(
+            "run-then-copy / overlapped",
+            speedup,
+            1.0,
+            Want::Above,
+        )],
         here: format!(
             "run {}, copy {}, overlapped {}",
             human_time(f.run.median),
@@ -67,7 +66,6 @@ pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: us
                 "a CPU device standing in"
             },
         )),
-        decided: decided(&speedup, 1.0),
     };
     LESSON.conclude(run, BOOK, verdict);
 }

@@ -14,8 +14,7 @@ use explain::{explain, CopyOverlap};
 use lesson::{conclude, BOOK, LESSON};
 use upload::{Direction, HostMemory};
 
-use super::evidence::Estimate;
-use super::support::{
+use super::kit::{
     accelerator, check_matrices, host_ordered, matmul_error, matmul_tolerance, run_matmuls, traced,
     SECONDS_PER_ROUND,
 };
@@ -26,6 +25,7 @@ use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
+use crate::report::evidence::Estimate;
 use crate::report::{Better, BookFigure, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 
@@ -129,7 +129,7 @@ impl Config {
 
 /// The accelerator `run-copy` runs on: on the CPU fallback the copy lane is a thread of its
 /// own, so leave it a core.
-fn accelerator_for(ctx: &RunContext) -> super::support::ChosenDevice {
+fn accelerator_for(ctx: &RunContext) -> super::kit::ChosenDevice {
     let fallback_threads = ctx
         .cpu_threads
         .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));

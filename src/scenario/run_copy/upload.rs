@@ -9,9 +9,9 @@ use ndarray::ArrayD;
 use super::{copy_error, Config, COPY_GBYTES_PER_S};
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
+use crate::report::evidence::Estimate;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
-use crate::scenario::evidence::Estimate;
-use crate::scenario::support::{host_ordered, matmul_tolerance, run_matmuls, Explained};
+use crate::scenario::kit::{host_ordered, matmul_tolerance, run_matmuls, Explained};
 use crate::scenario::{Choice, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 use crate::units::{human_gbytes_per_s, human_time};
@@ -146,7 +146,7 @@ pub(super) fn run(
     let (engine, device) = (&rt.engine, &rt.devices[0]);
     let host = device.host_device(device);
     if let Some(free) = device.free_memory() {
-        crate::scenario::support::check_matrices(
+        crate::scenario::kit::check_matrices(
             "run-copy on the GPU",
             size as u64,
             1 + 3 * ops,

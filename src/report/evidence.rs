@@ -4,7 +4,7 @@
 //! that interval reaches across it. Explanations word their comparisons through [`Side`], so a
 //! sentence reads correctly whichever side a measurement lands on.
 
-use crate::report::RunRecord;
+use super::RunRecord;
 
 /// A median with its 95% confidence interval, in the variant's unit (seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +52,15 @@ pub struct Ratio {
 }
 
 impl Ratio {
+    /// A ratio known exactly (a count, or a figure of one sample): an interval of width zero.
+    pub const fn exact(value: f64) -> Ratio {
+        Ratio {
+            value,
+            lo: value,
+            hi: value,
+        }
+    }
+
     pub fn of(a: Estimate, b: Estimate) -> Ratio {
         Ratio {
             value: a.median / b.median,
@@ -75,7 +84,7 @@ impl Ratio {
     }
 }
 
-/// Worded as explanations quote it: `1.20×, 95% interval 1.10–1.31×`.
+/// The one wording of a ratio wherever it is quoted: `1.20×, 95% interval 1.10–1.31×`.
 impl std::fmt::Display for Ratio {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -1,0 +1,127 @@
+//! A run's lesson as every surface shows it — the terminal table, the HTML section, the
+//! chapter's summary: its claim, the verdict, and why, line by line from the run's findings
+//! (each rendered by [`Finding::evidence`]), with the busy machine's reason where there is
+//! one. One view, so no surface can tell the reader something the others do not.
+
+use crate::report::finding::{Finding, Role};
+use crate::report::{Held, RunRecord};
+
+/// What a reader is told of a run's lesson.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LessonView {
+    pub section: String,
+    pub claim: String,
+    pub held: Held,
+    /// Why: each criterion with its own verdict, then each quoted figure (no verdict of its
+    /// own); a report from before findings has one line, its recorded evidence, with none.
+    pub why: Vec<(Option<Held>, String)>,
+    /// Why the machine's load undoes the verdict, where it does.
+    pub busy: Option<String>,
+    pub book: Option<String>,
+    pub here: String,
+}
+
+/// The view of `run`'s lesson; `None` for a report from before lessons.
+pub fn view(run: &RunRecord) -> Option<LessonView> {
+    let lesson = run.lesson.as_ref()?;
+    let held = run.lesson_held()?;
+    let shown: Vec<&Finding> = run
+        .findings
+        .iter()
+        .filter(|f| f.role != Role::Limit)
+        .collect();
+    let why = if shown.iter().any(|f| f.role == Role::Criterion) {
+        shown
+            .iter()
+            .map(|f| {
+                let own = (f.role == Role::Criterion).then(|| f.held());
+                (own, f.evidence())
+            })
+            .collect()
+    } else {
+        vec![(None, lesson.evidence.clone())]
+    };
+    let reasons = run.busy_reasons();
+    let busy = (!reasons.is_empty()).then(|| {
+        let why: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+        format!(
+            "the machine was busy ({}): these figures do not decide the lesson",
+            why.join("; ")
+        )
+    });
+    Some(LessonView {
+        section: lesson.section.clone(),
+        claim: lesson.claim.clone(),
+        held,
+        why,
+        busy,
+        book: lesson.book.clone(),
+        here: lesson.here.clone(),
+    })
+}
+
+/// A criterion's own verdict as a mark: `✓`, `✗`, `?`; a quoted figure gets `·`.
+pub fn mark(held: Option<Held>) -> &'static str {
+    match held {
+        Some(Held::Yes) => "✓",
+        Some(Held::No) => "✗",
+        Some(Held::Inconclusive) => "?",
+        None => "·",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::evidence::Ratio;
+    use crate::report::finding::Want;
+    use crate::report::Lesson;
+    use serde_json::Map;
+
+    fn run_with(findings: Vec<Finding>, recorded: Held) -> RunRecord {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        run.lesson = Some(Lesson {
+            section: "§1".into(),
+            claim: "a / b above 1".into(),
+            held: recorded,
+            evidence: "recorded evidence".into(),
+            here: "here".into(),
+            book: None,
+            decided: None,
+        });
+        run.findings = findings;
+        run
+    }
+
+    #[test]
+    fn the_view_reads_its_verdict_and_reasons_from_the_findings() {
+        let r = Ratio {
+            value: 1.2,
+            lo: 1.1,
+            hi: 1.3,
+        };
+        let run = run_with(
+            vec![
+                Finding::criterion("a / b", r, 1.0, Want::Above),
+                Finding::observation("c / d", r, 1.5, Want::Above),
+                Finding::limit("e / f", r, 2.0, Want::Below),
+            ],
+            Held::Yes,
+        );
+        let v = view(&run).expect("a lesson");
+        assert_eq!(v.held, Held::Yes);
+        assert_eq!(v.why.len(), 2, "{:?}", v.why);
+        assert_eq!(v.why[0].0, Some(Held::Yes));
+        assert_eq!(v.why[1].0, None);
+        assert!(v.why[1].1.contains("wholly below 1.5"), "{:?}", v.why);
+        assert_eq!(v.busy, None);
+
+        // A report from before findings shows what it recorded.
+        let old = run_with(vec![], Held::No);
+        let v = view(&old).expect("a lesson");
+        assert_eq!(
+            (v.held, v.why[0].1.as_str()),
+            (Held::No, "recorded evidence")
+        );
+    }
+}

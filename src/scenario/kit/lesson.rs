@@ -1,0 +1,151 @@
+//! How a scenario states its lesson and decides whether it held: a claim declared once beside
+//! the scenario ([`LessonSpec`]) and the run's [`Finding`]s, one per criterion, from which the
+//! verdict, its evidence and the deciding figure are all rendered — so figures that cannot
+//! tell the sides apart never read as a yes, and no surface words a criterion its own way.
+
+use crate::report::finding::{self, Finding, Role};
+use crate::report::{BookFigure, Lesson, RunRecord};
+
+/// A scenario's lesson: the book's section and the claim with its criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LessonSpec {
+    /// The section of the chapter (`§8.2`).
+    pub section: &'static str,
+    /// The claim, worded so that its criterion is plain.
+    pub claim: &'static str,
+}
+
+/// What a run found for its lesson.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The lesson's criteria, each one judgment; the lesson holds when all do.
+    pub findings: Vec<Finding>,
+    /// The reader's figure in a few words.
+    pub here: String,
+    /// The book's comparable figure in a few words, with what differs.
+    pub book: Option<String>,
+}
+
+impl LessonSpec {
+    /// Record the lesson's verdict, decided from its findings, and the book's figures on the
+    /// run; a book figure that no device could have produced gets its sentence in the
+    /// explanation. The findings join the run's, where every surface reads them.
+    pub fn conclude(&self, run: &mut RunRecord, book: &[BookFigure], verdict: Verdict) {
+        self.conclude_or(run, book, verdict, "");
+    }
+
+    /// [`conclude`](Self::conclude), with the evidence to give when no criterion could be
+    /// measured (one device only: nothing to compare).
+    pub fn conclude_or(
+        &self,
+        run: &mut RunRecord,
+        book: &[BookFigure],
+        verdict: Verdict,
+        unmeasured: &str,
+    ) {
+        run.book = book.to_vec();
+        run.explanation
+            .extend(book.iter().filter_map(BookFigure::doubt));
+        let Verdict {
+            findings,
+            here,
+            book,
+        } = verdict;
+        let held = finding::all_held(&findings);
+        let evidence = if findings.iter().any(|f| f.role == Role::Criterion) {
+            finding::evidence(&findings)
+        } else {
+            unmeasured.to_string()
+        };
+        // The figure behind the verdict: the first bounded criterion that reads as the
+        // lesson does (a no decided by failed checks alone has none).
+        let decided = findings
+            .iter()
+            .filter(|f| f.role == Role::Criterion && f.held() == held)
+            .find_map(Finding::decided);
+        run.findings.extend(findings);
+        run.lesson = Some(Lesson {
+            section: self.section.into(),
+            claim: self.claim.into(),
+            held,
+            evidence,
+            here,
+            book,
+            decided,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::evidence::Ratio;
+    use crate::report::finding::Want;
+    use crate::report::Held;
+    use serde_json::Map;
+
+    const SPEC: LessonSpec = LessonSpec {
+        section: "§0",
+        claim: "a / b wholly above 1",
+    };
+
+    fn verdict(lo: f64, hi: f64, checks: bool) -> Verdict {
+        let r = Ratio {
+            value: (lo + hi) / 2.0,
+            lo,
+            hi,
+        };
+        Verdict {
+            findings: vec![
+                Finding::checks("checks", checks),
+                Finding::criterion("a / b", r, 1.0, Want::Above),
+            ],
+            here: "here".into(),
+            book: None,
+        }
+    }
+
+    #[test]
+    fn the_verdict_evidence_and_deciding_figure_come_from_the_findings() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        SPEC.conclude(&mut run, &[], verdict(1.1, 1.3, true));
+        let lesson = run.lesson.clone().expect("lesson");
+        assert_eq!(lesson.held, Held::Yes);
+        assert_eq!(
+            lesson.evidence,
+            "checks passed; a / b = 1.20×, 95% interval 1.10–1.30×: wholly above 1."
+        );
+        assert_eq!(lesson.decided.map(|d| d.bound), Some(1.0));
+        assert_eq!(run.findings.len(), 2);
+
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        SPEC.conclude(&mut run, &[], verdict(0.9, 1.3, true));
+        assert_eq!(run.lesson.map(|l| l.held), Some(Held::Inconclusive));
+
+        // Failed checks decide a no with no figure behind it.
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        SPEC.conclude(&mut run, &[], verdict(1.1, 1.3, false));
+        let lesson = run.lesson.expect("lesson");
+        assert_eq!(lesson.held, Held::No);
+        assert_eq!(lesson.decided, None);
+        assert!(
+            lesson.evidence.starts_with("checks FAILED"),
+            "{}",
+            lesson.evidence
+        );
+    }
+
+    #[test]
+    fn no_criterion_measured_is_inconclusive_with_the_reason() {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        let v = Verdict {
+            findings: vec![],
+            here: "one device only".into(),
+            book: None,
+        };
+        SPEC.conclude_or(&mut run, &[], v, "one device: nothing to compare.");
+        let lesson = run.lesson.expect("lesson");
+        assert_eq!(lesson.held, Held::Inconclusive);
+        assert_eq!(lesson.evidence, "one device: nothing to compare.");
+    }
+}
