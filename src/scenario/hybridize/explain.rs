@@ -2,6 +2,7 @@
 //! pass that replaying saves.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::finding::{Finding, Want};
 use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::{faster_or_slower, human_time};
@@ -27,6 +28,11 @@ impl Passes {
     pub(super) fn speedup(&self) -> Ratio {
         Ratio::of(self.imp, self.hyb)
     }
+
+    /// The lesson's criterion: replaying beats op by op.
+    pub(super) fn replay_wins(&self) -> Finding {
+        Finding::criterion("imperative / hybridized", self.speedup(), 1.0, Want::Above)
+    }
 }
 
 /// What the figures show, and the figures outside their physical range: a speed-up above
@@ -45,7 +51,7 @@ pub(super) fn explain(f: &Passes) -> Explained {
         ));
     }
     let shown = speedup.to_string();
-    out.sentences.push(match speedup.against(1.0) {
+    out.sentences.push(match f.replay_wins().side() {
         Side::Above => format!(
             "replaying the captured graph ran {} ({shown}): {} of {ops_per_pass} engine ops per pass \
              were saved, about {} each (push, dependency resolution, hand-off, an intermediate tensor).",
@@ -66,12 +72,16 @@ pub(super) fn explain(f: &Passes) -> Explained {
             ops_per_pass - 1,
         ),
     });
-    if speedup.against(ops_per_pass as f64) == Side::Above {
-        out.warnings.push(Warning::HybridizeAboveOpsPerPass {
-            speedup: speedup.value,
-            ops_per_pass,
-        });
-    }
+    let limit = Finding::limit(
+        "imperative / hybridized, against the ops per pass",
+        speedup,
+        ops_per_pass as f64,
+        Want::Below,
+    );
+    out.limit(limit, || Warning::HybridizeAboveOpsPerPass {
+        speedup: speedup.value,
+        ops_per_pass,
+    });
     out
 }
 

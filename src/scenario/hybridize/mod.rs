@@ -143,15 +143,9 @@ const LESSON: super::LessonSpec = super::LessonSpec {
 /// Decide the lesson from the medians.
 fn conclude(run: &mut RunRecord, f: &Passes) {
     use super::kit::Verdict;
-    use crate::report::finding::{Finding, Want};
     let r = f.speedup();
     let verdict = Verdict {
-        findings: vec![Finding::criterion(
-            "imperative / hybridized",
-            r,
-            1.0,
-            Want::Above,
-        )],
+        findings: vec![f.replay_wins()],
         here: format!(
             "{} vs {} per pass, {:.2}×",
             crate::units::human_time(f.imp.median / f.passes as f64),

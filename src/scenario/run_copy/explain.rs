@@ -2,6 +2,7 @@
 //! within the interval its medians' intervals allow.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::finding::{Finding, Want};
 use crate::scenario::kit::Explained;
 use crate::scenario::Warning;
 use crate::units::human_time;
@@ -43,6 +44,16 @@ impl CopyOverlap {
         Ratio::of(self.seq, self.overlapped)
     }
 
+    /// The lesson's criterion: copies overlap compute.
+    pub(super) fn copies_overlap(&self) -> Finding {
+        Finding::criterion(
+            "run-then-copy / overlapped",
+            self.speedup(),
+            1.0,
+            Want::Above,
+        )
+    }
+
     /// (run + copy) / overlapped: its ceiling is (run + copy) / ideal, not 1.
     pub(super) fn efficiency(&self) -> f64 {
         (self.run.median + self.copy.median) / self.overlapped.median
@@ -82,7 +93,13 @@ pub(super) fn explain(f: &CopyOverlap) -> Explained {
     ));
     let vs_ideal = f.vs_ideal();
     let shown = vs_ideal.to_string();
-    out.sentences.push(match vs_ideal.against(1.0) {
+    let ideal_limit = Finding::limit(
+        "overlapped / (max(run, copy) + one copy)",
+        vs_ideal,
+        1.0,
+        Want::Above,
+    );
+    out.sentences.push(match ideal_limit.side() {
         Side::Above | Side::Unknown => format!(
             "with perfect overlap, the run measured alone plus one copy that cannot overlap would take \
              max(run, copy) + one copy = {}; overlapped took {shown} that.",
@@ -100,24 +117,26 @@ pub(super) fn explain(f: &CopyOverlap) -> Explained {
             human_time(ideal.median)
         ),
     });
-    if vs_ideal.against(1.0) == Side::Below {
-        out.warnings.push(Warning::OverlappedBelowIdeal {
-            overlapped_s: ov,
-            ideal_s: ideal.median,
-            efficiency: eff,
-            perfect: (r + c) / ideal.median,
-        });
-    }
-    if f.speedup().against(LANES) == Side::Above {
-        out.warnings.push(Warning::SpeedupAboveLanes {
-            speedup: f.speedup().value,
-            lanes: LANES,
-        });
-    }
+    out.limit(ideal_limit, || Warning::OverlappedBelowIdeal {
+        overlapped_s: ov,
+        ideal_s: ideal.median,
+        efficiency: eff,
+        perfect: (r + c) / ideal.median,
+    });
+    let speedup = f.speedup();
+    let lanes = Finding::limit("run-then-copy / overlapped", speedup, LANES, Want::Below);
+    out.limit(lanes, || Warning::SpeedupAboveLanes {
+        speedup: speedup.value,
+        lanes: LANES,
+    });
     // Bound and time come from the same sample: below 1 is never noise.
-    if ratio < 1.0 {
-        out.warnings.push(Warning::BelowOwnBusyLane { ratio });
-    }
+    let own_lane = Finding::limit(
+        "traced sample / its busier lane's busy time",
+        Ratio::exact(ratio),
+        1.0,
+        Want::Above,
+    );
+    out.limit(own_lane, || Warning::BelowOwnBusyLane { ratio });
     out
 }
 

@@ -1,7 +1,6 @@
 //! The lesson of §8.3.2 and the book's figures for it.
 
 use super::explain::CopyOverlap;
-use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
 use crate::scenario::kit::{LessonSpec, Verdict};
@@ -33,16 +32,10 @@ pub(super) const BOOK: &[BookFigure] = &[GPU_RUN, COPY, RUN_AND_COPY];
 
 /// Decide the lesson from the medians and record it with the book's figures.
 pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: usize) {
-    let speedup = f.speedup();
     // The book's run and copy together below its run alone: neither clock waited.
     let neither_waited = RUN_AND_COPY.value < GPU_RUN.value;
     let verdict = Verdict {
-        findings: vec![Finding::criterion(
-            "run-then-copy / overlapped",
-            speedup,
-            1.0,
-            Want::Above,
-        )],
+        findings: vec![f.copies_overlap()],
         here: format!(
             "run {}, copy {}, overlapped {}",
             human_time(f.run.median),
