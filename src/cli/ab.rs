@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::time::Instant;
 
-use super::args::{AbArgs, CompareFormat};
+use super::args::AbArgs;
 use super::error::CliError;
 use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
+use crate::export::ComparisonFormat;
 use crate::report::paired::{self, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
 use crate::report::Report;
@@ -189,8 +190,8 @@ fn finish(
         write_output(out, &json)?;
     }
     stdout(&match args.format {
-        CompareFormat::Json => json,
-        other => render::render(results, args.threshold, other == CompareFormat::Markdown),
+        ComparisonFormat::Json => json,
+        other => render::render(results, args.threshold, other),
     })?;
     // A regression with a busy side still fails the gate, as in `compare`: the verdict says
     // the machine may explain it, and a rerun on a quiet machine settles it.

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use super::values::{parse_mode, parse_seconds, parse_threshold};
 use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
-use crate::export;
+use crate::export::{self, ComparisonFormat};
 use crate::scenario::Scenario;
 
 /// `parbench --version`'s line after the name: the version and the commit built (with `-dirty`
@@ -130,8 +130,8 @@ pub enum Command {
         #[arg(long, default_value = "5%", value_parser = parse_threshold)]
         threshold: f64,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-        format: CompareFormat,
+        #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]
+        format: ComparisonFormat,
         /// Fail (exit 1) when an entry is on one side only or looks renamed; without it such
         /// entries are listed and warned about.
         #[arg(long)]
@@ -285,15 +285,6 @@ impl From<GpuOrderArg> for GpuOrder {
     }
 }
 
-/// How `compare` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Markdown,
-    /// The rows, verdicts and any environment differences as JSON.
-    Json,
-}
-
 /// The clap command of one scenario: its parameters plus the common options.
 pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
     let s = sc.sampling();
@@ -365,8 +356,8 @@ pub struct AbArgs {
     #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
     pub(super) budget: Duration,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    pub(super) format: CompareFormat,
+    #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]
+    pub(super) format: ComparisonFormat,
     /// Also write the JSON, with every pair, to this file.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(super) output: Option<PathBuf>,

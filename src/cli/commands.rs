@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{CommandFactory, FromArgMatches};
 
 use super::ab::run_ab;
-use super::args::{Cli, Command, CompareFormat};
+use super::args::{Cli, Command};
 use super::check::{clap_parse, help_command};
 use super::error::CliError;
 use super::help::scenarios_help;
@@ -17,6 +17,7 @@ use super::pages::{completions, run_report};
 use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJournalArgs};
 use crate::device;
 use crate::engine::Mode;
+use crate::export::ComparisonFormat;
 use crate::export::{self, table, Exporter};
 use crate::report::comparison::Comparison;
 use crate::report::{compare, Environment};
@@ -187,7 +188,7 @@ fn compare(
     baseline: &Path,
     new: &Path,
     threshold: f64,
-    format: CompareFormat,
+    format: ComparisonFormat,
     require_all: bool,
 ) -> Result<(), CliError> {
     let (base, new_report) = (
@@ -208,14 +209,14 @@ fn compare(
             c.environment_differences.join("; ")
         );
     }
-    if format == CompareFormat::Table {
+    if format == ComparisonFormat::Table {
         for line in c.coverage.lines() {
             note!("{line}");
         }
     }
     stdout(&match format {
-        CompareFormat::Json => export::compare::render_json(&c, require_all),
-        other => export::compare::render(&c, other == CompareFormat::Markdown),
+        ComparisonFormat::Json => export::compare::render_json(&c, require_all),
+        other => export::compare::render(&c, other),
     })?;
     match c.regressions() {
         0 if require_all && !c.coverage.is_complete() => {

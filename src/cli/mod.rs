@@ -47,7 +47,7 @@ mod stderr;
 mod sweep_ranks;
 mod values;
 
-pub use args::{scenario_command, Cli, Command, CommonArgs, CompareFormat, GpuOrderArg};
+pub use args::{scenario_command, Cli, Command, CommonArgs, GpuOrderArg};
 pub use check::{check_command_line, CommandLineError};
 pub use error::CliError;
 

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::pr_markdown::{self, Line};
+use super::ComparisonFormat;
 use crate::report::compare::Row;
 use crate::report::comparison::Comparison;
 #[cfg(doc)]
@@ -37,7 +38,8 @@ pub const BUSY_NOTE: &str = "a side was measured on a busy machine (its runs' st
 /// sides' busy states ([`Comparison::busy`]) above it. The Markdown leads with the rows that
 /// changed and folds the unchanged ones ([`pr_markdown`]), then lists the entries on one side
 /// only; the terminal table leaves those to stderr (the CLI prints [`Coverage::lines`]).
-pub fn render(c: &Comparison, markdown: bool) -> String {
+pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
+    let markdown = format == ComparisonFormat::Markdown;
     let rows = &c.rows;
     let mut out = String::new();
     if !c.busy.is_empty() {
@@ -226,8 +228,8 @@ mod tests {
             states[1].contains(" new (busy): other processes 48.0%"),
             "{states:?}"
         );
-        for markdown in [false, true] {
-            let text = render(&c, markdown);
+        for format in [ComparisonFormat::Table, ComparisonFormat::Markdown] {
+            let text = render(&c, format);
             assert!(
                 text.starts_with("warning: a side was measured on a busy machine"),
                 "{text}"
@@ -272,7 +274,7 @@ mod tests {
         );
         let r = row("derived:x_ratio");
         assert_eq!(value(r, r.base), "0.30×");
-        let text = render(&c, false);
+        let text = render(&c, ComparisonFormat::Table);
         assert!(
             text.contains("300.0 ns") && text.contains("600.0 ns"),
             "{text}"

@@ -1,5 +1,6 @@
-//! The list of output formats of a whole report: the one place a format is named. The CLI's
-//! `--format` choices, their help and the exporter each runs all come from [`Format`].
+//! The list of output formats: the one place a format is named. The CLI's `--format` choices,
+//! their help and the exporter each runs all come from [`Format`]; a comparison (`compare`,
+//! `ab`) offers three of them, [`ComparisonFormat`], by the same names.
 
 use clap::builder::PossibleValue;
 
@@ -112,5 +113,48 @@ impl clap::ValueEnum for Format {
     fn to_possible_value(&self) -> Option<PossibleValue> {
         let spec = self.spec();
         Some(PossibleValue::new(spec.name).help(spec.help))
+    }
+}
+
+/// The formats of a comparison of two reports (`compare`) or two builds (`ab`): a terminal
+/// table, Markdown for a pull request, or JSON; named as [`Format`] names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ComparisonFormat {
+    #[default]
+    Table,
+    Markdown,
+    Json,
+}
+
+impl ComparisonFormat {
+    const ALL: [ComparisonFormat; 3] = [
+        ComparisonFormat::Table,
+        ComparisonFormat::Markdown,
+        ComparisonFormat::Json,
+    ];
+
+    /// The report format of the same name.
+    fn format(self) -> Format {
+        match self {
+            ComparisonFormat::Table => Format::Table,
+            ComparisonFormat::Markdown => Format::Markdown,
+            ComparisonFormat::Json => Format::Json,
+        }
+    }
+}
+
+impl clap::ValueEnum for ComparisonFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ComparisonFormat::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let value = PossibleValue::new(self.format().name());
+        Some(match self {
+            ComparisonFormat::Json => {
+                value.help("The rows, verdicts and any environment differences as JSON")
+            }
+            _ => value,
+        })
     }
 }

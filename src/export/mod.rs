@@ -26,7 +26,7 @@ pub mod svg;
 pub mod table;
 pub mod unit_symbol;
 
-pub use format::Format;
+pub use format::{ComparisonFormat, Format};
 
 use crate::report::Report;
 

@@ -2,6 +2,7 @@
 //! decisions themselves are `report::paired`'s.
 
 use super::pr_markdown::{self, Line};
+use super::ComparisonFormat;
 use crate::harness::stats::median;
 use crate::report::compare::Verdict;
 use crate::report::paired::{decide_all, regressions, Decision, PairedEntry};
@@ -32,7 +33,8 @@ fn side_median(e: &PairedEntry, pick: fn(&(f64, f64)) -> f64) -> Option<f64> {
 
 /// The entries as a table (or Markdown for a pull-request comment): pairs, median ratio with its
 /// bootstrap interval, the paired test's p, the verdict.
-pub fn render(entries: &[PairedEntry], threshold: f64, markdown: bool) -> String {
+pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat) -> String {
+    let markdown = format == ComparisonFormat::Markdown;
     use std::fmt::Write as _;
     let mut out = String::new();
     let decisions = decide_all(entries, threshold);
@@ -215,7 +217,7 @@ mod tests {
             add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
         }
         assert_eq!(entries[0].busy_pairs, [3, 0]);
-        let text = render(&entries, 0.05, false);
+        let text = render(&entries, 0.05, ComparisonFormat::Table);
         assert!(
             text.contains("slower (busy base in 3 of 12 pairs)"),
             "{text}"
@@ -232,6 +234,6 @@ mod tests {
         assert_eq!(json["entries"][0]["busy_pairs"]["base"], 3);
         // Quiet pairs: the plain verdict.
         entries[0].busy_pairs = [0, 0];
-        assert!(!render(&entries, 0.05, false).contains("busy"));
+        assert!(!render(&entries, 0.05, ComparisonFormat::Table).contains("busy"));
     }
 }
