@@ -6,7 +6,6 @@
 #                                    (the short commit, "-dirty" if the tree had changes) into
 #                                    target/gpu-check/ (under 60 MiB, checked), nothing else
 #   target/gpu-check/gpu-check.sh [--out DIR] [--archive FILE] [--rounds R] [--sanitizers]
-#                                 [--switch-rounds S]
 #                                    on the GPU machine, no cargo: records the GPU's state
 #                                    (nvidia-smi -q before and after, other compute processes,
 #                                    clocks/power/throttling sampled every 250 ms during the
@@ -24,16 +23,8 @@
 #                                    writes summary.md with each goal's per-round ratios to DIR
 #                                    (default results/gpu/<gpu-name>-<date>-<commit>); with
 #                                    --archive, DIR is also packed into FILE (.tgz) at the
-#                                    end, whether the check passed or not; with
-#                                    --switch-rounds S (default 0: skipped), after the R rounds
-#                                    and still sampled, S rounds of the cheaper-op switches:
-#                                    async and hybridize under each PARBENCH_GPU_OPS setting
-#                                    (none, caching-allocator, lazy-ready-events, one-bind,
-#                                    all), in an order rotated by one each round so no setting
-#                                    always goes first (DIR/switches/round-N/async-SETTING.json,
-#                                    hybridize-SETTING.json; the summary weighs each against
-#                                    none); exits non-zero if any test, check or error path
-#                                    fails
+#                                    end, whether the check passed or not; exits non-zero if
+#                                    any test, check or error path fails
 set -euo pipefail
 
 if [ "${1:-}" = "--build" ]; then
@@ -79,24 +70,19 @@ tests=$here/parbench-lib-tests
   exit 2
 }
 
-dir='' archive='' rounds=5 sanitizers=0 switch_rounds=0
+dir='' archive='' rounds=5 sanitizers=0
 while [ $# -gt 0 ]; do
   case $1 in
     --out) dir=${2:?--out needs a directory}; shift 2 ;;
     --archive) archive=${2:?--archive needs a file}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
     --sanitizers) sanitizers=1; shift ;;
-    --switch-rounds) switch_rounds=${2:?--switch-rounds needs a number}; shift 2 ;;
-    *) echo "error: unknown option '$1' (--out DIR, --archive FILE, --rounds R, --sanitizers, --switch-rounds S)" >&2; exit 2 ;;
+    *) echo "error: unknown option '$1' (--out DIR, --archive FILE, --rounds R, --sanitizers)" >&2; exit 2 ;;
   esac
 done
 case $rounds in
   '' | *[!0-9]* | 0) echo "error: --rounds takes a whole number of at least 1, not '$rounds'" >&2; exit 2 ;;
 esac
-case $switch_rounds in
-  '' | *[!0-9]*) echo "error: --switch-rounds takes a whole number (0: skip them), not '$switch_rounds'" >&2; exit 2 ;;
-esac
-switch_rounds=$((10#$switch_rounds))
 
 gpu=$("$bin" devices --json | python3 -c 'import json, sys
 g = json.load(sys.stdin)["gpu"]
@@ -331,26 +317,6 @@ for r in $(seq 1 "$rounds"); do
 done
 [ "$h2d" = 1 ] || not_built run-copy-h2d "parbench help run-copy lists no --direction"
 [ "$train" = 1 ] || not_built data-parallel-gpu "parbench help data-parallel lists no --device"
-# The cheaper-op switches, each against the plain path (none) in the same round: every setting
-# once a round, the order rotated by one each round so that no setting always goes first (a
-# drift of the machine within a round lands on a different setting each time). The summary
-# adopts a switch only where it wins in at least 4 of 5 rounds by more than the rounds' spread.
-if [ "$switch_rounds" -gt 0 ]; then
-  if advertises PARBENCH_GPU_OPS; then
-    settings=(none caching-allocator lazy-ready-events one-bind all)
-    for r in $(seq 1 "$switch_rounds"); do
-      rd=switches/round-$r
-      mkdir -p "$dir/$rd"
-      for i in "${!settings[@]}"; do
-        ops=${settings[$(((i + r - 1) % ${#settings[@]}))]}
-        step "$rd/async-$ops" env PARBENCH_GPU_OPS="$ops" "$bin" async --device cuda -o "$dir/$rd/async-$ops.json"
-        step "$rd/hybridize-$ops" env PARBENCH_GPU_OPS="$ops" "$bin" hybridize --device cuda -o "$dir/$rd/hybridize-$ops.json"
-      done
-    done
-  else
-    not_built switch-rounds "neither parbench --help nor devices --json names PARBENCH_GPU_OPS"
-  fi
-fi
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 sampler=

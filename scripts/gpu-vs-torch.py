@@ -13,13 +13,7 @@ per round and shown as the median and range across rounds; the verdict is the me
 training section (round-N/data-parallel.json beside PyTorch's round-N/torch-train.json) comes
 from train-vs-torch.py, which must lie beside this script.
 
-With the kit's --switch-rounds, DIR/switches/round-N/ holds async and hybridize under each
-PARBENCH_GPU_OPS setting; the summary sets each setting against `none` in the same round, adopts
-a switch on a figure where it wins at least 80% of the rounds (4 of 5) by more than none's
-spread across rounds, and writes those rows to DIR/switches/summary.json as well.
-
-`summary` exits 1 when a parbench check failed, an error path failed or a report (a switch
-round's included) is missing;
+`summary` exits 1 when a parbench check failed, an error path failed or a report is missing;
 the GPU goals are reported as met or not, they do not change the exit code. A figure a report
 does not have shows "-" and no verdict.
 """
@@ -331,192 +325,6 @@ def _spread(values, fmt):
     return med if low == high else f"{med} ({low}–{high})"
 
 
-# The cheaper-op switches (PARBENCH_GPU_OPS) the kit's --switch-rounds measures, the plain
-# path first; a switch is adopted on a figure only where it beats `none` in at least this
-# share of the rounds (4 of 5) by more than the rounds' spread.
-SWITCH_SETTINGS = ("none", "caching-allocator", "lazy-ready-events", "one-bind", "all")
-SWITCH_WIN_SHARE = 0.8
-SWITCH_GOAL = 1.3
-
-
-def _number_or_none(v):
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
-
-
-def _switch_report(path):
-    """(the report's first run, "ok") or (None, "missing" or "failed"): a report whose check
-    failed or that fell back to the CPU gives no figure."""
-    report = _load(path)
-    runs = report.get("runs") if isinstance(report, dict) else None
-    run = runs[0] if isinstance(runs, list) and runs and isinstance(runs[0], dict) else None
-    if run is None:
-        return None, "missing"
-    notes = run.get("notes") if isinstance(run.get("notes"), list) else []
-    checks = run.get("checks") if isinstance(run.get("checks"), list) else []
-    if any(isinstance(n, str) and n.startswith("GPU unavailable") for n in notes) or \
-            any(not (isinstance(c, dict) and c.get("passed")) for c in checks):
-        return None, "failed"
-    return run, "ok"
-
-
-def _switch_derived(run, key):
-    derived = run.get("derived") if run else None
-    return _number_or_none(derived.get(key)) if isinstance(derived, dict) else None
-
-
-def _switch_per_pass(run, variant):
-    """A `hybridize` run's median seconds per pass of one variant, None where it has none."""
-    if not run:
-        return None
-    parameters = run.get("parameters") if isinstance(run.get("parameters"), dict) else {}
-    passes = _number_or_none(parameters.get("passes"))
-    for v in run.get("variants") if isinstance(run.get("variants"), list) else []:
-        if isinstance(v, dict) and v.get("name") == variant:
-            median = _number_or_none(v.get("median_s"))
-            return median / passes if median is not None and passes else None
-    return None
-
-
-# The figures each setting is weighed on: (key, label, report, value of the report's run).
-SWITCH_FIGURES = (
-    ("async_per_op_s", "`async` per op, asynchronous (s)", "async", lambda run: _switch_derived(run, "async_per_op_s")),
-    ("sync_per_op_s", "`async` per op, synchronous (s)", "async", lambda run: _switch_derived(run, "sync_per_op_s")),
-    ("hybridize_eager_s_per_pass", "`hybridize` eager pass (s)", "hybridize", lambda run: _switch_per_pass(run, "imperative")),
-    ("hybridize_graph_s_per_pass", "`hybridize` graph pass (s)", "hybridize", lambda run: _switch_per_pass(run, "hybridized")),
-)
-# The goals the switches aim at: the op against the driver tier of the same report.
-SWITCH_GOALS = (
-    ("async_over_driver_launch", "`async` per op, asynchronous / a bare driver launch", "async_per_op_s",
-     "driver_launch_s", f"<= {SWITCH_GOAL} × launch"),
-    ("sync_over_driver_launch_and_wait", "`async` per op, synchronous / a driver launch and wait", "sync_per_op_s",
-     "driver_launch_and_wait_s", f"<= {SWITCH_GOAL} × launch+wait"),
-)
-
-
-def _switch_rounds(directory):
-    """DIR/switches/round-N folders, in order."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    rounds = []
-    for name in names:
-        m = re.fullmatch(r"round-(\d+)", name)
-        if m and os.path.isdir(os.path.join(directory, name)):
-            rounds.append((int(m.group(1)), name))
-    return [name for _, name in sorted(rounds)]
-
-
-def _range(values):
-    """(median, min, max) of the values there are, Nones when there are none."""
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None, None
-    return statistics.median(values), min(values), max(values)
-
-
-def _switches(directory):
-    """The switch-by-switch section from DIR/switches/round-N/{async,hybridize}-SETTING.json:
-    (markdown lines, whether every report is there and passed, the rows for summary.json)."""
-    import math
-
-    rounds = _switch_rounds(directory)
-    n = len(rounds)
-    needed = math.ceil(SWITCH_WIN_SHARE * n) if n else 0
-    fmt = lambda v: f"{v:.3g}"  # noqa: E731
-    lines = ["", f"## Cheaper ops, switch by switch (per-round: median (min–max) over {n} rounds)", ""]
-    if not rounds:
-        lines.append("No switch rounds recorded: DIR/switches/ has no round-N/ folder.")
-        return lines, False, {"rounds": [], "wins_needed": 0, "rows": [], "goals": []}
-    # runs[setting][report] = [(run or None, status) per round]
-    runs = {setting: {report: [_switch_report(os.path.join(directory, rd, f"{report}-{setting}.json")) for rd in rounds]
-                      for report in ("async", "hybridize")}
-            for setting in SWITCH_SETTINGS}
-    ok = all(status == "ok" for by_report in runs.values() for per_round in by_report.values() for _, status in per_round)
-
-    def gaps(statuses):
-        """"missing in round-2, failed in round-3" for the rounds without a figure."""
-        bad = {}
-        for rd, status in zip(rounds, statuses):
-            if status != "ok":
-                bad.setdefault(status, []).append(rd)
-        return ", ".join(f"{status} in {', '.join(rds)}" for status, rds in bad.items())
-
-    def cell(values, statuses):
-        shown = _spread(values, fmt)
-        if shown == "-":
-            return "missing" + (f" ({gaps(statuses)})" if gaps(statuses) else "")
-        return shown + (f"; {gaps(statuses)}" if gaps(statuses) else "")
-
-    lines += [f"Each round runs every PARBENCH_GPU_OPS setting once, the order rotated by one a round "
-              f"(round 1 from none, round 2 from caching-allocator, ...). A round is won where the ratio "
-              f"to none in the same round is below 1 − spread, the spread being (max − min) / median of "
-              f"none's figure across the rounds; a switch is adopted on a figure where it wins at least "
-              f"{needed} of {n} rounds.", "",
-              "| setting | figure | value | ratio to none (same round) | rounds won | verdict |",
-              "|---|---|---:|---:|---|---|"]
-    rows = []
-    for key, label, report, value in SWITCH_FIGURES:
-        base = [value(run) if run else None for run, _ in runs["none"][report]]
-        b_med, b_min, b_max = _range(base)
-        spread = (b_max - b_min) / b_med if b_med else None
-        for setting in SWITCH_SETTINGS:
-            per_round = runs[setting][report]
-            statuses = [status if value(run) is not None or status != "ok" else "missing" for run, status in per_round]
-            values = [value(run) if run else None for run, _ in per_round]
-            ratios = [v / b if v is not None and b else None for v, b in zip(values, base)]
-            med, low, high = _range(values)
-            r_med, r_low, r_high = _range(ratios)
-            row = {"setting": setting, "figure": key, "label": label, "rounds": len(rounds), "values": values,
-                   "statuses": statuses, "median": med, "min": low, "max": high, "ratios": ratios,
-                   "ratio_median": r_med, "ratio_min": r_low, "ratio_max": r_high,
-                   "none_spread": spread, "wins": None, "losses": None, "wins_needed": needed}
-            if setting == "none":
-                won = "baseline" + (f"; spread {spread:.1%}" if spread is not None else "; no spread (missing)")
-                row["verdict"] = verdict = "baseline"
-                ratio_cell = "1" if values and any(v is not None for v in values) else "missing"
-            else:
-                ratio_cell = _spread(ratios, fmt)
-                if ratio_cell == "-":
-                    ratio_cell = "missing"
-                if spread is None:
-                    won, verdict = "- (no baseline)", "keep off"
-                else:
-                    wins = sum(1 for r in ratios if r is not None and r < 1 - spread)
-                    losses = sum(1 for r in ratios if r is not None and r > 1 + spread)
-                    row["wins"], row["losses"] = wins, losses
-                    won = f"{wins} of {n}" + (f", lost {losses}" if losses else "")
-                    verdict = "adopt" if wins >= needed else "keep off"
-                row["verdict"] = verdict
-            rows.append(row)
-            shown = "**adopt**" if verdict == "adopt" else ("-" if verdict == "baseline" else verdict)
-            lines.append(f"| {setting} | {label} | {cell(values, statuses)} | {ratio_cell} | {won} | {shown} |")
-
-    lines += ["", f"Against the goals (per-round ratios to the same report's driver tier; met when the median is "
-                  f"<= {SWITCH_GOAL}):", "",
-              "| setting | figure | parbench (s) | driver tier (s) | ratio | goal | met |",
-              "|---|---|---:|---:|---:|---|---|"]
-    goals = []
-    for key, label, op, tier, text in SWITCH_GOALS:
-        for setting in SWITCH_SETTINGS:
-            per_round = runs[setting]["async"]
-            values = [_switch_derived(run, op) for run, _ in per_round]
-            tiers = [_switch_derived(run, tier) for run, _ in per_round]
-            ratios = [v / t if v is not None and t else None for v, t in zip(values, tiers)]
-            statuses = [status if r is not None or status != "ok" else "missing" for (_, status), r in zip(per_round, ratios)]
-            r_med, r_low, r_high = _range(ratios)
-            met = None if r_med is None else r_med <= SWITCH_GOAL
-            goals.append({"setting": setting, "figure": key, "label": label, "values": values, "driver_tier": tier,
-                          "driver_values": tiers, "ratios": ratios, "statuses": statuses, "ratio_median": r_med,
-                          "ratio_min": r_low, "ratio_max": r_high, "goal": SWITCH_GOAL, "met": met})
-            ratio_cell = cell(ratios, statuses)
-            shown = "missing" if met is None else ("yes" if met else "**no**")
-            lines.append(f"| {setting} | {label} | {_spread(values, fmt)} | {_spread(tiers, fmt)} | {ratio_cell} | "
-                         f"{text} | {shown} |")
-    return lines, ok, {"rounds": rounds, "settings": list(SWITCH_SETTINGS), "wins_needed": needed,
-                       "win_share": SWITCH_WIN_SHARE, "rows": rows, "goals": goals}
-
-
 def _training(directory, rounds):
     """The training section (parbench's data-parallel beside PyTorch's same job, each round's
     round-N/data-parallel.json and torch-train.json) from train-vs-torch.py beside this script:
@@ -698,18 +506,6 @@ def summarize(directory):
     train_lines, train_ok = _training(directory, rounds)
     ok &= train_ok
     lines += train_lines
-    switches = os.path.join(directory, "switches")
-    if os.path.isdir(switches):
-        switch_lines, switches_ok, doc = _switches(switches)
-        ok &= switches_ok
-        lines += switch_lines
-        try:
-            with open(os.path.join(switches, "summary.json"), "w") as f:
-                json.dump(doc, f, indent=2)
-                f.write("\n")
-        except OSError as e:
-            lines += ["", f"**Could not write** switches/summary.json: {e}"]
-            ok = False
     text = "\n".join(lines) + "\n"
     with open(os.path.join(directory, "summary.md"), "w") as f:
         f.write(text)
@@ -786,8 +582,7 @@ def self_test():
         text, ok = summarize(d)
         assert not ok and "| matmul | report | missing |" in text, text
     _self_test_rounds(report)
-    _self_test_switches(report)
-    print("gpu-vs-torch self-test: 3 passed, 0 failed")
+    print("gpu-vs-torch self-test: 2 passed, 0 failed")
     return 0
 
 
@@ -888,61 +683,6 @@ def _self_test_rounds(report):
         os.remove(os.path.join(d, "round-2", "hybridize.json"))
         text, ok = summarize(d)
         assert not ok and "| round-2/hybridize | report | missing |" in text, text
-
-
-def _self_test_switches(report):
-    """The kit's --switch-rounds: DIR/switches/round-N/{async,hybridize}-SETTING.json."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        def write(name, doc):
-            os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
-            with open(os.path.join(d, name), "w") as f:
-                f.write(doc if isinstance(doc, str) else json.dumps(doc))
-
-        # none's async per op: 10, 10.2, 9.8, 10, 10 µs -> spread 4%, a win below 0.96 of none.
-        # caching-allocator wins rounds 1, 2, 3, 5 (4 of 5: adopted); lazy-ready-events 3 of 5.
-        none = (10e-6, 10.2e-6, 9.8e-6, 10e-6, 10e-6)
-        scale = {"none": (1, 1, 1, 1, 1), "caching-allocator": (0.9, 0.9, 0.9, 1.0, 0.9),
-                 "lazy-ready-events": (0.9, 0.9, 0.9, 1.0, 1.0), "one-bind": (1.1,) * 5, "all": (0.5,) * 5}
-        for r in range(5):
-            for setting in SWITCH_SETTINGS:
-                per_op = none[r] * scale[setting][r]
-                write(f"switches/round-{r + 1}/async-{setting}.json",
-                      report("async", {"async_per_op_s": per_op, "sync_per_op_s": 2 * per_op, "driver_launch_s": 5e-6,
-                                       "driver_launch_and_wait_s": 20e-6}, [("x + 1", True)]))
-                write(f"switches/round-{r + 1}/hybridize-{setting}.json",
-                      {"runs": [{"parameters": {"passes": 100}, "checks": [], "notes": [],
-                                 "variants": [{"name": "imperative", "median_s": 0.01}, {"name": "hybridized", "median_s": 0.002}]}]})
-        lines, ok, doc = _switches(os.path.join(d, "switches"))
-        text = "\n".join(lines)
-        assert ok, text
-        assert "## Cheaper ops, switch by switch (per-round: median (min–max) over 5 rounds)" in text, text
-        assert "| none | `async` per op, asynchronous (s) | 1e-05 (9.8e-06–1.02e-05) | 1 | baseline; spread 4.0% | - |" in text, text
-        assert "| caching-allocator | `async` per op, asynchronous (s) | 9e-06 (8.82e-06–1e-05) | 0.9 (0.9–1) | 4 of 5 | **adopt** |" in text, text
-        assert "| lazy-ready-events | `async` per op, asynchronous (s) | 9.18e-06 (8.82e-06–1e-05) | 0.9 (0.9–1) | 3 of 5 | keep off |" in text, text
-        assert "| one-bind | `async` per op, asynchronous (s) | 1.1e-05 (1.08e-05–1.12e-05) | 1.1 | 0 of 5, lost 5 | keep off |" in text, text
-        assert "| all | `async` per op, asynchronous / a bare driver launch | 5e-06 (4.9e-06–5.1e-06) | 5e-06 | 1 (0.98–1.02) | <= 1.3 × launch | yes |" in text, text
-        assert "| none | `async` per op, synchronous / a driver launch and wait | 2e-05 (1.96e-05–2.04e-05) | 2e-05 | 1 (0.98–1.02) | <= 1.3 × launch+wait | yes |" in text, text
-        assert "| one-bind | `async` per op, asynchronous / a bare driver launch | 1.1e-05 (1.08e-05–1.12e-05) | 5e-06 | 2.2 (2.16–2.24) | <= 1.3 × launch | **no** |" in text, text
-        assert "| all | `hybridize` eager pass (s) | 0.0001 | 1 | 0 of 5 | keep off |" in text, text
-        row = next(r for r in doc["rows"] if r["setting"] == "caching-allocator" and r["figure"] == "async_per_op_s")
-        assert row["wins"] == 4 and row["verdict"] == "adopt" and doc["wins_needed"] == 4, row
-        # A missing report, an unreadable one and a failed check: "missing"/"failed", no crash.
-        os.remove(os.path.join(d, "switches", "round-2", "async-caching-allocator.json"))
-        write("switches/round-3/async-none.json", '{"runs": [')
-        write("switches/round-4/hybridize-all.json", report("hybridize", {}, [("replay equal", False)]))
-        lines, ok, doc = _switches(os.path.join(d, "switches"))
-        text = "\n".join(lines)
-        assert not ok, text
-        assert "| caching-allocator | `async` per op, asynchronous (s) | 9e-06 (8.82e-06–1e-05); missing in round-2 | 0.9 (0.9–1) | 2 of 5 | keep off |" in text, text
-        assert "| none | `async` per op, asynchronous (s) | 1e-05 (1e-05–1.02e-05); missing in round-3 | 1 | baseline; spread 2.0% | - |" in text, text
-        assert "| all | `hybridize` eager pass (s) | 0.0001; failed in round-4 | 1 | 0 of 5 | keep off |" in text, text
-        # summarize writes the section and switches/summary.json.
-        summarize(d)
-        assert _load(os.path.join(d, "switches", "summary.json"))["rounds"] == [f"round-{r}" for r in range(1, 6)]
-        with open(os.path.join(d, "summary.md")) as f:
-            assert "| setting | figure | value | ratio to none (same round) | rounds won | verdict |" in f.read()
 
 
 def main(argv):

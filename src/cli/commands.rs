@@ -31,7 +31,6 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     };
     // Before anything probes the GPU: the probe opens the selected ordinal.
     device::gpu_ordinal::select(cli.gpu).map_err(|e| CliError::Usage(e.to_string()))?;
-    device::gpu_ops::GpuOps::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     match cli.command {
         Command::List => stdout(&scenarios_help()),
         Command::Devices { json, probe } => devices(json, probe),

@@ -17,7 +17,7 @@ pub(super) fn scenarios_help() -> String {
 }
 
 /// The environment variables parbench reads, as `parbench --help` lists them.
-const ENVIRONMENT: [(&str, &str); 4] = [
+const ENVIRONMENT: [(&str, &str); 3] = [
     (
         crate::engine::Mode::ENV,
         "the engine: threaded (the default) or naive, MXNet's sequential reference",
@@ -30,11 +30,6 @@ const ENVIRONMENT: [(&str, &str); 4] = [
         "PARBENCH_GPU_INJECT_FAULT",
         "1: a scenario's GPU device plants a faulting kernel when it opens, to test the fault path \
          (the run must end with exit 1 and one line)",
-    ),
-    (
-        crate::device::gpu_ops::GpuOps::ENV,
-        "cheaper GPU ops to switch on: a comma-separated list of caching-allocator, \
-         lazy-ready-events and one-bind, or none, or all; recorded in each report",
     ),
 ];
 
@@ -71,7 +66,6 @@ mod environment_tests {
     fn the_listed_variables_are_the_ones_read() {
         let names: Vec<&str> = ENVIRONMENT.iter().map(|(n, _)| *n).collect();
         assert!(names.contains(&crate::engine::Mode::ENV));
-        assert!(names.contains(&crate::device::gpu_ops::GpuOps::ENV));
         #[cfg(feature = "cuda")]
         assert!(names.contains(&crate::device::cuda::INJECT_FAULT_ENV));
         assert!(super::scenarios_help().contains("PARBENCH_GPU_INJECT_FAULT"));

@@ -61,10 +61,6 @@ pub(super) fn header(
             gpu_order: format!("{:?}", common.gpu_order).to_lowercase(),
             gpu: crate::device::gpu_ordinal::selected(),
             gpu_memory_fraction: common.gpu_memory_fraction.map(|f| f.get()),
-            // Checked when the command line was read; the default where it cannot be read.
-            gpu_ops: crate::device::gpu_ops::GpuOps::from_env()
-                .unwrap_or_default()
-                .to_string(),
         },
         plan,
         started_at: rfc3339_utc(std::time::SystemTime::now()),

@@ -679,8 +679,6 @@ impl CommonArgs {
                 log_placement: self.log_placement,
                 gpu_order: self.gpu_order.into(),
                 gpu_memory_fraction: self.gpu_memory_fraction,
-                // PARBENCH_GPU_OPS, checked when the command line was read.
-                gpu_ops: None,
             },
             sampling: SamplingOverrides {
                 warmup: self.warmup.map(|n| n as usize),

@@ -1,14 +1,14 @@
 //! The CUDA environment a run had: the variables that change what the driver and the CUDA
 //! libraries do (which devices are visible and in what order, blocking launches, lazy module
-//! loading, the JIT cache, hardware queues, TF32, cuBLAS's workspace, parbench's GPU op
-//! switches), and the ordinal parbench opened. Recorded in every report, since each can move a GPU timing.
+//! loading, the JIT cache, hardware queues, TF32, cuBLAS's workspace), and the ordinal
+//! parbench opened. Recorded in every report, since each can move a GPU timing.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 /// The variables recorded, when set.
-pub const VARIABLES: [&str; 9] = [
+pub const VARIABLES: [&str; 8] = [
     "CUDA_VISIBLE_DEVICES",
     "CUDA_DEVICE_ORDER",
     "CUDA_LAUNCH_BLOCKING",
@@ -17,7 +17,6 @@ pub const VARIABLES: [&str; 9] = [
     "CUDA_DEVICE_MAX_CONNECTIONS",
     "NVIDIA_TF32_OVERRIDE",
     "CUBLAS_WORKSPACE_CONFIG",
-    crate::device::gpu_ops::GpuOps::ENV,
 ];
 
 /// The report's `cuda_env`: `{"ordinal": 0, "variables": {"CUDA_VISIBLE_DEVICES": "1"}}`.

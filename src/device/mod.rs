@@ -12,7 +12,6 @@ pub mod cuda_source;
 pub mod discovery;
 pub mod gpu_info;
 pub mod gpu_limits;
-pub mod gpu_ops;
 pub mod gpu_ordinal;
 pub mod gpu_selector;
 pub mod memory;
@@ -65,13 +64,9 @@ impl Device {
                 GpuOrder::Stream => "stream order",
                 GpuOrder::Host => "host order",
             };
-            let ops = match dev.ops() {
-                gpu_ops::GpuOps::NONE => String::new(),
-                ops => format!(", ops: {ops}"),
-            };
             return match dev.memory_fraction() {
-                Some(f) => format!("{} ({gpu}, {order}{ops}, memory capped at {f})", self.name),
-                None => format!("{} ({gpu}, {order}{ops})", self.name),
+                Some(f) => format!("{} ({gpu}, {order}, memory capped at {f})", self.name),
+                None => format!("{} ({gpu}, {order})", self.name),
             };
         }
         self.describe_cpu(false)
@@ -195,9 +190,6 @@ pub struct RuntimeOptions {
     /// The share of a GPU's memory its allocations may take (`--gpu-memory-fraction`); `None`
     /// for no cap. No effect on CPU devices.
     pub gpu_memory_fraction: Option<MemoryFraction>,
-    /// The cheaper ways of issuing a GPU op; `None`: as `PARBENCH_GPU_OPS` says. No effect on
-    /// CPU devices.
-    pub gpu_ops: Option<gpu_ops::GpuOps>,
 }
 
 /// An engine and the devices it drives.
@@ -279,11 +271,10 @@ fn add_cuda_device(
     builder: &mut EngineBuilder,
     options: &RuntimeOptions,
 ) -> Result<Device, DeviceError> {
-    let dev = Arc::new(cuda::CudaDevice::open_tuned(
+    let dev = Arc::new(cuda::CudaDevice::open_capped(
         0,
         options.gpu_order,
         options.gpu_memory_fraction,
-        options.gpu_ops,
     )?);
     // Host copies of the GPU's values live on a CPU device of their own ("host"), whose pool
     // threads sleep unless an op runs on a host copy.

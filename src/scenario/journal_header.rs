@@ -66,7 +66,8 @@ impl From<&SamplerConfig> for SamplingConditions {
     }
 }
 
-/// The run options that change what a point measures.
+/// The run options that change what a point measures. An option an earlier build recorded and
+/// this one does not (how GPU ops were issued) is an unknown field, ignored when read.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunOptions {
     pub cpu_threads: Option<usize>,
@@ -78,9 +79,6 @@ pub struct RunOptions {
     /// `--gpu-memory-fraction`, when given.
     #[serde(default)]
     pub gpu_memory_fraction: Option<f64>,
-    /// How GPU ops are issued (`PARBENCH_GPU_OPS`, as in force: `caching-allocator`).
-    #[serde(default)]
-    pub gpu_ops: String,
 }
 
 /// What a journal records the points of.
@@ -156,11 +154,6 @@ impl JournalHeader {
             shown(a.gpu_memory_fraction),
             shown(b.gpu_memory_fraction),
         );
-        let ops = |o: &str| match o {
-            "" => "not recorded".to_string(),
-            o => o.to_string(),
-        };
-        differ("PARBENCH_GPU_OPS", ops(&a.gpu_ops), ops(&b.gpu_ops));
         out
     }
 }
@@ -220,17 +213,15 @@ mod tests {
                 "samples per point (at least) was 50, now 3"
             ]
         );
-        // The GPU a run uses and how its ops are issued change what it measures too.
+        // The GPU a run uses changes what it measures too.
         let mut gpu = header();
         gpu.options.gpu = 1;
         gpu.options.gpu_memory_fraction = Some(0.5);
-        gpu.options.gpu_ops = "none".into();
         assert_eq!(
             old.differences(&gpu),
             [
                 "--gpu was 0, now 1",
-                "--gpu-memory-fraction was the default, now 0.5",
-                "PARBENCH_GPU_OPS was not recorded, now none"
+                "--gpu-memory-fraction was the default, now 0.5"
             ]
         );
         assert!(old.differences(&old).is_empty());
@@ -266,5 +257,17 @@ mod tests {
             serde_json::from_str::<JournalHeader>(&text).unwrap(),
             header()
         );
+    }
+
+    /// A journal of an earlier build, whose options hold one this build no longer records (as
+    /// builds that recorded how GPU ops were issued did), still reads, under the same
+    /// conditions.
+    #[test]
+    fn an_earlier_header_with_a_removed_option_still_reads() {
+        let mut v = serde_json::to_value(header()).unwrap();
+        v["options"]["removed_option"] = "caching-allocator".into();
+        let old: JournalHeader = serde_json::from_value(v).unwrap();
+        assert_eq!(old, header());
+        assert!(old.differences(&header()).is_empty());
     }
 }

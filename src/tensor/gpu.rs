@@ -79,8 +79,6 @@ pub(super) fn push<K: Send + 'static>(
         if let Err(e) = dev.bind() {
             return done.complete(Err(OpError::from(e)));
         }
-        // Under `one-bind`, the op's own calls need not bind again.
-        let _bound = dev.op_binding();
         match enqueue(&dev) {
             // Stream order: the compute stream orders what follows, and frees buffers in
             // stream order, so nothing has to be kept alive (see `device::cuda`).
@@ -265,7 +263,7 @@ impl Tensor {
                 let mut slot = write(&dst)?;
                 let from = read(&src).and_then(|s| s.cuda())?;
                 let mut host = d.alloc_pinned(n)?;
-                let ready = from.ready(d)?;
+                let ready = from.ready();
                 d.copy_to_host(&from.slice, ready.as_ref(), &mut host)?;
                 drop(ready);
                 *slot = Storage::Pinned(Arc::new(host));

@@ -338,9 +338,9 @@ impl Tensor {
     pub fn wait_to_read(&self) -> Result<(), EngineError> {
         self.place.engine.wait_to_read(self.var())?;
         #[cfg(feature = "cuda")]
-        if let (Ok(data), DeviceKind::Cuda(d)) = (self.data.read(), &self.place.device.kind) {
+        if let (Ok(data), DeviceKind::Cuda(_)) = (self.data.read(), &self.place.device.kind) {
             if let Storage::Cuda(buf) = &*data {
-                buf.wait(d)
+                buf.wait()
                     .map_err(|e| EngineError::DeviceSync(e.to_string()))?;
             }
         }
@@ -359,9 +359,8 @@ impl Tensor {
             Storage::Host(values) => Ok(values.to_vec()),
             #[cfg(feature = "cuda")]
             Storage::Cuda(slice) => match &self.place.device.kind {
-                DeviceKind::Cuda(d) => slice
-                    .ready(d)
-                    .and_then(|ready| d.read_back(&slice.slice, ready.as_ref()))
+                DeviceKind::Cuda(d) => d
+                    .read_back(&slice.slice, slice.ready().as_ref())
                     .map_err(|e| TensorError::Read(e.into())),
                 DeviceKind::Cpu { .. } => Err(TensorError::Read(ReadError::GpuOnCpu)),
             },
@@ -395,4 +394,4 @@ mod tests;
 #[cfg(all(test, feature = "cuda"))]
 mod gpu_hardening_tests;
 #[cfg(all(test, feature = "cuda"))]
-mod gpu_ops_tests;
+mod gpu_path_tests;

@@ -116,15 +116,6 @@ pub(super) fn gpu_runtime() -> Runtime {
 
 #[cfg(feature = "cuda")]
 pub(super) fn gpu_runtime_in(gpu_order: crate::device::GpuOrder) -> Runtime {
-    gpu_runtime_with(gpu_order, None)
-}
-
-/// A runtime with the GPU, its ops issued as `ops` says (`None`: as `PARBENCH_GPU_OPS` says).
-#[cfg(feature = "cuda")]
-pub(super) fn gpu_runtime_with(
-    gpu_order: crate::device::GpuOrder,
-    gpu_ops: Option<crate::device::gpu_ops::GpuOps>,
-) -> Runtime {
     use crate::device::{discovery, DeviceRequest};
     let gpu = discovery::probe_gpu();
     assert!(
@@ -134,7 +125,6 @@ pub(super) fn gpu_runtime_with(
     );
     let options = RuntimeOptions {
         gpu_order,
-        gpu_ops,
         ..RuntimeOptions::default()
     };
     Runtime::new(&options, &[DeviceRequest::Cuda]).expect("the probed GPU opens")

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, assert_usage_error_from, parbench};
+use crate::util::{assert_usage_error, parbench};
 
 /// QUICK without `--quiet`: the notes on stderr are what some tests read.
 const QUICK_NOTES: &[&str] = &["--warmup", "0", "--min-samples", "3", "--max-samples", "3"];
@@ -68,17 +68,6 @@ fn resuming_under_other_conditions_is_refused_naming_each_difference() {
             "cannot resume {j}: engine was threaded, now naive; samples per point (at least) \
              was 3, now 1; samples per point (at most) was 3, now 1 (run with --fresh to start \
              over)"
-        ),
-    );
-    // How GPU ops are issued is a condition too, whether or not the machine has a GPU.
-    let mut other_ops = parbench();
-    other_ops.env("PARBENCH_GPU_OPS", "none");
-    assert_usage_error_from(
-        other_ops,
-        &[&sweep[..], QUICK, &["--resume", j]].concat(),
-        &format!(
-            "cannot resume {j}: PARBENCH_GPU_OPS was caching-allocator, now none (run with \
-             --fresh to start over)"
         ),
     );
     // The journal is left as it was; --fresh starts over under the new conditions.

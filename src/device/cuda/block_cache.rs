@@ -1,9 +1,10 @@
-//! The caching allocator (`PARBENCH_GPU_OPS=caching-allocator`): a compute-stream buffer goes
-//! back to a cache of its device's when freed, by size class, and the next allocation of that
-//! class on the compute stream takes it back without a driver call, as PyTorch's caching
-//! allocator does. Without it, each op pays a `cuMemFreeAsync` for its input and a
-//! `cuMemAllocFromPoolAsync` for its output (the driver tier "launch, alloc and free" of
-//! `floor.rs`).
+//! The caching allocator: a compute-stream buffer goes back to a cache of its device's when
+//! freed, by size class, and the next allocation of that class on the compute stream takes it
+//! back without a driver call, as PyTorch's caching allocator does, rather than each op paying
+//! a `cuMemFreeAsync` for its input and a `cuMemAllocFromPoolAsync` for its output (the driver
+//! tier "launch, alloc and free" of `floor.rs`). It is the one way a tensor's buffer is
+//! allocated: on an H200 it cut the synchronous loop's op from 18.4 to 12.8 µs
+//! (`results/gpu/README.md`).
 //!
 //! Why reuse is safe: a block is cached when the last handle of its buffer goes, which is
 //! when `cuMemFreeAsync` on the compute stream would have been called; it is only ever

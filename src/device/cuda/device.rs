@@ -11,7 +11,6 @@ use cudarc::driver::DevicePtrMut;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
 use super::block_cache::DeviceBuffer;
-use super::current::{bound_for_op, OpBinding};
 use super::error::GpuError;
 use super::events::CompletionEvent;
 use super::memory::DeviceMemory;
@@ -19,7 +18,6 @@ use super::pinned::{PinnedBuffer, PinnedPool};
 use super::poller::{Pending, Poller};
 use super::probe::{context, probe, quietly};
 use super::{ops, CudaDevice, GpuOrder, MemoryFraction, PoolUsage, SendRng, Stream};
-use crate::device::gpu_ops::GpuOps;
 
 /// cuBLAS's configuration for the row-major `c (m×n) = a (m×k) · b (k×n)`, with `b` passed
 /// first (see [`CudaDevice::matmul`]); shared with the compute streams' products (`streams`).
@@ -76,18 +74,7 @@ impl CudaDevice {
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
     ) -> Result<CudaDevice, GpuError> {
-        Self::open_tuned(seed, order, fraction, None)
-    }
-
-    /// [`open_capped`](Self::open_capped), with the cheaper ways of issuing an op given by
-    /// `ops` (`None`: as `PARBENCH_GPU_OPS` says, see [`GpuOps::from_env`]).
-    pub fn open_tuned(
-        seed: u64,
-        order: GpuOrder,
-        fraction: Option<MemoryFraction>,
-        ops: Option<GpuOps>,
-    ) -> Result<CudaDevice, GpuError> {
-        let device = Self::open_unplanted(seed, order, fraction, ops)?;
+        let device = Self::open_unplanted(seed, order, fraction)?;
         if super::fault::fault_requested() {
             device.plant_fault()?;
         }
@@ -101,12 +88,7 @@ impl CudaDevice {
         seed: u64,
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
-        ops: Option<GpuOps>,
     ) -> Result<CudaDevice, GpuError> {
-        let ops = match ops {
-            Some(ops) => ops,
-            None => GpuOps::from_env()?,
-        };
         let ctx = context().ok_or_else(|| {
             GpuError::Unavailable(probe().reason.unwrap_or_else(|| "no GPU".into()))
         })?;
@@ -114,7 +96,7 @@ impl CudaDevice {
         // `capture_guard`).
         let _outside = super::capture_guard::outside_captures();
         let ordinal = ctx.ordinal();
-        quietly(|| Self::open_with(ordinal, seed, order, fraction, ops)).and_then(|r| r)
+        quietly(|| Self::open_with(ordinal, seed, order, fraction)).and_then(|r| r)
     }
 
     /// Set up the GPU of CUDA ordinal `ordinal` (0 is [`open`](Self::open)'s), after a
@@ -125,7 +107,6 @@ impl CudaDevice {
         seed: u64,
         order: GpuOrder,
     ) -> Result<CudaDevice, GpuError> {
-        let ops = GpuOps::from_env()?;
         if context().is_none() {
             return Err(GpuError::Unavailable(
                 probe().reason.unwrap_or_else(|| "no GPU".into()),
@@ -138,7 +119,7 @@ impl CudaDevice {
             )));
         }
         let _outside = super::capture_guard::outside_captures();
-        quietly(|| Self::open_with(ordinal, seed, order, None, ops)).and_then(|r| r)
+        quietly(|| Self::open_with(ordinal, seed, order, None)).and_then(|r| r)
     }
 
     fn open_with(
@@ -146,7 +127,6 @@ impl CudaDevice {
         seed: u64,
         order: GpuOrder,
         fraction: Option<MemoryFraction>,
-        ops: GpuOps,
     ) -> Result<CudaDevice, GpuError> {
         // A handle of the device's own on the same primary context: cudarc keeps the error a
         // drop records in the handle, so this device's drops report to this device alone.
@@ -162,8 +142,7 @@ impl CudaDevice {
         fp32_math(&blas)?;
         let rng = CudaRng::new(seed, compute.clone())?;
         let kernels = ops::Kernels::load(&ctx)?;
-        let memory =
-            DeviceMemory::create(&ctx, fraction, ops.caching_allocator.then_some(&compute))?;
+        let memory = DeviceMemory::create(&ctx, fraction, &compute)?;
         let device = CudaDevice {
             ctx: ctx.clone(),
             compute,
@@ -179,7 +158,6 @@ impl CudaDevice {
             copy_poller: Poller::start(format!("cuda:{ordinal} copy poller"), ctx.clone())?,
             deferred: Mutex::new(None),
             memory,
-            ops,
         };
         Ok(device)
     }
@@ -187,11 +165,6 @@ impl CudaDevice {
     /// When this device's compute ops complete in the engine.
     pub fn order(&self) -> GpuOrder {
         self.order
-    }
-
-    /// Which cheaper ways of issuing an op are on (`PARBENCH_GPU_OPS`).
-    pub fn ops(&self) -> GpuOps {
-        self.ops
     }
 
     /// Record a ready event after the work enqueued so far on the compute stream (for
@@ -259,8 +232,8 @@ impl CudaDevice {
         self.memory.alloc(&self.compute, &self.compute, len)
     }
 
-    /// [`alloc`](Self::alloc), through the caching allocator when it is on: the buffer of a
-    /// tensor, which goes back to the cache when it is freed.
+    /// [`alloc`](Self::alloc), through the caching allocator: the buffer of a tensor, which
+    /// goes back to the cache when it is freed.
     pub fn alloc_buffer(&self, len: usize) -> Result<DeviceBuffer, GpuError> {
         self.memory.alloc_buffer(&self.compute, len)
     }
@@ -268,7 +241,7 @@ impl CudaDevice {
     /// Fill with uniform values in (0, 1] from `seed` (cuRAND, on the compute stream): the same
     /// seed gives the same values.
     pub fn fill_uniform(&self, dst: &mut CudaSlice<f32>, seed: u64) -> Result<(), GpuError> {
-        self.bind_in_op()?;
+        self.bind()?;
         // cuRAND sets up its states with synchronizing calls after a new seed (see
         // `capture_guard`).
         let _outside = super::capture_guard::outside_captures();
@@ -283,7 +256,7 @@ impl CudaDevice {
 
     /// Fill with a constant, asynchronously on the compute stream (a 32-bit memset).
     pub fn fill(&self, dst: &mut CudaSlice<f32>, value: f32) -> Result<(), GpuError> {
-        self.bind_in_op()?;
+        self.bind()?;
         let len = dst.len();
         let (ptr, _record) = dst.device_ptr_mut(&self.compute);
         // SAFETY: `ptr` addresses `len` f32 (4-byte) elements of a live allocation that this
@@ -306,7 +279,7 @@ impl CudaDevice {
     ) -> Result<(), GpuError> {
         let cfg = row_major_gemm((m, k, n))?;
         // cuBLAS does not bind the context itself.
-        self.bind_in_op()?;
+        self.bind()?;
         let mut blas = self
             .blas
             .lock()
@@ -400,9 +373,7 @@ impl CudaDevice {
             Stream::Copy => &self.copy_poller,
         };
         let s = self.stream(stream);
-        let event = self
-            .bind_in_op()
-            .and_then(|()| Ok(CompletionEvent::record(s)?));
+        let event = self.bind().and_then(|()| Ok(CompletionEvent::record(s)?));
         match event {
             Ok(event) => {
                 if let Err(crossbeam_channel::SendError(p)) = poller.tx.send(Pending {
@@ -427,27 +398,6 @@ impl CudaDevice {
     pub fn bind(&self) -> Result<(), GpuError> {
         self.take_deferred();
         Ok(self.ctx.bind_to_thread()?)
-    }
-
-    /// Inside an op's work: with `one-bind`, nothing when the op bound this context at its
-    /// start ([`op_binding`](Self::op_binding)); else [`bind`](Self::bind).
-    pub(super) fn bind_in_op(&self) -> Result<(), GpuError> {
-        if self.ops.one_bind && bound_for_op(&self.ctx) {
-            return Ok(());
-        }
-        self.bind()
-    }
-
-    /// Whether this thread's op bound this context at its start, under `one-bind`: its
-    /// launches may go straight to the driver.
-    pub(super) fn op_bound(&self) -> bool {
-        self.ops.one_bind && bound_for_op(&self.ctx)
-    }
-
-    /// Call at an op's start, right after [`bind`](Self::bind): under `one-bind`, until the
-    /// guard goes, the op's own calls skip binding the context again.
-    pub(crate) fn op_binding(&self) -> Option<OpBinding> {
-        self.ops.one_bind.then(|| OpBinding::enter(&self.ctx))
     }
 
     fn take_deferred(&self) {

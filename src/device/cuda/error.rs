@@ -90,9 +90,6 @@ pub enum GpuError {
     /// NCCL is missing or one of its calls failed: what, and why (one line).
     #[error("{0}")]
     Nccl(String),
-    /// `PARBENCH_GPU_OPS` names no switch.
-    #[error(transparent)]
-    Setting(#[from] crate::device::gpu_ops::UnknownGpuOp),
     /// A measurement that gave no finite time; names it.
     #[error("{0} gave no finite time")]
     NoTime(&'static str),

@@ -24,7 +24,7 @@ const FLOOR_ROUNDS: usize = 5;
 /// Open a device of its own (within `cap`, the run's `--gpu-memory-fraction`), measure, close
 /// it.
 pub fn measure_limits(cap: Option<MemoryFraction>) -> Result<GpuLimits, GpuError> {
-    let device = Arc::new(CudaDevice::open_unplanted(0, GpuOrder::Stream, cap, None)?);
+    let device = Arc::new(CudaDevice::open_unplanted(0, GpuOrder::Stream, cap)?);
     let limits = device.measure_limits();
     device.synchronize()?;
     limits

@@ -83,8 +83,8 @@ pub(super) struct DeviceMemory {
     fraction: Option<MemoryFraction>,
     /// `fraction` of the device's total memory, in bytes.
     cap: Option<u64>,
-    /// The caching allocator's blocks, when it is on (`block_cache`).
-    cache: Option<Arc<BlockCache>>,
+    /// The caching allocator's blocks (`block_cache`).
+    cache: Arc<BlockCache>,
 }
 
 // SAFETY: a CUmemoryPool is a driver handle, usable from any thread (the driver serializes
@@ -97,13 +97,12 @@ impl DeviceMemory {
     /// Create the pool on `ctx`'s device (bound to this thread), capped at `fraction` of the
     /// device's memory, and keeping freed memory cached up to the cap (all of it without one):
     /// otherwise each op after a synchronization maps fresh memory, which costs more than the
-    /// op (PyTorch's caching allocator keeps it too).
-    /// With `cache_on`, freed compute-stream buffers are cached on that stream (the caching
-    /// allocator).
+    /// op (PyTorch's caching allocator keeps it too). Freed buffers of `compute`, the compute
+    /// stream, are cached on it (the caching allocator).
     pub(super) fn create(
         ctx: &Arc<CudaContext>,
         fraction: Option<MemoryFraction>,
-        cache_on: Option<&Arc<CudaStream>>,
+        compute: &Arc<CudaStream>,
     ) -> Result<DeviceMemory, GpuError> {
         let supported =
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
@@ -138,7 +137,7 @@ impl DeviceMemory {
             pool,
             fraction,
             cap,
-            cache: cache_on.map(|s| Arc::new(BlockCache::new(s.clone()))),
+            cache: Arc::new(BlockCache::new(compute.clone())),
         };
         let mut threshold: u64 = cap.unwrap_or(u64::MAX);
         // SAFETY: the release threshold is a u64 (CUDA's documented type), passed by pointer,
@@ -164,10 +163,10 @@ impl DeviceMemory {
         self.cap
     }
 
-    /// Bytes the caching allocator holds (0 without it).
+    /// Bytes the caching allocator holds.
     #[cfg(test)]
     pub(super) fn cache_bytes(&self) -> u64 {
-        self.cache.as_ref().map_or(0, |c| c.bytes())
+        self.cache.bytes()
     }
 
     fn attribute(&self, attr: sys::CUmemPool_attribute) -> Result<u64, GpuError> {
@@ -181,15 +180,14 @@ impl DeviceMemory {
 
     /// What parbench holds now, and its high-water marks: the pool's figures, with the caching
     /// allocator's blocks counted as reserved but not used. The pool's own mark of used bytes
-    /// counts a cached block as used; with the cache, the mark is the cache's count of its
-    /// blocks in live buffers, plus what other buffers hold now.
+    /// counts a cached block as used: the mark is the cache's count of its blocks in live
+    /// buffers, plus what other buffers hold now.
     pub(super) fn usage(&self) -> Result<PoolUsage, GpuError> {
         let mut usage = self.pool_usage()?;
-        if let Some(cache) = &self.cache {
-            usage.used = usage.used.saturating_sub(cache.bytes());
-            let others = usage.used.saturating_sub(cache.lent.now());
-            usage.used_high = cache.lent.high().saturating_add(others);
-        }
+        let cache = &self.cache;
+        usage.used = usage.used.saturating_sub(cache.bytes());
+        let others = usage.used.saturating_sub(cache.lent.now());
+        usage.used_high = cache.lent.high().saturating_add(others);
         Ok(usage)
     }
 
@@ -208,9 +206,7 @@ impl DeviceMemory {
     /// written to each mark).
     pub(super) fn reset_high_water(&self) -> Result<(), GpuError> {
         use sys::CUmemPool_attribute::*;
-        if let Some(cache) = &self.cache {
-            cache.lent.reset();
-        }
+        self.cache.lent.reset();
         for attr in [
             CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
             CU_MEMPOOL_ATTR_USED_MEM_HIGH,
@@ -274,18 +270,16 @@ impl DeviceMemory {
         Ok(unsafe { owner.upgrade_device_ptr(ptr, len) })
     }
 
-    /// A buffer of `len` f32 on `stream` (allocated in its order and owned by it): with the
-    /// caching allocator, a cached block of its size class when there is one, else a new one
+    /// A buffer of `len` f32 on `stream` (allocated in its order and owned by it) from the
+    /// caching allocator: a cached block of its size class when there is one, else a new one
     /// of the class's size, tried again after the cache is given back when the pool or the
-    /// cap has no room; without it, [`alloc`](Self::alloc)'s buffer.
+    /// cap has no room.
     pub(super) fn alloc_buffer(
         &self,
         stream: &Arc<CudaStream>,
         len: usize,
     ) -> Result<DeviceBuffer, GpuError> {
-        let Some(cache) = &self.cache else {
-            return Ok(DeviceBuffer::plain(self.alloc(stream, stream, len)?));
-        };
+        let cache = &self.cache;
         let class = size_class(f32_bytes(len)?);
         if let Some(ptr) = cache.take(class) {
             // SAFETY: a live block of `class` ≥ 4·len bytes from this pool, reused on the
@@ -324,9 +318,7 @@ fn lacks_room(e: &GpuError) -> bool {
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
         // Cached blocks go back first, so the pool can go once the live buffers are freed.
-        if let Some(cache) = &self.cache {
-            cache.trim();
-        }
+        self.cache.trim();
         super::make_current(&self.ctx);
         // SAFETY: the pool was created by `create` and is destroyed once, here; buffers still
         // out are released by the driver when they are freed (cuMemPoolDestroy's documented

@@ -49,22 +49,14 @@ fn gpu_memory_cap_refuses_an_allocation_past_it() {
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_pool_usage_reports_reserved_and_used() {
-    // The pool's own marks: without the caching allocator, whose marks count its own blocks
-    // (`gpu_the_caching_allocator_…`).
-    let d = Arc::new(
-        CudaDevice::open_tuned(
-            0,
-            GpuOrder::Stream,
-            None,
-            Some(crate::device::gpu_ops::GpuOps::NONE),
-        )
-        .expect("the GPU opens"),
-    );
+    // A tensor's buffer, from the caching allocator: a freed block is kept in the cache, which
+    // counts it as reserved but not used.
+    let d = open(None);
     d.synchronize().unwrap();
     d.reset_pool_high_water().unwrap();
     let before = d.pool_usage().unwrap();
     let n = 16 << 20; // 64 MiB
-    let mut a = d.alloc(n).unwrap();
+    let mut a = d.alloc_buffer(n).unwrap();
     d.fill(&mut a, 1.0).unwrap();
     let during = d.pool_usage().unwrap();
     assert!(
@@ -75,7 +67,7 @@ fn gpu_pool_usage_reports_reserved_and_used() {
     drop(a);
     d.synchronize().unwrap();
     let after = d.pool_usage().unwrap();
-    // Freed in stream order and kept cached: used falls back, reserved stays, the marks stay.
+    // Given back to the cache: used falls back, reserved stays, the marks stay.
     assert!(after.used < during.used, "{during:?} → {after:?}");
     assert!(after.reserved >= n as u64 * 4, "{after:?}");
     assert!(after.used_high >= n as u64 * 4, "{after:?}");
@@ -147,14 +139,7 @@ fn gpu_a_pinned_buffer_waits_for_its_own_copy() {
 #[ignore = "needs a GPU"]
 fn gpu_the_caching_allocator_reuses_blocks_and_gives_them_back_for_room() {
     use cudarc::driver::DevicePtr;
-    let fraction = MemoryFraction::new(0.0001).expect("a valid fraction");
-    let ops = crate::device::gpu_ops::GpuOps {
-        caching_allocator: true,
-        ..crate::device::gpu_ops::GpuOps::NONE
-    };
-    let d = Arc::new(
-        CudaDevice::open_tuned(0, GpuOrder::Stream, Some(fraction), Some(ops)).expect("opens"),
-    );
+    let d = open(Some(0.0001));
     let cap = d.memory_cap().expect("a cap is set");
     let addr = |b: &super::DeviceBuffer| b.device_ptr(&d.compute).0;
     // Buffers of one 2 MiB class; as many as the cap holds.

@@ -187,7 +187,7 @@ impl CudaDevice {
     /// Every region addresses live device memory of this context, which stays alive until
     /// the work is done; no other work writes it meanwhile.
     pub unsafe fn launch_mlp(&self, k: &MlpKernels, launch: MlpLaunch) -> Result<(), GpuError> {
-        self.bind_in_op()?;
+        self.bind()?;
         let u = |v: usize| v as u64;
         match launch {
             MlpLaunch::GatherBatch {
@@ -301,7 +301,9 @@ impl CudaDevice {
         }
     }
 
-    /// Launch `func` on this thread's launch stream.
+    /// Launch `func` on this thread's launch stream, straight through `cuLaunchKernel` (no
+    /// context bind and no check of the context's error slot: [`launch_mlp`](Self::launch_mlp)
+    /// bound the context).
     ///
     /// # Safety
     /// `params` matches the kernel's parameters (one pointer to a live value of each
@@ -315,7 +317,17 @@ impl CudaDevice {
     ) -> Result<(), GpuError> {
         self.with_launch_stream(|stream| {
             // SAFETY: per this function's contract.
-            unsafe { super::ops::launch_direct(func, cfg, stream, params) }
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    func.cu_function(),
+                    cfg.grid_dim,
+                    cfg.block_dim,
+                    cfg.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params,
+                )
+            }?;
+            Ok(())
         })
     }
 
@@ -355,7 +367,7 @@ impl CudaDevice {
                 cublasOperation_t::CUBLAS_OP_N
             }
         };
-        self.bind_in_op()?;
+        self.bind()?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         let mut blas = self
             .blas
@@ -408,7 +420,7 @@ impl CudaDevice {
                 src.len, dst.len
             )));
         }
-        self.bind_in_op()?;
+        self.bind()?;
         self.with_launch_stream(|s| {
             // SAFETY: per this function's contract; the lengths match.
             unsafe {
@@ -428,7 +440,7 @@ impl CudaDevice {
     /// # Safety
     /// As [`launch_mlp`](Self::launch_mlp).
     pub unsafe fn fill_region(&self, dst: Region, value: f32) -> Result<(), GpuError> {
-        self.bind_in_op()?;
+        self.bind()?;
         self.with_launch_stream(|s| {
             // SAFETY: per this function's contract: `dst` addresses `len` 4-byte values.
             unsafe { sys::cuMemsetD32Async(dst.ptr, value.to_bits(), dst.len, s.cu_stream()) }

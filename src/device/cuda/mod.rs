@@ -48,13 +48,9 @@
 //! (timing events: the GPU's own clock), `libs` (finding the CUDA libraries), `error` (what
 //! fails), `limits` (the GPU's limits: launches, copies, cuBLAS's rate), `fault` (sticky
 //! faults, and planting one), `capture_guard` (captures against synchronizing calls),
-//! `current` (binding a context on any thread, once per op under `one-bind`), `block_cache`
-//! (the caching allocator), `streams` (`k` compute streams beside the device's own, ordered by
-//! events), `stream_lanes` (a runtime with each of them an engine lane).
-//!
-//! Three ways of making each op cheaper are switched with `PARBENCH_GPU_OPS`
-//! (`device::gpu_ops`): the caching allocator, ready events recorded lazily, one context bind
-//! per op.
+//! `current` (binding a context on any thread), `block_cache` (the caching allocator),
+//! `streams` (`k` compute streams beside the device's own, ordered by events), `stream_lanes`
+//! (a runtime with each of them an engine lane).
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
@@ -137,8 +133,6 @@ pub struct CudaDevice {
     deferred: Mutex<Option<DriverError>>,
     /// parbench's own memory pool, its usage and its cap (`memory.rs`).
     memory: memory::DeviceMemory,
-    /// Which cheaper ways of issuing an op are on (`PARBENCH_GPU_OPS`, `gpu_ops`).
-    ops: crate::device::gpu_ops::GpuOps,
 }
 
 /// Which stream of the device an op runs on.

@@ -8,12 +8,10 @@
 //!   replayed with one launch: the GPU analogue of MXNet's cached op after `hybridize()`.
 
 use std::cell::RefCell;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -81,39 +79,6 @@ pub(super) fn grid(n: u64) -> LaunchConfig {
     }
 }
 
-/// A kernel parameter for [`launch_direct`]: the address of the value.
-fn param<T>(value: &T) -> *mut c_void {
-    (value as *const T).cast_mut().cast()
-}
-
-/// Launch `func` on `stream` straight through `cuLaunchKernel`: no context bind and no check
-/// of the context's error slot (cudarc's launch does both), for an op that bound the context
-/// at its start (`PARBENCH_GPU_OPS=one-bind`).
-///
-/// # Safety
-/// `params` holds one pointer per kernel parameter, in order, each to a live value of the
-/// parameter's type; the buffers they address are as large as the kernel reads and writes;
-/// the stream's context is current on this thread.
-pub(super) unsafe fn launch_direct(
-    func: &CudaFunction,
-    cfg: LaunchConfig,
-    stream: &CudaStream,
-    params: &mut [*mut c_void],
-) -> Result<(), GpuError> {
-    // SAFETY: per this function's contract.
-    unsafe {
-        cudarc::driver::result::launch_kernel(
-            func.cu_function(),
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            params,
-        )
-    }?;
-    Ok(())
-}
-
 thread_local! {
     /// The stream this thread is capturing a graph on, if any: while it is set, this thread's
     /// launches go to it instead of the compute stream (see [`CudaDevice::capture`]).
@@ -155,34 +120,14 @@ impl CudaDevice {
                 y.len()
             )));
         }
-        self.bind_in_op()?;
+        self.bind()?;
         let n = x.len() as u64;
         let (func, s) = match f {
             Map::AddScalar(s) => (&self.kernels.add_scalar, Some(s)),
             Map::Scale(s) => (&self.kernels.scale, Some(s)),
             Map::Relu => (&self.kernels.relu, None),
         };
-        let direct = self.op_bound();
         self.with_launch_stream(|stream| {
-            if direct {
-                let (xp, _x) = x.device_ptr(stream);
-                let (yp, _y) = y.device_ptr_mut(stream);
-                let mut with_s;
-                let mut without_s;
-                let params: &mut [*mut c_void] = match &s {
-                    Some(s) => {
-                        with_s = [param(&xp), param(&yp), param(s), param(&n)];
-                        &mut with_s
-                    }
-                    None => {
-                        without_s = [param(&xp), param(&yp), param(&n)];
-                        &mut without_s
-                    }
-                };
-                // SAFETY: as below; `params` points at live locals of the kernel's parameter
-                // types, and this op bound the context at its start (`one-bind`).
-                return unsafe { launch_direct(func, grid(n), stream, params) };
-            }
             let mut launch = stream.launch_builder(func);
             launch.arg(x).arg(y);
             if let Some(s) = &s {
@@ -216,32 +161,9 @@ impl CudaDevice {
                 b.len()
             )));
         }
-        self.bind_in_op()?;
+        self.bind()?;
         let (rows, cols) = (rows as u64, cols as u64);
-        let direct = self.op_bound();
         self.with_launch_stream(|stream| {
-            if direct {
-                let (xp, _x) = x.device_ptr(stream);
-                let (bp, _b) = b.device_ptr(stream);
-                let (yp, _y) = y.device_ptr_mut(stream);
-                let mut params = [
-                    param(&xp),
-                    param(&bp),
-                    param(&yp),
-                    param(&rows),
-                    param(&cols),
-                ];
-                // SAFETY: as below; `params` points at live locals of the kernel's parameter
-                // types, and this op bound the context at its start (`one-bind`).
-                return unsafe {
-                    launch_direct(
-                        &self.kernels.add_row,
-                        grid(rows * cols),
-                        stream,
-                        &mut params,
-                    )
-                };
-            }
             let mut launch = stream.launch_builder(&self.kernels.add_row);
             launch.arg(x).arg(b).arg(y).arg(&rows).arg(&cols);
             // SAFETY: (x, b, y, rows, cols) as in elementwise.cu; the lengths were checked above.
@@ -260,7 +182,7 @@ impl CudaDevice {
                 dst.len()
             )));
         }
-        self.bind_in_op()?;
+        self.bind()?;
         Ok(self.compute.memcpy_htod(src, dst)?)
     }
 
@@ -337,7 +259,7 @@ impl GpuGraph {
     /// Enqueue one replay on the compute stream (not the side stream it was captured on, so
     /// that it is ordered with everything else the device does).
     pub fn launch(&self) -> Result<(), GpuError> {
-        self.device.bind_in_op()?;
+        self.device.bind()?;
         let graph = self
             .graph
             .lock()

@@ -115,8 +115,6 @@ impl StreamRuntime {
             .push(op.name(), lane, &reads, &[&out.var], move || {
                 let dev = streams.device();
                 dev.bind().map_err(OpError::from)?;
-                // Under `one-bind`, the op's own calls need not bind again.
-                let _bound = dev.op_binding();
                 let inputs: Vec<&StreamMatrix> = data.iter().map(|m| &**m).collect();
                 streams
                     .enqueue(stream, op, &inputs, &target)
