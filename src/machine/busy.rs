@@ -44,6 +44,35 @@ pub const THREADS_PER_CORE_LIMIT: usize = 1;
 /// on 2 cores averaged 2.0–2.3 over three runs here).
 pub const FRONT_END_THREADS: usize = 1;
 
+/// The thresholds a run's state is judged by: the constants above as this build has them.
+/// A report stores the ones in force when it was written (`state.busy_thresholds`), and its
+/// busy verdict is always read back against them, so a later build with other thresholds
+/// marks an old report as its own warnings do; a report from before they were stored is read
+/// against today's.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BusyThresholds {
+    pub other_cpu: f64,
+    pub steal: f64,
+    pub probe_change: f64,
+    pub threads_per_core: usize,
+    pub front_end_threads: usize,
+    pub sm_clock_low: f64,
+    pub min_busy_samples: usize,
+}
+
+impl BusyThresholds {
+    /// This build's thresholds.
+    pub const IN_FORCE: BusyThresholds = BusyThresholds {
+        other_cpu: OTHER_CPU_LIMIT,
+        steal: STEAL_LIMIT,
+        probe_change: PROBE_CHANGE_LIMIT,
+        threads_per_core: THREADS_PER_CORE_LIMIT,
+        front_end_threads: FRONT_END_THREADS,
+        sm_clock_low: SM_CLOCK_LOW_FRACTION,
+        min_busy_samples: MIN_BUSY_SAMPLES,
+    };
+}
+
 /// One reason the machine was not fit to measure on, with its figures.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BusyReason {
@@ -149,30 +178,31 @@ impl RunState {
     /// Each reason the machine was not fit to measure on during the run; empty for a quiet run
     /// or one whose facts could not be read.
     pub fn busy_reasons(&self) -> Vec<BusyReason> {
+        let t = self.busy_thresholds.unwrap_or(BusyThresholds::IN_FORCE);
         let mut reasons = Vec::new();
         if let (Some(fraction), false) = (self.other_cpu_fraction, self.mpi) {
-            if fraction > OTHER_CPU_LIMIT {
+            if fraction > t.other_cpu {
                 reasons.push(BusyReason::OtherProcesses {
                     fraction,
                     runnable_mean: self.runnable_others.map(|r| r.mean),
                 });
             }
         }
-        if let Some(fraction) = self.steal_fraction.filter(|&s| s > STEAL_LIMIT) {
+        if let Some(fraction) = self.steal_fraction.filter(|&s| s > t.steal) {
             reasons.push(BusyReason::Steal { fraction });
         }
         if let (Some(before), Some(after)) = (self.probe_before, self.probe_after) {
             if before > 0.0 && after.is_finite() {
-                if after < before * (1.0 - PROBE_CHANGE_LIMIT) {
+                if after < before * (1.0 - t.probe_change) {
                     reasons.push(BusyReason::ProbeFell { before, after });
-                } else if after > before * (1.0 + PROBE_CHANGE_LIMIT) {
+                } else if after > before * (1.0 + t.probe_change) {
                     reasons.push(BusyReason::ProbeRose { before, after });
                 }
             }
             // An MPI job's other ranks share the cores with the probes, as they share the
             // machine's CPU time: recorded, not judged.
             if let (Some(peak), false) = (self.peak_per_core, self.mpi) {
-                if before.max(after) < peak * (1.0 - PROBE_CHANGE_LIMIT) {
+                if before.max(after) < peak * (1.0 - t.probe_change) {
                     reasons.push(BusyReason::Slowed {
                         peak,
                         before,
@@ -182,8 +212,8 @@ impl RunState {
             }
         }
         if let (Some(threads), Some(own)) = (self.engine_threads, self.own_runnable) {
-            let cores = self.cores * THREADS_PER_CORE_LIMIT;
-            if threads > cores && own.mean > (cores + FRONT_END_THREADS) as f64 {
+            let cores = self.cores * t.threads_per_core;
+            if threads > cores && own.mean > (cores + t.front_end_threads) as f64 {
                 reasons.push(BusyReason::Oversubscribed {
                     runnable_mean: own.mean,
                     cores: self.cores,
@@ -191,7 +221,7 @@ impl RunState {
             }
         }
         if let Some(gpu) = &self.gpu {
-            reasons.extend(GpuReason::of(gpu).into_iter().map(BusyReason::Gpu));
+            reasons.extend(GpuReason::of(gpu, &t).into_iter().map(BusyReason::Gpu));
         }
         reasons
     }
@@ -205,12 +235,14 @@ impl RunState {
         else {
             return None;
         };
-        (!self.mpi && peak > 0.0 && before.min(after) > peak * (1.0 + PROBE_CHANGE_LIMIT))
-            .then_some(LimitsMeasuredSlow {
+        let t = self.busy_thresholds.unwrap_or(BusyThresholds::IN_FORCE);
+        (!self.mpi && peak > 0.0 && before.min(after) > peak * (1.0 + t.probe_change)).then_some(
+            LimitsMeasuredSlow {
                 peak,
                 before,
                 after,
-            })
+            },
+        )
     }
 
     /// True when the run has a reason to doubt its figures.
@@ -271,6 +303,36 @@ mod tests {
 
     fn kinds(state: &RunState) -> Vec<&'static str> {
         state.busy_reasons().iter().map(BusyReason::kind).collect()
+    }
+
+    /// A state is judged by the thresholds it was recorded under, so a build with other
+    /// thresholds reads an old report as its own warnings did; one recorded before thresholds
+    /// were stored is read against this build's.
+    #[test]
+    fn a_state_is_judged_by_the_thresholds_it_was_recorded_under() {
+        let state = RunState {
+            other_cpu_fraction: Some(0.08),
+            ..quiet()
+        };
+        assert_eq!(kinds(&state), vec!["other-processes"]);
+        let looser = BusyThresholds {
+            other_cpu: 0.10,
+            ..BusyThresholds::IN_FORCE
+        };
+        let recorded = RunState {
+            busy_thresholds: Some(looser),
+            ..state.clone()
+        };
+        assert_eq!(kinds(&recorded), Vec::<&str>::new());
+        let json = serde_json::to_value(&recorded).expect("json");
+        assert_eq!(json["busy_thresholds"]["other_cpu"], 0.10);
+        let back: RunState = serde_json::from_value(json).expect("back");
+        assert!(!back.is_busy());
+        let old = RunState {
+            busy_thresholds: None,
+            ..state
+        };
+        assert_eq!(kinds(&old), vec!["other-processes"]);
     }
 
     #[test]

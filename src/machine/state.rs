@@ -78,6 +78,10 @@ pub struct RunState {
     /// where NVML could read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuRunState>,
+    /// The thresholds this state is judged by, as in force when it was recorded; absent in
+    /// reports older than them (read against this build's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_thresholds: Option<super::busy::BusyThresholds>,
 }
 
 /// A GFLOP/s probe the caller supplies (a short one-thread FMA loop); `None` where it cannot
@@ -148,6 +152,7 @@ impl Recording {
             peak_per_core: None,
             mpi: false,
             gpu,
+            busy_thresholds: Some(super::busy::BusyThresholds::IN_FORCE),
         }
     }
 }
@@ -173,6 +178,7 @@ impl RunState {
             peak_per_core: None,
             mpi: false,
             gpu: None,
+            busy_thresholds: Some(super::busy::BusyThresholds::IN_FORCE),
         }
     }
 }
@@ -277,7 +283,12 @@ mod tests {
     fn a_state_reads_back_and_skips_what_is_unknown() {
         let state = RunState::unknown(1.5, 4);
         let json = serde_json::to_value(&state).expect("serializes");
-        assert_eq!(json, serde_json::json!({"wall_s": 1.5, "cores": 4}));
+        let thresholds = serde_json::to_value(super::super::busy::BusyThresholds::IN_FORCE)
+            .expect("thresholds");
+        assert_eq!(
+            json,
+            serde_json::json!({"wall_s": 1.5, "cores": 4, "busy_thresholds": thresholds})
+        );
         let back: RunState = serde_json::from_value(json).expect("reads");
         assert_eq!(back, state);
         assert_eq!(state.to_string(), "4 cores");

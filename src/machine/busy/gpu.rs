@@ -46,7 +46,7 @@ impl GpuReason {
     }
 
     /// Each reason the GPU was unfit to measure on over the run `gpu`.
-    pub fn of(gpu: &GpuRunState) -> Vec<GpuReason> {
+    pub fn of(gpu: &GpuRunState, t: &super::BusyThresholds) -> Vec<GpuReason> {
         let mut reasons = Vec::new();
         let (others, own_among_them) = gpu.other_processes();
         if others.len() > usize::from(own_among_them) {
@@ -69,9 +69,9 @@ impl GpuReason {
         if let (Some(during), Some(max_mhz)) = (&gpu.during, max) {
             if let Some(median_mhz) = during
                 .sm_mhz_median
-                .filter(|_| during.busy_samples >= MIN_BUSY_SAMPLES)
+                .filter(|_| during.busy_samples >= t.min_busy_samples)
             {
-                if f64::from(median_mhz) < SM_CLOCK_LOW_FRACTION * f64::from(max_mhz) {
+                if f64::from(median_mhz) < t.sm_clock_low * f64::from(max_mhz) {
                     reasons.push(GpuReason::ClockLow {
                         median_mhz,
                         max_mhz,
@@ -185,7 +185,10 @@ mod tests {
     }
 
     fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
-        GpuReason::of(gpu).iter().map(GpuReason::kind).collect()
+        GpuReason::of(gpu, &crate::machine::busy::BusyThresholds::IN_FORCE)
+            .iter()
+            .map(GpuReason::kind)
+            .collect()
     }
 
     fn process(pid: u32, bytes: Option<u64>) -> GpuProcess {
@@ -239,7 +242,7 @@ mod tests {
             let mut gpu = quiet();
             gpu.before.clock_limits.push(limit);
             assert_eq!(
-                GpuReason::of(&gpu),
+                GpuReason::of(&gpu, &crate::machine::busy::BusyThresholds::IN_FORCE),
                 [GpuReason::Throttled {
                     limits: vec![limit]
                 }]
@@ -284,7 +287,7 @@ mod tests {
             4242,
             true,
         ));
-        let reasons = GpuReason::of(&gpu);
+        let reasons = GpuReason::of(&gpu, &crate::machine::busy::BusyThresholds::IN_FORCE);
         assert_eq!(reasons.len(), 1);
         assert_eq!(
             reasons[0].to_string(),
