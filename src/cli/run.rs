@@ -539,26 +539,10 @@ fn fma_probe() -> Option<f64> {
     crate::machine::fma::one_core_gflops(0.002, 3)
 }
 
-/// The threads of the run's CPU devices, from their descriptions (`cpu:0 (2 threads)`): the
-/// threads that compute. A GPU's lane threads are left out: they enqueue kernels and then
-/// sleep on events, so they do not compete for cores. `None` when no CPU device is described.
-fn cpu_threads(devices: &[String]) -> Option<usize> {
-    let counts: Vec<usize> = devices
-        .iter()
-        .filter(|d| d.starts_with("cpu:"))
-        .filter_map(|d| {
-            let (_, tail) = d.rsplit_once(" (")?;
-            let (n, rest) = tail.split_once(' ')?;
-            rest.starts_with("thread").then(|| n.parse().ok()).flatten()
-        })
-        .collect();
-    (!counts.is_empty()).then(|| counts.iter().sum())
-}
-
 /// Add a finished run to the report; the first that used the GPU brings the GPU's limits into
 /// the report's environment (measured after it, never before a CPU-only run).
 fn push_run(report: &mut Report, run: crate::report::RunRecord) {
-    let used_gpu = crate::machine::state::gpu::uses_gpu(&run.devices);
+    let used_gpu = crate::device::record::uses_gpu(&run.device_records);
     report.runs.push(run);
     if used_gpu {
         report.environment.note_gpu_run();
@@ -585,7 +569,7 @@ fn run_timed(
     let mut run = sc.run(params, ctx)?;
     let took = start.elapsed();
     if let Some(recording) = recording {
-        let used_gpu = crate::machine::state::gpu::uses_gpu(&run.devices);
+        let used_gpu = crate::device::record::uses_gpu(&run.device_records);
         if let Some(why) = recording.gpu_unwatched().filter(|_| used_gpu) {
             run.notes.push(format!(
                 "the GPU's state over this run was not recorded: {why}"
@@ -598,7 +582,7 @@ fn run_timed(
             );
         }
         let mut state = recording.finish(&fma_probe, used_gpu);
-        state.engine_threads = cpu_threads(&run.devices);
+        state.engine_threads = crate::device::record::cpu_threads(&run.device_records);
         state.peak_per_core = crate::machine::limits()
             .fma
             .measured()
@@ -716,20 +700,6 @@ impl CommonArgs {
 mod tests {
     use super::*;
     use crate::report::{GpuInfo, RunRecord};
-
-    #[test]
-    fn cpu_threads_add_up_the_cpu_devices_only() {
-        let d = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            cpu_threads(&d(&["cpu:0 (1 thread)", "cpu:1 (3 threads)"])),
-            Some(4)
-        );
-        assert_eq!(
-            cpu_threads(&d(&["cpu:0 (2 threads)", "cuda:0 (1 thread)"])),
-            Some(2)
-        );
-        assert_eq!(cpu_threads(&d(&["cuda:0 (1 thread)", "cpu (odd)"])), None);
-    }
 
     #[test]
     fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {

@@ -16,6 +16,7 @@ pub mod gpu_ordinal;
 pub mod gpu_selector;
 pub mod memory;
 pub mod memory_fraction;
+pub mod record;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm;
 pub mod stream_order;
@@ -70,6 +71,19 @@ impl Device {
             };
         }
         self.describe_cpu(false)
+    }
+
+    /// The device as a report records it beside its label.
+    pub fn record(&self, standing_in: bool) -> record::DeviceRecord {
+        record::DeviceRecord {
+            kind: if self.is_gpu() {
+                record::Kind::Cuda
+            } else {
+                record::Kind::Cpu
+            },
+            threads: self.threads,
+            standing_in: standing_in && !self.is_gpu(),
+        }
     }
 
     /// A CPU device's description, `cpu:1 (1 thread)`, or with `stand_in`
@@ -247,22 +261,22 @@ impl Runtime {
         Runtime::new(options, &requests)
     }
 
-    /// The devices as reports list them.
-    pub fn describe_devices(&self) -> Vec<String> {
-        self.devices.iter().map(|d| d.describe()).collect()
+    /// The devices as reports list them: labels and records.
+    pub fn describe_devices(&self) -> record::Described {
+        self.describe_devices_standing_in(None)
     }
 
     /// [`describe_devices`](Self::describe_devices), with the device at `stand_in` (if any)
     /// described as a CPU device standing in for the GPU.
-    pub fn describe_devices_standing_in(&self, stand_in: Option<usize>) -> Vec<String> {
-        self.devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| match Some(i) == stand_in && !d.is_gpu() {
+    pub fn describe_devices_standing_in(&self, stand_in: Option<usize>) -> record::Described {
+        record::Described::of(self.devices.iter().enumerate().map(|(i, d)| {
+            let standing_in = Some(i) == stand_in && !d.is_gpu();
+            let label = match standing_in {
                 true => d.describe_cpu(true),
                 false => d.describe(),
-            })
-            .collect()
+            };
+            (label, d.record(standing_in))
+        }))
     }
 }
 
@@ -401,10 +415,25 @@ mod tests {
     #[test]
     fn runtime_names_its_devices() {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &[1, 2]).unwrap();
+        let described = rt.describe_devices();
         assert_eq!(
-            rt.describe_devices(),
+            described.labels,
             vec!["cpu:0 (1 thread)", "cpu:1 (2 threads)"]
         );
+        assert_eq!(
+            described
+                .records
+                .iter()
+                .map(|r| r.threads)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        let standing_in = rt.describe_devices_standing_in(Some(1));
+        assert_eq!(
+            standing_in.labels[1],
+            "cpu:1 (2 threads, standing in for the GPU)"
+        );
+        assert!(!standing_in.records[0].standing_in && standing_in.records[1].standing_in);
         assert_eq!(
             rt.engine.lane_names(),
             vec!["cpu:0", "cpu:0 copy", "cpu:1", "cpu:1 copy"]

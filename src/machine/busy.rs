@@ -7,71 +7,10 @@ mod gpu;
 
 use std::fmt;
 
-pub use gpu::{GpuReason, MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
+pub use super::thresholds::*;
+pub use gpu::GpuReason;
 
 use super::state::RunState;
-
-/// Other processes' share of the machine's CPU time above which a run is busy. An idle
-/// machine's daemons, the terminal and the sampler take well under 2%; 5% is one core of
-/// twenty kept busy, which a run that uses every core already feels (its slowest thread sets
-/// the time), while staying clear of the background noise so a quiet run is not flagged.
-pub const OTHER_CPU_LIMIT: f64 = 0.05;
-
-/// Stolen share of the machine's CPU time above which a run is busy. A healthy virtual machine
-/// shows next to none; 3% is about the width of a median's 95% interval in a steady run, so
-/// steal beyond it moves figures by more than their own noise.
-pub const STEAL_LIMIT: f64 = 0.03;
-
-/// Change of the one-thread FMA probe above which a run is busy: from before to after the run
-/// (either way), or of both probes against the peak the machine's limits hold. The probe
-/// repeats to within a few percent on a quiet core (around every run of `parbench all` on a
-/// quiet 2-core VM, 0.94–1.04 of the limits' peak); 10% is beyond that: a core shared with
-/// someone else, a host whose tenants slow this machine for minutes at a time, or a clock that
-/// dropped (thermal or power limits).
-pub const PROBE_CHANGE_LIMIT: f64 = 0.10;
-
-/// Threads per available core above which a run is oversubscribed, so the scheduler
-/// time-slices them and a parallel op waits on the thread that was descheduled. Judged on two
-/// counts that must agree: the run's CPU devices have more threads than the cores (a scenario
-/// whose devices take turns, one variant at a time, has more without any of them waiting, so
-/// this alone does not decide), and parbench's own runnable threads, sampled over the run,
-/// averaged more than the cores plus [`FRONT_END_THREADS`].
-pub const THREADS_PER_CORE_LIMIT: usize = 1;
-
-/// Runnable threads of parbench's own allowed beyond the cores before the samples count as
-/// oversubscription: the front end, which pushes and then waits (spinning briefly), is
-/// runnable beside the device threads in a run that is not oversubscribed (a 2-thread matmul
-/// on 2 cores averaged 2.0–2.3 over three runs here).
-pub const FRONT_END_THREADS: usize = 1;
-
-/// The thresholds a run's state is judged by: the constants above as this build has them.
-/// A report stores the ones in force when it was written (`state.busy_thresholds`), and its
-/// busy verdict is always read back against them, so a later build with other thresholds
-/// marks an old report as its own warnings do; a report from before they were stored is read
-/// against today's.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct BusyThresholds {
-    pub other_cpu: f64,
-    pub steal: f64,
-    pub probe_change: f64,
-    pub threads_per_core: usize,
-    pub front_end_threads: usize,
-    pub sm_clock_low: f64,
-    pub min_busy_samples: usize,
-}
-
-impl BusyThresholds {
-    /// This build's thresholds.
-    pub const IN_FORCE: BusyThresholds = BusyThresholds {
-        other_cpu: OTHER_CPU_LIMIT,
-        steal: STEAL_LIMIT,
-        probe_change: PROBE_CHANGE_LIMIT,
-        threads_per_core: THREADS_PER_CORE_LIMIT,
-        front_end_threads: FRONT_END_THREADS,
-        sm_clock_low: SM_CLOCK_LOW_FRACTION,
-        min_busy_samples: MIN_BUSY_SAMPLES,
-    };
-}
 
 /// One reason the machine was not fit to measure on, with its figures.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod probe;
 pub mod state;
 pub mod team;
+pub mod thresholds;
 pub mod timed;
 mod words;
 

@@ -81,7 +81,7 @@ pub struct RunState {
     /// The thresholds this state is judged by, as in force when it was recorded; absent in
     /// reports older than them (read against this build's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub busy_thresholds: Option<super::busy::BusyThresholds>,
+    pub busy_thresholds: Option<super::thresholds::BusyThresholds>,
 }
 
 /// A GFLOP/s probe the caller supplies (a short one-thread FMA loop); `None` where it cannot
@@ -124,7 +124,7 @@ impl Recording {
     }
 
     /// Stop sampling, snapshot the counters and the GPU, then probe again: the state over the
-    /// run. `used_gpu`: the run used the GPU ([`gpu::uses_gpu`]), so its state is kept.
+    /// run. `used_gpu`: the run used the GPU (the run's device records name a GPU), so its state is kept.
     pub fn finish(self, probe: Probe<'_>, used_gpu: bool) -> RunState {
         let wall_s = self.start.elapsed().as_secs_f64();
         let after = snapshot::Snapshot::take();
@@ -152,7 +152,7 @@ impl Recording {
             peak_per_core: None,
             mpi: false,
             gpu,
-            busy_thresholds: Some(super::busy::BusyThresholds::IN_FORCE),
+            busy_thresholds: Some(super::thresholds::BusyThresholds::IN_FORCE),
         }
     }
 }
@@ -178,7 +178,7 @@ impl RunState {
             peak_per_core: None,
             mpi: false,
             gpu: None,
-            busy_thresholds: Some(super::busy::BusyThresholds::IN_FORCE),
+            busy_thresholds: Some(super::thresholds::BusyThresholds::IN_FORCE),
         }
     }
 }
@@ -283,7 +283,7 @@ mod tests {
     fn a_state_reads_back_and_skips_what_is_unknown() {
         let state = RunState::unknown(1.5, 4);
         let json = serde_json::to_value(&state).expect("serializes");
-        let thresholds = serde_json::to_value(super::super::busy::BusyThresholds::IN_FORCE)
+        let thresholds = serde_json::to_value(crate::machine::thresholds::BusyThresholds::IN_FORCE)
             .expect("thresholds");
         assert_eq!(
             json,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::finding::{self, Finding, Role};
 use super::lesson::{busy_rule, Held};
 use super::{Better, BookFigure, Figure, FigureSpec, Lesson, Unit, WARNING};
+use crate::device::record::{Described, DeviceRecord};
 use crate::harness::stats::Percentiles;
 use crate::harness::Summary;
 use crate::machine::{BusyReason, RunState};
@@ -23,8 +24,12 @@ pub struct RunRecord {
     pub scenario: String,
     /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
     pub parameters: Map<String, Value>,
-    /// The devices used, as `cpu:0 (1 thread)`.
+    /// The devices used, as `cpu:0 (1 thread)`: for people.
     pub devices: Vec<String>,
+    /// The same devices as records (kind, threads, standing in), in the same order: for code;
+    /// reports older than them have none.
+    #[serde(default)]
+    pub device_records: Vec<DeviceRecord>,
     pub variants: Vec<VariantRecord>,
     /// Figures computed from the variants (speed-ups, model predictions, GFLOP/s).
     pub derived: Map<String, Value>,
@@ -67,6 +72,8 @@ struct RunRecordJson<'a> {
     scenario: &'a str,
     parameters: &'a Map<String, Value>,
     devices: &'a [String],
+    #[serde(skip_serializing_if = "<[DeviceRecord]>::is_empty")]
+    device_records: &'a [DeviceRecord],
     variants: &'a [VariantRecord],
     derived: &'a Map<String, Value>,
     #[serde(skip_serializing_if = "Map::is_empty")]
@@ -109,6 +116,7 @@ impl Serialize for RunRecord {
             scenario,
             parameters,
             devices,
+            device_records,
             variants,
             derived,
             figures,
@@ -130,6 +138,7 @@ impl Serialize for RunRecord {
             scenario,
             parameters,
             devices,
+            device_records,
             variants,
             derived,
             derived_display,
@@ -148,11 +157,17 @@ impl Serialize for RunRecord {
 }
 
 impl RunRecord {
-    pub fn new(scenario: &str, parameters: Map<String, Value>, devices: Vec<String>) -> RunRecord {
+    pub fn new(
+        scenario: &str,
+        parameters: Map<String, Value>,
+        devices: impl Into<Described>,
+    ) -> RunRecord {
+        let Described { labels, records } = devices.into();
         RunRecord {
             scenario: scenario.into(),
             parameters,
-            devices,
+            devices: labels,
+            device_records: records,
             variants: Vec::new(),
             derived: Map::new(),
             figures: Default::default(),

@@ -7,19 +7,6 @@ use std::fmt;
 use crate::machine::state::gpu::{ClockLimit, GpuProcess, GpuRunState};
 use crate::units::human_bytes;
 
-/// Fraction of the maximum SM clock under which the median clock while the GPU was busy makes
-/// the run busy. A clock held at 0.9 of its maximum is not unusual: a dense kernel holds a
-/// datacenter GPU at its power limit by design, and the clock settles below the maximum there;
-/// the hardware slowdowns (thermal, power brake) cut it by 2x or more, as NVML documents them.
-/// 0.75 sits between: a power-capped GPU is expected above it, a slowed-down one well below,
-/// and so is one whose clocks an administrator locked low.
-pub const SM_CLOCK_LOW_FRACTION: f64 = 0.75;
-
-/// Busy samples (a kernel running) the clock is judged on at least. The clock ramps up from
-/// its idle value once work arrives, so a sample or two may catch the ramp; with three the
-/// median is a sample taken at speed.
-pub const MIN_BUSY_SAMPLES: usize = 3;
-
 /// One reason the GPU was not fit to measure on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GpuReason {
@@ -154,6 +141,7 @@ impl fmt::Display for GpuReason {
 mod tests {
     use super::*;
     use crate::machine::state::gpu::{GpuDuring, GpuProcesses, GpuSample, GpuState};
+    use crate::machine::thresholds::{MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
 
     /// A quiet GPU run: only parbench on it, full clocks while busy, the power cap seen (a
     /// dense kernel's normal state), no other limit.
@@ -185,7 +173,7 @@ mod tests {
     }
 
     fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
-        GpuReason::of(gpu, &crate::machine::busy::BusyThresholds::IN_FORCE)
+        GpuReason::of(gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE)
             .iter()
             .map(GpuReason::kind)
             .collect()
@@ -242,7 +230,7 @@ mod tests {
             let mut gpu = quiet();
             gpu.before.clock_limits.push(limit);
             assert_eq!(
-                GpuReason::of(&gpu, &crate::machine::busy::BusyThresholds::IN_FORCE),
+                GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE),
                 [GpuReason::Throttled {
                     limits: vec![limit]
                 }]
@@ -287,7 +275,7 @@ mod tests {
             4242,
             true,
         ));
-        let reasons = GpuReason::of(&gpu, &crate::machine::busy::BusyThresholds::IN_FORCE);
+        let reasons = GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE);
         assert_eq!(reasons.len(), 1);
         assert_eq!(
             reasons[0].to_string(),

@@ -85,12 +85,6 @@ impl Watch {
     }
 }
 
-/// Whether a run's devices (as reports list them, `cuda:0 (H200, stream order)`) include the
-/// GPU: a CPU device standing in for it is `cpu:1 (…, standing in for the GPU)`.
-pub fn uses_gpu(devices: &[String]) -> bool {
-    devices.iter().any(|d| d.starts_with("cuda:"))
-}
-
 /// A reason NVML gives for holding the clocks below their maximum ("clocks event reasons").
 /// The GPU being idle and the clocks an administrator set (application clocks) are left out:
 /// they are settings and rest, not events of the run.
@@ -410,20 +404,6 @@ mod tests {
             GpuSelector::from_uuid_bytes(bytes),
             GpuSelector::Uuid("GPU-5a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9".into())
         );
-    }
-
-    #[test]
-    fn only_a_cuda_device_is_the_gpu() {
-        let d = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
-        assert!(uses_gpu(&d(&[
-            "cpu:0 (2 threads)",
-            "cuda:0 (NVIDIA H200, stream order)"
-        ])));
-        assert!(!uses_gpu(&d(&[
-            "cpu:0 (1 thread)",
-            "cpu:1 (1 thread, standing in for the GPU)"
-        ])));
-        assert!(!uses_gpu(&[]));
     }
 
     #[test]

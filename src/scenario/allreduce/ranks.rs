@@ -21,6 +21,7 @@ use super::explain::library_against_ring;
 use super::measure::{check_seeded, input, size_label, Checked};
 use super::record::{copy_bandwidth, Tally};
 use super::{Algorithm, Allreduce, Config};
+use crate::device::record::{DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
 use crate::report::evidence::Estimate;
@@ -251,6 +252,13 @@ pub(super) fn run(
         // The report is rank 0's to write.
         return Ok(run);
     }
+    // Each rank adds and copies on its own thread.
+    let rank = DeviceRecord {
+        kind: Kind::Rank,
+        threads: 1,
+        standing_in: false,
+    };
+    run.device_records = vec![rank; hosts.len()];
     run.devices = hosts
         .iter()
         .enumerate()

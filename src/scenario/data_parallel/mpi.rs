@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use super::in_process::{buckets, Bucket};
 use super::mlp::{forward, gradient, sgd};
 use super::{conclude, shard, Config, DataParallel, LossEntry, Participants, Timed, Trained};
+use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
 use crate::report::RunRecord;
@@ -439,18 +440,21 @@ pub(super) fn run(
         .iter()
         .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
         .collect();
-    let devices = ranks
-        .iter()
-        .map(|r| {
-            format!(
-                "rank {} ({} thread{}, {})",
-                r["rank"],
-                r["threads"],
-                if r["threads"] == 1 { "" } else { "s" },
-                r["host"].as_str().unwrap_or("?")
-            )
-        })
-        .collect();
+    let devices = Described::of(ranks.iter().map(|r| {
+        let threads = r["threads"].as_u64().unwrap_or(0) as usize;
+        let label = format!(
+            "rank {} ({threads} thread{}, {})",
+            r["rank"],
+            if threads == 1 { "" } else { "s" },
+            r["host"].as_str().unwrap_or("?")
+        );
+        let record = DeviceRecord {
+            kind: Kind::Rank,
+            threads,
+            standing_in: false,
+        };
+        (label, record)
+    }));
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
     let steps = cfg.steps;
     run.add_variants(

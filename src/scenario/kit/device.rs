@@ -3,6 +3,7 @@
 //! 2) or falls back; a scenario never probes the GPU or words the fallback itself.
 
 use crate::device::discovery::{self, GpuInfo};
+use crate::device::record::Described;
 use crate::device::{DeviceRequest, GpuOrder, Runtime, RuntimeOptions};
 use crate::report::RunRecord;
 use crate::scenario::{DeviceChoice, Params, RunContext, ScenarioError};
@@ -46,7 +47,7 @@ pub fn chosen_device(
 impl ChosenDevice {
     /// The run's device descriptions, the device at `index` (this one) marked as the GPU's CPU
     /// stand-in when it is one, so the table's header says so.
-    pub fn describe_devices(&self, rt: &Runtime, index: usize) -> Vec<String> {
+    pub fn describe_devices(&self, rt: &Runtime, index: usize) -> Described {
         rt.describe_devices_standing_in(self.fallback_note.as_ref().map(|_| index))
     }
 }
