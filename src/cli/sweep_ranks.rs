@@ -9,9 +9,43 @@ use super::error::CliError;
 use crate::scenario::Params;
 
 /// What rank 0 sends for a point: the journal holds it, run it, or stop the sweep.
-const HELD: f64 = 1.0;
-const RUN: f64 = 0.0;
-const STOP: f64 = -1.0;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Held,
+    Run,
+    Stop,
+}
+
+impl Order {
+    /// As the broadcast carries it (it moves floats).
+    fn wire(self) -> f64 {
+        match self {
+            Order::Held => 1.0,
+            Order::Run => 0.0,
+            Order::Stop => -1.0,
+        }
+    }
+
+    fn read(v: f64) -> Order {
+        if v > 0.5 {
+            Order::Held
+        } else if v < -0.5 {
+            Order::Stop
+        } else {
+            Order::Run
+        }
+    }
+
+    /// Broadcast `orders` from rank 0 into every rank's copy.
+    fn share(orders: &mut [Order], timeout: Duration, what: &str) -> Result<(), CliError> {
+        let mut wire: Vec<f64> = orders.iter().map(|o| o.wire()).collect();
+        crate::distributed::share_from_rank0(&mut wire, timeout, what)?;
+        for (o, v) in orders.iter_mut().zip(wire) {
+            *o = Order::read(v);
+        }
+        Ok(())
+    }
+}
 
 /// How long a rank waits for rank 0's list: the points' `--timeout`, else 60 s.
 pub(super) fn timeout(points: &[Params]) -> Duration {
@@ -29,13 +63,13 @@ pub(super) fn follow(
     stop_after: Option<usize>,
     mut run: impl FnMut(&Params) -> Result<(), crate::scenario::ScenarioError>,
 ) -> Result<(), CliError> {
-    let mut list = vec![RUN; points.len()];
-    crate::distributed::share_from_rank0(&mut list, timeout, "the points to run")?;
-    if list.contains(&STOP) {
+    let mut list = vec![Order::Run; points.len()];
+    Order::share(&mut list, timeout, "the points to run")?;
+    if list.contains(&Order::Stop) {
         // Rank 0 refused the sweep and says why.
         return Ok(());
     }
-    let to_run = points.iter().zip(list).filter(|(_, d)| *d == RUN);
+    let to_run = points.iter().zip(list).filter(|(_, d)| *d == Order::Run);
     for (p, _) in to_run.take(stop_after.unwrap_or(usize::MAX)) {
         run(p)?;
     }
@@ -62,8 +96,11 @@ impl PendingShare {
     /// Send which points the journal holds (`held[i]`); the others run.
     pub fn send(mut self, held: &[bool]) -> Result<(), CliError> {
         self.sent = true;
-        let mut list: Vec<f64> = held.iter().map(|&h| if h { HELD } else { RUN }).collect();
-        crate::distributed::share_from_rank0(&mut list, self.timeout, "the points to run")?;
+        let mut list: Vec<Order> = held
+            .iter()
+            .map(|&h| if h { Order::Held } else { Order::Run })
+            .collect();
+        Order::share(&mut list, self.timeout, "the points to run")?;
         Ok(())
     }
 }
@@ -73,9 +110,21 @@ impl Drop for PendingShare {
         if self.sent {
             return;
         }
-        let mut stop = vec![STOP; self.points];
+        let mut stop = vec![Order::Stop; self.points];
         // The refusal that dropped this is what rank 0 reports; a failure to tell the others
         // ends in their own deadline.
-        let _ = crate::distributed::share_from_rank0(&mut stop, self.timeout, "the sweep's start");
+        let _ = Order::share(&mut stop, self.timeout, "the sweep's start");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_order_reads_back_from_the_wire() {
+        for o in [Order::Held, Order::Run, Order::Stop] {
+            assert_eq!(Order::read(o.wire()), o);
+        }
     }
 }
