@@ -235,35 +235,25 @@ fn of_peak(rate: f64, threads: usize, peak: &FmaPeak) -> (f64, String) {
     (fraction, sentence)
 }
 
-impl Scenario for Matmul {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn book(&self) -> &'static [BookFigure] {
-        BOOK
-    }
-
-    fn name(&self) -> &'static str {
-        "matmul"
-    }
-
-    fn about(&self) -> &'static str {
-        "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `matmul` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "matmul",
+    about: "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block",
+    params: PARAMS,
+    lesson: LESSON,
+    book: BOOK,
+    sampling: SamplerConfig {
             warmup: 1,
             min_samples: 5,
             max_samples: 50,
             min_time: Duration::from_secs(2),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for Matmul {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

@@ -287,31 +287,25 @@ fn conclude(run: &mut RunRecord, memory_ratio: f64) {
     LESSON.conclude(run, &[], verdict);
 }
 
-impl Scenario for Memory {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn about(&self) -> &'static str {
-        "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `memory` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "memory",
+    about: "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight",
+    params: PARAMS,
+    lesson: LESSON,
+    book: &[],
+    sampling: SamplerConfig {
             warmup: 1,
             min_samples: 5,
             max_samples: 30,
             min_time: Duration::from_secs(2),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for Memory {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

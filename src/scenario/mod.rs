@@ -200,24 +200,52 @@ impl RunContext {
     }
 }
 
-/// One experiment.
-pub trait Scenario: Send + Sync {
+/// What a scenario declares, once: everything the CLI, suites, sweeps, `list`, `help` and the
+/// lesson table read about it without running it.
+#[derive(Debug, Clone)]
+pub struct Spec {
     /// The command name (`async`, `cpu-gpu`).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// One line for `parbench list`.
-    fn about(&self) -> &'static str;
+    pub about: &'static str,
     /// Declared parameters with defaults.
-    fn params(&self) -> &'static [ParamSpec];
+    pub params: &'static [ParamSpec],
     /// The chapter's lesson this scenario puts to the test: its section and claim.
-    fn lesson(&self) -> &'static LessonSpec;
+    pub lesson: LessonSpec,
     /// The figures the book printed for this experiment, with their sources; none where its
     /// section printed none.
+    pub book: &'static [BookFigure],
+    /// Default sampling for this experiment's run time.
+    pub sampling: SamplerConfig,
+}
+
+/// One experiment: its declaration ([`Spec`]) and how it validates and runs.
+pub trait Scenario: Send + Sync {
+    /// The scenario's declaration.
+    fn spec(&self) -> &'static Spec;
+    /// The command name (`async`, `cpu-gpu`).
+    fn name(&self) -> &'static str {
+        self.spec().name
+    }
+    /// One line for `parbench list`.
+    fn about(&self) -> &'static str {
+        self.spec().about
+    }
+    /// Declared parameters with defaults.
+    fn params(&self) -> &'static [ParamSpec] {
+        self.spec().params
+    }
+    /// The chapter's lesson this scenario puts to the test: its section and claim.
+    fn lesson(&self) -> &'static LessonSpec {
+        &self.spec().lesson
+    }
+    /// The figures the book printed for this experiment, with their sources.
     fn book(&self) -> &'static [BookFigure] {
-        &[]
+        self.spec().book
     }
     /// Default sampling for this experiment's run time.
     fn sampling(&self) -> SamplerConfig {
-        SamplerConfig::default()
+        self.spec().sampling.clone()
     }
     /// The parameters as a report records them: where a value stands for another (`0`: the
     /// same as `--size`, all cores), the value that runs, so headers, compare keys and legends

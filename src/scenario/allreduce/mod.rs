@@ -131,33 +131,25 @@ impl Config {
     }
 }
 
-impl Scenario for Allreduce {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn name(&self) -> &'static str {
-        "allreduce"
-    }
-
-    fn about(&self) -> &'static str {
-        "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    /// Per size: an all-reduce of 8 B takes microseconds and one of 1 GiB a good part of a
-    /// second on two cores, so the bounds are rounds and a short time, not seconds each.
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `allreduce` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "allreduce",
+    about: "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover",
+    params: PARAMS,
+    lesson: LESSON,
+    book: &[],
+    sampling: SamplerConfig {
             warmup: 1,
             min_samples: 10,
             max_samples: 200,
             min_time: Duration::from_millis(200),
             max_time: Duration::from_secs(3),
-        }
+        },
+};
+
+impl Scenario for Allreduce {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

@@ -181,35 +181,25 @@ impl Config {
     }
 }
 
-impl Scenario for AsyncLoop {
-    fn name(&self) -> &'static str {
-        "async"
-    }
-
-    fn about(&self) -> &'static str {
-        "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &lesson::LESSON
-    }
-
-    fn book(&self) -> &'static [crate::report::BookFigure] {
-        lesson::BOOK
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `async` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "async",
+    about: "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model",
+    params: PARAMS,
+    lesson: lesson::LESSON,
+    book: lesson::BOOK,
+    sampling: SamplerConfig {
             warmup: 3,
             min_samples: 15,
             max_samples: 300,
             min_time: Duration::from_secs(1),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for AsyncLoop {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

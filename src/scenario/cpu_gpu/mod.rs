@@ -24,7 +24,7 @@ use super::kit::{
 use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
 use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
-use crate::harness::{synced, SamplerConfig, Variant};
+use crate::harness::{synced, Variant};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 
@@ -111,35 +111,25 @@ super::variant::variants! {
     }
 }
 
+/// What `cpu-gpu` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "cpu-gpu",
+    about: "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?",
+    params: PARAMS,
+    lesson: lesson::LESSON,
+    book: lesson::BOOK,
+    sampling: SECONDS_PER_ROUND,
+};
+
 impl Scenario for CpuGpu {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
+    }
+
     /// The GPU whenever one is usable (a CPU device stands in without one).
     fn may_use_gpu(&self, _params: &Params) -> bool {
         true
     }
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &lesson::LESSON
-    }
-
-    fn book(&self) -> &'static [crate::report::BookFigure] {
-        lesson::BOOK
-    }
-
-    fn name(&self) -> &'static str {
-        "cpu-gpu"
-    }
-
-    fn about(&self) -> &'static str {
-        "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SECONDS_PER_ROUND
-    }
-
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let cfg = Config::of(params)?;
         // Host, on the CPU fallback: x_a and x_b, their copies on the one device, the outputs

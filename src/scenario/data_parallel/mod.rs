@@ -466,31 +466,25 @@ fn check_gpu_count(
     }
 }
 
-impl Scenario for DataParallel {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &lesson::LESSON
-    }
-
-    fn name(&self) -> &'static str {
-        "data-parallel"
-    }
-
-    fn about(&self) -> &'static str {
-        "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `data-parallel` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "data-parallel",
+    about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
+    params: PARAMS,
+    lesson: lesson::LESSON,
+    book: &[],
+    sampling: SamplerConfig {
             warmup: 1,
             min_samples: 5,
             max_samples: 30,
             min_time: Duration::from_secs(1),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for DataParallel {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

@@ -222,31 +222,25 @@ fn conclude(run: &mut RunRecord, f: &Schedules) {
     LESSON.conclude(run, &[], verdict);
 }
 
-impl Scenario for Deps {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn name(&self) -> &'static str {
-        "deps"
-    }
-
-    fn about(&self) -> &'static str {
-        "a seeded random DAG of matmul/add ops on several lanes vs op by op: identical results, speed-up, critical path"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `deps` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "deps",
+    about: "a seeded random DAG of matmul/add ops on several lanes vs op by op: identical results, speed-up, critical path",
+    params: PARAMS,
+    lesson: LESSON,
+    book: &[],
+    sampling: SamplerConfig {
             warmup: 1,
             min_samples: 5,
             max_samples: 50,
             min_time: Duration::from_secs(2),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for Deps {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

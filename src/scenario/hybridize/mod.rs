@@ -157,31 +157,25 @@ fn conclude(run: &mut RunRecord, f: &Passes) {
     LESSON.conclude(run, &[], verdict);
 }
 
-impl Scenario for Hybridize {
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn name(&self) -> &'static str {
-        "hybridize"
-    }
-
-    fn about(&self) -> &'static str {
-        "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SamplerConfig {
+/// What `hybridize` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "hybridize",
+    about: "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op",
+    params: PARAMS,
+    lesson: LESSON,
+    book: &[],
+    sampling: SamplerConfig {
             warmup: 2,
             min_samples: 10,
             max_samples: 100,
             min_time: Duration::from_secs(1),
             max_time: Duration::from_secs(30),
-        }
+        },
+};
+
+impl Scenario for Hybridize {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {

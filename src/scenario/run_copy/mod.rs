@@ -24,9 +24,9 @@ use super::{
 use crate::device::{available_cores, Runtime};
 use crate::engine::{trace, LaneId};
 use crate::harness::stats::median;
-use crate::harness::{synced, SamplerConfig, Variant};
+use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
-use crate::report::{Better, BookFigure, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -139,35 +139,26 @@ fn accelerator_for(ctx: &RunContext) -> super::kit::ChosenDevice {
     )
 }
 
+/// What `run-copy` declares.
+const SPEC: super::Spec = super::Spec {
+    name: "run-copy",
+    about:
+        "matmuls on the accelerator, each copied to host: copy of y[i] overlaps computing y[i+1]",
+    params: PARAMS,
+    lesson: LESSON,
+    book: BOOK,
+    sampling: SECONDS_PER_ROUND,
+};
+
 impl Scenario for RunCopy {
+    fn spec(&self) -> &'static super::Spec {
+        &SPEC
+    }
+
     /// The GPU whenever one is usable (a CPU device stands in without one).
     fn may_use_gpu(&self, _params: &Params) -> bool {
         true
     }
-    fn lesson(&self) -> &'static super::LessonSpec {
-        &LESSON
-    }
-
-    fn book(&self) -> &'static [BookFigure] {
-        BOOK
-    }
-
-    fn name(&self) -> &'static str {
-        "run-copy"
-    }
-
-    fn about(&self) -> &'static str {
-        "matmuls on the accelerator, each copied to host: copy of y[i] overlaps computing y[i+1]"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn sampling(&self) -> SamplerConfig {
-        SECONDS_PER_ROUND
-    }
-
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let cfg = Config::of(params)?;
         cfg.check()?;
