@@ -298,18 +298,18 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         s.max_time.as_secs_f64()
     );
     let lesson = sc.lesson();
-    let book = match sc.book().first() {
-        Some(f) => format!(
-            "the book's figures from the {} (shared/seeds/{})",
-            f.source.cite(),
-            f.source.seed
+    let book = match sc.book() {
+        [] => "its section prints no figures".to_string(),
+        figures => format!(
+            "the book's figures: {}",
+            crate::report::book::cited(figures)
         ),
-        None => "its section prints no figures".to_string(),
     };
     let chapter = format!(
         "Lesson ({}): {}.\nThe defaults are the sizes of the chapter's source texts; the run \
          sets its figures beside {book}.",
-        lesson.section, lesson.claim
+        lesson.source.cite(),
+        lesson.claim
     );
     let mut cmd = clap::Command::new(sc.name())
         .bin_name(format!("parbench {}", sc.name()))

@@ -7,8 +7,12 @@ use std::fmt::Write;
 use super::chart::esc;
 use crate::report::{Held, Report, RunRecord};
 
-/// The widest a cell of the terminal table grows before it is cut, so a row fits a screen.
-const CELL: usize = 44;
+/// The terminal's width when it does not say (`COLUMNS` unset): the table wraps its long
+/// cells to fit it, and cuts none.
+const DEFAULT_WIDTH: usize = 120;
+
+/// The narrowest a wrapped column gets, however narrow the terminal.
+const MIN_COLUMN: usize = 16;
 
 /// One row of the summary.
 struct Row {
@@ -25,18 +29,22 @@ fn headline(claim: &str) -> &str {
     claim.split([':', '(']).next().unwrap_or(claim).trim()
 }
 
-/// The book's figures as printed, or a dash where the section printed none.
+/// The book's figures as printed, each group cited by its own edition and section, or a dash
+/// where the section printed none.
 fn book_figures(run: &RunRecord) -> String {
     if run.book.is_empty() {
         return "—".into();
     }
-    let printed: Vec<String> = run
-        .book
-        .iter()
-        .take(3)
-        .map(crate::report::book::describe)
-        .collect();
-    format!("{} ({})", printed.join(", "), run.book[0].source.cite())
+    crate::report::book::cited(&run.book)
+}
+
+/// The reader's figure, with the device that stood in for the GPU named.
+fn here(run: &RunRecord, here: &str) -> String {
+    if run.device_records.iter().any(|d| d.standing_in) {
+        format!("{here} (a CPU device standing in for the GPU)")
+    } else {
+        here.to_string()
+    }
 }
 
 fn rows(report: &Report) -> Vec<Row> {
@@ -49,7 +57,7 @@ fn rows(report: &Report) -> Vec<Row> {
                 scenario: run.scenario.clone(),
                 lesson: headline(&l.claim).to_string(),
                 book: book_figures(run),
-                here: l.here.clone(),
+                here: here(run, &l.here),
                 held: run.lesson_held(),
             },
             None => Row {
@@ -68,19 +76,56 @@ fn held_word(held: Option<Held>) -> &'static str {
     held.map_or("—", Held::word)
 }
 
-/// Cut a cell to [`CELL`] characters.
-fn cut(text: &str) -> String {
-    if text.chars().count() <= CELL {
-        text.to_string()
-    } else {
-        let mut s: String = text.chars().take(CELL - 1).collect();
-        s.push('…');
-        s
+/// `text` in lines of at most `width` characters, broken at spaces (a word longer than the
+/// width is broken inside).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_string();
+        loop {
+            let used = line.chars().count();
+            let need = word.chars().count() + usize::from(used > 0);
+            if used + need <= width {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word wider than the column alone on its line: break it.
+            let head: String = word.chars().take(width).collect();
+            word = word.chars().skip(width).collect();
+            lines.push(head);
+        }
     }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The terminal's width: `COLUMNS` where the shell exports it, else [`DEFAULT_WIDTH`].
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&c: &usize| c >= 40)
+        .unwrap_or(DEFAULT_WIDTH)
 }
 
 /// The summary as a terminal table; empty for a report without runs.
 pub fn render(report: &Report) -> String {
+    render_at(report, terminal_width())
+}
+
+/// The summary as a terminal table `width` characters wide: the lesson, book and here columns
+/// wrap onto as many lines as their text needs, so every figure and its source is shown.
+fn render_at(report: &Report, width: usize) -> String {
     if report.runs.is_empty() {
         return String::new();
     }
@@ -90,13 +135,13 @@ pub fn render(report: &Report) -> String {
         table.push([
             r.section,
             r.scenario,
-            cut(&r.lesson),
-            cut(&r.book),
-            cut(&r.here),
+            r.lesson,
+            r.book,
+            r.here,
             held_word(r.held).to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..6)
+    let natural: Vec<usize> = (0..6)
         .map(|c| {
             table
                 .iter()
@@ -105,6 +150,20 @@ pub fn render(report: &Report) -> String {
                 .unwrap_or(0)
         })
         .collect();
+    // Scenario and verdict keep their width; section, lesson, book and here share what is
+    // left (2 spaces a column and 2 of indent), the widest narrowed first, none below
+    // MIN_COLUMN.
+    let wrapped = [0, 2, 3, 4];
+    let fixed = natural[1] + natural[5] + 6 * 2 + 2;
+    let left = width.saturating_sub(fixed);
+    let mut widths = natural.clone();
+    while wrapped.iter().map(|&c| widths[c]).sum::<usize>() > left {
+        let widest = wrapped.into_iter().max_by_key(|&c| widths[c]).unwrap_or(3);
+        if widths[widest] <= MIN_COLUMN {
+            break;
+        }
+        widths[widest] -= 1;
+    }
     let held: Vec<Option<Held>> = report.runs.iter().map(RunRecord::lesson_held).collect();
     let count = |h: Held| held.iter().filter(|x| **x == Some(h)).count();
     let mut out = format!(
@@ -114,13 +173,18 @@ pub fn render(report: &Report) -> String {
         count(Held::Inconclusive)
     );
     for row in &table {
-        out.push_str("  ");
-        for (cell, w) in row.iter().zip(&widths) {
-            let pad = w - cell.chars().count();
-            let _ = write!(out, " {cell}{} ", " ".repeat(pad));
+        let cells: Vec<Vec<String>> = row.iter().zip(&widths).map(|(c, w)| wrap(c, *w)).collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for i in 0..height {
+            out.push_str("  ");
+            for (cell, w) in cells.iter().zip(&widths) {
+                let text = cell.get(i).map_or("", String::as_str);
+                let pad = w.saturating_sub(text.chars().count());
+                let _ = write!(out, " {text}{} ", " ".repeat(pad));
+            }
+            out.truncate(out.trim_end().len());
+            out.push('\n');
         }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
     }
     out
 }
@@ -178,6 +242,55 @@ mod tests {
             Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
             vec![run, older],
         )
+    }
+
+    /// A run quoting two editions cites each figure by its own: the TF 2 loop and the
+    /// PyTorch edition's products, all five figures, none credited to the other edition.
+    #[test]
+    fn each_book_figure_is_cited_by_its_own_edition_and_shown_whole() {
+        use crate::report::BookFigure;
+        use crate::scenario::book::{A_CPU, A_GPU, PYTORCH_ASYNC, TF2_ASYNC};
+        let mut r = report();
+        r.runs[0].book = vec![
+            BookFigure::seconds("sync", 3.5589, TF2_ASYNC, None).per(1000),
+            BookFigure::seconds("async", 1.0457, TF2_ASYNC, None).per(1000),
+            BookFigure::seconds("NumPy", 0.2660, PYTORCH_ASYNC, A_CPU).products(10, 1000),
+            BookFigure::seconds("torch", 0.0010, PYTORCH_ASYNC, A_GPU).products(10, 1000),
+            BookFigure::seconds("torch synced", 0.0020, PYTORCH_ASYNC, A_GPU).products(10, 1000),
+        ];
+        let cited = book_figures(&r.runs[0]);
+        assert!(
+            cited.starts_with("3.5589 s, 1.0457 s (TF 2 edition, §8.2); 0.2660 s"),
+            "{cited}"
+        );
+        assert!(
+            cited.ends_with("(PyTorch edition, asynchronous computation)"),
+            "{cited}"
+        );
+        assert!(
+            cited.contains("0.0010 s") && cited.contains("0.0020 s"),
+            "{cited}"
+        );
+        // On a narrow terminal and a wide one, every word of it is in the table.
+        for width in [80, 220] {
+            let text = render_at(&r, width);
+            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            for word in cited.split(' ') {
+                assert!(flat.contains(word), "{word} missing at {width}:\n{text}");
+            }
+            assert!(!text.contains('…'), "{text}");
+            assert!(
+                text.lines().all(|l| l.chars().count() <= width.max(100)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_and_inside_a_long_word() {
+        assert_eq!(wrap("a bb ccc", 4), vec!["a bb", "ccc"]);
+        assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert_eq!(wrap("", 5), vec![""]);
     }
 
     #[test]

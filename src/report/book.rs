@@ -246,6 +246,26 @@ impl Serialize for BookFigure {
     }
 }
 
+/// `figures` as printed, each group cited by its own edition and section, in the order they
+/// come: `3.5589 s, 1.0457 s (TF 2 edition, §8.2); 0.2660 s (75.2 GFLOP/s) (PyTorch edition,
+/// asynchronous computation)`. A run may quote two editions; no figure is credited to
+/// another's.
+pub fn cited(figures: &[BookFigure]) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for f in figures {
+        let cite = f.source.cite();
+        match groups.iter_mut().find(|(c, _)| *c == cite) {
+            Some((_, printed)) => printed.push(describe(f)),
+            None => groups.push((cite, vec![describe(f)])),
+        }
+    }
+    let cited: Vec<String> = groups
+        .into_iter()
+        .map(|(cite, printed)| format!("{} ({cite})", printed.join(", ")))
+        .collect();
+    cited.join("; ")
+}
+
 /// A figure worded for a reader: `0.0005 s (8,640 TFLOP/s: impossible)`.
 pub fn describe(f: &BookFigure) -> String {
     let rate = f.implied_flops().map(|r| {

@@ -14,6 +14,23 @@ const fn source(edition: Edition, section: &'static str, seed: &'static str) -> 
     }
 }
 
+/// TF 2 edition, §8.1 hybrid imperative and symbolic programming.
+pub const TF2_HYBRIDIZE: Source = source(Edition::Tf2, "§8.1", "002_060b86b87e5e03ba.txt");
+
+/// TF 2 edition, §8.2.4: asynchronous computation's effect on memory.
+pub const TF2_ASYNC_MEMORY: Source = source(Edition::Tf2, "§8.2.4", "002_060b86b87e5e03ba.txt");
+
+/// MXNet edition, automatic parallelism: its exercises (the text numbers no section).
+pub const MXNET_PARALLEL_EXERCISES: Source = source(
+    Edition::Mxnet,
+    "automatic parallelism, exercises",
+    "001_e9cb5bc0ce821b47.txt",
+);
+
+/// TF 1 text, §9.2 (data-parallel training, synchronous and asynchronous updates) and §9.3
+/// (several GPUs).
+pub const TF1_DATA_PARALLEL: Source = source(Edition::Tf1, "§9.2–9.3", "004_72e7045bb5a6f219.txt");
+
 /// TF 2 edition, §8.2 asynchronous computation: `y = x + 1`, 1000 times.
 pub const TF2_ASYNC: Source = source(Edition::Tf2, "§8.2", "002_060b86b87e5e03ba.txt");
 

@@ -140,7 +140,7 @@ fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)
 
 /// The lesson: the chapter's workload measured alone, the yardstick of the other scenarios.
 const LESSON: super::LessonSpec = super::LessonSpec {
-    section: "§8.3.1 (its workload)",
+    source: super::book::TF2_CPU_GPU,
     claim: "the yardstick holds: the product matches a float64 reference and its rate is \
             steady (the median's 95% interval within ±10%)",
 };
@@ -236,7 +236,7 @@ fn of_peak(rate: f64, threads: usize, peak: &FmaPeak) -> (f64, String) {
 }
 
 /// What `matmul` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "matmul",
     about: "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block",
     params: PARAMS,

@@ -248,7 +248,7 @@ impl Config {
 
 /// The lesson of §8.2.4; the texts print no figures for it.
 const LESSON: super::LessonSpec = super::LessonSpec {
-    section: "§8.2.4",
+    source: super::book::TF2_ASYNC_MEMORY,
     claim: "a bounded queue holds far less memory for about the same time: unbounded peak / \
             bounded peak above 2, and bounded / unbounded time wholly below 1.25",
 };
@@ -288,7 +288,7 @@ fn conclude(run: &mut RunRecord, memory_ratio: f64) {
 }
 
 /// What `memory` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "memory",
     about: "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight",
     params: PARAMS,

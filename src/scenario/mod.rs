@@ -380,7 +380,16 @@ mod tests {
     fn every_scenario_declares_a_lesson_and_every_book_figure_its_source() {
         for s in registry() {
             let lesson = s.lesson();
-            assert!(lesson.section.starts_with('§'), "{}: {lesson:?}", s.name());
+            assert!(
+                !lesson.source.section.is_empty(),
+                "{}: {lesson:?}",
+                s.name()
+            );
+            assert!(
+                lesson.source.seed.ends_with(".txt"),
+                "{}: {lesson:?}",
+                s.name()
+            );
             assert!(!lesson.claim.is_empty(), "{}", s.name());
             for f in s.book() {
                 assert!(!f.what.is_empty(), "{}: {f:?}", s.name());

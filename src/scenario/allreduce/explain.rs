@@ -9,7 +9,7 @@ use crate::scenario::kit::Explained;
 use crate::scenario::kit::{LessonSpec, Verdict};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
-    section: "§8.4–8.5",
+    source: crate::scenario::book::TF1_DATA_PARALLEL,
     claim: "a ring all-reduce spreads the work over every device where a parameter server \
             makes one device do it all: at the largest size, parameter-server / ring wholly \
             above 1, and every device's result equals the float64 sum",

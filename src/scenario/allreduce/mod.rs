@@ -132,7 +132,7 @@ impl Config {
 }
 
 /// What `allreduce` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "allreduce",
     about: "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover",
     params: PARAMS,

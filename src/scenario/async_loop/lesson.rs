@@ -10,7 +10,7 @@ use crate::scenario::kit::{LessonSpec, Verdict};
 use crate::units::human_time;
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
-    section: "§8.2",
+    source: TF2_ASYNC,
     claim: "async is faster than sync (sync / async wholly above 1), and a clock stopped \
             without waiting reads far too little on real work (products / products-push-only \
             wholly above 2)",

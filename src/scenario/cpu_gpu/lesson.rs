@@ -8,7 +8,7 @@ use crate::scenario::kit::{LessonSpec, Verdict};
 use crate::units::human_time;
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
-    section: "§8.3.1",
+    source: TF2_CPU_GPU,
     claim: "two devices pushed together finish in about max(a, b): (a + b) / parallel wholly \
             above 1, and max(a, b) / parallel wholly above 0.8 (parallel within 1.25 × max)",
 };

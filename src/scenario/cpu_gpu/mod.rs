@@ -112,7 +112,7 @@ super::variant::variants! {
 }
 
 /// What `cpu-gpu` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "cpu-gpu",
     about: "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?",
     params: PARAMS,

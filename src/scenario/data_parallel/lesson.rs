@@ -9,7 +9,7 @@ use crate::report::RunRecord;
 use crate::scenario::kit::{LessonSpec, Verdict};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
-    section: "§8.4–8.5",
+    source: crate::scenario::book::TF1_DATA_PARALLEL,
     claim: "k devices train faster than one: one-device / the fastest synchronous scheme wholly \
             above 1, and every synchronous scheme ends where one device ends (its agreement \
             checks pass)",

@@ -467,7 +467,7 @@ fn check_gpu_count(
 }
 
 /// What `data-parallel` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
     params: PARAMS,

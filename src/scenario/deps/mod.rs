@@ -189,7 +189,7 @@ impl Config {
 
 /// The lesson of §8.3's exercise; the texts print no figures for it.
 const LESSON: super::LessonSpec = super::LessonSpec {
-    section: "§8.3 (exercise)",
+    source: super::book::MXNET_PARALLEL_EXERCISES,
     claim: "a DAG pushed at once gives bit-identical results and finishes sooner than op by \
             op: the bit-identical check passes and op-by-op / parallel is wholly above 1; \
             asynchrony and parallelism each gain what their intervals show",
@@ -223,7 +223,7 @@ fn conclude(run: &mut RunRecord, f: &Schedules) {
 }
 
 /// What `deps` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "deps",
     about: "a seeded random DAG of matmul/add ops on several lanes vs op by op: identical results, speed-up, critical path",
     params: PARAMS,

@@ -136,7 +136,7 @@ impl Graph {
 
 /// The lesson of §8.1; the texts print no figures for it.
 const LESSON: super::LessonSpec = super::LessonSpec {
-    section: "§8.1",
+    source: super::book::TF2_HYBRIDIZE,
     claim: "a replayed graph beats op by op: imperative / hybridized wholly above 1",
 };
 
@@ -158,7 +158,7 @@ fn conclude(run: &mut RunRecord, f: &Passes) {
 }
 
 /// What `hybridize` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "hybridize",
     about: "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op",
     params: PARAMS,

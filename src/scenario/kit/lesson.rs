@@ -4,13 +4,13 @@
 //! tell the sides apart never read as a yes, and no surface words a criterion its own way.
 
 use crate::report::finding::{self, Finding, Role};
-use crate::report::{BookFigure, Lesson, RunRecord};
+use crate::report::{BookFigure, Lesson, RunRecord, Source};
 
-/// A scenario's lesson: the book's section and the claim with its criterion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A scenario's lesson: the source text's section and the claim with its criterion.
+#[derive(Debug, Clone, PartialEq)]
 pub struct LessonSpec {
-    /// The section of the chapter (`§8.2`).
-    pub section: &'static str,
+    /// The edition and section that teach it, as the source text names them.
+    pub source: Source,
     /// The claim, worded so that its criterion is plain.
     pub claim: &'static str,
 }
@@ -65,7 +65,7 @@ impl LessonSpec {
             .find_map(Finding::decided);
         run.findings.extend(findings);
         run.lesson = Some(Lesson {
-            section: self.section.into(),
+            section: self.source.cite(),
             claim: self.claim.into(),
             held,
             evidence,
@@ -85,7 +85,7 @@ mod tests {
     use serde_json::Map;
 
     const SPEC: LessonSpec = LessonSpec {
-        section: "§0",
+        source: crate::scenario::book::TF2_ASYNC,
         claim: "a / b wholly above 1",
     };
 

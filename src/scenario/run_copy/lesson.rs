@@ -8,7 +8,7 @@ use crate::units::human_time;
 
 /// The lesson of §8.3.2: the copy of y[i] runs while y[i+1] is computed.
 pub(super) const LESSON: LessonSpec = LessonSpec {
-    section: "§8.3.2",
+    source: TF2_RUN_COPY,
     claim: "copies overlap compute: run-then-copy / overlapped wholly above 1",
 };
 

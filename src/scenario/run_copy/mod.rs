@@ -140,7 +140,7 @@ fn accelerator_for(ctx: &RunContext) -> super::kit::ChosenDevice {
 }
 
 /// What `run-copy` declares.
-const SPEC: super::Spec = super::Spec {
+static SPEC: super::Spec = super::Spec {
     name: "run-copy",
     about:
         "matmuls on the accelerator, each copied to host: copy of y[i] overlaps computing y[i+1]",
