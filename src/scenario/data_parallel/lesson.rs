@@ -1,6 +1,7 @@
-//! The lesson of §8.4–8.5 (and the TF 1 text's §9.2 on synchronous and asynchronous updates):
-//! k devices train faster than one, less what communication costs, and synchronous training
-//! ends where one device ends. The texts print no timings for it: no book figures.
+//! The lesson of the TF 1 text's §9.2–9.3 (data-parallel training, synchronous and
+//! asynchronous updates, several GPUs): k devices train faster than one, less what
+//! communication costs, and synchronous training ends where one device ends. The texts print
+//! no timings for it: no book figures.
 
 use super::Timed;
 use crate::report::evidence::{Estimate, Ratio};
