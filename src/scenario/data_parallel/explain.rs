@@ -108,7 +108,7 @@ pub fn explain(f: &Figures) -> Explained {
         })
         .collect();
     sentences.push(format!(
-        "Time to a loss of {}: {}; final loss {}.",
+        "Time to a loss of {} (each scheme's run nearest its median): {}; final loss {}.",
         significant(f.target_loss),
         reached.join(", "),
         f.variants
@@ -247,7 +247,7 @@ mod tests {
                  1,000 samples/s on one); communication took 4.1% of the devices' busy time \
                  (all-reduce of 3.8 MiB a step).",
                 "async: 1,900 samples/s.",
-                "Time to a loss of 0.500: one-device in 500.0 ms, ring in 300.0 ms, async not \
+                "Time to a loss of 0.500 (each scheme's run nearest its median): one-device in 500.0 ms, ring in 300.0 ms, async not \
                  within its run; final loss one-device 0.123, ring 0.123, async 0.123.",
                 "Asynchronous updates read parameters 1.0 updates old on average: no device \
                  waits for another, but a stale gradient is worth less than a fresh one.",

@@ -158,6 +158,11 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// The loss log of the run (call after `wait_all`).
+    pub fn log(&self) -> Vec<LossEntry> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The trained parameters, loss log and staleness (call after `wait_all`).
     pub fn take(&self) -> Trained {
         let weights = match &self.server {

@@ -314,14 +314,23 @@ impl DataParallel {
         ];
         let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
         let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
+        // Every run's loss log with its time, so the curve and the time to the target loss
+        // come from the run nearest the median, not from whichever ran last.
+        let logs: Vec<training::RunLogs> = schemes.iter().map(|_| Mutex::new(Vec::new())).collect();
         let train = |i: usize| {
-            let (setup, rt, ws, last) = (&setup, &rt, &workspaces[i], &last);
+            let (setup, rt, ws, last, logs) = (&setup, &rt, &workspaces[i], &last, &logs);
             move || {
-                synced(engine, || -> Result<(), ScenarioError> {
+                let wall = synced(engine, || -> Result<(), ScenarioError> {
                     let pending = setup.push(rt, ws);
                     *last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
                     Ok(())
-                })
+                })?;
+                // Finished (synced waited): read its log, after the clock stopped.
+                if let Some(p) = last[i].lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                    let mut logs = logs[i].lock().unwrap_or_else(|e| e.into_inner());
+                    logs.push((wall.as_secs_f64(), p.log()));
+                }
+                Ok(wall)
             }
         };
         let mut variants: Vec<Variant<ScenarioError>> = (0..schemes.len())
@@ -329,17 +338,23 @@ impl DataParallel {
             .collect();
         let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
-        // The last timed run of each scheme, before the traced runs below reuse its buffers.
+        // The last timed run of each scheme, before the traced runs below reuse its buffers;
+        // its loss log replaced by the one of the run nearest the scheme's median.
         let trained: Vec<(Timed, Trained)> = schemes
             .iter()
             .zip(&last)
-            .map(|(&(v, _), p)| {
-                let t = p
+            .zip(summaries.iter().zip(logs))
+            .map(|((&(v, _), p), (summary, logs))| {
+                let mut t = p
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .as_ref()
                     .map(Pending::take)
                     .unwrap_or_default();
+                let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
+                if let Some(log) = training::nearest_to(summary.median_s, logs) {
+                    t.log = log;
+                }
                 (v, t)
             })
             .collect();

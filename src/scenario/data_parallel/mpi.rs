@@ -389,8 +389,11 @@ pub(super) fn run(
         .iter()
         .map(|_| Mutex::new(Trained::default()))
         .collect();
+    // Every run's loss log with its time: the curve comes from the run nearest the median.
+    let logs: Vec<super::training::RunLogs> =
+        names.iter().map(|_| Mutex::new(Vec::new())).collect();
     let train = |i: usize| {
-        let (rank, buffers, last, name) = (&rank, &buffers, &last, names[i]);
+        let (rank, buffers, last, logs, name) = (&rank, &buffers, &last, &logs, names[i]);
         move || -> Result<Duration, ScenarioError> {
             let mut b = buffers.lock().unwrap_or_else(|e| e.into_inner());
             rank.comm.barrier(&format!("the start of {}", name.name()));
@@ -403,6 +406,10 @@ pub(super) fn run(
                 RankScheme::Async => rank.asynchronous(&mut b),
             };
             let took = start.elapsed();
+            logs[i]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((took.as_secs_f64(), trained.log.clone()));
             *last[i].lock().unwrap_or_else(|e| e.into_inner()) = trained;
             Ok(took)
         }
@@ -457,6 +464,7 @@ pub(super) fn run(
     }));
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
     let steps = cfg.steps;
+    let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
     run.add_variants(
         names.iter().map(|v| v.name().to_string()).collect(),
         summaries,
@@ -493,11 +501,14 @@ pub(super) fn run(
     let trained: Vec<(Timed, Trained)> = names
         .iter()
         .zip(&last)
-        .map(|(n, t)| {
-            (
-                n.variant(),
-                std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner())),
-            )
+        .zip(medians.into_iter().zip(logs))
+        .map(|((n, t), (median, logs))| {
+            let mut t = std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner()));
+            let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
+            if let Some(log) = super::training::nearest_to(median, logs) {
+                t.log = log;
+            }
+            (n.variant(), t)
         })
         .collect();
     let shares: Vec<(Timed, f64)> = trained

@@ -112,6 +112,18 @@ pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
     points
 }
 
+/// Each run of a scheme: its seconds and its loss log, kept while the scheme is sampled.
+pub type RunLogs = std::sync::Mutex<Vec<(f64, Vec<LossEntry>)>>;
+
+/// Of `runs` (each a run's seconds and what it left), what the run nearest `median` seconds
+/// left: the run a figure drawn from one run is read from, so it is the median run's, not an
+/// outlier's. `None` when there is no run.
+pub fn nearest_to<T>(median: f64, runs: Vec<(f64, T)>) -> Option<T> {
+    runs.into_iter()
+        .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
+        .map(|(_, t)| t)
+}
+
 /// Seconds until the curve first reaches `target`, if it does.
 pub fn time_to_target(curve: &[[f64; 3]], target: f64) -> Option<f64> {
     curve.iter().find(|p| p[1] <= target).map(|p| p[2])
@@ -250,6 +262,15 @@ mod tests {
         assert_eq!(curve(&log, 4), vec![[0.0, 1.5, 0.2], [1.0, 0.5, 0.4]]);
         assert_eq!(time_to_target(&curve(&log, 4), 1.0), Some(0.4));
         assert_eq!(time_to_target(&curve(&log, 4), 0.1), None);
+        // The run nearest the median, an outlier beside it.
+        let runs = vec![
+            (0.40, "a"),
+            (0.39, "median"),
+            (0.90, "outlier"),
+            (0.41, "b"),
+        ];
+        assert_eq!(nearest_to(0.392, runs), Some("median"));
+        assert_eq!(nearest_to::<()>(1.0, vec![]), None);
     }
 
     #[test]
