@@ -106,6 +106,12 @@ fn cpu_gpu_falls_back_and_says_so_in_table_and_json() {
             note.starts_with("GPU unavailable: ") && note.ends_with("using cpu:1"),
             "{note}"
         );
+        // --gpu-size cannot apply without a GPU, and the run says so rather than ignore it.
+        let size = run["notes"][1].as_str().unwrap();
+        assert_eq!(
+            size,
+            "--gpu-size 64 applies to a GPU only: B ran at --cpu-size 64² on its CPU stand-in"
+        );
         parbench_without_gpu()
             .args(args)
             .args(QUICK)

@@ -231,6 +231,12 @@ impl Scenario for CpuGpu {
         let devices = acc.describe_devices(&rt, 1);
         let mut run = RunRecord::new(self.name(), params.to_json(), devices);
         run.notes.extend(acc.fallback_note);
+        if !dev_b.is_gpu() {
+            run.notes.push(format!(
+                "--gpu-size {gpu_size} applies to a GPU only: B ran at --cpu-size {cpu_size}² on \
+                 its CPU stand-in"
+            ));
+        }
         let (da, db, d_one) = (dev_a.describe(), dev_b.describe(), one_device.describe());
         let label = |v: Timed| match v {
             Timed::AAlone => format!("run(x) on {da}: {ops} × {cpu_size}²"),
