@@ -5,14 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::program::{execute, Node};
+use super::program::{execute, Inputs, Node};
 use crate::device::Device;
 use crate::engine::trace::OrderViolation;
 use crate::engine::{trace, Engine, TraceRecord};
 use crate::harness::synced;
 use crate::scenario::kit::traced;
 use crate::scenario::ScenarioError;
-use crate::tensor::Tensor;
 
 /// What one traced parallel sample says about its own lower bound.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +54,7 @@ impl SampleBound {
 pub(super) fn parallel_sample(
     engine: &Engine,
     nodes: &[Node],
-    inputs: &[Tensor],
+    inputs: &Inputs,
     devices: &[Arc<Device>],
     n: usize,
 ) -> Result<(Duration, Option<SampleBound>), ScenarioError> {

@@ -8,7 +8,7 @@
 
 use super::explain::{explain_gpu, OpCounts, Schedules};
 use super::plan::{Plan, StepKind};
-use super::program::{program, Node};
+use super::program::{input, program, Node};
 use super::{conclude, Config, Deps, Timed, ASYNCHRONY_SPEEDUP, PARALLELISM_SPEEDUP};
 use super::{PARALLEL_SPEEDUP, PROGRAM_OPS_WAITING};
 use crate::device::cuda::stream_lanes::{GpuMatrix, StreamRuntime};
@@ -30,21 +30,6 @@ impl From<StreamError> for ScenarioError {
     }
 }
 
-/// Seeded values in (0, 1], the same on every machine (SplitMix64).
-pub(super) fn uniform(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            // 24 bits: exact in f32, never 0.
-            (((z ^ (z >> 31)) >> 40) as f32 + 1.0) / (1u32 << 24) as f32
-        })
-        .collect()
-}
-
 /// The GPU program's buffers: the inputs uploaded, the rest for the ops to write.
 pub(super) fn buffers(
     sr: &StreamRuntime,
@@ -56,7 +41,7 @@ pub(super) fn buffers(
     let mut out = Vec::with_capacity(plan.buffers);
     for i in 0..plan.buffers {
         out.push(match i < width {
-            true => sr.upload(&uniform(n * n, seed.wrapping_add(i as u64)), (n, n))?,
+            true => sr.upload(&input(n, seed.wrapping_add(i as u64)), (n, n))?,
             false => sr.empty((n, n))?,
         });
     }
@@ -247,14 +232,6 @@ mod tests {
     use super::*;
     use crate::device::RuntimeOptions;
 
-    #[test]
-    fn the_inputs_are_seeded_and_in_range() {
-        let a = uniform(1000, 3);
-        assert_eq!(a, uniform(1000, 3));
-        assert_ne!(a, uniform(1000, 4));
-        assert!(a.iter().all(|&v| v > 0.0 && v <= 1.0));
-    }
-
     fn gpu() -> StreamRuntime {
         StreamRuntime::open(&RuntimeOptions::default(), 4).expect("a GPU (this test needs one)")
     }
@@ -267,7 +244,7 @@ mod tests {
     fn gpu_streams_order_a_consumer_after_its_producer() {
         let sr = gpu();
         let n = 512;
-        let x = sr.upload(&uniform(n * n, 1), (n, n)).unwrap();
+        let x = sr.upload(&input(n, 1), (n, n)).unwrap();
         let (p, q) = (sr.empty((n, n)).unwrap(), sr.empty((n, n)).unwrap());
         let (y, z) = (sr.empty((n, n)).unwrap(), sr.empty((n, n)).unwrap());
         let product = StreamOp::Product {

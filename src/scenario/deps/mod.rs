@@ -45,7 +45,6 @@ use crate::harness::stats::median;
 use crate::harness::{synced, SamplerConfig, Variant};
 use crate::report::evidence::{Estimate, Ratio};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
-use crate::tensor::Tensor;
 
 /// The derived figures this scenario records, each with its unit and direction.
 const ASYNCHRONY_SPEEDUP: FigureSpec =
@@ -253,11 +252,12 @@ impl Scenario for Deps {
             check_matrices("deps with this --size", cfg.size as u64, tensors, None)?;
         }
         // Two sets of inputs (one device's and the split devices') and a run's copies of them,
-        // a product's intermediate and its result per op (all may be pending at once), and
-        // three runs' slots held for a comparison.
+        // a product's intermediate and its result per op (all may be pending at once), three
+        // runs' slots held for a comparison, and each device's all-ones matrix.
         let tensors = (cfg.width as u64)
             .saturating_mul(6)
-            .saturating_add((cfg.depth as u64).saturating_mul(2));
+            .saturating_add((cfg.depth as u64).saturating_mul(2))
+            .saturating_add(cfg.devices as u64 + 1);
         check_matrices("deps with this --size", cfg.size as u64, tensors, None)
     }
 
@@ -309,13 +309,8 @@ impl Deps {
         let (whole, parts) = (&rt.devices[..1], &rt.devices[1..]);
         let nodes = program(width, depth, devices, seed);
         let on_whole: Vec<Node> = nodes.iter().map(|x| Node { device: 0, ..*x }).collect();
-        let inputs_on = |on: &[std::sync::Arc<crate::device::Device>]| -> Vec<Tensor> {
-            (0..width)
-                .map(|i| {
-                    let device = &on[i % on.len()];
-                    Tensor::uniform(engine, device, &[n, n], seed.wrapping_add(i as u64))
-                })
-                .collect()
+        let inputs_on = |on: &[std::sync::Arc<crate::device::Device>]| {
+            program::inputs(engine, on, width, n, seed)
         };
         let (whole_inputs, part_inputs) = (inputs_on(whole), inputs_on(parts));
         engine.wait_all()?;
