@@ -17,8 +17,8 @@
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use parbench::device::{Runtime, RuntimeOptions};
 use parbench::engine::Var;
-use parbench::harness::floor::channel_round;
 use parbench::harness::stats::median;
+use parbench::machine::channel::channel_round;
 use parbench::machine::line::{line_rounds, LINE_HOPS};
 use parbench::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,7 +98,7 @@ fn bench_round_trip(c: &mut Criterion) {
 }
 
 /// The floor the engine's per-op cost is set against: boxed closures through a channel to one
-/// other thread, no engine (`parbench::harness::floor`).
+/// other thread, no engine (`parbench::machine::channel`, one of the machine's limits).
 fn bench_floor(c: &mut Criterion) {
     let mut group = c.benchmark_group("floor");
     group

@@ -158,6 +158,19 @@ def _run(report):
     return report["runs"][0] if report and report.get("runs") else None
 
 
+def _gpu_limit(report, key, old_key):
+    """One of the GPU's limits a report's environment records (`gpu_limits.measured[key]`, where
+    parbench keeps the driver's floor), or in a report written before, its first run's own
+    `old_key` figure (`async` measured the driver's tiers itself then); None where neither is."""
+    env = report.get("environment") if isinstance(report, dict) else None
+    probe = env.get("gpu_limits") if isinstance(env, dict) else None
+    measured = probe.get("measured") if isinstance(probe, dict) else None
+    value = measured.get(key) if isinstance(measured, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return ((_run(report) or {}).get("derived") or {}).get(old_key)
+
+
 def _fmt(v, unit=""):
     return "-" if v is None else f"{v:.3g}{unit}"
 
@@ -427,6 +440,9 @@ def summarize(directory):
     derived = lambda r, name, key: ((_run(r["reports"][name]) or {}).get("derived") or {}).get(key)  # noqa: E731
     div = lambda a, b: (a / b) if a is not None and b else None  # noqa: E731
     h2d = lambda r: derived(r, "run-copy-h2d", "h2d_gbytes_per_s") or derived(r, "run-copy", "h2d_gbytes_per_s")  # noqa: E731
+    # The driver's floor: the GPU's limits in the async report's environment.
+    launch = lambda r: _gpu_limit(r["reports"]["async"], "launch_s", "driver_launch_s")  # noqa: E731
+    launch_wait = lambda r: _gpu_limit(r["reports"]["async"], "launch_and_wait_s", "driver_launch_and_wait_s")  # noqa: E731
 
     def goal(figure, p, t, ratio, text, met, unit=""):
         """A row from per-round functions: parbench's figure, PyTorch's, and their ratio."""
@@ -454,16 +470,16 @@ def summarize(directory):
              lambda r: derived(r, "run-copy", "overlapped_over_ideal_ratio"), "<= 1.05", lambda x: x <= 1.05),
         # The chapter on the GPU: y = x + 1, chains, CUDA graphs.
         goal("`async` y = x + 1 per op, asynchronous / a bare driver launch (s)",
-             lambda r: derived(r, "async", "async_per_op_s"), lambda r: derived(r, "async", "driver_launch_s"),
-             lambda r: div(derived(r, "async", "async_per_op_s"), derived(r, "async", "driver_launch_s")),
+             lambda r: derived(r, "async", "async_per_op_s"), launch,
+             lambda r: div(derived(r, "async", "async_per_op_s"), launch(r)),
              "<= 1.3 × launch", lambda x: x <= 1.3),
         goal("`async` y = x + 1 per op, asynchronous, parbench / torch (s)",
              lambda r: derived(r, "async", "async_per_op_s"), lambda r: r["chapter"].get("add_one_async_s_per_op"),
              lambda r: div(derived(r, "async", "async_per_op_s"), r["chapter"].get("add_one_async_s_per_op")),
              "<= 1 × torch", lambda x: x <= 1.0),
         goal("`async` y = x + 1 per op, synchronous / a driver launch and wait (s)",
-             lambda r: derived(r, "async", "sync_per_op_s"), lambda r: derived(r, "async", "driver_launch_and_wait_s"),
-             lambda r: div(derived(r, "async", "sync_per_op_s"), derived(r, "async", "driver_launch_and_wait_s")),
+             lambda r: derived(r, "async", "sync_per_op_s"), launch_wait,
+             lambda r: div(derived(r, "async", "sync_per_op_s"), launch_wait(r)),
              "<= 1.3 × launch+wait", lambda x: x <= 1.3),
         goal("`hybridize` graph pass, parbench / torch (s)", lambda r: _per_pass(r["reports"]["hybridize"], "hybridized"),
              lambda r: r["chapter"].get("mlp_graph_s_per_pass"),
@@ -479,11 +495,14 @@ def summarize(directory):
              lambda r: derived(r, "async", "chain_over_async_ratio"), lambda r: r["chapter"].get("dependent_over_independent"),
              lambda r: derived(r, "async", "chain_over_async_ratio"), "<= 2", lambda x: x <= 2.0),
         # For comparison: the GPU's floor and the driver's tiers, and the older ratios.
-        goal("the GPU's per-kernel floor: a CUDA graph's kernels (s)", lambda r: derived(r, "async", "driver_graph_per_kernel_s"),
+        goal("the GPU's per-kernel floor: a CUDA graph's kernels (s)",
+             lambda r: _gpu_limit(r["reports"]["async"], "graph_per_kernel_s", "driver_graph_per_kernel_s"),
              None, lambda r: None, comparison, None),
-        goal("driver tier: launch, alloc and free (s)", lambda r: derived(r, "async", "driver_launch_alloc_free_s"),
+        goal("driver tier: launch, alloc and free (s)",
+             lambda r: _gpu_limit(r["reports"]["async"], "launch_alloc_free_s", "driver_launch_alloc_free_s"),
              None, lambda r: None, comparison, None),
-        goal("driver tier: launch, alloc, free and an event (s)", lambda r: derived(r, "async", "driver_launch_alloc_free_event_s"),
+        goal("driver tier: launch, alloc, free and an event (s)",
+             lambda r: _gpu_limit(r["reports"]["async"], "launch_alloc_free_event_s", "driver_launch_alloc_free_event_s"),
              None, lambda r: None, comparison, None),
         goal("`async` speed-up, sync / async (was: >= 5)", lambda r: derived(r, "async", "async_speedup"),
              lambda r: r["chapter"].get("add_one_async_speedup"), lambda r: derived(r, "async", "async_speedup"), comparison, None),
@@ -608,13 +627,21 @@ def _self_test_rounds(report):
                                           "derived": {"hybridize_speedup": imp / gr},
                                           "variants": [{"name": "imperative", "median_s": imp},
                                                        {"name": "hybridized", "median_s": gr}]}])
-        # Three rounds: async per op 2, 3, 4 µs against a 2.5 µs launch; PyTorch 3 µs.
+        # Three rounds: async per op 2, 3, 4 µs against a 2.5 µs launch; PyTorch 3 µs. The driver's
+        # floor is the GPU's limits in the report's environment; round 3's report is one written
+        # before, with the floor among async's own figures.
         for r, per_op in ((1, 2e-6), (2, 3e-6), (3, 4e-6)):
             rd = f"round-{r}"
-            write(f"{rd}/async.json", report("async", {"async_per_op_s": per_op, "driver_launch_s": 2.5e-6,
-                                                       "sync_per_op_s": 10e-6, "driver_launch_and_wait_s": 9e-6,
-                                                       "async_speedup": 5.0, "chain_over_async_ratio": 1.0,
-                                                       "driver_graph_per_kernel_s": 1e-6}, [("x + 1", True)]))
+            floor = {"launch_s": 2.5e-6, "launch_and_wait_s": 9e-6, "graph_per_kernel_s": 1e-6,
+                     "launch_alloc_free_s": 3e-6, "launch_alloc_free_event_s": 3.5e-6}
+            figures = {"async_per_op_s": per_op, "sync_per_op_s": 10e-6, "async_speedup": 5.0,
+                       "chain_over_async_ratio": 1.0}
+            if r == 3:
+                doc = report("async", dict(figures, **{f"driver_{k}": v for k, v in floor.items()}), [("x + 1", True)])
+            else:
+                doc = dict(report("async", figures, [("x + 1", True)]),
+                           environment={"gpu_limits": {"measured": floor}})
+            write(f"{rd}/async.json", doc)
             write(f"{rd}/hybridize.json", hyb(0.01, 0.002))
             write(f"{rd}/run-copy.json", report("run-copy", {"copy_gbytes_per_s": 24.0, "overlapped_over_ideal_ratio": 1.0}, []))
             write(f"{rd}/run-copy-h2d.json", report("run-copy", {"h2d_gbytes_per_s": 20.0}, []))
@@ -657,6 +684,7 @@ def _self_test_rounds(report):
         assert "| `hybridize` eager pass, parbench / torch (s) | 0.0001 | 0.0001 | 1 | <= 1 × torch | yes |" in text, text
         assert "| H2D copy 256 MiB, pinned, GB/s | 20 | 25 | 0.8 | >= 0.9 × torch | **no** |" in text, text
         assert "| the GPU's per-kernel floor: a CUDA graph's kernels (s) | 1e-06 | - | - | (for comparison) | - |" in text, text
+        assert "| driver tier: launch, alloc, free and an event (s) | 3.5e-06 | - | - | (for comparison) | - |" in text, text
         assert "| training samples/s, eager: one-device / PyTorch eager | 1e+06 (9e+05–1.1e+06) | 1e+06 | 1 (0.9–1.1) | >= 1 × torch | yes |" in text, text
         assert "| training samples/s, CUDA graph: one-device-graph / torch.cuda.CUDAGraph | 1.9e+06 | 2e+06 | 0.95 | >= 0.95 × torch | yes |" in text, text
         assert "| loss curve's last point, eager | 1.25 | 1.25 | 1 | (same job) | - |" in text, text

@@ -26,8 +26,8 @@ def fig(run, key):
 
 
 def nanoseconds(seconds):
-    """A cache-line latency (always tens to hundreds of ns) in ns; the per-round probes are a
-    series, which the report keeps as numbers only."""
+    """A machine limit of tens to hundreds of ns (a cache line's trip, a closure handed to a
+    thread) in ns: the report keeps the limits as numbers only."""
     return f"{seconds * 1e9:.1f} ns"
 
 
@@ -117,26 +117,28 @@ def numpy_row(size, lines):
             "parbench / NumPy and / MKL, medians of interleaved rounds: " + ", ".join(cells) + f" ({kernel})")
 
 
-def line_cell(run):
-    """The cross-core line latency the async run measured around its samples, if it did."""
-    d = run["derived"]
-    if "cross_core_line_before_s" not in d:
+def limits_cell(env, run):
+    """async's cost per op against the machine's limits the report's environment records (the
+    channel hand-off and the cache line between two cores, measured once at the start of the
+    process), those measured."""
+    limits = env.get("limits") or {}
+    per_op = run["derived"].get("async_per_op_s")
+
+    def measured(probe, key):
+        value = ((limits.get(probe) or {}).get("measured") or {}).get(key)
+        return value if isinstance(value, (int, float)) and value > 0 else None
+
+    parts = []
+    channel = measured("channel", "per_op_s")
+    if channel and per_op:
+        parts.append(f"{per_op / channel:.2f}× a closure handed to another thread through a channel "
+                     f"({nanoseconds(channel)} each)")
+    line = measured("line", "one_way_s")
+    if line and per_op:
+        parts.append(f"{per_op / line:.1f}× a cache line between the two CPUs ({nanoseconds(line)} one way)")
+    if not parts:
         return ""
-    if "cross_core_line_s" not in d:
-        probes = ([d["cross_core_line_before_s"]] + list(d.get("cross_core_line_each_round_s", []))
-                  + [d["cross_core_line_after_s"]])
-        regimes = "".join(
-            f"; async {fig(run, k)} per op in the rounds at the {label} latency"
-            for k, label in (("async_per_op_low_line_s", "lower"), ("async_per_op_high_line_s", "higher"))
-            if k in d)
-        return (f"; a cache line between the two CPUs {fig(run, 'cross_core_line_before_s')} "
-                f"one way before the samples, {fig(run, 'cross_core_line_after_s')} after, "
-                f"{nanoseconds(min(probes))} to {nanoseconds(max(probes))} across all probes "
-                f"(the host changed during the run){regimes}")
-    return (f"; a cache line between the two CPUs {fig(run, 'cross_core_line_s')} one way "
-            f"({fig(run, 'cross_core_line_before_s')} before the samples, "
-            f"{fig(run, 'cross_core_line_after_s')} after): async per op "
-            f"{fig(run, 'async_over_line_ratio')} that")
+    return "; async per op " + ", ".join(parts) + " (the machine's limits, measured at the start of the run)"
 
 
 def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
@@ -152,8 +154,7 @@ def rows(all_report, all_seconds, ci_seconds, ci_compare, numpy_runs):
         f"{shown(a, 'products-push-only')} pushed vs {shown(a, 'products')} computed "
         f"({fig(a, 'products_over_push_only_ratio')} too little); ping-pong between two lanes: "
         f"a hop {fig(a, 'handoff_p50_s')} (median), {fig(a, 'handoff_p99_s')} "
-        f"(99th percentile); async per op {fig(a, 'async_over_channel_ratio')} the channel hand-off "
-        f"({fig(a, 'channel_handoff_per_op_s')} per closure, same run)" + line_cell(a)))
+        f"(99th percentile)" + limits_cell(all_report["environment"], a)))
 
     m = r["matmul"]
     out.append((
@@ -275,14 +276,14 @@ def self_test():
                              for n, (s, t) in variants.items()],
                 "derived": {k: v for k, (v, _) in derived.items()},
                 "derived_display": {k: t for k, (_, t) in derived.items() if t is not None}}
-    report = {"environment": {"cpu_model": "CPU", "cores": 2, "gpu": {"available": False}}, "runs": [
+    limits = {"line": {"measured": {"one_way_s": 5e-8, "method": "m"}},
+              "channel": {"measured": {"per_op_s": 2e-7, "method": "m"}}}
+    report = {"environment": {"cpu_model": "CPU", "cores": 2, "gpu": {"available": False}, "limits": limits}, "runs": [
         run("async", {"sync": (1e-3, "1.000 ms"), "async": (5e-4, "500.0 µs"),
                       "products": (0.2, "200.0 ms"), "products-push-only": (1e-5, "10.00 µs")},
             {"async_speedup": (2.0, "2.00×"), "products_over_push_only_ratio": (20000.0, "20000×"),
              "handoff_p50_s": (6.5e-7, "650.0 ns"), "handoff_p99_s": (2.1e-6, "2.100 µs"),
-             "async_over_channel_ratio": (2.5, "2.50×"), "channel_handoff_per_op_s": (2e-7, "200.0 ns"),
-             "cross_core_line_s": (5e-8, "50.00 ns"), "cross_core_line_before_s": (4.8e-8, "48.00 ns"),
-             "cross_core_line_after_s": (5.2e-8, "52.00 ns"), "async_over_line_ratio": (10.0, "10.0×")}),
+             "async_per_op_s": (5e-7, "500.0 ns")}),
         run("matmul", {"matmul": (1.0, "1.000 s")},
             {"gflops": (150.0, "150.0 GFLOP/s"), "threads": (2.0, "2")}),
         run("cpu-gpu", {"a-alone": (1.0, "1.000 s"), "b-alone": (1.0, "1.000 s"), "parallel": (1.1, "1.100 s")},
@@ -340,34 +341,18 @@ def self_test():
                  "1.50×, about 450.0 ns per engine op saved",
                  "fresh vars 309 / 200 ns at 1,000 / 100,000 ops", "| same | 0.52 µs |",
                  "150 / 100 ns at 1,000 / 100,000 closures; fresh-var ops cost 2.06× / 2.00× that",
-                 "async per op 2.50× the channel hand-off (200.0 ns per closure, same run); a cache line "
-                 "between the two CPUs 50.00 ns one way (48.00 ns before the samples, 52.00 ns after): "
-                 "async per op 10.0× that",
+                 "(99th percentile); async per op 2.50× a closure handed to another thread through a "
+                 "channel (200.0 ns each), 10.0× a cache line between the two CPUs (50.0 ns one way) "
+                 "(the machine's limits, measured at the start of the run)",
                  "896 random programs, 1000440 ops, all equal to the sequential interpretation, 72.0 s", "| `parbench all` | `time parbench all` | 80.1 s"]:
         assert want in text, (want, text)
-    shifted = dict(report["runs"][0])
-    shifted["derived"] = {k: v for k, v in shifted["derived"].items()
-                          if k not in ("cross_core_line_s", "async_over_line_ratio")}
-    shifted["derived_display"] = {k: v for k, v in shifted["derived_display"].items()
-                                  if k in shifted["derived"]}
-    shifted["derived"]["cross_core_line_after_s"] = 2.4e-7
-    shifted["derived_display"]["cross_core_line_after_s"] = "240.0 ns"
-    assert line_cell(shifted) == ("; a cache line between the two CPUs 48.00 ns one way before the samples, "
-                                  "240.0 ns after, 48.0 ns to 240.0 ns across all probes "
-                                  "(the host changed during the run)"), line_cell(shifted)
-    # Before and after agree, but a probe between rounds did not: the range says so, and the
-    # cost per op in each regime is quoted apart.
-    shifted["derived"]["cross_core_line_after_s"] = 5.0e-8
-    shifted["derived_display"]["cross_core_line_after_s"] = "50.00 ns"
-    shifted["derived"]["cross_core_line_each_round_s"] = [5.0e-8, 2.1e-7, 5.1e-8]
-    for k, v, t in (("async_per_op_low_line_s", 3.0e-7, "300.0 ns"), ("async_per_op_high_line_s", 6.0e-7, "600.0 ns")):
-        shifted["derived"][k] = v
-        shifted["derived_display"][k] = t
-    assert line_cell(shifted) == ("; a cache line between the two CPUs 48.00 ns one way before the samples, "
-                                  "50.00 ns after, 48.0 ns to 210.0 ns across all probes "
-                                  "(the host changed during the run); async 300.0 ns per op in the rounds "
-                                  "at the lower latency; async 600.0 ns per op in the rounds at the higher "
-                                  "latency"), line_cell(shifted)
+    # A debug build's report measures no limit: the row quotes none.
+    debug = {"line": {"not_measured": "debug build"}, "channel": {"not_measured": "debug build"}}
+    assert limits_cell({"limits": debug}, report["runs"][0]) == ""
+    # A report written before the channel probe: only the line.
+    assert limits_cell({"limits": {"line": limits["line"]}}, report["runs"][0]) == (
+        "; async per op 10.0× a cache line between the two CPUs (50.0 ns one way) "
+        "(the machine's limits, measured at the start of the run)")
     assert "4000²" not in text, text
     assert "busy" not in text, text
     busy = table(report["environment"], ["probe before: 2 threads 118 GFLOP/s (0.54x of ideal scaling)"], [])

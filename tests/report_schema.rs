@@ -481,6 +481,12 @@ fn limits_measured_or_not_are_valid_and_broken_ones_rejected() {
     assert_valid("a report with measured limits", &with_limits);
     let fma = &with_limits["environment"]["limits"]["fma"];
     assert!(fma["measured"]["per_core_gflops"].is_number(), "{fma}");
+    let channel = &with_limits["environment"]["limits"]["channel"];
+    assert!(channel["measured"]["per_op_s"].is_number(), "{channel}");
+    assert_valid(
+        "limits without the channel hand-off (written before it)",
+        &without(&with_limits, "/environment/limits/channel"),
+    );
 
     let cases: Vec<(&str, &str, Value)> = vec![
         (
@@ -499,6 +505,11 @@ fn limits_measured_or_not_are_valid_and_broken_ones_rejected() {
             json!(null),
         ),
         ("/environment/limits/line", "/not_measured", json!("")),
+        (
+            "/environment/limits/channel",
+            "/measured/per_op_s",
+            json!(-1.0),
+        ),
     ];
     for (probe, field, value) in cases {
         let doc = changed(good, "/environment/limits", |v| *v = measured.clone());
@@ -641,6 +652,8 @@ fn gpu_limits_validate_and_broken_ones_are_rejected() {
     use parbench::machine::Probe;
     let limits = GpuLimits {
         launch_s: 3.4e-6,
+        launch_alloc_free_s: Some(4.0e-6),
+        launch_alloc_free_event_s: Some(4.4e-6),
         launch_and_wait_s: 9.0e-6,
         graph_per_kernel_s: 1.1e-6,
         h2d_pinned_gbytes_per_s: 55.0,
@@ -663,7 +676,23 @@ fn gpu_limits_validate_and_broken_ones_are_rejected() {
         "GPU limits not measured",
         &with(serde_json::to_value(Probe::<GpuLimits>::NotMeasured("no GPU".into())).unwrap()),
     );
+    let older = GpuLimits {
+        launch_alloc_free_s: None,
+        launch_alloc_free_event_s: None,
+        ..limits.clone()
+    };
+    assert_valid(
+        "GPU limits without the allocation tiers (written before them)",
+        &with(serde_json::to_value(Probe::Measured(older)).unwrap()),
+    );
     let mut broken = serde_json::to_value(Probe::Measured(limits)).unwrap();
+    broken["measured"]["launch_alloc_free_s"] = (-1.0).into();
+    assert_rejected(
+        "a negative allocation tier",
+        &with(broken.clone()),
+        "/environment/gpu_limits",
+    );
+    broken["measured"]["launch_alloc_free_s"] = 4.0e-6.into();
     broken["measured"]["launch_s"] = (-1.0).into();
     assert_rejected(
         "a negative launch time",

@@ -1,6 +1,7 @@
 //! The GPU's limits, measured by parbench itself beside the CPU's (`crate::machine::limits`):
-//! what one tiny kernel costs the driver (a bare launch, a launch and a wait, the GPU's own
-//! time per kernel in a CUDA graph), the pinned-memory copy bandwidth in each direction, and
+//! what one tiny kernel costs the driver (a bare launch; with its output's allocation and the
+//! previous output's free; with a ready event as well; a launch and a wait; the GPU's own time
+//! per kernel in a CUDA graph), the pinned-memory copy bandwidth in each direction, and
 //! cuBLAS's fp32 matrix-product rate at a large size. A GPU figure of a scenario means little
 //! without them: an `async` op of 5 µs is 1.5× a bare launch here, a copy of 50 GB/s is 0.9×
 //! what the link gives.
@@ -21,6 +22,14 @@ use crate::units::{human_bytes, human_gbytes_per_s, human_time};
 pub struct GpuLimits {
     /// Seconds per bare launch of a tiny kernel (enqueued only, one wait at the end).
     pub launch_s: f64,
+    /// Seconds per launch plus its output's stream-ordered allocation and the previous
+    /// output's free, as an engine op does; `None` in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_alloc_free_s: Option<f64>,
+    /// That plus a ready event recorded after the launch; `None` in reports written before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_alloc_free_event_s: Option<f64>,
     /// Seconds per launch followed by a host wait for it.
     pub launch_and_wait_s: f64,
     /// The GPU's own seconds per tiny kernel: a CUDA graph of them, timed on the GPU's clock.
@@ -42,10 +51,19 @@ pub struct GpuLimits {
 impl GpuLimits {
     /// One line per limit, as `parbench devices --probe` prints them.
     pub fn lines(&self) -> Vec<String> {
+        let tiers = match (self.launch_alloc_free_s, self.launch_alloc_free_event_s) {
+            (Some(alloc), Some(event)) => format!(
+                ", {} with its output's allocation and the previous one's free, {} with a ready \
+                 event as well",
+                human_time(alloc),
+                human_time(event)
+            ),
+            _ => String::new(),
+        };
         vec![
             format!(
-                "GPU kernel launch: {} bare, {} with a wait for it, {} of the GPU's own time per \
-                 kernel (a CUDA graph)",
+                "GPU kernel launch: {} bare{tiers}, {} with a wait for it, {} of the GPU's own \
+                 time per kernel (a CUDA graph)",
                 human_time(self.launch_s),
                 human_time(self.launch_and_wait_s),
                 human_time(self.graph_per_kernel_s)
@@ -113,6 +131,8 @@ mod tests {
     fn limits() -> GpuLimits {
         GpuLimits {
             launch_s: 3.4e-6,
+            launch_alloc_free_s: Some(4.0e-6),
+            launch_alloc_free_event_s: Some(4.4e-6),
             launch_and_wait_s: 9.04e-6,
             graph_per_kernel_s: 1.2e-6,
             h2d_pinned_gbytes_per_s: 55.1,
@@ -129,8 +149,9 @@ mod tests {
         assert_eq!(
             limits().lines(),
             [
-                "GPU kernel launch: 3.400 µs bare, 9.040 µs with a wait for it, 1.200 µs of the \
-                 GPU's own time per kernel (a CUDA graph)",
+                "GPU kernel launch: 3.400 µs bare, 4.000 µs with its output's allocation and the \
+                 previous one's free, 4.400 µs with a ready event as well, 9.040 µs with a wait \
+                 for it, 1.200 µs of the GPU's own time per kernel (a CUDA graph)",
                 "GPU copies, pinned host memory: 55.1 GB/s host→device, 54.9 GB/s device→host \
                  (256.0 MiB each)",
                 "GPU fp32 matrix product (cuBLAS, TF32 off): 51.2 TFLOP/s at 8192×8192",
@@ -138,6 +159,21 @@ mod tests {
         );
         let none = Probe::<GpuLimits>::NotMeasured("no GPU".into());
         assert_eq!(probe_lines(&none), ["GPU limits: not measured (no GPU)"]);
+    }
+
+    #[test]
+    fn limits_written_before_the_allocation_tiers_still_read_and_print() {
+        let mut json = serde_json::to_value(limits()).unwrap();
+        let fields = json.as_object_mut().unwrap();
+        fields.remove("launch_alloc_free_s");
+        fields.remove("launch_alloc_free_event_s");
+        let old: GpuLimits = serde_json::from_value(json).unwrap();
+        assert_eq!(old.launch_alloc_free_s, None);
+        assert_eq!(
+            old.lines()[0],
+            "GPU kernel launch: 3.400 µs bare, 9.040 µs with a wait for it, 1.200 µs of the GPU's \
+             own time per kernel (a CUDA graph)"
+        );
     }
 
     #[test]

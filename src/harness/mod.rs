@@ -2,7 +2,6 @@
 //! and the statistics of the samples.
 
 pub mod allocator;
-pub mod floor;
 pub mod sampler;
 pub mod stats;
 pub mod timer;

@@ -132,19 +132,6 @@ impl<'p> Sampler<'p> {
 
     /// Measure every variant; summaries come back in the variants' order.
     pub fn run<E>(&self, variants: &mut [Variant<'_, E>]) -> Result<Vec<Summary>, E> {
-        self.run_between(variants, &mut || Ok(()))
-    }
-
-    /// [`run`](Self::run), calling `between` after every sampled round (not after warm-up
-    /// rounds): how a scenario measures the machine beside each round of samples (the host's
-    /// cross-core latency, say), so that a run whose rounds span two states of the machine can
-    /// tell which rounds ran in which. Its time counts toward neither the samples nor the
-    /// stopping rule's elapsed time; an error from it stops sampling.
-    pub fn run_between<E>(
-        &self,
-        variants: &mut [Variant<'_, E>],
-        between: &mut dyn FnMut() -> Result<(), E>,
-    ) -> Result<Vec<Summary>, E> {
         let c = &self.config;
         let n = variants.len();
         for _ in 0..c.warmup {
@@ -154,24 +141,18 @@ impl<'p> Sampler<'p> {
         }
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); n];
         let start = Instant::now();
-        // Time spent in `between`, left out of the stopping rule's elapsed time.
-        let mut outside = Duration::ZERO;
-        let elapsed = |outside: Duration| start.elapsed().saturating_sub(outside);
         let mut rounds = 0usize;
-        while n > 0 && !self.done(rounds, elapsed(outside)) {
+        while n > 0 && !self.done(rounds, start.elapsed()) {
             for k in 0..n {
                 let i = (rounds + k) % n;
                 let t = (variants[i].run)()?;
                 samples[i].push(t.as_secs_f64());
             }
             rounds += 1;
-            let t = Instant::now();
-            between()?;
-            outside += t.elapsed();
             if let Some(report) = self.progress {
                 report(Progress {
                     rounds_done: rounds,
-                    rounds_expected: self.expected_rounds(rounds, elapsed(outside)),
+                    rounds_expected: self.expected_rounds(rounds, start.elapsed()),
                 });
             }
         }
@@ -283,35 +264,6 @@ mod tests {
             Sampler::new(quick(5, 5)).run(&mut vs).unwrap_err(),
             "broken"
         );
-    }
-
-    #[test]
-    fn between_runs_after_each_sampled_round_outside_the_time_rule() {
-        let rounds = std::cell::Cell::new(0);
-        let calls = std::cell::Cell::new(0);
-        let mut vs = vec![Variant::new("x", || {
-            rounds.set(rounds.get() + 1);
-            Ok::<_, ()>(Duration::from_micros(1))
-        })];
-        let mut cfg = quick(2, 8);
-        // Counted, the hook's 30 ms a round would reach min_time after 7 rounds; left out,
-        // the rounds themselves take microseconds, so sampling runs to max_samples.
-        cfg.min_time = Duration::from_millis(200);
-        let s = Sampler::new(cfg)
-            .run_between(&mut vs, &mut || {
-                calls.set(calls.get() + 1);
-                std::thread::sleep(Duration::from_millis(30));
-                Ok(())
-            })
-            .unwrap();
-        drop(vs);
-        assert_eq!(s[0].samples_s.len(), 8);
-        assert_eq!(calls.get(), 8, "once per sampled round");
-        assert_eq!(rounds.get(), 2 + 8, "warm-up rounds have no hook");
-        // An error from the hook stops sampling.
-        let mut vs = vec![Variant::new("x", || Ok(Duration::ZERO))];
-        let err = Sampler::new(quick(5, 5)).run_between(&mut vs, &mut || Err("probe failed"));
-        assert_eq!(err.unwrap_err(), "probe failed");
     }
 
     #[test]

@@ -62,6 +62,12 @@ pub fn limits_differences(base: &Limits, new: &Limits) -> Vec<String> {
         measured(&new.line).map(|l| l.one_way_s),
         human_time,
     );
+    differ(
+        "closure handed to a thread",
+        measured(&base.channel).map(|c| c.per_op_s),
+        measured(&new.channel).map(|c| c.per_op_s),
+        human_time,
+    );
     out
 }
 

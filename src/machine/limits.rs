@@ -1,5 +1,6 @@
 //! The machine's limits, measured by parbench itself: the f32 FMA peak (one core and all), the
-//! core clock, the memory bandwidth (copy and triad) and the cross-core cache-line latency. A
+//! core clock, the memory bandwidth (copy and triad), the cross-core cache-line latency and the
+//! cost of handing a closure to another thread through a channel. A
 //! figure such as "364.6 GFLOP/s" means little without "76% of this machine's 480 GFLOP/s peak
 //! on 2 cores", on laptops, CI runners and VMs alike.
 //!
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::channel::{self, ChannelHandoff};
 use super::clock::{self, Clock};
 use super::fma::{self, FmaPeak};
 use super::line::{self, LineLatency};
@@ -29,6 +31,10 @@ pub struct Limits {
     pub memory: Probe<Bandwidth>,
     /// The latency of a cache line between two cores.
     pub line: Probe<LineLatency>,
+    /// A closure handed to another thread through a channel. Reports written before parbench
+    /// measured it read back as not measured, saying so.
+    #[serde(default = "channel_not_recorded")]
+    pub channel: Probe<ChannelHandoff>,
     /// Wall time of all the probes together, in seconds (0 when none ran).
     pub probe_s: f64,
 }
@@ -48,6 +54,10 @@ pub struct Budget {
     pub memory_passes: usize,
     /// Rounds of the cache-line probe; the median is kept.
     pub line_rounds: usize,
+    /// Closures per round of the channel probe.
+    pub channel_closures: u64,
+    /// Rounds of the channel probe; the median is kept.
+    pub channel_rounds: usize,
 }
 
 impl Budget {
@@ -62,6 +72,8 @@ impl Budget {
         array_bytes: memory::ARRAY_BYTES,
         memory_passes: 2,
         line_rounds: 3,
+        channel_closures: 10_000,
+        channel_rounds: 5,
     };
 
     /// The least that still runs every probe (tests, where only the figures' shape matters).
@@ -72,6 +84,8 @@ impl Budget {
         array_bytes: 64 << 10,
         memory_passes: 1,
         line_rounds: 1,
+        channel_closures: 100,
+        channel_rounds: 1,
     };
 }
 
@@ -98,11 +112,13 @@ impl Limits {
         let elements = usize::try_from(budget.array_bytes / 4).unwrap_or(usize::MAX);
         let memory = memory::measure(elements, budget.memory_passes, cores);
         let line = line::measure(budget.line_rounds);
+        let channel = channel::measure(budget.channel_closures, budget.channel_rounds);
         Limits {
             fma,
             clock,
             memory,
             line,
+            channel,
             probe_s: t.elapsed().as_secs_f64(),
         }
     }
@@ -114,9 +130,15 @@ impl Limits {
             clock: Probe::NotMeasured(reason.into()),
             memory: Probe::NotMeasured(reason.into()),
             line: Probe::NotMeasured(reason.into()),
+            channel: Probe::NotMeasured(reason.into()),
             probe_s: 0.0,
         }
     }
+}
+
+/// The channel probe of a report written before parbench measured it.
+fn channel_not_recorded() -> Probe<ChannelHandoff> {
+    Probe::NotMeasured("not in this report: written before parbench measured it".into())
 }
 
 /// This process's limits: measured on the first call (in a release build; a debug build
@@ -146,6 +168,7 @@ mod tests {
         for (what, measured) in [
             ("fma", limits.fma.measured().is_some()),
             ("memory", limits.memory.measured().is_some()),
+            ("channel", limits.channel.measured().is_some()),
         ] {
             assert!(measured, "{what}: {limits:?}");
         }
@@ -156,6 +179,15 @@ mod tests {
         let none = Limits::not_measured("debug build");
         let back: Limits = serde_json::from_str(&serde_json::to_string(&none).unwrap()).unwrap();
         assert_eq!(back, none);
+    }
+
+    #[test]
+    fn limits_written_before_the_channel_probe_still_read() {
+        let mut json = serde_json::to_value(Limits::not_measured("debug build")).unwrap();
+        json.as_object_mut().unwrap().remove("channel");
+        let back: Limits = serde_json::from_value(json).unwrap();
+        assert_eq!(back.channel, channel_not_recorded());
+        assert_eq!(back.line, Probe::NotMeasured("debug build".into()));
     }
 
     #[test]

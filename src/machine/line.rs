@@ -1,7 +1,7 @@
 //! The latency of moving one cache line between two cores: two pinned threads pass a counter
 //! back and forth. An engine op moves several lines between the pushing thread and a worker, so
-//! per-op figures follow this latency; the `async` scenario quotes it beside its own, and the
-//! machine's limits record it.
+//! per-op figures follow this latency; the machine's limits record it, and the `async` scenario
+//! reads it from there beside its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;

@@ -5,14 +5,16 @@
 //!
 //! The limits: [`limits()`] measures them once per process ([`Limits`]), from the probes of
 //! [`fma`] (the f32 FMA peak on the widest vector unit), [`clock`] (a dependent `imul` chain),
-//! [`memory`] (STREAM copy and triad) and [`line`](mod@line) (a cache line between two cores). The
-//! all-core probes run a [`team`] of threads pinned one per CPU ([`affinity`]). The state:
-//! [`state`] records a run's CPU counters and runnable tasks, and [`busy`] judges them.
-//! [`drift`] names the limits that differ between two reports' machines.
+//! [`memory`] (STREAM copy and triad), [`line`](mod@line) (a cache line between two cores) and
+//! [`channel`] (a closure handed to another thread through a channel). The all-core probes run
+//! a [`team`] of threads pinned one per CPU ([`affinity`]). The state: [`state`] records a
+//! run's CPU counters and runnable tasks, and [`busy`] judges them. [`drift`] names the limits
+//! that differ between two reports' machines.
 
 pub mod affinity;
 pub mod busy;
 pub mod cache;
+pub mod channel;
 pub mod clock;
 pub mod drift;
 pub mod fma;
@@ -27,6 +29,7 @@ pub mod timed;
 mod words;
 
 pub use busy::{BusyReason, LimitsMeasuredSlow};
+pub use channel::ChannelHandoff;
 pub use clock::Clock;
 pub use fma::{FmaPeak, VectorUnit};
 pub use limits::{limits, Budget, Limits};

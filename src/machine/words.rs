@@ -28,6 +28,12 @@ impl Limits {
             line("cache line between cores", &self.line, |l| {
                 format!("{} one way", human_time(l.one_way_s))
             }),
+            line("closure handed to a thread", &self.channel, |c| {
+                format!(
+                    "{} each (through a channel, no engine)",
+                    human_time(c.per_op_s)
+                )
+            }),
         ]
     }
 }
@@ -64,7 +70,7 @@ fn stream(m: &Bandwidth, rate: &StreamRate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{Clock, FmaPeak, LineLatency, VectorUnit};
+    use crate::machine::{ChannelHandoff, Clock, FmaPeak, LineLatency, VectorUnit};
 
     fn measured() -> Limits {
         let rate = |one, all| StreamRate {
@@ -97,6 +103,10 @@ mod tests {
                 one_way_s: 41e-9,
                 method: String::new(),
             }),
+            channel: Probe::Measured(ChannelHandoff {
+                per_op_s: 182e-9,
+                method: String::new(),
+            }),
             probe_s: 0.3,
         }
     }
@@ -111,6 +121,7 @@ mod tests {
                 "memory copy: 11.2 GB/s on 1 thread, 14.9 GB/s on 2",
                 "memory triad: 12.0 GB/s on 1 thread, 15.5 GB/s on 2",
                 "cache line between cores: 41.00 ns one way",
+                "closure handed to a thread: 182.0 ns each (through a channel, no engine)",
             ]
         );
     }
@@ -130,7 +141,7 @@ mod tests {
              480.0 MiB last-level cache: part may come from the cache)"
         );
         let none = Limits::not_measured("debug build").lines();
-        assert_eq!(none.len(), 5);
+        assert_eq!(none.len(), 6);
         assert!(none
             .iter()
             .all(|l| l.ends_with(": not measured (debug build)")));

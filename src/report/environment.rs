@@ -55,12 +55,12 @@ pub struct Environment {
     pub argv: Vec<String>,
     /// When capture ran: RFC 3339 UTC, whole seconds, e.g. "2023-11-14T22:13:20Z".
     pub started_at: String,
-    /// What the machine can do (FMA peak, clock, memory bandwidth, cache-line latency),
-    /// measured by parbench once per process, before any run: `None` in reports written
-    /// before the field existed and in `parbench devices` without `--probe`.
+    /// What the machine can do (FMA peak, clock, memory bandwidth, cache-line latency, channel
+    /// hand-off), measured by parbench once per process, before any run: `None` in reports
+    /// written before the field existed and in `parbench devices` without `--probe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
-    /// What the GPU can do (launch costs, pinned copy bandwidth, cuBLAS's fp32 rate),
+    /// What the GPU can do (the driver's floor, pinned copy bandwidth, cuBLAS's fp32 rate),
     /// measured once per process where a GPU is usable, beside `limits`: in a report of runs,
     /// after the first run that used the GPU. `None` without a usable GPU or such a run, in
     /// reports written before the field existed and without `--probe`.

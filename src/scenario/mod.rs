@@ -154,18 +154,6 @@ impl RunContext {
         engine: &crate::engine::Engine,
         variants: &mut [crate::harness::Variant<'_, ScenarioError>],
     ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
-        self.sample_between(scenario, engine, variants, &mut || Ok(()))
-    }
-
-    /// [`sample`](Self::sample), calling `between` after every sampled round, untimed
-    /// ([`Sampler::run_between`]).
-    pub fn sample_between(
-        &self,
-        scenario: &dyn Scenario,
-        engine: &crate::engine::Engine,
-        variants: &mut [crate::harness::Variant<'_, ScenarioError>],
-        between: &mut dyn FnMut() -> Result<(), ScenarioError>,
-    ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
         let config = self.sampling.apply(scenario.sampling());
         let name = scenario.name();
         let report = self.progress.clone();
@@ -174,9 +162,7 @@ impl RunContext {
                 r(name, p)
             }
         };
-        let summaries = Sampler::new(config)
-            .with_progress(&f)
-            .run_between(variants, between)?;
+        let summaries = Sampler::new(config).with_progress(&f).run(variants)?;
         if let Some(traces) = &self.traces {
             for v in variants.iter_mut() {
                 engine.wait_all()?;

@@ -93,7 +93,7 @@ fn verbose_shows_the_detail_figures_the_default_table_hides() {
         .expect("runs");
     assert!(verbose.status.success());
     let verbose = String::from_utf8_lossy(&verbose.stdout).to_string();
-    for internal in ["t1_s", "handoff_p50_s", "channel_handoff_per_op_s"] {
+    for internal in ["t1_s", "handoff_p50_s", "ping_pong_per_op_s"] {
         assert!(
             !plain.contains(internal),
             "{internal} in the default table:\n{plain}"

@@ -245,6 +245,10 @@ fn devices_probe_prints_each_limit() {
         ("memory copy: ", " GB/s on 1 thread, "),
         ("memory triad: ", " GB/s on 1 thread, "),
         ("cache line between cores: ", " one way"),
+        (
+            "closure handed to a thread: ",
+            " each (through a channel, no engine)",
+        ),
     ] {
         let line = text
             .lines()
@@ -262,7 +266,7 @@ fn devices_probe_prints_each_limit() {
         serde_json::from_slice(&parbench().args(args).output().unwrap().stdout).unwrap()
     };
     let env = json(&["devices", "--probe", "--json"]);
-    for probe in ["fma", "clock", "memory", "line"] {
+    for probe in ["fma", "clock", "memory", "line", "channel"] {
         let limit = &env["limits"][probe];
         assert!(
             limit["measured"].is_object() || limit["not_measured"].is_string(),

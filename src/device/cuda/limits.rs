@@ -1,7 +1,7 @@
 //! Measuring the GPU's limits ([`GpuLimits`]) on a device opened for the purpose: the driver's
-//! floor (`floor.rs`), pinned copies each way timed on the GPU's clock, and cuBLAS's fp32
-//! product at 8192² (4096² where the GPU has too little free memory), each the best of a few
-//! repeats after a warm-up, as a limit is what the hardware *can* do.
+//! floor in all its tiers (`floor.rs`), pinned copies each way timed on the GPU's clock, and
+//! cuBLAS's fp32 product at 8192² (4096² where the GPU has too little free memory), each the
+//! best of a few repeats after a warm-up, as a limit is what the hardware *can* do.
 
 use std::sync::Arc;
 
@@ -42,6 +42,8 @@ impl CudaDevice {
         let sgemm_gflops = self.sgemm_rate(n)?;
         Ok(GpuLimits {
             launch_s: floor.launch_s,
+            launch_alloc_free_s: Some(floor.launch_alloc_free_s),
+            launch_alloc_free_event_s: Some(floor.launch_alloc_free_event_s),
             launch_and_wait_s: floor.launch_and_wait_s,
             graph_per_kernel_s: floor.graph_per_kernel_s,
             h2d_pinned_gbytes_per_s: h2d,
@@ -153,6 +155,9 @@ mod tests {
             "{l:?}"
         );
         assert!(l.graph_per_kernel_s > 0.0, "{l:?}");
+        for tier in [l.launch_alloc_free_s, l.launch_alloc_free_event_s] {
+            assert!(tier.is_some_and(|s| s.is_finite() && s > 0.0), "{l:?}");
+        }
         // PCIe 3 x16 moves about 12 GB/s, PCIe 5 x16 about 55: anything far outside that is a
         // broken timer, not a link.
         for bw in [l.h2d_pinned_gbytes_per_s, l.d2h_pinned_gbytes_per_s] {

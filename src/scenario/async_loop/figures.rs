@@ -1,6 +1,8 @@
 //! The derived figures `async` records, each declared once with its key in the report, its
-//! unit and its direction. The engine's internals and the machine's probes are detail
-//! (`FigureSpec::detail`): the default table leaves them to `--verbose`, the JSON keeps them.
+//! unit and its direction. The engine's internals are detail (`FigureSpec::detail`): the
+//! default table leaves them to `--verbose`, the JSON keeps them. The machine's own figures
+//! (the cache line between cores, the channel hand-off, the driver's floor) are not here: they
+//! are the process's limits, which `devices --probe` prints and the report's environment keeps.
 
 use crate::report::{Better, FigureSpec, Unit};
 
@@ -10,13 +12,6 @@ const fn seconds(key: &'static str, better: Better) -> FigureSpec {
 
 const fn ratio(key: &'static str, better: Better) -> FigureSpec {
     FigureSpec::new(key, Unit::Ratio, better)
-}
-
-/// A time that describes the machine, not parbench: a regression gate must not call it a
-/// regression of the code when the host changes.
-/// Detail too: shown with `--verbose`.
-const fn machine(key: &'static str) -> FigureSpec {
-    seconds(key, Better::Neither).detail()
 }
 
 // The book's model and the loops it describes.
@@ -50,39 +45,6 @@ pub(super) const HANDOFF_P50_S: FigureSpec = seconds("handoff_p50_s", Better::Lo
 pub(super) const HANDOFF_P99_S: FigureSpec = seconds("handoff_p99_s", Better::Lower).detail();
 pub(super) const PING_PONG_PER_OP_S: FigureSpec =
     seconds("ping_pong_per_op_s", Better::Lower).detail();
-
-// The machine beside the engine, references measured in the same run: a hand-off through a
-// channel and the cross-core line latency.
-pub(super) const CHANNEL_HANDOFF_PER_OP_S: FigureSpec = machine("channel_handoff_per_op_s");
-pub(super) const ASYNC_OVER_CHANNEL_RATIO: FigureSpec =
-    ratio("async_over_channel_ratio", Better::Lower).detail();
-pub(super) const CROSS_CORE_LINE_S: FigureSpec = machine("cross_core_line_s");
-pub(super) const ASYNC_OVER_LINE_RATIO: FigureSpec =
-    ratio("async_over_line_ratio", Better::Lower).detail();
-pub(super) const CROSS_CORE_LINE_BEFORE_S: FigureSpec = machine("cross_core_line_before_s");
-pub(super) const CROSS_CORE_LINE_AFTER_S: FigureSpec = machine("cross_core_line_after_s");
-/// A series, one probe after each round of samples.
-pub(super) const CROSS_CORE_LINE_EACH_ROUND_S: &str = "cross_core_line_each_round_s";
-pub(super) const ASYNC_PER_OP_LOW_LINE_S: FigureSpec =
-    seconds("async_per_op_low_line_s", Better::Lower).detail();
-pub(super) const ASYNC_PER_OP_HIGH_LINE_S: FigureSpec =
-    seconds("async_per_op_high_line_s", Better::Lower).detail();
-
-// The GPU driver alone.
-#[cfg(feature = "cuda")]
-pub(super) const DRIVER_LAUNCH_S: FigureSpec = machine("driver_launch_s");
-#[cfg(feature = "cuda")]
-pub(super) const DRIVER_LAUNCH_ALLOC_FREE_S: FigureSpec = machine("driver_launch_alloc_free_s");
-#[cfg(feature = "cuda")]
-pub(super) const DRIVER_LAUNCH_ALLOC_FREE_EVENT_S: FigureSpec =
-    machine("driver_launch_alloc_free_event_s");
-#[cfg(feature = "cuda")]
-pub(super) const DRIVER_LAUNCH_AND_WAIT_S: FigureSpec = machine("driver_launch_and_wait_s");
-#[cfg(feature = "cuda")]
-pub(super) const DRIVER_GRAPH_PER_KERNEL_S: FigureSpec = machine("driver_graph_per_kernel_s");
-#[cfg(feature = "cuda")]
-pub(super) const ASYNC_OVER_DRIVER_LAUNCH_RATIO: FigureSpec =
-    ratio("async_over_driver_launch_ratio", Better::Neither).detail();
 
 // The GPU's own clock around each sample of the GPU variants (seconds per sample, as the
 // variant's median).

@@ -14,12 +14,11 @@
 //!   multi-device step pays each time it crosses devices; a traced run gives each hop's
 //!   latency (`handoff_p50_s`, `handoff_p99_s`).
 //!
-//! Beside them, two references from the same run describe the machine: the channel hand-off (a
-//! hand-off to a thread with no engine) and the one-way latency of a cache line between two
-//! CPUs, measured before the samples, after each round of them and after them, since each op
-//! moves a few lines between the pushing core and the worker's and a VM's host changes that
-//! latency from minute to minute: a run whose rounds saw two latencies says so, and quotes
-//! async's cost in each.
+//! `async` measures the engine, not the machine. Its explanation sets async's cost per op
+//! against the machine's limits (the latency of a cache line between two cores, a closure
+//! handed to another thread through a channel), read from the process's limits, measured once
+//! at its start: `parbench devices --probe` prints them, with the GPU driver's floor, and every
+//! report's environment records them.
 //!
 //! The book's model splits one iteration into t1 (front end hands the op to the backend),
 //! t2 (backend executes it) and t3 (result returns to the front end) and predicts
@@ -28,13 +27,11 @@
 //!
 //! One file a concern: the figures' declarations (`figures.rs`), the book's model
 //! (`model.rs`), the pitfall on the products (`pitfall.rs`), the dependent chain
-//! (`chain.rs`), the hand-offs (`handoff.rs`), the machine beside the engine (`machine.rs`) and
-//! what the timed loops computed (`checks.rs`).
+//! (`chain.rs`), the hand-offs (`handoff.rs`), async against the machine's limits
+//! (`machine.rs`), what the timed loops computed (`checks.rs`) and the lesson (`lesson.rs`).
 
 mod chain;
 mod checks;
-#[cfg(feature = "cuda")]
-mod driver;
 mod figures;
 mod handoff;
 mod lesson;
@@ -52,14 +49,11 @@ use super::{
     ScenarioError,
 };
 use crate::device::memory::f32_bytes;
-use crate::device::{available_cores, DeviceError, DeviceRequest, Runtime};
-use crate::harness::floor;
+use crate::device::{available_cores, DeviceRequest, Runtime};
 use crate::harness::{synced, SamplerConfig, Variant};
-use crate::machine::line;
 use crate::report::RunRecord;
 use crate::tensor::Tensor;
 use chain::add_chain;
-use machine::{LineProbes, FLOOR_ROUNDS, LINE_QUIET, LINE_ROUNDS};
 
 variants! {
     /// What `async` times.
@@ -228,6 +222,9 @@ impl Scenario for AsyncLoop {
         let cfg = Config::of(params)?;
         let n = cfg.iterations;
         let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
+        // The machine's limits, measured once per process: before the devices' threads exist,
+        // so the probes have the cores to themselves (the CLI has measured them already).
+        let limits = crate::machine::limits();
         let ChosenDevice {
             request,
             fallback_note: notes,
@@ -353,34 +350,8 @@ impl Scenario for AsyncLoop {
                 }
             })
             .collect();
-        // The host's cross-core latency: just before the samples, between their rounds and
-        // just after them.
-        let line_rounds = |rounds: usize| -> Result<_, ScenarioError> {
-            engine.wait_all()?;
-            // Idle workers poll for a while before they park; on two CPUs one still polling
-            // would share a CPU with the probe's threads.
-            std::thread::sleep(LINE_QUIET);
-            line::line_rounds(line::LINE_HOPS, rounds)
-                .map_err(|e| ScenarioError::from(DeviceError::Workers(e)))
-        };
-        let line_before = line_rounds(LINE_ROUNDS)?;
-        // One round of the probe after every round of samples, so that a run whose rounds
-        // span two states of the host can tell which ran in which; then an op on each lane the
-        // variants use, so the next round finds the workers polling, as the round before did,
-        // rather than parked by the probe's quiet spell.
-        let mut line_each_round = Vec::new();
-        let mut between = || -> Result<(), ScenarioError> {
-            if let Some(r) = line_rounds(1)? {
-                line_each_round.extend(r);
-            }
-            for lane in [device.compute, ping_pong_lanes[0], ping_pong_lanes[1]] {
-                engine.push("wake", lane, &[], &[], || Ok(()));
-            }
-            Ok(engine.wait_all()?)
-        };
-        let summaries = ctx.sample_between(self, engine, &mut variants, &mut between)?;
+        let summaries = ctx.sample(self, engine, &mut variants)?;
         drop(variants);
-        let line_after = line_rounds(LINE_ROUNDS)?;
 
         let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
         run.notes.extend(notes);
@@ -396,26 +367,75 @@ impl Scenario for AsyncLoop {
         handoff::derive_handoffs(&mut run, n, &hops);
         chain::derive_chain(&mut run, device, n);
         if is_cpu {
-            engine.wait_all()?;
-            let floor =
-                floor::channel_floor_per_op(n, FLOOR_ROUNDS).map_err(DeviceError::Workers)?;
-            machine::derive_floor(&mut run, n, floor);
+            machine::derive_against_limits(&mut run, n, limits);
         }
-        let probes = line_before
-            .zip(line_after)
-            .map(|(before, after)| LineProbes {
-                before,
-                each_round: line_each_round,
-                after,
-            });
-        machine::derive_line(&mut run, n, probes);
         pitfall::derive_pitfall(&mut run, cfg.products, cfg.product_size);
-        #[cfg(feature = "cuda")]
-        if let crate::device::DeviceKind::Cuda(gpu) = &device.kind {
-            engine.wait_all()?;
-            driver::derive_driver_floor(&mut run, gpu, n)?;
-        }
         lesson::conclude(&mut run, n, cfg.products, cfg.product_size);
         Ok(run)
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod gpu_tests {
+    use super::figures::*;
+    use super::Timed;
+
+    #[test]
+    fn gpu_figures_are_named_after_their_variants() {
+        use crate::scenario::gpu_time::gpu_key;
+        for (v, spec) in [
+            (Timed::Sync, SYNC_GPU_S),
+            (Timed::Async, ASYNC_GPU_S),
+            (Timed::Chain, CHAIN_GPU_S),
+        ] {
+            assert_eq!(spec.key, gpu_key(v.name()));
+            assert!(spec.figure.detail, "{}", spec.key);
+        }
+    }
+
+    /// `async --device cuda` with tiny sizes records each GPU variant's GPU time, and that
+    /// time lies within its host time; the driver's floor is the GPU's limits', not async's.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_async_records_the_gpu_times() {
+        use crate::scenario::gpu_clocks::{assert_recorded, few_samples, params_of};
+        use crate::scenario::Scenario;
+        let scenario = super::AsyncLoop;
+        let params = params_of(
+            &scenario,
+            &[
+                ("iterations", "50"),
+                ("products", "2"),
+                ("product_size", "64"),
+                ("device", "cuda"),
+            ],
+        );
+        let run = scenario.run(&params, &few_samples()).expect("runs");
+        assert_recorded(&run, &["sync_gpu_s", "async_gpu_s", "chain_gpu_s"]);
+        for v in [Timed::Sync, Timed::Async, Timed::Chain] {
+            let key = crate::scenario::gpu_time::gpu_key(v.name());
+            let gpu = run.derived[&key].as_f64().expect("recorded");
+            let host = run.median(v.name()).expect("sampled");
+            // The GPU's span lies within the sample, up to the start event recorded just
+            // before the host's clock starts.
+            assert!(
+                gpu <= host * 1.5 + 50e-6,
+                "{key}: GPU {gpu} s, host {host} s"
+            );
+        }
+        for key in [
+            "push_only_gpu_s",
+            "ping_pong_gpu_s",
+            "products_gpu_s",
+            "driver_launch_s",
+            "async_over_driver_launch_ratio",
+        ] {
+            assert!(!run.derived.contains_key(key), "{key}");
+        }
+        let text = run.explanation.join(" ");
+        assert!(
+            text.contains("async: ") && text.contains("host / GPU"),
+            "{text}"
+        );
     }
 }
