@@ -60,20 +60,31 @@ pub(super) const BOOK: &[BookFigure] = &[
     TORCH_SYNCED,
 ];
 
+/// The lesson's second criterion, which the pitfall's sentence is chosen by too: how many
+/// times too little the push-only clock reads on `true_time`'s work.
+pub(super) fn reads_too_little(figure: &str, true_time: Estimate, pushed: Estimate) -> Finding {
+    Finding::criterion(
+        figure,
+        Ratio::of(true_time, pushed),
+        FAR_TOO_LITTLE,
+        Want::Above,
+    )
+}
+
 /// Decide the lesson from the run's medians and record it with the book's figures.
 pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) {
     let e = |v: Timed| Estimate::of(run, v.name());
     let speedup = Ratio::of(e(Timed::Sync), e(Timed::Async));
-    let too_little = Ratio::of(e(Timed::Products), e(Timed::ProductsPushOnly));
+    let products_pitfall = reads_too_little(
+        "products / products-push-only",
+        e(Timed::Products),
+        e(Timed::ProductsPushOnly),
+    );
+    let too_little = products_pitfall.ratio().unwrap_or(Ratio::exact(f64::NAN));
     let verdict = Verdict {
         findings: vec![
             Finding::criterion("sync / async", speedup, 1.0, Want::Above),
-            Finding::criterion(
-                "products / products-push-only",
-                too_little,
-                FAR_TOO_LITTLE,
-                Want::Above,
-            ),
+            products_pitfall,
         ],
         here: format!(
             "{} vs {} ({n} ops), {:.1}×; push-only {:.0}× too little",

@@ -138,10 +138,18 @@ fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
             speedup.value
         )),
     }
-    e.push(format!(
-        "push-only ({}) stops the clock before the work is done: it measures pushing, not computing.",
-        human_time(push)
-    ));
+    e.push(match mode {
+        Mode::Threaded => format!(
+            "push-only ({}) stops the clock before the work is done: it measures pushing, not \
+             computing.",
+            human_time(push)
+        ),
+        Mode::Naive => format!(
+            "push-only ({}) waits for the work here too: the naive engine returns from each \
+             push only once its op ran.",
+            human_time(push)
+        ),
+    });
     out.detail.push(format!(
         "book model with t1 = {}, t2 = {}, t3 = {}: sync ≈ N(t1+t2+t3) = {} (measured {}), \
          async ≈ t1 + N·t2 + t3 = {} (measured {}).",
