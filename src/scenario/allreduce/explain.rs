@@ -30,25 +30,51 @@ impl SizeTimes {
     }
 }
 
-/// The smallest size (of `sizes`, in increasing order) whose ring time is below the parameter
-/// server's beyond the intervals, with that ratio.
-pub fn crossover(sizes: &[SizeTimes]) -> Option<(u64, Ratio)> {
-    sizes
-        .iter()
-        .map(|s| (s.bytes, s.ring_over_ps()))
-        .find(|(_, r)| r.against(1.0) == Side::Below)
+/// The sizes (in increasing order) as runs on which ring / parameter server lies on one side
+/// of 1 within the intervals: `(side, first size, last size)`.
+pub fn regions(sizes: &[SizeTimes]) -> Vec<(Side, u64, u64)> {
+    let mut out: Vec<(Side, u64, u64)> = Vec::new();
+    for s in sizes {
+        let side = s.ring_over_ps().against(1.0);
+        match out.last_mut() {
+            Some((last, _, to)) if *last == side => *to = s.bytes,
+            _ => out.push((side, s.bytes, s.bytes)),
+        }
+    }
+    out
 }
 
-/// The smallest size from which the ring's time is below the parameter server's beyond the
-/// intervals at every larger size measured too.
+/// The crossover as measured: the smallest size from which the ring's time is below the
+/// parameter server's beyond the intervals at every larger size measured too.
 pub fn ring_faster_from(sizes: &[SizeTimes]) -> Option<u64> {
-    let below = |s: &SizeTimes| s.ring_over_ps().against(1.0) == Side::Below;
-    let tail = sizes.iter().rev().take_while(|s| below(s)).count();
-    (tail > 0).then(|| sizes[sizes.len() - tail].bytes)
+    match regions(sizes).last() {
+        Some(&(Side::Below, from, _)) => Some(from),
+        _ => None,
+    }
 }
 
-/// What the run shows: where the ring overtakes the parameter server, and how close the
-/// largest size's bus bandwidth comes to the machine's copy bandwidth.
+/// Bytes of memory traffic per byte of bus bandwidth of the ring on `k` devices that share
+/// one memory, as STREAM counts a copy's (a read and a write each count). Per device and
+/// message of S bytes, reduce-scatter's k − 1 steps each read two chunks of S/k and write one
+/// (`add_into`), and all-gather's k − 1 steps each read one and write one: 5(k − 1)S/k per
+/// device, 5(k − 1)S in all, while busbw counts 2(k − 1)S/k: 5k/2 bytes of traffic for each
+/// (5 on 2 devices).
+pub fn ring_traffic_per_busbw_byte(k: usize) -> f64 {
+    5.0 * k as f64 / 2.0
+}
+
+/// A run of sizes as a reader reads it: `8B`, or `8B–512KiB`.
+fn span(from: u64, to: u64) -> String {
+    if from == to {
+        size_label(from)
+    } else {
+        format!("{}–{}", size_label(from), size_label(to))
+    }
+}
+
+/// What the run shows: where the ring is faster and where it is not, size by size within the
+/// intervals, and how close the largest size's bus bandwidth comes to the bound the ring's
+/// own memory traffic and the machine's copy bandwidth set.
 pub fn explain(
     sizes: &[SizeTimes],
     devices: usize,
@@ -59,49 +85,43 @@ pub fn explain(
     let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
         return out;
     };
-    let range = format!("{} to {}", size_label(first.bytes), size_label(last.bytes));
-    match crossover(sizes) {
-        Some((bytes, r)) => {
-            let later = sizes.iter().filter(|s| s.bytes > bytes);
-            let (larger, not_below) = later.fold((0, 0), |(n, m), s| {
-                (
-                    n + 1,
-                    m + usize::from(s.ring_over_ps().against(1.0) != Side::Below),
-                )
-            });
-            let rest = match (larger, not_below) {
-                (0, _) => "the largest size measured".to_string(),
-                (_, 0) => "and at every larger size measured".to_string(),
-                (n, m) => format!(
-                    "but not at {m} of the {n} larger sizes measured, where the intervals \
-                     reach across 1 or the ring is slower"
-                ),
+    let parts: Vec<String> = regions(sizes)
+        .into_iter()
+        .map(|(side, from, to)| {
+            let what = match side {
+                Side::Below => "faster",
+                Side::Above => "slower",
+                Side::Within => "indistinguishable",
+                Side::Unknown => "not measured",
             };
-            out.sentences.push(format!(
-                "The smallest size at which the ring's time is below the parameter server's \
-                 beyond the intervals is {}: ring / parameter server = {r}; {rest}.",
-                size_label(bytes)
-            ));
-            match ring_faster_from(sizes).filter(|&f| f != bytes) {
-                Some(from) if from == last.bytes => out.sentences.push(format!(
-                    "At {}, the largest size, it is below again.",
-                    size_label(from)
-                )),
-                Some(from) => out.sentences.push(format!(
-                    "From {} to {} it is below at every size.",
-                    size_label(from),
-                    size_label(last.bytes)
-                )),
-                None => {}
-            }
-        }
-        None => out.sentences.push(format!(
-            "At no size from {range} is the ring's time below the parameter server's beyond \
-             the intervals (at {}: ring / parameter server = {}).",
+            format!("{what} at {}", span(from, to))
+        })
+        .collect();
+    out.sentences.push(format!(
+        "The ring against the parameter server, size by size within the intervals: {}.",
+        parts.join("; ")
+    ));
+    out.sentences.push(match ring_faster_from(sizes) {
+        Some(from) if from == first.bytes => format!(
+            "The ring is faster at every size measured (at {}: ring / parameter server = {}).",
             size_label(last.bytes),
             last.ring_over_ps()
-        )),
-    }
+        ),
+        Some(from) => format!(
+            "The crossover as measured: from {} on, the ring is faster at every larger size \
+             (at {}: ring / parameter server = {}).",
+            size_label(from),
+            size_label(last.bytes),
+            last.ring_over_ps()
+        ),
+        None => format!(
+            "No crossover from {} to {}: the ring is not faster beyond the intervals at the \
+             largest size (ring / parameter server = {}).",
+            size_label(first.bytes),
+            size_label(last.bytes),
+            last.ring_over_ps()
+        ),
+    });
     let smallest = first.ring_over_ps();
     if smallest.against(1.0) == Side::Above && devices > 1 {
         let why = match backend {
@@ -123,13 +143,17 @@ pub fn explain(
             size_label(first.bytes),
         ));
     }
-    if let Some((busbw, copy)) = largest_busbw {
+    if let (Some((busbw, copy)), Backend::Engine) = (largest_busbw, backend) {
+        let per_byte = ring_traffic_per_busbw_byte(devices);
+        let bound = copy / per_byte;
         out.sentences.push(format!(
-            "At {} the ring's bus bandwidth is {} ({} of the machine's all-thread STREAM copy \
-             bandwidth, {}).",
+            "At {} the ring's bus bandwidth is {}: {} of the {} its own memory traffic allows \
+             — on {devices} devices sharing one memory it reads and writes {per_byte} bytes \
+             for each byte of busbw, at the machine's all-thread STREAM copy bandwidth of {}.",
             size_label(last.bytes),
             crate::units::human_gbytes_per_s(busbw),
-            crate::units::human_percent(busbw / copy),
+            crate::units::human_percent(busbw / bound),
+            crate::units::human_gbytes_per_s(bound),
             crate::units::human_gbytes_per_s(copy)
         ));
     }
@@ -218,57 +242,56 @@ mod tests {
         assert!(same.starts_with("At 1MiB"), "{same}");
     }
 
+    /// The issue's run: the ring faster at 8 B–512 KiB, slower at 1–8 MiB, faster again from
+    /// 16 MiB; the crossover is 16 MiB, and every region is named.
     #[test]
-    fn the_crossover_is_the_first_size_below_beyond_the_intervals() {
-        let sizes = [
-            size(8, 2.0, 1.0),
-            size(1024, 1.02, 1.0), // within the intervals
-            size(1 << 20, 0.5, 1.0),
-            size(1 << 30, 0.6, 1.0),
-        ];
-        let (bytes, r) = crossover(&sizes).expect("a crossover");
-        assert_eq!(bytes, 1 << 20);
-        assert!(r.hi < 1.0);
-        let e = explain(&sizes, 2, Backend::Engine, Some((3.0, 6.0)));
+    fn the_regions_and_the_crossover_are_read_as_measured() {
+        let kib = 1024;
+        let mut sizes: Vec<SizeTimes> = [8, 512 * kib].iter().map(|&b| size(b, 0.5, 1.0)).collect();
+        sizes.extend(
+            [kib * kib, 8 * kib * kib]
+                .iter()
+                .map(|&b| size(b, 2.0, 1.0)),
+        );
+        sizes.extend(
+            [16 * kib * kib, 64 * kib * kib]
+                .iter()
+                .map(|&b| size(b, 0.5, 1.0)),
+        );
+        assert_eq!(ring_faster_from(&sizes), Some(16 << 20));
+        let e = explain(&sizes, 2, Backend::Engine, Some((3.5, 21.6)));
         let text = e.sentences.join(" ");
-        assert!(text.contains("is 1MiB"), "{text}");
-        assert!(text.contains("every larger size"), "{text}");
-        assert!(text.contains("At 8B the ring is slower"), "{text}");
-        assert!(text.contains("50.0%") || text.contains("50%"), "{text}");
-        assert_eq!(ring_faster_from(&sizes), Some(1 << 20));
-        let mut noisy = sizes;
-        noisy[0] = size(8, 0.5, 1.0);
-        let text = explain(&noisy, 2, Backend::Engine, None)
-            .sentences
-            .join(" ");
         assert!(
-            text.contains("is 8B") && text.contains("not at 1 of the 3"),
+            text.contains("faster at 8B–512KiB; slower at 1MiB–8MiB; faster at 16MiB–64MiB."),
             "{text}"
         );
+        assert!(text.contains("from 16MiB on, the ring is faster"), "{text}");
+        // 21.6 / 5 = 4.32 GB/s: 3.5 is 81% of it.
         assert!(
-            text.contains("From 1MiB to 1GiB it is below at every size"),
+            text.contains("81% of the 4.3 GB/s its own memory traffic allows"),
             "{text}"
         );
-        let mut last_only = noisy;
-        last_only[2] = size(1 << 20, 1.0, 1.0);
-        let text = explain(&last_only, 2, Backend::Engine, None)
+        assert_eq!(ring_traffic_per_busbw_byte(2), 5.0);
+
+        let slow_at_last = [size(8, 0.5, 1.0), size(1024, 1.02, 1.0)];
+        assert_eq!(ring_faster_from(&slow_at_last), None);
+        let text = explain(&slow_at_last, 2, Backend::Engine, None)
             .sentences
             .join(" ");
-        assert!(
-            text.contains("At 1GiB, the largest size, it is below again."),
-            "{text}"
-        );
-        let none = explain(&sizes[..2], 2, Backend::Engine, None)
+        assert!(text.contains("No crossover from 8B to 1KiB"), "{text}");
+        let always = [size(8, 0.5, 1.0), size(1024, 0.5, 1.0)];
+        let text = explain(&always, 2, Backend::Engine, None)
             .sentences
             .join(" ");
-        assert!(none.contains("At no size from 8B to 1KiB"), "{none}");
+        assert!(text.contains("faster at every size measured"), "{text}");
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
 
-        /// Whatever the intervals, the explanation names a crossover exactly when some size's
-        /// ring interval lies wholly below the parameter server's, and names the first.
+        /// Whatever the intervals, the explanation names a crossover exactly when the ring's
+        /// interval lies wholly below the parameter server's at the largest size, and names the
+        /// first size of that last run of such sizes.
         #[test]
         fn the_explanation_never_claims_more_than_its_intervals(
             times in proptest::collection::vec(
@@ -284,13 +307,20 @@ mod tests {
                 })
                 .collect();
             let text = explain(&sizes, 2, Backend::Engine, None).sentences.join(" ");
-            let first = sizes.iter().find(|s| s.ring.hi < s.parameter_server.lo);
-            match first {
-                Some(s) => proptest::prop_assert!(
-                    text.contains(&format!("beyond the intervals is {}:", size_label(s.bytes))),
+            let below = |s: &SizeTimes| s.ring.hi < s.parameter_server.lo;
+            let tail = sizes.iter().rev().take_while(|s| below(s)).count();
+            match tail {
+                0 => proptest::prop_assert!(text.contains("No crossover"), "{}", text),
+                t if t == sizes.len() => proptest::prop_assert!(
+                    text.contains("faster at every size measured"), "{}", text
+                ),
+                t => proptest::prop_assert!(
+                    text.contains(&format!(
+                        "from {} on, the ring is faster",
+                        size_label(sizes[sizes.len() - t].bytes)
+                    )),
                     "{}", text
                 ),
-                None => proptest::prop_assert!(text.contains("At no size"), "{}", text),
             }
         }
     }

@@ -32,7 +32,7 @@ mod record;
 use std::time::Duration;
 
 use self::explain::LESSON;
-pub use self::explain::{crossover, explain, SizeTimes};
+pub use self::explain::{explain, ring_faster_from, SizeTimes};
 use self::measure::size_label;
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::kit::check_bytes;

@@ -120,7 +120,7 @@ impl Tally {
                 serde_json::Value::Array(points),
             );
         }
-        if let Some((bytes, _)) = super::crossover(&self.times) {
+        if let Some(bytes) = super::explain::ring_faster_from(&self.times) {
             run.derive_as(
                 "crossover_bytes",
                 bytes as f64,
