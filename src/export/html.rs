@@ -53,6 +53,13 @@ ul.checks li { margin: 4px 0; }
 .env td:first-child { font-weight: bold; white-space: nowrap; }
 tr.differs td { background: #fff3d6; }
 details summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
+@media (max-width: 640px) {
+  table.chapter, table.chapter tbody, table.chapter tr, table.chapter td { display: block; }
+  table.chapter tr:first-child { display: none; }
+  table.chapter tr { border: 1px solid #ccc; margin: 0 0 10px; }
+  table.chapter td { border: 0; padding: 2px 8px; }
+  table.chapter td::before { content: attr(data-label) \": \"; font-weight: bold; color: #555; }
+}
 @media print { body { background: white; } main { padding: 0; } h2 { break-before: auto; }
   .figure { break-inside: avoid; } }
 ";

@@ -206,8 +206,9 @@ pub fn html(report: &Report) -> String {
         };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td><a href=\"#run-{i}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>\
-             <td><span class=\"badge {class}\">{}</span></td></tr>",
+            "<tr><td data-label=\"section\">{}</td><td data-label=\"scenario\"><a href=\"#run-{i}\">{}</a></td>\
+             <td data-label=\"lesson\">{}</td><td data-label=\"book\">{}</td><td data-label=\"here\">{}</td>\
+             <td data-label=\"held?\"><span class=\"badge {class}\">{}</span></td></tr>",
             esc(&r.section),
             esc(&r.scenario),
             esc(&r.lesson),

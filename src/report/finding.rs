@@ -238,7 +238,7 @@ impl Finding {
                 ..
             } => {
                 let figure = match (ci95[0] == ci95[1] && ci95[0] == value, scale) {
-                    (true, _) => format!("{} (exact)", scale.write(value)),
+                    (true, _) => scale.write(value),
                     (false, Scale::Ratio) => {
                         self.ratio().map_or_else(String::new, |r| r.to_string())
                     }
@@ -334,9 +334,9 @@ mod tests {
         let no = Finding::criterion("a / b", r(1.4, 1.3, 1.5), 1.25, Want::Below);
         assert_eq!(no.held(), Held::No);
         let exact = Finding::exact("peaks", 20.0, 2.0, Want::Above);
-        assert_eq!(exact.evidence(), "peaks = 20.00× (exact): wholly above 2");
+        assert_eq!(exact.evidence(), "peaks = 20.00×: wholly above 2");
         let steady = Finding::exact("reach", 0.032, 0.1, Want::Below).in_percent();
-        assert_eq!(steady.evidence(), "reach = 3.2% (exact): wholly below 10%");
+        assert_eq!(steady.evidence(), "reach = 3.2%: wholly below 10%");
         assert_eq!(steady.held(), Held::Yes);
         let nan = Finding::criterion("a / b", r(f64::NAN, 1.0, 1.0), 1.0, Want::Above);
         assert_eq!(nan.held(), Held::Inconclusive);
