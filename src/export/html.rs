@@ -301,20 +301,19 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     for line in &run.explanation {
         let _ = write!(out, "<p class=\"explain\">{}</p>", esc(line));
     }
-    lesson_block(out, run);
-    if !run.checks.is_empty() {
-        out.push_str("<h3>Checks</h3><ul class=\"checks\">");
-        for c in &run.checks {
-            let _ = write!(
-                out,
-                "<li>{} <b>{}</b>: {}</li>",
-                badge(c.passed),
-                esc(&c.name),
-                esc(&c.detail)
-            );
+    if !run.explanation_detail.is_empty() {
+        let _ = write!(
+            out,
+            "<details><summary>{} sentence(s) on detail figures</summary>",
+            run.explanation_detail.len()
+        );
+        for line in &run.explanation_detail {
+            let _ = write!(out, "<p class=\"explain\">{}</p>", esc(line));
         }
-        out.push_str("</ul>");
+        out.push_str("</details>");
     }
+    lesson_block(out, run);
+    checks_list(out, run);
     variants_table(out, run);
     derived_table(out, run);
     if !run.notes.is_empty() {
@@ -371,9 +370,54 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     out.push_str("</div></section>\n");
 }
 
+/// The checks: failing ones always shown, passing ones folded where there are many, as the
+/// terminal's reader table folds them.
+fn checks_list(out: &mut String, run: &RunRecord) {
+    if run.checks.is_empty() {
+        return;
+    }
+    let item = |out: &mut String, c: &crate::report::Check| {
+        let _ = write!(
+            out,
+            "<li>{} <b>{}</b>: {}</li>",
+            badge(c.passed),
+            esc(&c.name),
+            esc(&c.detail)
+        );
+    };
+    let passed = run.checks.iter().filter(|c| c.passed).count();
+    let fold = passed > super::table::FOLD_CHECKS;
+    out.push_str("<h3>Checks</h3><ul class=\"checks\">");
+    for c in run.checks.iter().filter(|c| !(fold && c.passed)) {
+        item(out, c);
+    }
+    out.push_str("</ul>");
+    if fold {
+        let _ = write!(
+            out,
+            "<details><summary>{} {passed} checks passed</summary><ul class=\"checks\">",
+            badge(true)
+        );
+        for c in run.checks.iter().filter(|c| c.passed) {
+            item(out, c);
+        }
+        out.push_str("</ul></details>");
+    }
+}
+
 fn variants_table(out: &mut String, run: &RunRecord) {
+    let fold = run.variants.len() > super::table::FOLD_ROWS;
+    if fold {
+        let _ = write!(
+            out,
+            "<details><summary>{} variants</summary>",
+            run.variants.len()
+        );
+    } else {
+        out.push_str("<h3>Variants</h3>");
+    }
     out.push_str(
-        "<h3>Variants</h3><table><tr><th>variant</th><th>median</th><th>95% CI of the median</th>\
+        "<table><tr><th>variant</th><th>median</th><th>95% CI of the median</th>\
          <th>min</th><th>max</th><th>n</th><th>outliers</th><th></th></tr>",
     );
     for v in &run.variants {
@@ -395,28 +439,47 @@ fn variants_table(out: &mut String, run: &RunRecord) {
         );
     }
     out.push_str("</table>");
+    if fold {
+        out.push_str("</details>");
+    }
 }
 
+/// The derived figures a reader needs, then the detail ones (engine internals, probes, a
+/// figure per size) folded, as the terminal leaves them to `--verbose`.
 fn derived_table(out: &mut String, run: &RunRecord) {
-    let rows: Vec<(&String, String)> = run
-        .derived
-        .iter()
-        .filter(|(k, _)| run.figure(k).unit != Unit::Series)
-        .map(|(k, v)| (k, run.figure(k).format(v)))
-        .collect();
-    if rows.is_empty() {
-        return;
+    let rows = |detail: bool| -> Vec<(&String, String)> {
+        run.derived
+            .iter()
+            .filter(|(k, _)| run.figure(k).unit != Unit::Series && run.is_detail(k) == detail)
+            .map(|(k, v)| (k, run.figure(k).format(v)))
+            .collect()
+    };
+    let table = |out: &mut String, rows: Vec<(&String, String)>| {
+        out.push_str("<table><tr><th>figure</th><th>value</th></tr>");
+        for (k, v) in rows {
+            let _ = write!(
+                out,
+                "<tr><td><code>{}</code></td><td class=\"num\">{}</td></tr>",
+                esc(k),
+                esc(&v)
+            );
+        }
+        out.push_str("</table>");
+    };
+    let (shown, detail) = (rows(false), rows(true));
+    if !shown.is_empty() {
+        out.push_str("<h3>Derived figures</h3>");
+        table(out, shown);
     }
-    out.push_str("<h3>Derived figures</h3><table><tr><th>figure</th><th>value</th></tr>");
-    for (k, v) in rows {
+    if !detail.is_empty() {
         let _ = write!(
             out,
-            "<tr><td><code>{}</code></td><td class=\"num\">{}</td></tr>",
-            esc(k),
-            esc(&v)
+            "<details><summary>{} detail figures</summary>",
+            detail.len()
         );
+        table(out, detail);
+        out.push_str("</details>");
     }
-    out.push_str("</table>");
 }
 
 /// The page comparing two reports: both environments side by side (differences marked),

@@ -100,6 +100,13 @@ pub enum Depth {
     Verbose,
 }
 
+/// More variants than this fold into a line in the reader's table (`allreduce`'s 72, a size
+/// and algorithm each): the sentences and the lesson read them, `--verbose` lists them.
+pub const FOLD_ROWS: usize = 24;
+
+/// More passing checks than this fold into a line in the reader's table.
+pub const FOLD_CHECKS: usize = 8;
+
 /// One run as a table with its derived figures, checks, notes and explanation, for a reader.
 pub fn render_run(run: &RunRecord) -> String {
     render_run_at(run, Depth::Reader)
@@ -122,12 +129,21 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
         .max()
         .unwrap_or(7)
         .max(7);
-    let _ = writeln!(
-        out,
-        "   {:<name_w$}  {:>11}  {:>25}  {:>11}  {:>11}  {:>5}  {:>8}",
-        "variant", "median", "95% CI of median", "min", "max", "n", "outliers"
-    );
-    for v in &run.variants {
+    let folds = depth == Depth::Reader && run.variants.len() > FOLD_ROWS;
+    if folds {
+        let _ = writeln!(
+            out,
+            "   ({} variants: --verbose lists them; the figures and sentences below read them)",
+            run.variants.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "   {:<name_w$}  {:>11}  {:>25}  {:>11}  {:>11}  {:>5}  {:>8}",
+            "variant", "median", "95% CI of median", "min", "max", "n", "outliers"
+        );
+    }
+    for v in run.variants.iter().filter(|_| !folds) {
         let s = &v.summary;
         let ci = format!("[{}, {}]", human_time(s.ci95_s[0]), human_time(s.ci95_s[1]));
         let _ = write!(
@@ -165,9 +181,18 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
             "   ({folded} detail figures in the JSON; --verbose shows them)"
         );
     }
-    for c in &run.checks {
+    // Many passing checks of one run fold into a line; a failing one is always shown.
+    let passed = run.checks.iter().filter(|c| c.passed).count();
+    let fold_checks = depth == Depth::Reader && passed > FOLD_CHECKS;
+    for c in run.checks.iter().filter(|c| !(fold_checks && c.passed)) {
         let mark = if c.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "   check {mark} {}: {}", c.name, c.detail);
+    }
+    if fold_checks {
+        let _ = writeln!(
+            out,
+            "   check ok   {passed} checks passed (--verbose lists them)"
+        );
     }
     // A warning (a figure outside its physical range) reads as one, not as "note: warning:".
     for n in &run.notes {
@@ -318,6 +343,41 @@ mod tests {
         assert!(t.contains("push-only"));
         assert!(t.contains("<- not the cost"));
         assert!(t.contains("check FAIL matches reference: off by one"));
+    }
+
+    /// A run of many variants and checks (allreduce's 72 and 24) folds them for a reader,
+    /// a failing check never; `--verbose` and the HTML's folds list them all.
+    #[test]
+    fn many_variants_and_passing_checks_fold_for_a_reader() {
+        let mut run = RunRecord::new("allreduce", serde_json::Map::new(), vec![]);
+        let names: Vec<String> = (0..30).map(|i| format!("ring {i}B")).collect();
+        let summary = Summary::from_samples(&[1.0, 1.0, 1.0]).expect("samples");
+        run.add_variants(names.clone(), vec![summary; 30], names.iter().map(|_| None));
+        for i in 0..12 {
+            run.check(&format!("sum {i}"), i != 5, "detail");
+        }
+        let reader = render_run_at(&run, Depth::Reader);
+        assert!(
+            reader.contains("(30 variants: --verbose lists them"),
+            "{reader}"
+        );
+        assert!(!reader.contains("ring 3B"), "{reader}");
+        assert!(reader.contains("check FAIL sum 5"), "{reader}");
+        assert!(reader.contains("check ok   11 checks passed"), "{reader}");
+        let verbose = render_run_at(&run, Depth::Verbose);
+        assert!(
+            verbose.contains("ring 3B") && verbose.contains("check ok   sum 11"),
+            "{verbose}"
+        );
+        let page = crate::export::html::page(&crate::report::Report::new(
+            crate::report::Environment::capture_without_limits(
+                crate::engine::Mode::Threaded,
+                crate::report::GpuInfo::unavailable("test"),
+            ),
+            vec![run],
+        ));
+        assert!(page.contains("<details><summary>30 variants</summary>"));
+        assert!(page.contains("11 checks passed</summary>"));
     }
 
     #[test]

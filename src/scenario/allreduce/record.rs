@@ -18,7 +18,7 @@ const fn detail(unit: Unit, better: Better) -> Figure {
 }
 
 const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
-const BUSBW: Figure = Figure::new(Unit::GbytesPerSecond, Better::Higher);
+const BUSBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
 const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
 const WRONG: Figure = detail(Unit::Number, Better::Lower);
 
