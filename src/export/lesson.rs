@@ -93,6 +93,68 @@ mod tests {
         run
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Findings drawn across and around their bounds, rendered: every line's mark and
+        /// words agree with the numbers it cites, and the verdict with the lines, on a quiet
+        /// machine and a busy one.
+        #[test]
+        fn every_rendered_line_agrees_with_its_numbers(
+            figures in proptest::collection::vec(
+                (0.5f64..2.0, 0.0f64..0.4, 0.0f64..0.4, 0.8f64..1.25, proptest::bool::ANY),
+                1..4,
+            ),
+            busy in proptest::bool::ANY,
+        ) {
+            let findings: Vec<Finding> = figures
+                .iter()
+                .map(|&(v, down, up, bound, above)| {
+                    let r = Ratio { value: v, lo: v * (1.0 - down), hi: v * (1.0 + up) };
+                    let want = if above { Want::Above } else { Want::Below };
+                    Finding::criterion("x / y", r, bound, want)
+                })
+                .collect();
+            let mut run = run_with(findings, Held::Inconclusive);
+            if busy {
+                run.record_state(crate::machine::RunState {
+                    other_cpu_fraction: Some(0.5),
+                    ..crate::machine::RunState::unknown(1.0, 2)
+                });
+            }
+            let v = view(&run).expect("a lesson");
+            let mut any_no = false;
+            let mut all_yes = true;
+            for (&(value, down, up, bound, above), (mark, line)) in figures.iter().zip(&v.why) {
+                let (lo, hi) = (value * (1.0 - down), value * (1.0 + up));
+                let wholly_above = lo > bound;
+                let wholly_below = hi < bound;
+                let yes = if above { wholly_above } else { wholly_below };
+                let no = if above { wholly_below } else { wholly_above };
+                proptest::prop_assert_eq!(line.contains("wholly above"), wholly_above, "{}", line);
+                proptest::prop_assert_eq!(line.contains("wholly below"), wholly_below, "{}", line);
+                proptest::prop_assert_eq!(
+                    line.contains("indistinguishable"), !wholly_above && !wholly_below, "{}", line
+                );
+                let expected = if yes { Held::Yes } else if no { Held::No } else { Held::Inconclusive };
+                proptest::prop_assert_eq!(*mark, Some(expected), "{}", line);
+                any_no |= no;
+                all_yes &= yes;
+            }
+            let verdict = if busy {
+                Held::Inconclusive
+            } else if any_no {
+                Held::No
+            } else if all_yes {
+                Held::Yes
+            } else {
+                Held::Inconclusive
+            };
+            proptest::prop_assert_eq!(v.held, verdict);
+            proptest::prop_assert_eq!(v.busy.is_some(), busy);
+        }
+    }
+
     #[test]
     fn the_view_reads_its_verdict_and_reasons_from_the_findings() {
         let r = Ratio {
