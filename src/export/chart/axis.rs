@@ -11,6 +11,8 @@ pub struct Axis {
     pub label: String,
     pub log: bool,
     pub format: fn(f64) -> String,
+    /// The axis counts things (devices, threads): ticks only at whole numbers.
+    pub counts: bool,
 }
 
 impl Axis {
@@ -19,6 +21,15 @@ impl Axis {
             label: label.into(),
             log,
             format,
+            counts: false,
+        }
+    }
+
+    /// The same axis with ticks at whole numbers only.
+    pub fn counting(self) -> Axis {
+        Axis {
+            counts: true,
+            ..self
         }
     }
 }

@@ -54,7 +54,7 @@ impl LineChart {
         let plot_h = 300.0;
         let bottom = top + plot_h;
         let height = bottom + 52.0 + legend_rows as f64 * 22.0 + 8.0;
-        let xs = Scale::new(x0, x1, self.x.log, left, right);
+        let xs = Scale::new(x0, x1, self.x.log, left, right).counting(self.x.counts);
         let ys = Scale::new(y0, y1, self.y.log, bottom, top);
         // Grid, ticks and axis labels.
         for (t, label) in thin_y_ticks(&ys, self.y.format) {

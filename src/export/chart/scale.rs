@@ -7,9 +7,16 @@ pub(super) struct Scale {
     log: bool,
     p0: f64,
     p1: f64,
+    /// Ticks at whole numbers only (an axis of counts).
+    counts: bool,
 }
 
 impl Scale {
+    /// The same scale, its linear ticks at whole numbers only.
+    pub(super) fn counting(self, counts: bool) -> Scale {
+        Scale { counts, ..self }
+    }
+
     pub(super) fn new(lo: f64, hi: f64, log: bool, p0: f64, p1: f64) -> Scale {
         let (lo, hi) = if log {
             (
@@ -26,6 +33,7 @@ impl Scale {
             log,
             p0,
             p1,
+            counts: false,
         }
     }
 
@@ -74,6 +82,12 @@ impl Scale {
             .map(|m| m * mag)
             .find(|s| *s >= raw)
             .unwrap_or(10.0 * mag);
+        // A count steps by whole numbers: at least 1, and 5 where 2.5 would be.
+        let step = match self.counts {
+            true if step < 1.0 => 1.0,
+            true if step.fract() != 0.0 => step * 2.0,
+            _ => step,
+        };
         let mut v = (lo / step).ceil() * step;
         let mut out = Vec::new();
         while v <= hi + step * 1e-9 {
@@ -125,6 +139,19 @@ pub(super) fn range(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_ticks_whole_numbers_only() {
+        // Devices 2 to 4: 2, 3, 4, never 2.5 or 3.5.
+        let s = Scale::new(1.8, 4.2, false, 0.0, 100.0).counting(true);
+        assert_eq!(s.ticks(), vec![2.0, 3.0, 4.0]);
+        let wide = Scale::new(0.0, 14.0, false, 0.0, 100.0).counting(true);
+        assert!(
+            wide.ticks().iter().all(|t| t.fract() == 0.0),
+            "{:?}",
+            wide.ticks()
+        );
+    }
 
     #[test]
     fn ticks_are_round_and_within_the_range() {

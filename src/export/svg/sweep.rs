@@ -112,9 +112,9 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
         })
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let Some((_, first)) = points.first() else {
+    if points.is_empty() {
         return Vec::new();
-    };
+    }
     // Runs that differ in parameters other than the x axis (the other axes of a sweep) get
     // lines of their own, labelled with those values only. A parameter that follows x
     // (matmul's `m` resolved to the swept `size`) or never changes does not split the lines.
@@ -143,7 +143,16 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             format!("{name} ({g})")
         }
     };
-    let variants: Vec<&str> = first.variants.iter().map(|v| v.name.as_str()).collect();
+    // Every variant any point has, in the order first seen: a point's variants can differ
+    // (allreduce's are named by size), and each draws its own line.
+    let mut variants: Vec<&str> = Vec::new();
+    for (_, r) in &points {
+        for v in &r.variants {
+            if !variants.contains(&v.name.as_str()) {
+                variants.push(v.name.as_str());
+            }
+        }
+    }
     let mut time = Vec::new();
     for g in &groups {
         for name in &variants {
@@ -154,6 +163,9 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
                     Some((*x, &r.variants.iter().find(|v| v.name == *name)?.summary))
                 })
                 .collect();
+            if stats.is_empty() {
+                continue;
+            }
             time.push(Series {
                 label: label(name, g),
                 points: stats.iter().map(|(x, s)| (*x, s.median_s)).collect(),
@@ -164,9 +176,17 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             });
         }
     }
+    // An axis of whole numbers (devices, threads) ticks at whole numbers.
+    let x_axis = || {
+        let x = Axis::new(axis, false, chart::plain);
+        match points.iter().all(|(v, _)| v.fract() == 0.0) {
+            true => x.counting(),
+            false => x,
+        }
+    };
     let mut charts: Vec<String> = LineChart {
         title: format!("{scenario}: median time vs {axis}"),
-        x: Axis::new(axis, false, chart::plain),
+        x: x_axis(),
         y: Axis::new(
             "time per round (median; band: 95% CI)",
             true,
@@ -178,11 +198,14 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
     .into_iter()
     .collect();
     for (unit, name, format) in RATES {
-        let keys: Vec<&String> = first
-            .derived
-            .keys()
-            .filter(|k| first.figure(k).unit == unit)
-            .collect();
+        let mut keys: Vec<&String> = Vec::new();
+        for (_, r) in &points {
+            for k in r.derived.keys().filter(|k| r.figure(k).unit == unit) {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
         let mut series = Vec::new();
         for g in &groups {
             for key in &keys {
@@ -191,6 +214,9 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
                     .filter(|(_, r)| &group_of(r) == g)
                     .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?)))
                     .collect();
+                if pts.is_empty() {
+                    continue;
+                }
                 series.push(Series {
                     label: label(key, g),
                     points: pts,
@@ -200,7 +226,7 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
         }
         if let Some(svg) = (LineChart {
             title: format!("{scenario}: {name} vs {axis}"),
-            x: Axis::new(axis, false, chart::plain),
+            x: x_axis(),
             y: Axis::new(format!("{name} (higher is better)"), false, format),
             series,
         })

@@ -123,3 +123,36 @@ fn the_memory_chart_draws_a_line_per_live_bytes_series_in_binary_units() {
     assert!(svg.contains("live memory (MiB)"), "{svg}");
     assert!(memory_chart(&run("async", &[("sync", 1.0)]), 880.0).is_none());
 }
+
+/// `sweep allreduce --set devices=2,4 --set sizes=4MiB,64MiB`: each point's variants are named
+/// by its size, so every series the sweep holds is drawn (the 64 MiB ones included), and the
+/// devices axis ticks at whole numbers.
+#[test]
+fn a_sweep_draws_every_series_it_holds_on_a_counting_axis() {
+    let point = |devices: u64, size: &str, median: f64| {
+        let mut r = run(
+            "allreduce",
+            &[
+                (&format!("ring {size}") as &str, median),
+                (&format!("parameter-server {size}"), median * 1.5),
+            ],
+        );
+        r.parameters.insert("devices".into(), devices.into());
+        r.parameters
+            .insert("sizes".into(), serde_json::json!([size]));
+        r
+    };
+    let runs = [
+        point(2, "4MiB", 1e-3),
+        point(2, "64MiB", 16e-3),
+        point(4, "4MiB", 2e-3),
+        point(4, "64MiB", 30e-3),
+    ];
+    let refs: Vec<&RunRecord> = runs.iter().collect();
+    let charts = sweep_charts("allreduce", "devices", &refs, 880.0);
+    let svg = &charts[0];
+    assert!(svg.contains("ring 64MiB"), "no 64 MiB line: {svg}");
+    assert!(!svg.contains("ring 4MiB (sizes=[\"64MiB\"])"), "{svg}");
+    assert!(!svg.contains(">2.5<") && !svg.contains(">3.5<"), "{svg}");
+    assert!(svg.contains(">3<"), "{svg}");
+}
