@@ -156,3 +156,29 @@ fn a_sweep_draws_every_series_it_holds_on_a_counting_axis() {
     assert!(!svg.contains(">2.5<") && !svg.contains(">3.5<"), "{svg}");
     assert!(svg.contains(">3<"), "{svg}");
 }
+
+/// cpu-gpu's traced repeat drew 1.849 s against samples of about 1.085 s: its picture says it
+/// is far from every timed sample, and one within them says nothing of the kind.
+#[test]
+fn a_traced_repeat_far_from_the_samples_is_flagged() {
+    let rec = crate::report::timeline::traced_op;
+    let chart_for = |span_ns: u64| {
+        let mut r = Report::new(
+            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
+            vec![run("cpu-gpu", &[("parallel", 1.085)])],
+        );
+        r.timelines.push(Timeline::of(
+            0,
+            &TracedRun {
+                scenario: "cpu-gpu".into(),
+                variant: "parallel".into(),
+                records: vec![rec(0, 0, span_ns)],
+            },
+        ));
+        timeline_chart(&r, 0, 880.0).expect("drawn")
+    };
+    let far = chart_for(1_849_000_000);
+    assert!(far.contains("far from every timed sample"), "{far}");
+    let near = chart_for(1_100_000_000);
+    assert!(!near.contains("far from every timed sample"), "{near}");
+}
