@@ -263,6 +263,7 @@ pub fn render_sweep_summary(report: &Report) -> String {
     let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
     header.extend(variants.iter().map(|v| v.to_string()));
     header.push("checks".into());
+    header.push("machine".into());
     let mut rows = vec![header];
     for run in &report.runs {
         let mut row: Vec<String> = axes
@@ -284,6 +285,13 @@ pub fn render_sweep_summary(report: &Report) -> String {
             "ok".into()
         } else {
             format!("{failed} FAIL")
+        });
+        // A point measured on a busy machine says so: its medians describe what else ran.
+        let busy: Vec<&str> = run.busy_reasons().iter().map(|r| r.kind()).collect();
+        row.push(if busy.is_empty() {
+            "quiet".into()
+        } else {
+            format!("busy: {}", busy.join(", "))
         });
         rows.push(row);
     }

@@ -146,12 +146,18 @@ fn a_sweep_ends_with_a_summary_of_its_points() {
     assert!(
         lines[0]
             .split_whitespace()
-            .eq(["size", "ops", "matmul", "checks"]),
+            .eq(["size", "ops", "matmul", "checks", "machine"]),
         "{summary}"
     );
     assert_eq!(lines.len(), 5, "a header and a line per point: {summary}");
     assert!(lines[1].trim_start().starts_with("16    1"), "{summary}");
-    assert!(lines[1..].iter().all(|l| l.ends_with("ok")), "{summary}");
+    // Each point says whether its checks passed and whether the machine was busy under it.
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.contains(" ok ") && (l.ends_with("quiet") || l.contains(" busy: "))),
+        "{summary}"
+    );
 }
 
 #[cfg(unix)]
