@@ -270,7 +270,7 @@ impl Finding {
 
 /// How a side reads beside its bound: `wholly above 1`, `reaching across 1.25:
 /// indistinguishable`.
-pub fn side_words(side: Side, bound: &str) -> String {
+fn side_words(side: Side, bound: &str) -> String {
     match side {
         Side::Above => format!("wholly above {bound}"),
         Side::Below => format!("wholly below {bound}"),

@@ -1,5 +1,4 @@
-//! The scenario kit: what every scenario shares, so that a scenario is its parameters, its
-//! variants and one function per variant, and its words come from one place.
+//! The scenario kit: what every scenario shares, in one place each.
 //!
 //! - [`device`]: the GPU or the CPU device that stands in for it, the fallback's note, the one
 //!   refusal of `--device cuda` without a GPU (a usage error, exit 2);
