@@ -272,6 +272,9 @@ fn lesson_block(out: &mut String, run: &RunRecord) {
             esc(busy)
         );
     }
+    for more in &lesson.more {
+        let _ = write!(out, "<li><span class=\"mark\">+</span>{}</li>", esc(more));
+    }
     out.push_str("</ul>");
     if let Some(book) = &lesson.book {
         let _ = write!(

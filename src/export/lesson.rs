@@ -17,6 +17,9 @@ pub struct LessonView {
     pub why: Vec<(Option<Held>, String)>,
     /// Why the machine's load undoes the verdict, where it does.
     pub busy: Option<String>,
+    /// For each criterion the run's samples left undecided on a quiet machine, about how many
+    /// would decide it.
+    pub more: Vec<String>,
     pub book: Option<String>,
     pub here: String,
 }
@@ -49,12 +52,35 @@ pub fn view(run: &RunRecord) -> Option<LessonView> {
             why.join("; ")
         )
     });
+    // The fewest samples any variant took: the intervals are as wide as theirs.
+    let n = run
+        .variants
+        .iter()
+        .map(|v| v.summary.samples_s.len())
+        .min()
+        .unwrap_or(0);
+    let more = match busy {
+        Some(_) => Vec::new(),
+        None => shown
+            .iter()
+            .filter(|f| f.role == Role::Criterion)
+            .filter_map(|f| Some((f, f.samples_to_decide(n)?)))
+            .map(|(f, needed)| {
+                format!(
+                    "{} is undecided after {n} samples a variant; with this spread about \
+                     {needed} would decide it (--min-samples {needed}), if its median holds",
+                    f.figure
+                )
+            })
+            .collect(),
+    };
     Some(LessonView {
         section: lesson.section.clone(),
         claim: lesson.claim.clone(),
         held,
         why,
         busy,
+        more,
         book: lesson.book.clone(),
         here: lesson.here.clone(),
     })
@@ -178,6 +204,26 @@ mod tests {
         assert!(v.why[1].1.contains("wholly below 1.5"), "{:?}", v.why);
         assert_eq!(v.busy, None);
 
+        assert!(v.more.is_empty(), "{:?}", v.more);
+        // Undecided after 5 samples a variant: about how many would decide it.
+        let mut undecided = run_with(
+            vec![Finding::criterion(
+                "a / b",
+                Ratio {
+                    value: 1.1,
+                    lo: 0.9,
+                    hi: 1.3,
+                },
+                1.0,
+                Want::Above,
+            )],
+            Held::Inconclusive,
+        );
+        let s = crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples");
+        undecided.add_variants(vec!["a".into()], vec![s], [None]);
+        let v = view(&undecided).expect("a lesson");
+        assert_eq!(v.more.len(), 1, "{:?}", v.more);
+        assert!(v.more[0].contains("after 5 samples a variant; with this spread about 20 would"));
         // A report from before findings shows what it recorded.
         let old = run_with(vec![], Held::No);
         let v = view(&old).expect("a lesson");

@@ -231,6 +231,9 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
         if let Some(busy) = &lesson.busy {
             let _ = writeln!(out, "     ! {busy}");
         }
+        for more in &lesson.more {
+            let _ = writeln!(out, "     + {more}");
+        }
     }
     out
 }

@@ -255,6 +255,25 @@ impl Finding {
         }
     }
 
+    /// About how many samples a variant would decide this finding, where `n` left its interval
+    /// reaching across the bound: an interval narrows as one over the square root of the
+    /// samples, so with the same spread it clears the bound at `n · (half-width / distance)²`.
+    /// `None` where the finding is decided, unmeasured, or its median sits on the bound.
+    pub fn samples_to_decide(&self, n: usize) -> Option<usize> {
+        let Measure::Bounded {
+            value, ci95, bound, ..
+        } = self.measure
+        else {
+            return None;
+        };
+        if self.side() != Side::Within || n == 0 {
+            return None;
+        }
+        let (half, distance) = ((ci95[1] - ci95[0]) / 2.0, (value - bound).abs());
+        let needed = n as f64 * (half / distance).powi(2);
+        (distance > 0.0 && needed.is_finite()).then(|| needed.ceil() as usize)
+    }
+
     /// The figure that decided a lesson, for the JSON's `lesson.decided`.
     pub fn decided(&self) -> Option<Decided> {
         match self.measure {
@@ -342,6 +361,18 @@ mod tests {
         assert_eq!(nan.held(), Held::Inconclusive);
         assert_eq!(nan.decided(), None);
         assert_eq!(Finding::checks("checks", false).evidence(), "checks FAILED");
+    }
+
+    #[test]
+    fn an_undecided_finding_says_about_how_many_samples_would_decide_it() {
+        // Half-width 0.2, 0.1 from the bound: four times the samples.
+        let f = Finding::criterion("a / b", r(1.1, 0.9, 1.3), 1.0, Want::Above);
+        assert_eq!(f.samples_to_decide(5), Some(20));
+        let decided = Finding::criterion("a / b", r(1.2, 1.1, 1.3), 1.0, Want::Above);
+        assert_eq!(decided.samples_to_decide(5), None);
+        let on_the_bound = Finding::criterion("a / b", r(1.0, 0.9, 1.1), 1.0, Want::Above);
+        assert_eq!(on_the_bound.samples_to_decide(5), None);
+        assert_eq!(f.samples_to_decide(0), None);
     }
 
     #[test]
