@@ -707,6 +707,7 @@ pub(super) fn run(
 mod tests {
     //! On a GPU only (`#[ignore = "needs a GPU"]`, run by scripts/gpu-check.sh): each kernel
     //! against its host reference on random inputs, then the training step against host SGD.
+    //! Anywhere: what a missing NCCL gives.
     use super::super::gpu_step::{self as reference, counter_slot, random};
     use super::*;
     use crate::device::GpuOrder;
@@ -970,15 +971,19 @@ mod tests {
     }
 
     /// `nccl-allreduce` on `k` GPUs against host SGD: every rank's parameters, the losses, and
-    /// a second run ending where the first did.
-    fn nccl_equals_host_sgd(k: usize) {
+    /// a second run ending where the first did. Where NCCL cannot be loaded (or set up), the
+    /// test fails with that error in one line (where NCCL was sought, what to install), not
+    /// with a panic's backtrace; NCCL is loaded first, so that is the error with or without a
+    /// GPU. The kit runs it only where it found `libnccl.so.2`, and records where (`nccl.txt`).
+    fn nccl_equals_host_sgd(k: usize) -> Result<(), String> {
+        let nccl = |e: GpuError| format!("NCCL over {k} GPU(s): {e}");
+        crate::device::cuda::nccl::version().map_err(nccl)?;
         let (shape, data, initial) = small_run();
-        let first = device();
-        let devices = nccl_devices(&first, k).expect("the GPUs open");
-        let t = match NcclTrainer::new(devices, &shape, &data, &initial) {
-            Ok(t) => t,
-            Err(e) => panic!("NCCL over {k} GPUs: {e}"),
-        };
+        let first = CudaDevice::open(0, GpuOrder::Stream)
+            .map(Arc::new)
+            .map_err(|e| format!("the GPU opens: {e}"))?;
+        let devices = nccl_devices(&first, k).map_err(|e| format!("the GPUs open: {e}"))?;
+        let t = NcclTrainer::new(devices, &shape, &data, &initial).map_err(nccl)?;
         assert_eq!(t.ranks(), k);
         let host = host_sgd(&shape, &data, &initial, 20);
         let losses = t.train(20).expect("train");
@@ -994,18 +999,43 @@ mod tests {
         t.train(20).expect("again");
         assert_eq!(t.parameters().expect("read"), ranks);
         t.synchronize().expect("no deferred error");
+        Ok(())
     }
 
     #[test]
-    #[ignore = "needs a GPU"]
-    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() {
-        nccl_equals_host_sgd(1);
+    #[ignore = "needs a GPU and NCCL (libnccl.so.2)"]
+    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() -> Result<(), String> {
+        nccl_equals_host_sgd(1)
     }
 
     #[test]
-    #[ignore = "needs 2 GPUs"]
-    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() {
-        nccl_equals_host_sgd(2);
+    #[ignore = "needs 2 GPUs and NCCL (libnccl.so.2)"]
+    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() -> Result<(), String> {
+        nccl_equals_host_sgd(2)
+    }
+
+    /// Without a GPU: where NCCL is missing (as on CI), the NCCL tests return an error in one
+    /// line naming what was sought and what to install, before any GPU is touched, rather
+    /// than panic; so does setting up the communicators.
+    #[test]
+    fn a_missing_nccl_is_an_error_before_any_gpu_is_touched() {
+        if let Ok(v) = crate::device::cuda::nccl::version() {
+            eprintln!("NCCL {v} loads here: only a GPU can take the NCCL tests further");
+            return;
+        }
+        for k in [1, 2] {
+            let text = nccl_equals_host_sgd(k).expect_err("no NCCL");
+            assert!(
+                text.starts_with(&format!("NCCL over {k} GPU(s): NCCL (libnccl.so.2)"))
+                    && text.contains("pip install nvidia-nccl-cu13")
+                    && !text.contains('\n'),
+                "{text}"
+            );
+        }
+        let e = Comms::init_all(&[0])
+            .err()
+            .expect("no NCCL, no communicator");
+        assert!(matches!(e, GpuError::Nccl(_)), "{e}");
     }
 
     #[test]
