@@ -142,8 +142,8 @@ if [ -n "$stand_in" ]; then
 fi
 
 # The tests first run at this commit, by name, so a rename cannot drop them unseen: deps'
-# k-stream tests, data-parallel's GPU training, the GPU path's chains, async's GPU times and the
-# refusal of a missing ordinal. The random-DAG test is memcheck's last; NCCL's run alone.
+# k-stream tests, data-parallel's GPU training (and its trainer dropped with the last reference
+# to its device), the GPU path's chains, async's GPU times and the refusal of a missing ordinal. The random-DAG test is memcheck's last; NCCL's run alone.
 NEW_TESTS=(
   gpu_streams_order_a_consumer_after_its_producer
   gpu_mlp_kernels_equal_their_host_references
@@ -153,6 +153,7 @@ NEW_TESTS=(
   gpu_chains_copies_and_layers_give_the_hosts_results
   gpu_async_records_the_gpu_times
   gpu_a_missing_ordinal_is_refused_not_opened
+  gpu_a_trainer_holding_its_device_alone_drops_cleanly
 )
 DAG_TEST=gpu_deps_random_dags_match_op_by_op_bit_for_bit
 # Tests fixed since the last run on a GPU (memcheck reported their reads before allocation).
