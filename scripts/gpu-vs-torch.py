@@ -13,9 +13,16 @@ per round and shown as the median and range across rounds; the verdict is the me
 training section (round-N/data-parallel.json beside PyTorch's round-N/torch-train.json) comes
 from train-vs-torch.py, which must lie beside this script.
 
-`summary` exits 1 when a parbench check failed, an error path failed or a report is missing;
-the GPU goals are reported as met or not, they do not change the exit code. A figure a report
-does not have shows "-" and no verdict.
+`summary` exits 1 when a parbench check failed, an error path failed, a report is missing or
+a step of the kit failed; the GPU goals are reported as met or not, they do not change the exit
+code. A figure a report does not have shows "-" and no verdict.
+
+Where the kit recorded its steps (DIR/steps.tsv: step, seconds, result, phase, cap; a step's
+name is its report's path without .json), the summary expects the reports of the steps that
+ran: a step the plan skipped (for the deadline, or for want of NCCL, nvcc or compute-sanitizer)
+shows "skipped" and its reason, not "missing", and fails nothing; a report no step of the plan
+writes is not expected. The steps, their seconds and results close the summary, the
+sanitizers' verdicts among the checks.
 """
 import json
 import os
@@ -178,7 +185,9 @@ def _fmt(v, unit=""):
 # The parbench reports a GPU check writes once, by file name (without .json), and those it
 # writes each round; run-copy-h2d only where the binary has `run-copy --direction`, and
 # data-parallel (beside PyTorch's torch-train.json) only where `data-parallel` has `--device`.
+# deps on 2 and 4 streams of the GPU where the kit ran them (older runs did not).
 REPORTS = ("matmul", "cpu-gpu", "async-host-order", "memory")
+OPTIONAL_REPORTS = ("deps-streams-2", "deps-streams-4")
 ROUND_REPORTS = ("run-copy", "async", "hybridize")
 OPTIONAL_ROUND_REPORTS = ("run-copy-h2d", "data-parallel")
 
@@ -188,6 +197,62 @@ THROTTLE_REASONS = {
     0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
     0x40: "HW thermal slowdown", 0x80: "HW power brake slowdown", 0x100: "display clock setting",
 }
+
+
+def _steps(directory):
+    """The kit's steps from DIR/steps.tsv, {step: {"seconds", "result", "phase", "cap"}} in their
+    order, or None where the kit recorded none (a run before steps.tsv)."""
+    try:
+        with open(os.path.join(directory, "steps.tsv"), errors="replace") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    except OSError:
+        return None
+    steps = {}
+    for r in rows:
+        if r and r[0]:
+            r = (r + [""] * 5)[:5]
+            steps[r[0]] = {"seconds": r[1], "result": r[2], "phase": r[3], "cap": r[4]}
+    return steps
+
+
+def _expect(steps, name, required=True):
+    """What the summary expects of a report or a file the step `name` writes: "run" (it must be
+    there), "skipped: why" (the plan skipped the step), or None (no step of the plan writes it).
+    Without steps.tsv, `required` says (the layout before it)."""
+    if steps is None:
+        return "run" if required else None
+    step = steps.get(name)
+    if step is None:
+        return None
+    result = step["result"]
+    return result if result.startswith("skipped") else "run"
+
+
+def _step_failed(step):
+    """Whether a step's result is a failure: an exit code other than 0, or a kill."""
+    result = step["result"]
+    return not (result == "0" or result.startswith("skipped"))
+
+
+def _sanitizer_line(directory, name, step):
+    """A sanitizer step's verdict: the tool's error summary, and its tests' result line."""
+    result = step["result"]
+    if result.startswith("skipped"):
+        return result, True
+    try:
+        with open(os.path.join(directory, f"{name}.txt"), errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    found = re.findall(r"(?:ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY: ([^\n]*)", text)
+    tests = re.findall(r"test result: (\w+)\. (\d+) passed; (\d+) failed", text)
+    parts = [f"tool: {found[-1]}" if found else "no tool summary"]
+    if tests:
+        parts.append(f"tests: {tests[-1][1]} passed, {tests[-1][2]} failed")
+    if result == "0":
+        return "ok: " + "; ".join(parts), True
+    cut = " (cut off at its cap)" if result in ("124", "137") else ""
+    return f"**FAILED**: exit {result}{cut}; " + "; ".join(parts), False
 
 
 def _tests_line(path):
@@ -359,7 +424,8 @@ def _training(directory, rounds):
 def summarize(directory):
     """Write DIR/summary.md from the parbench reports and PyTorch's figures in DIR (and its
     round folders); return (markdown, all checks passed)."""
-    reports = {name: _load(os.path.join(directory, f"{name}.json")) for name in REPORTS}
+    reports = {name: _load(os.path.join(directory, f"{name}.json")) for name in REPORTS + OPTIONAL_REPORTS}
+    steps = _steps(directory)
     rounds = _round_dirs(directory)
     per_round = []
     for rd in rounds:
@@ -391,6 +457,22 @@ def summarize(directory):
             lines += [f"Kit built at commit {f.read().strip()}; {len(rounds)} round(s).", ""]
     except OSError:
         pass
+    try:
+        with open(os.path.join(directory, "nccl.txt"), errors="replace") as f:
+            nccl = f.readline().strip()
+        if nccl.startswith(("found: ", "missing: ")):
+            lines += [f"NCCL: {nccl} (nccl.txt)", ""]
+    except OSError:
+        pass
+    if steps is not None:
+        failed = [n for n, st in steps.items() if _step_failed(st)]
+        skipped = [f"{n} ({st['result'][len('skipped: '):] or 'skipped'})" for n, st in steps.items()
+                   if st["result"].startswith("skipped")]
+        lines.append(f"Steps: {len(steps)} recorded, {len(failed)} failed"
+                     + (f" ({', '.join(failed)})" if failed else "")
+                     + f", {len(skipped)} skipped" + (f": {'; '.join(skipped)}" if skipped else "")
+                     + ". Each step with its seconds: the last section.")
+        lines.append("")
     tenants = _tenants(os.path.join(directory, "compute-apps.csv"))
     if tenants:
         lines += [f"WARNING: another tenant was on the GPU before the timed steps: {'; '.join(tenants)}", ""]
@@ -398,22 +480,35 @@ def summarize(directory):
     if os.path.exists(sampler):
         lines += _sampler_lines(sampler) + [""]
     lines += ["## Checks", "", "| report | check | result |", "|---|---|---|"]
-    tests, tests_ok = _tests_line(os.path.join(directory, "tests.txt"))
-    ok &= tests_ok
-    lines.append(f"| library tests | all pass, the GPU ones on the GPU | {tests} |")
-    gpu_tests, gpu_tests_ok = _gpu_tests_line(os.path.join(directory, "gpu-tests.txt"))
-    ok &= gpu_tests_ok
-    lines.append(f"| GPU tests | every `gpu_` test runs on the GPU and passes | {gpu_tests} |")
-    labelled = list(reports.items())
+    for step, label, check, parse in (
+            ("tests", "library tests", "all pass, the GPU ones on the GPU", _tests_line),
+            ("gpu-tests", "GPU tests", "every `gpu_` test runs on the GPU and passes", _gpu_tests_line),
+            ("nccl-tests", "NCCL tests", "NCCL's `gpu_nccl_` tests, alone on one thread", _gpu_tests_line)):
+        expect = _expect(steps, step, required=step != "nccl-tests")
+        path = os.path.join(directory, f"{step}.txt")
+        if expect is None and not os.path.exists(path):
+            continue
+        if expect is not None and expect.startswith("skipped"):
+            lines.append(f"| {label} | {check} | {expect} |")
+            continue
+        text, passed = parse(path)
+        ok &= passed
+        lines.append(f"| {label} | {check} | {text} |")
+    labelled = []
+    for name, report in reports.items():
+        labelled.append((name, report, _expect(steps, name, required=name in REPORTS)))
     for rd, r in zip(rounds, per_round):
-        for name in ROUND_REPORTS:
-            labelled.append((f"{rd}/{name}" if rd else name, r["reports"][name]))
-        for name in OPTIONAL_ROUND_REPORTS:
-            if r["reports"][name] is not None:
-                labelled.append((f"{rd}/{name}" if rd else name, r["reports"][name]))
-    for name, report in labelled:
+        for name in ROUND_REPORTS + OPTIONAL_ROUND_REPORTS:
+            label = f"{rd}/{name}" if rd else name
+            labelled.append((label, r["reports"][name], _expect(steps, label, required=name in ROUND_REPORTS)))
+    for name, report, expect in labelled:
         run = _run(report)
         if run is None:
+            if expect is None:
+                continue  # no step of this plan writes it
+            if expect.startswith("skipped"):
+                lines.append(f"| {name} | report | {expect} |")
+                continue
             lines.append(f"| {name} | report | missing |")
             ok = False
             continue
@@ -435,6 +530,14 @@ def summarize(directory):
         ok &= not failed
         shown = "**FAILED**" if failed else verdict
         lines.append(f"| error path | {path} | {shown}: {detail} |")
+    expect = _expect(steps, "error-paths", required=False)
+    if expect is not None and expect.startswith("skipped"):
+        lines.append(f"| error paths | each one line, the right exit code, no hang | {expect} |")
+    for name, step in (steps or {}).items():
+        if name.startswith("sanitizer"):
+            text, passed = _sanitizer_line(directory, name, step)
+            ok &= passed
+            lines.append(f"| compute-sanitizer | {name[len('sanitizer-'):] or name} | {text} |")
 
     top = lambda name, key: ((_run(reports[name]) or {}).get("derived") or {}).get(key)  # noqa: E731
     derived = lambda r, name, key: ((_run(r["reports"][name]) or {}).get("derived") or {}).get(key)  # noqa: E731
@@ -522,9 +625,48 @@ def summarize(directory):
     torch = next((r["torch"] for r in per_round if r["torch"]), None) or next((r["chapter"] for r in per_round if r["chapter"]), None)
     if torch:
         lines += ["", f"PyTorch {torch.get('torch', '?')} (CUDA {torch.get('cuda', '?')}) on {torch.get('device', '?')}."]
-    train_lines, train_ok = _training(directory, rounds)
+    # Training: the rounds whose training steps ran (a round the plan skipped them in says so).
+    train_rounds, train_skipped = [], []
+    for rd in rounds:
+        label = rd or "the run"
+        expects = [_expect(steps, f"{rd}/{n}" if rd else n, required=False) for n in ("data-parallel", "torch-train")]
+        skipped = [e for e in expects if e is not None and e.startswith("skipped")]
+        if steps is not None and skipped:
+            train_skipped.append(f"| {label} | training beside PyTorch | {skipped[0]} |")
+            continue
+        if steps is not None and all(e is None for e in expects):
+            continue
+        train_rounds.append(rd)
+    train_lines, train_ok = _training(directory, train_rounds)
     ok &= train_ok
     lines += train_lines
+    if train_skipped:
+        if train_rounds and any(line.startswith("| round | check |") for line in train_lines):
+            lines += train_skipped
+        else:
+            lines += ["", "| round | check | result |", "|---|---|---|"] + train_skipped
+    if steps is not None:
+        failed_steps = [n for n, st in steps.items() if _step_failed(st)]
+        ok &= not failed_steps
+        lines += ["", "## Steps", "", "Each step of the kit in its order: its phase, its cap and the seconds it took "
+                  "(a step gets min(its cap, the time left before the deadline's margin)).", "",
+                  "| step | phase | cap (s) | seconds | result |", "|---|---|---:|---:|---|"]
+        for name, st in steps.items():
+            result = st["result"]
+            if _step_failed(st):
+                result = f"**FAILED**: {'exit ' + result if result.isdigit() else result}"
+            elif result == "0":
+                result = "ok"
+            lines.append(f"| {name} | {st['phase']} | {st['cap']} | {st['seconds']} | {result} |")
+        by_phase = {}
+        for st in steps.values():
+            try:
+                by_phase[st["phase"]] = by_phase.get(st["phase"], 0.0) + float(st["seconds"])
+            except ValueError:
+                pass
+        if by_phase:
+            lines += ["", "Seconds by phase: " + ", ".join(f"{p or '-'} {v:.0f} s" for p, v in by_phase.items())
+                      + f"; {sum(by_phase.values()):.0f} s in all."]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(directory, "summary.md"), "w") as f:
         f.write(text)
@@ -601,7 +743,8 @@ def self_test():
         text, ok = summarize(d)
         assert not ok and "| matmul | report | missing |" in text, text
     _self_test_rounds(report)
-    print("gpu-vs-torch self-test: 2 passed, 0 failed")
+    _self_test_steps(report)
+    print("gpu-vs-torch self-test: 3 passed, 0 failed")
     return 0
 
 
@@ -711,6 +854,97 @@ def _self_test_rounds(report):
         os.remove(os.path.join(d, "round-2", "hybridize.json"))
         text, ok = summarize(d)
         assert not ok and "| round-2/hybridize | report | missing |" in text, text
+
+
+def _self_test_steps(report):
+    """A first run's layout with steps.tsv: skipped steps show "skipped", reports no step of the
+    plan writes are not expected, the sanitizers' verdicts and the steps table are there."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        def write(name, doc):
+            os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+            with open(os.path.join(d, name), "w") as f:
+                f.write(doc if isinstance(doc, str) else json.dumps(doc))
+
+        def steps(rows):
+            write("steps.tsv", "step\tseconds\tresult\tphase\tcap\n"
+                  + "".join(f"{n}\t{sec}\t{res}\t{ph}\t{cap}\n" for n, sec, res, ph, cap in rows))
+
+        rows = [("state", "1.2", "0", "A", "6"), ("locate-nccl", "0.3", "0", "A", "4"),
+                ("tests", "2.0", "0", "A", "10"), ("gpu-tests", "9.5", "0", "A", "24"),
+                ("nccl-tests", "0", "skipped: no NCCL: libnccl.so.2 not found (see nccl.txt)", "A", ""),
+                ("error-paths", "6.1", "0", "A", "16"), ("deps-streams-2", "3.0", "0", "A", "10"),
+                ("deps-streams-4", "0", "skipped: deadline", "A", "10"),
+                ("round-1/data-parallel", "20.0", "0", "A", "40"), ("round-1/torch-train", "14.0", "0", "A", "35"),
+                ("memory", "0", "skipped: deadline", "A", "8"), ("round-1/hybridize", "3.0", "0", "A", "8"),
+                ("round-1/async", "3.1", "0", "A", "8"), ("matmul", "4.0", "0", "A", "8"),
+                ("sanitizer-memcheck-fixed", "8.0", "0", "B", "12"),
+                ("sanitizer-memcheck-new", "30.0", "0", "B", "33"),
+                ("sanitizer-initcheck-new", "0", "skipped: deadline", "B", "18"),
+                ("round-2/async", "3.0", "0", "C", "8"), ("round-2/hybridize", "3.0", "0", "C", "8"),
+                ("round-2/data-parallel", "0", "skipped: deadline", "C", "40"),
+                ("round-2/torch-train", "0", "skipped: deadline", "C", "35")]
+        steps(rows)
+        write("nccl.txt", "missing: libnccl.so.2 is in none of 12 places searched\n")
+        write("tests.txt", "running 3 tests\ntest result: ok. 3 passed; 0 failed; 0 ignored\n")
+        write("gpu-tests.txt", "running 1 test\ntest a::gpu_a ... ok\ntest result: ok. 1 passed; 0 failed\n")
+        write("error-paths.tsv", "path\tverdict\tdetail\nhidden-gpu\tok\texit 2, 1 line(s): error: x\n")
+        write("matmul.json", report("matmul", {"gflops": 50000.0}, [("matches float64 reference", True)]))
+        write("deps-streams-2.json", report("deps", {}, [("2 streams equal op by op, bit for bit", True)]))
+        for rd in ("round-1", "round-2"):
+            write(f"{rd}/async.json", report("async", {"async_per_op_s": 2e-6}, [("x + 1", True)]))
+            write(f"{rd}/hybridize.json", report("hybridize", {}, [("replay equal", True)]))
+        job = {"layers": [784, 1024, 1024, 10], "batch": 512, "steps": 20, "samples": 8192, "lr": 0.1}
+        write("round-1/data-parallel.json", {"runs": [{"scenario": "data-parallel", "parameters": dict(job, devices=1),
+                                                       "checks": [{"name": "one-device equals host SGD", "passed": True,
+                                                                   "detail": "d"}], "notes": [],
+                                                       "derived": {"initial_loss": 2.3, "one_device_final_loss": 1.2,
+                                                                   "one_device_graph_final_loss": 1.2,
+                                                                   "one_device_samples_per_second": 1e6}}]})
+        write("round-1/torch-train.json", {"parameters": job, "initial_loss": 2.3, "eager_final_loss": 1.2,
+                                           "graph_final_loss": 1.2, "eager_samples_per_second": 1e6,
+                                           "checks": {"graph_equals_eager": True}})
+        write("sanitizer-memcheck-fixed.txt", "test result: ok. 3 passed; 0 failed\n========= LEAK SUMMARY: 0 bytes\n"
+                                              "========= ERROR SUMMARY: 0 errors\n")
+        write("sanitizer-memcheck-new.txt", "test result: ok. 8 passed; 0 failed\n========= ERROR SUMMARY: 0 errors\n")
+        text, ok = summarize(d)
+        assert ok, text
+        assert "missing" not in text.replace("missing: libnccl", ""), text
+        for row in ("| memory | report | skipped: deadline |", "| deps-streams-4 | report | skipped: deadline |",
+                    "| deps-streams-2 | 2 streams equal op by op, bit for bit | ok: d |",
+                    "| NCCL tests | NCCL's `gpu_nccl_` tests, alone on one thread | skipped: no NCCL: libnccl.so.2 not found (see nccl.txt) |",
+                    "| round-2 | training beside PyTorch | skipped: deadline |",
+                    "| round-1/data-parallel | one-device equals host SGD | ok: d |",
+                    "| compute-sanitizer | memcheck-fixed | ok: tool: 0 errors; tests: 3 passed, 0 failed |",
+                    "| compute-sanitizer | initcheck-new | skipped: deadline |",
+                    "| memory | A | 8 | 0 | skipped: deadline |", "| round-1/async | A | 8 | 3.1 | ok |",
+                    "NCCL: missing: libnccl.so.2 is in none of 12 places searched (nccl.txt)",
+                    "Steps: 21 recorded, 0 failed, 6 skipped: nccl-tests (no NCCL: libnccl.so.2 not found (see nccl.txt)); "
+                    "deps-streams-4 (deadline); memory (deadline)"):
+            assert row in text, (row, text)
+        # Reports no step of this plan writes are not expected: no cpu-gpu, no run-copy.
+        assert "cpu-gpu" not in text.split("## Against")[0] and "run-copy |" not in text, text
+        assert "Seconds by phase: A 66 s, B 38 s, C 6 s; 110 s in all." in text, text
+        # A sanitizer's errors, a step cut off, a step that ran without its report: each fails.
+        write("sanitizer-memcheck-new.txt", "test result: ok. 8 passed; 0 failed\n========= ERROR SUMMARY: 2 errors\n")
+        rows[15] = ("sanitizer-memcheck-new", "30.0", "99", "B", "33")
+        steps(rows)
+        text, ok = summarize(d)
+        assert not ok and "| compute-sanitizer | memcheck-new | **FAILED**: exit 99; tool: 2 errors; tests: 8 passed, 0 failed |" in text, text
+        assert "| sanitizer-memcheck-new | B | 33 | 30.0 | **FAILED**: exit 99 |" in text, text
+        rows[15] = ("sanitizer-memcheck-new", "33.0", "124", "B", "33")
+        rows[3] = ("gpu-tests", "2.0", "killed: SIGTERM", "A", "24")
+        steps(rows)
+        text, ok = summarize(d)
+        assert not ok and "exit 124 (cut off at its cap)" in text and "| gpu-tests | A | 24 | 2.0 | **FAILED**: killed: SIGTERM |" in text, text
+        rows[15], rows[3] = ("sanitizer-memcheck-new", "30.0", "0", "B", "33"), ("gpu-tests", "9.5", "0", "A", "24")
+        steps(rows)
+        write("sanitizer-memcheck-new.txt", "========= ERROR SUMMARY: 0 errors\n")
+        assert summarize(d)[1]
+        os.remove(os.path.join(d, "round-1", "async.json"))
+        text, ok = summarize(d)
+        assert not ok and "| round-1/async | report | missing |" in text, text
 
 
 def main(argv):

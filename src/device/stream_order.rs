@@ -129,4 +129,26 @@ mod tests {
         assert_eq!(o.last_write(), Some(&14));
         assert_eq!(o.pending().copied().collect::<Vec<_>>(), vec![14]);
     }
+
+    /// What work outside the `k` streams waits for on the device (the GPU's `ComputeStreams`):
+    /// a read back on the copy stream, the last write whoever made it (the upload's marker
+    /// before any op wrote the buffer); the free on the owning stream, every marker.
+    #[test]
+    fn a_read_back_waits_for_the_last_write_and_a_free_for_every_marker() {
+        let mut o = StreamOrder::written_outside(0);
+        assert_eq!(o.last_write(), Some(&0), "the upload, before any op");
+        o.read(1, 1);
+        assert_eq!(o.last_write(), Some(&0), "a read is no write");
+        assert_eq!(o.pending().copied().collect::<Vec<_>>(), vec![0, 1]);
+        o.written(2, 2);
+        o.read(0, 3);
+        o.read(3, 4);
+        assert_eq!(o.last_write(), Some(&2));
+        assert_eq!(o.pending().copied().collect::<Vec<_>>(), vec![2, 3, 4]);
+        // Taken for the drop, the order leaves nothing behind.
+        let taken = std::mem::take(&mut o);
+        assert_eq!(taken.pending().count(), 3);
+        assert_eq!(o.pending().count(), 0);
+        assert_eq!(o.last_write(), None);
+    }
 }

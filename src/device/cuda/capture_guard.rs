@@ -27,6 +27,16 @@ pub(super) fn outside_captures() -> RwLockReadGuard<'static, ()> {
     CAPTURES.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether a synchronizing call holds the guard now (no capture could start): for tests of
+/// the calls that must take it.
+#[cfg(test)]
+pub(super) fn held_outside_captures() -> bool {
+    matches!(
+        CAPTURES.try_write(),
+        Err(std::sync::TryLockError::WouldBlock)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 //! libraries by their SONAME). What was loaded, and from where, is read back from
 //! `/proc/self/maps` for `parbench devices`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// A CUDA library: what reports call it, and the file names (SONAMEs) parbench accepts, newest
@@ -51,12 +52,17 @@ pub const NCCL: CudaLib = CudaLib {
 
 /// Where CUDA libraries live when they are not on the loader's path, most specific first.
 pub fn search_dirs() -> Vec<PathBuf> {
+    search_dirs_with(|var| std::env::var_os(var))
+}
+
+/// [`search_dirs`] with the environment read through `env`.
+fn search_dirs_with(env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(path) = std::env::var_os("LD_LIBRARY_PATH") {
+    if let Some(path) = env("LD_LIBRARY_PATH") {
         dirs.extend(std::env::split_paths(&path));
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(root) = std::env::var_os(var) {
+        if let Some(root) = env(var) {
             let root = PathBuf::from(root);
             dirs.push(root.join("lib64"));
             dirs.push(root.join("lib"));
@@ -74,12 +80,25 @@ pub fn search_dirs() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .into();
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-        prefixes.extend(std::env::var_os(var).map(PathBuf::from));
+        prefixes.extend(env(var).map(PathBuf::from));
     }
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+    // A venv whose bin/ is on PATH but was never activated (no VIRTUAL_ENV): what a machine
+    // that installed PyTorch's cu13 wheels into /root/venv and put /root/venv/bin first has.
+    // Every `<prefix>/bin` on PATH names its prefix; one without a `lib/python3*` tree adds
+    // nothing below.
+    if let Some(path) = env("PATH") {
+        prefixes.extend(
+            std::env::split_paths(&path)
+                .filter(|d| d.file_name().is_some_and(|n| n == "bin"))
+                .filter_map(|d| d.parent().map(Path::to_path_buf)),
+        );
+    }
+    if let Some(home) = env("HOME").map(PathBuf::from) {
         prefixes.push(home.join(".local"));
         prefixes.extend(subdirs(&home.join(".pyenv/versions"), |_| true));
     }
+    let mut seen = std::collections::HashSet::new();
+    prefixes.retain(|p| seen.insert(p.clone()));
     for root in prefixes.iter().map(|p| p.join("lib")) {
         for python in subdirs(&root, |n| n.starts_with("python3")) {
             for packages in ["site-packages", "dist-packages"] {
@@ -161,7 +180,7 @@ pub fn missing_reason(lib: &CudaLib, dirs: &[PathBuf]) -> String {
     }
     format!(
         "{} ({wanted}) is neither on the loader path nor in {} other places searched \
-         (LD_LIBRARY_PATH, CUDA_HOME, /usr/local/cuda*, pip's nvidia-* wheels); add its directory to LD_LIBRARY_PATH",
+         (LD_LIBRARY_PATH, CUDA_HOME, /usr/local/cuda*, pip's nvidia-* wheels, a venv's on PATH among them); add its directory to LD_LIBRARY_PATH",
         lib.name,
         dirs.len()
     )
@@ -329,6 +348,28 @@ mod tests {
         assert_eq!(cuda_version(13000), "13.0");
         assert_eq!(cuda_version(12060), "12.6");
         assert_eq!(curand_version(10305), "10.3.5");
+    }
+
+    #[test]
+    fn nccl_is_found_in_a_venv_on_path_without_virtual_env() {
+        // PyTorch's cu13 wheels in a venv whose bin/ is on PATH, never activated.
+        let venv = tempfile::tempdir().unwrap();
+        let lib = venv
+            .path()
+            .join("lib/python3.12/site-packages/nvidia/nccl/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(venv.path().join("bin")).unwrap();
+        touch(&lib, "libnccl.so.2");
+        let path =
+            std::env::join_paths([venv.path().join("bin"), PathBuf::from("/usr/bin")]).unwrap();
+        let env = |var: &str| (var == "PATH").then(|| path.clone());
+        let dirs = search_dirs_with(env);
+        assert_eq!(find(&NCCL, &dirs), Some(lib.join("libnccl.so.2")));
+        // The venv's own folders come before the system's.
+        let at = |d: &Path| dirs.iter().position(|x| x == d);
+        assert!(at(&lib) < at(Path::new("/usr/lib/x86_64-linux-gnu")));
+        // Without it on PATH, its folder is not searched.
+        assert!(!search_dirs_with(|_| None).contains(&lib));
     }
 
     #[test]

@@ -46,8 +46,9 @@ struct Api {
     group_start: unsafe extern "C" fn() -> NcclResult,
     group_end: unsafe extern "C" fn() -> NcclResult,
     error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
-    /// Held so that the entry points stay valid for the process.
-    _lib: libloading::Library,
+    /// Held so that the entry points stay valid for the process (`None` only for a test's
+    /// stand-in entry points, which are the test's own functions).
+    _lib: Option<libloading::Library>,
 }
 
 /// Open `lib` (by name, then by full path from `dirs`) and take NCCL's entry points from it.
@@ -92,7 +93,7 @@ fn load_from(lib: &CudaLib, dirs: &[PathBuf]) -> Result<Api, String> {
         group_start: symbol!("ncclGroupStart"),
         group_end: symbol!("ncclGroupEnd"),
         error_string: symbol!("ncclGetErrorString"),
-        _lib: l,
+        _lib: Some(l),
     })
 }
 
@@ -188,6 +189,11 @@ impl Comms {
     /// Enqueue `ncclAllReduce` (sum, float32, in place) of rank `r`'s `bufs[r]` on its stream,
     /// every rank in one group (one thread drives all the GPUs).
     ///
+    /// Outside graph captures (`capture_guard`), as every call that may synchronize: NCCL may
+    /// set up a connection, register memory or launch on its own streams at a group's end,
+    /// which would invalidate a capture in progress on another thread (the cuRAND failure
+    /// class: `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`). It waits for such a capture instead.
+    ///
     /// # Safety
     /// Each `bufs[r]` addresses `len` live floats on rank `r`'s GPU, all the same `len`, and
     /// stays alive until the reduction has run on its stream.
@@ -200,6 +206,7 @@ impl Comms {
             )));
         }
         let api = self.api;
+        let _outside = super::capture_guard::outside_captures();
         // SAFETY: per this function's contract; the group is always closed.
         unsafe {
             check(api, "ncclGroupStart", (api.group_start)())?;
@@ -258,6 +265,99 @@ mod tests {
             .err()
             .expect("not a library");
         assert!(why.starts_with("cannot open"), "{why}");
+    }
+
+    /// Stand-in entry points: the all-reduce notes whether a graph capture could start while
+    /// it runs (it must not: it holds the capture guard).
+    mod stand_in {
+        use super::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        pub static CALLS: AtomicUsize = AtomicUsize::new(0);
+        pub static UNGUARDED: AtomicUsize = AtomicUsize::new(0);
+
+        unsafe extern "C" fn ok0() -> NcclResult {
+            0
+        }
+        unsafe extern "C" fn version(v: *mut c_int) -> NcclResult {
+            // SAFETY: the caller passes one int to write.
+            unsafe { *v = 22_005 };
+            0
+        }
+        unsafe extern "C" fn init_all(_: *mut RawComm, _: c_int, _: *const c_int) -> NcclResult {
+            0
+        }
+        unsafe extern "C" fn destroy(_: RawComm) -> NcclResult {
+            0
+        }
+        unsafe extern "C" fn error_string(_: NcclResult) -> *const c_char {
+            c"stand-in".as_ptr()
+        }
+        unsafe extern "C" fn all_reduce(
+            _: *const c_void,
+            _: *mut c_void,
+            _: usize,
+            _: c_int,
+            _: c_int,
+            _: RawComm,
+            _: *mut c_void,
+        ) -> NcclResult {
+            if !crate::device::cuda::capture_guard::held_outside_captures() {
+                UNGUARDED.fetch_add(1, Ordering::SeqCst);
+            }
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            0
+        }
+
+        pub fn comms(ranks: usize) -> Comms {
+            let api: &'static Api = Box::leak(Box::new(Api {
+                get_version: version,
+                comm_init_all: init_all,
+                comm_destroy: destroy,
+                all_reduce,
+                group_start: ok0,
+                group_end: ok0,
+                error_string,
+                _lib: None,
+            }));
+            Comms {
+                api,
+                comms: vec![std::ptr::null_mut(); ranks],
+            }
+        }
+    }
+
+    #[test]
+    fn the_all_reduce_waits_for_a_capture_in_progress_and_holds_the_guard() {
+        use std::sync::atomic::Ordering;
+        use std::time::Duration;
+        let bufs = |lens: [usize; 2]| {
+            lens.map(|len| RankBuffer {
+                ptr: 0,
+                len,
+                stream: std::ptr::null_mut(),
+            })
+        };
+        let capture = crate::device::cuda::capture_guard::capturing();
+        let reduce = std::thread::spawn(move || {
+            // SAFETY: the stand-in's all-reduce touches no memory.
+            unsafe { stand_in::comms(2).all_reduce_sum(&bufs([4, 4])) }.is_ok()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            stand_in::CALLS.load(Ordering::SeqCst),
+            0,
+            "the all-reduce ran during a capture"
+        );
+        drop(capture);
+        assert!(reduce.join().unwrap(), "the stand-in all-reduce succeeds");
+        assert_eq!(stand_in::CALLS.load(Ordering::SeqCst), 2, "one call a rank");
+        assert_eq!(stand_in::UNGUARDED.load(Ordering::SeqCst), 0);
+        // Unequal lengths are refused before anything is enqueued.
+        // SAFETY: as above.
+        let uneven = unsafe { stand_in::comms(2).all_reduce_sum(&bufs([4, 3])) };
+        assert!(matches!(uneven, Err(GpuError::Lengths(_))), "{uneven:?}");
+        assert_eq!(stand_in::CALLS.load(Ordering::SeqCst), 2);
     }
 
     #[test]

@@ -16,8 +16,9 @@
 //! goes through cuBLAS.
 //!
 //! Buffers come from the device's memory pool (allocated and uploaded on its compute stream,
-//! which is outside the `k`: the first op on any stream waits for that). A [`StreamMatrix`]
-//! waits on the host for every event it still holds before its memory goes back.
+//! which is outside the `k`: the first op on any stream waits for that). A [`StreamMatrix`]'s
+//! memory goes back on that compute stream after it waits, on the device, for every event the
+//! matrix still holds; a read back waits, on the device, for the last write's event.
 
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -344,10 +345,19 @@ impl ComputeStreams {
 
     /// `m`'s values, read back once its last write is done (call after the engine says the
     /// op that writes it has run).
+    ///
+    /// The copy runs on the device's copy stream, which is none of the `k`: it waits on the
+    /// device for the last write's event (an op's on one of the streams, or the allocation and
+    /// upload's on the compute stream), not only on the host. A host wait alone orders the
+    /// copy after the write in time but in no stream order, which is what memcheck's
+    /// stream-ordered race tracking reports as a use before allocation.
     pub fn read(&self, m: &StreamMatrix) -> Result<Vec<f32>, GpuError> {
-        self.wait_written(m)?;
+        self.dev.bind()?;
         let slice = m.slice.as_ref().ok_or(GpuError::PinnedReleased)?;
-        self.dev.read_back(slice, None)
+        let ready = m.order().last_write().cloned();
+        // Blocking: the copy stream is synchronized before the values are returned, so the
+        // read needs no marker of its own for later writers.
+        self.dev.read_back(slice, ready.as_deref())
     }
 
     /// Wait for every stream (what `wait_all` adds for them).
@@ -464,14 +474,24 @@ impl StreamMatrix {
 
 impl Drop for StreamMatrix {
     fn drop(&mut self) {
-        // The memory goes back in the compute stream's order, which knows nothing of the
-        // other streams: wait here for all the work that may still use it.
+        // The memory goes back in the order of the stream that owns it (the device's compute
+        // stream: cudarc frees with `cuMemFreeAsync` there), which knows nothing of the `k`
+        // streams: that stream waits, on the device, for every event the matrix still holds,
+        // and the free is enqueued after the waits. No host wait: the free is ordered in
+        // stream order, as memcheck's stream-ordered race tracking checks it.
         make_current(&self.ctx);
         let order = std::mem::take(self.order.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for e in order.pending() {
-            let _ = e.synchronize();
+        if let Some(slice) = self.slice.take() {
+            for e in order.pending() {
+                if e.wait_on(slice.stream()).is_err() {
+                    // No stream wait could be enqueued: wait on the host instead.
+                    let _ = e.synchronize();
+                }
+            }
+            // The events may go back to their pool now: a stream wait already enqueued keeps
+            // waiting for the record it saw.
+            drop(order);
+            drop(slice);
         }
-        drop(order);
-        drop(self.slice.take());
     }
 }

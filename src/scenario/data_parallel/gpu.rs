@@ -37,18 +37,28 @@ use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 pub const CHECK_STEPS: usize = 20;
 
 /// The GPU's buffers for a [`Plan`], its kernels and (once captured) the graph of a step.
+///
+/// Rust drops fields in declaration order, and the order here is the order they must go in:
+/// the graph (whose kernels address the buffers), the buffers (freed in the compute stream's
+/// order into the device's memory pool), the kernels' module, and the device last. A trainer
+/// may hold the last reference to its device (`NcclTrainer`'s ranks on cuda:1.., a test's
+/// device): dropped first, the device would destroy its pool, its cuBLAS handle and its
+/// pollers while buffers allocated from that pool and work that uses them were still queued.
 pub struct GpuTrainer {
-    /// Declared first, so dropped first: the graph's kernels address the buffers below.
+    /// Dropped first: the graph's kernels address the buffers below.
     graph: Option<GpuGraph>,
-    device: Arc<CudaDevice>,
-    kernels: MlpKernels,
-    plan: Plan,
-    /// The plan's buffers, in its order, and each one's whole region. Only the regions are
-    /// used; the buffers are held so that the memory they address lives as long as `self`.
+    /// The plan's buffers, in its order (each one's whole region in `regions`). Only the
+    /// regions are used; the buffers are held so that the memory they address lives as long
+    /// as `self`, and dropped before the device whose pool they came from.
     _bufs: Vec<CudaSlice<f32>>,
-    regions: Vec<Region>,
     /// The initial parameters, copied into place at the start of each run (held, as `_bufs`).
     _initial: CudaSlice<f32>,
+    /// After the buffers: the module whose kernels the queued work runs.
+    kernels: MlpKernels,
+    /// Declared after everything allocated on it, so dropped last (see above).
+    device: Arc<CudaDevice>,
+    plan: Plan,
+    regions: Vec<Region>,
     initial_region: Region,
     steps: usize,
 }
@@ -95,12 +105,12 @@ impl GpuTrainer {
         let initial_region = Region::of(&device, &initial_buf, 0, initial.len())?;
         let trainer = GpuTrainer {
             graph: None,
-            device,
-            kernels,
-            plan,
             _bufs: bufs,
-            regions,
             _initial: initial_buf,
+            kernels,
+            device,
+            plan,
+            regions,
             initial_region,
             steps: shape.steps,
         };
@@ -707,6 +717,7 @@ pub(super) fn run(
 mod tests {
     //! On a GPU only (`#[ignore = "needs a GPU"]`, run by scripts/gpu-check.sh): each kernel
     //! against its host reference on random inputs, then the training step against host SGD.
+    //! Anywhere: what a missing NCCL gives, and the order a trainer's fields drop in.
     use super::super::gpu_step::{self as reference, counter_slot, random};
     use super::*;
     use crate::device::GpuOrder;
@@ -970,15 +981,19 @@ mod tests {
     }
 
     /// `nccl-allreduce` on `k` GPUs against host SGD: every rank's parameters, the losses, and
-    /// a second run ending where the first did.
-    fn nccl_equals_host_sgd(k: usize) {
+    /// a second run ending where the first did. Where NCCL cannot be loaded (or set up), the
+    /// test fails with that error in one line (where NCCL was sought, what to install), not
+    /// with a panic's backtrace; NCCL is loaded first, so that is the error with or without a
+    /// GPU. The kit runs it only where it found `libnccl.so.2`, and records where (`nccl.txt`).
+    fn nccl_equals_host_sgd(k: usize) -> Result<(), String> {
+        let nccl = |e: GpuError| format!("NCCL over {k} GPU(s): {e}");
+        crate::device::cuda::nccl::version().map_err(nccl)?;
         let (shape, data, initial) = small_run();
-        let first = device();
-        let devices = nccl_devices(&first, k).expect("the GPUs open");
-        let t = match NcclTrainer::new(devices, &shape, &data, &initial) {
-            Ok(t) => t,
-            Err(e) => panic!("NCCL over {k} GPUs: {e}"),
-        };
+        let first = CudaDevice::open(0, GpuOrder::Stream)
+            .map(Arc::new)
+            .map_err(|e| format!("the GPU opens: {e}"))?;
+        let devices = nccl_devices(&first, k).map_err(|e| format!("the GPUs open: {e}"))?;
+        let t = NcclTrainer::new(devices, &shape, &data, &initial).map_err(nccl)?;
         assert_eq!(t.ranks(), k);
         let host = host_sgd(&shape, &data, &initial, 20);
         let losses = t.train(20).expect("train");
@@ -994,18 +1009,88 @@ mod tests {
         t.train(20).expect("again");
         assert_eq!(t.parameters().expect("read"), ranks);
         t.synchronize().expect("no deferred error");
+        Ok(())
     }
 
+    #[test]
+    #[ignore = "needs a GPU and NCCL (libnccl.so.2)"]
+    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() -> Result<(), String> {
+        nccl_equals_host_sgd(1)
+    }
+
+    #[test]
+    #[ignore = "needs 2 GPUs and NCCL (libnccl.so.2)"]
+    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() -> Result<(), String> {
+        nccl_equals_host_sgd(2)
+    }
+
+    /// Without a GPU: where NCCL is missing (as on CI), the NCCL tests return an error in one
+    /// line naming what was sought and what to install, before any GPU is touched, rather
+    /// than panic; so does setting up the communicators.
+    #[test]
+    fn a_missing_nccl_is_an_error_before_any_gpu_is_touched() {
+        if let Ok(v) = crate::device::cuda::nccl::version() {
+            eprintln!("NCCL {v} loads here: only a GPU can take the NCCL tests further");
+            return;
+        }
+        for k in [1, 2] {
+            let text = nccl_equals_host_sgd(k).expect_err("no NCCL");
+            assert!(
+                text.starts_with(&format!("NCCL over {k} GPU(s): NCCL (libnccl.so.2)"))
+                    && text.contains("pip install nvidia-nccl-cu13")
+                    && !text.contains('\n'),
+                "{text}"
+            );
+        }
+        let e = Comms::init_all(&[0])
+            .err()
+            .expect("no NCCL, no communicator");
+        assert!(matches!(e, GpuError::Nccl(_)), "{e}");
+    }
+
+    /// The order the fields drop in: everything allocated on the device before the device
+    /// (Rust drops fields in declaration order; see `GpuTrainer`).
+    #[test]
+    fn a_trainer_drops_its_buffers_and_kernels_before_its_device() {
+        let source = include_str!("gpu.rs");
+        let start = source.find("pub struct GpuTrainer {").expect("the struct");
+        let body = &source[start..start + source[start..].find("\n}").expect("its end")];
+        let at = |field: &str| {
+            body.find(&format!("    {field}: "))
+                .unwrap_or_else(|| panic!("no field {field}"))
+        };
+        for field in ["graph", "_bufs", "_initial", "kernels"] {
+            assert!(at(field) < at("device"), "{field} drops after the device");
+        }
+        assert!(
+            at("graph") < at("_bufs"),
+            "the graph drops after its buffers"
+        );
+    }
+
+    /// A trainer that holds the last reference to its device drops cleanly: its buffers and
+    /// kernels go before the device (a fresh device then works; under memcheck, no error).
     #[test]
     #[ignore = "needs a GPU"]
-    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() {
-        nccl_equals_host_sgd(1);
-    }
-
-    #[test]
-    #[ignore = "needs 2 GPUs"]
-    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() {
-        nccl_equals_host_sgd(2);
+    fn gpu_a_trainer_holding_its_device_alone_drops_cleanly() {
+        let (shape, data, initial) = small_run();
+        for graphed in [false, true] {
+            let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
+            if graphed {
+                t.capture().expect("the step captures");
+                t.train_graph(3).expect("graph");
+            } else {
+                t.train_eager(3).expect("eager");
+            }
+            // The trainer holds it alone (its graph, dropped first, holds one more).
+            let held = if graphed { 2 } else { 1 };
+            assert_eq!(Arc::strong_count(t.device()), held);
+            drop(t);
+        }
+        let d = device();
+        let (_buf, region) = put(&d, &[1.5; 8]);
+        assert_eq!(read(&d, region), vec![1.5; 8]);
+        d.synchronize().expect("no deferred error");
     }
 
     #[test]
