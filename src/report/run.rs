@@ -55,9 +55,9 @@ pub struct RunRecord {
     /// The chapter's lesson and whether it held here; reports older than it have none.
     #[serde(default)]
     pub lesson: Option<Lesson>,
-    /// Each judgment of the run — the lesson's criteria and the physical limits its figures
-    /// were held to — as one value that every surface renders; reports older than it have
-    /// none.
+    /// Each judgment of the run — the lesson's criteria, the figures it quotes beside them and
+    /// the physical limits its figures were held to — as one value that every surface
+    /// renders; reports older than it have none.
     #[serde(default)]
     pub findings: Vec<Finding>,
     /// The machine's state while the run ran (other processes, steal, clocks, threads against
