@@ -272,6 +272,7 @@ fn chart(s: &Series, steps: &[Flagged], environment: &[(usize, Vec<String>)]) ->
         Better::Neither => "no direction",
     };
     LineChart {
+        marked: Vec::new(),
         title: s.entry.clone(),
         x: Axis::new("report", false, plain),
         y: Axis::new(format!("{name} ({direction})"), false, format),

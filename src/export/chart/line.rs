@@ -17,12 +17,25 @@ pub struct Series {
     pub band: Vec<(f64, f64, f64)>,
 }
 
+/// The legend's words for the ringed points.
+const BUSY_LABEL: &str = "measured on a busy machine";
+
+/// A ring around a point measured on a busy machine.
+fn ring(out: &mut String, x: f64, y: f64) {
+    let _ = write!(
+        out,
+        "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"8\" fill=\"none\" stroke=\"#b35c00\" stroke-width=\"2\"/>"
+    );
+}
+
 /// Lines against a numeric x axis, a legend below.
 pub struct LineChart {
     pub title: String,
     pub x: Axis,
     pub y: Axis,
     pub series: Vec<Series>,
+    /// Points measured on a busy machine: ringed over the lines, with a legend entry.
+    pub marked: Vec<(f64, f64)>,
 }
 
 impl LineChart {
@@ -49,7 +62,10 @@ impl LineChart {
         let y_labels: Vec<String> = y_probe.ticks().into_iter().map(self.y.format).collect();
         let left = 24.0 + widest(&y_labels, TICK_PX) + 12.0;
         let right = width - 24.0;
-        let labels: Vec<String> = self.series.iter().map(|s| s.label.clone()).collect();
+        let mut labels: Vec<String> = self.series.iter().map(|s| s.label.clone()).collect();
+        if !self.marked.is_empty() {
+            labels.push(BUSY_LABEL.to_string());
+        }
         let (legend_at, legend_rows) = legend_layout(&labels, right - left);
         let plot_h = 300.0;
         let bottom = top + plot_h;
@@ -124,8 +140,20 @@ impl LineChart {
                 }
             }
         }
+        // Points measured on a busy machine, ringed over the lines.
+        for &(x, y) in &self.marked {
+            if x.is_finite() && y.is_finite() && (!self.y.log || y > 0.0) {
+                ring(&mut body, xs.at(x), ys.at(y));
+            }
+        }
         // The legend, below the x label.
         for ((i, label), (row, x)) in labels.iter().enumerate().zip(legend_at) {
+            if i == self.series.len() {
+                let (x, y) = (left + x, bottom + 60.0 + row as f64 * 22.0);
+                ring(&mut body, x + 14.0, y);
+                text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
+                continue;
+            }
             let (c, dash, m) = STYLES[i % STYLES.len()];
             let y = bottom + 60.0 + row as f64 * 22.0;
             let x = left + x;

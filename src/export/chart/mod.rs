@@ -33,6 +33,7 @@ mod tests {
     #[test]
     fn a_chart_is_well_formed_svg_with_a_polyline_per_series() {
         let chart = LineChart {
+            marked: Vec::new(),
             title: "t <x>".into(),
             x: Axis::new("size", false, plain),
             y: Axis::new("time", true, crate::units::human_time),

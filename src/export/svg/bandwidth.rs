@@ -26,6 +26,7 @@ pub fn busbw_chart(run: &RunRecord, width: f64) -> Option<String> {
     }
     let positive = curves.iter().all(|(_, c)| c.iter().all(|p| p.1 > 0.0));
     LineChart {
+        marked: Vec::new(),
         title: format!("{}: bus bandwidth against message size", run.scenario),
         x: Axis::new("message size", true, decimal_bytes),
         y: Axis::new("busbw", positive, |v| format!("{} GB/s", chart::plain(v))),

@@ -40,6 +40,7 @@ pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
         .find(|(_, per)| most >= *per)
         .unwrap_or(("bytes", 1.0));
     LineChart {
+        marked: Vec::new(),
         title: format!("{}: live bytes over one epoch, per variant", run.scenario),
         x: Axis::new(
             "time since the epoch started (one more, untimed epoch of each variant)",

@@ -69,6 +69,7 @@ pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
         _ => "devices",
     };
     LineChart {
+        marked: Vec::new(),
         title: format!("{}: throughput vs {what}", runs[0].2.scenario),
         x: Axis::new(what, false, whole),
         y: Axis::new("samples/s (higher is better)", false, chart::plain),
@@ -154,6 +155,9 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
         }
     }
     let mut time = Vec::new();
+    // The points of runs measured on a busy machine, ringed on every chart.
+    let busy = |r: &RunRecord| r.state.as_ref().is_some_and(|s| s.is_busy());
+    let mut time_marked: Vec<(f64, f64)> = Vec::new();
     for g in &groups {
         for name in &variants {
             let stats: Vec<(f64, &crate::harness::Summary)> = points
@@ -166,6 +170,15 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             if stats.is_empty() {
                 continue;
             }
+            time_marked.extend(
+                points
+                    .iter()
+                    .filter(|(_, r)| &group_of(r) == g && busy(r))
+                    .filter_map(|(x, r)| {
+                        let v = r.variants.iter().find(|v| v.name == *name)?;
+                        Some((*x, v.summary.median_s))
+                    }),
+            );
             time.push(Series {
                 label: label(name, g),
                 points: stats.iter().map(|(x, s)| (*x, s.median_s)).collect(),
@@ -185,6 +198,7 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
         }
     };
     let mut charts: Vec<String> = LineChart {
+        marked: time_marked,
         title: format!("{scenario}: median time vs {axis}"),
         x: x_axis(),
         y: Axis::new(
@@ -207,6 +221,7 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             }
         }
         let mut series = Vec::new();
+        let mut marked = Vec::new();
         for g in &groups {
             for key in &keys {
                 let pts: Vec<(f64, f64)> = points
@@ -217,6 +232,12 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
                 if pts.is_empty() {
                     continue;
                 }
+                marked.extend(
+                    points
+                        .iter()
+                        .filter(|(_, r)| &group_of(r) == g && busy(r))
+                        .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?))),
+                );
                 series.push(Series {
                     label: label(key, g),
                     points: pts,
@@ -225,6 +246,7 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             }
         }
         if let Some(svg) = (LineChart {
+            marked,
             title: format!("{scenario}: {name} vs {axis}"),
             x: x_axis(),
             y: Axis::new(format!("{name} (higher is better)"), false, format),

@@ -183,3 +183,31 @@ fn a_traced_repeat_far_from_the_samples_is_flagged() {
     let near = chart_for(1_100_000_000);
     assert!(!near.contains("far from every timed sample"), "{near}");
 }
+
+/// A sweep point measured on a busy machine is ringed on the chart, with a legend entry; a
+/// sweep of quiet points has neither.
+#[test]
+fn a_busy_sweep_point_is_ringed() {
+    let point = |threads: u64, median: f64, busy: bool| {
+        let mut r = run("matmul", &[("matmul", median)]);
+        r.parameters.insert("threads".into(), threads.into());
+        r.state = Some(crate::machine::RunState {
+            other_cpu_fraction: Some(if busy { 0.5 } else { 0.01 }),
+            ..crate::machine::RunState::unknown(1.0, 2)
+        });
+        r
+    };
+    let runs = [point(1, 2.0, false), point(2, 1.0, true)];
+    let refs: Vec<&RunRecord> = runs.iter().collect();
+    let svg = &sweep_charts("matmul", "threads", &refs, 880.0)[0];
+    assert_eq!(
+        svg.matches("stroke=\"#b35c00\"").count(),
+        2,
+        "the point and the legend: {svg}"
+    );
+    assert!(svg.contains("measured on a busy machine"), "{svg}");
+    let quiet = [point(1, 2.0, false), point(2, 1.0, false)];
+    let refs: Vec<&RunRecord> = quiet.iter().collect();
+    let svg = &sweep_charts("matmul", "threads", &refs, 880.0)[0];
+    assert!(!svg.contains("busy machine"), "{svg}");
+}

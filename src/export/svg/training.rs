@@ -22,6 +22,7 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
         )
     };
     let mut charts: Vec<String> = LineChart {
+        marked: Vec::new(),
         title: format!("{}: loss during training", run.scenario),
         x: Axis::new("parameter updates", false, chart::plain),
         y: y(),
@@ -40,6 +41,7 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
     if curves.iter().all(|(_, c)| c.iter().all(|p| p.2.is_some())) {
         charts.extend(
             LineChart {
+                marked: Vec::new(),
                 title: format!("{}: loss against time", run.scenario),
                 x: Axis::new(
                     "time since training started",
