@@ -59,9 +59,19 @@ pub fn view(run: &RunRecord) -> Option<LessonView> {
         .map(|v| v.summary.samples_s.len())
         .min()
         .unwrap_or(0);
-    let more = match busy {
-        Some(_) => Vec::new(),
-        None => shown
+    let too_few = (n > 0 && n < crate::harness::stats::SAMPLES_FOR_95).then(|| {
+        format!(
+            "{n} samples a variant: a median's interval is then [min, max], which covers the \
+             median with {:.0}% probability, not 95%, so these figures decide nothing \
+             (--min-samples {} reaches 95%)",
+            (1.0 - 2.0 / 2f64.powi(n as i32)) * 100.0,
+            crate::harness::stats::SAMPLES_FOR_95
+        )
+    });
+    let more = match (busy.as_ref(), too_few) {
+        (Some(_), _) => Vec::new(),
+        (None, Some(line)) => vec![line],
+        (None, None) => shown
             .iter()
             .filter(|f| f.role == Role::Criterion)
             .filter_map(|f| Some((f, f.samples_to_decide(n)?)))
@@ -219,11 +229,33 @@ mod tests {
             )],
             Held::Inconclusive,
         );
-        let s = crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples");
+        let mut too_few = undecided.clone();
+        let s = crate::harness::Summary::from_samples(&[1.0; 6]).expect("samples");
         undecided.add_variants(vec!["a".into()], vec![s], [None]);
         let v = view(&undecided).expect("a lesson");
         assert_eq!(v.more.len(), 1, "{:?}", v.more);
-        assert!(v.more[0].contains("after 5 samples a variant; with this spread about 20 would"));
+        assert!(v.more[0].contains("after 6 samples a variant; with this spread about 24 would"));
+        // Three samples a variant: intervals that cover the median 75% of the time decide
+        // nothing, whatever side they lie on.
+        let s = crate::harness::Summary::from_samples(&[1.0; 3]).expect("samples");
+        too_few.add_variants(vec!["a".into()], vec![s], [None]);
+        too_few.findings = vec![Finding::criterion(
+            "a / b",
+            Ratio {
+                value: 1.2,
+                lo: 1.1,
+                hi: 1.3,
+            },
+            1.0,
+            Want::Above,
+        )];
+        let v = view(&too_few).expect("a lesson");
+        assert_eq!(v.held, Held::Inconclusive);
+        assert!(
+            v.more[0].contains("covers the median with 75% probability"),
+            "{:?}",
+            v.more
+        );
         // A report from before findings shows what it recorded.
         let old = run_with(vec![], Held::No);
         let v = view(&old).expect("a lesson");

@@ -10,7 +10,7 @@ use super::finding::{self, Finding, Role};
 use super::lesson::{busy_rule, Held};
 use super::{Better, BookFigure, Figure, FigureSpec, Lesson, Unit, WARNING};
 use crate::device::record::{Described, DeviceRecord};
-use crate::harness::stats::Percentiles;
+use crate::harness::stats::{Percentiles, SAMPLES_FOR_95};
 use crate::harness::Summary;
 use crate::machine::{BusyReason, RunState};
 
@@ -316,11 +316,29 @@ impl RunRecord {
         let lesson = self.lesson.as_ref()?;
         let criteria = self.findings.iter().any(|f| f.role == Role::Criterion);
         let held = if criteria {
-            finding::all_held(&self.findings)
+            self.held_from_findings()
         } else {
             lesson.held
         };
         Some(busy_rule(held, &self.busy_reasons()))
+    }
+
+    /// The verdict of the run's findings, within intervals that reach 95%: a variant timed
+    /// fewer than [`SAMPLES_FOR_95`] times has a median interval of lower coverage, which
+    /// decides nothing.
+    pub fn held_from_findings(&self) -> Held {
+        match self.fewest_samples() {
+            Some(n) if n < SAMPLES_FOR_95 => Held::Inconclusive,
+            _ => finding::all_held(&self.findings),
+        }
+    }
+
+    /// The fewest samples any variant was timed; `None` without variants.
+    pub fn fewest_samples(&self) -> Option<usize> {
+        self.variants
+            .iter()
+            .map(|v| v.summary.samples_s.len())
+            .min()
     }
 
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {

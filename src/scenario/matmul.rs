@@ -253,7 +253,7 @@ static SPEC: super::Spec = super::Spec {
     book: BOOK,
     sampling: SamplerConfig {
             warmup: 1,
-            min_samples: 5,
+            min_samples: crate::harness::stats::SAMPLES_FOR_95,
             max_samples: 50,
             min_time: Duration::from_secs(2),
             max_time: Duration::from_secs(30),

@@ -296,7 +296,7 @@ static SPEC: super::Spec = super::Spec {
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,
-            min_samples: 5,
+            min_samples: crate::harness::stats::SAMPLES_FOR_95,
             max_samples: 30,
             min_time: Duration::from_secs(2),
             max_time: Duration::from_secs(30),

@@ -118,6 +118,10 @@ pub(super) fn sorted_finite(xs: &[f64]) -> Option<Vec<f64>> {
     Some(sorted)
 }
 
+/// The fewest samples whose median interval reaches 95%: `[min, max]` of 6 covers the median
+/// with probability 1 − 2/2⁶ = 96.9%, of 5 only 93.75%, of 3 only 75% ([`Summary::ci95_s`]).
+pub const SAMPLES_FOR_95: usize = 6;
+
 /// 0-based indices `(j - 1, n - j)` of the order statistics bounding the 95% confidence interval
 /// of the median of `n >= 1` samples (see [`Summary::ci95_s`]).
 ///
@@ -242,6 +246,13 @@ mod tests {
         assert_eq!(s.mad_s, 0.0);
         assert_eq!(s.ci95_s, [0.25, 0.25]);
         assert_eq!(s.outliers, 0);
+    }
+
+    #[test]
+    fn six_samples_are_the_fewest_whose_interval_reaches_95_percent() {
+        let coverage = |n: i32| 1.0 - 2.0 / 2f64.powi(n);
+        assert!(coverage(SAMPLES_FOR_95 as i32) >= 0.95);
+        assert!(coverage(SAMPLES_FOR_95 as i32 - 1) < 0.95);
     }
 
     #[test]

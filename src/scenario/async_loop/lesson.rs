@@ -120,7 +120,8 @@ mod tests {
     fn run_with(medians: &[(Timed, f64)]) -> RunRecord {
         let mut run = RunRecord::new("async", Map::new(), vec![]);
         for (v, m) in medians {
-            let s = Summary::from_samples(&[*m * 0.99, *m, *m * 1.01, *m, *m]).expect("samples");
+            let s =
+                Summary::from_samples(&[*m * 0.99, *m, *m * 1.01, *m, *m, *m]).expect("samples");
             run.add_variants(vec![v.name().to_string()], vec![s], [None]);
         }
         run

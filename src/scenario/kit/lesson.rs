@@ -51,7 +51,8 @@ impl LessonSpec {
             here,
             book,
         } = verdict;
-        let held = finding::all_held(&findings);
+        run.findings.extend(findings.iter().cloned());
+        let held = run.held_from_findings();
         let evidence = if findings.iter().any(|f| f.role == Role::Criterion) {
             finding::evidence(&findings)
         } else {
@@ -63,7 +64,6 @@ impl LessonSpec {
             .iter()
             .filter(|f| f.role == Role::Criterion && f.held() == held)
             .find_map(Finding::decided);
-        run.findings.extend(findings);
         run.lesson = Some(Lesson {
             section: self.source.cite(),
             claim: self.claim.into(),

@@ -8,11 +8,12 @@ use crate::engine::{trace, Engine, EngineError, TraceRecord};
 use crate::harness::SamplerConfig;
 use crate::tensor::{Tensor, TensorError};
 
-/// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): three rounds after
-/// one warm-up keep `parbench all` near two minutes.
+/// Sampling for scenarios whose round takes seconds (`cpu-gpu`, `run-copy`): after one warm-up,
+/// the fewest rounds whose median intervals reach 95% (six; with three, the intervals are the
+/// samples' range and cover the median three times in four), so their lessons can be decided.
 pub const SECONDS_PER_ROUND: SamplerConfig = SamplerConfig {
     warmup: 1,
-    min_samples: 3,
+    min_samples: crate::harness::stats::SAMPLES_FOR_95,
     max_samples: 30,
     min_time: Duration::from_secs(3),
     max_time: Duration::from_secs(60),
