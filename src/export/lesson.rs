@@ -64,7 +64,7 @@ pub fn view(run: &RunRecord) -> Option<LessonView> {
             "{n} samples a variant: a median's interval is then [min, max], which covers the \
              median with {:.0}% probability, not 95%, so these figures decide nothing \
              (--min-samples {} reaches 95%)",
-            (1.0 - 2.0 / 2f64.powi(n as i32)) * 100.0,
+            crate::harness::stats::range_coverage(n) * 100.0,
             crate::harness::stats::SAMPLES_FOR_95
         )
     });

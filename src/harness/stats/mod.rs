@@ -15,4 +15,4 @@ mod summary;
 pub use bootstrap::bootstrap_median_ci95;
 pub use percentiles::Percentiles;
 pub use rank_tests::{mann_whitney_p, mann_whitney_u, wilcoxon_signed_rank_p, MannWhitney};
-pub use summary::{median, quantile, Summary, SAMPLES_FOR_95};
+pub use summary::{median, quantile, range_coverage, Summary, SAMPLES_FOR_95};

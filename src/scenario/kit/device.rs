@@ -68,14 +68,19 @@ fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize)
             fallback_note: None,
         }
     } else {
-        let reason = gpu.reason.as_deref().unwrap_or("unknown reason");
         ChosenDevice {
             request: DeviceRequest::Cpu {
                 threads: fallback_threads,
             },
-            fallback_note: Some(format!("GPU unavailable: {reason}; using {fallback_name}")),
+            fallback_note: Some(fallback_note(gpu, fallback_name)),
         }
     }
+}
+
+/// "GPU unavailable: <reason>; using <device>": the note of a CPU device standing in.
+fn fallback_note(gpu: &GpuInfo, device: &str) -> String {
+    let reason = gpu.reason.as_deref().unwrap_or("unknown reason");
+    format!("GPU unavailable: {reason}; using {device}")
 }
 
 /// `options` with a GPU's ops completing when the GPU has finished them ([`GpuOrder::Host`]):
@@ -111,8 +116,7 @@ fn placed(gpu: &GpuInfo, fallback: bool) -> Result<OnGpu, ScenarioError> {
     if !fallback {
         return Err(refusal(gpu));
     }
-    let note = accelerator_from(gpu, "cpu:0", 1).fallback_note;
-    Ok(OnGpu::Fallback(note.unwrap_or_default()))
+    Ok(OnGpu::Fallback(fallback_note(gpu, "cpu:0")))
 }
 
 /// The CPU run that stands in for a GPU run: its note, first, says what ran instead.
