@@ -65,8 +65,10 @@ impl From<DriverError> for StreamError {
 pub enum StreamOp {
     /// `out = x`.
     Copy,
-    /// `out = scale · (x · y)`, row-major (`out` must be neither input).
-    Product { scale: f32 },
+    /// `out = scale · (x · y) + shift`, row-major (`out` must be neither input): `out` is
+    /// filled with `shift` on the op's stream and cuBLAS adds the scaled product to it
+    /// (`beta = 1`), so the shift costs one memset, not another kernel over `out`.
+    Product { scale: f32, shift: f32 },
     /// `out = (x + y) / 2`; `out` may be `x` or `y` (in place).
     Average,
 }
@@ -260,9 +262,20 @@ impl ComputeStreams {
                 c,
                 dims,
                 scale,
+                shift,
             } => {
                 let mut cfg = row_major_gemm(dims)?;
                 cfg.alpha = scale;
+                if shift != 0.0 {
+                    cfg.beta = 1.0;
+                    // SAFETY: c holds m·n live f32 elements (checked by `Launch::of`), ordered
+                    // on this stream by the waits above; a 32-bit memset writes `shift`'s bits
+                    // into each of them.
+                    unsafe {
+                        sys::cuMemsetD32Async(c, shift.to_bits(), dims.0 * dims.2, s.cu_stream())
+                    }
+                    .result()?;
+                }
                 let blas = self.blas(stream)?;
                 // SAFETY: a is m·k, b k·n and c m·n live f32 elements (checked by
                 // `Launch::of`); c is neither input; the handle's stream is `s`. Row-major as
@@ -383,6 +396,7 @@ enum Launch {
         c: sys::CUdeviceptr,
         dims: (usize, usize, usize),
         scale: f32,
+        shift: f32,
     },
     Average {
         x: sys::CUdeviceptr,
@@ -416,7 +430,7 @@ impl Launch {
                     bytes: o.0 * o.1 * std::mem::size_of::<f32>(),
                 }
             }
-            StreamOp::Product { scale } => {
+            StreamOp::Product { scale, shift } => {
                 let y = inputs[1];
                 if x.shape.1 != y.shape.0 || o != (x.shape.0, y.shape.1) {
                     return Err(shapes(format!("{:?} · {:?} into {o:?}", x.shape, y.shape)));
@@ -430,6 +444,7 @@ impl Launch {
                     c: out.ptr,
                     dims: (x.shape.0, x.shape.1, y.shape.1),
                     scale,
+                    shift,
                 }
             }
             StreamOp::Average => {

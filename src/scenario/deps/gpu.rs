@@ -8,7 +8,7 @@
 
 use super::explain::{explain_gpu, OpCounts, Schedules};
 use super::plan::{Plan, StepKind};
-use super::program::{input, program, Node};
+use super::program::{input, product_affine, program, Node};
 use super::{conclude, Config, Deps, Timed, ASYNCHRONY_SPEEDUP, PARALLELISM_SPEEDUP};
 use super::{PARALLEL_SPEEDUP, PROGRAM_OPS_WAITING};
 use crate::device::cuda::stream_lanes::{GpuMatrix, StreamRuntime};
@@ -63,12 +63,10 @@ pub(super) fn execute(
         let b = |i: usize| &bufs[r[i]];
         let (op, inputs) = match step.kind {
             StepKind::Copy => (StreamOp::Copy, vec![b(0)]),
-            StepKind::Product => (
-                StreamOp::Product {
-                    scale: 1.0 / n as f32,
-                },
-                vec![b(0), b(1)],
-            ),
+            StepKind::Product => {
+                let (scale, shift) = product_affine(n);
+                (StreamOp::Product { scale, shift }, vec![b(0), b(1)])
+            }
             StepKind::Mix => (StreamOp::Average, vec![b(0), b(1)]),
             StepKind::Update => (StreamOp::Average, vec![w, b(0)]),
         };
@@ -247,12 +245,11 @@ mod tests {
         let x = sr.upload(&input(n, 1), (n, n)).unwrap();
         let (p, q) = (sr.empty((n, n)).unwrap(), sr.empty((n, n)).unwrap());
         let (y, z) = (sr.empty((n, n)).unwrap(), sr.empty((n, n)).unwrap());
-        let product = StreamOp::Product {
-            scale: 1.0 / n as f32,
-        };
+        let (scale, shift) = product_affine(n);
+        let product = StreamOp::Product { scale, shift };
         for round in 0..5 {
-            // Stream 0: p = x·x / n, then q = p·p / n and p = (q + x) / 2 (which keeps the
-            // values near 0.3), many times over.
+            // Stream 0: p = x·x / 4n + 3/4, then q = p·p / 4n + 3/4 and p = (q + x) / 2
+            // (which keeps the values near 1), many times over.
             let chain = || {
                 sr.push(0, product, &[&x, &x], &p).unwrap();
                 for _ in 0..20 {
@@ -302,6 +299,13 @@ mod tests {
                 let (one, spread) = (Plan::of(&on_one, width, 1), Plan::of(&nodes, width, k));
                 let bufs = buffers(&sr, &spread, width, n, seed).unwrap();
                 let reference = run_and_read(&sr, &one, &bufs, n, true).unwrap();
+                // The affine product keeps every value near 1, as on the host: no subnormal
+                // or non-finite value is timed.
+                let normal = |bits: &u32| (0.25..4.0).contains(&f32::from_bits(*bits));
+                assert!(
+                    reference.iter().flatten().all(normal),
+                    "{k} streams, seed {seed}: a value left [0.25, 4)"
+                );
                 for _ in 0..3 {
                     let got = run_and_read(&sr, &spread, &bufs, n, false).unwrap();
                     assert!(

@@ -2,7 +2,7 @@
 //! results still correct, and is it faster?".
 //!
 //! A seeded random DAG over `width` slots. Each op reads one or two slots and either writes a
-//! new value into a slot (a product `(x · y) / n` or a mix `(x + y) / 2`) or updates a slot
+//! new value into a slot (a product `(x · y) / 4n + 3/4` or a mix `(x + y) / 2`) or updates a slot
 //! **in place** (`x ← (x + y) / 2` on the slot's existing var), on a device chosen by the seed.
 //! The in-place updates make the engine honour write-after-read and write-after-write order,
 //! not only read-after-write. Every run starts from fresh copies of the inputs. The same

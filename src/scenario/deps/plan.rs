@@ -16,7 +16,7 @@ use crate::device::stream_order::StreamOrder;
 pub(super) enum StepKind {
     /// `write = reads[0]`: a slot's fresh copy of its input.
     Copy,
-    /// `write = (reads[0] · reads[1]) / n`.
+    /// `write = (reads[0] · reads[1]) / 4n + 3/4`.
     Product,
     /// `write = (reads[0] + reads[1]) / 2`.
     Mix,

@@ -18,6 +18,12 @@ pub(super) enum Kind {
     Update,
 }
 
+/// A product's scale and shift at size `n`: `out = scale · (a · b) + shift`, the same on the
+/// host, in the host reference and on the GPU's streams.
+pub(super) fn product_affine(n: usize) -> (f32, f32) {
+    (0.25 / n as f32, 0.75)
+}
+
 /// One op of the program.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Node {
@@ -133,10 +139,11 @@ pub(super) fn execute(
         let device = &devices[node.device];
         let written = match node.kind {
             Kind::Product => {
+                let (scale, shift) = product_affine(n);
                 let y = slots[node.a]
                     .placed_on(device)?
                     .matmul(&slots[node.b])?
-                    .axpby(0.25 / n as f32, &inputs.ones[node.device], 0.75)?;
+                    .axpby(scale, &inputs.ones[node.device], shift)?;
                 slots[node.out] = y;
                 &slots[node.out]
             }
@@ -200,7 +207,9 @@ mod tests {
                     .map(|ij| {
                         let (i, j) = (ij / n, ij % n);
                         let p = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum::<f32>();
-                        0.25 / n as f32 * p + 0.75
+                        // The GPU's streams take the same scale and shift.
+                        let (scale, shift) = product_affine(n);
+                        scale * p + shift
                     })
                     .collect(),
                 Kind::Mix => a.iter().zip(b).map(|(x, y)| 0.5 * x + 0.5 * y).collect(),
