@@ -84,14 +84,32 @@ impl Ratio {
     }
 }
 
+impl Ratio {
+    /// The ratio as [`Display`](std::fmt::Display) words it, with one or two more digits
+    /// where an interval wholly on one side of `bound` would print an end equal to it:
+    /// `1.010×, 95% interval 1.003–1.020×: wholly above 1`, never `1.00–1.02×`.
+    pub fn quoted_against(&self, bound: f64) -> String {
+        let prints_bound = |d: usize| {
+            let same = |x: f64| format!("{x:.d$}") == format!("{bound:.d$}");
+            matches!(self.against(bound), Side::Above | Side::Below)
+                && (same(self.lo) || same(self.hi))
+        };
+        let digits = (2..4).find(|&d| !prints_bound(d)).unwrap_or(4);
+        self.quoted(digits)
+    }
+
+    fn quoted(&self, d: usize) -> String {
+        format!(
+            "{:.d$}×, 95% interval {:.d$}–{:.d$}×",
+            self.value, self.lo, self.hi
+        )
+    }
+}
+
 /// The one wording of a ratio wherever it is quoted: `1.20×, 95% interval 1.10–1.31×`.
 impl std::fmt::Display for Ratio {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.2}×, 95% interval {:.2}–{:.2}×",
-            self.value, self.lo, self.hi
-        )
+        f.write_str(&self.quoted(2))
     }
 }
 

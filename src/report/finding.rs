@@ -239,9 +239,9 @@ impl Finding {
             } => {
                 let figure = match (ci95[0] == ci95[1] && ci95[0] == value, scale) {
                     (true, _) => scale.write(value),
-                    (false, Scale::Ratio) => {
-                        self.ratio().map_or_else(String::new, |r| r.to_string())
-                    }
+                    (false, Scale::Ratio) => self
+                        .ratio()
+                        .map_or_else(String::new, |r| r.quoted_against(bound)),
                     (false, Scale::Percent) => format!(
                         "{}, 95% interval {}–{}",
                         scale.write(value),
@@ -342,6 +342,13 @@ mod tests {
         assert_eq!(
             yes.evidence(),
             "a / b = 1.20×, 95% interval 1.10–1.30×: wholly above 1"
+        );
+        // An interval wholly above 1 whose end rounds to 1.00 is printed with the digits
+        // that show it.
+        let close = Finding::criterion("a / b", r(1.01, 1.003, 1.02), 1.0, Want::Above);
+        assert_eq!(
+            close.evidence(),
+            "a / b = 1.010×, 95% interval 1.003–1.020×: wholly above 1"
         );
         let across = Finding::criterion("a / b", r(1.2, 0.9, 1.3), 1.0, Want::Above);
         assert_eq!(across.held(), Held::Inconclusive);

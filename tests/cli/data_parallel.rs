@@ -103,7 +103,7 @@ fn data_parallel_schemes_equal_one_device_sgd_and_record_scaling_and_loss_curves
     assert!(
         explanation.iter().any(|e| {
             let e = e.as_str().unwrap();
-            e.starts_with("ring-overlapped in 1 bucket: ring's time / its = ")
+            e.starts_with("ring-overlapped in 1 bucket: ring / ring-overlapped = ")
                 && e.contains("One bucket holds all")
         }),
         "{explanation:?}"

@@ -7,7 +7,7 @@ use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_CPU, A_GPU, PYTORCH_ASYNC, TF2_ASYNC};
 use crate::scenario::kit::{LessonSpec, Verdict};
-use crate::units::human_time;
+use crate::units::{human_percent, human_time};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
     source: TF2_ASYNC,
@@ -87,11 +87,11 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
             products_pitfall,
         ],
         here: format!(
-            "{} vs {} ({n} ops), {:.1}×; push-only {:.0}× too little",
+            "{} vs {} ({n} ops), {:.1}×; push-only reads {} of the products' time",
             human_time(e(Timed::Sync).median),
             human_time(e(Timed::Async).median),
             speedup.value,
-            too_little.value,
+            human_percent(1.0 / too_little.value),
         ),
         book: Some(format!(
             "{}: {} sync vs {} async, {:.1}× (its Python front end; here {n} ops from Rust); {}: \

@@ -8,7 +8,7 @@ use super::lesson::reads_too_little;
 use super::Timed;
 use crate::report::evidence::{Estimate, Side};
 use crate::report::RunRecord;
-use crate::units::human_time;
+use crate::units::{human_percent, human_time, significant};
 
 /// How far the products' push-only clock reads below their true time, next to the same gap
 /// for `y = x + 1`: the pitfall is large where computing dominates pushing.
@@ -28,30 +28,37 @@ pub(super) fn derive_pitfall(run: &mut RunRecord, products: u64, size: usize) {
     );
     let products_said = match big.side() {
         Side::Above => {
-            format!("{lead}: a clock stopped without waiting reads {ratio:.0}× too little.")
+            format!(
+                "{lead}: a clock stopped without waiting reads {}× too little.",
+                significant(ratio)
+            )
         }
         Side::Below => format!(
-            "{lead}: a clock stopped without waiting read {ratio:.2}× too little here, not far \
+            "{lead}: a clock stopped without waiting read {} of the true time here, not far \
              too little: each push returned only once its product was done (an engine that runs \
-             each op as it is pushed, or a device that blocks)."
+             each op as it is pushed, or a device that blocks).",
+            human_percent(1.0 / ratio)
         ),
         Side::Within | Side::Unknown => format!(
             "{lead} ({}): whether the clock reads far too little is not decided here.",
             big.evidence()
         ),
     };
-    let tiny_ratio = tiny_pushed.median / tiny_true.median;
+    // async / push-only: how many times too little the push-only clock reads.
+    let tiny_ratio = tiny_true.median / tiny_pushed.median;
     let tiny_said = match tiny.side() {
         Side::Below => format!(
-            "For y = x + 1 pushing is most of the work, so push-only ({}) is {tiny_ratio:.2}× \
-             async ({}) and the same mistake goes unnoticed.",
+            "For y = x + 1 push-only ({}) reads {} of async's time ({}), not far too little, \
+             so the same mistake goes unnoticed there.",
             human_time(tiny_pushed.median),
+            human_percent(1.0 / tiny_ratio),
             human_time(tiny_true.median),
         ),
         Side::Above => format!(
-            "At this --shape computing dominates y = x + 1 too: push-only ({}) is \
-             {tiny_ratio:.2}× async ({}), the same mistake as on the products.",
+            "At this --shape computing dominates y = x + 1 too: push-only ({}) reads {}× too \
+             little against async ({}), the same mistake as on the products.",
             human_time(tiny_pushed.median),
+            significant(tiny_ratio),
             human_time(tiny_true.median),
         ),
         Side::Within | Side::Unknown => format!(
@@ -79,8 +86,16 @@ mod tests {
         run
     }
 
-    /// Each sentence says what its own figures show: the defaults' "goes unnoticed", and
-    /// `--shape 1000x1000`, where push-only reads far too little on y = x + 1 as well.
+    fn said(medians: &[(Timed, f64)]) -> String {
+        let mut run = run_with(medians);
+        derive_pitfall(&mut run, 10, 1000);
+        run.explanation.join(" ")
+    }
+
+    /// Each sentence says what its own figures show, word for word (golden): the defaults'
+    /// "goes unnoticed"; `--shape 1000x1000`, where push-only reads far too little on
+    /// y = x + 1 as well (once "0.00× async"); and the naive engine, where each push waits for
+    /// its op (once "reads 1× too little").
     #[test]
     fn the_pitfall_sentence_is_chosen_by_its_figures() {
         let defaults = [
@@ -89,43 +104,20 @@ mod tests {
             (Timed::Async, 300e-6),
             (Timed::PushOnly, 250e-6),
         ];
-        let mut run = run_with(&defaults);
-        derive_pitfall(&mut run, 10, 1000);
-        let said = run.explanation.join(" ");
-        assert!(said.contains("reads 2000× too little"), "{said}");
-        assert!(
-            said.contains("0.83× async") && said.contains("goes unnoticed"),
-            "{said}"
-        );
-
+        assert_eq!(said(&defaults), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. For y = x + 1 push-only (250.0 µs) reads 83% of async's time (300.0 µs), not far too little, so the same mistake goes unnoticed there.");
         let big_shape = [
             (Timed::Products, 0.2),
             (Timed::ProductsPushOnly, 1e-4),
             (Timed::Async, 294.8e-3),
             (Timed::PushOnly, 217.0e-6),
         ];
-        let mut run = run_with(&big_shape);
-        derive_pitfall(&mut run, 10, 1000);
-        let said = run.explanation.join(" ");
-        assert!(!said.contains("goes unnoticed"), "{said}");
-        assert!(
-            said.contains("the same mistake as on the products"),
-            "{said}"
-        );
-
-        // An engine that runs each op as it is pushed: push-only reads the full time.
+        assert_eq!(said(&big_shape), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. At this --shape computing dominates y = x + 1 too: push-only (217.0 µs) reads 1,359× too little against async (294.8 ms), the same mistake as on the products.");
         let naive = [
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 0.2),
-            (Timed::Async, 300e-6),
-            (Timed::PushOnly, 300e-6),
+            (Timed::Products, 100.9e-3),
+            (Timed::ProductsPushOnly, 100.4e-3),
+            (Timed::Async, 875.4e-6),
+            (Timed::PushOnly, 862.8e-6),
         ];
-        let mut run = run_with(&naive);
-        derive_pitfall(&mut run, 10, 1000);
-        let said = run.explanation.join(" ");
-        assert!(
-            said.contains("not far too little") && !said.contains("reads 1×"),
-            "{said}"
-        );
+        assert_eq!(said(&naive), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.4 ms (products-push-only), computing them took 100.9 ms (products): a clock stopped without waiting read 100% of the true time here, not far too little: each push returned only once its product was done (an engine that runs each op as it is pushed, or a device that blocks). For y = x + 1 push-only (862.8 µs) reads 99% of async's time (875.4 µs), not far too little, so the same mistake goes unnoticed there.");
     }
 }

@@ -302,6 +302,14 @@ mod tests {
         assert!(!s.contains("faster") && !s.contains("capacity"), "{s}");
     }
 
+    /// The issue's run, word for word (golden): one device back to back took 1.116 s against
+    /// 1.046 s and 1.031 s alone — more than either, so no sentence may say it cost less.
+    #[test]
+    fn the_issues_one_device_run_is_worded_by_its_numbers() {
+        let e = explain(&times(1.046, 1.031, 1.085, 1.116), "cpu:2 (2 threads)");
+        assert_eq!(e.sentences.join("\n"), "pushed together, A (1.046 s) and B (1.031 s) took 1.085 s against a + b = 2.077 s one after the other (1.91×, 95% interval 1.90–1.93×): 1.91× faster; overlap efficiency max(a, b)/parallel = 0.96 (1.0 is perfect overlap).\nboth workloads on cpu:2 (2 threads) alone took 1.116 s against a + b = 2.077 s (1.86×, 95% interval 1.84–1.88×): 1.86× faster than a + b, beyond both intervals: back to back on one device cost less than the two apart added up, so cpu:2 (2 threads) ran at least one of them faster than its own device did alone.");
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 

@@ -168,7 +168,7 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
         Side::Unknown => "not measured against",
     };
     let mut s = format!(
-        "{name} in {}: {plain}'s time / its = {} ({against}); its scaling efficiency, \
+        "{name} in {}: {plain} / {name} = {} ({against}); its scaling efficiency, \
          {:.2} (95% interval {:.2}–{:.2}), is {goal} {EFFICIENCY_GOAL}",
         crate::units::count(o.buckets, "bucket"),
         o.against_plain,
@@ -277,7 +277,7 @@ mod tests {
         let s = overlapped(&o, 1_000_000);
         assert!(
             s.starts_with(
-                "ring-overlapped in 2 buckets: ring's time / its = 0.74×, 95% \
+                "ring-overlapped in 2 buckets: ring / ring-overlapped = 0.74×, 95% \
              interval 0.69–0.81× (slower than ring); its scaling efficiency, 0.68 (95% \
              interval 0.62–0.73), is wholly below 0.95. The devices' 2 compute threads take \
              all of the machine's 2 cores"
@@ -305,7 +305,9 @@ mod tests {
             (Timed::AllreduceOverlapped, Timed::Allreduce, 0, 2);
         let s = overlapped(&o, 1_000_000);
         assert!(
-            s.starts_with("allreduce-overlapped in 2 buckets: allreduce's time / its = 1.02×"),
+            s.starts_with(
+                "allreduce-overlapped in 2 buckets: allreduce / allreduce-overlapped = 1.02×"
+            ),
             "{s}"
         );
         assert!(s.contains("(indistinguishable from allreduce)") && !s.contains("cores"));
