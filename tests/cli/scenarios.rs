@@ -4,7 +4,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, json_of, parbench, variant_names};
+use crate::util::{assert_usage_error, assert_usage_error_from, json_of, parbench, variant_names};
 
 #[test]
 fn async_json_follows_the_schema() {
@@ -185,6 +185,16 @@ fn absurd_sizes_are_refused_with_the_estimate_before_allocating() {
     assert_usage_error(&["cpu-gpu", "--cpu-size", "0"], "--cpu-size");
     assert_usage_error(&["run-copy", "--size", "-4"], "--size");
     assert_usage_error(&["matmul", "--device", "tpu"], "--device");
+}
+
+/// Under `ulimit -v`, as a CI runner may set it, a workload beyond the address space left is
+/// refused with the limit named, not aborted by a failed allocation (exit 134).
+#[test]
+fn the_address_space_limit_is_counted_before_allocating() {
+    let mut sh = assert_cmd::Command::new("sh");
+    sh.args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
+        .arg(assert_cmd::cargo::cargo_bin("parbench"));
+    assert_usage_error_from(sh, &["data-parallel", "--batch", "1000000"], "(ulimit -v)");
 }
 
 #[test]

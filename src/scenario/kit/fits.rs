@@ -2,7 +2,7 @@
 //! allocates and refuses, before anything is allocated, what host (or GPU) memory cannot hold
 //! — a usage error that states the estimate.
 
-use crate::device::memory::{available_bytes, check_fits, f32_bytes};
+use crate::device::memory::{check_fits, f32_bytes, host_room, Bound, Room};
 use crate::scenario::ScenarioError;
 
 /// Refuse a workload of `elements` f32 values (`None`: the count overflowed) that would not fit
@@ -14,7 +14,7 @@ pub fn check_elements(what: &str, elements: Option<u64>) -> Result<(), ScenarioE
 /// Refuse a workload of `bytes` (`None`: the estimate overflowed) that would not fit in host
 /// memory.
 pub fn check_bytes(what: &str, bytes: Option<u64>) -> Result<(), ScenarioError> {
-    check_fits(what, bytes, available_bytes()).map_err(|e| ScenarioError::Input(e.to_string()))
+    check_fits(what, bytes, host_room()).map_err(|e| ScenarioError::Input(e.to_string()))
 }
 
 /// Refuse square `size`² workloads of `tensors` f32 matrices that would not fit in host memory
@@ -26,6 +26,12 @@ pub fn check_matrices(
     on_gpu_free: Option<u64>,
 ) -> Result<(), ScenarioError> {
     let bytes = size.checked_mul(size).and_then(|e| f32_bytes(e, tensors));
-    let available = on_gpu_free.or_else(available_bytes);
-    check_fits(what, bytes, available).map_err(|e| ScenarioError::Input(e.to_string()))
+    let room = match on_gpu_free {
+        Some(bytes) => Some(Room {
+            bytes,
+            bound: Bound::GpuFree,
+        }),
+        None => host_room(),
+    };
+    check_fits(what, bytes, room).map_err(|e| ScenarioError::Input(e.to_string()))
 }
