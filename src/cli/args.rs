@@ -127,7 +127,7 @@ pub enum Command {
         /// The report to judge.
         new: PathBuf,
         /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
         threshold: f64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]
@@ -154,7 +154,7 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
         /// With two reports: the smallest change that counts, as for `compare`.
-        #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+        #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
         threshold: f64,
     },
     /// Print a shell completion script: `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
@@ -340,7 +340,7 @@ pub struct AbArgs {
     /// The suite file.
     pub(super) suite: Option<PathBuf>,
     /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+    #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
     pub(super) threshold: f64,
     /// Samples per process: each side's median of these is its value in a pair.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -374,8 +374,8 @@ pub struct AbArgs {
 /// What `parbench history` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// A folder of parbench reports (`*.json`; other files are skipped with a note), or a file
-    /// of reports, one JSON document per line. They are ordered by when each run started.
+    /// A folder of parbench reports (`*.json`; other files are skipped with a note), or a file:
+    /// one report, or reports one JSON document per line. They are ordered by when each run started.
     pub(super) reports: PathBuf,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -384,7 +384,7 @@ pub struct HistoryArgs {
     #[arg(long, value_enum, default_value_t = HistoryFormat::Html)]
     pub(super) format: HistoryFormat,
     /// Smallest change of an entry's median that is a step: a percentage (10%) or a fraction.
-    #[arg(long, default_value = "10%", value_parser = parse_threshold)]
+    #[arg(long, default_value = "10%", value_parser = parse_threshold, allow_hyphen_values = true)]
     pub(super) threshold: f64,
     /// Fewest reports on each side of a step.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]

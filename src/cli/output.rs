@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::args::CommonArgs;
 use super::closed_stdout::stdout_was_closed;
 use super::error::CliError;
 use crate::report::write_atomic;
@@ -45,6 +46,42 @@ pub(super) fn output_name(path: &Path) -> String {
     } else {
         path.display().to_string()
     }
+}
+
+/// Whether the JSON report goes to stdout: `--json`, or `-o -` (the same document, written
+/// once, in place of the table).
+pub(super) fn json_on_stdout(common: &CommonArgs) -> bool {
+    common.json || common.output.as_deref().is_some_and(is_stdout)
+}
+
+/// Check a run's output paths before it starts, and that at most one document goes to
+/// stdout: the JSON report (`--json` or `-o -`), the HTML page (`--html -`) or the trace
+/// (`--trace -`). Two on one stream could not be told apart by the program reading it.
+pub(super) fn check_outputs(common: &CommonArgs) -> Result<(), CliError> {
+    for out in [&common.output, &common.trace, &common.html]
+        .into_iter()
+        .flatten()
+    {
+        check_output_path(out)?;
+    }
+    let to_stdout = |path: &Option<PathBuf>| path.as_deref().is_some_and(is_stdout);
+    let documents: Vec<&str> = [
+        (json_on_stdout(common), "the JSON report (--json or -o -)"),
+        (to_stdout(&common.html), "the HTML page (--html -)"),
+        (to_stdout(&common.trace), "the trace (--trace -)"),
+    ]
+    .into_iter()
+    .filter_map(|(on, what)| on.then_some(what))
+    .collect();
+    let (both, but) = match documents.len() {
+        0 | 1 => return Ok(()),
+        2 => ("both", "one of them"),
+        _ => ("all", "all but one"),
+    };
+    Err(CliError::Usage(format!(
+        "{} would {both} go to standard output: name a file for {but}",
+        documents.join(" and ")
+    )))
 }
 
 /// Refuse an output path that cannot be written, before spending minutes on the benchmark.

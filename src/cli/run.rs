@@ -10,7 +10,7 @@ use super::check;
 use super::error::{CliError, SWEEP_STOP_AFTER};
 use super::eta;
 use super::journaling;
-use super::output::{check_output_path, output_name, stdout, write_output};
+use super::output::{check_outputs, is_stdout, json_on_stdout, output_name, stdout, write_output};
 use super::pages;
 use super::partial::Shared;
 use super::progress::{progress_bar, style_bar};
@@ -93,12 +93,7 @@ pub(super) fn run_sweep(
     }
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
     let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
-    for out in [&common.output, &common.trace, &common.html]
-        .into_iter()
-        .flatten()
-    {
-        check_output_path(out)?;
-    }
+    check_outputs(common)?;
     let SweepJournalArgs {
         journal,
         resume,
@@ -180,7 +175,7 @@ pub(super) fn run_sweep(
             journal_path.display()
         ),
     );
-    if !common.json {
+    if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
     }
     let from_journal = resolved
@@ -233,7 +228,7 @@ pub(super) fn run_sweep(
                 run
             }
         };
-        if !common.json {
+        if !json_on_stdout(common) {
             stdout(&table::render_run_at(&run, common.depth()))?;
         }
         if let Some(bar) = &points_bar {
@@ -246,7 +241,7 @@ pub(super) fn run_sweep(
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
     }
-    if !common.json {
+    if !json_on_stdout(common) {
         stdout(&table::render_sweep_summary(&report))?;
     }
     if !common.quiet {
@@ -328,12 +323,7 @@ pub(super) fn run_plan(
         crate::distributed::init()?;
     }
     if !crate::distributed::is_secondary_rank() {
-        for out in [&common.output, &common.trace, &common.html]
-            .into_iter()
-            .flatten()
-        {
-            check_output_path(out)?;
-        }
+        check_outputs(common)?;
     }
     if crate::distributed::is_secondary_rank() {
         for planned in plan
@@ -386,7 +376,7 @@ pub(super) fn run_plan(
         Some((path, opened, keep)) => (Some(opened.journal), opened.done, keep, Some(path)),
         None => (None, Vec::new(), false, None),
     };
-    if !common.json {
+    if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
     }
     let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
@@ -412,7 +402,7 @@ pub(super) fn run_plan(
                 run
             }
         };
-        if !common.json {
+        if !json_on_stdout(common) {
             stdout(&table::render_run_at(&run, common.depth()))?;
         }
         if let (true, Some(traces)) = (common.timeline, &ctx.traces) {
@@ -423,7 +413,7 @@ pub(super) fn run_plan(
                 .collect();
             shown = traces.len();
             // The timeline is for a person: on stdout with the table, on stderr beside --json.
-            if common.json {
+            if json_on_stdout(common) {
                 use std::io::Write as _;
                 let _ = std::io::stderr().write_all(text.as_bytes());
             } else {
@@ -440,7 +430,7 @@ pub(super) fn run_plan(
         note!("{total} runs, {from_journal} from the journal, {newly} run now");
     }
     // A plan of several runs (`all`, a suite) ends with the chapter on this machine.
-    if !common.json && report.runs.len() > 1 {
+    if !json_on_stdout(common) && report.runs.len() > 1 {
         stdout(&export::summary::render(&report))?;
     }
     drop(journal);
@@ -615,10 +605,11 @@ pub(super) fn finish_report(
     common: &CommonArgs,
     ctx: &RunContext,
 ) -> Result<(), CliError> {
-    if common.json {
+    if json_on_stdout(common) {
         stdout(&report.to_json())?;
     }
-    if let Some(out) = &common.output {
+    // `-o -` is the JSON on stdout, written above, once.
+    if let Some(out) = common.output.as_ref().filter(|o| !is_stdout(o)) {
         write_output(out, &report.to_json())?;
         if !common.quiet {
             note!("wrote {}", output_name(out));

@@ -129,3 +129,35 @@ fn history_of_an_empty_folder_is_a_usage_error() {
         "holds no parbench/1 report",
     );
 }
+
+/// One report as `-o` writes it, pretty-printed over many lines, is a history of one; a
+/// negative threshold is refused by its value, not mistaken for an option.
+#[test]
+fn one_report_file_is_a_history_and_a_negative_threshold_a_value_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = report_with(dir.path(), "one.json", |_| {});
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    std::fs::write(&report, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let out = parbench()
+        .args([
+            "history",
+            &report.display().to_string(),
+            "--format",
+            "markdown",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let path = report.display().to_string();
+    for command in ["history", "compare"] {
+        let mut args = vec![command, path.as_str()];
+        if command == "compare" {
+            args.push(path.as_str());
+        }
+        args.extend(["--threshold", "-5%"]);
+        assert_usage_error(
+            &args,
+            "the threshold must be between 0% and 100%, got '-5%'",
+        );
+    }
+}

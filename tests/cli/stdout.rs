@@ -63,11 +63,26 @@ fn a_run_writes_its_report_to_dash() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let json = &text[text.find("{\n").expect("the report after the table")..];
-    let doc: Value = serde_json::from_str(json).unwrap();
+    // One document: the report in place of the table, whole.
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["runs"][0]["scenario"], "async");
     assert!(!dir.path().join("-").exists());
+    // `--json -o -` is the same document: written once.
+    let args = ["matmul", "--size", "16", "--ops", "1", "--json", "-o", "-"];
+    let out = parbench()
+        .args(args)
+        .args(crate::common::QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("\"schema\"").count(), 1, "{text}");
+    // Two documents on one stream: refused before anything runs.
+    crate::util::assert_usage_error(
+        &["matmul", "--json", "--html", "-"],
+        "the JSON report (--json or -o -) and the HTML page (--html -) would both go to \
+         standard output: name a file for one of them",
+    );
 }
 
 /// `parbench devices --json` with its stdout on `stdout`.

@@ -57,8 +57,8 @@ pub struct History {
 }
 
 impl History {
-    /// Every `*.json` report of the folder `path`, or every line of the file `path` (a file
-    /// of reports, one JSON document per line), ordered by `environment.started_at` (then by
+    /// Every `*.json` report of the folder `path`, or the file `path`'s report or reports (one
+    /// report, or one JSON document per line), ordered by `environment.started_at` (then by
     /// name). Files that are not reports are skipped, each with its reason.
     pub fn load(path: &Path) -> Result<History, HistoryError> {
         let fail = |e: std::io::Error| HistoryError::Read {
@@ -95,7 +95,17 @@ impl History {
             let file = path
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            for (i, line) in text.lines().enumerate() {
+            // One report, as `-o` writes it (pretty-printed over many lines), is a history
+            // of one.
+            let whole = parse_line(&text).ok();
+            let many = whole.is_none();
+            if let Some(report) = whole {
+                history.reports.push(Dated {
+                    name: file.clone(),
+                    report,
+                });
+            }
+            for (i, line) in text.lines().enumerate().filter(|_| many) {
                 if line.trim().is_empty() {
                     continue;
                 }
