@@ -13,8 +13,9 @@ use super::ExportError;
 use crate::report::{Report, RunRecord, VariantRecord};
 use serde::Serialize;
 
-/// The columns, in order (the header row).
-pub const COLUMNS: [&str; 14] = [
+/// The columns, in order (the header row). The last four say where and when the report was
+/// made, so rows of many reports concatenated still tell their runs apart.
+pub const COLUMNS: [&str; 18] = [
     "scenario",
     "parameters",
     "kind",
@@ -29,6 +30,10 @@ pub const COLUMNS: [&str; 14] = [
     "p90_s",
     "p99_s",
     "n",
+    "commit",
+    "started_at",
+    "host",
+    "cpu_model",
 ];
 
 /// What a row describes.
@@ -75,6 +80,37 @@ pub struct Row {
     pub p99_s: Number,
     /// The number of samples (a variant), empty for a derived figure.
     pub n: Option<usize>,
+    /// The parbench build's git commit.
+    pub commit: String,
+    /// When the report's first run started (RFC 3339, UTC).
+    pub started_at: String,
+    pub host: String,
+    pub cpu_model: String,
+}
+
+/// A row of `report`'s with the columns that say where and when it was made, and empty
+/// measurements.
+fn blank(report: &Report, run: &RunRecord, params: &str, kind: Kind, name: &str) -> Row {
+    Row {
+        scenario: run.scenario.clone(),
+        parameters: params.to_string(),
+        kind,
+        name: name.to_string(),
+        value: Number(None),
+        unit: "",
+        better: "",
+        median_s: Number(None),
+        ci_low_s: Number(None),
+        ci_high_s: Number(None),
+        p50_s: Number(None),
+        p90_s: Number(None),
+        p99_s: Number(None),
+        n: None,
+        commit: report.tool.git_commit.clone(),
+        started_at: report.environment.started_at.clone(),
+        host: report.environment.host.clone(),
+        cpu_model: report.environment.cpu_model.clone(),
+    }
 }
 
 /// The run's parameters as one stable cell: `key=value` sorted by key, joined by `;`; each
@@ -89,14 +125,10 @@ pub fn parameters(run: &RunRecord) -> String {
     pairs.join(";")
 }
 
-fn variant_row(run: &RunRecord, params: &str, v: &VariantRecord) -> Row {
+fn variant_row(report: &Report, run: &RunRecord, params: &str, v: &VariantRecord) -> Row {
     let s = &v.summary;
     let p = v.percentiles();
     Row {
-        scenario: run.scenario.clone(),
-        parameters: params.to_string(),
-        kind: Kind::Variant,
-        name: v.name.clone(),
         value: Number(Some(s.median_s)),
         unit: "s",
         better: "lower",
@@ -107,6 +139,7 @@ fn variant_row(run: &RunRecord, params: &str, v: &VariantRecord) -> Row {
         p90_s: Number(p.map(|p| p.p90_s)),
         p99_s: Number(p.map(|p| p.p99_s)),
         n: Some(s.samples_s.len()),
+        ..blank(report, run, params, Kind::Variant, &v.name)
     }
 }
 
@@ -116,27 +149,21 @@ pub fn rows(report: &Report) -> Vec<Row> {
     let mut out = Vec::new();
     for run in &report.runs {
         let params = parameters(run);
-        out.extend(run.variants.iter().map(|v| variant_row(run, &params, v)));
+        out.extend(
+            run.variants
+                .iter()
+                .map(|v| variant_row(report, run, &params, v)),
+        );
         for (key, value) in &run.derived {
             let Some(v) = value.as_f64().filter(|v| v.is_finite()) else {
                 continue;
             };
             let figure = run.figure(key);
             out.push(Row {
-                scenario: run.scenario.clone(),
-                parameters: params.clone(),
-                kind: Kind::Derived,
-                name: key.clone(),
                 value: Number(Some(v)),
                 unit: unit_symbol(figure.unit),
                 better: better_word(figure.better),
-                median_s: Number(None),
-                ci_low_s: Number(None),
-                ci_high_s: Number(None),
-                p50_s: Number(None),
-                p90_s: Number(None),
-                p99_s: Number(None),
-                n: None,
+                ..blank(report, run, &params, Kind::Derived, key)
             });
         }
     }

@@ -40,6 +40,18 @@ fn csv_has_a_row_per_variant_with_numeric_columns() {
     assert_eq!(variant_rows.len(), variants.len(), "{text}");
     for (row, v) in variant_rows.iter().zip(variants) {
         assert_eq!(&row[column("scenario")], "async");
+        assert_eq!(
+            &row[column("commit")],
+            doc["tool"]["git_commit"].as_str().unwrap()
+        );
+        assert_eq!(
+            &row[column("started_at")],
+            doc["environment"]["started_at"].as_str().unwrap()
+        );
+        assert_eq!(
+            &row[column("host")],
+            doc["environment"]["host"].as_str().unwrap()
+        );
         assert_eq!(&row[column("name")], v["name"].as_str().unwrap());
         assert!(
             row[column("parameters")].contains("iterations=50"),
