@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::measure::{check, input, size_label, Checked};
-use super::record::{copy_bandwidth, Tally};
+use super::measure::{check, copy_bandwidth, input, Checked, Tally};
+use super::size_label;
 use super::{Algorithm, Allreduce, Config};
 use crate::device::Runtime;
 use crate::engine::{Engine, LaneId};

@@ -1,6 +1,6 @@
 //! The crossover of the two algorithms, and the lesson, worded within the intervals.
 
-use super::measure::size_label;
+use super::size_label;
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::RunRecord;
@@ -17,7 +17,7 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
 
 /// One size's times, ring and parameter server.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SizeTimes {
+pub(super) struct SizeTimes {
     pub bytes: u64,
     pub ring: Estimate,
     pub parameter_server: Estimate,
@@ -42,7 +42,7 @@ impl SizeTimes {
 
 /// The sizes (in increasing order) as runs on which parameter server / ring lies on one side
 /// of 1 within the intervals: `(side, first size, last size)`.
-pub fn regions(sizes: &[SizeTimes]) -> Vec<(Side, u64, u64)> {
+pub(super) fn regions(sizes: &[SizeTimes]) -> Vec<(Side, u64, u64)> {
     let mut out: Vec<(Side, u64, u64)> = Vec::new();
     for s in sizes {
         let side = s.ring_speedup().against(1.0);
@@ -56,7 +56,7 @@ pub fn regions(sizes: &[SizeTimes]) -> Vec<(Side, u64, u64)> {
 
 /// The crossover as measured: the smallest size from which the ring's time is below the
 /// parameter server's beyond the intervals at every larger size measured too.
-pub fn ring_faster_from(sizes: &[SizeTimes]) -> Option<u64> {
+pub(super) fn ring_faster_from(sizes: &[SizeTimes]) -> Option<u64> {
     match regions(sizes).last() {
         Some(&(Side::Above, from, _)) => Some(from),
         _ => None,
@@ -69,7 +69,7 @@ pub fn ring_faster_from(sizes: &[SizeTimes]) -> Option<u64> {
 /// (`add_into`), and all-gather's k − 1 steps each read one and write one: 5(k − 1)S/k per
 /// device, 5(k − 1)S in all, while busbw counts 2(k − 1)S/k: 5k/2 bytes of traffic for each
 /// (5 on 2 devices).
-pub fn ring_traffic_per_busbw_byte(k: usize) -> f64 {
+pub(super) fn ring_traffic_per_busbw_byte(k: usize) -> f64 {
     5.0 * k as f64 / 2.0
 }
 
@@ -85,7 +85,7 @@ fn span(from: u64, to: u64) -> String {
 /// What the run shows: where the ring is faster and where it is not, size by size within the
 /// intervals, and how close the largest size's bus bandwidth comes to the bound the ring's
 /// own memory traffic and the machine's copy bandwidth set.
-pub fn explain(
+pub(super) fn explain(
     sizes: &[SizeTimes],
     devices: usize,
     backend: Backend,
@@ -182,7 +182,7 @@ pub fn explain(
 /// Under MPI, the library's own all-reduce beside the ring over point-to-point at `bytes`
 /// (the largest size), worded within the intervals.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-pub fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate) -> String {
+pub(super) fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate) -> String {
     let r = Ratio::of(library, ring);
     let verdict = match r.against(1.0) {
         Side::Below => "MPI_Allreduce is faster, beyond the intervals",

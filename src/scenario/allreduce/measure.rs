@@ -1,14 +1,21 @@
-//! What `allreduce` computes besides its times: the inputs, nccl-tests' bandwidths, and the
-//! check of every device's result against a float64 sum.
+//! What `allreduce` computes besides its times, whichever backend measured them: the inputs,
+//! nccl-tests' bandwidths, the check of every device's result against a float64 sum, and what
+//! a run records per size and at its end (the busbw curves, the crossover, the explanation).
+
+use super::explain::{conclude, explain, ring_faster_from, SizeTimes};
+use super::{size_label, Algorithm};
+use crate::report::evidence::Estimate;
+use crate::report::{Better, Figure, RunRecord, Unit};
+use crate::scenario::backend::Backend;
 
 /// nccl-tests' algorithm bandwidth: the message's `bytes` over the time, in GB/s (10⁹ B/s).
-pub fn algbw_gbytes_per_s(bytes: u64, seconds: f64) -> f64 {
+pub(super) fn algbw_gbytes_per_s(bytes: u64, seconds: f64) -> f64 {
     bytes as f64 / seconds / 1e9
 }
 
 /// nccl-tests' bus bandwidth of an all-reduce on `k` ranks: algbw × 2(k − 1)/k, the rate at
 /// which each rank's link moves data in an optimal ring; 0 on one rank, which moves nothing.
-pub fn busbw_gbytes_per_s(algbw: f64, k: usize) -> f64 {
+pub(super) fn busbw_gbytes_per_s(algbw: f64, k: usize) -> f64 {
     if k == 0 {
         return 0.0;
     }
@@ -16,7 +23,7 @@ pub fn busbw_gbytes_per_s(algbw: f64, k: usize) -> f64 {
 }
 
 /// Element `i` of device `d`'s input: a seeded value in [-1, 1), cheap enough for a GiB.
-pub fn input(d: usize, i: usize) -> f32 {
+pub(super) fn input(d: usize, i: usize) -> f32 {
     // SplitMix64's finalizer on (device, index).
     let mut z = ((d as u64) << 40 ^ i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -28,7 +35,7 @@ pub fn input(d: usize, i: usize) -> f32 {
 
 /// The result of checking one all-reduce on every device.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Checked {
+pub(super) struct Checked {
     /// Elements, over all devices, farther from the float64 sum than the tolerance allows (or
     /// not finite): nccl-tests' `#wrong`.
     pub wrong: u64,
@@ -47,12 +54,12 @@ impl Checked {
 /// Float32 sums of `k` terms in any order stay within (k − 1)·ε·Σ|x| of the exact sum; the
 /// check allows twice that, so a correct reduction passes in any order and a lost or doubled
 /// term (an error of the size of a term) does not.
-pub fn tolerance(k: usize, magnitude: f64) -> f64 {
+pub(super) fn tolerance(k: usize, magnitude: f64) -> f64 {
     2.0 * k.max(2) as f64 * f32::EPSILON as f64 * magnitude
 }
 
 /// Compare every device's `outputs` with the float64 sum of the `inputs`, element by element.
-pub fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
+pub(super) fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
     let n = inputs.first().map_or(0, |i| i.len());
     let k = inputs.len();
     let mut c = Checked::default();
@@ -82,7 +89,8 @@ pub fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
 /// Compare one rank's `output` with the float64 sum of every rank's seeded input ([`input`]
 /// of ranks 0..`k`), computed here rather than received: under MPI a rank holds only its own
 /// input, and the check must not trust the transport it checks.
-pub fn check_seeded(k: usize, output: &[f32]) -> Checked {
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(super) fn check_seeded(k: usize, output: &[f32]) -> Checked {
     let mut c = Checked::default();
     for (i, &got) in output.iter().enumerate() {
         let (want, magnitude) = (0..k).fold((0f64, 0f64), |(s, m), d| {
@@ -101,15 +109,149 @@ pub fn check_seeded(k: usize, output: &[f32]) -> Checked {
     c
 }
 
-/// A size as the report names it: `8B`, `1KiB`, `4MiB`, `1GiB`, or bytes where it is not a
-/// whole number of the unit.
-pub fn size_label(bytes: u64) -> String {
-    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", bytes >> shift);
+/// A figure of the `--verbose` table and the JSON.
+const fn detail(unit: Unit, better: Better) -> Figure {
+    Figure {
+        unit,
+        better,
+        detail: true,
+    }
+}
+
+const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
+const BUSBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
+const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
+const WRONG: Figure = detail(Unit::Number, Better::Lower);
+
+/// The machine's all-thread copy bandwidth (GB/s), when it was measured.
+pub(super) fn copy_bandwidth() -> Option<f64> {
+    crate::machine::limits()
+        .memory
+        .measured()
+        .map(|m| m.copy.all_threads_gbytes_per_s)
+        .filter(|c| c.is_finite() && *c > 0.0)
+}
+
+/// A run's figures as its sizes are recorded: the times the crossover needs and each
+/// algorithm's busbw curve.
+pub(super) struct Tally {
+    pub backend: Backend,
+    /// Devices (or ranks) taking part.
+    pub devices: usize,
+    pub copy: Option<f64>,
+    times: Vec<SizeTimes>,
+    curves: Vec<(Algorithm, Vec<serde_json::Value>)>,
+}
+
+impl Tally {
+    pub fn new(backend: Backend, devices: usize, copy: Option<f64>) -> Tally {
+        Tally {
+            backend,
+            devices,
+            copy,
+            times: Vec::new(),
+            curves: Algorithm::of(backend)
+                .iter()
+                .map(|&a| (a, Vec::new()))
+                .collect(),
         }
     }
-    format!("{bytes}B")
+
+    /// Record one size, whose variants `run` holds already: each algorithm's bandwidths and
+    /// `wrong` count, and the check that every device's result equals the float64 sum.
+    pub fn size(&mut self, run: &mut RunRecord, bytes: u64, checked: &[(Algorithm, Checked)]) {
+        let k = self.devices;
+        for (a, c) in checked {
+            let stem = a.key(bytes);
+            let median = Estimate::of(run, &a.variant(bytes)).median;
+            let algbw = algbw_gbytes_per_s(bytes, median);
+            let busbw = busbw_gbytes_per_s(algbw, k);
+            run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
+            run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
+            if let Some(copy) = self.copy {
+                run.derive_as(
+                    &format!("{stem}_busbw_of_copy"),
+                    busbw / copy,
+                    BUSBW_OF_COPY,
+                );
+            }
+            run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
+            if let Some((_, curve)) = self.curves.iter_mut().find(|(b, _)| b == a) {
+                curve.push(serde_json::json!([bytes, busbw]));
+            }
+        }
+        let whose = match self.backend {
+            Backend::Engine => "device",
+            Backend::Mpi => "rank",
+        };
+        run.check(
+            &format!(
+                "every {whose}'s result equals the float64 sum ({})",
+                size_label(bytes)
+            ),
+            checked.iter().all(|(_, c)| c.passed()),
+            checked
+                .iter()
+                .map(|(a, c)| {
+                    format!(
+                        "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
+                         magnitude",
+                        a.name(),
+                        c.wrong,
+                        c.checked,
+                        c.max_error
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        self.times.push(SizeTimes {
+            bytes,
+            ring: Estimate::of(run, &Algorithm::Ring.variant(bytes)),
+            parameter_server: Estimate::of(run, &Algorithm::ParameterServer.variant(bytes)),
+        });
+    }
+
+    /// The curves, the crossover, the notes, the explanation and the lesson's verdict.
+    pub fn finish(self, run: &mut RunRecord) {
+        let k = self.devices;
+        for (a, points) in self.curves {
+            run.derive_detail_series(
+                &format!("{}_busbw_curve", a.name().replace('-', "_")),
+                serde_json::Value::Array(points),
+            );
+        }
+        if let Some(bytes) = ring_faster_from(&self.times) {
+            run.derive_as(
+                "crossover_bytes",
+                bytes as f64,
+                Figure::new(Unit::Bytes, Better::Neither),
+            );
+        }
+        if self.copy.is_none() {
+            run.notes.push(
+                "the machine's copy bandwidth was not measured (a debug build measures \
+                 nothing): no busbw_of_copy figures"
+                    .into(),
+            );
+        }
+        if k == 1 {
+            run.notes.push(format!(
+                "one {} moves nothing: busbw is 0 by nccl-tests' definition, and each \
+                 algorithm is a copy",
+                match self.backend {
+                    Backend::Engine => "device",
+                    Backend::Mpi => "rank",
+                }
+            ));
+        }
+        let largest = self.times.last().and_then(|t| {
+            let busbw = busbw_gbytes_per_s(algbw_gbytes_per_s(t.bytes, t.ring.median), k);
+            Some((busbw, self.copy?))
+        });
+        explain(&self.times, k, self.backend, largest.filter(|_| k > 1)).record(run);
+        conclude(run, &self.times, k);
+    }
 }
 
 #[cfg(test)]
@@ -135,15 +277,6 @@ mod tests {
         assert_ne!(input(0, 7), input(1, 7));
         let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
         assert!(mean.abs() < 0.05, "{mean}");
-    }
-
-    #[test]
-    fn labels_name_whole_units() {
-        let labels: Vec<String> = [8, 1024, 1536, 4 << 20, 1 << 30, 3 << 30]
-            .iter()
-            .map(|&b| size_label(b))
-            .collect();
-        assert_eq!(labels, ["8B", "1KiB", "1536B", "4MiB", "1GiB", "3GiB"]);
     }
 
     /// A reduction that is right passes; one that loses a term, or that a planted error

@@ -24,16 +24,13 @@
 
 mod engine;
 mod explain;
-pub mod measure;
+mod measure;
 #[cfg(feature = "mpi")]
 mod ranks;
-mod record;
 
 use std::time::Duration;
 
 use self::explain::LESSON;
-pub use self::explain::{explain, ring_faster_from, SizeTimes};
-use self::measure::size_label;
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::kit::check_bytes;
 use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
@@ -104,6 +101,17 @@ impl Algorithm {
     fn key(self, bytes: u64) -> String {
         format!("{}_{}", self.name().replace('-', "_"), size_label(bytes))
     }
+}
+
+/// A size as the report names it: `8B`, `1KiB`, `4MiB`, `1GiB`, or bytes where it is not a
+/// whole number of the unit.
+fn size_label(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
 }
 
 /// The validated parameters of a run.
@@ -207,6 +215,15 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Params::parse("allreduce", PARAMS, &given)
+    }
+
+    #[test]
+    fn labels_name_whole_units() {
+        let labels: Vec<String> = [8, 1024, 1536, 4 << 20, 1 << 30, 3 << 30]
+            .iter()
+            .map(|&b| size_label(b))
+            .collect();
+        assert_eq!(labels, ["8B", "1KiB", "1536B", "4MiB", "1GiB", "3GiB"]);
     }
 
     #[test]

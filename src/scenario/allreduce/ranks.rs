@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::explain::library_against_ring;
-use super::measure::{check_seeded, input, size_label, Checked};
-use super::record::{copy_bandwidth, Tally};
+use super::measure::{check_seeded, copy_bandwidth, input, Checked, Tally};
+use super::size_label;
 use super::{Algorithm, Allreduce, Config};
 use crate::device::record::{DeviceRecord, Kind};
 use crate::distributed::{self, Comm};

@@ -6,8 +6,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::chain::add_chain;
-use super::{Config, Timed};
+use super::{add_chain, Config, Timed};
 use crate::report::RunRecord;
 use crate::scenario::kit::{matmul_error, matmul_tolerance};
 use crate::scenario::ScenarioError;

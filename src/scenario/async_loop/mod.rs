@@ -25,35 +25,30 @@
 //! sync ≈ N(t1+t2+t3), async ≈ t1 + N·t2 + t3. An instrumented extra run measures the three
 //! from engine timestamps so the predictions can be set against the measured medians.
 //!
-//! One file a concern: the figures' declarations (`figures.rs`), the book's model
-//! (`model.rs`), the pitfall on the products (`pitfall.rs`), the dependent chain
-//! (`chain.rs`), the hand-offs (`handoff.rs`), async against the machine's limits
-//! (`machine.rs`), what the timed loops computed (`checks.rs`) and the lesson (`lesson.rs`).
+//! The spec and the figures' declarations here; the timed loops, the checks' run and the
+//! untimed extra runs in `measure.rs`; the book's model (`model.rs`); what the timed loops
+//! computed (`checks.rs`); the pitfall on the products, the dependent chain, the hand-offs,
+//! async against the machine's limits and the lesson in `explain.rs`.
 
-mod chain;
 mod checks;
-mod figures;
-mod handoff;
-mod lesson;
-mod machine;
+mod explain;
+mod measure;
 mod model;
-mod pitfall;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::gpu_clocks::Clocks;
-use super::kit::{check_bytes, check_matrices, chosen_device, ChosenDevice};
+use measure::Measured;
+
+use super::kit::{check_bytes, check_matrices};
 use super::variant::variants;
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
 use crate::device::memory::f32_bytes;
-use crate::device::{available_cores, DeviceRequest, Runtime};
-use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::RunRecord;
+use crate::harness::SamplerConfig;
+use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use crate::tensor::Tensor;
-use chain::add_chain;
 
 variants! {
     /// What `async` times.
@@ -108,8 +103,68 @@ fn per_op(run: &RunRecord, variant: Timed, n: u64) -> f64 {
     median_of(run, variant) / n as f64
 }
 
+/// `y = y + 1`, `n` times from `x`, pushed at once: each op reads the previous one's output.
+fn add_chain(x: &Tensor, n: u64) -> Tensor {
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = y.add_scalar(1.0);
+    }
+    y
+}
+
 /// The `async` scenario.
 pub struct AsyncLoop;
+
+// The derived figures `async` records, each declared once with its key in the report, its
+// unit and its direction. The engine's internals are detail (`FigureSpec::detail`): the
+// default table leaves them to `--verbose`, the JSON keeps them. The machine's own figures
+// (the cache line between cores, the channel hand-off, the driver's floor) are not here: they
+// are the process's limits, which `devices --probe` prints and the report's environment keeps.
+
+const fn seconds(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Seconds, better)
+}
+
+const fn ratio(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Ratio, better)
+}
+
+// The book's model and the loops it describes.
+const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::Higher);
+const SYNC_PER_OP_S: FigureSpec = seconds("sync_per_op_s", Better::Neither);
+const ASYNC_PER_OP_S: FigureSpec = seconds("async_per_op_s", Better::Neither);
+const PUSH_PER_OP_S: FigureSpec = seconds("push_per_op_s", Better::Neither);
+const T1_S: FigureSpec = seconds("t1_s", Better::Neither).detail();
+const T2_S: FigureSpec = seconds("t2_s", Better::Neither).detail();
+const T3_S: FigureSpec = seconds("t3_s", Better::Neither).detail();
+const PREDICTED_SYNC_S: FigureSpec = seconds("predicted_sync_s", Better::Neither).detail();
+const PREDICTED_ASYNC_S: FigureSpec = seconds("predicted_async_s", Better::Neither).detail();
+const MEASURED_OVER_PREDICTED_SYNC_RATIO: FigureSpec =
+    ratio("measured_over_predicted_sync_ratio", Better::Neither).detail();
+const MEASURED_OVER_PREDICTED_ASYNC_RATIO: FigureSpec =
+    ratio("measured_over_predicted_async_ratio", Better::Neither).detail();
+
+// The pitfall on the book's matrix products.
+const PRODUCTS_OVER_PUSH_ONLY_RATIO: FigureSpec =
+    ratio("products_over_push_only_ratio", Better::Neither);
+
+// The dependent chain.
+const CHAIN_PER_OP_S: FigureSpec = seconds("chain_per_op_s", Better::Neither);
+const CHAIN_OVER_ASYNC_RATIO: FigureSpec = ratio("chain_over_async_ratio", Better::Lower);
+
+// Hand-offs between two lanes.
+const HANDOFF_P50_S: FigureSpec = seconds("handoff_p50_s", Better::Lower).detail();
+const HANDOFF_P99_S: FigureSpec = seconds("handoff_p99_s", Better::Lower).detail();
+const PING_PONG_PER_OP_S: FigureSpec = seconds("ping_pong_per_op_s", Better::Lower).detail();
+
+// The GPU's own clock around each sample of the GPU variants (seconds per sample, as the
+// variant's median).
+#[cfg(feature = "cuda")]
+const SYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("sync_gpu_s");
+#[cfg(feature = "cuda")]
+const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gpu_s");
+#[cfg(feature = "cuda")]
+const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -180,8 +235,8 @@ static SPEC: super::Spec = super::Spec {
     name: "async",
     about: "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model",
     params: PARAMS,
-    lesson: lesson::LESSON,
-    book: lesson::BOOK,
+    lesson: explain::LESSON,
+    book: explain::BOOK,
     sampling: SamplerConfig {
             warmup: 3,
             min_samples: 15,
@@ -221,164 +276,32 @@ impl Scenario for AsyncLoop {
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
         let cfg = Config::of(params)?;
         let n = cfg.iterations;
-        let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
         // The machine's limits, measured once per process: before the devices' threads exist,
         // so the probes have the cores to themselves (the CLI has measured them already).
         let limits = crate::machine::limits();
-        let ChosenDevice {
-            request,
-            fallback_note: notes,
-        } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
-        // A single-thread CPU device beside it for the ping-pong chain, which alternates
-        // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
-        // second single-thread CPU device), so its traced repeat shows on the same engine.
-        let is_cpu = matches!(request, DeviceRequest::Cpu { .. });
-        let one = DeviceRequest::Cpu { threads: 1 };
-        let requests = if is_cpu {
-            vec![request, one]
-        } else {
-            vec![request, one, one]
-        };
-        let rt = Runtime::new(&ctx.runtime, &requests)?;
-        let (engine, device) = (&rt.engine, &rt.devices[0]);
-        let ping_pong_lanes = [
-            rt.devices[rt.devices.len() - 2].compute,
-            rt.devices[rt.devices.len() - 1].compute,
-        ];
-        let x = Tensor::ones(engine, device, &cfg.shape);
-        x.wait_to_read()?;
-        let m = Tensor::uniform(engine, device, &[cfg.product_size, cfg.product_size], 7);
-        m.wait_to_read()?;
-
-        // The GPU's clock around each sample of the GPU variants timed to completion.
-        #[cfg(feature = "cuda")]
-        let clocks = Clocks::open(
-            device,
-            &[
-                (Timed::Sync.name(), figures::SYNC_GPU_S),
-                (Timed::Async.name(), figures::ASYNC_GPU_S),
-                (Timed::Chain.name(), figures::CHAIN_GPU_S),
-            ],
-        );
-        #[cfg(not(feature = "cuda"))]
-        let clocks = Clocks::default();
-        let clocks = &clocks;
-        // The last output of every timed variant, checked after sampling: the timed work itself
-        // must have computed what it was asked to, not only the checks' own loops.
-        let last = checks::LastOutputs::default();
-        let push_products = || -> Result<Option<Tensor>, ScenarioError> {
-            let mut y = None;
-            for _ in 0..cfg.products {
-                y = Some(m.matmul(&m)?);
-            }
-            Ok(y)
-        };
-        // Time `push` from its first push to its last pushed op's completion; keep its output.
-        // On a GPU the GPU's clock starts before the first push and stops after the last op.
-        let waited = |v: Timed, push: &dyn Fn() -> Result<Option<Tensor>, ScenarioError>| {
-            let mut y = None;
-            engine.wait_all()?;
-            clocks.start(v.name());
-            let elapsed = synced(engine, || {
-                y = push()?;
-                let after: Vec<&crate::engine::Var> = y.iter().map(Tensor::var).collect();
-                clocks.stop_after(v.name(), engine, &after);
-                Ok::<_, ScenarioError>(())
-            })?;
-            clocks.read(v.name());
-            last.keep(v, y);
-            Ok(elapsed)
-        };
-        // Time `push` until its last op is pushed, then wait untimed: the pitfall.
-        let pushed_only = |v: Timed, push: &dyn Fn() -> Result<Option<Tensor>, ScenarioError>| {
-            engine.wait_all()?;
-            let t = Instant::now();
-            let y = push()?;
-            let pushed = t.elapsed();
-            engine.wait_all()?;
-            last.keep(v, y);
-            Ok(pushed)
-        };
-        let add_one = || -> Result<Option<Tensor>, ScenarioError> {
-            let mut y = None;
-            for _ in 0..n {
-                y = Some(x.add_scalar(1.0));
-            }
-            Ok(y)
-        };
-        let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
-        let (waited, pushed_only) = (&waited, &pushed_only);
-        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-            .iter()
-            .map(|&v| -> Variant<ScenarioError> {
-                match v {
-                    Timed::Sync => Variant::new(v.name(), move || {
-                        engine.wait_all()?;
-                        clocks.start(v.name());
-                        let t = Instant::now();
-                        let mut y = None;
-                        for _ in 0..n {
-                            let out = x.add_scalar(1.0);
-                            out.wait_to_read()?;
-                            y = Some(out);
-                        }
-                        let elapsed = t.elapsed();
-                        // The last op is done: the stop follows it on the idle stream.
-                        clocks.stop_now(v.name());
-                        clocks.read(v.name());
-                        last.keep(v, y);
-                        Ok(elapsed)
-                    }),
-                    Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
-                    Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
-                    Timed::Chain => {
-                        Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n)))))
-                    }
-                    Timed::PingPong => Variant::new(v.name(), move || {
-                        let mut counter = None;
-                        let elapsed = synced(engine, || {
-                            counter = Some(handoff::ping_pong(engine, ping_pong_lanes, n));
-                            Ok::<_, ScenarioError>(())
-                        })?;
-                        last.keep_counter(counter);
-                        Ok(elapsed)
-                    }),
-                    Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
-                    Timed::ProductsPushOnly => {
-                        Variant::new(v.name(), move || pushed_only(v, push_products))
-                    }
-                }
-            })
-            .collect();
-        let summaries = ctx.sample(self, engine, &mut variants)?;
-        drop(variants);
-
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        run.notes.extend(notes);
-        let labels: Vec<Option<String>> = Timed::ALL.iter().map(|v| v.label(&cfg)).collect();
-        run.add_variants(Timed::names(), summaries, labels);
-
-        last.check(&mut run, &cfg, x, &m)?;
-        clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
-
-        let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
-        model::derive(&mut run, engine.mode(), n, &phases);
-        let hops = handoff::handoffs(engine, ping_pong_lanes, n.min(MODEL_OPS))?;
-        handoff::derive_handoffs(&mut run, n, &hops);
-        chain::derive_chain(&mut run, device, n);
+        let Measured {
+            mut run,
+            mode,
+            phases,
+            hops,
+            gpu_order,
+            is_cpu,
+        } = measure::loops(self, params, ctx, &cfg)?;
+        model::derive(&mut run, mode, n, &phases);
+        explain::derive_handoffs(&mut run, n, &hops);
+        explain::derive_chain(&mut run, gpu_order, n);
         if is_cpu {
-            machine::derive_against_limits(&mut run, n, limits);
+            explain::derive_against_limits(&mut run, n, limits);
         }
-        pitfall::derive_pitfall(&mut run, cfg.products, cfg.product_size);
-        lesson::conclude(&mut run, n, cfg.products, cfg.product_size);
+        explain::derive_pitfall(&mut run, cfg.products, cfg.product_size);
+        explain::conclude(&mut run, n, cfg.products, cfg.product_size);
         Ok(run)
     }
 }
 
 #[cfg(all(test, feature = "cuda"))]
 mod gpu_tests {
-    use super::figures::*;
-    use super::Timed;
+    use super::*;
 
     #[test]
     fn gpu_figures_are_named_after_their_variants() {

@@ -3,8 +3,11 @@
 //! sync ≈ N(t1+t2+t3) and async ≈ t1 + N·t2 + t3. An instrumented extra run measures the
 //! three from engine timestamps, set against the measured medians.
 
-use super::figures::*;
-use super::Timed;
+use super::{
+    Timed, ASYNC_PER_OP_S, ASYNC_SPEEDUP, MEASURED_OVER_PREDICTED_ASYNC_RATIO,
+    MEASURED_OVER_PREDICTED_SYNC_RATIO, PREDICTED_ASYNC_S, PREDICTED_SYNC_S, PUSH_PER_OP_S,
+    SYNC_PER_OP_S, T1_S, T2_S, T3_S,
+};
 use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::report::evidence::{Estimate, Ratio, Side};

@@ -1,9 +1,12 @@
 //! What `deps`' figures show, each effect credited within its interval, and the op counts every
-//! sentence and label quotes.
+//! sentence and label quotes; the lesson of §8.3's exercise.
 
 use super::program::{Kind, Node};
 use crate::report::evidence::{Estimate, Ratio, Side};
-use crate::scenario::kit::Explained;
+use crate::report::finding::{Finding, Want};
+use crate::report::RunRecord;
+use crate::scenario::book;
+use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 use crate::units::{faster_or_slower, human_time};
 
 /// How many ops a run pushes, counted once from the program: every sentence and label quotes
@@ -234,6 +237,39 @@ pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: u
         Side::Unknown => format!("{lead}: not measured."),
     });
     out
+}
+
+/// The lesson of §8.3's exercise; the texts print no figures for it.
+pub(super) const LESSON: LessonSpec = LessonSpec {
+    source: book::MXNET_PARALLEL_EXERCISES,
+    claim: "a DAG pushed at once gives bit-identical results and finishes sooner than op by \
+            op: the bit-identical check passes and op-by-op / parallel is wholly above 1; \
+            asynchrony and parallelism each gain what their intervals show",
+};
+
+/// Decide the lesson from the check and the medians.
+pub(super) fn conclude(run: &mut RunRecord, f: &Schedules) {
+    let identical = run.checks.iter().all(|c| c.passed);
+    let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
+    let verdict = Verdict {
+        findings: vec![
+            Finding::checks("checks", identical),
+            Finding::criterion(
+                "op-by-op / parallel",
+                Ratio::of(f.op_by_op, f.parallel),
+                1.0,
+                Want::Above,
+            ),
+            Finding::observation("asynchrony_speedup", asynchrony, 1.0, Want::Above),
+            Finding::observation("parallelism_speedup", parallelism, 1.0, Want::Above),
+        ],
+        here: format!(
+            "asynchrony {:.2}×, parallelism {:.2}×",
+            asynchrony.value, parallelism.value
+        ),
+        book: None,
+    };
+    LESSON.conclude(run, &[], verdict);
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! `parallel`, pushed at once on the `k` streams (parallelism on top). The final values of
 //! both pushed-at-once schedules are read back and compared bit for bit with op by op's.
 
-use super::explain::{explain_gpu, OpCounts, Schedules};
+use super::explain::{conclude, explain_gpu, OpCounts, Schedules};
 use super::plan::{Plan, StepKind};
 use super::program::{input, product_affine, program, Node};
-use super::{conclude, Config, Deps, Timed, ASYNCHRONY_SPEEDUP, PARALLELISM_SPEEDUP};
+use super::{Config, Deps, Timed, ASYNCHRONY_SPEEDUP, PARALLELISM_SPEEDUP};
 use super::{PARALLEL_SPEEDUP, PROGRAM_OPS_WAITING};
 use crate::device::cuda::stream_lanes::{GpuMatrix, StreamRuntime};
 use crate::device::cuda::streams::{StreamError, StreamOp};

@@ -18,21 +18,19 @@
 //! once on one compute stream, then pushed at once on `--streams` streams (engine lanes),
 //! ordered by events where one reads or overwrites what another used (`plan.rs` says which).
 
-use std::cell::RefCell;
 use std::time::Duration;
 
 mod bound;
 mod explain;
 #[cfg(feature = "cuda")]
 mod gpu;
+mod measure;
 // Without the `cuda` feature the plan is only tested.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod plan;
 mod program;
 
-use bound::{parallel_sample, SampleBound};
-use explain::{explain, OpCounts, Schedules};
-use program::{execute, program, same_values, Node};
+use explain::{conclude, explain, LESSON};
 
 use super::kit::{self, check_matrices};
 use super::params::DEVICE_PARAM;
@@ -40,10 +38,7 @@ use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
-use crate::device::Runtime;
-use crate::harness::stats::median;
-use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::evidence::{Estimate, Ratio};
+use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -186,41 +181,6 @@ impl Config {
     }
 }
 
-/// The lesson of §8.3's exercise; the texts print no figures for it.
-const LESSON: super::LessonSpec = super::LessonSpec {
-    source: super::book::MXNET_PARALLEL_EXERCISES,
-    claim: "a DAG pushed at once gives bit-identical results and finishes sooner than op by \
-            op: the bit-identical check passes and op-by-op / parallel is wholly above 1; \
-            asynchrony and parallelism each gain what their intervals show",
-};
-
-/// Decide the lesson from the check and the medians.
-fn conclude(run: &mut RunRecord, f: &Schedules) {
-    use super::kit::Verdict;
-    use crate::report::finding::{Finding, Want};
-    let identical = run.checks.iter().all(|c| c.passed);
-    let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
-    let verdict = Verdict {
-        findings: vec![
-            Finding::checks("checks", identical),
-            Finding::criterion(
-                "op-by-op / parallel",
-                Ratio::of(f.op_by_op, f.parallel),
-                1.0,
-                Want::Above,
-            ),
-            Finding::observation("asynchrony_speedup", asynchrony, 1.0, Want::Above),
-            Finding::observation("parallelism_speedup", parallelism, 1.0, Want::Above),
-        ],
-        here: format!(
-            "asynchrony {:.2}×, parallelism {:.2}×",
-            asynchrony.value, parallelism.value
-        ),
-        book: None,
-    };
-    LESSON.conclude(run, &[], verdict);
-}
-
 /// What `deps` declares.
 static SPEC: super::Spec = super::Spec {
     name: "deps",
@@ -285,143 +245,15 @@ impl Scenario for Deps {
 }
 
 impl Deps {
-    /// The run on CPU devices: `--device cpu`, or `--device cuda --fallback` without a GPU.
+    /// The run on CPU devices, measured and explained: `--device cpu`, or `--device cuda
+    /// --fallback` without a GPU.
     fn run_cpu(
         &self,
         cfg: &Config,
         params: &Params,
         ctx: &RunContext,
     ) -> Result<RunRecord, ScenarioError> {
-        let &Config {
-            width,
-            depth,
-            size: n,
-            devices,
-            seed,
-            ..
-        } = cfg;
-        // Device 0 has every core the split devices share between them; one engine runs both,
-        // and only one configuration is busy at a time.
-        let split = ctx.cpu_split(devices);
-        let cores: usize = split.iter().sum();
-        let rt = Runtime::cpu(&ctx.runtime, &[vec![cores], split].concat())?;
-        let engine = &rt.engine;
-        let (whole, parts) = (&rt.devices[..1], &rt.devices[1..]);
-        let nodes = program(width, depth, devices, seed);
-        let on_whole: Vec<Node> = nodes.iter().map(|x| Node { device: 0, ..*x }).collect();
-        let inputs_on = |on: &[std::sync::Arc<crate::device::Device>]| {
-            program::inputs(engine, on, width, n, seed)
-        };
-        let (whole_inputs, part_inputs) = (inputs_on(whole), inputs_on(parts));
-        engine.wait_all()?;
-
-        let bounds: RefCell<Vec<SampleBound>> = RefCell::new(Vec::new());
-        let (nodes, on_whole, bounds) = (&nodes, &on_whole, &bounds);
-        let (whole_inputs, part_inputs) = (&whole_inputs, &part_inputs);
-        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-            .iter()
-            .map(|&v| -> Variant<ScenarioError> {
-                match v {
-                    Timed::OpByOp => Variant::new(v.name(), move || {
-                        synced(engine, || execute(on_whole, whole_inputs, whole, n, true))
-                    }),
-                    Timed::OneDevice => Variant::new(v.name(), move || {
-                        synced(engine, || execute(on_whole, whole_inputs, whole, n, false))
-                    }),
-                    Timed::Parallel => Variant::new(v.name(), move || {
-                        let (wall, bound) = parallel_sample(engine, nodes, part_inputs, parts, n)?;
-                        bounds.borrow_mut().extend(bound);
-                        Ok(wall)
-                    }),
-                }
-            })
-            .collect();
-        let summaries = ctx.sample(self, engine, &mut variants)?;
-        drop(variants);
-        let bounds = bounds.take();
-
-        let ops = OpCounts::of(nodes, width);
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        run.add_variants(
-            Timed::names(),
-            summaries,
-            Timed::ALL.iter().map(|&v| {
-                Some(match v {
-                    Timed::OpByOp => format!(
-                        "{}: each of the {} ops waited for before the next is pushed",
-                        whole[0].name,
-                        ops.total()
-                    ),
-                    Timed::OneDevice => format!("{}: {} pushed at once", whole[0].name, ops),
-                    Timed::Parallel => {
-                        let t = parts[0].threads;
-                        let threads = if t == 1 { "thread" } else { "threads" };
-                        format!("{devices} devices of {t} {threads}: {ops} pushed at once")
-                    }
-                })
-            }),
-        );
-
-        // Correctness: pushed at once gives exactly the op-by-op values on the same devices,
-        // twice each (a product's bits may depend on its device's threads, so each schedule is
-        // compared with op by op on its own devices).
-        let mut identical = true;
-        for (program, inputs, on) in [(on_whole, whole_inputs, whole), (nodes, part_inputs, parts)]
-        {
-            let reference = execute(program, inputs, on, n, true)?;
-            for _ in 0..2 {
-                identical &= same_values(&reference, &execute(program, inputs, on, n, false)?)?;
-            }
-        }
-        run.check(
-            "bit-identical to op-by-op execution",
-            identical,
-            format!(
-                "{width} slots compared element by element, two runs pushed at once on one device \
-                 and two on {devices}; in-place updates exercise write-after-read and \
-                 write-after-write order"
-            ),
-        );
-
-        let broken = bounds.iter().find_map(|b| b.order.clone().err());
-        let ratios: Vec<f64> = bounds.iter().map(SampleBound::ratio).collect();
-        let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        run.check(
-            "every parallel sample kept its dependencies and its lower bound",
-            !bounds.is_empty() && bounds.iter().all(SampleBound::holds),
-            match &broken {
-                Some(e) => e.to_string(),
-                None => format!(
-                    "{} traced samples; lowest time / bound {lowest:.3} (below 1 would mean a broken dependency)",
-                    bounds.len()
-                ),
-            },
-        );
-
-        let med = |f: fn(&SampleBound) -> f64| {
-            median(&bounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-        };
-        let f = Schedules {
-            op_by_op: Estimate::of(&run, Timed::OpByOp.name()),
-            one_device: Estimate::of(&run, Timed::OneDevice.name()),
-            parallel: Estimate::of(&run, Timed::Parallel.name()),
-            work: med(|b| b.work_s),
-            path: med(|b| b.path_s),
-            bound: med(|b| b.bound_s),
-            ratio: median(&ratios).unwrap_or(f64::NAN),
-            lowest,
-            ops,
-            devices,
-            cores,
-        };
-        run.record(ASYNCHRONY_SPEEDUP, f.asynchrony().value);
-        run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
-        run.record(PARALLEL_SPEEDUP, f.op_by_op.median / f.parallel.median);
-        run.record(WORK_S, f.work);
-        run.record(CRITICAL_PATH_S, f.path);
-        run.record(LOWER_BOUND_S, f.bound);
-        run.record(PARALLEL_OVER_BOUND_RATIO, f.ratio);
-        run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
+        let (mut run, f) = measure::run_cpu(self, cfg, params, ctx)?;
         explain(&f).record(&mut run);
         conclude(&mut run, &f);
         Ok(run)

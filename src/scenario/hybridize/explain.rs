@@ -3,7 +3,9 @@
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
-use crate::scenario::kit::Explained;
+use crate::report::RunRecord;
+use crate::scenario::book;
+use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 use crate::scenario::Warning;
 use crate::units::{faster_or_slower, human_time};
 
@@ -83,6 +85,28 @@ pub(super) fn explain(f: &Passes) -> Explained {
         ops_per_pass,
     });
     out
+}
+
+/// The lesson of §8.1; the texts print no figures for it.
+pub(super) const LESSON: LessonSpec = LessonSpec {
+    source: book::TF2_HYBRIDIZE,
+    claim: "a replayed graph beats op by op: imperative / hybridized wholly above 1",
+};
+
+/// Decide the lesson from the medians.
+pub(super) fn conclude(run: &mut RunRecord, f: &Passes) {
+    let r = f.speedup();
+    let verdict = Verdict {
+        findings: vec![f.replay_wins()],
+        here: format!(
+            "{} vs {} per pass, {:.2}×",
+            crate::units::human_time(f.imp.median / f.passes as f64),
+            crate::units::human_time(f.hyb.median / f.passes as f64),
+            r.value
+        ),
+        book: None,
+    };
+    LESSON.conclude(run, &[], verdict);
 }
 
 #[cfg(test)]

@@ -13,26 +13,20 @@
 mod explain;
 #[cfg(feature = "cuda")]
 mod gpu_clock;
+mod measure;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ndarray::{Array2, Axis, Ix2};
+use explain::{conclude, explain, LESSON};
+use measure::Measured;
 
-use explain::{explain, Passes};
-
-use super::gpu_clocks::Clocks;
-use super::kit::{check_elements, chosen_device, matmul_tolerance, ChosenDevice};
+use super::kit::check_elements;
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
-use crate::device::{available_cores, cpu, Runtime};
-use crate::engine::Var;
-use crate::harness::{synced, SamplerConfig, Variant};
-use crate::report::evidence::Estimate;
+use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
-use crate::tensor::Tensor;
 
 /// The derived figures this scenario records, each with its unit and direction.
 const HYBRIDIZE_SPEEDUP: FigureSpec =
@@ -111,52 +105,6 @@ impl Config {
     }
 }
 
-/// One layer's kernels on host arrays: exactly what the imperative ops run, in the same order.
-fn layer(h: &Array2<f32>, w: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
-    let z = cpu::matmul(h.view(), w.view());
-    let z = &z + &b.row(0).insert_axis(Axis(0));
-    z.mapv(|v| v.max(0.0))
-}
-
-/// The captured graph: the parameters, fixed at capture, replayed as one op.
-struct Graph {
-    /// (W, b) per layer.
-    weights: Vec<(Array2<f32>, Array2<f32>)>,
-}
-
-impl Graph {
-    fn forward(&self, x: &Array2<f32>) -> Array2<f32> {
-        let mut h = x.clone();
-        for (w, b) in &self.weights {
-            h = layer(&h, w, b);
-        }
-        h
-    }
-}
-
-/// The lesson of §8.1; the texts print no figures for it.
-const LESSON: super::LessonSpec = super::LessonSpec {
-    source: super::book::TF2_HYBRIDIZE,
-    claim: "a replayed graph beats op by op: imperative / hybridized wholly above 1",
-};
-
-/// Decide the lesson from the medians.
-fn conclude(run: &mut RunRecord, f: &Passes) {
-    use super::kit::Verdict;
-    let r = f.speedup();
-    let verdict = Verdict {
-        findings: vec![f.replay_wins()],
-        here: format!(
-            "{} vs {} per pass, {:.2}×",
-            crate::units::human_time(f.imp.median / f.passes as f64),
-            crate::units::human_time(f.hyb.median / f.passes as f64),
-            r.value
-        ),
-        book: None,
-    };
-    LESSON.conclude(run, &[], verdict);
-}
-
 /// What `hybridize` declares.
 static SPEC: super::Spec = super::Spec {
     name: "hybridize",
@@ -205,262 +153,26 @@ impl Scenario for Hybridize {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let Config {
-            layers,
-            width,
-            batch,
+        let Measured {
+            mut run,
             passes,
-            device: choice,
-        } = Config::of(params)?;
-        let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-        let ChosenDevice {
-            request,
-            fallback_note: notes,
-        } = chosen_device(choice, threads, ctx.gpu_fallback)?;
-        let rt = Runtime::new(&ctx.runtime, &[request])?;
-        let (engine, device) = (&rt.engine, &rt.devices[0]);
-
-        let host = |shape: [usize; 2], seed: u64| -> Result<Array2<f32>, ScenarioError> {
-            cpu::uniform(&shape, seed)
-                .mapv(|v| v - 0.5)
-                .into_dimensionality::<Ix2>()
-                .map_err(|e| ScenarioError::Input(e.to_string()))
-        };
-        let x_host = host([batch, width], 1)?;
-        let mut weights_host = Vec::new();
-        for l in 0..layers {
-            weights_host.push((
-                host([width, width], 10 + l as u64)?,
-                host([1, width], 100 + l as u64)?,
-            ));
-        }
-        // Imperative: tensors on the device, one engine op per kernel.
-        let x = Tensor::from_host(engine, device, x_host.clone().into_dyn());
-        let tensors: Vec<(Tensor, Tensor)> = weights_host
-            .iter()
-            .map(|(w, b)| {
-                (
-                    Tensor::from_host(engine, device, w.clone().into_dyn()),
-                    Tensor::from_host(engine, device, b.clone().into_dyn()),
-                )
-            })
-            .collect();
-        let imperative = || -> Result<Tensor, ScenarioError> {
-            let mut h = x.clone();
-            for (w, b) in &tensors {
-                h = h.matmul(w)?.add_row(b)?.relu();
-            }
-            Ok(h)
-        };
-        // Hybridized: capture once, replay as a single op (on a GPU, a CUDA graph).
-        let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
-        let hybrid = || replay.run();
-
-        // On a GPU, the GPU's clock around each sample, beside the host's.
-        #[cfg(feature = "cuda")]
-        let clocks = Clocks::open(device, &gpu_clock::timed());
-        #[cfg(not(feature = "cuda"))]
-        let clocks = Clocks::default();
-        let clocks = &clocks;
-        let (imperative, hybrid) = (&imperative, &hybrid);
-        let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-            .iter()
-            .map(|&v| -> Variant<ScenarioError> {
-                match v {
-                    Timed::Imperative => Variant::new(v.name(), move || {
-                        engine.wait_all()?;
-                        clocks.start(v.name());
-                        let elapsed = synced(engine, || {
-                            let mut outs = Vec::new();
-                            for _ in 0..passes {
-                                outs.push(imperative()?);
-                            }
-                            // The passes are independent: the stop follows every one's output.
-                            let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
-                            clocks.stop_after(v.name(), engine, &after);
-                            Ok::<_, ScenarioError>(outs)
-                        })?;
-                        clocks.read(v.name());
-                        Ok(elapsed)
-                    }),
-                    Timed::Hybridized => Variant::new(v.name(), move || {
-                        engine.wait_all()?;
-                        clocks.start(v.name());
-                        let elapsed = synced(engine, || {
-                            let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
-                            // Every replay writes the graph's one output: the last follows all.
-                            let after: Vec<&Var> =
-                                outs.last().map(Tensor::var).into_iter().collect();
-                            clocks.stop_after(v.name(), engine, &after);
-                            Ok::<_, ScenarioError>(outs)
-                        })?;
-                        clocks.read(v.name());
-                        Ok(elapsed)
-                    }),
-                }
-            })
-            .collect();
-        let summaries = ctx.sample(self, engine, &mut variants)?;
-        drop(variants);
-
-        let ops_per_pass = 3 * layers;
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        run.notes.extend(notes);
-        let graph_op = if device.is_gpu() {
-            "replayed CUDA graph (one launch)"
-        } else {
-            "replayed graph op"
-        };
-        let label = |v: Timed| match v {
-            Timed::Imperative => {
-                format!("{passes} passes × {ops_per_pass} ops (product, bias, ReLU per layer)")
-            }
-            Timed::Hybridized => format!("{passes} passes × 1 {graph_op}"),
-        };
-        run.add_variants(
-            Timed::names(),
-            summaries,
-            Timed::ALL.iter().map(|&v| Some(label(v))),
-        );
-        let replayed = hybrid().to_vec()?;
-        let identical = imperative()?.to_vec()? == replayed;
-        run.check(
-            "replay gives identical results",
-            identical,
-            format!("{batch}×{width} outputs of {layers} layers compared element by element"),
-        );
-        if device.is_gpu() {
-            // The GPU's kernels against the host's: close, not identical (cuBLAS rounds in
-            // another order than the CPU kernel).
-            let host = Graph {
-                weights: weights_host.clone(),
-            }
-            .forward(&x_host);
-            let gap = relative_gap(&replayed, host.iter().copied());
-            let tolerance = matmul_tolerance(width) * layers as f64;
-            run.check(
-                "matches the host forward pass",
-                gap <= tolerance,
-                format!(
-                    "max |GPU − host| / max |host| = {gap:.2e} over {batch}×{width} outputs (tolerance {tolerance:.1e})"
-                ),
-            );
-        }
-        let est = |v: Timed| Estimate::of(&run, v.name());
-        let f = Passes {
-            imp: est(Timed::Imperative),
-            hyb: est(Timed::Hybridized),
-            passes,
-            ops_per_pass,
-            gpu: device.is_gpu(),
-        };
-        run.record(HYBRIDIZE_SPEEDUP, f.speedup().value);
-        run.record(OPS_PER_PASS, ops_per_pass as f64);
-        run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
-        explain(&f).record(&mut run);
+            clocks,
+        } = measure::passes(self, params, ctx, Config::of(params)?)?;
+        explain(&passes).record(&mut run);
         let recorded = clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
         #[cfg(feature = "cuda")]
         if let Some(ratio) = gpu_clock::hybridized_host_over_gpu(&recorded) {
             run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio);
         }
         let _ = recorded;
-        conclude(&mut run, &f);
+        conclude(&mut run, &passes);
         Ok(run)
-    }
-}
-
-/// max |got − want| / max |want| (at least 1e-30), infinite when any value is NaN or the
-/// lengths differ: a NaN must never pass as close.
-fn relative_gap(got: &[f32], want: impl ExactSizeIterator<Item = f32>) -> f64 {
-    if got.len() != want.len() {
-        return f64::INFINITY;
-    }
-    let (mut diff, mut scale) = (0f64, 1e-30f64);
-    for (&g, w) in got.iter().zip(want) {
-        let d = (f64::from(g) - f64::from(w)).abs();
-        if d.is_nan() {
-            return f64::INFINITY;
-        }
-        diff = diff.max(d);
-        scale = scale.max(f64::from(w).abs());
-    }
-    diff / scale
-}
-
-/// The hybridized forward pass: a host graph replayed as one op, or a CUDA graph.
-enum Replay {
-    Host {
-        x: Tensor,
-        graph: Arc<Graph>,
-        shape: [usize; 2],
-    },
-    #[cfg(feature = "cuda")]
-    Cuda(crate::tensor::CapturedGraph),
-}
-
-impl Replay {
-    fn capture(
-        x: &Tensor,
-        tensors: &[(Tensor, Tensor)],
-        weights: &[(Array2<f32>, Array2<f32>)],
-        shape: [usize; 2],
-    ) -> Result<Replay, ScenarioError> {
-        #[cfg(feature = "cuda")]
-        if x.device().is_gpu() {
-            let _ = weights;
-            return Ok(Replay::Cuda(x.capture_dense_relu(tensors)?));
-        }
-        let _ = tensors;
-        Ok(Replay::Host {
-            x: x.clone(),
-            graph: Arc::new(Graph {
-                weights: weights.to_vec(),
-            }),
-            shape,
-        })
-    }
-
-    /// Push one replay; the output tensor.
-    fn run(&self) -> Tensor {
-        match self {
-            Replay::Host { x, graph, shape } => {
-                let g = graph.clone();
-                x.apply("hybridized forward", shape, move |input| {
-                    let input = input
-                        .view()
-                        .into_dimensionality::<Ix2>()
-                        .map(|v| v.to_owned());
-                    input.map(|i| g.forward(&i).into_dyn())
-                })
-            }
-            #[cfg(feature = "cuda")]
-            Replay::Cuda(graph) => graph.replay(),
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::RuntimeOptions;
-
-    /// The imperative path over tensors, as the scenario runs it.
-    fn imperative(
-        rt: &Runtime,
-        x: &Array2<f32>,
-        weights: &[(Array2<f32>, Array2<f32>)],
-    ) -> Vec<f32> {
-        let (e, d) = (&rt.engine, &rt.devices[0]);
-        let mut h = Tensor::from_host(e, d, x.clone().into_dyn());
-        for (w, b) in weights {
-            let (w, b) = (
-                Tensor::from_host(e, d, w.clone().into_dyn()),
-                Tensor::from_host(e, d, b.clone().into_dyn()),
-            );
-            h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
-        }
-        h.to_vec().unwrap()
-    }
 
     #[test]
     fn a_cpu_run_records_no_gpu_time() {
@@ -486,38 +198,5 @@ mod tests {
             run.derived.keys().collect::<Vec<_>>()
         );
         assert!(!run.explanation.join(" ").contains("GPU's clock"));
-    }
-
-    #[test]
-    fn the_relative_gap_sees_errors_nan_and_length() {
-        assert_eq!(relative_gap(&[1.0, -2.0], [1.0, -2.0].into_iter()), 0.0);
-        assert!((relative_gap(&[1.0, -2.1], [1.0, -2.0].into_iter()) - 0.05).abs() < 1e-6);
-        assert_eq!(
-            relative_gap(&[f32::NAN, 1.0], [1.0, 1.0].into_iter()),
-            f64::INFINITY
-        );
-        assert_eq!(relative_gap(&[1.0], [1.0, 1.0].into_iter()), f64::INFINITY);
-    }
-
-    #[test]
-    fn replay_matches_imperative_and_the_check_can_fail() {
-        let rt = Runtime::cpu(&RuntimeOptions::default(), &[1]).unwrap();
-        let m = |r, c, seed| {
-            cpu::uniform(&[r, c], seed)
-                .mapv(|v| v - 0.5)
-                .into_dimensionality::<Ix2>()
-                .unwrap()
-        };
-        let x = m(3, 6, 1);
-        let weights = vec![(m(6, 6, 2), m(1, 6, 3)), (m(6, 6, 4), m(1, 6, 5))];
-        let graph = Graph {
-            weights: weights.clone(),
-        };
-        let replayed: Vec<f32> = graph.forward(&x).iter().copied().collect();
-        assert_eq!(replayed, imperative(&rt, &x, &weights));
-        // A reference with one weight changed differs.
-        let mut wrong = weights;
-        wrong[1].1[[0, 2]] += 1.0;
-        assert_ne!(replayed, imperative(&rt, &x, &wrong));
     }
 }

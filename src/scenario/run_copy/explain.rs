@@ -1,9 +1,13 @@
 //! What `run-copy`'s figures show, and the figures outside their physical range, each judged
 //! within the interval its medians' intervals allow.
+//!
+//! The lesson of §8.3.2 and the book's figures for it.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
-use crate::scenario::kit::Explained;
+use crate::report::{BookFigure, RunRecord};
+use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
+use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 use crate::scenario::Warning;
 use crate::units::human_time;
 
@@ -138,6 +142,63 @@ pub(super) fn explain(f: &CopyOverlap) -> Explained {
     );
     out.limit(own_lane, || Warning::BelowOwnBusyLane { ratio });
     out
+}
+
+/// The lesson of §8.3.2: the copy of y[i] runs while y[i+1] is computed.
+pub(super) const LESSON: LessonSpec = LessonSpec {
+    source: TF2_RUN_COPY,
+    claim: "copies overlap compute: run-then-copy / overlapped wholly above 1",
+};
+
+const GPU_RUN: BookFigure = BookFigure::seconds(
+    "GPU run: 10 products of 6000², not synchronized",
+    0.0047,
+    TF2_RUN_COPY,
+    A_GPU,
+)
+.products(10, 6000);
+const COPY: BookFigure = BookFigure::seconds(
+    "then copy the 10 results to the CPU",
+    0.0007,
+    TF2_RUN_COPY,
+    A_GPU,
+);
+const RUN_AND_COPY: BookFigure =
+    BookFigure::seconds("run and copy in parallel", 0.0024, TF2_RUN_COPY, A_GPU);
+
+pub(super) const BOOK: &[BookFigure] = &[GPU_RUN, COPY, RUN_AND_COPY];
+
+/// Decide the lesson from the medians and record it with the book's figures.
+pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: usize) {
+    // The book's run and copy together below its run alone: neither clock waited.
+    let neither_waited = RUN_AND_COPY.value < GPU_RUN.value;
+    let verdict = Verdict {
+        findings: vec![f.copies_overlap()],
+        here: format!(
+            "run {}, copy {}, overlapped {}",
+            human_time(f.run.median),
+            human_time(f.copy.median),
+            human_time(f.overlapped.median)
+        ),
+        book: Some(format!(
+            "{}: run {}, copy {}, run and copy {}{} (a GPU, 6000²; here {}, {size}²)",
+            TF2_RUN_COPY.cite(),
+            GPU_RUN.printed(),
+            COPY.printed(),
+            RUN_AND_COPY.printed(),
+            if neither_waited {
+                ", less than its run alone: its clocks did not wait"
+            } else {
+                ""
+            },
+            if gpu {
+                "the GPU"
+            } else {
+                "a CPU device standing in"
+            },
+        )),
+    };
+    LESSON.conclude(run, BOOK, verdict);
 }
 
 #[cfg(test)]

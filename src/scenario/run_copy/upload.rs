@@ -6,7 +6,8 @@
 
 use ndarray::ArrayD;
 
-use super::{copy_error, Config, COPY_GBYTES_PER_S};
+use super::measure::{accelerator_for, copy_error};
+use super::{Config, COPY_GBYTES_PER_S};
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
@@ -141,7 +142,7 @@ pub(super) fn run(
         direction,
         host_memory,
     } = *cfg;
-    let acc = super::accelerator_for(ctx);
+    let acc = accelerator_for(ctx);
     let rt = Runtime::new(&host_ordered(&ctx.runtime), &[acc.request])?;
     let (engine, device) = (&rt.engine, &rt.devices[0]);
     let host = device.host_device(device);

@@ -1,0 +1,237 @@
+//! The timed loops of `async`: the devices (and the two single-thread CPU lanes of the
+//! ping-pong chain), every variant timed on the host's clock and, on a GPU, the GPU's; the
+//! checks of what the timed work computed; and the untimed extra runs the explanation reads:
+//! the instrumented run of the book's model and the traced ping-pong chain's hand-offs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::checks::LastOutputs;
+use super::model::{self, Phases};
+use super::{add_chain, AsyncLoop, Config, Timed, MODEL_OPS};
+#[cfg(feature = "cuda")]
+use super::{ASYNC_GPU_S, CHAIN_GPU_S, SYNC_GPU_S};
+use crate::device::{available_cores, DeviceRequest, GpuOrder, Runtime};
+use crate::engine::{Engine, LaneId, Mode, OpError, Var};
+use crate::harness::{synced, Variant};
+use crate::report::RunRecord;
+use crate::scenario::gpu_clocks::Clocks;
+use crate::scenario::kit::{chosen_device, ChosenDevice};
+use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
+use crate::tensor::Tensor;
+
+/// A measured run, and what its explanation reads.
+pub(super) struct Measured {
+    pub run: RunRecord,
+    /// The engine's mode, for the book's model.
+    pub mode: Mode,
+    /// The phases t1, t2, t3 of the instrumented run.
+    pub phases: Phases,
+    /// Each hop's latency in the traced ping-pong chain, sorted.
+    pub hops: Vec<f64>,
+    /// The device's GPU order; `None` on a CPU device.
+    pub gpu_order: Option<GpuOrder>,
+    /// Whether the device is a CPU device.
+    pub is_cpu: bool,
+}
+
+/// Time every variant, check what the timed work computed, and run the model's and the
+/// hand-offs' untimed extra runs.
+pub(super) fn loops(
+    scenario: &AsyncLoop,
+    params: &Params,
+    ctx: &RunContext,
+    cfg: &Config,
+) -> Result<Measured, ScenarioError> {
+    let n = cfg.iterations;
+    let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
+    let ChosenDevice {
+        request,
+        fallback_note: notes,
+    } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
+    // A single-thread CPU device beside it for the ping-pong chain, which alternates
+    // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
+    // second single-thread CPU device), so its traced repeat shows on the same engine.
+    let is_cpu = matches!(request, DeviceRequest::Cpu { .. });
+    let one = DeviceRequest::Cpu { threads: 1 };
+    let requests = if is_cpu {
+        vec![request, one]
+    } else {
+        vec![request, one, one]
+    };
+    let rt = Runtime::new(&ctx.runtime, &requests)?;
+    let (engine, device) = (&rt.engine, &rt.devices[0]);
+    let ping_pong_lanes = [
+        rt.devices[rt.devices.len() - 2].compute,
+        rt.devices[rt.devices.len() - 1].compute,
+    ];
+    let x = Tensor::ones(engine, device, &cfg.shape);
+    x.wait_to_read()?;
+    let m = Tensor::uniform(engine, device, &[cfg.product_size, cfg.product_size], 7);
+    m.wait_to_read()?;
+
+    // The GPU's clock around each sample of the GPU variants timed to completion.
+    #[cfg(feature = "cuda")]
+    let clocks = Clocks::open(
+        device,
+        &[
+            (Timed::Sync.name(), SYNC_GPU_S),
+            (Timed::Async.name(), ASYNC_GPU_S),
+            (Timed::Chain.name(), CHAIN_GPU_S),
+        ],
+    );
+    #[cfg(not(feature = "cuda"))]
+    let clocks = Clocks::default();
+    let clocks = &clocks;
+    // The last output of every timed variant, checked after sampling: the timed work itself
+    // must have computed what it was asked to, not only the checks' own loops.
+    let last = LastOutputs::default();
+    let push_products = || -> Result<Option<Tensor>, ScenarioError> {
+        let mut y = None;
+        for _ in 0..cfg.products {
+            y = Some(m.matmul(&m)?);
+        }
+        Ok(y)
+    };
+    // Time `push` from its first push to its last pushed op's completion; keep its output.
+    // On a GPU the GPU's clock starts before the first push and stops after the last op.
+    let waited = |v: Timed, push: &dyn Fn() -> Result<Option<Tensor>, ScenarioError>| {
+        let mut y = None;
+        engine.wait_all()?;
+        clocks.start(v.name());
+        let elapsed = synced(engine, || {
+            y = push()?;
+            let after: Vec<&crate::engine::Var> = y.iter().map(Tensor::var).collect();
+            clocks.stop_after(v.name(), engine, &after);
+            Ok::<_, ScenarioError>(())
+        })?;
+        clocks.read(v.name());
+        last.keep(v, y);
+        Ok(elapsed)
+    };
+    // Time `push` until its last op is pushed, then wait untimed: the pitfall.
+    let pushed_only = |v: Timed, push: &dyn Fn() -> Result<Option<Tensor>, ScenarioError>| {
+        engine.wait_all()?;
+        let t = Instant::now();
+        let y = push()?;
+        let pushed = t.elapsed();
+        engine.wait_all()?;
+        last.keep(v, y);
+        Ok(pushed)
+    };
+    let add_one = || -> Result<Option<Tensor>, ScenarioError> {
+        let mut y = None;
+        for _ in 0..n {
+            y = Some(x.add_scalar(1.0));
+        }
+        Ok(y)
+    };
+    let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
+    let (waited, pushed_only) = (&waited, &pushed_only);
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
+        .iter()
+        .map(|&v| -> Variant<ScenarioError> {
+            match v {
+                Timed::Sync => Variant::new(v.name(), move || {
+                    engine.wait_all()?;
+                    clocks.start(v.name());
+                    let t = Instant::now();
+                    let mut y = None;
+                    for _ in 0..n {
+                        let out = x.add_scalar(1.0);
+                        out.wait_to_read()?;
+                        y = Some(out);
+                    }
+                    let elapsed = t.elapsed();
+                    // The last op is done: the stop follows it on the idle stream.
+                    clocks.stop_now(v.name());
+                    clocks.read(v.name());
+                    last.keep(v, y);
+                    Ok(elapsed)
+                }),
+                Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
+                Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
+                Timed::Chain => {
+                    Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n)))))
+                }
+                Timed::PingPong => Variant::new(v.name(), move || {
+                    let mut counter = None;
+                    let elapsed = synced(engine, || {
+                        counter = Some(ping_pong(engine, ping_pong_lanes, n));
+                        Ok::<_, ScenarioError>(())
+                    })?;
+                    last.keep_counter(counter);
+                    Ok(elapsed)
+                }),
+                Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
+                Timed::ProductsPushOnly => {
+                    Variant::new(v.name(), move || pushed_only(v, push_products))
+                }
+            }
+        })
+        .collect();
+    let summaries = ctx.sample(scenario, engine, &mut variants)?;
+    drop(variants);
+
+    let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
+    run.notes.extend(notes);
+    let labels: Vec<Option<String>> = Timed::ALL.iter().map(|v| v.label(cfg)).collect();
+    run.add_variants(Timed::names(), summaries, labels);
+
+    last.check(&mut run, cfg, x, &m)?;
+    clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
+
+    let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
+    let hops = handoffs(engine, ping_pong_lanes, n.min(MODEL_OPS))?;
+    Ok(Measured {
+        run,
+        mode: engine.mode(),
+        phases,
+        hops,
+        gpu_order: device.gpu_order(),
+        is_cpu,
+    })
+}
+
+/// The name of every op of the chain: the traced repeat keeps only these.
+const PING_PONG_OP: &str = "ping-pong";
+
+/// Push `n` ops that alternate between two lanes, each writing the same var (so each
+/// waits for the one before, on the other lane), each checking it runs in its turn; returns
+/// the counter they advance.
+fn ping_pong(engine: &Engine, lanes: [LaneId; 2], n: u64) -> Arc<AtomicU64> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let turn = Var::new();
+    for i in 0..n {
+        let c = counter.clone();
+        let lane = lanes[(i % 2) as usize];
+        engine.push(PING_PONG_OP, lane, &[], &[&turn], move || {
+            match c.compare_exchange(i, i + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => Ok(()),
+                Err(seen) => Err(OpError::msg(format!(
+                    "op {i} of the ping-pong chain ran when {seen} ops had run, not {i}"
+                ))),
+            }
+        });
+    }
+    counter
+}
+
+/// Each hop's latency in a traced ping-pong chain of `ops` ops: from one op's end on one lane
+/// to the next op's start on the other, in seconds, sorted.
+fn handoffs(engine: &Engine, lanes: [LaneId; 2], ops: u64) -> Result<Vec<f64>, ScenarioError> {
+    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
+        ping_pong(engine, lanes, ops);
+        engine.wait_all()?;
+        Ok(())
+    })?;
+    let mut records = records.unwrap_or_default();
+    records.retain(|r| r.name == PING_PONG_OP);
+    let mut hops: Vec<f64> = records
+        .windows(2)
+        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
+        .collect();
+    hops.sort_by(f64::total_cmp);
+    Ok(hops)
+}

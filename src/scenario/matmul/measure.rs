@@ -1,0 +1,117 @@
+//! The timed products of `matmul`: the device, its inputs, `--ops` products pushed with one
+//! wait, the figures of their median, and the check against a float64 reference.
+
+use super::{Config, Matmul, Timed, GFLOPS, GFLOPS_PER_THREAD, THREADS};
+use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
+use crate::device::Runtime;
+use crate::harness::{synced, Variant};
+use crate::report::RunRecord;
+use crate::scenario::kit::{
+    check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance, ChosenDevice,
+};
+use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
+use crate::tensor::Tensor;
+
+/// A measured run, and what its explanation reads.
+pub(super) struct Measured {
+    pub run: RunRecord,
+    /// The device, described.
+    pub device: String,
+    /// Median seconds of `ops` products.
+    pub median: f64,
+    /// GFLOP/s of that median.
+    pub rate: f64,
+    pub ops: u64,
+    pub dims: (usize, usize, usize),
+    /// The CPU device's threads; `None` on a GPU.
+    pub cpu_threads: Option<usize>,
+}
+
+/// Run `--ops` products on the chosen device, record their figures and check one product.
+pub(super) fn products(
+    scenario: &Matmul,
+    params: &Params,
+    ctx: &RunContext,
+    cfg: &Config,
+) -> Result<Measured, ScenarioError> {
+    let ((m, k, n), ops) = (cfg.dims, cfg.ops);
+    let threads = cfg.threads(ctx);
+    let ChosenDevice {
+        request,
+        fallback_note: notes,
+    } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
+    let rt = Runtime::new(&ctx.runtime, &[request])?;
+    let (engine, device) = (&rt.engine, &rt.devices[0]);
+    if let Some(free) = device.free_memory() {
+        check_matrices(
+            "matmul on the GPU",
+            m.max(k).max(n) as u64,
+            2 + ops,
+            Some(free),
+        )?;
+    }
+    let a = Tensor::uniform(engine, device, &[m, k], 1);
+    let b = Tensor::uniform(engine, device, &[k, n], 2);
+    engine.wait_all()?;
+
+    let mut variants = vec![Variant::new(Timed::Matmul.name(), || {
+        synced(engine, || {
+            let ys: Result<Vec<Tensor>, _> = (0..ops).map(|_| a.matmul(&b)).collect();
+            Ok::<_, ScenarioError>(ys?)
+        })
+    })];
+    let summaries = ctx.sample(scenario, engine, &mut variants)?;
+    drop(variants);
+
+    let mut run = RunRecord::new(
+        scenario.name(),
+        scenario.resolved_params(params, ctx),
+        rt.describe_devices(),
+    );
+    run.notes.extend(notes);
+    if !device.is_gpu() {
+        let choice = matmul_kernel_choice();
+        let used = kernel_for(choice.kernel, m, n, k);
+        let note = match choice.kernel {
+            MatmulKernel::Avx2 if used == MatmulKernel::Gemm => format!(
+                "CPU products ran on the gemm kernel: the avx2 kernel ({}) runs products of \
+                 {} multiply-adds or more",
+                choice.why,
+                crate::units::grouped(AVX2_MIN_MULTIPLY_ADDS as u64)
+            ),
+            _ => format!(
+                "CPU products ran on the {} kernel ({})",
+                used.as_str(),
+                choice.why
+            ),
+        };
+        run.notes.push(note);
+    }
+    let label = format!("{ops} × ({m}×{k} · {k}×{n}) on {}", device.describe());
+    run.add_variants(Timed::names(), summaries, [Some(label)]);
+    let median = run.median(Timed::Matmul.name()).unwrap_or(f64::NAN);
+    let rate = gflops(ops, (m, k, n), median);
+    run.record(GFLOPS, rate);
+    if !device.is_gpu() {
+        run.record(GFLOPS_PER_THREAD, rate / device.threads as f64);
+    }
+    run.record(THREADS, device.threads as f64);
+
+    let c = a.matmul(&b)?;
+    let err = matmul_error(&a.to_vec()?, &b.to_vec()?, &c.to_vec()?, (m, k, n), 32);
+    let tol = matmul_tolerance(k);
+    run.check(
+        "matches float64 reference",
+        err <= tol,
+        format!("32 entries, max relative error {err:.2e} (tolerance {tol:.1e})"),
+    );
+    Ok(Measured {
+        run,
+        device: device.describe(),
+        median,
+        rate,
+        ops,
+        dims: (m, k, n),
+        cpu_threads: (!device.is_gpu()).then_some(device.threads),
+    })
+}
