@@ -559,7 +559,7 @@ pub(super) fn run(
 
     // The check: a short run of each variant against host SGD over as many steps.
     let check_steps = steps.min(CHECK_STEPS);
-    let host = host_sgd(&shape, &setup.data, &setup.initial, check_steps);
+    let (host, _) = host_sgd(&shape, &setup.data, &setup.initial, check_steps);
     gpu(trainer.train_eager(check_steps))?;
     let eager = gpu(trainer.parameters())?;
     gpu(trainer.train_graph(check_steps))?;
@@ -718,7 +718,7 @@ mod tests {
     //! On a GPU only (`#[ignore = "needs a GPU"]`, run by scripts/gpu-check.sh): each kernel
     //! against its host reference on random inputs, then the training step against host SGD.
     //! Anywhere: what a missing NCCL gives, and the order a trainer's fields drop in.
-    use super::super::gpu_step::{self as reference, counter_slot, random};
+    use super::super::host_step::{self as reference, counter_slot};
     use super::*;
     use crate::device::GpuOrder;
 
@@ -753,6 +753,14 @@ mod tests {
             let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tolerance;
             assert!(same, "{i}: GPU {g} host {w}");
         }
+    }
+
+    /// Random values in `[lo, hi)` from `seed`, for the kernels' tests.
+    pub fn random(len: usize, seed: u64, (lo, hi): (f32, f32)) -> Vec<f32> {
+        crate::device::cpu::uniform(&[len], seed)
+            .iter()
+            .map(|u| lo + (hi - lo) * u)
+            .collect()
     }
 
     #[test]
@@ -957,7 +965,7 @@ mod tests {
         let (shape, data, initial) = small_run();
         let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
         t.capture().expect("the step captures");
-        let host = host_sgd(&shape, &data, &initial, 20);
+        let (host, _) = host_sgd(&shape, &data, &initial, 20);
         let eager_losses = t.train_eager(20).expect("eager");
         let eager = t.parameters().expect("read");
         let graph_losses = t.train_graph(20).expect("graph");
@@ -995,7 +1003,7 @@ mod tests {
         let devices = nccl_devices(&first, k).map_err(|e| format!("the GPUs open: {e}"))?;
         let t = NcclTrainer::new(devices, &shape, &data, &initial).map_err(nccl)?;
         assert_eq!(t.ranks(), k);
-        let host = host_sgd(&shape, &data, &initial, 20);
+        let (host, _) = host_sgd(&shape, &data, &initial, 20);
         let losses = t.train(20).expect("train");
         let ranks = t.parameters().expect("read");
         assert_eq!(ranks.len(), k);
@@ -1114,7 +1122,7 @@ mod tests {
         let t = GpuTrainer::new(device(), &shape, &data, &initial, planted).expect("trainer");
         t.train_eager(20).expect("eager");
         let (ok, rel) = agrees(
-            &host_sgd(&shape, &data, &initial, 20),
+            &host_sgd(&shape, &data, &initial, 20).0,
             &t.parameters().expect("read"),
         );
         assert!(!ok, "skipping the bias update passed the check ({rel:.2e})");

@@ -16,6 +16,8 @@ mod explain;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod gpu_step;
+#[cfg(test)]
+mod host_step;
 pub mod in_process;
 mod lesson;
 pub mod mlp;
