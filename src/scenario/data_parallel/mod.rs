@@ -16,6 +16,8 @@ mod explain;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod gpu_step;
+#[cfg(feature = "cuda")]
+pub mod gpu_trainer;
 #[cfg(test)]
 mod host_step;
 pub mod in_process;
@@ -23,6 +25,8 @@ mod lesson;
 pub mod mlp;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+#[cfg(feature = "cuda")]
+pub mod nccl;
 pub mod training;
 
 use std::sync::{Arc, Mutex};
