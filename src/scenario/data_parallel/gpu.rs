@@ -269,7 +269,7 @@ pub(super) fn run(
         .copied()
         .filter(|v| k > 1 || *v != Timed::NcclAllreduce)
         .collect();
-    super::lesson::conclude(&mut run, &weighed, k);
+    super::explain::conclude(&mut run, &weighed, k);
     Ok(run)
 }
 

@@ -11,7 +11,6 @@
 //! - `engine` backend ([`in_process`]): k CPU devices of one engine;
 //! - `mpi` backend (`mpi` module, cargo feature `mpi`): one rank per device, started by `mpirun`.
 
-mod conclude;
 mod explain;
 #[cfg(feature = "cuda")]
 pub mod gpu;
@@ -21,7 +20,6 @@ pub mod gpu_trainer;
 #[cfg(test)]
 mod host_step;
 pub mod in_process;
-mod lesson;
 pub mod mlp;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -32,8 +30,8 @@ pub mod training;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::conclude::{conclude, Communication};
 pub use self::explain::{explain, Figures, VariantFigures};
+use self::explain::{record_run, Communication};
 use self::in_process::{CollectiveLane, Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
 pub use self::training::{
@@ -438,7 +436,7 @@ impl DataParallel {
                 threads.iter().sum::<usize>()
             ));
         }
-        conclude(
+        record_run(
             &mut run,
             cfg,
             &setup,
@@ -492,7 +490,7 @@ static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
     params: PARAMS,
-    lesson: lesson::LESSON,
+    lesson: explain::LESSON,
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,
