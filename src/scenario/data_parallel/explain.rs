@@ -9,9 +9,8 @@
 
 use serde_json::json;
 
-use super::in_process::{buckets, CollectiveLane, Setup};
-use super::training::{agrees, curve, thin, time_to_target, Overlap, Trained, AGREEMENT};
-use super::{mlp, Config, Participants, Timed, EVAL_ROWS};
+use super::training::{agrees, buckets, curve, thin, time_to_target, Overlap, Trained, AGREEMENT};
+use super::{mlp, CollectiveLane, Config, Participants, Setup, Timed, EVAL_ROWS};
 use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
 use crate::report::evidence::{Estimate, Ratio, Side};

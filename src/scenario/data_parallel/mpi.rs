@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::explain::{record_run, Communication};
-use super::in_process::{buckets, Bucket};
 use super::mlp::{forward, gradient, sgd};
-use super::{shard, Config, DataParallel, LossEntry, Participants, Timed, Trained};
+use super::training::{buckets, shard, Bucket, LossEntry, Trained};
+use super::{Config, DataParallel, Participants, Setup, Timed};
 use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
@@ -105,7 +105,7 @@ struct Buffers {
 
 struct Rank<'a> {
     comm: &'a Comm,
-    setup: &'a super::in_process::Setup,
+    setup: &'a Setup,
     /// The rank's compute threads: its products run there, its MPI calls on the caller.
     pool: &'a rayon::ThreadPool,
 }
