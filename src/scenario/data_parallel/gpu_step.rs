@@ -137,6 +137,7 @@ pub enum Op {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Planted {
     /// The update leaves the biases alone.
+    #[cfg_attr(not(test), allow(dead_code))]
     SkipBiasUpdate,
 }
 

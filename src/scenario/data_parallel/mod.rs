@@ -14,19 +14,20 @@
 mod engine;
 mod explain;
 #[cfg(feature = "cuda")]
-pub mod gpu;
-pub mod gpu_step;
+mod gpu;
+#[cfg(any(test, feature = "cuda"))]
+mod gpu_step;
 #[cfg(feature = "cuda")]
-pub mod gpu_trainer;
+mod gpu_trainer;
 #[cfg(test)]
 mod host_step;
 mod measure;
-pub mod mlp;
+mod mlp;
 #[cfg(feature = "mpi")]
-pub mod mpi;
+mod mpi;
 #[cfg(feature = "cuda")]
-pub mod nccl;
-pub mod training;
+mod nccl;
+mod training;
 
 use std::sync::Arc;
 use std::time::Duration;

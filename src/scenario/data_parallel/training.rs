@@ -37,6 +37,7 @@ impl LossEntry {
 pub struct Trained {
     pub weights: Vec<f32>,
     /// MPI runs: the share of rank 0's run spent in its all-reduce calls (waits included).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub communication: Option<f64>,
     pub log: Vec<LossEntry>,
     pub staleness: Vec<u64>,
