@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::training::{agrees, buckets, curve, thin, time_to_target, Overlap, Trained, AGREEMENT};
 use super::{mlp, CollectiveLane, Config, Participants, Setup, Timed, EVAL_ROWS};
-use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS};
+use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS, PARAMETERS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
@@ -56,11 +56,7 @@ pub(super) fn record_run(
     let eval = (0, EVAL_ROWS.min(cfg.samples));
     let loss_of = |p: &[f32]| mlp::loss(&setup.layers, p, &setup.data, eval);
     run.record(INITIAL_LOSS, loss_of(&setup.initial));
-    run.derive_as(
-        "parameters",
-        setup.initial.len() as f64,
-        Figure::new(Unit::Number, Better::Neither),
-    );
+    run.record(PARAMETERS, setup.initial.len() as f64);
     run.record(ALLREDUCE_BYTES, 4.0 * setup.initial.len() as f64);
 
     let reference = &trained[0];

@@ -25,7 +25,9 @@ use super::gpu_trainer::GpuTrainer;
 use super::mlp;
 use super::nccl::{nccl_devices, NcclTrainer};
 use super::training::{agrees, AGREEMENT};
-use super::{Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, SAMPLES_PER_SECOND, SEED};
+use super::{
+    Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, PARAMETERS, SAMPLES_PER_SECOND, SEED,
+};
 use crate::device::cuda::GpuError;
 use crate::device::{DeviceKind, DeviceRequest, Runtime};
 use crate::harness::{synced, Variant};
@@ -209,14 +211,10 @@ pub(super) fn run(
         INITIAL_LOSS,
         mlp::loss(&setup.layers, &setup.initial, &setup.data, eval),
     );
-    run.derive_as(
-        "parameters",
-        setup.initial.len() as f64,
-        Figure::new(Unit::Number, Better::Neither),
-    );
+    run.record(PARAMETERS, setup.initial.len() as f64);
     let samples = cfg.steps as f64 * cfg.batch as f64;
     for ((v, p), l) in timed.iter().zip(&finals).zip(&losses) {
-        let kp = v.name().replace('-', "_");
+        let kp = v.key();
         let rate = run.median(v.name()).map_or(f64::NAN, |s| samples / s);
         run.derive_as(
             &format!("{kp}_samples_per_second"),

@@ -48,6 +48,7 @@ const SAMPLES_PER_SECOND: Figure = Figure::new(Unit::SamplesPerSecond, Better::H
 const FINAL_LOSS: Figure = Figure::new(Unit::Number, Better::Neither);
 const SCALING_EFFICIENCY: Figure = Figure::new(Unit::Number, Better::Higher);
 const INITIAL_LOSS: FigureSpec = FigureSpec::new("initial_loss", Unit::Number, Better::Neither);
+const PARAMETERS: FigureSpec = FigureSpec::new("parameters", Unit::Number, Better::Neither);
 const ALLREDUCE_BYTES: FigureSpec =
     FigureSpec::new("allreduce_bytes", Unit::Bytes, Better::Neither);
 const ASYNC_STALENESS_MAX: FigureSpec =
