@@ -3,9 +3,9 @@
 //! ([`shard_of`]), and the host's one-device SGD every GPU run is checked against
 //! ([`host_sgd`]).
 //!
-//! The GPU path (`gpu` module, feature `cuda`) turns each [`Op`] into a launch;
-//! [`HostStep`](super::host_step::HostStep) runs the same plan with the kernels' host
-//! references and the host's products, so that the plan itself — which buffer each op reads
+//! The GPU path (`gpu_trainer` module, feature `cuda`) turns each [`Op`] into a launch;
+//! `HostStep` (`host_step` module, built for the tests) runs the same plan with the kernels'
+//! host references and the host's products, so that the plan itself — which buffer each op reads
 //! and writes, the transposes of the backward pass, the order — is checked against the host MLP
 //! ([`super::mlp`]) on any machine, and the GPU's kernels are checked against the references
 //! on a GPU.
