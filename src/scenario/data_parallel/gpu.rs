@@ -1,32 +1,34 @@
-//! `data-parallel --device cuda`: the seeded MLP trained on the GPU, the [`Plan`] of
-//! `gpu_step` run with parbench's MLP kernels and cuBLAS (fp32, TF32 off).
+//! `data-parallel --device cuda`: the seeded MLP trained on the GPU, the
+//! [`Plan`](super::gpu_step::Plan) of `gpu_step` run with parbench's MLP kernels and cuBLAS
+//! (fp32, TF32 off). This file is the backend's run; the trainers it times are [`GpuTrainer`]
+//! (one GPU) and [`NcclTrainer`] (k GPUs).
 //!
 //! The data and the initial parameters are uploaded once; a run copies the initial parameters
-//! into place on the device, zeroes the step counter and enqueues its steps. Two variants:
+//! into place on the device, zeroes the step counter and enqueues its steps. The variants:
 //! - `one-device`: each step's kernels launched one by one (eager), the step's loss read back
 //!   after it (one blocking 4-byte copy a step, as an eager training loop reads `loss.item()`);
 //! - `one-device-graph`: the step captured once as a CUDA graph and replayed each step
 //!   (`hybridize`'s lesson applied to training). A graph cannot hand a value to the host in
 //!   the middle of its replays without a host synchronization, so each replay writes its loss
 //!   into its step's slot of a device buffer (the step counter, on the device, picks the slot
-//!   and the batch) and the run reads the losses back once, after its last step.
+//!   and the batch) and the run reads the losses back once, after its last step;
+//! - `nccl-allreduce`: `--devices` GPUs, the shard gradients summed by NCCL ([`NcclTrainer`]).
 //!
-//! Checks: both variants' parameters after `min(steps, 20)` steps agree with host one-device
-//! SGD (`mlp::gradient`, `mlp::sgd`) within [`AGREEMENT`], and with each other.
+//! Checks: every variant's parameters after `min(steps, 20)` steps agree with host one-device
+//! SGD (`mlp::gradient`, `mlp::sgd`) within [`AGREEMENT`], and the two one-GPU variants with
+//! each other.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use cudarc::driver::CudaSlice;
-
-pub use super::gpu_step::host_sgd;
-use super::gpu_step::{shard_of, At, Buf, Op, Plan, Planted, StepShape};
-use super::mlp::{self, Dataset};
+use super::gpu_step::{host_sgd, StepShape};
+use super::gpu_trainer::GpuTrainer;
+use super::mlp;
+use super::nccl::{nccl_devices, NcclTrainer};
 use super::training::{agrees, AGREEMENT};
-use super::{Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, SAMPLES_PER_SECOND, SEED};
-use crate::device::cuda::mlp::{MlpKernels, MlpLaunch, Region};
-use crate::device::cuda::nccl::{Comms, RankBuffer};
-use crate::device::cuda::ops::GpuGraph;
-use crate::device::cuda::{CudaDevice, GpuError};
+use super::{
+    Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, PARAMETERS, SAMPLES_PER_SECOND, SEED,
+};
+use crate::device::cuda::GpuError;
 use crate::device::{DeviceKind, DeviceRequest, Runtime};
 use crate::harness::{synced, Variant};
 use crate::report::{Better, Figure, RunRecord, Unit};
@@ -35,446 +37,6 @@ use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 /// Steps the agreement check trains (fewer when a run takes fewer): the host's SGD it compares
 /// with costs as much as the CPU variants' one-device run.
 pub const CHECK_STEPS: usize = 20;
-
-/// The GPU's buffers for a [`Plan`], its kernels and (once captured) the graph of a step.
-///
-/// Rust drops fields in declaration order, and the order here is the order they must go in:
-/// the graph (whose kernels address the buffers), the buffers (freed in the compute stream's
-/// order into the device's memory pool), the kernels' module, and the device last. A trainer
-/// may hold the last reference to its device (`NcclTrainer`'s ranks on cuda:1.., a test's
-/// device): dropped first, the device would destroy its pool, its cuBLAS handle and its
-/// pollers while buffers allocated from that pool and work that uses them were still queued.
-pub struct GpuTrainer {
-    /// Dropped first: the graph's kernels address the buffers below.
-    graph: Option<GpuGraph>,
-    /// The plan's buffers, in its order (each one's whole region in `regions`). Only the
-    /// regions are used; the buffers are held so that the memory they address lives as long
-    /// as `self`, and dropped before the device whose pool they came from.
-    _bufs: Vec<CudaSlice<f32>>,
-    /// The initial parameters, copied into place at the start of each run (held, as `_bufs`).
-    _initial: CudaSlice<f32>,
-    /// After the buffers: the module whose kernels the queued work runs.
-    kernels: MlpKernels,
-    /// Declared after everything allocated on it, so dropped last (see above).
-    device: Arc<CudaDevice>,
-    plan: Plan,
-    regions: Vec<Region>,
-    initial_region: Region,
-    steps: usize,
-}
-
-impl GpuTrainer {
-    /// Allocate the plan's buffers on `device` and upload the data and the initial parameters.
-    pub fn new(
-        device: Arc<CudaDevice>,
-        shape: &StepShape,
-        data: &Dataset,
-        initial: &[f32],
-        planted: Option<Planted>,
-    ) -> Result<GpuTrainer, GpuError> {
-        GpuTrainer::with_plan(device, Plan::new(shape, planted), shape, data, initial)
-    }
-
-    /// [`new`](Self::new) for a given plan of `shape` (a shard's, [`Plan::scaled`]).
-    pub fn with_plan(
-        device: Arc<CudaDevice>,
-        plan: Plan,
-        shape: &StepShape,
-        data: &Dataset,
-        initial: &[f32],
-    ) -> Result<GpuTrainer, GpuError> {
-        plan.check().map_err(GpuError::Lengths)?;
-        if data.rows() != shape.samples || initial.len() != plan.len_of(Buf::Params) {
-            return Err(GpuError::Lengths(format!(
-                "{} samples and {} parameters for a plan of {} and {}",
-                data.rows(),
-                initial.len(),
-                shape.samples,
-                plan.len_of(Buf::Params)
-            )));
-        }
-        let kernels = MlpKernels::load(&device.ctx)?;
-        let mut bufs = Vec::with_capacity(plan.buffers.len());
-        let mut regions = Vec::with_capacity(plan.buffers.len());
-        for &(_, len) in &plan.buffers {
-            let buf = device.alloc(len.max(1))?;
-            regions.push(Region::of(&device, &buf, 0, len)?);
-            bufs.push(buf);
-        }
-        let initial_buf = device.alloc(initial.len().max(1))?;
-        let initial_region = Region::of(&device, &initial_buf, 0, initial.len())?;
-        let trainer = GpuTrainer {
-            graph: None,
-            _bufs: bufs,
-            _initial: initial_buf,
-            kernels,
-            device,
-            plan,
-            regions,
-            initial_region,
-            steps: shape.steps,
-        };
-        let labels: Vec<f32> = data.labels.iter().map(|&l| l as f32).collect();
-        // SAFETY: the regions address buffers `trainer` owns; each upload waits for its copy.
-        unsafe {
-            trainer
-                .device
-                .upload_region(&data.x, trainer.whole(Buf::Data)?)?;
-            trainer
-                .device
-                .upload_region(&labels, trainer.whole(Buf::Labels)?)?;
-            trainer
-                .device
-                .upload_region(initial, trainer.initial_region)?;
-        }
-        Ok(trainer)
-    }
-
-    fn whole(&self, buf: Buf) -> Result<Region, GpuError> {
-        self.plan
-            .index(buf)
-            .map(|i| self.regions[i])
-            .ok_or_else(|| GpuError::Lengths(format!("the plan has no {buf:?}")))
-    }
-
-    fn region(&self, at: At) -> Result<Region, GpuError> {
-        let base = self.whole(at.buf)?;
-        match at.offset.checked_add(at.len) {
-            Some(end) if end <= base.len => Ok(Region {
-                ptr: base.ptr + 4 * at.offset as u64,
-                len: at.len,
-            }),
-            _ => Err(GpuError::Lengths(format!(
-                "{at:?} past a buffer of {}",
-                base.len
-            ))),
-        }
-    }
-
-    /// Enqueue the start of a run: the initial parameters in place, the counter at 0, every
-    /// loss slot NaN (a step that never ran shows).
-    fn reset(&self) -> Result<(), GpuError> {
-        // SAFETY: the regions address buffers `self` owns, alive while the work runs (a run
-        // waits for its last step before returning, and the buffers are freed in stream order).
-        unsafe {
-            self.device
-                .copy_region(self.initial_region, self.whole(Buf::Params)?)?;
-            self.device.fill_region(self.whole(Buf::Step)?, 0.0)?;
-            self.device
-                .fill_region(self.whole(Buf::Losses)?, f32::NAN)?;
-        }
-        Ok(())
-    }
-
-    /// Enqueue one step: every op of the plan, on this thread's launch stream (a capture's
-    /// side stream while capturing).
-    fn enqueue_step(&self) -> Result<(), GpuError> {
-        self.enqueue(&self.plan.ops)
-    }
-
-    /// Enqueue the step's gradient phase (forward and backward into [`Buf::Grad`]).
-    fn enqueue_gradient(&self) -> Result<(), GpuError> {
-        self.enqueue(self.plan.phases().0)
-    }
-
-    /// Enqueue the step's update phase (`sgd` with [`Buf::Grad`]).
-    fn enqueue_update(&self) -> Result<(), GpuError> {
-        self.enqueue(self.plan.phases().1)
-    }
-
-    fn enqueue(&self, ops: &[Op]) -> Result<(), GpuError> {
-        let d = &self.device;
-        for op in ops {
-            // SAFETY: every region is inside a buffer `self` owns (`Plan::check`, `region`),
-            // which outlives the work: runs wait for their last step, the graph is dropped
-            // before the buffers, and buffers are freed in stream order.
-            unsafe {
-                match *op {
-                    Op::Gather { inputs, .. } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::GatherBatch {
-                            x: self.whole(Buf::Data)?,
-                            y: self.whole(Buf::Labels)?,
-                            step: self.whole(Buf::Step)?,
-                            xb: self.whole(Buf::Act(0))?,
-                            yb: self.whole(Buf::BatchLabels)?,
-                            inputs,
-                        },
-                    )?,
-                    Op::Product { a, b, c } => d.gemm_regions(
-                        (self.region(a.at)?, a.dims, a.transposed),
-                        (self.region(b.at)?, b.dims, b.transposed),
-                        self.region(c)?,
-                    )?,
-                    Op::BiasAct { z, b, relu, .. } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::BiasAct {
-                            z: self.region(z)?,
-                            b: self.region(b)?,
-                            relu,
-                        },
-                    )?,
-                    Op::SoftmaxXent {
-                        logits,
-                        rows,
-                        classes,
-                        scale,
-                    } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::SoftmaxXent {
-                            logits: self.region(logits)?,
-                            labels: self.whole(Buf::BatchLabels)?,
-                            delta: self.region(At {
-                                buf: Buf::Delta(0),
-                                offset: 0,
-                                len: rows * classes,
-                            })?,
-                            row_loss: self.whole(Buf::RowLoss)?,
-                            classes,
-                            scale,
-                        },
-                    )?,
-                    Op::RecordLoss { scale, .. } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::RecordLoss {
-                            row_loss: self.whole(Buf::RowLoss)?,
-                            scale,
-                            step: self.whole(Buf::Step)?,
-                            losses: self.whole(Buf::Losses)?,
-                        },
-                    )?,
-                    Op::ReluBackward { delta, act } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::ReluBackward {
-                            delta: self.region(delta)?,
-                            act: self.region(act)?,
-                        },
-                    )?,
-                    Op::ColumnSum { x, out, .. } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::ColumnSum {
-                            x: self.region(x)?,
-                            out: self.region(out)?,
-                        },
-                    )?,
-                    Op::Sgd { w, g, lr } => d.launch_mlp(
-                        &self.kernels,
-                        MlpLaunch::Sgd {
-                            w: self.region(w)?,
-                            g: self.region(g)?,
-                            lr,
-                        },
-                    )?,
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `one-device`: `steps` eager steps from the initial parameters, each step's loss read
-    /// back after it. Returns the losses.
-    pub fn train_eager(&self, steps: usize) -> Result<Vec<f32>, GpuError> {
-        self.device.bind()?;
-        self.reset()?;
-        let losses = self.whole(Buf::Losses)?;
-        let mut out = Vec::with_capacity(steps);
-        for s in 0..steps.min(self.steps) {
-            self.enqueue_step()?;
-            let slot = Region {
-                ptr: losses.ptr + 4 * s as u64,
-                len: 1,
-            };
-            // SAFETY: slot `s` of the losses buffer `self` owns; the read waits for the step.
-            out.extend(unsafe { self.device.read_region(slot) }?);
-        }
-        Ok(out)
-    }
-
-    /// Capture one step as a CUDA graph (once; later calls keep the first graph).
-    pub fn capture(&mut self) -> Result<(), GpuError> {
-        if self.graph.is_none() {
-            // One step first, outside the capture: cuBLAS's lazy set-up for these shapes (as
-            // hybridize runs its pass once before capturing it, and PyTorch requires).
-            self.reset()?;
-            self.enqueue_step()?;
-            self.device.synchronize()?;
-            let graph = self.device.capture(|_| self.enqueue_step())?;
-            self.graph = Some(graph);
-        }
-        Ok(())
-    }
-
-    /// `one-device-graph`: `steps` replays of the captured step from the initial parameters,
-    /// the losses read back once, after the last.
-    pub fn train_graph(&self, steps: usize) -> Result<Vec<f32>, GpuError> {
-        let graph = self.graph.as_ref().ok_or(GpuError::NotCaptured)?;
-        self.device.bind()?;
-        self.reset()?;
-        let steps = steps.min(self.steps);
-        for _ in 0..steps {
-            graph.launch()?;
-        }
-        let losses = self.whole(Buf::Losses)?;
-        // SAFETY: the first `steps` slots of the losses buffer `self` owns; the read waits for
-        // the last replay (the graph runs on the compute stream the read is enqueued on).
-        unsafe {
-            self.device.read_region(Region {
-                ptr: losses.ptr,
-                len: steps,
-            })
-        }
-    }
-
-    /// The parameters now (after the work enqueued so far).
-    pub fn parameters(&self) -> Result<Vec<f32>, GpuError> {
-        // SAFETY: the parameters buffer `self` owns; the read waits for the enqueued work.
-        unsafe { self.device.read_region(self.whole(Buf::Params)?) }
-    }
-
-    /// The device the trainer runs on.
-    pub fn device(&self) -> &Arc<CudaDevice> {
-        &self.device
-    }
-}
-
-/// `nccl-allreduce`: data-parallel SGD over k GPUs of this process, one [`GpuTrainer`] a GPU
-/// on its shard of each batch ([`shard_of`]: the rows `training::shard` gives the CPU
-/// devices), and one NCCL communicator over them ([`Comms`]). A step enqueues every GPU's
-/// gradient phase, then `ncclAllReduce` (sum, fp32, in place) of the gradients on each GPU's
-/// compute stream in one NCCL group, then every GPU's update: each shard's loss is divided by
-/// the global batch, so the sum is the whole batch's gradient and every GPU takes the step
-/// one-device SGD takes. The same code for k = 1 (a one-rank communicator) as for k > 1.
-pub struct NcclTrainer {
-    /// Declared first, so destroyed before the GPUs' buffers and contexts go.
-    comms: Mutex<Comms>,
-    ranks: Vec<GpuTrainer>,
-    steps: usize,
-}
-
-impl NcclTrainer {
-    /// Communicators over `devices` (rank r on `devices[r]`), then each rank's shard uploaded.
-    pub fn new(
-        devices: Vec<Arc<CudaDevice>>,
-        shape: &StepShape,
-        data: &Dataset,
-        initial: &[f32],
-    ) -> Result<NcclTrainer, GpuError> {
-        let k = devices.len();
-        if k == 0 || k > shape.batch {
-            return Err(GpuError::Lengths(format!(
-                "{k} GPUs for a batch of {}",
-                shape.batch
-            )));
-        }
-        let ordinals: Vec<usize> = devices.iter().map(|d| d.ctx.ordinal()).collect();
-        let comms = Comms::init_all(&ordinals)?;
-        let mut ranks = Vec::with_capacity(k);
-        for (r, device) in devices.into_iter().enumerate() {
-            let (shard, shard_data) = shard_of(shape, data, k, r);
-            let plan = Plan::scaled(&shard, shape.batch as f32, None);
-            ranks.push(GpuTrainer::with_plan(
-                device,
-                plan,
-                &shard,
-                &shard_data,
-                initial,
-            )?);
-        }
-        Ok(NcclTrainer {
-            comms: Mutex::new(comms),
-            ranks,
-            steps: shape.steps,
-        })
-    }
-
-    /// The GPUs.
-    pub fn ranks(&self) -> usize {
-        self.ranks.len()
-    }
-
-    /// `steps` steps from the initial parameters; returns each step's loss (the ranks' shard
-    /// losses summed), read back once after the last step.
-    pub fn train(&self, steps: usize) -> Result<Vec<f32>, GpuError> {
-        let steps = steps.min(self.steps);
-        for r in &self.ranks {
-            r.device.bind()?;
-            r.reset()?;
-        }
-        let comms = self
-            .comms
-            .lock()
-            .map_err(|_| GpuError::Poisoned("NCCL communicators"))?;
-        let grads = self
-            .ranks
-            .iter()
-            .map(|r| {
-                r.whole(Buf::Grad).map(|g| RankBuffer {
-                    ptr: g.ptr,
-                    len: g.len,
-                    stream: r.device.compute.cu_stream(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        for _ in 0..steps {
-            for r in &self.ranks {
-                r.device.bind()?;
-                r.enqueue_gradient()?;
-            }
-            // SAFETY: each rank's gradient buffer, owned by its trainer (alive as `self`),
-            // on its GPU's compute stream, after that GPU's gradient phase.
-            unsafe { comms.all_reduce_sum(&grads) }?;
-            for r in &self.ranks {
-                r.device.bind()?;
-                r.enqueue_update()?;
-            }
-        }
-        let mut total = vec![0f32; steps];
-        for r in &self.ranks {
-            r.device.bind()?;
-            let losses = r.whole(Buf::Losses)?;
-            // SAFETY: the first `steps` slots of the rank's losses buffer; the read waits for
-            // its stream's work.
-            let got = unsafe {
-                r.device.read_region(Region {
-                    ptr: losses.ptr,
-                    len: steps,
-                })
-            }?;
-            total.iter_mut().zip(got).for_each(|(t, l)| *t += l);
-        }
-        Ok(total)
-    }
-
-    /// Each rank's parameters now (they are the same: every rank applies the same sum).
-    pub fn parameters(&self) -> Result<Vec<Vec<f32>>, GpuError> {
-        self.ranks
-            .iter()
-            .map(|r| {
-                r.device.bind()?;
-                r.parameters()
-            })
-            .collect()
-    }
-
-    /// Wait for every GPU's work; the first error.
-    pub fn synchronize(&self) -> Result<(), GpuError> {
-        self.ranks.iter().try_for_each(|r| r.device.synchronize())
-    }
-}
-
-/// The GPUs of an `nccl-allreduce` run of `k`: cuda:0 (the runtime's) and cuda:1..k opened
-/// beside it.
-fn nccl_devices(first: &Arc<CudaDevice>, k: usize) -> Result<Vec<Arc<CudaDevice>>, GpuError> {
-    let mut devices = vec![first.clone()];
-    for ordinal in 1..k {
-        devices.push(Arc::new(CudaDevice::open_ordinal(
-            ordinal,
-            SEED,
-            first.order(),
-        )?));
-    }
-    Ok(devices)
-}
 
 /// The run of `data-parallel --device cuda`: one-device and one-device-graph on cuda:0, and
 /// nccl-allreduce on `--devices` GPUs (`validate` refuses more than the machine has).
@@ -559,7 +121,7 @@ pub(super) fn run(
 
     // The check: a short run of each variant against host SGD over as many steps.
     let check_steps = steps.min(CHECK_STEPS);
-    let host = host_sgd(&shape, &setup.data, &setup.initial, check_steps);
+    let (host, _) = host_sgd(&shape, &setup.data, &setup.initial, check_steps);
     gpu(trainer.train_eager(check_steps))?;
     let eager = gpu(trainer.parameters())?;
     gpu(trainer.train_graph(check_steps))?;
@@ -649,14 +211,10 @@ pub(super) fn run(
         INITIAL_LOSS,
         mlp::loss(&setup.layers, &setup.initial, &setup.data, eval),
     );
-    run.derive_as(
-        "parameters",
-        setup.initial.len() as f64,
-        Figure::new(Unit::Number, Better::Neither),
-    );
+    run.record(PARAMETERS, setup.initial.len() as f64);
     let samples = cfg.steps as f64 * cfg.batch as f64;
     for ((v, p), l) in timed.iter().zip(&finals).zip(&losses) {
-        let kp = v.name().replace('-', "_");
+        let kp = v.key();
         let rate = run.median(v.name()).map_or(f64::NAN, |s| samples / s);
         run.derive_as(
             &format!("{kp}_samples_per_second"),
@@ -709,25 +267,33 @@ pub(super) fn run(
         .copied()
         .filter(|v| k > 1 || *v != Timed::NcclAllreduce)
         .collect();
-    super::lesson::conclude(&mut run, &weighed, k);
+    super::explain::conclude(&mut run, &weighed, k);
     Ok(run)
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! On a GPU only (`#[ignore = "needs a GPU"]`, run by scripts/gpu-check.sh): each kernel
-    //! against its host reference on random inputs, then the training step against host SGD.
-    //! Anywhere: what a missing NCCL gives, and the order a trainer's fields drop in.
-    use super::super::gpu_step::{self as reference, counter_slot, random};
-    use super::*;
+    //! against its host reference on random inputs. The helpers here serve the trainers' tests
+    //! too (`gpu_trainer`, `nccl`).
+    use std::sync::Arc;
+
+    use cudarc::driver::CudaSlice;
+
+    use super::super::gpu_step::StepShape;
+    use super::super::host_step::{self as reference, counter_slot};
+    use super::super::mlp::{Dataset, Layers};
+    use super::super::SEED;
+    use crate::device::cuda::mlp::{MlpKernels, MlpLaunch, Region};
+    use crate::device::cuda::{CudaDevice, GpuError};
     use crate::device::GpuOrder;
 
-    fn device() -> Arc<CudaDevice> {
+    pub(in super::super) fn device() -> Arc<CudaDevice> {
         Arc::new(CudaDevice::open(0, GpuOrder::Stream).expect("the GPU opens"))
     }
 
     /// A device buffer holding `values`, and its region.
-    fn put(d: &CudaDevice, values: &[f32]) -> (CudaSlice<f32>, Region) {
+    pub(in super::super) fn put(d: &CudaDevice, values: &[f32]) -> (CudaSlice<f32>, Region) {
         let buf = d.alloc(values.len()).expect("alloc");
         let region = Region::of(d, &buf, 0, values.len()).expect("region");
         // SAFETY: the region of the buffer just allocated, alive here.
@@ -735,7 +301,7 @@ mod tests {
         (buf, region)
     }
 
-    fn read(d: &CudaDevice, r: Region) -> Vec<f32> {
+    pub(in super::super) fn read(d: &CudaDevice, r: Region) -> Vec<f32> {
         // SAFETY: regions of buffers the test keeps alive.
         unsafe { d.read_region(r) }.expect("read")
     }
@@ -753,6 +319,28 @@ mod tests {
             let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tolerance;
             assert!(same, "{i}: GPU {g} host {w}");
         }
+    }
+
+    /// Random values in `[lo, hi)` from `seed`, for the kernels' tests.
+    pub fn random(len: usize, seed: u64, (lo, hi): (f32, f32)) -> Vec<f32> {
+        crate::device::cpu::uniform(&[len], seed)
+            .iter()
+            .map(|u| lo + (hi - lo) * u)
+            .collect()
+    }
+
+    pub(in super::super) fn small_run() -> (StepShape, Dataset, Vec<f32>) {
+        let layers = Layers(vec![64, 128, 96, 10]);
+        let shape = StepShape {
+            layers: layers.clone(),
+            samples: 700,
+            batch: 128,
+            lr: 0.1,
+            steps: 20,
+        };
+        let data = Dataset::new(700, 64, 10, SEED);
+        let initial = layers.initial_parameters(SEED);
+        (shape, data, initial)
     }
 
     #[test]
@@ -935,188 +523,5 @@ mod tests {
         // SAFETY: as above.
         let refused = unsafe { d.gemm_regions((xr, (2, 3), false), (xr, (2, 3), false), xr) };
         assert!(matches!(refused, Err(GpuError::Lengths(_))));
-    }
-
-    fn small_run() -> (StepShape, Dataset, Vec<f32>) {
-        let layers = super::super::mlp::Layers(vec![64, 128, 96, 10]);
-        let shape = StepShape {
-            layers: layers.clone(),
-            samples: 700,
-            batch: 128,
-            lr: 0.1,
-            steps: 20,
-        };
-        let data = Dataset::new(700, 64, 10, SEED);
-        let initial = layers.initial_parameters(SEED);
-        (shape, data, initial)
-    }
-
-    #[test]
-    #[ignore = "needs a GPU"]
-    fn gpu_training_equals_host_sgd_eager_and_graphed() {
-        let (shape, data, initial) = small_run();
-        let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
-        t.capture().expect("the step captures");
-        let host = host_sgd(&shape, &data, &initial, 20);
-        let eager_losses = t.train_eager(20).expect("eager");
-        let eager = t.parameters().expect("read");
-        let graph_losses = t.train_graph(20).expect("graph");
-        let graphed = t.parameters().expect("read");
-        for (what, p) in [("eager", &eager), ("graph", &graphed)] {
-            let (ok, rel) = agrees(&host, p);
-            assert!(ok, "{what}: {rel:.2e} from host SGD");
-        }
-        // Every step's loss was written, and they fall.
-        assert_eq!(eager_losses.len(), 20);
-        assert_eq!(graph_losses.len(), 20);
-        assert!(eager_losses
-            .iter()
-            .chain(&graph_losses)
-            .all(|l| l.is_finite()));
-        assert!(eager_losses[19] < eager_losses[0], "{eager_losses:?}");
-        // Runs start again from the initial parameters: a second run ends where the first did.
-        t.train_graph(20).expect("graph again");
-        assert_eq!(t.parameters().expect("read"), graphed);
-        t.device().synchronize().expect("no deferred error");
-    }
-
-    /// `nccl-allreduce` on `k` GPUs against host SGD: every rank's parameters, the losses, and
-    /// a second run ending where the first did. Where NCCL cannot be loaded (or set up), the
-    /// test fails with that error in one line (where NCCL was sought, what to install), not
-    /// with a panic's backtrace; NCCL is loaded first, so that is the error with or without a
-    /// GPU. The kit runs it only where it found `libnccl.so.2`, and records where (`nccl.txt`).
-    fn nccl_equals_host_sgd(k: usize) -> Result<(), String> {
-        let nccl = |e: GpuError| format!("NCCL over {k} GPU(s): {e}");
-        crate::device::cuda::nccl::version().map_err(nccl)?;
-        let (shape, data, initial) = small_run();
-        let first = CudaDevice::open(0, GpuOrder::Stream)
-            .map(Arc::new)
-            .map_err(|e| format!("the GPU opens: {e}"))?;
-        let devices = nccl_devices(&first, k).map_err(|e| format!("the GPUs open: {e}"))?;
-        let t = NcclTrainer::new(devices, &shape, &data, &initial).map_err(nccl)?;
-        assert_eq!(t.ranks(), k);
-        let host = host_sgd(&shape, &data, &initial, 20);
-        let losses = t.train(20).expect("train");
-        let ranks = t.parameters().expect("read");
-        assert_eq!(ranks.len(), k);
-        for (r, p) in ranks.iter().enumerate() {
-            let (ok, rel) = agrees(&host, p);
-            assert!(ok, "rank {r} of {k}: {rel:.2e} from host SGD");
-        }
-        assert_eq!(losses.len(), 20);
-        assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
-        assert!(losses[19] < losses[0], "{losses:?}");
-        t.train(20).expect("again");
-        assert_eq!(t.parameters().expect("read"), ranks);
-        t.synchronize().expect("no deferred error");
-        Ok(())
-    }
-
-    #[test]
-    #[ignore = "needs a GPU and NCCL (libnccl.so.2)"]
-    fn gpu_nccl_allreduce_on_one_rank_equals_host_sgd() -> Result<(), String> {
-        nccl_equals_host_sgd(1)
-    }
-
-    #[test]
-    #[ignore = "needs 2 GPUs and NCCL (libnccl.so.2)"]
-    fn gpu_nccl_allreduce_on_two_gpus_equals_host_sgd() -> Result<(), String> {
-        nccl_equals_host_sgd(2)
-    }
-
-    /// Without a GPU: where NCCL is missing (as on CI), the NCCL tests return an error in one
-    /// line naming what was sought and what to install, before any GPU is touched, rather
-    /// than panic; so does setting up the communicators.
-    #[test]
-    fn a_missing_nccl_is_an_error_before_any_gpu_is_touched() {
-        if let Ok(v) = crate::device::cuda::nccl::version() {
-            eprintln!("NCCL {v} loads here: only a GPU can take the NCCL tests further");
-            return;
-        }
-        for k in [1, 2] {
-            let text = nccl_equals_host_sgd(k).expect_err("no NCCL");
-            assert!(
-                text.starts_with(&format!("NCCL over {k} GPU(s): NCCL (libnccl.so.2)"))
-                    && text.contains("pip install nvidia-nccl-cu13")
-                    && !text.contains('\n'),
-                "{text}"
-            );
-        }
-        let e = Comms::init_all(&[0])
-            .err()
-            .expect("no NCCL, no communicator");
-        assert!(matches!(e, GpuError::Nccl(_)), "{e}");
-    }
-
-    /// The order the fields drop in: everything allocated on the device before the device
-    /// (Rust drops fields in declaration order; see `GpuTrainer`).
-    #[test]
-    fn a_trainer_drops_its_buffers_and_kernels_before_its_device() {
-        let source = include_str!("gpu.rs");
-        let start = source.find("pub struct GpuTrainer {").expect("the struct");
-        let body = &source[start..start + source[start..].find("\n}").expect("its end")];
-        let at = |field: &str| {
-            body.find(&format!("    {field}: "))
-                .unwrap_or_else(|| panic!("no field {field}"))
-        };
-        for field in ["graph", "_bufs", "_initial", "kernels"] {
-            assert!(at(field) < at("device"), "{field} drops after the device");
-        }
-        assert!(
-            at("graph") < at("_bufs"),
-            "the graph drops after its buffers"
-        );
-    }
-
-    /// A trainer that holds the last reference to its device drops cleanly: its buffers and
-    /// kernels go before the device (a fresh device then works; under memcheck, no error).
-    #[test]
-    #[ignore = "needs a GPU"]
-    fn gpu_a_trainer_holding_its_device_alone_drops_cleanly() {
-        let (shape, data, initial) = small_run();
-        for graphed in [false, true] {
-            let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
-            if graphed {
-                t.capture().expect("the step captures");
-                t.train_graph(3).expect("graph");
-            } else {
-                t.train_eager(3).expect("eager");
-            }
-            // The trainer holds it alone (its graph, dropped first, holds one more).
-            let held = if graphed { 2 } else { 1 };
-            assert_eq!(Arc::strong_count(t.device()), held);
-            drop(t);
-        }
-        let d = device();
-        let (_buf, region) = put(&d, &[1.5; 8]);
-        assert_eq!(read(&d, region), vec![1.5; 8]);
-        d.synchronize().expect("no deferred error");
-    }
-
-    #[test]
-    #[ignore = "needs a GPU"]
-    fn gpu_a_missing_ordinal_is_refused_not_opened() {
-        let present = crate::device::cuda::gpus().len();
-        let e = CudaDevice::open_ordinal(present, SEED, GpuOrder::Stream)
-            .err()
-            .expect("no such GPU");
-        assert!(
-            e.to_string().contains(&format!("no GPU cuda:{present}")),
-            "{e}"
-        );
-    }
-
-    #[test]
-    #[ignore = "needs a GPU"]
-    fn gpu_training_with_a_planted_error_fails_the_check() {
-        let (shape, data, initial) = small_run();
-        let planted = Some(Planted::SkipBiasUpdate);
-        let t = GpuTrainer::new(device(), &shape, &data, &initial, planted).expect("trainer");
-        t.train_eager(20).expect("eager");
-        let (ok, rel) = agrees(
-            &host_sgd(&shape, &data, &initial, 20),
-            &t.parameters().expect("read"),
-        );
-        assert!(!ok, "skipping the bias update passed the check ({rel:.2e})");
     }
 }

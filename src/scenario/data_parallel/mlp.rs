@@ -30,14 +30,6 @@ impl Layers {
         self.0.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
     }
 
-    /// Floating-point operations of one sample's forward and backward pass (multiply-adds
-    /// count two; the first layer computes no gradient of its input).
-    pub fn flops_per_sample(&self) -> f64 {
-        let products: f64 = self.0.windows(2).map(|w| (w[0] * w[1]) as f64).sum();
-        let first = (self.0[0] * self.0[1]) as f64;
-        2.0 * (3.0 * products - first)
-    }
-
     /// Layers with parameters (one fewer than the widths).
     pub fn count(&self) -> usize {
         self.0.len().saturating_sub(1)

@@ -8,40 +8,38 @@
 //!
 //! Every variant trains from the same seeded parameters on the same global batches, so the
 //! synchronous variants must end where one-device SGD ends (up to float summation order).
-//! - `engine` backend ([`in_process`]): k CPU devices of one engine;
+//! - `engine` backend (`engine` module, timed by `measure`): k CPU devices of one engine;
 //! - `mpi` backend (`mpi` module, cargo feature `mpi`): one rank per device, started by `mpirun`.
 
-mod conclude;
+mod engine;
 mod explain;
 #[cfg(feature = "cuda")]
-pub mod gpu;
-pub mod gpu_step;
-pub mod in_process;
-mod lesson;
-pub mod mlp;
+mod gpu;
+#[cfg(any(test, feature = "cuda"))]
+mod gpu_step;
+#[cfg(feature = "cuda")]
+mod gpu_trainer;
+#[cfg(test)]
+mod host_step;
+mod measure;
+mod mlp;
 #[cfg(feature = "mpi")]
-pub mod mpi;
-pub mod training;
+mod mpi;
+#[cfg(feature = "cuda")]
+mod nccl;
+mod training;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use self::conclude::{conclude, Communication};
-pub use self::explain::{explain, Figures, VariantFigures};
-use self::in_process::{CollectiveLane, Pending, Scheme, Setup, Workspace};
 use self::mlp::{Dataset, Layers};
-pub use self::training::{
-    agrees, communication_overlap, communication_share, curve, shard, time_to_target, LossEntry,
-    Overlap, Trained, AGREEMENT,
-};
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
-use super::kit::{self, check_elements, traced};
+use super::kit::{self, check_elements};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
 };
-use crate::device::Runtime;
-use crate::harness::{synced, SamplerConfig, Variant};
+use crate::harness::SamplerConfig;
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction; a variant's
@@ -50,6 +48,7 @@ const SAMPLES_PER_SECOND: Figure = Figure::new(Unit::SamplesPerSecond, Better::H
 const FINAL_LOSS: Figure = Figure::new(Unit::Number, Better::Neither);
 const SCALING_EFFICIENCY: Figure = Figure::new(Unit::Number, Better::Higher);
 const INITIAL_LOSS: FigureSpec = FigureSpec::new("initial_loss", Unit::Number, Better::Neither);
+const PARAMETERS: FigureSpec = FigureSpec::new("parameters", Unit::Number, Better::Neither);
 const ALLREDUCE_BYTES: FigureSpec =
     FigureSpec::new("allreduce_bytes", Unit::Bytes, Better::Neither);
 const ASYNC_STALENESS_MAX: FigureSpec =
@@ -227,6 +226,17 @@ impl Participants {
     }
 }
 
+crate::scenario::params::choice! {
+    /// Where `ring-overlapped` runs its collectives.
+    pub enum CollectiveLane {
+        /// Each device's copy lane: its own thread, beside the compute lane (DDP's
+        /// communication stream).
+        Copy = "copy",
+        /// Each device's compute lane, in order after the backward ops pushed before it.
+        Compute = "compute",
+    }
+}
+
 /// Parameters of an MLP of these widths, `None` if the count overflows.
 fn parameter_count(widths: &[usize]) -> Option<u64> {
     widths.windows(2).try_fold(0u64, |sum, w| {
@@ -235,6 +245,21 @@ fn parameter_count(widths: &[usize]) -> Option<u64> {
             .checked_add(w[1] as u64)?
             .checked_add(sum)
     })
+}
+
+/// What every variant trains with.
+pub struct Setup {
+    pub layers: Layers,
+    pub data: Arc<Dataset>,
+    pub initial: Arc<Vec<f32>>,
+    pub devices: usize,
+    pub batch: usize,
+    pub steps: u64,
+    pub lr: f32,
+    /// `ring-overlapped`: a bucket closes at this many bytes of gradients.
+    pub bucket_bytes: f64,
+    /// `ring-overlapped`: the lanes its collectives run on.
+    pub collective_lane: CollectiveLane,
 }
 
 /// The validated parameters of a run.
@@ -294,160 +319,6 @@ impl Config {
     }
 }
 
-impl DataParallel {
-    fn run_in_process(
-        &self,
-        params: &Params,
-        cfg: &Config,
-        ctx: &RunContext,
-    ) -> Result<RunRecord, ScenarioError> {
-        let setup = cfg.setup(cfg.devices);
-        let threads = ctx.cpu_split(cfg.devices);
-        let rt = Runtime::cpu(&ctx.runtime, &threads)?;
-        let engine = &rt.engine;
-        let schemes = [
-            (Timed::OneDevice, Scheme::OneDevice),
-            (Timed::ParameterServer, Scheme::ParameterServer),
-            (Timed::Ring, Scheme::Ring),
-            (Timed::RingOverlapped, Scheme::RingOverlapped),
-            (Timed::Async, Scheme::Async),
-        ];
-        let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
-        let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
-        // Every run's loss log with its time, so the curve and the time to the target loss
-        // come from the run nearest the median, not from whichever ran last.
-        let logs: Vec<training::RunLogs> = schemes.iter().map(|_| Mutex::new(Vec::new())).collect();
-        let train = |i: usize| {
-            let (setup, rt, ws, last, logs) = (&setup, &rt, &workspaces[i], &last, &logs);
-            move || {
-                let wall = synced(engine, || -> Result<(), ScenarioError> {
-                    let pending = setup.push(rt, ws);
-                    *last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
-                    Ok(())
-                })?;
-                // Finished (synced waited): read its log, after the clock stopped.
-                if let Some(p) = last[i].lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                    let mut logs = logs[i].lock().unwrap_or_else(|e| e.into_inner());
-                    logs.push((wall.as_secs_f64(), p.log()));
-                }
-                Ok(wall)
-            }
-        };
-        let mut variants: Vec<Variant<ScenarioError>> = (0..schemes.len())
-            .map(|i| Variant::new(schemes[i].0.name(), train(i)))
-            .collect();
-        let summaries = ctx.sample(self, engine, &mut variants)?;
-        drop(variants);
-        // The last timed run of each scheme, before the traced runs below reuse its buffers;
-        // its loss log replaced by the one of the run nearest the scheme's median.
-        let trained: Vec<(Timed, Trained)> = schemes
-            .iter()
-            .zip(&last)
-            .zip(summaries.iter().zip(logs))
-            .map(|((&(v, _), p), (summary, logs))| {
-                let mut t = p
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_ref()
-                    .map(Pending::take)
-                    .unwrap_or_default();
-                let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
-                if let Some(log) = training::nearest_to(summary.median_s, logs) {
-                    t.log = log;
-                }
-                (v, t)
-            })
-            .collect();
-
-        // Communication's share and how much of it ran beside computation, from one more
-        // traced run of each synchronous scheme.
-        let (mut shares, mut overlaps) = (Vec::new(), Vec::new());
-        for (i, _) in schemes
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.0.is_synchronous())
-        {
-            let (_, records) = traced(engine, || -> Result<(), ScenarioError> {
-                setup.push(&rt, &workspaces[i]);
-                engine.wait_all()?;
-                Ok(())
-            })?;
-            if let Some(records) = records {
-                shares.push((schemes[i].0, communication_share(&records)));
-                overlaps.push((schemes[i].0, communication_overlap(&records)));
-            }
-        }
-
-        let k = cfg.devices;
-        let mut run = RunRecord::new(self.name(), params.to_json(), rt.describe_devices());
-        let label = |s: Scheme| match s {
-            Scheme::OneDevice => format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
-            Scheme::ParameterServer => {
-                format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
-            }
-            Scheme::Ring => format!(
-                "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
-            ),
-            Scheme::RingOverlapped => {
-                let plan = in_process::buckets(&cfg.layers, cfg.bucket_bytes);
-                format!(
-                    "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as \
-                     soon as written, {k} updates",
-                    plan.len(),
-                    if plan.len() == 1 { "" } else { "s" },
-                    plan.iter()
-                        .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
-                        .collect::<Vec<_>>()
-                        .join(" + ")
-                )
-            }
-            Scheme::Async => format!(
-                "{k} devices × {} updates of their shard, stale reads allowed",
-                cfg.steps
-            ),
-        };
-        run.add_variants(
-            schemes.iter().map(|s| s.0.name().to_string()).collect(),
-            summaries,
-            schemes.iter().map(|s| Some(label(s.1))),
-        );
-        if threads.iter().any(|&t| t != threads[0]) {
-            run.notes.push(format!(
-                "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
-                 scaling efficiency compares with the largest device; --cpu-threads N gives \
-                 each N",
-                threads
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                threads[0]
-            ));
-        }
-        let cores = crate::device::available_cores();
-        if threads.iter().sum::<usize>() > cores {
-            run.notes.push(format!(
-                "the devices' {} threads share {cores} cores: the scaling efficiency cannot \
-                 reach 1",
-                threads.iter().sum::<usize>()
-            ));
-        }
-        conclude(
-            &mut run,
-            cfg,
-            &setup,
-            Participants::Devices,
-            &trained,
-            &Communication {
-                shares: &shares,
-                overlaps: &overlaps,
-                threads: &threads,
-            },
-        );
-        Ok(run)
-    }
-}
-
 /// The GPUs `--device cuda` could train on: those the driver lists when a GPU is usable, else
 /// `None` (the unusable GPU is refused, or replaced under `--fallback`, by the device check
 /// every `--device cuda` goes through).
@@ -486,7 +357,7 @@ static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
     params: PARAMS,
-    lesson: lesson::LESSON,
+    lesson: explain::LESSON,
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,
@@ -560,7 +431,7 @@ impl Scenario for DataParallel {
                 #[cfg(feature = "cuda")]
                 kit::OnGpu::Gpu => gpu::run(self, params, &cfg, ctx),
                 kit::OnGpu::Fallback(note) => {
-                    let mut run = self.run_in_process(params, &cfg, ctx)?;
+                    let mut run = measure::run(self, params, &cfg, ctx)?;
                     let instead = format!(
                         "the model trains on {} CPU devices of this process, as with --device cpu",
                         cfg.devices
@@ -574,7 +445,7 @@ impl Scenario for DataParallel {
             #[cfg(feature = "mpi")]
             Backend::Mpi => self::mpi::run(self, params, &cfg, ctx),
             // `validate` refuses mpi in a build without the feature.
-            _ => self.run_in_process(params, &cfg, ctx),
+            _ => measure::run(self, params, &cfg, ctx),
         }
     }
 }

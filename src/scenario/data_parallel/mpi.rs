@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::in_process::{buckets, Bucket};
+use super::explain::{record_run, Communication};
 use super::mlp::{forward, gradient, sgd};
-use super::{conclude, shard, Config, DataParallel, LossEntry, Participants, Timed, Trained};
+use super::training::{buckets, shard, Bucket, LossEntry, Trained};
+use super::{Config, DataParallel, Participants, Setup, Timed};
 use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Sampler, Variant};
@@ -104,7 +105,7 @@ struct Buffers {
 
 struct Rank<'a> {
     comm: &'a Comm,
-    setup: &'a super::in_process::Setup,
+    setup: &'a Setup,
     /// The rank's compute threads: its products run there, its MPI calls on the caller.
     pool: &'a rayon::ThreadPool,
 }
@@ -515,13 +516,13 @@ pub(super) fn run(
         .iter()
         .filter_map(|(n, t)| Some((*n, t.communication?)))
         .collect();
-    conclude(
+    record_run(
         &mut run,
         cfg,
         &setup,
         Participants::Ranks,
         &trained,
-        &super::conclude::Communication {
+        &Communication {
             shares: &shares,
             overlaps: &[],
             threads: &[],

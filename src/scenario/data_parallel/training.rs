@@ -1,9 +1,12 @@
 //! What a training run leaves and how it is read: the loss log and its curve, the time to a
-//! target loss, the shard of a batch each device takes, whether two runs' parameters agree,
-//! and communication's share of a traced run.
+//! target loss, the shard of a batch each device takes, the buckets the overlapped variants
+//! all-reduce the gradients in, whether two runs' parameters agree, and communication's share
+//! of a traced run.
 
+use std::ops::Range;
 use std::time::Instant;
 
+use super::mlp::Layers;
 use crate::engine::trace::TraceRecord;
 
 /// One loss measurement: the summed loss of `rows` rows at update `update`, `seconds` after
@@ -34,6 +37,7 @@ impl LossEntry {
 pub struct Trained {
     pub weights: Vec<f32>,
     /// MPI runs: the share of rank 0's run spent in its all-reduce calls (waits included).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub communication: Option<f64>,
     pub log: Vec<LossEntry>,
     pub staleness: Vec<u64>,
@@ -44,6 +48,38 @@ pub fn shard(step: u64, batch: usize, k: usize, s: usize) -> (usize, usize) {
     let per = batch / k + usize::from(s < batch % k);
     let before: usize = (0..s).map(|t| batch / k + usize::from(t < batch % k)).sum();
     (step as usize * batch + before, per)
+}
+
+/// Gradients all-reduced together: a run of whole layers, in the order the backward pass
+/// computes them (last layer first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    /// Its layers, last first.
+    pub layers: Vec<usize>,
+    /// Its part of the flat parameter vector.
+    pub range: Range<usize>,
+}
+
+/// The layers' gradients in buckets as PyTorch's DDP makes them: in the backward order, a
+/// layer never split, a bucket closed once it holds `cap_bytes` or more (so every layer is
+/// alone in its bucket at a cap of 0, and the whole model is one bucket at a cap above it).
+pub fn buckets(layers: &Layers, cap_bytes: f64) -> Vec<Bucket> {
+    let mut done = Vec::new();
+    let mut open: Option<Bucket> = None;
+    for l in (0..layers.count()).rev() {
+        let range = layers.range(l);
+        let b = open.get_or_insert_with(|| Bucket {
+            layers: Vec::new(),
+            range: range.clone(),
+        });
+        b.layers.push(l);
+        b.range.start = range.start;
+        if 4.0 * b.range.len() as f64 >= cap_bytes {
+            done.extend(open.take());
+        }
+    }
+    done.extend(open);
+    done
 }
 
 /// Parameters equal within float32 summation-order tolerance: the norm of the difference
@@ -394,5 +430,38 @@ mod tests {
                 println!("{steps} steps, {what}: {:.2e}", agrees(&one, &p).1);
             }
         }
+    }
+
+    #[test]
+    fn buckets_hold_whole_layers_in_the_backward_order_and_close_at_the_cap() {
+        let layers = Layers(vec![12, 16, 8, 4]);
+        let (l0, l1, l2) = (layers.range(0), layers.range(1), layers.range(2));
+        let b = |layers: &[usize], range: Range<usize>| Bucket {
+            layers: layers.to_vec(),
+            range,
+        };
+        assert_eq!(
+            buckets(&layers, 0.0),
+            [
+                b(&[2], l2.clone()),
+                b(&[1], l1.clone()),
+                b(&[0], l0.clone())
+            ]
+        );
+        // 144 bytes, then 688 ≥ 600 closes the first bucket.
+        assert_eq!(
+            buckets(&layers, 600.0),
+            [b(&[2, 1], l1.start..l2.end), b(&[0], l0.clone())]
+        );
+        assert_eq!(buckets(&layers, 1e9), [b(&[2, 1, 0], 0..l2.end)]);
+        // The default model at PyTorch's 25 MB: 7.1 MiB of gradients, one bucket; at 1 MB
+        // the last two layers close the first.
+        let default = Layers(vec![784, 1024, 1024, 10]);
+        assert_eq!(buckets(&default, 25.0 * 1048576.0).len(), 1);
+        let small = buckets(&default, 1048576.0);
+        assert_eq!(
+            small.iter().map(|b| b.layers.clone()).collect::<Vec<_>>(),
+            [vec![2, 1], vec![0]]
+        );
     }
 }

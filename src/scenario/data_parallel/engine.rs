@@ -1,6 +1,7 @@
-//! Data-parallel training inside one process: k CPU devices of one engine, every step's
-//! gradients, all-reduce and updates pushed as engine ops, ordered by the vars they read and
-//! write (as MXNet's KVStore orders them on its engine).
+//! The engine backend (`--backend engine`): data-parallel training inside one process, k CPU
+//! devices of one engine, every step's gradients, all-reduce and updates pushed as engine ops,
+//! ordered by the vars they read and write (as MXNet's KVStore orders them on its engine).
+//! [`measure`](super::measure) times these runs.
 //!
 //! - `one-device`: the whole global batch on device 0, a step per op (the baseline);
 //! - `parameter-server`: each device's shard gradient, then a `reduce` onto device 0, one
@@ -20,12 +21,12 @@
 //! [`Workspace`] per scheme, reused by every run: fresh multi-megabyte buffers would page
 //! fault on every run.
 
-use std::ops::Range;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use super::mlp::{forward, gradient, sgd, Dataset, Forward, Layers};
-use super::{shard, LossEntry, Trained};
+use super::mlp::{forward, gradient, sgd, Forward};
+use super::training::{buckets, shard, Bucket, LossEntry, Trained};
+use super::{CollectiveLane, Setup};
 use crate::device::Runtime;
 use crate::engine::{LaneId, OpError, Var};
 use crate::scenario::collective::{self, Chunked, Replica};
@@ -38,64 +39,6 @@ pub enum Scheme {
     Ring,
     RingOverlapped,
     Async,
-}
-
-/// Gradients all-reduced together: a run of whole layers, in the order the backward pass
-/// computes them (last layer first).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bucket {
-    /// Its layers, last first.
-    pub layers: Vec<usize>,
-    /// Its part of the flat parameter vector.
-    pub range: Range<usize>,
-}
-
-/// The layers' gradients in buckets as PyTorch's DDP makes them: in the backward order, a
-/// layer never split, a bucket closed once it holds `cap_bytes` or more (so every layer is
-/// alone in its bucket at a cap of 0, and the whole model is one bucket at a cap above it).
-pub fn buckets(layers: &Layers, cap_bytes: f64) -> Vec<Bucket> {
-    let mut done = Vec::new();
-    let mut open: Option<Bucket> = None;
-    for l in (0..layers.count()).rev() {
-        let range = layers.range(l);
-        let b = open.get_or_insert_with(|| Bucket {
-            layers: Vec::new(),
-            range: range.clone(),
-        });
-        b.layers.push(l);
-        b.range.start = range.start;
-        if 4.0 * b.range.len() as f64 >= cap_bytes {
-            done.extend(open.take());
-        }
-    }
-    done.extend(open);
-    done
-}
-
-/// What every variant trains with.
-pub struct Setup {
-    pub layers: Layers,
-    pub data: Arc<Dataset>,
-    pub initial: Arc<Vec<f32>>,
-    pub devices: usize,
-    pub batch: usize,
-    pub steps: u64,
-    pub lr: f32,
-    /// `ring-overlapped`: a bucket closes at this many bytes of gradients.
-    pub bucket_bytes: f64,
-    /// `ring-overlapped`: the lanes its collectives run on.
-    pub collective_lane: CollectiveLane,
-}
-
-crate::scenario::params::choice! {
-    /// Where `ring-overlapped` runs its collectives.
-    pub enum CollectiveLane {
-        /// Each device's copy lane: its own thread, beside the compute lane (DDP's
-        /// communication stream).
-        Copy = "copy",
-        /// Each device's compute lane, in order after the backward ops pushed before it.
-        Compute = "compute",
-    }
 }
 
 fn poisoned() -> OpError {
@@ -564,9 +507,10 @@ fn record(
 
 #[cfg(test)]
 mod tests {
+    use super::super::mlp::{Dataset, Layers};
+    use super::super::training::{agrees, curve};
     use super::*;
     use crate::device::RuntimeOptions;
-    use crate::scenario::data_parallel::{agrees, curve};
 
     fn setup(devices: usize, steps: u64) -> Setup {
         let layers = Layers(vec![12, 16, 8, 4]);
@@ -648,39 +592,6 @@ mod tests {
         let s = setup(3, 6);
         let one = train(&s, Scheme::OneDevice);
         assert!(agrees(&reference(&s), &one.weights).0);
-    }
-
-    #[test]
-    fn buckets_hold_whole_layers_in_the_backward_order_and_close_at_the_cap() {
-        let layers = Layers(vec![12, 16, 8, 4]);
-        let (l0, l1, l2) = (layers.range(0), layers.range(1), layers.range(2));
-        let b = |layers: &[usize], range: Range<usize>| Bucket {
-            layers: layers.to_vec(),
-            range,
-        };
-        assert_eq!(
-            buckets(&layers, 0.0),
-            [
-                b(&[2], l2.clone()),
-                b(&[1], l1.clone()),
-                b(&[0], l0.clone())
-            ]
-        );
-        // 144 bytes, then 688 ≥ 600 closes the first bucket.
-        assert_eq!(
-            buckets(&layers, 600.0),
-            [b(&[2, 1], l1.start..l2.end), b(&[0], l0.clone())]
-        );
-        assert_eq!(buckets(&layers, 1e9), [b(&[2, 1, 0], 0..l2.end)]);
-        // The default model at PyTorch's 25 MB: 7.1 MiB of gradients, one bucket; at 1 MB
-        // the last two layers close the first.
-        let default = Layers(vec![784, 1024, 1024, 10]);
-        assert_eq!(buckets(&default, 25.0 * 1048576.0).len(), 1);
-        let small = buckets(&default, 1048576.0);
-        assert_eq!(
-            small.iter().map(|b| b.layers.clone()).collect::<Vec<_>>(),
-            [vec![2, 1], vec![0]]
-        );
     }
 
     #[test]

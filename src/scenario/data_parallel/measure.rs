@@ -1,0 +1,170 @@
+//! Set-up and the timed runs of the engine backend (`--backend engine`, in one process):
+//! [`run`] builds the [`Setup`](super::Setup) and each scheme's workspace, samples the five
+//! schemes of [`engine`](super::engine) on k CPU devices, traces one more run of each
+//! synchronous scheme for communication's share, and records the run ([`record_run`]).
+
+use std::sync::Mutex;
+
+use super::engine::{Pending, Scheme, Workspace};
+use super::explain::{record_run, Communication};
+use super::training::{self, buckets, communication_overlap, communication_share, Trained};
+use super::{Config, DataParallel, Participants, Timed};
+use crate::device::Runtime;
+use crate::harness::{synced, Variant};
+use crate::report::RunRecord;
+use crate::scenario::kit::traced;
+use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
+
+/// The run of `data-parallel` on the engine backend (`--device cpu`, and `--device cuda`
+/// falling back): the five schemes on `--devices` CPU devices of one engine.
+pub(super) fn run(
+    scenario: &DataParallel,
+    params: &Params,
+    cfg: &Config,
+    ctx: &RunContext,
+) -> Result<RunRecord, ScenarioError> {
+    let setup = cfg.setup(cfg.devices);
+    let threads = ctx.cpu_split(cfg.devices);
+    let rt = Runtime::cpu(&ctx.runtime, &threads)?;
+    let engine = &rt.engine;
+    let schemes = [
+        (Timed::OneDevice, Scheme::OneDevice),
+        (Timed::ParameterServer, Scheme::ParameterServer),
+        (Timed::Ring, Scheme::Ring),
+        (Timed::RingOverlapped, Scheme::RingOverlapped),
+        (Timed::Async, Scheme::Async),
+    ];
+    let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
+    let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
+    // Every run's loss log with its time, so the curve and the time to the target loss
+    // come from the run nearest the median, not from whichever ran last.
+    let logs: Vec<training::RunLogs> = schemes.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let train = |i: usize| {
+        let (setup, rt, ws, last, logs) = (&setup, &rt, &workspaces[i], &last, &logs);
+        move || {
+            let wall = synced(engine, || -> Result<(), ScenarioError> {
+                let pending = setup.push(rt, ws);
+                *last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
+                Ok(())
+            })?;
+            // Finished (synced waited): read its log, after the clock stopped.
+            if let Some(p) = last[i].lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                let mut logs = logs[i].lock().unwrap_or_else(|e| e.into_inner());
+                logs.push((wall.as_secs_f64(), p.log()));
+            }
+            Ok(wall)
+        }
+    };
+    let mut variants: Vec<Variant<ScenarioError>> = (0..schemes.len())
+        .map(|i| Variant::new(schemes[i].0.name(), train(i)))
+        .collect();
+    let summaries = ctx.sample(scenario, engine, &mut variants)?;
+    drop(variants);
+    // The last timed run of each scheme, before the traced runs below reuse its buffers;
+    // its loss log replaced by the one of the run nearest the scheme's median.
+    let trained: Vec<(Timed, Trained)> = schemes
+        .iter()
+        .zip(&last)
+        .zip(summaries.iter().zip(logs))
+        .map(|((&(v, _), p), (summary, logs))| {
+            let mut t = p
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(Pending::take)
+                .unwrap_or_default();
+            let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
+            if let Some(log) = training::nearest_to(summary.median_s, logs) {
+                t.log = log;
+            }
+            (v, t)
+        })
+        .collect();
+
+    // Communication's share and how much of it ran beside computation, from one more
+    // traced run of each synchronous scheme.
+    let (mut shares, mut overlaps) = (Vec::new(), Vec::new());
+    for (i, _) in schemes
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.0.is_synchronous())
+    {
+        let (_, records) = traced(engine, || -> Result<(), ScenarioError> {
+            setup.push(&rt, &workspaces[i]);
+            engine.wait_all()?;
+            Ok(())
+        })?;
+        if let Some(records) = records {
+            shares.push((schemes[i].0, communication_share(&records)));
+            overlaps.push((schemes[i].0, communication_overlap(&records)));
+        }
+    }
+
+    let k = cfg.devices;
+    let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
+    let label = |s: Scheme| match s {
+        Scheme::OneDevice => format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
+        Scheme::ParameterServer => {
+            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
+        }
+        Scheme::Ring => format!(
+            "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
+        ),
+        Scheme::RingOverlapped => {
+            let plan = buckets(&cfg.layers, cfg.bucket_bytes);
+            format!(
+                "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as \
+                 soon as written, {k} updates",
+                plan.len(),
+                if plan.len() == 1 { "" } else { "s" },
+                plan.iter()
+                    .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            )
+        }
+        Scheme::Async => format!(
+            "{k} devices × {} updates of their shard, stale reads allowed",
+            cfg.steps
+        ),
+    };
+    run.add_variants(
+        schemes.iter().map(|s| s.0.name().to_string()).collect(),
+        summaries,
+        schemes.iter().map(|s| Some(label(s.1))),
+    );
+    if threads.iter().any(|&t| t != threads[0]) {
+        run.notes.push(format!(
+            "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
+             scaling efficiency compares with the largest device; --cpu-threads N gives \
+             each N",
+            threads
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            threads[0]
+        ));
+    }
+    let cores = crate::device::available_cores();
+    if threads.iter().sum::<usize>() > cores {
+        run.notes.push(format!(
+            "the devices' {} threads share {cores} cores: the scaling efficiency cannot \
+             reach 1",
+            threads.iter().sum::<usize>()
+        ));
+    }
+    record_run(
+        &mut run,
+        cfg,
+        &setup,
+        Participants::Devices,
+        &trained,
+        &Communication {
+            shares: &shares,
+            overlaps: &overlaps,
+            threads: &threads,
+        },
+    );
+    Ok(run)
+}
