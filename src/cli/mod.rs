@@ -32,6 +32,7 @@ mod closed_stdout;
 mod commands;
 mod error;
 mod eta;
+mod finish;
 mod help;
 mod history;
 mod interrupt;

@@ -1,5 +1,4 @@
-//! Running what the command line asked for: one scenario, a sweep, or a plan (suite), and
-//! finishing its report (table, JSON, trace, exit code).
+//! Running what the command line asked for: one scenario, a sweep, or a plan (suite).
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -9,9 +8,9 @@ use super::args::{CommonArgs, SuiteJournalArgs};
 use super::check;
 use super::error::{CliError, SWEEP_STOP_AFTER};
 use super::eta;
+use super::finish::finish_report;
 use super::journaling;
-use super::output::{check_outputs, is_stdout, json_on_stdout, output_name, stdout, write_output};
-use super::pages;
+use super::output::{check_outputs, json_on_stdout, stdout};
 use super::partial::Shared;
 use super::progress::{progress_bar, style_bar};
 use super::sweep_ranks;
@@ -599,47 +598,6 @@ fn run_timed(
     Ok(run)
 }
 
-/// Print or write the report (and the trace); a failed check is [`CliError::CheckFailed`].
-pub(super) fn finish_report(
-    report: &Report,
-    common: &CommonArgs,
-    ctx: &RunContext,
-) -> Result<(), CliError> {
-    if json_on_stdout(common) {
-        stdout(&report.to_json())?;
-    }
-    // `-o -` is the JSON on stdout, written above, once.
-    if let Some(out) = common.output.as_ref().filter(|o| !is_stdout(o)) {
-        write_output(out, &report.to_json())?;
-        if !common.quiet {
-            note!("wrote {}", output_name(out));
-        }
-    }
-    if let Some(path) = &common.html {
-        pages::write_page(path, &export::html::page(report))?;
-        if !common.quiet {
-            note!("wrote {}", output_name(path));
-        }
-    }
-    if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
-        let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
-        let mut text = serde_json::to_string(&export::chrome_trace::chrome_trace(&traces))?;
-        text.push('\n');
-        write_output(path, &text)?;
-        if !common.quiet {
-            note!(
-                "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-                output_name(path)
-            );
-        }
-    }
-    if report.all_checks_passed() {
-        Ok(())
-    } else {
-        Err(CliError::CheckFailed)
-    }
-}
-
 /// What running needs from the shared options: the run context, whether a progress bar shows,
 /// the engine mode.
 impl CommonArgs {
@@ -684,32 +642,5 @@ impl CommonArgs {
 
     fn mode(&self) -> Mode {
         self.engine.unwrap_or(Mode::Threaded)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::{GpuInfo, RunRecord};
-
-    #[test]
-    fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {
-        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-        run.check("identical", false, "differs");
-        let report = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run],
-        );
-        let common = CommonArgs {
-            quiet: true,
-            ..CommonArgs::default()
-        };
-        let e = finish_report(&report, &common, &RunContext::default()).expect_err("failed");
-        assert!(matches!(e, CliError::CheckFailed), "{e}");
-        assert_eq!(e.exit_code(), 1);
-        assert_eq!(
-            e.line().as_deref(),
-            Some("a correctness check failed (see the report)")
-        );
     }
 }

@@ -552,7 +552,7 @@ impl Comm {
     /// ranks on this host.
     pub fn cores(&self) -> usize {
         let mine = std::thread::available_parallelism().map_or(1, |n| n.get());
-        match host_cpus() {
+        match crate::machine::affinity::online() {
             Some(host) if mine >= host => (host / self.place.local_size.max(1)).max(1),
             _ => mine,
         }
@@ -605,18 +605,6 @@ impl Comm {
             self.wait(r, deadline, &|| format!("{} ({what})", self.who(0)));
         });
     }
-}
-
-/// CPUs online on this host (`/sys/devices/system/cpu/online`: `0-15`, `0,2-3`), if known.
-fn host_cpus() -> Option<usize> {
-    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
-    list.trim().split(',').try_fold(0usize, |n, part| {
-        let count = match part.split_once('-') {
-            Some((a, b)) => b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?,
-            None => part.parse::<usize>().map(|_| 1).ok()?,
-        };
-        Some(n + count)
-    })
 }
 
 /// Between two polls of a request: spin for the first few thousand, then yield the core for

@@ -680,6 +680,10 @@ impl Shared {
 }
 
 #[cfg(test)]
+mod data_tests;
+#[cfg(test)]
+mod failure_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod torture;

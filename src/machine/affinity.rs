@@ -3,6 +3,19 @@
 //! core) pin them, since two new threads left to the scheduler often share a CPU for a while
 //! and the figure then reads a time slice instead of the hardware.
 
+/// How many CPUs are online on this host (`/sys/devices/system/cpu/online`: `0-15`,
+/// `0,2-3`), whatever this process's mask allows; `None` if the OS does not say.
+pub fn online() -> Option<usize> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    list.trim().split(',').try_fold(0usize, |n, part| {
+        let count = match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?,
+            None => part.parse::<usize>().map(|_| 1).ok()?,
+        };
+        Some(n + count)
+    })
+}
+
 /// The CPUs in this thread's affinity mask, in order; empty if the OS does not say.
 #[cfg(target_os = "linux")]
 pub fn allowed() -> Vec<usize> {
@@ -66,6 +79,12 @@ mod tests {
         assert_eq!(cpu_for(&[], 0, 1), None);
         if cfg!(target_os = "linux") {
             assert!(!allowed().is_empty());
+            // This process may run on no more CPUs than the host has online.
+            assert!(
+                online().is_some_and(|n| n >= allowed().len()),
+                "{:?}",
+                online()
+            );
         }
     }
 }
