@@ -92,7 +92,7 @@ pub(super) fn run_sweep(
     }
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
     let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
-    check_outputs(common)?;
+    check_common(common)?;
     let SweepJournalArgs {
         journal,
         resume,
@@ -322,7 +322,7 @@ pub(super) fn run_plan(
         crate::distributed::init()?;
     }
     if !crate::distributed::is_secondary_rank() {
-        check_outputs(common)?;
+        check_common(common)?;
     }
     if crate::distributed::is_secondary_rank() {
         for planned in plan
@@ -596,6 +596,16 @@ fn run_timed(
         ));
     }
     Ok(run)
+}
+
+/// The shared options checked before anything runs: the outputs, and `--cpu-threads` against
+/// the cores.
+fn check_common(common: &CommonArgs) -> Result<(), CliError> {
+    check_outputs(common)?;
+    match common.cpu_threads {
+        Some(n) => Ok(kit::check_threads("--cpu-threads", n as usize)?),
+        None => Ok(()),
+    }
 }
 
 /// What running needs from the shared options: the run context, whether a progress bar shows,

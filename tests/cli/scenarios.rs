@@ -185,6 +185,11 @@ fn absurd_sizes_are_refused_with_the_estimate_before_allocating() {
     assert_usage_error(&["cpu-gpu", "--cpu-size", "0"], "--cpu-size");
     assert_usage_error(&["run-copy", "--size", "-4"], "--size");
     assert_usage_error(&["matmul", "--device", "tpu"], "--device");
+    // Threads far beyond the cores (64 a core at most; 4,096 is beyond it below 64 cores).
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 64 {
+        assert_usage_error(&["matmul", "--threads", "4096"], "threads a core");
+        assert_usage_error(&["async", "--cpu-threads", "4096"], "threads a core");
+    }
 }
 
 /// Under `ulimit -v`, as a CI runner may set it, a workload beyond the address space left is

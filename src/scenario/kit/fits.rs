@@ -1,9 +1,12 @@
 //! Whether a workload fits: every scenario's `validate` estimates the buffers a run
 //! allocates and refuses, before anything is allocated, what host (or GPU) memory cannot hold
-//! — a usage error that states the estimate.
+//! — a usage error that states the estimate — and refuses device threads far beyond the
+//! cores.
 
+use crate::device::available_cores;
 use crate::device::memory::{check_fits, f32_bytes, host_room, Bound, Room};
 use crate::scenario::ScenarioError;
+use crate::units::count;
 
 /// Refuse a workload of `elements` f32 values (`None`: the count overflowed) that would not fit
 /// in host memory: the one memory check every scenario's `validate` goes through.
@@ -34,4 +37,42 @@ pub fn check_matrices(
         None => host_room(),
     };
     check_fits(what, bytes, room).map_err(|e| ScenarioError::Input(e.to_string()))
+}
+
+/// The most device threads a core: beyond it a run times the scheduler rather than the device
+/// (`matmul --threads 2048 --ops 2` on 2 cores ran past 5 minutes), and every thread's stack
+/// and buffers take address space (`matmul --threads 4096` aborted under `ulimit -v` 12 GiB).
+pub const THREADS_PER_CORE: usize = 64;
+
+/// Refuse `threads` device threads asked for by `flag` when they are more than
+/// [`THREADS_PER_CORE`] a core of this machine.
+pub fn check_threads(flag: &str, threads: usize) -> Result<(), ScenarioError> {
+    let cores = available_cores();
+    let most = THREADS_PER_CORE * cores;
+    if threads <= most {
+        return Ok(());
+    }
+    Err(ScenarioError::Input(format!(
+        "{flag} {threads}: more than {THREADS_PER_CORE} threads a core on this machine's {} \
+         ({most} at most): a run would time the scheduler, not the device",
+        count(cores, "core")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_far_beyond_the_cores_are_refused() {
+        let most = THREADS_PER_CORE * available_cores();
+        assert!(check_threads("--threads", most).is_ok());
+        let e = check_threads("--threads", most + 1).unwrap_err();
+        assert!(e.is_usage(), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("({most} at most): a run would time the scheduler")),
+            "{e}"
+        );
+    }
 }

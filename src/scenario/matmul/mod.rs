@@ -6,7 +6,7 @@ mod measure;
 use std::time::Duration;
 
 use self::explain::{BOOK, LESSON};
-use super::kit::check_elements;
+use super::kit::{check_elements, check_threads};
 use super::{
     Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
     ScenarioError,
@@ -152,8 +152,12 @@ impl Scenario for Matmul {
         let Config {
             dims: (m, k, n),
             ops,
+            threads,
             ..
         } = Config::of(params)?;
+        if let Some(threads) = threads {
+            check_threads("--threads", threads)?;
+        }
         // A, B and `ops` outputs alive at once; the check then holds A, B, C and host copies
         // of all three: 2(A + B) + (ops + 2) C at most.
         let (m, k, n) = (m as u64, k as u64, n as u64);
