@@ -257,8 +257,10 @@ impl Finding {
 
     /// About how many samples a variant would decide this finding, where `n` left its interval
     /// reaching across the bound: an interval narrows as one over the square root of the
-    /// samples, so with the same spread it clears the bound at `n · (half-width / distance)²`.
-    /// `None` where the finding is decided, unmeasured, or its median sits on the bound.
+    /// samples, so with the same spread it clears the bound at `n · (reach / distance)²`, the
+    /// reach being the interval's side toward the bound (an interval is often lopsided), and
+    /// always more than `n`. `None` where the finding is decided, unmeasured, or its median
+    /// sits on the bound.
     pub fn samples_to_decide(&self, n: usize) -> Option<usize> {
         let Measure::Bounded {
             value, ci95, bound, ..
@@ -269,9 +271,14 @@ impl Finding {
         if self.side() != Side::Within || n == 0 {
             return None;
         }
-        let (half, distance) = ((ci95[1] - ci95[0]) / 2.0, (value - bound).abs());
-        let needed = n as f64 * (half / distance).powi(2);
-        (distance > 0.0 && needed.is_finite()).then(|| needed.ceil() as usize)
+        let reach = if value > bound {
+            value - ci95[0]
+        } else {
+            ci95[1] - value
+        };
+        let distance = (value - bound).abs();
+        let needed = n as f64 * (reach / distance).powi(2);
+        (distance > 0.0 && needed.is_finite()).then(|| (needed.ceil() as usize).max(n + 1))
     }
 
     /// The figure that decided a lesson, for the JSON's `lesson.decided`.
@@ -380,6 +387,12 @@ mod tests {
         let on_the_bound = Finding::criterion("a / b", r(1.0, 0.9, 1.1), 1.0, Want::Above);
         assert_eq!(on_the_bound.samples_to_decide(5), None);
         assert_eq!(f.samples_to_decide(0), None);
+        // A lopsided interval: the side toward the bound decides, and never n or fewer (the
+        // run that read 1.19×, 95% interval 1.00–1.31× after 10 samples once said 7).
+        let lopsided = Finding::criterion("a / b", r(1.19, 0.998, 1.31), 1.0, Want::Above);
+        assert_eq!(lopsided.samples_to_decide(10), Some(11));
+        let far = Finding::criterion("a / b", r(1.19, 0.81, 1.31), 1.0, Want::Above);
+        assert_eq!(far.samples_to_decide(10), Some(40));
     }
 
     #[test]
