@@ -101,11 +101,14 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
             products_pitfall,
         ],
         here: format!(
-            "{} vs {} ({n} ops), {:.1}×; push-only reads {} of the products' time",
+            "{} vs {} ({n} ops), {:.1}×; push-only reads {}",
             human_time(e(Timed::Sync).median),
             human_time(e(Timed::Async).median),
             speedup.value,
-            human_percent(1.0 / too_little.value),
+            match too_little.value {
+                v if v >= FAR_TOO_LITTLE => format!("{}× too little", significant(v)),
+                v => format!("{} of the products' time", human_percent(1.0 / v)),
+            },
         ),
         book: Some(format!(
             "{}: {} sync vs {} async, {:.1}× (its Python front end; here {n} ops from Rust); {}: \
@@ -311,6 +314,11 @@ mod tests {
             .as_deref()
             .is_some_and(|b| b.contains("3.5589 s")));
         assert_eq!(clear.book.len(), BOOK.len());
+        // Far too little as a factor, never "0.0% of the products' time".
+        assert_eq!(
+            lesson.here,
+            "1.300 ms vs 230.0 µs (1000 ops), 5.7×; push-only reads 20,000× too little"
+        );
 
         let mut same = run_with(&[
             (Timed::Sync, 1.0e-3),
@@ -320,6 +328,19 @@ mod tests {
         ]);
         conclude(&mut same, 1000, 10, 1000);
         assert_eq!(same.lesson.expect("a lesson").held, Held::Inconclusive);
+        // A naive engine: push-only reads the products' whole time.
+        let mut naive = run_with(&[
+            (Timed::Sync, 1.0e-3),
+            (Timed::Async, 1.0e-3),
+            (Timed::Products, 0.2),
+            (Timed::ProductsPushOnly, 0.199),
+        ]);
+        conclude(&mut naive, 1000, 10, 1000);
+        assert!(naive
+            .lesson
+            .expect("a lesson")
+            .here
+            .ends_with("push-only reads 100% of the products' time"));
     }
 
     fn pitfall_run(medians: &[(Timed, f64)]) -> RunRecord {
