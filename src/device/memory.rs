@@ -140,12 +140,23 @@ pub fn available_bytes() -> Option<u64> {
     host_room().map(|r| r.bytes)
 }
 
-/// The `kB` value of `key` in a `/proc` file such as `meminfo` or `self/status`, in bytes.
-fn proc_kib(path: &str, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The value of `key` (`MemTotal:`, `VmSize:`) in the text of a `/proc` file such as
+/// `meminfo` or `self/status`, in bytes: the file states kB, meaning KiB; `None` when the key
+/// is missing, the value is not a number, the unit is another or the bytes overflow.
+pub fn proc_bytes(text: &str, key: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(key))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
+    let mut fields = line[key.len()..].split_whitespace();
+    let value: u64 = fields.next()?.parse().ok()?;
+    match fields.next() {
+        None => Some(value),
+        Some(unit) if unit.eq_ignore_ascii_case("kB") => value.checked_mul(1024),
+        Some(_) => None,
+    }
+}
+
+/// [`proc_bytes`] of the file at `path`.
+fn proc_kib(path: &str, key: &str) -> Option<u64> {
+    proc_bytes(&std::fs::read_to_string(path).ok()?, key)
 }
 
 fn mem_available() -> Option<u64> {

@@ -202,16 +202,9 @@ fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
-/// `MemTotal` of `/proc/meminfo` in bytes (the file states kB, meaning KiB).
+/// `MemTotal` of `/proc/meminfo` in bytes.
 fn parse_mem_total(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let mut fields = line["MemTotal:".len()..].split_whitespace();
-    let value: u64 = fields.next()?.parse().ok()?;
-    match fields.next() {
-        None => Some(value),
-        Some(unit) if unit.eq_ignore_ascii_case("kB") => value.checked_mul(1024),
-        Some(_) => None,
-    }
+    crate::device::memory::proc_bytes(meminfo, "MemTotal:")
 }
 
 #[cfg(test)]
