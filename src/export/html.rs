@@ -564,8 +564,8 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
             "<section><h2>{}</h2><p class=\"sub\"><code>{}</code><br/>checks: baseline {}, new {}</p>",
             esc(&run.scenario),
             esc(&svg::describe_parameters(run)),
-            badge(run.checks.iter().all(|c| c.passed)),
-            badge(other.checks.iter().all(|c| c.passed))
+            badge(run.checks_passed()),
+            badge(other.checks_passed())
         );
         if let Some(chart) = svg::comparison_bars(run, other, ["baseline", "new"], WIDTH) {
             figure(&mut out, &chart);

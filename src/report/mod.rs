@@ -116,6 +116,6 @@ impl Report {
 
     /// True when every check of every run passed.
     pub fn all_checks_passed(&self) -> bool {
-        self.runs.iter().all(|r| r.checks.iter().all(|c| c.passed))
+        self.runs.iter().all(|r| r.checks_passed())
     }
 }

@@ -341,6 +341,11 @@ impl RunRecord {
             .min()
     }
 
+    /// Whether every check of the run passed (true for a run with none).
+    pub fn checks_passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+
     pub fn check(&mut self, name: &str, passed: bool, detail: impl Into<String>) {
         self.checks.push(Check {
             name: name.into(),

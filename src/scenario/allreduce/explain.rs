@@ -198,7 +198,7 @@ pub(super) fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate
 
 /// Decide the lesson from the largest size's times and the checks.
 pub(super) fn conclude(run: &mut RunRecord, sizes: &[SizeTimes], devices: usize) {
-    let agree = run.checks.iter().all(|c| c.passed);
+    let agree = run.checks_passed();
     let (findings, here) = match sizes.last() {
         Some(last) if devices > 1 => {
             let r = last.ring_speedup();

@@ -351,7 +351,7 @@ mod tests {
                 "tree 4KiB"
             ]
         );
-        assert!(run.checks.iter().all(|c| c.passed) && run.checks.len() == 3);
+        assert!(run.checks_passed() && run.checks.len() == 3);
         for key in [
             "ring_4KiB_busbw_gbytes_per_s",
             "parameter_server_8B_algbw_gbytes_per_s",

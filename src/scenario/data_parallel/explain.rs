@@ -407,7 +407,7 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
         .map(|v| (*v, Ratio::of(base, Estimate::of(run, v.name()))))
         .filter(|(_, r)| r.value.is_finite())
         .max_by(|a, b| a.1.value.total_cmp(&b.1.value));
-    let agree = run.checks.iter().all(|c| c.passed);
+    let agree = run.checks_passed();
     let (findings, here) = match fastest {
         Some((v, r)) => (
             vec![

@@ -249,7 +249,7 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
 
 /// Decide the lesson from the check and the medians.
 pub(super) fn conclude(run: &mut RunRecord, f: &Schedules) {
-    let identical = run.checks.iter().all(|c| c.passed);
+    let identical = run.checks_passed();
     let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
     let verdict = Verdict {
         findings: vec![

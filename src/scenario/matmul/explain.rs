@@ -78,7 +78,7 @@ pub(super) const BOOK: &[BookFigure] = &[TF2_CPU, NUMPY];
 
 /// Decide the lesson from the check and the median's interval.
 fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device: &str) {
-    let matches = run.checks.iter().all(|c| c.passed);
+    let matches = run.checks_passed();
     let reach = run
         .median_uncertainty(Timed::Matmul.name())
         .unwrap_or(f64::NAN);
