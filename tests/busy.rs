@@ -1,8 +1,9 @@
 //! The machine's state in a report, end to end: a run while processes spin on every core says
 //! the machine was busy and names the other processes; the same run without them does not.
 //!
-//! A test binary of its own, with one test: any other test running beside it (cargo runs a
-//! binary's tests on parallel threads) would be one of the "other processes" it measures.
+//! A test binary of its own (not a module of `tests/suite.rs`), with one test: any other test
+//! running beside it (cargo runs a binary's tests on parallel threads) would be one of the
+//! "other processes" it measures.
 #![cfg(target_os = "linux")]
 
 use std::process::{Child, Command, Stdio};

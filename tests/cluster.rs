@@ -4,10 +4,7 @@
 //! link cut mid-run ends it within the timeout, naming the lost host, with no report written
 //! and nothing left behind. Needs root and iproute2 (`#[ignore]`;
 //! `.ci/run` runs them as root) and the `mpi` feature.
-#![cfg(feature = "mpi")]
-
-#[path = "common/child.rs"]
-mod child;
+use crate::common::child;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //!
 //! What every Linux machine has (/dev/full, /dev/null, /dev/zero, the /dev/stdout link,
 //! mkfifo) is asserted, not skipped: a test that passes has run. What needs root (mounting a
-//! tmpfs) is `#[ignore]`d; run it as root with `cargo test --test faults -- --ignored`.
+//! tmpfs) is `#[ignore]`d; run it as root with `cargo test --test suite faults:: -- --ignored`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
 
-mod common;
-use common::QUICK;
+use crate::common::QUICK;
 
 fn parbench() -> Command {
     let mut c = Command::new(cargo_bin("parbench"));
@@ -275,7 +274,7 @@ impl Drop for SmallFs {
 
 #[cfg(target_os = "linux")]
 #[test]
-#[ignore = "needs root (mounts a 64 KiB tmpfs): cargo test --test faults -- --ignored"]
+#[ignore = "needs root (mounts a 64 KiB tmpfs): cargo test --test suite faults:: -- --ignored"]
 fn output_into_a_full_filesystem_leaves_no_partial_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = SmallFs::mount(dir.path(), "64k").unwrap_or_else(|why| {

@@ -1,10 +1,7 @@
 //! `data-parallel --backend mpi` under a real `mpirun` (OpenMPI): 2 and 4 ranks (the 4
 //! oversubscribe this machine's cores), and ranks that hang or die. Built only with the `mpi`
 //! feature (`.ci/run` installs OpenMPI and runs these).
-#![cfg(feature = "mpi")]
-
-#[path = "common/child.rs"]
-mod child;
+use crate::common::child;
 
 use std::process::Command;
 use std::time::Duration;

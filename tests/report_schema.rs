@@ -27,8 +27,13 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The binary under test: this build's own, or the one `PARBENCH_BIN` names (`.ci/run` points
+/// the ignored `parbench all` test at its release binary rather than build the tests in release).
 fn parbench() -> Command {
-    let mut c = Command::cargo_bin("parbench").expect("binary builds");
+    let mut c = match std::env::var_os("PARBENCH_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::cargo_bin("parbench").expect("binary builds"),
+    };
     c.env_remove("PARBENCH_ENGINE");
     c.env_remove("PARBENCH_MATMUL_KERNEL");
     c
@@ -237,10 +242,11 @@ fn every_scenario_traced_gives_a_valid_report() {
 }
 
 /// What the suite test stands in for: `parbench all` itself, at its book sizes (about 75 s in a
-/// debug build on two cores), so it runs only when asked: `.ci/run` runs it with
-/// `cargo test --release --test report_schema -- --ignored` (about 25 s of running there).
+/// debug build on two cores), so it runs only when asked: `.ci/run` runs it on the release
+/// binary, `PARBENCH_BIN=target/release/parbench cargo test --test suite report_schema:: --
+/// --ignored` (about 25 s of running there).
 #[test]
-#[ignore = "slow in a debug build (about 75 s on 2 cores): .ci/run runs it in release"]
+#[ignore = "slow in a debug binary (about 75 s on 2 cores): run it with PARBENCH_BIN=target/release/parbench"]
 fn parbench_all_gives_a_valid_report() {
     let report = traced_report(&["all"]);
     assert_valid("the report of parbench all", &report);

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
 
 /// A stand-in for a parbench build: answers `--version` as parbench does and runs the shell
 /// `body` for anything else.

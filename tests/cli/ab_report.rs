@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
 
 /// An `ab` result as written before it carried a schema: entries `same` (ratio 1.0), `slow`
 /// (1.3) and `fast` (0.7), twelve pairs each on a drifting base of about 1 ms.
@@ -53,7 +53,7 @@ fn the_json_has_its_schema_and_medians_and_validates() {
         slow["median_candidate"].as_f64().unwrap(),
     );
     assert!((c / b - 1.3).abs() < 1e-9, "{slow}");
-    crate::result_schemas::assert_valid("ab --format json", "ab", &doc);
+    crate::cli::result_schemas::assert_valid("ab --format json", "ab", &doc);
     // Read back as `ab --from`, refused by the readers of reports.
     let saved = dir.path().join("ab.json");
     std::fs::write(&saved, &out.stdout).unwrap();
@@ -115,8 +115,8 @@ fn the_markdown_leads_with_regressions_then_improvements_and_folds_the_same() {
 fn a_real_run_records_both_sides_provenance() {
     let dir = tempfile::tempdir().unwrap();
     let report = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
-    let base = crate::ab::fake_parbench(dir.path(), "base", &report);
-    let candidate = crate::ab::fake_parbench(dir.path(), "candidate", &report);
+    let base = crate::cli::ab::fake_parbench(dir.path(), "base", &report);
+    let candidate = crate::cli::ab::fake_parbench(dir.path(), "candidate", &report);
     let suite = dir.path().join("one.toml");
     std::fs::write(
         &suite,
@@ -151,5 +151,5 @@ fn a_real_run_records_both_sides_provenance() {
         );
     }
     assert!(doc["base"]["path"].as_str().unwrap().ends_with("base"));
-    crate::result_schemas::assert_valid("ab --format json", "ab", &doc);
+    crate::cli::result_schemas::assert_valid("ab --format json", "ab", &doc);
 }

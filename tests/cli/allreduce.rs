@@ -1,6 +1,6 @@
 //! `allreduce`: nccl-tests' figures per size and algorithm, the checks, and bad sizes.
 
-use crate::util::{assert_usage_error, json_of, variant_names};
+use crate::cli::util::{assert_usage_error, json_of, variant_names};
 
 #[test]
 fn allreduce_records_each_size_and_algorithm_with_passing_checks() {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::util::parbench;
+use crate::cli::util::parbench;
 
 /// A suite of two small runs, written to `dir`.
 fn two_runs(dir: &std::path::Path) -> std::path::PathBuf {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
 
 #[test]
 fn compare_identical_reports_is_all_same() {

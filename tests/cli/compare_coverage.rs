@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
 
 /// The base: the async report with a second run, a `deps` scenario (the async run renamed).
 fn two_scenarios(dir: &Path) -> PathBuf {
@@ -125,7 +125,7 @@ fn the_json_carries_its_schema_and_both_sides_provenance() {
         assert!(doc[side]["environment"]["host"].is_string(), "{doc}");
     }
     assert!(doc["base"]["path"].as_str().unwrap().ends_with("two.json"));
-    crate::result_schemas::assert_valid("compare --format json", "compare", &doc);
+    crate::cli::result_schemas::assert_valid("compare --format json", "compare", &doc);
 
     // Fed back to parbench's readers: one line saying what it is and what reads it.
     let saved = dir.path().join("cmp.json");

@@ -1,6 +1,6 @@
 //! `data-parallel`: the training schemes against one-device SGD, and the MPI backend.
 
-use crate::util::{
+use crate::cli::util::{
     assert_usage_error, assert_usage_error_from, json_from, json_of, parbench,
     parbench_without_gpu, variant_names, SMALL_TRAINING,
 };

@@ -3,10 +3,10 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::QUICK;
-use crate::util::{
+use crate::cli::util::{
     assert_usage_error_from, json_from, parbench, parbench_without_gpu, variant_names,
 };
+use crate::common::QUICK;
 
 #[test]
 fn devices_reports_a_missing_gpu_with_its_reason() {

@@ -1,7 +1,7 @@
 //! An entry given twice is refused before anything runs: a sweep's parameter in two `--set`s
 //! or a value twice in one, a suite's scenario and parameters twice.
 
-use crate::util::assert_usage_error;
+use crate::cli::util::assert_usage_error;
 
 #[test]
 fn a_sweep_parameter_set_twice_is_refused_naming_it() {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::util::{parbench, report_with};
+use crate::cli::util::{parbench, report_with};
 
 #[test]
 fn export_writes_github_action_benchmark_entries() {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use crate::cli::util::{assert_usage_error, parbench, report_with};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, parbench, report_with};
 
 fn export(report: &std::path::Path, format: &str) -> String {
     let out = parbench()

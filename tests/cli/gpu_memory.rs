@@ -1,7 +1,7 @@
 //! `--gpu-memory-fraction` and `run-copy --direction/--host-memory`, without a GPU: bad values
 //! are one-line usage errors, good ones run on CPU devices with the GPU unavailable.
 
-use crate::util::{assert_usage_error, json_from, parbench_without_gpu, variant_names};
+use crate::cli::util::{assert_usage_error, json_from, parbench_without_gpu, variant_names};
 
 #[test]
 fn a_memory_fraction_outside_zero_to_one_is_a_usage_error() {

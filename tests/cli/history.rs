@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{assert_usage_error, parbench, report_with};
+use crate::cli::util::{assert_usage_error, parbench, report_with};
 
 /// A ±3% wobble per report (fixed: the test never flakes).
 const NOISE: [f64; 6] = [0.0, 0.03, -0.02, 0.01, -0.03, 0.02];

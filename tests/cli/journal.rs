@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::cli::util::{assert_usage_error, parbench};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, parbench};
 
 /// QUICK without `--quiet`: the notes on stderr are what some tests read.
 const QUICK_NOTES: &[&str] = &["--warmup", "0", "--min-samples", "3", "--max-samples", "3"];

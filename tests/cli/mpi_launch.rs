@@ -2,7 +2,7 @@
 //! processes, is refused in one line (the launcher's variables set by hand: no mpirun needed);
 //! and the environment counts one core as "1 core".
 
-use crate::util::{assert_usage_error_from, parbench};
+use crate::cli::util::{assert_usage_error_from, parbench};
 
 /// `parbench` as rank `rank` of a 2-rank OpenMPI job.
 fn rank_of_two(rank: &str) -> assert_cmd::Command {

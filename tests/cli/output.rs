@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::cli::util::{assert_usage_error, parbench};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, parbench};
 
 #[test]
 fn output_file_is_written_whole() {

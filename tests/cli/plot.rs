@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::cli::util::{assert_usage_error, parbench, report_with, SMALL_TRAINING, TWO_AXIS_SWEEP};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, parbench, report_with, SMALL_TRAINING, TWO_AXIS_SWEEP};
 
 /// Polylines whose point count is `n`: a plotted series over n sweep points (grid lines have 2).
 fn series_paths(svg: &str, n: usize) -> usize {

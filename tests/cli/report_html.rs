@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::cli::util::{assert_usage_error, parbench, TWO_AXIS_SWEEP};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, parbench, TWO_AXIS_SWEEP};
 
 /// An HTML page parsed as XML (it is written XHTML-compatible): every element closed, only
 /// XML's entities. Panics with the parser's reason otherwise.

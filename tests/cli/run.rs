@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::util::{assert_usage_error, parbench};
+use crate::cli::util::{assert_usage_error, parbench};
 
 #[test]
 fn run_executes_a_suite_into_one_report() {

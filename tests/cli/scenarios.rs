@@ -3,8 +3,10 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
+use crate::cli::util::{
+    assert_usage_error, assert_usage_error_from, json_of, parbench, variant_names,
+};
 use crate::common::QUICK;
-use crate::util::{assert_usage_error, assert_usage_error_from, json_of, parbench, variant_names};
 
 #[test]
 fn async_json_follows_the_schema() {

@@ -4,7 +4,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::util::{parbench, report_with};
+use crate::cli::util::{parbench, report_with};
 
 #[test]
 fn dash_output_is_standard_output() {
@@ -78,7 +78,7 @@ fn a_run_writes_its_report_to_dash() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.matches("\"schema\"").count(), 1, "{text}");
     // Two documents on one stream: refused before anything runs.
-    crate::util::assert_usage_error(
+    crate::cli::util::assert_usage_error(
         &["matmul", "--json", "--html", "-"],
         "the JSON report (--json or -o -) and the HTML page (--html -) would both go to \
          standard output: name a file for one of them",
@@ -187,7 +187,7 @@ fn an_empty_engine_variable_means_the_default() {
 
 #[test]
 fn a_bad_engine_variable_is_named_with_the_accepted_values() {
-    crate::util::assert_usage_error_from(
+    crate::cli::util::assert_usage_error_from(
         {
             let mut c = parbench();
             c.env("PARBENCH_ENGINE", "warp");

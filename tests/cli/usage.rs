@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::util::{assert_usage_error, parbench};
+use crate::cli::util::{assert_usage_error, parbench};
 
 #[test]
 fn list_names_every_scenario() {

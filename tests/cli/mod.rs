@@ -1,10 +1,8 @@
 //! The command line as a user meets it: output contracts, exit codes, and bad input.
 //!
-//! One test binary (`cargo test --test cli`), a module per feature; what they share is in
-//! `util` and in `tests/common` (shared with the other test binaries).
+//! A module per feature (`cargo test --test suite cli::`); what they share is in `util` and in
+//! `tests/common`.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod util;
 
 mod ab;
