@@ -3,9 +3,9 @@
 //!
 //! A run's samples say how precisely that run measured its median (its own 95% interval), not
 //! how far the next run's median will land: a shared machine drifts between processes by more
-//! than a run's interval (two back-to-back runs of one binary differ by 5–10% on a loaded
-//! 2-core VM, with intervals of ±1%). So the unit of evidence is the run, not the sample, as in
-//! asv and criterion. The spread of one figure is the standard deviation of ln(value) between
+//! than a run's interval (back-to-back runs of one binary on a 2-core VM under 60–70% foreign
+//! load read 1.1–1.7× apart on most timed figures of the CI suite, 4.7× on one, with intervals
+//! of ±5–15%). So the unit of evidence is the run, not the sample, as in asv and criterion. The spread of one figure is the standard deviation of ln(value) between
 //! runs, learned from what there is:
 //!
 //! - the reruns of one side (several reports of one build), pooled over the groups given (both
@@ -24,8 +24,10 @@
 use crate::harness::stats::{median, student_t_p};
 
 /// How far two runs of one binary may drift apart beyond their own intervals when nothing
-/// else tells the machine's spread: on a loaded 2-core VM, five back-to-back suite runs
-/// differed by up to 1.39× on a figure whose intervals were ±2% (results/compare-noise.md).
+/// else tells the machine's spread: back-to-back runs of the CI suite on a 2-core VM under
+/// 60–70% foreign load read up to 1.7× apart on most timed figures, so a change must clear
+/// both runs' intervals by half again to be the code's. (Under heavier load some figures read
+/// 5× apart: such a run is busy, and a busy side is never judged by this margin.)
 pub const UNLEARNED_DRIFT: f64 = 0.50;
 
 /// The family-wise false-alarm rate of one comparison or one history chart.

@@ -333,3 +333,11 @@ fn a_report_from_before_a_parameter_compares_at_its_default() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nothing to compare"), "{stderr}");
 }
+
+#[test]
+fn one_report_alone_is_a_usage_error() {
+    assert_usage_error(
+        &["compare", "a.json"],
+        "compare takes two reports (BASE NEW)",
+    );
+}
