@@ -715,3 +715,19 @@ fn gpu_limits_validate_and_broken_ones_are_rejected() {
         "/environment/gpu_limits",
     );
 }
+
+/// `--machine NAME` is recorded in the environment and validates; a name the command line
+/// refuses is refused by the schema too.
+#[test]
+fn a_named_machine_validates_and_a_bad_name_is_rejected() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut args = vec!["matmul", "--size", "16", "--machine", "ci-2core"];
+    args.extend_from_slice(TINY);
+    let doc = report_of(&args, dir.path());
+    assert_eq!(doc["environment"]["machine"], "ci-2core");
+    assert_valid("a named machine", &doc);
+    let spaced = changed(&doc, "/environment/machine", |v| *v = json!("a b"));
+    assert_rejected("a name with a space", &spaced, "/environment/machine");
+    let unnamed = without(&doc, "/environment/machine");
+    assert_valid("no name", &unnamed);
+}

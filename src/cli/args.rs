@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::values::{parse_mode, parse_seconds, parse_threshold};
+use super::values::{parse_machine, parse_mode, parse_seconds, parse_threshold};
 use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
 use crate::export::{self, ComparisonFormat};
@@ -120,12 +120,21 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Compare two JSON reports: exit 1 if any entry regressed, 2 if they cannot be compared.
+    /// Compare stored reports, each change judged against the figure's run-to-run noise:
+    /// `compare BASE NEW`, or reruns a side, `compare BASE... -- NEW...`. Exit 1 for a time
+    /// slower beyond its noise, 2 if they cannot be compared. The gate for CI is `ab`.
     Compare {
-        /// The reference report.
-        baseline: PathBuf,
-        /// The report to judge.
-        new: PathBuf,
+        /// The baseline report and the report to judge; with `--`, the baseline's reports
+        /// (reruns of one build).
+        #[arg(required = true, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        /// After `--`: the reports to judge (reruns of one build).
+        #[arg(last = true, value_name = "NEW")]
+        new: Vec<PathBuf>,
+        /// Earlier reports (a folder, or a file as `history` reads it): each figure's spread
+        /// over their reruns of one commit, on the baseline's machine, is learned from them.
+        #[arg(long, value_name = "DIR")]
+        history: Option<PathBuf>,
         /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
         #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
         threshold: f64,
@@ -179,6 +188,10 @@ pub struct CommonArgs {
     /// Print the JSON report on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Name the machine in the report (`environment.machine`): reports compare as one
+    /// machine's only under one name, as asv's machine names.
+    #[arg(long, value_name = "NAME", value_parser = parse_machine)]
+    pub machine: Option<String>,
     /// Also write the JSON report to FILE (atomically: a complete file or none).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -389,6 +402,9 @@ pub struct HistoryArgs {
     /// Fewest reports on each side of a step.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub(super) min_window: u64,
+    /// The most commits a chart shows, the newest; older ones are summarized under it.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub(super) max_items: u64,
 }
 
 /// How `history` prints.

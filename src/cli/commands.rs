@@ -19,8 +19,9 @@ use crate::device;
 use crate::engine::Mode;
 use crate::export::ComparisonFormat;
 use crate::export::{self, table, Exporter};
-use crate::report::comparison::Comparison;
-use crate::report::{compare, Environment};
+use crate::report::comparison::{Comparison, Learned};
+use crate::report::identity::Identity;
+use crate::report::{compare, Environment, Report};
 use crate::scenario::suite;
 
 /// Parse `args` (the program name first) and run the command they name.
@@ -94,12 +95,19 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             output,
         } => export(&report, format, output),
         Command::Compare {
-            baseline,
+            reports,
             new,
+            history,
             threshold,
             format,
             require_all,
-        } => compare(&baseline, &new, threshold, format, require_all),
+        } => compare(
+            Sides::of(reports, new)?,
+            history.as_deref(),
+            threshold,
+            format,
+            require_all,
+        ),
     }
 }
 
@@ -181,27 +189,68 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     Ok(())
 }
 
-/// `parbench compare BASELINE NEW`: the table, then a regression is exit 1; entries on one
-/// side only are listed, and fail it too with `--require-all`.
+/// The reports of `compare`'s two sides.
+struct Sides {
+    base: Vec<PathBuf>,
+    new: Vec<PathBuf>,
+}
+
+impl Sides {
+    /// `compare A B`, or `compare A... -- B...`.
+    fn of(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<Sides, CliError> {
+        if !new.is_empty() {
+            return Ok(Sides { base: reports, new });
+        }
+        match <[PathBuf; 2]>::try_from(reports) {
+            Ok([a, b]) => Ok(Sides {
+                base: vec![a],
+                new: vec![b],
+            }),
+            Err(given) => Err(CliError::Usage(format!(
+                "compare takes two reports (BASE NEW), or reruns a side separated by --: \
+                 compare BASE... -- NEW... ({} given, no --)",
+                given.len()
+            ))),
+        }
+    }
+}
+
+/// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
+/// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
 fn compare(
-    baseline: &Path,
-    new: &Path,
+    sides: Sides,
+    history: Option<&Path>,
     threshold: f64,
     format: ComparisonFormat,
     require_all: bool,
 ) -> Result<(), CliError> {
-    let (base, new_report) = (
-        super::reports::load_comparable(baseline)?,
-        super::reports::load_comparable(new)?,
-    );
-    let c = Comparison::of(
-        (&base, &baseline.display().to_string()),
-        (&new_report, &new.display().to_string()),
-        threshold,
-    )?;
-    // A regression with a busy side still fails the gate: the gate cannot tell the machine's
-    // slowdown from the code's, and a false alarm that says why costs a rerun, while a pass
-    // on a busy machine could hide a real regression (both sides' state is printed).
+    let load = |paths: &[PathBuf]| -> Result<Vec<(Report, String)>, CliError> {
+        paths
+            .iter()
+            .map(|p| Ok((super::reports::load_comparable(p)?, p.display().to_string())))
+            .collect()
+    };
+    let (base, new) = (load(&sides.base)?, load(&sides.new)?);
+    fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
+        s.iter().map(|(r, p)| (r, p.as_str())).collect()
+    }
+    let spreads = match (history, base.first()) {
+        (Some(dir), Some((first, _))) => {
+            let h = super::history::load(dir)?;
+            let identity = Identity::of(&first.environment);
+            (h.spreads(&identity), h.reports.len())
+        }
+        _ => Default::default(),
+    };
+    let spread = |name: &str| spreads.0.get(name).copied().unwrap_or_default();
+    let learned = Learned {
+        spread: &spread,
+        reports: spreads.1,
+    };
+    let c = Comparison::of_sides(&refs(&base), &refs(&new), &learned, threshold)?;
+    // A regression with a busy side still fails: a false alarm that says why costs a rerun,
+    // while a pass on a busy machine could hide a real regression (both sides' state is
+    // printed).
     if !c.environment_differences.is_empty() {
         note!(
             "warning: the reports come from different environments ({}): a change may be the machine's, not the code's",

@@ -153,7 +153,9 @@ pub(super) fn run_sweep(
     }
     let stop_after = stop_after();
 
-    let environment = Environment::capture_for_runs(common.mode(), device::discovery::probe_gpu());
+    let mut environment =
+        Environment::capture_for_runs(common.mode(), device::discovery::probe_gpu());
+    environment.machine = common.machine.clone();
     let mut report = Report::new(environment, Vec::new());
     report.sweep = Some(sweep::SweepInfo {
         scenario: name.to_string(),
@@ -355,7 +357,8 @@ pub(super) fn run_plan(
         None => None,
     };
     let gpu = device::discovery::probe_gpu();
-    let environment = Environment::capture_for_runs(common.mode(), gpu);
+    let mut environment = Environment::capture_for_runs(common.mode(), gpu);
+    environment.machine = common.machine.clone();
     let mut report = Report::new(environment, Vec::new());
     let partial = match (&suite_journal, &journaled) {
         (Some(j), Some((path, _, _))) => Some(Shared::arm(

@@ -15,6 +15,8 @@ pub enum ValueError {
     ThresholdOutOfRange { given: String, hint: String },
     #[error("expected seconds, got '{0}'")]
     NotSeconds(String),
+    #[error("a machine name is 1 to 64 letters, digits, '.', '_' or '-', got '{0}'")]
+    NotAMachineName(String),
     #[error(transparent)]
     Mode(#[from] crate::engine::UnknownMode),
     #[error(transparent)]
@@ -46,6 +48,15 @@ pub(super) fn parse_threshold(s: &str) -> Result<f64, ValueError> {
         });
     }
     Ok(v)
+}
+
+/// `--machine`: a name a report's machine is known by (`ci-2core`, `laptop.home`).
+pub(super) fn parse_machine(s: &str) -> Result<String, ValueError> {
+    let ok = (1..=64).contains(&s.len())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    ok.then(|| s.to_string())
+        .ok_or_else(|| ValueError::NotAMachineName(s.to_string()))
 }
 
 /// `--engine`: `threaded` or `naive`.

@@ -53,7 +53,7 @@ pub fn add_named_cpu_device(
 
 /// SplitMix64: a tiny, well-mixed, stateless generator, so element `i` of a seeded tensor is
 /// the same however many threads fill it.
-fn splitmix64(mut z: u64) -> u64 {
+pub(crate) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -121,8 +121,32 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
             " ({busy_regressions} with a busy side, which the machine may explain)"
         );
     }
-    let _ = writeln!(out);
+    let _ = writeln!(out, "\n{}", noise_line(c));
     out
+}
+
+/// What the comparison could learn of the noise, in a sentence.
+fn noise_line(c: &Comparison) -> String {
+    let (b, n) = c.sides;
+    let learned = match c.learned_from {
+        0 => String::new(),
+        k => format!(", and the reruns among {k} earlier reports"),
+    };
+    let sides = format!("{b} report{} against {n}", if b == 1 { "" } else { "s" });
+    if b + n > 2 || c.learned_from > 0 {
+        format!(
+            "Each change is judged against its spread over the runs ({sides}{learned}), 5% false \
+             alarms over the entries."
+        )
+    } else {
+        format!(
+            "{sides} and no history: the spread between runs is unknown, so a change past both \
+             runs' intervals is inconclusive unless it exceeds them by {:.0}% (and never a \
+             regression with a busy side). Compare reruns a side (BASE... -- NEW...), add \
+             --history, or gate with `parbench ab`.",
+            crate::report::noise::UNLEARNED_DRIFT * 100.0
+        )
+    }
 }
 
 /// The comparison as JSON (`"schema": "parbench-compare/1"`): both sides' provenance (file,
@@ -159,6 +183,8 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
         "threshold": c.threshold,
         "require_all": require_all,
         "compared": c.rows.len(),
+        "reports": {"base": c.sides.0, "new": c.sides.1},
+        "learned_from": c.learned_from,
         "regressions": c.regressions(),
         "only_in_base": c.coverage.only_in_base,
         "only_in_new": c.coverage.only_in_new,
@@ -211,10 +237,25 @@ mod tests {
         report
     }
 
+    /// `new` against `base`, with a spread of 2% learned from a history.
+    fn with_history(base: &Report, new: &Report) -> Comparison {
+        let spread = |_: &str| crate::report::noise::Spread::of_sigma(0.02, 10.0);
+        let learned = crate::report::comparison::Learned {
+            spread: &spread,
+            reports: 10,
+        };
+        Comparison::of_sides(&[(base, "a.json")], &[(new, "b.json")], &learned, 0.05)
+            .expect("comparison")
+    }
+
     #[test]
     fn a_change_with_a_busy_side_says_the_machine_may_explain_it() {
         let (quiet, busy) = (report_taking(1.0, false), report_taking(2.7, true));
+        // One report a side and no history: a busy machine's drift has no bound.
         let c = Comparison::of((&quiet, "a.json"), (&busy, "b.json"), 0.05).expect("comparison");
+        assert_eq!(c.rows[0].verdict_text(), "inconclusive");
+        assert_eq!(c.regressions(), 0);
+        let c = with_history(&quiet, &busy);
         let rows = &c.rows;
         assert_eq!(rows[0].verdict, crate::report::compare::Verdict::Slower);
         assert_eq!(rows[0].verdict_text(), "slower (busy new)");
@@ -249,6 +290,7 @@ mod tests {
         let (a, b) = (report_taking(1.0, false), report_taking(2.7, false));
         let c = Comparison::of((&a, "a.json"), (&b, "b.json"), 0.05).expect("comparison");
         assert!(c.busy.is_empty());
+        assert_eq!(c.rows[0].verdict_text(), "slower", "2.7× clears the drift");
         assert_eq!(c.rows[0].verdict_text(), "slower");
         let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
         assert!(json["rows"][0].get("busy").is_none() && json.get("busy_states").is_none());

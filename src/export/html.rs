@@ -490,7 +490,12 @@ fn derived_table(out: &mut String, run: &RunRecord) {
 pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold: f64) -> String {
     let mut out = String::new();
     open(&mut out, "parbench comparison");
-    let (rows, nothing) = match compare::compare(base, new, threshold) {
+    let (rows, nothing) = match compare::compare(
+        &[base],
+        &[new],
+        &|_| crate::report::noise::Spread::default(),
+        threshold,
+    ) {
         Ok(rows) => (rows, false),
         Err(_) => (Vec::new(), true),
     };
@@ -525,7 +530,9 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         );
     }
     out.push_str("</table>");
-    let differences = compare::environment_differences(base, new);
+    let differences = crate::report::identity::environment_differences(&[base], &[new], &|_| {
+        crate::report::noise::Spread::default()
+    });
     if !differences.is_empty() {
         let _ = write!(
             out,

@@ -8,8 +8,8 @@
 //! [`memory`] (STREAM copy and triad), [`line`](mod@line) (a cache line between two cores) and
 //! [`channel`] (a closure handed to another thread through a channel). The all-core probes run
 //! a [`team`] of threads pinned one per CPU ([`affinity`]). The state: [`state`] records a
-//! run's CPU counters and runnable tasks, and [`busy`] judges them. [`drift`] names the limits
-//! that differ between two reports' machines.
+//! run's CPU counters and runnable tasks, and [`busy`] judges them. [`drift`] lists the limits
+//! as figures whose moves `report::identity` judges against their spread.
 
 pub mod affinity;
 pub mod busy;

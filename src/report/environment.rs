@@ -27,6 +27,11 @@ pub const GIT_COMMIT: &str = env!("PARBENCH_GIT_COMMIT");
 pub struct Environment {
     /// Host name, or "unknown".
     pub host: String,
+    /// The machine's name as the user gave it (`--machine`), part of its identity
+    /// ([`super::identity::Identity`]): `None` when not given, and in reports written before
+    /// the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// e.g. "linux x86_64 6.1.0-18-amd64" (OS and architecture this binary was built for, plus
     /// the running kernel's release when known).
     pub os: String,
@@ -107,6 +112,7 @@ impl Environment {
         let unknown = || "unknown".to_string();
         Environment {
             host: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
+            machine: None,
             os: os_description(read_trimmed("/proc/sys/kernel/osrelease").as_deref()),
             cpu_model: std::fs::read_to_string("/proc/cpuinfo")
                 .ok()

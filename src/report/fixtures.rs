@@ -28,3 +28,59 @@ pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     );
     Report::new(env, runs)
 }
+
+/// A history of `n` reports of the CI suite's shape (5 runs, 4 variants and 2 derived figures
+/// each), two reruns per commit, a day per commit: every time wanders by ±`wander` from run
+/// to run (a fixed pattern, no randomness), and the machine's FMA probe by 1.3–1.8× as it does
+/// under load.
+pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
+    let reports = (0..n)
+        .map(|i| {
+            let jitter = 1.0 + wander * (((i * 7919) % 13) as f64 / 6.0 - 1.0);
+            let runs = (0..5)
+                .map(|s| {
+                    let mut r = run(
+                        &format!("scenario{s}"),
+                        &[("size", 100)],
+                        &["a", "b", "c", "d"],
+                    );
+                    for (k, v) in r.variants.iter_mut().enumerate() {
+                        let t = 1e-3 * (1 + k) as f64 * jitter;
+                        v.summary = crate::harness::Summary::from_samples(&[t * 0.99, t, t * 1.01])
+                            .expect("samples");
+                    }
+                    r.derive_as(
+                        "speedup",
+                        2.0 * jitter,
+                        super::Figure::new(super::Unit::Ratio, super::Better::Higher),
+                    );
+                    r.derive_as(
+                        "per_op_s",
+                        1e-6 * jitter,
+                        super::Figure::new(super::Unit::Seconds, super::Better::Lower),
+                    );
+                    r
+                })
+                .collect();
+            let mut report = report(runs);
+            report.environment.started_at =
+                super::environment::rfc3339_from_unix(1_700_000_000 + 43_200 * i as i64);
+            report.tool.git_commit = format!("{:07x}", 0xabc0000 + i / 2);
+            let mut limits = crate::machine::Limits::not_measured("test");
+            limits.fma = crate::machine::Probe::Measured(crate::machine::FmaPeak {
+                unit: crate::machine::VectorUnit::Avx512,
+                per_core_gflops: [100.0, 180.0, 130.0, 75.0][i % 4],
+                all_cores_gflops: 200.0,
+                cores: 2,
+                pinned: true,
+                method: String::new(),
+            });
+            report.environment.limits = Some(limits);
+            super::history::Dated {
+                name: format!("r{i}.json"),
+                report,
+            }
+        })
+        .collect();
+    super::history::History::new(reports, Vec::new())
+}

@@ -16,9 +16,11 @@ pub mod evidence;
 pub mod figure;
 pub mod finding;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod history;
+pub mod identity;
 pub mod lesson;
+pub mod noise;
 pub mod paired;
 mod parameters;
 pub mod provenance;

@@ -20,27 +20,102 @@ fn compare_identical_reports_is_all_same() {
     assert!(!text.contains("slower"), "{text}");
 }
 
+/// Three reruns a side, each time drifting by up to 2% from run to run (`reruns` scaled).
+fn reruns(dir: &std::path::Path, name: &str, scale: f64) -> Vec<std::path::PathBuf> {
+    [1.0, 1.02, 0.99]
+        .iter()
+        .enumerate()
+        .map(|(i, drift)| {
+            report_with(dir, &format!("{name}{i}.json"), |d| {
+                scale_times(d, |_| scale * drift)
+            })
+        })
+        .collect()
+}
+
+/// One report a side cannot tell a 30% slowdown from the machine's drift: inconclusive,
+/// exit 0. Three reruns a side can: slower, exit 1.
 #[test]
-fn compare_flags_a_30_percent_slowdown() {
+fn compare_flags_a_30_percent_slowdown_given_reruns() {
     let dir = tempfile::tempdir().unwrap();
-    let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
-    let b = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 1.3));
+    let (base, new) = (reruns(dir.path(), "a", 1.0), reruns(dir.path(), "b", 1.3));
     let out = parbench()
         .args(["compare"])
-        .arg(&a)
-        .arg(&b)
+        .arg(&base[0])
+        .arg(&new[0])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("slower"), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("inconclusive") && !text.contains("slower"),
+        "{text}"
+    );
+    assert!(text.contains("1 report against 1 and no history"), "{text}");
+    let out = parbench()
+        .arg("compare")
+        .args(&base)
+        .arg("--")
+        .args(&new)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("slower") && !text.contains("inconclusive"),
+        "{text}"
+    );
+    assert!(text.contains("3 reports against 3"), "{text}");
     let md = parbench()
         .args(["compare", "--format", "markdown"])
-        .arg(&a)
-        .arg(&b)
+        .args(&base)
+        .arg("--")
+        .args(&new)
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&md.stdout).starts_with("| entry | baseline |"));
+    // Three reports with no `--` to part them: which side is which is not guessed.
+    let mut three = vec!["compare".to_string()];
+    three.extend(base.iter().map(|p| p.display().to_string()));
+    let three: Vec<&str> = three.iter().map(String::as_str).collect();
+    assert_usage_error(&three, "compare BASE... -- NEW...");
+}
+
+/// One report a side judged against the reruns of a history of the same machine: the spread
+/// learned there makes a 30% slowdown a regression, and leaves unchanged code alone.
+#[test]
+fn compare_learns_the_spread_from_a_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("hist");
+    std::fs::create_dir_all(&hist).unwrap();
+    let earlier = [reruns(dir.path(), "h", 1.0), reruns(dir.path(), "g", 1.01)].concat();
+    for (i, p) in earlier.iter().enumerate() {
+        std::fs::copy(p, hist.join(format!("h{i}.json"))).unwrap();
+    }
+    let (base, new) = (reruns(dir.path(), "a", 1.0), reruns(dir.path(), "b", 1.3));
+    let out = parbench()
+        .arg("compare")
+        .arg(&base[1])
+        .arg(&new[0])
+        .arg("--history")
+        .arg(&hist)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("and the reruns among 6 earlier reports"),
+        "{text}"
+    );
+    let same = parbench()
+        .arg("compare")
+        .arg(&base[1])
+        .arg(&base[2])
+        .arg("--history")
+        .arg(&hist)
+        .output()
+        .unwrap();
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
 }
 
 #[test]
@@ -134,8 +209,9 @@ fn a_threshold_without_percent_suggests_one() {
 fn compare_warns_of_other_environments_and_speaks_json() {
     let dir = tempfile::tempdir().unwrap();
     let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
+    // Twice as slow: past the drift one report a side allows.
     let b = report_with(dir.path(), "b.json", |d| {
-        scale_times(d, |_| 1.3);
+        scale_times(d, |_| 2.0);
         d["environment"]["cpu_model"] = "Another CPU".into();
     });
     let out = parbench()
@@ -144,7 +220,7 @@ fn compare_warns_of_other_environments_and_speaks_json() {
         .arg(&b)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "a 30% slowdown is a regression");
+    assert_eq!(out.status.code(), Some(1), "a 2× slowdown is a regression");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("different environments") && stderr.contains("'Another CPU'"),
@@ -176,31 +252,43 @@ fn compare_names_the_limits_that_differ_between_the_machines() {
             "cores": 2, "pinned": true, "method": "test"
         }})
     };
-    let a = report_with(dir.path(), "a.json", |d| {
-        d["environment"]["limits"]["fma"] = fma(187.0);
-    });
-    let b = report_with(dir.path(), "b.json", |d| {
-        d["environment"]["limits"]["fma"] = fma(93.5);
-    });
-    let out = parbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    // Three reruns a side, each probe within 2% of its level.
+    let side = |name: &str, per_core: f64| -> Vec<std::path::PathBuf> {
+        [1.0, 1.02, 0.99]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                report_with(dir.path(), &format!("{name}{i}.json"), |d| {
+                    d["environment"]["limits"]["fma"] = fma(per_core * k);
+                })
+            })
+            .collect()
+    };
+    let (a, b) = (side("a", 187.0), side("b", 93.5));
+    let out = parbench()
+        .arg("compare")
+        .args(&a)
+        .arg("--")
+        .args(&b)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("different environments")
-            && stderr.contains("f32 FMA peak per core: 187.0 GFLOP/s vs 93.5 GFLOP/s (0.50×)"),
+            && stderr.contains("f32 FMA peak per core: ")
+            && stderr.contains("(0.50×, beyond its spread over reruns)"),
         "{stderr}"
     );
-    let near = report_with(dir.path(), "near.json", |d| {
-        d["environment"]["limits"]["fma"] = fma(200.0);
-    });
+    // One report a side: a probe read at half may be the load, not another machine.
     let out = parbench()
         .arg("compare")
-        .arg(&a)
-        .arg(&near)
+        .arg(&a[0])
+        .arg(&b[0])
         .output()
         .unwrap();
     assert!(
         !String::from_utf8_lossy(&out.stderr).contains("different environments"),
-        "within the probes' noise"
+        "a probe without its spread"
     );
 }
 
@@ -244,4 +332,12 @@ fn a_report_from_before_a_parameter_compares_at_its_default() {
     // Read at 1000, it is another run than the new one's 50: nothing matches.
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nothing to compare"), "{stderr}");
+}
+
+#[test]
+fn one_report_alone_is_a_usage_error() {
+    assert_usage_error(
+        &["compare", "a.json"],
+        "compare takes two reports (BASE NEW)",
+    );
 }

@@ -115,7 +115,7 @@ fn history_flags_the_injected_step_and_nothing_else() {
     let first = doc.descendants().find(|n| n.has_tag_name("h3")).unwrap();
     assert_eq!(first.text(), Some(entry.as_str()));
     assert!(html.contains("step +"), "the step's line in the chart");
-    assert!(html.contains("environment changed (#6)"));
+    assert!(html.contains("machine changed at c0ffee5"), "{html}");
     assert!(html.contains("cores: "));
     assert!(!html.contains("<script") && !html.contains("src="));
 }
@@ -160,4 +160,51 @@ fn one_report_file_is_a_history_and_a_negative_threshold_a_value_error() {
             "the threshold must be between 0% and 100%, got '-5%'",
         );
     }
+}
+
+/// Eight reruns of one commit whose times wander ±9% and whose FMA probe reads 1.3–1.8×
+/// apart, as under load: one point, no step, no change of machine. Naming the machine
+/// (`--machine`) is a change of machine.
+#[test]
+fn reruns_of_one_commit_flag_nothing_and_a_new_machine_name_is_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(report_with(dir.path(), "real.json", |_| {})).unwrap(),
+    )
+    .unwrap();
+    let hist = dir.path().join("hist");
+    std::fs::create_dir_all(&hist).unwrap();
+    let wander = [1.0, 1.09, 0.93, 1.05, 0.91, 1.08, 0.97, 1.02];
+    let fma = [100.0, 180.0, 130.0, 75.0, 120.0, 95.0, 170.0, 110.0];
+    for (i, (w, peak)) in wander.iter().zip(fma).enumerate() {
+        let mut d = doc.clone();
+        d["environment"]["started_at"] = json!(format!("2024-05-01T10:{i:02}:00Z"));
+        d["environment"]["limits"]["fma"] = json!({"measured": {
+            "unit": "avx512", "per_core_gflops": peak, "all_cores_gflops": 2.0 * peak,
+            "cores": 2, "pinned": true, "method": "test"
+        }});
+        for v in d["runs"][0]["variants"].as_array_mut().unwrap() {
+            let median = 1e-3 * w;
+            v["median_s"] = json!(median);
+            v["ci95_s"] = json!([median * 0.99, median * 1.01]);
+        }
+        if i == 7 {
+            d["environment"]["machine"] = json!("ci-2core");
+        }
+        std::fs::write(hist.join(format!("r{i}.json")), d.to_string()).unwrap();
+    }
+    let out = parbench()
+        .args(["history", "--format", "markdown"])
+        .arg(&hist)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{md}");
+    assert!(md.contains("No steps flagged."), "{md}");
+    let changes: Vec<&str> = md.lines().filter(|l| l.contains("changed at")).collect();
+    assert_eq!(changes.len(), 1, "{md}");
+    assert!(
+        changes[0].contains("machine: 'unnamed' vs 'ci-2core'") && !changes[0].contains("FMA"),
+        "{md}"
+    );
 }

@@ -130,6 +130,8 @@ pub fn scale_times(doc: &mut Value, scale: impl Fn(usize) -> f64) {
         let mut sorted = samples.clone();
         sorted.sort_by(f64::total_cmp);
         v["median_s"] = serde_json::json!((sorted[3] + sorted[4]) / 2.0);
+        // The 95% interval of the median of 8 samples is their range.
+        v["ci95_s"] = serde_json::json!([sorted[0], sorted[7]]);
         v["samples_s"] = serde_json::json!(samples);
     }
 }

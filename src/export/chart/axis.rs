@@ -13,6 +13,8 @@ pub struct Axis {
     pub format: fn(f64) -> String,
     /// The axis counts things (devices, threads): ticks only at whole numbers.
     pub counts: bool,
+    /// Ticks named rather than numbered (a history's commits), thinned as any.
+    pub names: Vec<(f64, String)>,
 }
 
 impl Axis {
@@ -22,7 +24,13 @@ impl Axis {
             log,
             format,
             counts: false,
+            names: Vec::new(),
         }
+    }
+
+    /// The same axis with these named ticks instead of numbers.
+    pub fn named(self, names: Vec<(f64, String)>) -> Axis {
+        Axis { names, ..self }
     }
 
     /// The same axis with ticks at whole numbers only.
@@ -83,7 +91,11 @@ fn round_label(label: &str) -> String {
 
 /// Tick labels along a horizontal axis, every k-th so that none overlaps the next.
 pub(super) fn thin_x_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
-    let ticks = labelled_ticks(scale, format);
+    thin_x(scale, labelled_ticks(scale, format))
+}
+
+/// `ticks`, every k-th so that none overlaps the next.
+fn thin_x(scale: &Scale, ticks: Vec<(f64, String)>) -> Vec<(f64, String)> {
     let mut k = 1;
     loop {
         let kept: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
@@ -98,15 +110,15 @@ pub(super) fn thin_x_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64
     }
 }
 
-/// Vertical grid lines from `top` to `bottom` at the x ticks, labelled under `bottom`.
-pub(super) fn x_grid(
-    out: &mut String,
-    xs: &Scale,
-    format: fn(f64) -> String,
-    top: f64,
-    bottom: f64,
-) {
-    for (t, label) in thin_x_ticks(xs, format) {
+/// Vertical grid lines from `top` to `bottom` at the x ticks (`axis`'s names, or numbers),
+/// labelled under `bottom`.
+pub(super) fn x_grid(out: &mut String, xs: &Scale, axis: &Axis, top: f64, bottom: f64) {
+    let ticks = if axis.names.is_empty() {
+        thin_x_ticks(xs, axis.format)
+    } else {
+        thin_x(xs, axis.names.clone())
+    };
+    for (t, label) in ticks {
         let x = xs.at(t);
         let _ = write!(
             out,

@@ -83,10 +83,10 @@ impl BarChart {
         let xs = Scale::new(lo, hi, self.axis.log, left, right);
         if self.axis.log {
             body.push_str("<g class=\"log-axis\">");
-            x_grid(&mut body, &xs, self.axis.format, top, bottom);
+            x_grid(&mut body, &xs, &self.axis, top, bottom);
             body.push_str("</g>");
         } else {
-            x_grid(&mut body, &xs, self.axis.format, top, bottom);
+            x_grid(&mut body, &xs, &self.axis, top, bottom);
         }
         for (r, (name, row)) in self.rows.iter().enumerate() {
             let y_row = top + r as f64 * row_h + 5.0;

@@ -81,7 +81,7 @@ impl LineChart {
             );
             text(&mut body, left - 6.0, y + 4.0, TICK_PX, "end", &label);
         }
-        x_grid(&mut body, &xs, self.x.format, top, bottom);
+        x_grid(&mut body, &xs, &self.x, top, bottom);
         let _ = write!(
             body,
             "<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{plot_h:.1}\" fill=\"none\" stroke=\"#333333\"/>",

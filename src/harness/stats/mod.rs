@@ -10,9 +10,11 @@
 mod bootstrap;
 mod percentiles;
 mod rank_tests;
+mod student_t;
 mod summary;
 
 pub use bootstrap::bootstrap_median_ci95;
 pub use percentiles::Percentiles;
 pub use rank_tests::{mann_whitney_p, mann_whitney_u, wilcoxon_signed_rank_p, MannWhitney};
+pub use student_t::student_t_p;
 pub use summary::{median, quantile, range_coverage, Summary, SAMPLES_FOR_95};

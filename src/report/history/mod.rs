@@ -1,7 +1,9 @@
 //! A history: the reports of one suite over time (a folder of `parbench/1` reports, or a file
-//! of them one per line), ordered by when each run started, turned into one series per entry
-//! (scenario × parameters × variant, and each derived figure with a direction) with the steps
-//! [`steps::Detector`] finds in it and the points where the environment changed.
+//! of them one per line), ordered by when each run started. Reruns of one commit on one
+//! machine are one [`Group`], one point of every series with its spread; a series per entry
+//! (scenario × parameters × variant, and each derived figure with a direction) carries the
+//! steps [`steps::Detector`] finds beyond its noise, and the points where the machine changed
+//! (its [`Identity`], or a probe beyond its own spread).
 
 pub mod steps;
 
@@ -9,8 +11,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::compare::{self, environment_differences};
+use super::compare::{self, entries};
+use super::identity::{probe_series, Identity};
+use super::noise::{series_spread, Observation, Spread};
 use super::{Better, Report, Unit};
+use crate::machine::drift::LIMIT_TOLERANCE;
 pub use steps::{Detector, Step};
 
 /// Why a history cannot be read at all (a usage error).
@@ -49,10 +54,19 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// The reports, oldest first, and what was skipped.
+/// Reruns of one commit on one machine: their reports (indices of [`History::reports`],
+/// oldest first), one point of each series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub reports: Vec<usize>,
+    pub identity: Identity,
+}
+
+/// The reports, oldest first, their groups in the order each first ran, and what was skipped.
 #[derive(Debug, Clone)]
 pub struct History {
     pub reports: Vec<Dated>,
+    pub groups: Vec<Group>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -67,6 +81,7 @@ impl History {
         };
         let mut history = History {
             reports: Vec::new(),
+            groups: Vec::new(),
             skipped: Vec::new(),
         };
         if path.is_dir() {
@@ -121,85 +136,168 @@ impl History {
                 path: path.display().to_string(),
             });
         }
+        Ok(History::new(history.reports, history.skipped))
+    }
+
+    /// A history of `reports`, ordered by `environment.started_at` (then by name) and
+    /// grouped.
+    pub fn new(mut reports: Vec<Dated>, skipped: Vec<Skipped>) -> History {
+        reports.sort_by(|a, b| (a.started_at(), &a.name).cmp(&(b.started_at(), &b.name)));
+        let mut history = History {
+            reports,
+            groups: Vec::new(),
+            skipped,
+        };
+        history.group();
         history
-            .reports
-            .sort_by(|a, b| (a.started_at(), &a.name).cmp(&(b.started_at(), &b.name)));
-        Ok(history)
+    }
+
+    /// Gather the reports into [`Group`]s by commit and identity.
+    fn group(&mut self) {
+        self.groups.clear();
+        for (i, d) in self.reports.iter().enumerate() {
+            let identity = Identity::of(&d.report.environment);
+            let commit = d.commit();
+            match self
+                .groups
+                .iter_mut()
+                .find(|g| g.identity == identity && self.reports[g.reports[0]].commit() == commit)
+            {
+                Some(g) => g.reports.push(i),
+                None => self.groups.push(Group {
+                    reports: vec![i],
+                    identity,
+                }),
+            }
+        }
+    }
+
+    /// The first report of group `g`.
+    pub fn first(&self, g: usize) -> &Dated {
+        &self.reports[self.groups[g].reports[0]]
+    }
+
+    /// Each entry's and each probe's spread over the reruns of the groups measured on
+    /// `identity`: what `compare --history` learns.
+    pub fn spreads(&self, identity: &Identity) -> std::collections::HashMap<String, Spread> {
+        let mine: Vec<usize> = (0..self.groups.len())
+            .filter(|g| &self.groups[*g].identity == identity)
+            .collect();
+        let mut out = std::collections::HashMap::new();
+        for s in self.series() {
+            let groups = s.points.iter().filter(|p| mine.contains(&p.group));
+            out.insert(s.entry, Spread::within(groups.map(|p| &p.observed[..])));
+        }
+        for g in &mine {
+            let reports: Vec<&Report> = self.groups[*g]
+                .reports
+                .iter()
+                .map(|i| &self.reports[*i].report)
+                .collect();
+            for (what, values) in probe_series(&reports) {
+                let observed: Vec<Observation> = values
+                    .into_iter()
+                    .flatten()
+                    .map(Observation::exact)
+                    .collect();
+                let s = out.entry(what.to_string()).or_default();
+                *s = s.and(Spread::within([&observed[..]]));
+            }
+        }
+        out
     }
 
     fn skip(&mut self, name: String, reason: String) {
         self.skipped.push(Skipped { name, reason });
     }
 
-    /// Where the environment changed: the index of the first report on the new one, and how
-    /// it differs from the report before ([`compare::environment_differences`]).
+    /// Where the machine changed: the group on the new one, and how it differs from the
+    /// group before: its [`Identity`], or a probe that stepped beyond its own spread over the
+    /// reruns and the series ([`Detector`] at [`LIMIT_TOLERANCE`]), as a figure would.
     pub fn environment_changes(&self) -> Vec<(usize, Vec<String>)> {
-        self.reports
-            .windows(2)
-            .enumerate()
-            .filter_map(|(i, w)| {
-                let d = environment_differences(&w[0].report, &w[1].report);
-                (!d.is_empty()).then_some((i + 1, d))
-            })
-            .collect()
+        let mut changes: Vec<(usize, Vec<String>)> = Vec::new();
+        for g in 1..self.groups.len() {
+            let d = self.groups[g - 1]
+                .identity
+                .differences(&self.groups[g].identity);
+            if !d.is_empty() {
+                changes.push((g, d));
+            }
+        }
+        let all: Vec<&Report> = self.reports.iter().map(|d| &d.report).collect();
+        let probes = probe_series(&all);
+        let detector = Detector {
+            threshold: LIMIT_TOLERANCE,
+            min_window: 2,
+        };
+        for (what, values) in &probes {
+            let points: Vec<Vec<Observation>> = self
+                .groups
+                .iter()
+                .map(|g| {
+                    g.reports
+                        .iter()
+                        .filter_map(|i| values[*i].map(Observation::exact))
+                        .collect()
+                })
+                .collect();
+            for step in detector.steps(&points, learned(&points), probes.len()) {
+                let line = format!(
+                    "{what} stepped {:.2}× beyond its spread",
+                    step.after / step.before
+                );
+                match changes.iter_mut().find(|c| c.0 == step.at) {
+                    Some(c) => c.1.push(line),
+                    None => changes.push((step.at, vec![line])),
+                }
+            }
+        }
+        changes.sort_by_key(|c| c.0);
+        changes
     }
 
-    /// One series per entry, in the order entries first appear.
+    /// One series per entry, in the order entries first appear: a point per group that
+    /// holds the entry.
     pub fn series(&self) -> Vec<Series> {
         let mut out: Vec<Series> = Vec::new();
-        let add = |out: &mut Vec<Series>, proto: Series, point: Point| match out
-            .iter_mut()
-            .find(|s| s.entry == proto.entry)
-        {
-            Some(s) => s.points.push(point),
-            None => out.push(Series {
-                points: vec![point],
-                ..proto
-            }),
-        };
-        for (i, dated) in self.reports.iter().enumerate() {
-            for run in &dated.report.runs {
-                let key = run.key();
-                for v in &run.variants {
-                    let s = &v.summary;
-                    let proto = Series {
-                        entry: format!("{key} {}", v.name),
-                        unit: Unit::Seconds,
-                        better: Better::Lower,
-                        points: Vec::new(),
+        for (g, group) in self.groups.iter().enumerate() {
+            for &i in &group.reports {
+                for e in entries(&self.reports[i].report) {
+                    let k = match out.iter().position(|s| s.entry == e.name) {
+                        Some(k) => k,
+                        None => {
+                            out.push(Series {
+                                entry: e.name.clone(),
+                                unit: e.unit,
+                                better: e.better,
+                                points: Vec::new(),
+                            });
+                            out.len() - 1
+                        }
                     };
-                    let point = Point {
-                        report: i,
-                        value: s.median_s,
-                        low: s.ci95_s[0],
-                        high: s.ci95_s[1],
-                    };
-                    add(&mut out, proto, point);
-                }
-                for (k, value) in &run.derived {
-                    let figure = run.figure(k);
-                    let Some(x) = value.as_f64().filter(|_| figure.better != Better::Neither)
-                    else {
-                        continue;
-                    };
-                    let proto = Series {
-                        entry: format!("{key} derived:{k}"),
-                        unit: figure.unit,
-                        better: figure.better,
-                        points: Vec::new(),
-                    };
-                    let point = Point {
-                        report: i,
-                        value: x,
-                        low: x,
-                        high: x,
-                    };
-                    add(&mut out, proto, point);
+                    let points = &mut out[k].points;
+                    if points.last().is_none_or(|p| p.group != g) {
+                        points.push(Point {
+                            group: g,
+                            observed: Vec::new(),
+                        });
+                    }
+                    if let Some(p) = points.last_mut() {
+                        p.observed.push(e.observed);
+                    }
                 }
             }
         }
         out
     }
+}
+
+/// What a series teaches about its own noise: the spread within its groups' reruns, pooled
+/// with the spread between consecutive groups ([`series_spread`]).
+fn learned(points: &[Vec<Observation>]) -> Spread {
+    let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
+    let within = Spread::within(refs.iter().copied());
+    series_spread(&refs).map_or(within, |s| within.and(s))
 }
 
 /// One line of a file of reports.
@@ -212,16 +310,35 @@ fn parse_line(line: &str) -> Result<Report, String> {
     }
 }
 
-/// One entry's value in one report.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One entry in one group: each rerun's value with its own interval.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    /// Index of the report in [`History::reports`].
-    pub report: usize,
-    /// The median time, or the derived figure.
-    pub value: f64,
-    /// The 95% CI of the median (the value itself for a derived figure).
-    pub low: f64,
-    pub high: f64,
+    /// Index of the group in [`History::groups`].
+    pub group: usize,
+    pub observed: Vec<Observation>,
+}
+
+impl Point {
+    /// The geometric mean of the reruns' values.
+    pub fn value(&self) -> f64 {
+        let logs: Vec<f64> = self.observed.iter().map(|o| o.value.ln()).collect();
+        (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp()
+    }
+
+    /// The lowest and highest of the reruns' intervals: the band a chart draws.
+    pub fn band(&self) -> (f64, f64) {
+        let low = self
+            .observed
+            .iter()
+            .map(|o| o.low)
+            .fold(f64::INFINITY, f64::min);
+        let high = self
+            .observed
+            .iter()
+            .map(|o| o.high)
+            .fold(f64::NEG_INFINITY, f64::max);
+        (low, high)
+    }
 }
 
 /// One entry over time.
@@ -238,8 +355,8 @@ pub struct Series {
 /// A step of a series, placed in the history.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Flagged {
-    /// The last report before the step and the first after it (indices of
-    /// [`History::reports`]).
+    /// The last group before the step and the first after it (indices of
+    /// [`History::groups`]).
     pub from: usize,
     pub to: usize,
     pub step: Step,
@@ -258,15 +375,17 @@ impl Flagged {
 }
 
 impl Series {
-    /// The steps `detector` finds in this series, placed between reports.
-    pub fn steps(&self, detector: &Detector) -> Vec<Flagged> {
-        let values: Vec<f64> = self.points.iter().map(|p| p.value).collect();
+    /// The steps `detector` finds in this series beyond its noise, placed between groups;
+    /// `family` is the number of series judged together (their false alarms share 5%).
+    pub fn steps(&self, detector: &Detector, family: usize) -> Vec<Flagged> {
+        let points: Vec<Vec<Observation>> =
+            self.points.iter().map(|p| p.observed.clone()).collect();
         detector
-            .steps(&values)
+            .steps(&points, learned(&points), family)
             .into_iter()
             .map(|step| Flagged {
-                from: self.points[step.at - 1].report,
-                to: self.points[step.at].report,
+                from: self.points[step.at - 1].group,
+                to: self.points[step.at].group,
                 step,
             })
             .collect()

@@ -1,43 +1,39 @@
-//! Change points in a series of values over time (one median per report): a step up or down
-//! that stays, as asv's "Regressions" view flags them.
+//! Change points in a series over time (one point per commit, each with its reruns): a
+//! step up or down that stays, as asv's "Regressions" view flags them.
 //!
-//! The detector is binary segmentation with a deliberately simple test. Over a segment of the
-//! series, every split point with at least [`Detector::min_window`] values on each side is a
-//! candidate; a candidate is a step when
-//!
-//! 1. the medians of the two windows differ by at least [`Detector::threshold`] (relative to
-//!    the window before), and
-//! 2. the two windows' ranges do not overlap: every value after the split is above every
-//!    value before it, or every one below.
-//!
-//! The candidate with the largest change is kept, and both halves are searched again, so a
-//! series with two lasting steps shows both. The second condition is what keeps noise quiet:
-//! a single outlier, or a series that wanders within its own spread, never separates two
-//! windows completely; the first keeps a real but negligible shift (1% on a very quiet series)
-//! from being flagged. A step within the last `min_window - 1` values is not flagged yet: one
-//! report alone is not a new level.
+//! The detector is binary segmentation. Over a segment of the series, every split between
+//! two points with at least [`Detector::min_window`] reports on each side is a candidate; a
+//! candidate is a step when the two windows' geometric means differ by at least
+//! [`Detector::threshold`] and the difference is beyond the series' noise
+//! ([`crate::report::noise::judge`]): the spread within each commit's reruns and between
+//! consecutive commits, at a family-wise 5% shared among the series judged together. The candidate with the strongest evidence is kept, and both halves are searched
+//! again, so a series with two lasting steps shows both. Reruns of one commit are one point:
+//! no step is ever drawn between them. A step within the last `min_window - 1` reports is not
+//! flagged yet: one report alone is not a new level.
 
-use crate::harness::stats::median;
+use crate::report::noise::{judge, Call, Observation, Rule, Spread};
 
-/// A flagged step: the series changes level between value `at - 1` and value `at`.
+/// A flagged step: the series changes level between point `at - 1` and point `at`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Step {
-    /// Index of the first value after the step.
+    /// Index of the first point after the step.
     pub at: usize,
-    /// Median of the values before it (within the segment it was found in).
+    /// Geometric mean of the reports before it (within the segment it was found in).
     pub before: f64,
-    /// Median of the values after it (within the segment).
+    /// Geometric mean of the reports after it (within the segment).
     pub after: f64,
     /// (after − before) / before.
     pub change: f64,
+    /// Its p against the series' noise.
+    pub p: Option<f64>,
 }
 
 /// The step detector's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Detector {
-    /// Smallest relative change of the median that counts (0.10 for 10%).
+    /// Smallest relative change that counts (0.10 for 10%).
     pub threshold: f64,
-    /// Fewest values on each side of a step.
+    /// Fewest reports on each side of a step.
     pub min_window: usize,
 }
 
@@ -51,118 +47,165 @@ impl Default for Detector {
 }
 
 impl Detector {
-    /// The steps of `values` (oldest first), in time order. Values that are not finite and
-    /// positive make their split points ineligible as a "before" median; a series shorter
-    /// than two windows has none.
-    pub fn steps(&self, values: &[f64]) -> Vec<Step> {
+    /// The steps of `points` (oldest first, each a commit's reruns), in time order, judged
+    /// against the spread `learned` from the series; `family` series share the 5%.
+    pub fn steps(&self, points: &[Vec<Observation>], learned: Spread, family: usize) -> Vec<Step> {
         let mut out = Vec::new();
-        self.segment(values, 0, values.len(), &mut out);
+        self.segment(points, 0, points.len(), (learned, family), &mut out);
         out.sort_by_key(|s| s.at);
         out
     }
 
-    fn segment(&self, values: &[f64], lo: usize, hi: usize, out: &mut Vec<Step>) {
+    fn segment(
+        &self,
+        points: &[Vec<Observation>],
+        lo: usize,
+        hi: usize,
+        noise: (Spread, usize),
+        out: &mut Vec<Step>,
+    ) {
         let w = self.min_window.max(1);
-        if hi < lo + 2 * w {
+        let count = |a: usize, b: usize| points[a..b].iter().map(Vec::len).sum::<usize>();
+        let candidates: Vec<usize> = (lo + 1..hi)
+            .filter(|&at| count(lo, at) >= w && count(at, hi) >= w)
+            .collect();
+        if candidates.is_empty() {
             return;
         }
+        // The family is the series judged together; the candidates of one segment are not
+        // counted into it, since neighbouring splits share almost all their reports.
+        let rule = Rule::new(self.threshold, noise.1);
         let mut best: Option<Step> = None;
-        for at in lo + w..=hi - w {
-            let Some(step) = self.split(&values[lo..at], &values[at..hi], at) else {
+        for at in candidates {
+            let (before, after) = (points[lo..at].concat(), points[at..hi].concat());
+            let j = judge(&before, &after, noise.0, rule);
+            if !matches!(j.call, Call::Up | Call::Down) {
                 continue;
+            }
+            let step = Step {
+                at,
+                before: j.base,
+                after: j.new,
+                change: j.change,
+                p: j.p,
             };
-            if best.is_none_or(|b| step.change.abs() > b.change.abs()) {
+            let stronger = |b: &Step| {
+                let (p, q) = (step.p.unwrap_or(1.0), b.p.unwrap_or(1.0));
+                p < q || (p == q && step.change.abs() > b.change.abs())
+            };
+            if best.as_ref().is_none_or(stronger) {
                 best = Some(step);
             }
         }
         if let Some(step) = best {
             out.push(step);
-            self.segment(values, lo, step.at, out);
-            self.segment(values, step.at, hi, out);
+            self.segment(points, lo, step.at, noise, out);
+            self.segment(points, step.at, hi, noise, out);
         }
-    }
-
-    /// The step between `before` and `after`, if it is one.
-    fn split(&self, before: &[f64], after: &[f64], at: usize) -> Option<Step> {
-        let (b, a) = (median(before)?, median(after)?);
-        if b <= 0.0 {
-            return None;
-        }
-        let change = (a - b) / b;
-        if change.abs() < self.threshold {
-            return None;
-        }
-        let max = |xs: &[f64]| xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
-        let separated = max(before) < min(after) || min(before) > max(after);
-        separated.then_some(Step {
-            at,
-            before: b,
-            after: a,
-            change,
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::noise::series_spread;
 
     /// A fixed ±5% wobble (no randomness: the tests never flake).
     const NOISE: [f64; 12] = [
         0.00, 0.04, -0.03, 0.05, -0.05, 0.02, -0.04, 0.03, -0.01, 0.05, -0.05, 0.01,
     ];
 
+    /// One report per point, each with a ±1% interval of its own.
+    fn single(values: &[f64]) -> Vec<Vec<Observation>> {
+        values
+            .iter()
+            .map(|&v| {
+                vec![Observation {
+                    value: v,
+                    low: v * 0.99,
+                    high: v * 1.01,
+                }]
+            })
+            .collect()
+    }
+
+    /// The detector as a history runs it: with the series' own spread.
+    fn steps(points: &[Vec<Observation>]) -> Vec<Step> {
+        let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
+        let learned = Spread::within(refs.iter().copied());
+        let learned = series_spread(&refs).map_or(learned, |s| learned.and(s));
+        Detector::default().steps(points, learned, 1)
+    }
+
     #[test]
     fn a_flat_series_flags_nothing() {
-        assert!(Detector::default().steps(&[1.0; 10]).is_empty());
-        assert!(Detector::default().steps(&[]).is_empty());
-        assert!(Detector::default().steps(&[1.0, 2.0, 4.0]).is_empty());
+        assert!(steps(&single(&[1.0; 10])).is_empty());
+        assert!(steps(&[]).is_empty());
+        assert!(steps(&single(&[1.0, 2.0, 4.0])).is_empty());
     }
 
     #[test]
     fn a_noisy_but_flat_series_flags_nothing() {
         let values: Vec<f64> = NOISE.iter().map(|n| 1e-3 * (1.0 + n)).collect();
-        assert_eq!(Detector::default().steps(&values), Vec::new());
+        assert_eq!(steps(&single(&values)), Vec::new());
         // A lone outlier is not a level.
         let mut spike = values.clone();
         spike[6] *= 1.5;
-        assert_eq!(Detector::default().steps(&spike), Vec::new());
+        assert_eq!(steps(&single(&spike)), Vec::new());
     }
 
     #[test]
-    fn a_20_percent_step_after_report_3_of_6_is_the_one_step() {
-        let values: Vec<f64> = (0..6)
+    fn a_20_percent_step_after_report_6_of_12_is_the_one_step() {
+        let values: Vec<f64> = (0..12)
             .map(|i| {
-                let level = if i >= 3 { 1.2 } else { 1.0 };
+                let level = if i >= 6 { 1.2 } else { 1.0 };
                 level * (1.0 + NOISE[i] / 2.5)
             })
             .collect();
-        let steps = Detector::default().steps(&values);
-        assert_eq!(steps.len(), 1, "{steps:?}");
-        assert_eq!(steps[0].at, 3);
-        assert!((steps[0].change - 0.2).abs() < 0.04, "{steps:?}");
+        let found = steps(&single(&values));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].at, 6);
+        assert!((found[0].change - 0.2).abs() < 0.04, "{found:?}");
         // Downwards too.
         let down: Vec<f64> = values.iter().map(|v| 1.0 / v).collect();
-        let steps = Detector::default().steps(&down);
-        assert_eq!(steps.iter().map(|s| s.at).collect::<Vec<_>>(), [3]);
-        assert!(steps[0].change < -0.1);
+        let found = steps(&single(&down));
+        assert_eq!(found.iter().map(|s| s.at).collect::<Vec<_>>(), [6]);
+        assert!(found[0].change < -0.1);
+    }
+
+    #[test]
+    fn reruns_of_one_commit_are_one_point_and_teach_the_noise() {
+        // Eight reruns of one commit that wander ±9%: one point, nothing to flag.
+        let reruns: Vec<Observation> = [1.0, 1.09, 0.93, 1.05, 0.91, 1.08, 0.97, 1.02]
+            .iter()
+            .map(|&v| Observation::exact(v))
+            .collect();
+        assert!(steps(std::slice::from_ref(&reruns)).is_empty());
+        // Five reruns, then three of a commit 30% slower: the step, between the commits.
+        let slow: Vec<Observation> = reruns[..3]
+            .iter()
+            .map(|o| Observation::exact(o.value * 1.3))
+            .collect();
+        let found = steps(&[reruns[3..].to_vec(), slow]);
+        assert_eq!(
+            found.iter().map(|s| s.at).collect::<Vec<_>>(),
+            [1],
+            "{found:?}"
+        );
     }
 
     #[test]
     fn two_lasting_steps_are_both_found_and_small_ones_are_not() {
-        let values = [1.0, 1.0, 1.0, 1.3, 1.3, 1.3, 1.7, 1.7];
-        let at: Vec<usize> = Detector::default()
-            .steps(&values)
-            .iter()
-            .map(|s| s.at)
+        let values: Vec<f64> = (0..15)
+            .map(|i| [1.0, 1.3, 1.7][i / 5] * (1.0 + NOISE[i % 12] / 5.0))
             .collect();
-        assert_eq!(at, [3, 6]);
-        // Below the threshold: separated windows, but 5% is not a step.
-        let small = [1.0, 1.0, 1.0, 1.05, 1.05, 1.05];
-        assert!(Detector::default().steps(&small).is_empty());
+        let at: Vec<usize> = steps(&single(&values)).iter().map(|s| s.at).collect();
+        assert_eq!(at, [5, 10]);
+        // Below the threshold: a clear level, but 5% is not a step.
+        let small: Vec<f64> = (0..12).map(|i| if i < 6 { 1.0 } else { 1.05 }).collect();
+        assert!(steps(&single(&small)).is_empty());
         // A step on the last report alone waits for a second one.
         let last = [1.0, 1.0, 1.0, 1.0, 1.5];
-        assert!(Detector::default().steps(&last).is_empty());
+        assert!(steps(&single(&last)).is_empty());
     }
 }
