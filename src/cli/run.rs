@@ -131,7 +131,11 @@ pub(super) fn run_sweep(
     let start = journaling::Start::of(fresh, resume.is_some());
     // Points as their reports record them (`m=0` resolved to the size it stands for).
     let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
-    let journaling::Opened { mut journal, done } = journaling::open(&journal_path, start, &header)?;
+    let journaling::Opened {
+        mut journal,
+        done,
+        lock,
+    } = journaling::open(&journal_path, start, &header)?;
     if let Some(foreign) = done
         .iter()
         .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
@@ -252,6 +256,7 @@ pub(super) fn run_sweep(
     drop(journal);
     let outcome = finish_report(&report, common, &ctx);
     retire_journal(&journal_path, keep_journal, &outcome, common)?;
+    drop(lock);
     outcome
 }
 
@@ -371,9 +376,9 @@ pub(super) fn run_plan(
         )),
         _ => None,
     };
-    let (mut journal, done, keep_journal, journal_path) = match journaled {
-        Some((path, opened, keep)) => (Some(opened.journal), opened.done, keep, Some(path)),
-        None => (None, Vec::new(), false, None),
+    let (mut journal, done, keep_journal, journal_path, lock) = match journaled {
+        Some((path, o, keep)) => (Some(o.journal), o.done, keep, Some(path), o.lock),
+        None => (None, Vec::new(), false, None, None),
     };
     if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
@@ -437,6 +442,7 @@ pub(super) fn run_plan(
     if let Some(path) = journal_path {
         retire_journal(&path, keep_journal, &outcome, common)?;
     }
+    drop(lock);
     outcome
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod gpu_clocks;
 pub(crate) mod gpu_time;
 pub mod hybridize;
 pub mod journal_header;
+pub mod journal_lock;
 pub mod kit;
 pub mod matmul;
 pub mod memory;
