@@ -182,7 +182,7 @@ pub struct CommonArgs {
     /// Also write the JSON report to FILE (atomically: a complete file or none).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// No progress bar or notes on stderr.
+    /// No progress bar or notes on stderr; a sweep prints one line per point.
     #[arg(short, long)]
     pub quiet: bool,
     /// Also show the detail figures (engine internals, the machine's probes) and the

@@ -178,7 +178,7 @@ pub(super) fn run_sweep(
             journal_path.display()
         ),
     );
-    if !json_on_stdout(common) {
+    if !json_on_stdout(common) && !common.quiet {
         stdout(&table::render_environment(&report))?;
     }
     let from_journal = resolved
@@ -231,8 +231,11 @@ pub(super) fn run_sweep(
                 run
             }
         };
-        if !json_on_stdout(common) {
-            stdout(&table::render_run_at(&run, common.depth()))?;
+        // Quiet, a point is one line: the summary's row.
+        match (json_on_stdout(common), common.quiet) {
+            (true, _) => {}
+            (false, true) => stdout(&table::render_sweep_point(&run, &axes))?,
+            (false, false) => stdout(&table::render_run_at(&run, common.depth()))?,
         }
         if let Some(bar) = &points_bar {
             bar.inc(1);
@@ -244,7 +247,7 @@ pub(super) fn run_sweep(
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
     }
-    if !json_on_stdout(common) {
+    if !json_on_stdout(common) && !common.quiet {
         stdout(&table::render_sweep_summary(&report))?;
     }
     if !common.quiet {
