@@ -200,7 +200,18 @@ pub(super) fn run_sweep(
         bar.set_message("sweep");
         bar
     });
-    let to_measure = points.len() - from_journal;
+    // Each point still to measure, its work over the first's.
+    let work = eta::relative(
+        &points
+            .iter()
+            .zip(&resolved)
+            .filter(|(_, r)| !done.iter().any(|d| sweep::same_point(d, name, r)))
+            .map(|(p, _)| sc.work(p))
+            .collect::<Vec<_>>(),
+    );
+    if let (false, Some(estimate)) = (common.quiet, eta::before(&work)) {
+        note!("{estimate}");
+    }
     let mut newly = 0;
     let mut measuring = std::time::Duration::ZERO;
     let mut traced = 0;
@@ -220,8 +231,10 @@ pub(super) fn run_sweep(
                 journal.append(&run)?;
                 newly += 1;
                 if newly == 1 && !common.quiet {
-                    let each = measuring.as_secs_f64();
-                    if let Some(estimate) = eta::remaining(each, (to_measure - newly) as u64) {
+                    let round: f64 = run.variants.iter().map(|v| v.summary.median_s).sum();
+                    let first = measuring.as_secs_f64();
+                    let rest = work.get(1..).unwrap_or_default();
+                    if let Some(estimate) = eta::remaining(first, round, rest, &sampling) {
                         note!("{estimate}");
                     }
                 }

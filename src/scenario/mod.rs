@@ -244,6 +244,12 @@ pub trait Scenario: Send + Sync {
     ) -> serde_json::Map<String, serde_json::Value> {
         params.to_json()
     }
+    /// How much work a point of these parameters does, in any unit: a sweep's estimate scales
+    /// its first point's time by it. By default the product of the sizes and counts
+    /// ([`Params::size_product`]); a scenario whose work grows otherwise says so.
+    fn work(&self, params: &Params) -> f64 {
+        params.size_product()
+    }
     /// Reject parameters that cannot run here (memory estimates), before anything is allocated.
     fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {
         Ok(())

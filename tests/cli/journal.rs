@@ -138,9 +138,19 @@ fn a_finished_sweep_does_not_block_the_next_run_and_says_where_its_points_came_f
     };
     let first = run(&[], Some("1"));
     assert_eq!(first.status.code(), Some(130));
-    // The estimate after the first measured point.
+    // The estimates: the points' work before the first, the time after it.
     let stderr = String::from_utf8_lossy(&first.stderr);
-    assert!(stderr.contains("for 2 more points at "), "{stderr}");
+    assert!(
+        stderr.contains(
+            "3 points to measure; by their parameters the largest does 27× the first's work, \
+             all together 36×"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("for 2 more points (the first took "),
+        "{stderr}"
+    );
     let resumed = run(&["--resume"], None);
     let stderr = String::from_utf8_lossy(&resumed.stderr);
     assert!(resumed.status.success(), "{stderr}");
