@@ -60,6 +60,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     let mut total_pairs = 0u64;
     let mut skipped: Vec<String> = Vec::new();
     let mut unmeasured: Vec<String> = Vec::new();
+    let mut stopped_at_budget = false;
     let mut sides = AbSides::default();
     for (i, (label, entry_text)) in entries.iter().enumerate() {
         if Instant::now() >= end {
@@ -143,6 +144,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             line.push_str(&format!("; skipped: {why}"));
             skipped.push(why);
         }
+        stopped_at_budget |= out_of_budget;
         if out_of_budget {
             line.push_str(&format!(
                 "; stopped at the --budget of {} s",
@@ -169,7 +171,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         "pairs": total_pairs,
         "skipped": skipped,
         "budget_s": args.budget.as_secs_f64(),
-        "stopped_at_budget": Instant::now() >= end || !unmeasured.is_empty(),
+        "stopped_at_budget": stopped_at_budget || !unmeasured.is_empty(),
         "unmeasured": unmeasured,
         "seconds": start.elapsed().as_secs_f64(),
     });
