@@ -2,16 +2,18 @@
 //! one short process per side and pair, so a burst of drift hits both sides of a pair (see
 //! `report::paired` for the decision).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
-use std::time::Instant;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::args::AbArgs;
 use super::error::CliError;
 use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
 use crate::export::ComparisonFormat;
-use crate::report::paired::{self, PairedEntry};
+use crate::report::paired::{self, BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
 use crate::report::Report;
 use crate::scenario::suite;
@@ -51,11 +53,20 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     }
     let dir = tempdir()?;
     let start = Instant::now();
+    // The budget's end: no pair starts that would end past it, and a side still running at it
+    // is stopped, so the measuring never outlasts it by more than the stopping takes.
+    let end = start + args.budget;
     let mut results: Vec<PairedEntry> = Vec::new();
     let mut total_pairs = 0u64;
     let mut skipped: Vec<String> = Vec::new();
+    let mut unmeasured: Vec<String> = Vec::new();
+    let mut stopped_at_budget = false;
     let mut sides = AbSides::default();
     for (i, (label, entry_text)) in entries.iter().enumerate() {
+        if Instant::now() >= end {
+            unmeasured.push(label.clone());
+            continue;
+        }
         let entry_file = dir.path.join(format!("entry-{i}.toml"));
         std::fs::write(&entry_file, entry_text)
             .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", entry_file.display())))?;
@@ -63,7 +74,17 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         let deadline = start + args.budget.mul_f64((i + 1) as f64 / entries.len() as f64);
         let mut these: Vec<PairedEntry> = Vec::new();
         let mut pairs = 0u64;
-        while pairs < args.max_pairs {
+        let mut busy_pairs = BusyPairs::default();
+        let mut refused = None;
+        let mut out_of_budget = false;
+        // The longest pair so far: the next one is started only if that much time is left.
+        let mut longest = Duration::ZERO;
+        'pairs: while pairs < args.max_pairs {
+            if Instant::now() + longest > end {
+                out_of_budget = true;
+                break;
+            }
+            let began = Instant::now();
             // ABBA: A B, then B A, so neither side always runs first (warmer, or later in a drift).
             let order = if pairs.is_multiple_of(2) {
                 [Side::Base, Side::Candidate]
@@ -72,20 +93,22 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             };
             let mut values = [Vec::new(), Vec::new()];
             let mut busy = [false, false];
-            let mut states = [String::new(), String::new()];
-            let mut refused = None;
             for side in order {
                 let bin = match side {
                     Side::Base => &base,
                     Side::Candidate => &candidate,
                 };
-                let report = match run_side(side, bin, &entry_file, args.samples, label) {
+                let report = match run_side(side, bin, &entry_file, args.samples, label, end) {
                     Ok(report) => report,
+                    Err(SideError::OutOfBudget) => {
+                        out_of_budget = true;
+                        break 'pairs;
+                    }
                     // An entry one build cannot take (a parameter the base does not have yet)
                     // is reported, not fatal: the rest of the suite is still compared.
                     Err(SideError::Refused(why)) if pairs == 0 => {
                         refused = Some(why);
-                        break;
+                        break 'pairs;
                     }
                     Err(SideError::Refused(why) | SideError::Failed(why)) => {
                         return Err(CliError::Usage(why))
@@ -94,32 +117,11 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 record_side(&mut sides, side, bin, &report, label)?;
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
                 busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
-                states[side as usize] = report
-                    .runs
-                    .iter()
-                    .filter_map(|r| r.state.as_ref().map(ToString::to_string))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-            }
-            if let Some(why) = refused {
-                skipped.push(why);
-                break;
             }
             paired::add_pair(&mut these, &values[0], &values[1], busy);
+            busy_pairs.add(busy);
             pairs += 1;
-            // Each side's state when either was busy: the pair's ratio may be the machine's.
-            if busy.iter().any(|&b| b) {
-                for side in [Side::Base, Side::Candidate] {
-                    let i = side as usize;
-                    let mark = if busy[i] { " (busy)" } else { "" };
-                    let state = if states[i].is_empty() {
-                        "no state recorded"
-                    } else {
-                        &states[i]
-                    };
-                    note!("ab: {label}: pair {pairs}: {}{mark}: {state}", side.name());
-                }
-            }
+            longest = longest.max(began.elapsed());
             let settled = these
                 .iter()
                 .zip(paired::decide_all(&these, args.threshold))
@@ -130,11 +132,36 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             }
         }
         total_pairs += pairs;
-        note!(
+        // One line per entry: its pairs, the time so far, the pairs' load, why it stopped.
+        let mut line = format!(
             "ab: {label}: {pairs} pairs ({:.0} s so far)",
             start.elapsed().as_secs_f64()
         );
+        if let Some(busy) = busy_note(&busy_pairs) {
+            line.push_str(&format!("; {busy}"));
+        }
+        if let Some(why) = refused {
+            line.push_str(&format!("; skipped: {why}"));
+            skipped.push(why);
+        }
+        stopped_at_budget |= out_of_budget;
+        if out_of_budget {
+            line.push_str(&format!(
+                "; stopped at the --budget of {} s",
+                args.budget.as_secs_f64()
+            ));
+        }
+        note!("{line}");
         results.extend(these);
+    }
+    if !unmeasured.is_empty() {
+        note!(
+            "ab: stopped at the --budget of {} s: {} of {} entries not measured ({})",
+            args.budget.as_secs_f64(),
+            unmeasured.len(),
+            entries.len(),
+            unmeasured.join(", ")
+        );
     }
     let settings = serde_json::json!({
         "base": base.display().to_string(),
@@ -143,12 +170,27 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         "samples_per_process": args.samples,
         "pairs": total_pairs,
         "skipped": skipped,
+        "budget_s": args.budget.as_secs_f64(),
+        "stopped_at_budget": stopped_at_budget || !unmeasured.is_empty(),
+        "unmeasured": unmeasured,
         "seconds": start.elapsed().as_secs_f64(),
     });
-    for why in &skipped {
-        note!("ab: skipped: {why}");
-    }
     finish(&results, &args, settings, &sides)
+}
+
+/// The pairs' load in a few words (`busy both in 30, base alone in 2 of 39 pairs`); `None`
+/// when no pair had a busy side.
+fn busy_note(busy: &BusyPairs) -> Option<String> {
+    let parts: Vec<String> = [
+        ("both", busy.both()),
+        ("base alone", busy.base_alone),
+        ("candidate alone", busy.candidate_alone),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{what} in {n}"))
+    .collect();
+    (!parts.is_empty()).then(|| format!("busy {}", parts.join(", ")))
 }
 
 /// Check a side's report of one suite entry and keep the side's provenance from its first:
@@ -266,30 +308,35 @@ enum SideError {
     Refused(String),
     /// It could not be run, failed while running, or wrote no report.
     Failed(String),
+    /// It was still running when the budget ran out, and was stopped.
+    OutOfBudget,
 }
 
-/// One process of one side on one suite entry: its report.
+/// One process of one side on one suite entry: its report, unless it is still running at `end`.
 fn run_side(
     side: Side,
     bin: &Path,
     entry: &Path,
     samples: u64,
     label: &str,
+    end: Instant,
 ) -> Result<Report, SideError> {
     let samples = samples.to_string();
-    let out = Process::new(bin)
+    let mut command = Process::new(bin);
+    command
         .arg("run")
         .arg(entry)
         .args(["--json", "--quiet", "--warmup", "1", "--min-time", "0"])
-        .args(["--min-samples", &samples, "--max-samples", &samples])
-        .output()
+        .args(["--min-samples", &samples, "--max-samples", &samples]);
+    let out = output_by(command, end)
         .map_err(|e| {
             SideError::Failed(format!(
                 "cannot run the {} {}: {e}",
                 side.name(),
                 bin.display()
             ))
-        })?;
+        })?
+        .ok_or(SideError::OutOfBudget)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().last().unwrap_or("no message");
@@ -308,6 +355,60 @@ fn run_side(
             "the {} wrote no report for suite entry {label}: {e}",
             side.name()
         ))
+    })
+}
+
+/// `command`'s output, or `None` when it was still running at `end` (it is killed then).
+fn output_by(mut command: Process, end: Instant) -> std::io::Result<Option<Output>> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        }
+    };
+    let stdout = child
+        .stdout
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let stderr = child
+        .stderr
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    std::thread::scope(|scope| {
+        // Both pipes read as they fill, so a chatty child never blocks on a full one.
+        let stdout = scope.spawn(drain(stdout));
+        let stderr = scope.spawn(drain(stderr));
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(Some(status)),
+                Ok(None) if Instant::now() >= end => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Ok(None);
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(e);
+                }
+            }
+        };
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
+        Ok(status?.map(|status| Output {
+            status,
+            stdout,
+            stderr,
+        }))
     })
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::error::CliError;
-use crate::report::paired::PairedEntry;
+use crate::report::paired::{BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, AB_SCHEMA, COMPARE_SCHEMA};
 use crate::report::{Better, SCHEMA};
 
@@ -82,17 +82,25 @@ fn entry(row: &Value) -> PairedEntry {
                 .collect()
         })
         .unwrap_or_default();
-    let busy = |side: &str| {
-        row["busy_pairs"][side]
+    let count = |key: &str| {
+        row["busy_pairs"][key]
             .as_u64()
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0)
+    };
+    let (base, candidate) = (count("base").unwrap_or(0), count("candidate").unwrap_or(0));
+    // A result written before the per-pair facts were counted: the fewest pairs whose load
+    // differed that its counts allow.
+    let busy = BusyPairs {
+        base,
+        candidate,
+        base_alone: count("base_alone").unwrap_or(base.saturating_sub(candidate)),
+        candidate_alone: count("candidate_alone").unwrap_or(candidate.saturating_sub(base)),
     };
     PairedEntry {
         name: row["entry"].as_str().unwrap_or("?").to_string(),
         is_time,
         better,
         pairs,
-        busy_pairs: [busy("base"), busy("candidate")],
+        busy,
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::values::{parse_machine, parse_mode, parse_seconds, parse_threshold};
+use super::values::{parse_budget, parse_machine, parse_mode, parse_seconds, parse_threshold};
 use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
 use crate::export::{self, ComparisonFormat};
@@ -195,7 +195,7 @@ pub struct CommonArgs {
     /// Also write the JSON report to FILE (atomically: a complete file or none).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// No progress bar or notes on stderr.
+    /// No progress bar or notes on stderr; a sweep prints one line per point.
     #[arg(short, long)]
     pub quiet: bool,
     /// Also show the detail figures (engine internals, the machine's probes) and the
@@ -364,9 +364,10 @@ pub struct AbArgs {
     /// Pairs per suite entry at most.
     #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub(super) max_pairs: u64,
-    /// Seconds for the whole run, shared between the suite's entries; an entry stops earlier
+    /// Seconds of measuring at most, shared between the suite's entries: no pair starts that
+    /// would end past it, and a side still running at it is stopped; an entry stops earlier
     /// once every time of it is settled.
-    #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "240", value_parser = parse_budget, allow_hyphen_values = true)]
     pub(super) budget: Duration,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]

@@ -13,6 +13,7 @@ use crate::report::RunRecord;
 use crate::scenario::journal_header::{
     JournalHeader, JournalPlan, RunOptions, SamplingConditions, JOURNAL_FORMAT,
 };
+use crate::scenario::journal_lock::JournalLock;
 use crate::scenario::sweep::{read_journal, Journal, JournalError};
 
 /// How a run starts with its journal.
@@ -37,10 +38,12 @@ impl Start {
     }
 }
 
-/// A journal open for appending, and the points it already holds.
+/// A journal open for appending, the points it already holds, and this process's lock on it
+/// (none on a device), to hold until the journal is retired.
 pub(super) struct Opened {
     pub journal: Journal,
     pub done: Vec<RunRecord>,
+    pub lock: Option<JournalLock>,
 }
 
 /// The header of a journal started now, under `common`'s options.
@@ -67,13 +70,18 @@ pub(super) fn header(
     }
 }
 
-/// Open the journal at `path` as `start` says. Resuming reads it, and refuses a journal
-/// without a header or one whose conditions differ from `header`'s, naming each difference.
+/// Open the journal at `path` as `start` says, locked first: a journal another process is
+/// writing is refused, naming that process. Resuming reads it, and refuses a journal without a
+/// header or one whose conditions differ from `header`'s, naming each difference.
 pub(super) fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<Opened, CliError> {
     let shown = || path.display().to_string();
     // A device (`--journal /dev/null`) is written, never resumed: it may exist.
     let device = writes_in_place(path);
-    match start {
+    let lock = match device {
+        true => None,
+        false => Some(JournalLock::acquire(path)?),
+    };
+    let (journal, done) = match start {
         Start::Resume => {
             let read = read_journal(path)?;
             let Some(old) = read.header else {
@@ -87,21 +95,22 @@ pub(super) fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<
                 }
                 .into());
             }
-            Ok(Opened {
-                journal: Journal::open(path)?,
-                done: read.records,
-            })
+            (Journal::open(path)?, read.records)
         }
-        Start::New if path.exists() && !device => Err(CliError::Usage(format!(
-            "journal {} holds an unfinished run: continue it with --resume, or start over with \
-             --fresh",
-            shown()
-        ))),
-        Start::New | Start::Fresh => Ok(Opened {
-            journal: Journal::create(path, header)?,
-            done: Vec::new(),
-        }),
-    }
+        Start::New if path.exists() && !device => {
+            return Err(CliError::Usage(format!(
+                "journal {} holds an unfinished run: continue it with --resume, or start over \
+                 with --fresh",
+                shown()
+            )))
+        }
+        Start::New | Start::Fresh => (Journal::create(path, header)?, Vec::new()),
+    };
+    Ok(Opened {
+        journal,
+        done,
+        lock,
+    })
 }
 
 /// The default journal of a run without `-o` or `--journal`: `parbench-<what>-<hash>.jsonl`

@@ -131,7 +131,11 @@ pub(super) fn run_sweep(
     let start = journaling::Start::of(fresh, resume.is_some());
     // Points as their reports record them (`m=0` resolved to the size it stands for).
     let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
-    let journaling::Opened { mut journal, done } = journaling::open(&journal_path, start, &header)?;
+    let journaling::Opened {
+        mut journal,
+        done,
+        lock,
+    } = journaling::open(&journal_path, start, &header)?;
     if let Some(foreign) = done
         .iter()
         .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
@@ -176,7 +180,7 @@ pub(super) fn run_sweep(
             journal_path.display()
         ),
     );
-    if !json_on_stdout(common) {
+    if !json_on_stdout(common) && !common.quiet {
         stdout(&table::render_environment(&report))?;
     }
     let from_journal = resolved
@@ -198,7 +202,18 @@ pub(super) fn run_sweep(
         bar.set_message("sweep");
         bar
     });
-    let to_measure = points.len() - from_journal;
+    // Each point still to measure, its work over the first's.
+    let work = eta::relative(
+        &points
+            .iter()
+            .zip(&resolved)
+            .filter(|(_, r)| !done.iter().any(|d| sweep::same_point(d, name, r)))
+            .map(|(p, _)| sc.work(p))
+            .collect::<Vec<_>>(),
+    );
+    if let (false, Some(estimate)) = (common.quiet, eta::before(&work)) {
+        note!("{estimate}");
+    }
     let mut newly = 0;
     let mut measuring = std::time::Duration::ZERO;
     let mut traced = 0;
@@ -218,8 +233,10 @@ pub(super) fn run_sweep(
                 journal.append(&run)?;
                 newly += 1;
                 if newly == 1 && !common.quiet {
-                    let each = measuring.as_secs_f64();
-                    if let Some(estimate) = eta::remaining(each, (to_measure - newly) as u64) {
+                    let round: f64 = run.variants.iter().map(|v| v.summary.median_s).sum();
+                    let first = measuring.as_secs_f64();
+                    let rest = work.get(1..).unwrap_or_default();
+                    if let Some(estimate) = eta::remaining(first, round, rest, &sampling) {
                         note!("{estimate}");
                     }
                 }
@@ -229,8 +246,11 @@ pub(super) fn run_sweep(
                 run
             }
         };
-        if !json_on_stdout(common) {
-            stdout(&table::render_run_at(&run, common.depth()))?;
+        // Quiet, a point is one line: the summary's row.
+        match (json_on_stdout(common), common.quiet) {
+            (true, _) => {}
+            (false, true) => stdout(&table::render_sweep_point(&run, &axes))?,
+            (false, false) => stdout(&table::render_run_at(&run, common.depth()))?,
         }
         if let Some(bar) = &points_bar {
             bar.inc(1);
@@ -242,7 +262,7 @@ pub(super) fn run_sweep(
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
     }
-    if !json_on_stdout(common) {
+    if !json_on_stdout(common) && !common.quiet {
         stdout(&table::render_sweep_summary(&report))?;
     }
     if !common.quiet {
@@ -254,6 +274,7 @@ pub(super) fn run_sweep(
     drop(journal);
     let outcome = finish_report(&report, common, &ctx);
     retire_journal(&journal_path, keep_journal, &outcome, common)?;
+    drop(lock);
     outcome
 }
 
@@ -374,9 +395,9 @@ pub(super) fn run_plan(
         )),
         _ => None,
     };
-    let (mut journal, done, keep_journal, journal_path) = match journaled {
-        Some((path, opened, keep)) => (Some(opened.journal), opened.done, keep, Some(path)),
-        None => (None, Vec::new(), false, None),
+    let (mut journal, done, keep_journal, journal_path, lock) = match journaled {
+        Some((path, o, keep)) => (Some(o.journal), o.done, keep, Some(path), o.lock),
+        None => (None, Vec::new(), false, None, None),
     };
     if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
@@ -440,6 +461,7 @@ pub(super) fn run_plan(
     if let Some(path) = journal_path {
         retire_journal(&path, keep_journal, &outcome, common)?;
     }
+    drop(lock);
     outcome
 }
 

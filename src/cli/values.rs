@@ -17,6 +17,8 @@ pub enum ValueError {
     NotSeconds(String),
     #[error("a machine name is 1 to 64 letters, digits, '.', '_' or '-', got '{0}'")]
     NotAMachineName(String),
+    #[error("expected seconds above 0 and at most 86400, got '{0}'")]
+    NotABudget(String),
     #[error(transparent)]
     Mode(#[from] crate::engine::UnknownMode),
     #[error(transparent)]
@@ -64,11 +66,40 @@ pub(super) fn parse_mode(s: &str) -> Result<Mode, ValueError> {
     Ok(Mode::from_setting(s)?)
 }
 
-/// A number of seconds (`--min-time`, `--max-time`, `ab --budget`).
+/// A number of seconds (`--min-time`, `--max-time`).
 pub(super) fn parse_seconds(s: &str) -> Result<Duration, ValueError> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| ValueError::NotSeconds(s.to_string()))?;
     Ok(crate::harness::sampler::seconds(v)?)
+}
+
+/// `ab --budget`: seconds above 0 (a budget of none would measure nothing).
+pub(super) fn parse_budget(s: &str) -> Result<Duration, ValueError> {
+    match parse_seconds(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) | Err(ValueError::Seconds(_)) => Err(ValueError::NotABudget(s.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_a_positive_number_of_seconds() {
+        assert_eq!(parse_budget("1.5").unwrap(), Duration::from_millis(1500));
+        for bad in ["0", "-3", "0.0", "1e9", "nan"] {
+            assert!(
+                matches!(parse_budget(bad), Err(ValueError::NotABudget(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse_budget("soon"),
+            Err(ValueError::NotSeconds(_))
+        ));
+    }
 }

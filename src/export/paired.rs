@@ -139,7 +139,7 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
     if busy_slower > 0 {
         let _ = write!(
             out,
-            " ({busy_slower} with a busy side in some pairs, which the machine may explain)"
+            " ({busy_slower} with the two sides under different load in some pairs, which the machine may explain)"
         );
     }
     let _ = writeln!(out);
@@ -172,9 +172,14 @@ pub fn render_json(
             });
             row["median_base"] = serde_json::json!(side_median(e, |p| p.0));
             row["median_candidate"] = serde_json::json!(side_median(e, |p| p.1));
-            if e.busy_pairs != [0, 0] {
-                row["busy_pairs"] =
-                    serde_json::json!({"base": e.busy_pairs[0], "candidate": e.busy_pairs[1]});
+            let b = e.busy;
+            if b.base + b.candidate > 0 {
+                row["busy_pairs"] = serde_json::json!({
+                    "base": b.base,
+                    "candidate": b.candidate,
+                    "base_alone": b.base_alone,
+                    "candidate_alone": b.candidate_alone,
+                });
             }
             row
         })
@@ -216,13 +221,16 @@ mod tests {
         for (i, (b, c)) in drifting(12, 1.3).into_iter().enumerate() {
             add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
         }
-        assert_eq!(entries[0].busy_pairs, [3, 0]);
+        assert_eq!(entries[0].busy.base_alone, 3);
         let text = render(&entries, 0.05, ComparisonFormat::Table);
         assert!(
-            text.contains("slower (busy base in 3 of 12 pairs)"),
+            text.contains("slower (busy base alone in 3 of 12 pairs)"),
             "{text}"
         );
-        assert!(text.contains("1 regression (1 with a busy side"), "{text}");
+        assert!(
+            text.contains("1 regression (1 with the two sides under different load"),
+            "{text}"
+        );
         let json: serde_json::Value = serde_json::from_str(&render_json(
             &entries,
             0.05,
@@ -232,8 +240,9 @@ mod tests {
         .expect("json");
         assert_eq!(json["entries"][0]["verdict"], "slower");
         assert_eq!(json["entries"][0]["busy_pairs"]["base"], 3);
+        assert_eq!(json["entries"][0]["busy_pairs"]["base_alone"], 3);
         // Quiet pairs: the plain verdict.
-        entries[0].busy_pairs = [0, 0];
+        entries[0].busy = Default::default();
         assert!(!render(&entries, 0.05, ComparisonFormat::Table).contains("busy"));
     }
 }

@@ -283,19 +283,8 @@ pub fn render_sweep_summary(report: &Report) -> String {
                     .unwrap_or_else(|| "-".into()),
             );
         }
-        let failed = run.checks.iter().filter(|c| !c.passed).count();
-        row.push(if failed == 0 {
-            "ok".into()
-        } else {
-            format!("{failed} FAIL")
-        });
-        // A point measured on a busy machine says so: its medians describe what else ran.
-        let busy: Vec<&str> = run.busy_reasons().iter().map(|r| r.kind()).collect();
-        row.push(if busy.is_empty() {
-            "quiet".into()
-        } else {
-            format!("busy: {}", busy.join(", "))
-        });
+        row.push(checks_cell(run));
+        row.push(machine_cell(run));
         rows.push(row);
     }
     let widths: Vec<usize> = (0..rows[0].len())
@@ -319,6 +308,47 @@ pub fn render_sweep_summary(report: &Report) -> String {
         let _ = writeln!(out, "   {}", cells.join("  ").trim_end());
     }
     out
+}
+
+/// One point of a sweep in one line (`sweep -q`), as the summary's row says it: the swept
+/// values, each variant's median, the checks, the machine.
+pub fn render_sweep_point(run: &RunRecord, axes: &[(String, Vec<String>)]) -> String {
+    let mut cells: Vec<String> = axes
+        .iter()
+        .map(|(a, _)| {
+            format!(
+                "{a}={}",
+                run.parameters.get(a).map(compact).unwrap_or_default()
+            )
+        })
+        .collect();
+    cells.extend(
+        run.variants
+            .iter()
+            .map(|v| format!("{} {}", v.name, human_time(v.summary.median_s))),
+    );
+    cells.push(format!("checks {}", checks_cell(run)));
+    cells.push(machine_cell(run));
+    format!("{}\n", cells.join("  "))
+}
+
+/// `ok`, or how many checks failed.
+fn checks_cell(run: &RunRecord) -> String {
+    match run.checks.iter().filter(|c| !c.passed).count() {
+        0 => "ok".into(),
+        failed => format!("{failed} FAIL"),
+    }
+}
+
+/// `quiet`, or the busy reasons: a point measured on a busy machine says so, since its medians
+/// describe what else ran.
+fn machine_cell(run: &RunRecord) -> String {
+    let busy: Vec<&str> = run.busy_reasons().iter().map(|r| r.kind()).collect();
+    if busy.is_empty() {
+        "quiet".into()
+    } else {
+        format!("busy: {}", busy.join(", "))
+    }
 }
 
 /// A parameter's value as the table shows it: a string without quotes, a shape as `1000x1000`.

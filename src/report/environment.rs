@@ -111,7 +111,7 @@ impl Environment {
     pub fn capture_without_limits(engine: Mode, gpu: GpuInfo) -> Environment {
         let unknown = || "unknown".to_string();
         Environment {
-            host: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
+            host: host(),
             machine: None,
             os: os_description(read_trimmed("/proc/sys/kernel/osrelease").as_deref()),
             cpu_model: std::fs::read_to_string("/proc/cpuinfo")
@@ -193,6 +193,11 @@ fn os_description(kernel_release: Option<&str>) -> String {
 }
 
 /// Contents of a small text file, trimmed; `None` if unreadable or blank.
+/// This machine's host name (`unknown` where it cannot be read).
+pub fn host() -> String {
+    read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".to_string())
+}
+
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let text = text.trim();

@@ -164,26 +164,68 @@ pub struct PairedEntry {
     pub better: Better,
     /// (base, candidate) values, one per pair, in the order they ran.
     pub pairs: Vec<(f64, f64)>,
-    /// Pairs whose base run, and whose candidate run, was measured on a busy machine (its
-    /// state gave a reason, see [`crate::machine::BusyReason`]).
-    pub busy_pairs: [usize; 2],
+    /// Which side was measured on a busy machine, counted over the pairs.
+    pub busy: BusyPairs,
+}
+
+/// An entry's pairs counted by their sides' busy facts (a side is busy when its run's state
+/// gave a reason, see [`crate::machine::BusyReason`]).
+///
+/// The two sides' load *differs* in a pair when exactly one of its two runs was busy. A load
+/// both sides share (both busy, or neither) is what pairing answers: it hits both runs of the
+/// pair and cancels in their ratio. Only pairs where the load differed can move the ratio, so
+/// only they earn a verdict a hedge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BusyPairs {
+    /// Pairs whose base run was busy, whatever the candidate's.
+    pub base: usize,
+    /// Pairs whose candidate run was busy, whatever the base's.
+    pub candidate: usize,
+    /// Pairs whose base run alone was busy.
+    pub base_alone: usize,
+    /// Pairs whose candidate run alone was busy.
+    pub candidate_alone: usize,
+}
+
+impl BusyPairs {
+    /// Count one pair whose base, and candidate, run was busy as `busy` says.
+    pub fn add(&mut self, busy: [bool; 2]) {
+        self.base += usize::from(busy[0]);
+        self.candidate += usize::from(busy[1]);
+        self.base_alone += usize::from(busy[0] && !busy[1]);
+        self.candidate_alone += usize::from(busy[1] && !busy[0]);
+    }
+
+    /// Pairs where both runs were busy: a load the two sides shared.
+    pub fn both(&self) -> usize {
+        self.base - self.base_alone
+    }
+
+    /// True when the two sides' load differed in some pair.
+    pub fn differ(&self) -> bool {
+        self.base_alone + self.candidate_alone > 0
+    }
 }
 
 impl PairedEntry {
-    /// `busy base in 3 of 20 pairs`, `busy candidate in …`, `busy base in 3, candidate in 2 of
-    /// 20 pairs`; `None` when no pair had a busy side.
+    /// `busy base alone in 3 of 20 pairs`, `busy candidate alone in …`, `busy base alone in 3,
+    /// candidate alone in 2 of 20 pairs`; `None` when the two sides' load never differed in a
+    /// pair (see [`BusyPairs`]), however busy the machine was for both.
     pub fn busy_marker(&self) -> Option<String> {
         let n = self.pairs.len();
-        match self.busy_pairs {
-            [0, 0] => None,
-            [b, 0] => Some(format!("busy base in {b} of {n} pairs")),
-            [0, c] => Some(format!("busy candidate in {c} of {n} pairs")),
-            [b, c] => Some(format!("busy base in {b}, candidate in {c} of {n} pairs")),
+        match (self.busy.base_alone, self.busy.candidate_alone) {
+            (0, 0) => None,
+            (b, 0) => Some(format!("busy base alone in {b} of {n} pairs")),
+            (0, c) => Some(format!("busy candidate alone in {c} of {n} pairs")),
+            (b, c) => Some(format!(
+                "busy base alone in {b}, candidate alone in {c} of {n} pairs"
+            )),
         }
     }
 
-    /// The verdict as the tables word it: a change some of whose pairs had a busy side says so
-    /// (`slower (busy base in 3 of 20 pairs)`), since the machine may explain it.
+    /// The verdict as the tables word it: a change some of whose pairs had the two sides under
+    /// different load says so (`slower (busy base alone in 3 of 20 pairs)`), since the machine
+    /// may explain it.
     pub fn verdict_text(&self, verdict: Verdict) -> String {
         let claims_a_change = matches!(
             verdict,
@@ -242,16 +284,14 @@ pub fn add_pair(
                     is_time: *is_time,
                     better: *better,
                     pairs: Vec::new(),
-                    busy_pairs: [0, 0],
+                    busy: BusyPairs::default(),
                 });
                 let last = entries.len() - 1;
                 &mut entries[last]
             }
         };
         e.pairs.push((*b, *c));
-        for (count, flagged) in e.busy_pairs.iter_mut().zip(busy) {
-            *count += usize::from(flagged);
-        }
+        e.busy.add(busy);
     }
 }
 
@@ -339,7 +379,7 @@ mod tests {
             is_time: true,
             better: Better::Lower,
             pairs: drifting(n, 1.3, 0.0),
-            busy_pairs: [0, 0],
+            busy: BusyPairs::default(),
         };
         // 8 pairs all 30% slower: p = 2/2^8 = 0.0078, enough alone.
         let alone = decide_all(&[entry("weak", 8)], 0.05);
@@ -352,7 +392,7 @@ mod tests {
             is_time: true,
             better: Better::Lower,
             pairs: drifting(12, 1.0, 0.01),
-            busy_pairs: [0, 0],
+            busy: BusyPairs::default(),
         }));
         let d = decide_all(&suite, 0.05);
         let weak = d[0].as_ref().unwrap();
@@ -363,6 +403,62 @@ mod tests {
         );
         assert_eq!(d[1].as_ref().unwrap().verdict, Verdict::Slower);
         assert_eq!(regressions(&suite, 0.05), 1);
+    }
+
+    /// An entry 30% slower in every pair, its pairs' sides busy as `busy` says.
+    fn slower_with(busy: &[[bool; 2]]) -> (PairedEntry, Decision) {
+        let value = |x: f64| vec![("s[] v".to_string(), true, Better::Lower, x)];
+        let mut entries = Vec::new();
+        for ((b, c), flags) in drifting(busy.len(), 1.3, 0.0).into_iter().zip(busy) {
+            add_pair(&mut entries, &value(b), &value(c), *flags);
+        }
+        let e = entries.remove(0);
+        let d = decide(&e.pairs, 0.05, e.better, e.is_time).unwrap();
+        (e, d)
+    }
+
+    #[test]
+    fn a_load_both_sides_share_earns_no_hedge() {
+        // Every pair busy on both sides (a shared runner): pairing answers it.
+        let (e, d) = slower_with(&[[true, true]; 12]);
+        assert_eq!(e.busy.both(), 12);
+        assert!(!e.busy.differ());
+        assert_eq!(e.busy_marker(), None);
+        assert_eq!(e.verdict_text(d.verdict), "slower");
+        // Busy on both sides in some pairs, quiet on both in the others: still shared.
+        let mixed: Vec<[bool; 2]> = (0..12).map(|i| [i % 2 == 0; 2]).collect();
+        let (e, d) = slower_with(&mixed);
+        assert_eq!(e.verdict_text(d.verdict), "slower");
+    }
+
+    #[test]
+    fn a_load_that_differs_within_pairs_is_named() {
+        let mut busy = [[true, true]; 12];
+        busy[0] = [true, false];
+        busy[1] = [true, false];
+        busy[2] = [false, true];
+        let (e, d) = slower_with(&busy);
+        assert_eq!(
+            e.busy,
+            BusyPairs {
+                base: 11,
+                candidate: 10,
+                base_alone: 2,
+                candidate_alone: 1
+            }
+        );
+        assert_eq!(e.busy.both(), 9);
+        assert_eq!(
+            e.verdict_text(d.verdict),
+            "slower (busy base alone in 2, candidate alone in 1 of 12 pairs)"
+        );
+        let (e, d) = slower_with(&[[false, false], [false, true]].repeat(6));
+        assert_eq!(
+            e.verdict_text(d.verdict),
+            "slower (busy candidate alone in 6 of 12 pairs)"
+        );
+        // A verdict that claims no change needs no hedge.
+        assert_eq!(e.verdict_text(Verdict::Same), "same");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub(crate) mod gpu_clocks;
 pub(crate) mod gpu_time;
 pub mod hybridize;
 pub mod journal_header;
+pub mod journal_lock;
 pub mod kit;
 pub mod matmul;
 pub mod memory;
@@ -242,6 +243,12 @@ pub trait Scenario: Send + Sync {
         _ctx: &RunContext,
     ) -> serde_json::Map<String, serde_json::Value> {
         params.to_json()
+    }
+    /// How much work a point of these parameters does, in any unit: a sweep's estimate scales
+    /// its first point's time by it. By default the product of the sizes and counts
+    /// ([`Params::size_product`]); a scenario whose work grows otherwise says so.
+    fn work(&self, params: &Params) -> f64 {
+        params.size_product()
     }
     /// Reject parameters that cannot run here (memory estimates), before anything is allocated.
     fn validate(&self, _params: &Params) -> Result<(), ScenarioError> {

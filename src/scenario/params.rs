@@ -306,6 +306,21 @@ impl Params {
             .ok_or_else(|| undeclared(name, wanted))
     }
 
+    /// The product of the sizes and counts (whole numbers above 0, shapes' elements, size
+    /// lists' totals): the generic guess at a point's work that [`super::Scenario::work`]
+    /// starts from.
+    pub fn size_product(&self) -> f64 {
+        self.values
+            .iter()
+            .map(|(_, v)| match v {
+                ParamValue::Int(n) if *n > 0 => *n as f64,
+                ParamValue::Shape(dims) => dims.iter().map(|&d| d as f64).product(),
+                ParamValue::Sizes(sizes) => sizes.iter().map(|&b| b as f64).sum(),
+                _ => 1.0,
+            })
+            .product()
+    }
+
     /// An `Int` parameter.
     pub fn int(&self, name: &str) -> Result<u64, ParamError> {
         match self.get(name, "a whole number")? {
@@ -413,6 +428,12 @@ mod tests {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
         Params::parse("t", SPECS, &given)
+    }
+
+    #[test]
+    fn the_size_product_multiplies_counts_and_shapes_only() {
+        let p = parse(&[("iterations", "42"), ("shape", "(3, 4)"), ("lr", "0.5")]).unwrap();
+        assert_eq!(p.size_product(), 42.0 * 12.0);
     }
 
     #[test]

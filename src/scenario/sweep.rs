@@ -75,6 +75,12 @@ pub enum JournalError {
          conditions of its points are unknown (run with --fresh to start over)"
     )]
     NoHeader { path: String },
+    /// Another process writes the journal now (it holds the journal's lock): waiting for it,
+    /// or another journal, is the way on; `--resume` is not, while it writes.
+    #[error(
+        "journal {path} is being written by {holder}: wait for that run to end, or give this          one another --journal"
+    )]
+    Locked { path: String, holder: String },
     #[error("cannot resume {path}: {differences} (run with --fresh to start over)")]
     OtherConditions { path: String, differences: String },
     #[error("{path}:{line}: not a sweep journal line: {reason}")]

@@ -160,10 +160,68 @@ fn ab_refuses_what_it_cannot_run() {
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("ab: skipped: the candidate failed on suite entry 1: async")
+        stderr.contains("; skipped: the candidate failed on suite entry 1: async")
             && stderr.contains("unknown parameter 'product_size'"),
         "{stderr}"
     );
+    assert_eq!(stderr.lines().count(), 1, "one line per entry: {stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ab_stops_at_its_budget_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
+    // Each side takes a second: a one-second budget buys at most one pair of the first
+    // entry's forty, and none of the second's.
+    let slow = stand_in(
+        dir.path(),
+        "slow",
+        &format!("sleep 1\ncat '{}'", report.display()),
+    );
+    let suite = dir.path().join("two.toml");
+    let entry =
+        |n: u32| format!("[[run]]\nscenario = \"async\"\nparams = {{ iterations = {n} }}\n");
+    std::fs::write(&suite, entry(50) + &entry(60)).unwrap();
+    let json_file = dir.path().join("ab.json");
+    let out = parbench()
+        .arg("ab")
+        .args([&slow, &slow, &suite])
+        .args([
+            "--budget",
+            "1",
+            "--min-pairs",
+            "8",
+            "--max-pairs",
+            "40",
+            "-o",
+        ])
+        .arg(&json_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1: async: ") && stderr.contains("; stopped at the --budget of 1 s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stopped at the --budget of 1 s: 1 of 2 entries not measured (2: async)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 2, "one line per entry: {stderr}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let settings = &doc["settings"];
+    assert_eq!(settings["stopped_at_budget"], true, "{settings}");
+    assert!(settings["pairs"].as_u64().unwrap() < 40, "{settings}");
+    assert_eq!(settings["unmeasured"][0], "2: async", "{settings}");
+}
+
+#[test]
+fn ab_refuses_a_budget_that_is_not_positive_seconds() {
+    for bad in ["0", "-1", "0.0", "soon", "1e9"] {
+        assert_usage_error(&["ab", "a", "b", "--budget", bad], "--budget");
+    }
 }
 
 /// `git args` in `dir`, which must succeed.

@@ -138,9 +138,19 @@ fn a_finished_sweep_does_not_block_the_next_run_and_says_where_its_points_came_f
     };
     let first = run(&[], Some("1"));
     assert_eq!(first.status.code(), Some(130));
-    // The estimate after the first measured point.
+    // The estimates: the points' work before the first, the time after it.
     let stderr = String::from_utf8_lossy(&first.stderr);
-    assert!(stderr.contains("for 2 more points at "), "{stderr}");
+    assert!(
+        stderr.contains(
+            "3 points to measure; by their parameters the largest does 27× the first's work, \
+             all together 36×"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("for 2 more points (the first took "),
+        "{stderr}"
+    );
     let resumed = run(&["--resume"], None);
     let stderr = String::from_utf8_lossy(&resumed.stderr);
     assert!(resumed.status.success(), "{stderr}");
@@ -319,4 +329,53 @@ fn an_interrupted_suite_resumes_from_its_journal() {
         ],
         "run 1 (matmul size=16",
     );
+}
+
+#[test]
+fn a_journal_another_process_writes_is_refused_naming_it() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let journal_arg = journal.to_str().unwrap();
+    let sweep = |extra: &[&'static str]| {
+        let mut args = vec!["sweep", "matmul", "--set", "size=16,32", "--journal"];
+        args.push(journal_arg);
+        args.extend(extra);
+        args
+    };
+    // An unfinished journal, which another process (this test) is writing: it holds the
+    // journal's lock, as a running sweep does.
+    parbench()
+        .env("PARBENCH_SWEEP_STOP_AFTER", "1")
+        .args(sweep(QUICK))
+        .assert()
+        .code(130);
+    let mut holder = std::fs::File::create(dir.path().join("j.jsonl.lock")).unwrap();
+    holder.try_lock().expect("the lock is free between runs");
+    holder
+        .write_all(b"parbench pid 4242 on tester, started 2026-01-01T00:00:00Z")
+        .unwrap();
+    for extra in [&[][..], &["--resume"], &["--fresh"]] {
+        let args = [sweep(QUICK), extra.to_vec()].concat();
+        assert_usage_error(
+            &args,
+            &format!(
+                "journal {} is being written by parbench pid 4242 on tester, started \
+                 2026-01-01T00:00:00Z: wait for that run to end",
+                journal.display()
+            ),
+        );
+        let out = parbench().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("--resume"), "{stderr}");
+    }
+    assert_eq!(lines(&journal), 2, "the refused runs wrote nothing");
+    // Once the holder is gone (a crash drops its lock too), the journal resumes.
+    drop(holder);
+    parbench()
+        .args(sweep(QUICK))
+        .arg("--resume")
+        .assert()
+        .success();
+    assert!(!dir.path().join("j.jsonl.lock").exists());
 }

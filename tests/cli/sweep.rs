@@ -132,7 +132,8 @@ fn a_sweep_resumed_with_other_axes_is_refused() {
 fn a_sweep_ends_with_a_summary_of_its_points() {
     let out = parbench()
         .args(["sweep", "matmul", "--set", "size=16,32", "--set", "ops=1,2"])
-        .args(QUICK)
+        // Not quiet: a quiet sweep prints its points' lines alone.
+        .args(QUICK.iter().filter(|a| **a != "--quiet"))
         .args(["--journal", "/dev/null"])
         .output()
         .unwrap();
@@ -208,5 +209,31 @@ fn ctrl_c_on_a_sweep_says_how_to_resume() {
         std::fs::read_to_string(&journal).unwrap().lines().count(),
         2,
         "the header and the first point"
+    );
+}
+
+#[test]
+fn a_quiet_sweep_prints_one_line_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = parbench()
+        .current_dir(dir.path())
+        .args(SWEEP)
+        .args(QUICK) // with --quiet
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    for (line, size) in lines.iter().zip([16, 32, 48, 64]) {
+        assert!(
+            line.starts_with(&format!("size={size}  ops=1  ")) && line.contains("  checks ok  "),
+            "{line}"
+        );
+    }
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -148,6 +148,14 @@ impl Scenario for Matmul {
         &SPEC
     }
 
+    /// Flops: 2·m·k·n per product, `ops` products (threads share the work, not add to it).
+    fn work(&self, params: &Params) -> f64 {
+        Config::of(params).map_or_else(
+            |_| params.size_product(),
+            |c| 2.0 * c.dims.0 as f64 * c.dims.1 as f64 * c.dims.2 as f64 * c.ops as f64,
+        )
+    }
+
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let Config {
             dims: (m, k, n),
