@@ -182,11 +182,6 @@ impl DeviceBuffer {
             home: Some((cache, class)),
         }
     }
-
-    /// Whether the buffer goes back to a cache (no driver call when it goes).
-    pub fn is_cached(&self) -> bool {
-        self.home.is_some()
-    }
 }
 
 impl Deref for DeviceBuffer {
