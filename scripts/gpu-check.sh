@@ -247,6 +247,10 @@ step() {
   fi
   give=$cap
   [ "$give" -le "$left" ] || give=$left
+  # What the trap needs to record the step and stop it, whenever a signal comes (bash runs
+  # traps between commands: before the step starts, before its pid is known, after it ended).
+  # Set before the step's line is logged: a signal just after that line still finds the step.
+  current_t0=$(now_ms) current_name=$name current_cap=$cap current_rc='' bg_before=${!:-}
   say "== $name (cap ${give} s)"
   mkdir -p "$(dirname "$dir/$name.txt")"
   local -a cmd=("$@")
@@ -256,9 +260,6 @@ step() {
     cmd=(bash -c "$FUNCS"$'\n''"$@"' gpu-check "$@")
   fi
   local rc=0
-  # What the trap needs to record the step and stop it, whenever a signal comes (bash runs
-  # traps between commands: before the step starts, before its pid is known, after it ended).
-  current_t0=$(now_ms) current_name=$name current_cap=$cap current_rc='' bg_before=${!:-}
   # In the background, so that a signal to the kit is handled at once (bash runs a trap only
   # once the foreground command ends); timeout puts the step in a process group of its own
   # and signals the whole group.
