@@ -541,7 +541,7 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
             esc(&differences.join("; "))
         );
     }
-    let busy = compare::busy_states(base, new);
+    let busy = compare::busy_states(&[base], &[new]);
     if !busy.is_empty() {
         let _ = write!(
             out,

@@ -117,10 +117,32 @@ impl<'a> Entries<'a> {
     }
 }
 
-/// The entries of `base` and `new` that a comparison cannot match, renames guessed.
-pub fn coverage(base: &Report, new: &Report) -> Coverage {
-    let base: Vec<Entries> = base.runs.iter().map(Entries::of).collect();
-    let new: Vec<Entries> = new.runs.iter().map(Entries::of).collect();
+/// Every run of a side's reports, one per key, its items the union of the reports' (a
+/// comparison matches an entry that any report of each side holds).
+fn union<'a>(side: &[&'a Report]) -> Vec<Entries<'a>> {
+    let mut out: Vec<Entries> = Vec::new();
+    for run in side.iter().flat_map(|r| &r.runs) {
+        let e = Entries::of(run);
+        match out.iter_mut().find(|o| o.key == e.key) {
+            Some(o) => {
+                let more: Vec<String> = e
+                    .items
+                    .into_iter()
+                    .filter(|i| !o.items.contains(i))
+                    .collect();
+                o.items.extend(more);
+            }
+            None => out.push(e),
+        }
+    }
+    out
+}
+
+/// The entries some report of `base` holds and no report of `new` does, and the other way
+/// round, renames guessed.
+pub fn coverage(base: &[&Report], new: &[&Report]) -> Coverage {
+    let base = union(base);
+    let new = union(new);
     let mut out = Coverage::default();
     for b in &base {
         if let Some(n) = new.iter().find(|n| n.key == b.key) {
@@ -227,7 +249,18 @@ mod tests {
     #[test]
     fn identical_reports_cover_everything() {
         let r = report(vec![run("async", &[("n", 1)], &["sync", "async"])]);
-        assert!(coverage(&r, &r).is_complete());
+        assert!(coverage(&[&r], &[&r]).is_complete());
+    }
+
+    #[test]
+    fn every_report_of_a_side_counts() {
+        let x = || run("x", &[], &["v"]);
+        let (a1, a2) = (report(vec![x()]), report(vec![x(), run("y", &[], &["v"])]));
+        let n1 = report(vec![x(), run("y", &[], &["v"])]);
+        // The base's second report holds y, as the new one does: compared, not one-sided.
+        assert!(coverage(&[&a1, &a2], &[&n1]).is_complete());
+        let c = coverage(&[&a1, &a2], &[&report(vec![x()]), &a1]);
+        assert_eq!(c.only_in_base, vec!["y[] v"]);
     }
 
     #[test]
@@ -240,7 +273,7 @@ mod tests {
             deps,
         ]);
         let new = report(vec![run("async", &[("n", 1)], &["async", "bounded"])]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert_eq!(
             c.only_in_base,
             vec![
@@ -254,7 +287,7 @@ mod tests {
         assert_eq!(c.counts(), "4 only in base, 0 only in new");
         assert_eq!(c.lines()[0], "missing in new: async[n=1] sync");
         // The other way round, they are new.
-        let c = coverage(&new, &base);
+        let c = coverage(&[&new], &[&base]);
         assert_eq!(c.only_in_new.len(), 4);
         assert_eq!(c.lines()[0], "new in new: async[n=1] sync");
     }
@@ -269,7 +302,7 @@ mod tests {
             run("async", &[("n", 1)], &["blocking", "async"]),
             run("matmul", &[("size", 128), ("threads", 1)], &["gemm"]),
         ]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert_eq!(
             c.renamed,
             vec![
@@ -292,7 +325,7 @@ mod tests {
         // Two variants gone, two new: no one-to-one pairing.
         let base = report(vec![run("async", &[("n", 1)], &["a", "b", "c"])]);
         let new = report(vec![run("async", &[("n", 1)], &["x", "y", "c"])]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert!(c.renamed.is_empty());
         assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (2, 2));
         // One run gone, two new runs each one parameter from it: no guess either.
@@ -301,7 +334,7 @@ mod tests {
             run("matmul", &[("size", 200)], &["gemm"]),
             run("matmul", &[("size", 300)], &["gemm"]),
         ]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert!(c.renamed.is_empty());
         assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (1, 2));
     }

@@ -115,6 +115,7 @@ const fn detail(unit: Unit, better: Better) -> Figure {
         unit,
         better,
         detail: true,
+        against_limits: false,
     }
 }
 

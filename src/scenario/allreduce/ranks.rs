@@ -40,6 +40,7 @@ const PER_RANK: Figure = Figure {
     unit: Unit::Seconds,
     better: Better::Lower,
     detail: true,
+    against_limits: false,
 };
 
 /// One rank's buffers of one size.
