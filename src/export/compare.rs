@@ -31,8 +31,8 @@ pub fn percent(change: f64) -> String {
 
 /// What the comparison says above its table when a side was measured on a busy machine.
 pub const BUSY_NOTE: &str = "a side was measured on a busy machine (its runs' state below): the \
-     machine may explain a change marked \"busy base\", \"busy new\" or \"busy both\", so rerun \
-     that side on a quiet machine before trusting it";
+     machine may explain a change marked \"busy base\", \"busy new\", \"busy both\" or \"busy in \
+     k of n … reports\", so rerun that side on a quiet machine before trusting it";
 
 /// The comparison as a terminal table (`markdown` false) or Markdown for a pull request; the
 /// sides' busy states ([`Comparison::busy`]) above it. The Markdown leads with the rows that
