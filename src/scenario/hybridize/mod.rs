@@ -110,7 +110,7 @@ static SPEC: super::Spec = super::Spec {
     name: "hybridize",
     about: "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 2,
