@@ -83,17 +83,17 @@ struct RunRecordJson<'a> {
     derived: &'a Map<String, Value>,
     #[serde(skip_serializing_if = "Map::is_empty")]
     derived_display: Map<String, Value>,
-    #[serde(skip_serializing_if = "no_figures")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     figures: &'a BTreeMap<String, Figure>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     unmeasured: &'a BTreeMap<String, String>,
     checks: &'a [Check],
     notes: &'a [String],
-    #[serde(skip_serializing_if = "no_lines")]
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     explanation: &'a [String],
-    #[serde(skip_serializing_if = "no_lines")]
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     explanation_detail: &'a [String],
-    #[serde(skip_serializing_if = "no_book")]
+    #[serde(skip_serializing_if = "<[BookFigure]>::is_empty")]
     book: &'a [BookFigure],
     #[serde(skip_serializing_if = "Option::is_none")]
     lesson: &'a Option<Lesson>,
@@ -101,18 +101,6 @@ struct RunRecordJson<'a> {
     findings: &'a [Finding],
     #[serde(skip_serializing_if = "Option::is_none")]
     state: &'a Option<RunState>,
-}
-
-fn no_book(book: &&[BookFigure]) -> bool {
-    book.is_empty()
-}
-
-fn no_figures(figures: &&BTreeMap<String, Figure>) -> bool {
-    figures.is_empty()
-}
-
-fn no_lines(lines: &&[String]) -> bool {
-    lines.is_empty()
 }
 
 impl Serialize for RunRecord {
