@@ -269,6 +269,14 @@ pub fn values_of(run: &super::RunRecord) -> Vec<(String, bool, Better, f64)> {
     out
 }
 
+/// The figures with a direction that `run` could not measure, as `key (reason)`.
+pub fn not_measured(run: &super::RunRecord) -> impl Iterator<Item = String> + '_ {
+    run.unmeasured
+        .iter()
+        .filter(|(k, _)| run.figure(k).better != Better::Neither)
+        .map(|(k, why)| format!("{k} ({why})"))
+}
+
 /// Add one pair's values (from the base's and the candidate's run of the same suite entry) to
 /// `entries`; an entry either side lacks is left out of this pair, and one either side could
 /// not measure (`NaN`) is kept with no pair added, so the entries stay the same from run to
@@ -489,6 +497,9 @@ mod tests {
         assert!(entries[1].pairs.is_empty());
         add_pair(&mut entries, &side(true), &side(true), [false; 2]);
         assert_eq!((entries.len(), entries[1].pairs.len()), (2, 1));
+        let mut run = crate::report::fixtures::run("s", &[], &["v"]);
+        run.unmeasured(rate, "no trace");
+        assert_eq!(not_measured(&run).collect::<Vec<_>>(), ["rate (no trace)"]);
     }
 
     #[test]
