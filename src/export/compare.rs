@@ -205,6 +205,7 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
         "only_in_base": c.coverage.only_in_base,
         "only_in_new": c.coverage.only_in_new,
         "renamed": c.coverage.renamed,
+        "not_measured": c.coverage.not_measured,
         "environment_differences": c.environment_differences,
         "rows": entries,
     });

@@ -454,7 +454,7 @@ fn derived_table(out: &mut String, run: &RunRecord) {
         run.derived
             .iter()
             .filter(|(k, _)| run.figure(k).unit != Unit::Series && run.is_detail(k) == detail)
-            .map(|(k, v)| (k, run.figure(k).format(v)))
+            .map(|(k, v)| (k, run.worded(k, v)))
             .collect()
     };
     let table = |out: &mut String, rows: Vec<(&String, String)>| {

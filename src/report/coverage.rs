@@ -10,6 +10,12 @@
 //! matches exactly one run on the other side only, their parameters differing in exactly one
 //! key (`size=100` became `size=128`), with its entries paired by name; or, within a run both
 //! sides have, exactly one variant (or derived figure) on each side only.
+//!
+//! A derived figure one run could not measure is `null` there, with its reason: it is in both
+//! reports, so it is not one-sided, but it has no row either; each such figure is listed with
+//! its reasons, and `--require-all` does not fail on it.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,6 +38,9 @@ pub struct Coverage {
     pub only_in_new: Vec<String>,
     /// Pairs that look like one entry renamed; compared by neither side.
     pub renamed: Vec<Renamed>,
+    /// Derived figures in both reports that one side or both could not measure (`null`), as
+    /// `entry: not measured in base (reason)`; no row, and not a failure of `--require-all`.
+    pub not_measured: Vec<String>,
 }
 
 impl Coverage {
@@ -56,7 +65,12 @@ impl Coverage {
             .renamed
             .iter()
             .map(|r| format!("renamed? {} → {}", r.base, r.new));
-        missing.chain(added).chain(renamed).collect()
+        let unmeasured = self.not_measured.iter().cloned();
+        missing
+            .chain(added)
+            .chain(renamed)
+            .chain(unmeasured)
+            .collect()
     }
 
     /// `4 only in base, 0 only in new` (and `, 1 renamed?` when any).
@@ -80,14 +94,25 @@ struct Entries<'a> {
     params: &'a serde_json::Map<String, Value>,
     /// Variant names, then `derived:key` for each derived figure with a direction.
     items: Vec<String>,
+    /// Why each of those derived figures that is `null` was not measured.
+    unmeasured: BTreeMap<String, String>,
 }
 
 impl<'a> Entries<'a> {
     fn of(run: &'a RunRecord) -> Entries<'a> {
         let mut items: Vec<String> = run.variants.iter().map(|v| v.name.clone()).collect();
+        let mut unmeasured = BTreeMap::new();
         for (k, v) in &run.derived {
-            if v.as_f64().is_some() && run.figure(k).better != Better::Neither {
-                items.push(format!("derived:{k}"));
+            if !(v.is_number() || v.is_null()) || run.figure(k).better == Better::Neither {
+                continue;
+            }
+            items.push(format!("derived:{k}"));
+            if v.is_null() {
+                let why = run
+                    .unmeasured
+                    .get(k)
+                    .map_or("no reason recorded", String::as_str);
+                unmeasured.insert(format!("derived:{k}"), why.to_string());
             }
         }
         Entries {
@@ -95,6 +120,7 @@ impl<'a> Entries<'a> {
             scenario: &run.scenario,
             params: &run.parameters,
             items,
+            unmeasured,
         }
     }
 
@@ -214,6 +240,17 @@ fn across_runs(b: &Entries, n: &Entries, out: &mut Coverage) {
 /// A run both sides have: its items on one side only, a lone variant (or derived figure) on
 /// each side paired as renamed.
 fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
+    for item in b.items.iter().filter(|i| n.items.contains(i)) {
+        let sides = match (b.unmeasured.get(item), n.unmeasured.get(item)) {
+            (None, None) => continue,
+            (Some(x), None) => format!("base ({x})"),
+            (None, Some(y)) => format!("new ({y})"),
+            (Some(x), Some(y)) if x == y => format!("both ({x})"),
+            (Some(x), Some(y)) => format!("both (base: {x}; new: {y})"),
+        };
+        out.not_measured
+            .push(format!("{}: not measured in {sides}", b.name(item)));
+    }
     for derived in [false, true] {
         let kind = |i: &&String| i.starts_with("derived:") == derived;
         let lost: Vec<&String> = b
@@ -318,6 +355,50 @@ mod tests {
         );
         assert!(c.only_in_base.is_empty() && c.only_in_new.is_empty());
         assert_eq!(c.uncompared(), 4);
+    }
+
+    #[test]
+    fn a_figure_not_measured_is_listed_with_its_reasons_not_missing() {
+        use crate::report::FigureSpec;
+        let specs = [
+            FigureSpec::new("speedup", Unit::Ratio, Better::Higher),
+            FigureSpec::new("gflops", Unit::Gflops, Better::Higher),
+        ];
+        let doc = |measured: [bool; 2]| {
+            let mut r = run("deps", &[("width", 8)], &["serial"]);
+            for (m, spec) in measured.into_iter().zip(specs) {
+                match m {
+                    true => r.record(spec, 2.0),
+                    false => r.unmeasured(spec, format!("no {}", spec.key)),
+                }
+            }
+            report(vec![r])
+        };
+        let (both, neither) = (doc([true, true]), doc([false, false]));
+        let c = coverage(&both, &neither);
+        assert!(c.is_complete(), "{c:?}");
+        assert_eq!(
+            c.lines(),
+            [
+                "deps[width=8] derived:speedup: not measured in new (no speedup)",
+                "deps[width=8] derived:gflops: not measured in new (no gflops)",
+            ]
+        );
+        let c = coverage(&doc([false, true]), &doc([false, false]));
+        assert_eq!(
+            c.not_measured[0],
+            "deps[width=8] derived:speedup: not measured in both (no speedup)"
+        );
+        // No row, so neither a regression nor "n/a"; the times still compare.
+        let none = |_: &str| crate::report::noise::Spread::default();
+        let rows =
+            crate::report::compare::compare(&[&both], &[&neither], &none, 0.05).expect("rows");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(rows[0].is_time);
+        // A figure present in one report only is still missing.
+        let mut fewer = doc([true, true]);
+        fewer.runs[0].derived.remove("gflops");
+        assert_eq!(coverage(&both, &fewer).uncompared(), 1);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod history;
 mod journal;
 mod mpi_launch;
 mod output;
+mod own_scenario;
 mod plot;
 mod report_html;
 mod result_schemas;

@@ -132,7 +132,7 @@ static SPEC: super::Spec = super::Spec {
     name: "matmul",
     about: "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: BOOK,
     sampling: SamplerConfig {
             warmup: 1,
