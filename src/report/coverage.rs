@@ -144,21 +144,25 @@ impl<'a> Entries<'a> {
 }
 
 /// Every run of a side's reports, one per key, its items the union of the reports' (a
-/// comparison matches an entry that any report of each side holds).
+/// comparison matches an entry that any report of each side holds), and a figure unmeasured
+/// only where no report measured it.
 fn union<'a>(side: &[&'a Report]) -> Vec<Entries<'a>> {
     let mut out: Vec<Entries> = Vec::new();
     for run in side.iter().flat_map(|r| &r.runs) {
-        let e = Entries::of(run);
-        match out.iter_mut().find(|o| o.key == e.key) {
-            Some(o) => {
-                let more: Vec<String> = e
-                    .items
-                    .into_iter()
-                    .filter(|i| !o.items.contains(i))
-                    .collect();
-                o.items.extend(more);
+        let mut e = Entries::of(run);
+        let Some(o) = out.iter_mut().find(|o| o.key == e.key) else {
+            out.push(e);
+            continue;
+        };
+        o.unmeasured
+            .retain(|item, _| !e.items.contains(item) || e.unmeasured.contains_key(item));
+        for item in e.items {
+            if !o.items.contains(&item) {
+                if let Some(why) = e.unmeasured.remove(&item) {
+                    o.unmeasured.insert(item.clone(), why);
+                }
+                o.items.push(item);
             }
-            None => out.push(e),
         }
     }
     out
@@ -375,7 +379,7 @@ mod tests {
             report(vec![r])
         };
         let (both, neither) = (doc([true, true]), doc([false, false]));
-        let c = coverage(&both, &neither);
+        let c = coverage(&[&both], &[&neither]);
         assert!(c.is_complete(), "{c:?}");
         assert_eq!(
             c.lines(),
@@ -384,7 +388,7 @@ mod tests {
                 "deps[width=8] derived:gflops: not measured in new (no gflops)",
             ]
         );
-        let c = coverage(&doc([false, true]), &doc([false, false]));
+        let c = coverage(&[&doc([false, true])], &[&doc([false, false])]);
         assert_eq!(
             c.not_measured[0],
             "deps[width=8] derived:speedup: not measured in both (no speedup)"
@@ -398,7 +402,10 @@ mod tests {
         // A figure present in one report only is still missing.
         let mut fewer = doc([true, true]);
         fewer.runs[0].derived.remove("gflops");
-        assert_eq!(coverage(&both, &fewer).uncompared(), 1);
+        assert_eq!(coverage(&[&both], &[&fewer]).uncompared(), 1);
+        // Measured by another report of its side: measured.
+        let c = coverage(&[&neither, &both], &[&both]);
+        assert!(c.not_measured.is_empty(), "{c:?}");
     }
 
     #[test]
