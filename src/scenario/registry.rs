@@ -1,7 +1,7 @@
 //! The scenarios a process knows: the chapter's, built in, then any a program embedding
 //! parbench adds before its command line runs ([`add`]). A user's crate declares its own
 //! [`Scenario`] and gets every command parbench has for it — `run`, `sweep`, `compare`, `ab`,
-//! `history`, the exports — through [`crate::cli::main_with_scenarios`]
+//! `history`, the exports — through the command line's `main_with_scenarios`
 //! (`examples/own_scenario.rs`).
 
 use std::sync::OnceLock;
