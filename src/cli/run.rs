@@ -464,7 +464,8 @@ pub(super) fn run_plan(
         note!("{total} runs, {from_journal} from the journal, {newly} run now");
     }
     // A plan of several runs (`all`, a suite) ends with the chapter on this machine.
-    if !json_on_stdout(common) && report.runs.len() > 1 {
+    let lessons = report.runs.iter().filter(|r| r.lesson.is_some()).count();
+    if !json_on_stdout(common) && report.runs.len() > 1 && lessons > 0 {
         stdout(&export::summary::render(&report))?;
     }
     drop(journal);

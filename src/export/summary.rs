@@ -63,7 +63,7 @@ fn rows(report: &Report) -> Vec<Row> {
             None => Row {
                 section: "—".into(),
                 scenario: run.scenario.clone(),
-                lesson: "(a report from before lessons)".into(),
+                lesson: "(none: your own commands, or a report from before lessons)".into(),
                 book: book_figures(run),
                 here: "—".into(),
                 held: None,

@@ -9,6 +9,7 @@ pub mod async_loop;
 pub mod backend;
 pub mod book;
 pub mod collective;
+pub mod command;
 pub mod cpu_gpu;
 pub mod data_parallel;
 pub mod deps;
@@ -58,6 +59,9 @@ pub enum ScenarioError {
     Tensor(#[from] TensorError),
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// A command of a suite's command entry did not run to a successful exit.
+    #[error(transparent)]
+    Command(#[from] command::CommandError),
 }
 
 impl ScenarioError {

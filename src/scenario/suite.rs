@@ -7,6 +7,10 @@
 //! scenario = "cpu-gpu"
 //! params = { ops = 10, cpu_size = 2000 }
 //! sampling = { min_samples = 3 }      # optional: warmup, min_samples, max_samples, min_time, max_time
+//!
+//! [[run]]
+//! name = "gzip"                         # your own commands instead of a scenario (`command.rs`)
+//! command = ["gzip", "-kf", "big.txt"]  # or commands = { base = [...], new = [...] }
 //! ```
 //!
 //! Everything is checked before anything runs (unknown scenario, unknown or ill-typed
@@ -19,7 +23,8 @@ use serde::Deserialize;
 use crate::harness::sampler::seconds;
 use toml::Spanned;
 
-use super::{find, registry, Params, SamplingOverrides, Scenario};
+use super::command::{self, Commands};
+use super::{find, registry, Params, RunContext, SamplingOverrides, Scenario};
 
 /// `scenarios/default.toml`, built in: what `parbench all` runs, wherever it is started.
 pub const DEFAULT_SUITE: &str = include_str!("../../scenarios/default.toml");
@@ -61,13 +66,21 @@ struct SuiteFile {
     #[serde(default)]
     #[allow(dead_code)]
     description: Option<String>,
-    run: Vec<RunEntry>,
+    run: Vec<Spanned<RunEntry>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunEntry {
-    scenario: Spanned<String>,
+    #[serde(default)]
+    scenario: Option<Spanned<String>>,
+    /// A command entry's name, and its one command or its commands by variant.
+    #[serde(default)]
+    name: Option<Spanned<String>>,
+    #[serde(default)]
+    command: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    commands: Option<Spanned<toml::Table>>,
     #[serde(default)]
     params: Option<Spanned<BTreeMap<String, toml::Value>>>,
     #[serde(default)]
@@ -156,6 +169,96 @@ pub fn read(path: &std::path::Path) -> Result<String, SuiteReadError> {
     })
 }
 
+/// An entry's scenario and parameters, with the lines its errors name.
+struct Resolved {
+    scenario: &'static dyn Scenario,
+    /// The entry's own line: its `scenario`, or its `name`.
+    at: usize,
+    params_at: usize,
+    params: Params,
+}
+
+type ErrAt<'a> = dyn Fn(usize, String) -> SuiteError + 'a;
+
+/// A `scenario = "..."` entry: the scenario and its parameters, parsed.
+fn scenario_entry(
+    name: &Spanned<String>,
+    entry: &RunEntry,
+    err: &ErrAt<'_>,
+) -> Result<Resolved, SuiteError> {
+    if let Some(n) = &entry.name {
+        return Err(err(
+            n.span().start,
+            "name is for command entries: a scenario's run is named by its scenario and \
+             parameters"
+                .into(),
+        ));
+    }
+    let at = name.span().start;
+    let name = name.get_ref();
+    let Some(scenario) = find(name) else {
+        let known: Vec<&str> = registry().iter().map(|s| s.name()).collect();
+        return Err(err(
+            at,
+            format!("unknown scenario '{name}' (known: {})", known.join(", ")),
+        ));
+    };
+    let params_at = entry.params.as_ref().map_or(at, |p| p.span().start);
+    let mut given = Vec::new();
+    for (k, v) in entry.params.iter().flat_map(|p| p.get_ref()) {
+        let text =
+            as_option_text(v).map_err(|r| err(params_at, format!("parameter '{k}': {r}")))?;
+        given.push((k.clone(), text));
+    }
+    let params = Params::parse(name, scenario.params(), &given)
+        .map_err(|e| err(params_at, e.to_string()))?;
+    Ok(Resolved {
+        scenario,
+        at,
+        params_at,
+        params,
+    })
+}
+
+/// A `command = ...` or `commands = {...}` entry: its commands as a scenario of their own.
+fn command_entry(
+    entry_at: usize,
+    entry: &RunEntry,
+    err: &ErrAt<'_>,
+) -> Result<Resolved, SuiteError> {
+    if let Some(p) = &entry.params {
+        return Err(err(
+            p.span().start,
+            "a command entry takes no params: its commands are its parameters".into(),
+        ));
+    }
+    let Some(name) = &entry.name else {
+        return Err(err(
+            entry_at,
+            "a command entry needs name = \"...\", its run's name in the report".into(),
+        ));
+    };
+    let at = name.span().start;
+    let given: Vec<(&str, &toml::Value)> = match (&entry.command, &entry.commands) {
+        (Some(c), _) => vec![(command::SCENARIO, c.get_ref())],
+        (None, cs) => cs
+            .iter()
+            .flat_map(|t| t.get_ref())
+            .map(|(k, v)| (k.as_str(), v))
+            .collect(),
+    };
+    let commands = Commands::new(name.get_ref(), given).map_err(|e| err(at, e.to_string()))?;
+    let params = Params::parse(command::SCENARIO, &[], &[]).map_err(|e| err(at, e.to_string()))?;
+    // A plan's scenarios live as long as the process, as the registry's do.
+    let scenario: &'static Commands = Box::leak(Box::new(commands));
+    Ok(Resolved {
+        scenario,
+        at,
+        params_at: at,
+        params,
+    })
+}
+
 /// Parse and check a suite completely. `file` names it in messages.
 pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     let err = |offset: usize, reason: String| SuiteError {
@@ -179,31 +282,29 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
         usize,
     )> = Vec::new();
     for entry in suite.run {
-        let name = entry.scenario.get_ref();
-        let Some(scenario) = find(name) else {
-            let known: Vec<&str> = registry().iter().map(|s| s.name()).collect();
-            return Err(err(
-                entry.scenario.span().start,
-                format!("unknown scenario '{name}' (known: {})", known.join(", ")),
-            ));
+        let entry_at = entry.span().start;
+        let entry = entry.into_inner();
+        let Resolved {
+            scenario,
+            at,
+            params_at,
+            params,
+        } = match (&entry.scenario, &entry.command, &entry.commands) {
+            (Some(name), None, None) => scenario_entry(name, &entry, &err)?,
+            (None, Some(_), None) | (None, None, Some(_)) => command_entry(entry_at, &entry, &err)?,
+            _ => {
+                return Err(err(
+                    entry_at,
+                    "an entry has one of scenario = \"...\", command = [...] or commands = {...}"
+                        .into(),
+                ))
+            }
         };
-        let params_at = entry
-            .params
-            .as_ref()
-            .map_or(entry.scenario.span().start, |p| p.span().start);
-        let mut given = Vec::new();
-        for (k, v) in entry.params.iter().flat_map(|p| p.get_ref()) {
-            let text =
-                as_option_text(v).map_err(|r| err(params_at, format!("parameter '{k}': {r}")))?;
-            given.push((k.clone(), text));
-        }
-        let params = Params::parse(name, scenario.params(), &given)
-            .map_err(|e| err(params_at, e.to_string()))?;
+        let name = scenario.name();
         scenario
             .validate(&params)
             .map_err(|e| err(params_at, e.to_string()))?;
-        let at = entry.scenario.span().start;
-        let identity = params.to_json();
+        let identity = scenario.resolved_params(&params, &RunContext::default());
         if let Some((_, _, line)) = seen
             .iter()
             .find(|(s, p, _)| *s == scenario.name() && *p == identity)
@@ -296,6 +397,25 @@ mod tests {
     }
 
     #[test]
+    fn command_entries_are_runs_named_by_their_commands() {
+        let text = "[[run]]\nname = \"a\"\ncommand = [\"true\"]\n\n\
+                    [[run]]\nname = \"b\"\ncommands = { x = [\"true\"], y = \"true\" }\n\n\
+                    [[run]]\nname = \"a\"\ncommand = [\"true\"]\n";
+        let e = parse("s.toml", text)
+            .err()
+            .expect("the third repeats the first");
+        assert_eq!((e.line, e.reason.contains("at line 2")), (10, true), "{e}");
+        let plan = parse("s.toml", &text[..text.rfind("\n\n").unwrap()]).unwrap();
+        let ctx = RunContext::default();
+        let b = plan[1].scenario.resolved_params(&plan[1].params, &ctx);
+        assert_eq!(plan[1].scenario.name(), command::SCENARIO);
+        assert_eq!(
+            (&b["name"], &b["x"], &b["y"]),
+            (&"b".into(), &"true".into(), &"sh -c true".into())
+        );
+    }
+
+    #[test]
     fn values_become_option_text() {
         let text = "[[run]]\nscenario = \"async\"\nparams = { iterations = 5, shape = [3, 4] }\n";
         let plan = parse("s.toml", text).unwrap();
@@ -347,6 +467,29 @@ mod tests {
                 "needs an estimated",
             ),
             ("description = \"empty\"\nrun = []\n", 1, "no [[run]]"),
+            ("[[run]]\ncommand = [\"true\"]\n", 1, "needs name"),
+            (
+                "[[run]]\nscenario = \"async\"\ncommand = [\"true\"]\n",
+                1,
+                "one of scenario",
+            ),
+            ("[[run]]\nname = \"x\"\n", 1, "one of scenario"),
+            (
+                "[[run]]\nscenario = \"async\"\nname = \"x\"\n",
+                3,
+                "name is for command entries",
+            ),
+            (
+                "[[run]]\nname = \"x\"\ncommand = [\"true\"]\nparams = { a = 1 }\n",
+                4,
+                "takes no params",
+            ),
+            ("\n[[run]]\nname = \"x\"\ncommand = []\n", 3, "is empty"),
+            (
+                "[[run]]\nname = \"x\"\ncommands = { a = [\"no-such-program-xyz\"] }\n",
+                2,
+                "'no-such-program-xyz' not found on PATH",
+            ),
         ];
         for (text, line, needle) in cases {
             let e = parse("suite.toml", text)

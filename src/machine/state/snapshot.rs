@@ -60,10 +60,12 @@ pub fn kernel_counters(text: &str) -> Option<KernelCounters> {
 }
 
 /// A process's or thread's `stat` line: its CPU time in ticks (user + system, all its threads
-/// for a process) and its scheduler state (`R` for runnable).
+/// for a process, and its children's that it waited for: a suite's commands are its own work)
+/// and its scheduler state (`R` for runnable).
 pub fn task_stat(text: &str) -> Option<(u64, char)> {
     let stat = Stat::from_read(Cursor::new(text.as_bytes())).ok()?;
-    Some((stat.utime + stat.stime, stat.state))
+    let children = (stat.cutime + stat.cstime).max(0) as u64;
+    Some((stat.utime + stat.stime + children, stat.state))
 }
 
 /// The mean clock of the CPUs, in MHz, from `scaling_cur_freq` values (kHz); `None` for none.
@@ -255,6 +257,9 @@ mod tests {
     #[test]
     fn a_stat_line_reads_as_cpu_ticks_and_state() {
         assert_eq!(task_stat(&self_stat(70, 5, 'R')), Some((75, 'R')));
+        // The children it waited for (a suite's commands) count as its own time.
+        let waited = self_stat(70, 5, 'R').replace(" 70 5 0 0 ", " 70 5 8 2 ");
+        assert_eq!(task_stat(&waited), Some((85, 'R')));
         // A command name with spaces and parentheses does not shift the fields.
         let odd = self_stat(1, 2, 'S').replace("(parbench run)", "(a (b) c)");
         assert_eq!(task_stat(&odd), Some((3, 'S')));
