@@ -53,7 +53,7 @@ fn the_json_has_its_schema_and_medians_and_validates() {
         slow["median_candidate"].as_f64().unwrap(),
     );
     assert!((c / b - 1.3).abs() < 1e-9, "{slow}");
-    crate::cli::result_schemas::assert_valid("ab --format json", "ab", &doc);
+    crate::cli::result_schemas::assert_valid("ab --format json", "parbench-ab-1", &doc);
     // Read back as `ab --from`, refused by the readers of reports.
     let saved = dir.path().join("ab.json");
     std::fs::write(&saved, &out.stdout).unwrap();
@@ -151,5 +151,5 @@ fn a_real_run_records_both_sides_provenance() {
         );
     }
     assert!(doc["base"]["path"].as_str().unwrap().ends_with("base"));
-    crate::cli::result_schemas::assert_valid("ab --format json", "ab", &doc);
+    crate::cli::result_schemas::assert_valid("ab --format json", "parbench-ab-1", &doc);
 }

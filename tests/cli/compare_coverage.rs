@@ -125,7 +125,7 @@ fn the_json_carries_its_schema_and_both_sides_provenance() {
         assert!(doc[side]["environment"]["host"].is_string(), "{doc}");
     }
     assert!(doc["base"]["path"].as_str().unwrap().ends_with("two.json"));
-    crate::cli::result_schemas::assert_valid("compare --format json", "compare", &doc);
+    crate::cli::result_schemas::assert_valid("compare --format json", "parbench-compare-1", &doc);
 
     // Fed back to parbench's readers: one line saying what it is and what reads it.
     let saved = dir.path().join("cmp.json");

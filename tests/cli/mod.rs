@@ -9,6 +9,7 @@ mod ab;
 mod ab_report;
 mod allreduce;
 mod book;
+mod command;
 mod compare;
 mod compare_coverage;
 mod data_parallel;

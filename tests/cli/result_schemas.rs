@@ -3,12 +3,10 @@
 
 use serde_json::Value;
 
-/// Fails with every way `doc` breaks `docs/parbench-{kind}-1.schema.json`.
-pub fn assert_valid(what: &str, kind: &str, doc: &Value) {
-    let path = format!(
-        "{}/docs/parbench-{kind}-1.schema.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+/// Fails with every way `doc` breaks `docs/{schema}.schema.json` (`parbench-1`, the report's;
+/// `parbench-compare-1`, `parbench-ab-1`).
+pub fn assert_valid(what: &str, schema: &str, doc: &Value) {
+    let path = format!("{}/docs/{schema}.schema.json", env!("CARGO_MANIFEST_DIR"));
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let validator = jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{path}: {e}"));
     let errors: Vec<String> = validator
