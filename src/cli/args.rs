@@ -82,6 +82,18 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Time a program of yours as a process, hyperfine-style: `parbench command -- sleep 0.01`
+    /// (a suite's command entry from the command line; see docs/usage.md).
+    Command {
+        /// The run's name in the report (default: the command line).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        common: CommonArgs,
+        /// The program and its arguments, run directly (no shell), after `--`.
+        #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
+        argv: Vec<String>,
+    },
     /// Run one scenario over the cartesian product of parameter axes, into one report; each
     /// finished point is appended to a JSON Lines journal, so an interrupted sweep can resume.
     Sweep {

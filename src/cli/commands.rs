@@ -59,6 +59,11 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             };
             run_plan(suite::parse(&name, &text)?, &common, Some(journal))
         }
+        Command::Command { name, common, argv } => {
+            let run =
+                suite::command_line(name, argv).map_err(|e| CliError::Usage(e.to_string()))?;
+            run_plan(vec![run], &common, None)
+        }
         Command::Help { topic } => help(topic.as_deref()),
         Command::Report {
             reports,

@@ -79,13 +79,8 @@ struct Timed {
 }
 
 impl Timed {
-    /// The argv as a shell would read it back (`sh -c 'sleep 0.01'`).
     fn line(&self) -> String {
-        self.argv
-            .iter()
-            .map(|a| quoted(a))
-            .collect::<Vec<_>>()
-            .join(" ")
+        line(&self.argv)
     }
 
     /// Run once, output discarded; the wall time from spawn to exit.
@@ -114,6 +109,11 @@ impl Timed {
     }
 }
 
+/// `argv` as a shell would read it back (`sh -c 'sleep 0.01'`).
+fn line(argv: &[String]) -> String {
+    argv.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
+}
+
 /// `arg` as a POSIX shell reads it: bare where that is unambiguous, else single-quoted.
 fn quoted(arg: &str) -> String {
     let bare = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
@@ -132,6 +132,14 @@ pub struct Commands {
 }
 
 impl Commands {
+    /// `parbench command [--name NAME] -- PROGRAM ARGS`: the variant `command`, named by its
+    /// line unless `name` is given.
+    pub fn of_argv(name: Option<String>, argv: Vec<String>) -> Result<Commands, EntryError> {
+        let name = name.unwrap_or_else(|| line(&argv));
+        let value = toml::Value::Array(argv.into_iter().map(toml::Value::String).collect());
+        Commands::new(&name, [(SCENARIO, &value)])
+    }
+
     /// The entry `name` with its commands: `(variant, value)` pairs, a value an argv list or a
     /// shell line. A lone `command = ...` is the variant `command`.
     pub fn new<'a>(
@@ -280,8 +288,7 @@ mod tests {
     #[test]
     fn argv_lists_run_directly_and_strings_through_sh() {
         let c = entry("a = [\"sleep\", \"0.01\"]\nb = \"echo 'hi' | wc\"").unwrap();
-        let none = Params::parse(SCENARIO, &[], &[]).unwrap();
-        let p = c.resolved_params(&none, &RunContext::default());
+        let p = c.resolved_params(&Params::none(), &RunContext::default());
         assert_eq!(p["name"], "t");
         assert_eq!(p["a"], "sleep 0.01");
         assert_eq!(p["b"], r#"sh -c 'echo '\''hi'\'' | wc'"#);

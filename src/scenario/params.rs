@@ -274,6 +274,11 @@ pub struct Params {
 }
 
 impl Params {
+    /// The parameters of a scenario that declares none (a suite's commands).
+    pub fn none() -> Params {
+        Params { values: Vec::new() }
+    }
+
     /// Start from the defaults and apply `given` (name, raw value) pairs in order.
     pub fn parse(
         scenario: &str,

@@ -248,14 +248,29 @@ fn command_entry(
             .collect(),
     };
     let commands = Commands::new(name.get_ref(), given).map_err(|e| err(at, e.to_string()))?;
-    let params = Params::parse(command::SCENARIO, &[], &[]).map_err(|e| err(at, e.to_string()))?;
-    // A plan's scenarios live as long as the process, as the registry's do.
-    let scenario: &'static Commands = Box::leak(Box::new(commands));
     Ok(Resolved {
-        scenario,
+        scenario: planned(commands),
         at,
         params_at: at,
-        params,
+        params: Params::none(),
+    })
+}
+
+/// Commands as a plan's scenario: it lives as long as the process, as the registry's do.
+fn planned(commands: Commands) -> &'static dyn Scenario {
+    Box::leak(Box::new(commands))
+}
+
+/// `parbench command [--name NAME] -- PROGRAM ARGS` as a plan's one run.
+pub fn command_line(
+    name: Option<String>,
+    argv: Vec<String>,
+) -> Result<PlannedRun, command::EntryError> {
+    Ok(PlannedRun {
+        scenario: planned(Commands::of_argv(name, argv)?),
+        params: Params::none(),
+        sampling: SamplingOverrides::default(),
+        at: None,
     })
 }
 

@@ -64,6 +64,27 @@ fn commands_become_a_run_with_the_samples_asked_and_compare_pairs_them() {
 }
 
 #[test]
+fn the_command_line_form_times_one_program() {
+    let out = parbench()
+        .args(["command", "--name", "nap", "--max-samples", "3", "--json"])
+        .args(["--", "sleep", "0.001"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &doc["runs"][0];
+    assert_eq!(run["scenario"], "command");
+    assert_eq!(run["parameters"]["name"], "nap");
+    assert_eq!(run["parameters"]["command"], "sleep 0.001");
+    assert_eq!(variant_names(run), ["command"]);
+    assert_usage_error(
+        &["command", "--", "no-such-program-xyz"],
+        "not found on PATH",
+    );
+    assert_usage_error(&["command", "-q"], "required arguments");
+}
+
+#[test]
 fn a_failing_command_is_one_line_naming_it_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let s = suite(
