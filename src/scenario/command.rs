@@ -218,7 +218,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// What a command run declares: no parameters of its own, no lesson, no book figures; it
-/// samples as hyperfine does, at least ten runs and a second.
+/// samples at least ten runs (as hyperfine does) and a second.
 static SPEC: Spec = Spec {
     name: SCENARIO,
     about: "your own commands, timed as processes (a suite's command entries)",
