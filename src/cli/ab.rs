@@ -278,6 +278,14 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, CliError
     runs.iter()
         .enumerate()
         .map(|(i, run)| {
+            if run.get("command").is_some() || run.get("commands").is_some() {
+                return Err(CliError::Usage(format!(
+                    "{name}: entry {} times a command, which both builds would run alike: ab \
+                     pairs two parbench builds; two builds of a program are timed side by side \
+                     by `commands = {{ base = [...], new = [...] }}` in `parbench run`",
+                    i + 1
+                )));
+            }
             let scenario = run
                 .get("scenario")
                 .and_then(toml::Value::as_str)

@@ -148,3 +148,17 @@ fn a_missing_program_and_malformed_entries_are_usage_errors() {
         assert_usage_error(&["run", path.to_str().unwrap()], needle);
     }
 }
+
+/// `ab` pairs two parbench builds: a command entry would time the same program in both, so a
+/// suite with one is refused before anything runs.
+#[test]
+fn ab_refuses_a_suite_with_a_command_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = suite(dir.path(), "two.toml", TWO);
+    let me = assert_cmd::cargo::cargo_bin("parbench");
+    let me = me.to_str().unwrap();
+    assert_usage_error(
+        &["ab", me, me, path.to_str().unwrap()],
+        "entry 1 times a command, which both builds would run alike",
+    );
+}
