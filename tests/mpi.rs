@@ -287,3 +287,64 @@ fn a_sweep_spans_the_ranks_and_resumes() {
         "{stderr}"
     );
 }
+
+/// MPI starts once per process, and a process that started it is no place to launch mpirun
+/// from: the one-rank world is checked in a child, this test binary run on the test below
+/// alone. Run on its own (no mpirun), a process is a one-rank world whose collectives return
+/// its own values.
+#[test]
+fn a_process_on_its_own_is_a_one_rank_world() {
+    let mut cmd = Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "mpi::one_rank_world_in_this_process",
+        "--test-threads",
+        "1",
+    ]);
+    let (code, stdout, stderr, _) = run(cmd, 120);
+    assert_eq!(code, Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran no test: {stdout}"
+    );
+}
+
+/// The body of the test above, in the process of its own it starts.
+#[test]
+#[ignore = "run by a_process_on_its_own_is_a_one_rank_world, in a process of its own"]
+fn one_rank_world_in_this_process() {
+    let comm =
+        parbench::distributed::world(Duration::from_secs(30)).expect("MPI starts as a singleton");
+    assert_eq!((comm.rank(), comm.size()), (0, 1));
+    let send = [1.0f32, 2.0, 3.0];
+    let mut recv = [0f32; 3];
+    comm.all_reduce_sum(&send, &mut recv, "test");
+    assert_eq!(recv, send);
+    let mut data = send;
+    comm.ring_all_reduce_sum(&mut data, &mut Vec::new(), "test");
+    assert_eq!(data, send);
+    let mut out = [0f32; 3];
+    comm.ring_all_reduce_sum_into(&send, &mut out, &mut Vec::new(), "test");
+    assert_eq!(out, send);
+    let mut out = [0f32; 3];
+    comm.parameter_server_sum_into(&send, &mut out, &mut Vec::new(), "test");
+    assert_eq!(out, send);
+    let (mut grads, mut sums) = ([0f32; 5], [0f32; 5]);
+    let (g0, g1) = grads.split_at_mut(2);
+    let (s0, s1) = sums.split_at_mut(2);
+    let mut filled = Vec::new();
+    comm.all_reduce_sum_as_ready(vec![g1, g0], vec![s1, s0], "test", |i, bucket| {
+        filled.push(i);
+        bucket.iter_mut().for_each(|x| *x = 1.0 + i as f32);
+    });
+    assert_eq!(filled, [0, 1]);
+    assert_eq!(sums, [2.0, 2.0, 1.0, 1.0, 1.0]);
+    comm.barrier("test");
+    let gathered = comm.gather_bytes(b"rank zero").expect("rank 0 gathers");
+    assert_eq!(gathered, vec![b"rank zero".to_vec()]);
+    let mut v = [2.5f64];
+    comm.broadcast(&mut v, "test");
+    assert_eq!(v, [2.5]);
+    assert!(!parbench::distributed::is_secondary_rank());
+}

@@ -75,6 +75,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         let mut these: Vec<PairedEntry> = Vec::new();
         let mut pairs = 0u64;
         let mut busy_pairs = BusyPairs::default();
+        let mut not_measured = std::collections::BTreeSet::new();
         let mut refused = None;
         let mut out_of_budget = false;
         // The longest pair so far: the next one is started only if that much time is left.
@@ -115,6 +116,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                     }
                 };
                 record_side(&mut sides, side, bin, &report, label)?;
+                not_measured.extend(report.runs.iter().flat_map(paired::not_measured));
                 values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
                 busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
             }
@@ -139,6 +141,10 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         );
         if let Some(busy) = busy_note(&busy_pairs) {
             line.push_str(&format!("; {busy}"));
+        }
+        if !not_measured.is_empty() {
+            let figures: Vec<String> = not_measured.into_iter().collect();
+            line.push_str(&format!("; not measured: {}", figures.join(", ")));
         }
         if let Some(why) = refused {
             line.push_str(&format!("; skipped: {why}"));

@@ -310,20 +310,24 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         s.min_time.as_secs_f64(),
         s.max_time.as_secs_f64()
     );
-    let lesson = sc.lesson();
-    let book = match sc.book() {
-        [] => "its section prints no figures".to_string(),
-        figures => format!(
-            "the book's figures: {}",
-            crate::report::book::cited(figures)
-        ),
+    let chapter = match sc.lesson() {
+        Some(lesson) => {
+            let book = match sc.book() {
+                [] => "its section prints no figures".to_string(),
+                figures => format!(
+                    "the book's figures: {}",
+                    crate::report::book::cited(figures)
+                ),
+            };
+            format!(
+                "Lesson ({}): {}.\nThe defaults are the sizes of the chapter's source texts; the \
+                 run sets its figures beside {book}.",
+                lesson.source.cite(),
+                lesson.claim
+            )
+        }
+        None => "A scenario of the program's own: it tests no lesson of the book.".to_string(),
     };
-    let chapter = format!(
-        "Lesson ({}): {}.\nThe defaults are the sizes of the chapter's source texts; the run \
-         sets its figures beside {book}.",
-        lesson.source.cite(),
-        lesson.claim
-    );
     let mut cmd = clap::Command::new(sc.name())
         .bin_name(format!("parbench {}", sc.name()))
         .after_help(format!("{chapter}\n\n{sampling}"));

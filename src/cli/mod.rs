@@ -52,6 +52,36 @@ pub use args::{scenario_command, Cli, Command, CommonArgs, GpuOrderArg};
 pub use check::{check_command_line, CommandLineError};
 pub use error::CliError;
 
+/// Entry point of a program that adds scenarios of its own to parbench's
+/// ([`crate::scenario::registry::add`]): its `main` hands over its scenarios and the
+/// arguments, and every command works on them as on the built-in ones. A name that is taken
+/// (a scenario's or a command's) is refused in one line, exit 2.
+pub fn main_with_scenarios(
+    extra: &[&'static dyn crate::scenario::Scenario],
+    args: Vec<OsString>,
+) -> ExitCode {
+    use clap::CommandFactory;
+    let commands = Cli::command();
+    let taken = extra.iter().map(|s| s.name()).find(|n| {
+        commands
+            .get_subcommands()
+            .any(|c| c.get_name() == *n || c.get_all_aliases().any(|a| a == *n))
+    });
+    let added = match taken {
+        Some(name) => Err(format!(
+            "'{name}' is a parbench command: a scenario needs a name of its own"
+        )),
+        None => crate::scenario::registry::add(extra).map_err(|e| e.to_string()),
+    };
+    match added {
+        Ok(()) => main_with_args(args),
+        Err(line) => {
+            note!("error: {line}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Entry point used by `main`: never panics on user input, always returns an exit code.
 pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
     let outcome = commands::run(args);

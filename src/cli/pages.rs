@@ -22,7 +22,7 @@ pub(super) fn run_report(
         [one] => export::html::page(&compare::load(one)?),
         [base, new] => {
             let names = [base, new].map(|p| p.display().to_string());
-            export::html::comparison_page(
+            export::html_compare::comparison_page(
                 &super::reports::load_comparable(base)?,
                 &super::reports::load_comparable(new)?,
                 [&names[0], &names[1]],

@@ -33,6 +33,7 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
             scenario: parsed.scenario,
             params: parsed.params,
             sampling: SamplingOverrides::default(),
+            at: None,
         }],
         &parsed.common,
         None,
@@ -332,7 +333,17 @@ pub(super) fn run_plan(
             .sampling
             .apply(run.scenario.sampling())
             .validate()
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+            .map_err(|e| {
+                CliError::Usage(match &run.at {
+                    // The command line's options override the entry's one by one, so the
+                    // two can disagree: name the entry.
+                    Some(at) => format!(
+                        "{at}: {e} (the command line's sampling options override this \
+                         entry's one by one)"
+                    ),
+                    None => e.to_string(),
+                })
+            })?;
         run.scenario.validate(&run.params)?;
         kit::check_requested_device(&run.params, common.fallback)?;
     }

@@ -78,3 +78,21 @@ pub fn finalize() {
     #[cfg(feature = "mpi")]
     self::mpi::finalize();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_element_once() {
+        for (n, k) in [(10, 3), (7, 4), (1_000_003, 4)] {
+            let mut at = 0;
+            for c in 0..k {
+                let r = chunk(n, k, c);
+                assert_eq!(r.start, at);
+                at = r.end;
+            }
+            assert_eq!(at, n);
+        }
+    }
+}

@@ -31,8 +31,8 @@ pub fn percent(change: f64) -> String {
 
 /// What the comparison says above its table when a side was measured on a busy machine.
 pub const BUSY_NOTE: &str = "a side was measured on a busy machine (its runs' state below): the \
-     machine may explain a change marked \"busy base\", \"busy new\" or \"busy both\", so rerun \
-     that side on a quiet machine before trusting it";
+     machine may explain a change marked \"busy base\", \"busy new\", \"busy both\" or \"busy in \
+     k of n … reports\", so rerun that side on a quiet machine before trusting it";
 
 /// The comparison as a terminal table (`markdown` false) or Markdown for a pull request; the
 /// sides' busy states ([`Comparison::busy`]) above it. The Markdown leads with the rows that
@@ -42,6 +42,9 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
     let markdown = format == ComparisonFormat::Markdown;
     let rows = &c.rows;
     let mut out = String::new();
+    for line in c.mixed_sides() {
+        let _ = writeln!(out, "warning: {line}\n");
+    }
     if !c.busy.is_empty() {
         let _ = writeln!(out, "warning: {BUSY_NOTE}");
         for line in &c.busy {
@@ -155,7 +158,9 @@ fn noise_line(c: &Comparison) -> String {
 /// entries on one side only fail the comparison.
 ///
 /// `verdict` stays one of the plain words, for scripts; a row measured with a busy side adds
-/// `"busy": "base" | "new" | "both"`, and `busy_states` holds each side's state line.
+/// `"busy": "base" | "new" | "both"` and `busy_reports` (how many of each side's), a marked row
+/// `mark` (why it is not scored), and `busy_states` holds each report's state line. `base` and
+/// `new` are each side's first report, `base_reports` and `new_reports` every report.
 pub fn render_json(c: &Comparison, require_all: bool) -> String {
     let entries: Vec<Value> = c
         .rows
@@ -170,16 +175,27 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
                 "verdict": r.verdict.as_str(),
                 "is_time": r.is_time,
             });
-            if let Some(side) = r.busy.marker() {
-                row["busy"] = Value::from(side.trim_start_matches("busy "));
+            if r.busy.any() {
+                let side = match (r.busy.base > 0, r.busy.new > 0) {
+                    (true, true) => "both",
+                    (true, false) => "base",
+                    _ => "new",
+                };
+                row["busy"] = Value::from(side);
+                row["busy_reports"] = serde_json::json!({"base": r.busy.base, "new": r.busy.new});
+            }
+            if let Some(mark) = &r.mark {
+                row["mark"] = Value::from(mark.to_string());
             }
             row
         })
         .collect();
     let mut doc = serde_json::json!({
         "schema": COMPARE_SCHEMA,
-        "base": c.base,
-        "new": c.new,
+        "base": c.base.first(),
+        "new": c.new.first(),
+        "base_reports": c.base,
+        "new_reports": c.new,
         "threshold": c.threshold,
         "require_all": require_all,
         "compared": c.rows.len(),
@@ -189,11 +205,16 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
         "only_in_base": c.coverage.only_in_base,
         "only_in_new": c.coverage.only_in_new,
         "renamed": c.coverage.renamed,
+        "not_measured": c.coverage.not_measured,
         "environment_differences": c.environment_differences,
         "rows": entries,
     });
     if !c.busy.is_empty() {
         doc["busy_states"] = Value::from(c.busy.clone());
+    }
+    let mixed = c.mixed_sides();
+    if !mixed.is_empty() {
+        doc["mixed_sides"] = Value::from(mixed);
     }
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
@@ -259,7 +280,7 @@ mod tests {
         let rows = &c.rows;
         assert_eq!(rows[0].verdict, crate::report::compare::Verdict::Slower);
         assert_eq!(rows[0].verdict_text(), "slower (busy new)");
-        let states = crate::report::compare::busy_states(&quiet, &busy);
+        let states = crate::report::compare::busy_states(&[&quiet], &[&busy]);
         assert_eq!(states.len(), 2, "{states:?}");
         assert!(
             states[0].contains(" base: other processes 1.0%"),
@@ -294,6 +315,27 @@ mod tests {
         assert_eq!(c.rows[0].verdict_text(), "slower");
         let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
         assert!(json["rows"][0].get("busy").is_none() && json.get("busy_states").is_none());
+    }
+
+    #[test]
+    fn a_marked_row_says_why_in_every_format() {
+        use crate::report::fixtures::timed;
+        let (base, new) = (timed(1.0, 0.5, 0.5, None), timed(2.7, 0.5, 0.5, None));
+        let c = with_history(&base, &new);
+        for format in [ComparisonFormat::Table, ComparisonFormat::Markdown] {
+            let text = render(&c, format);
+            assert!(text.contains("marked: follows seq (slower)"), "{text}");
+        }
+        let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
+        let rows = json["rows"].as_array().expect("rows");
+        let speedup = rows
+            .iter()
+            .find(|r| r["entry"] == "s[] derived:speedup")
+            .expect("speedup");
+        assert_eq!(speedup["verdict"], "marked");
+        assert_eq!(speedup["mark"], "follows seq (slower)");
+        assert_eq!(json["base_reports"][0]["path"], "a.json");
+        assert_eq!(json["base"]["path"], "a.json");
     }
 
     #[test]

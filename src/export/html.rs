@@ -1,8 +1,8 @@
 //! A report as one self-contained HTML page: the environment, then per scenario its
 //! explanation, checks (pass/fail at a glance), the variants with their confidence intervals,
 //! the derived figures and the figures (`svg/`): bars with 95% CI whiskers, loss curves, the
-//! lane timeline of the traced repeat, and for a sweep its lines against the swept axis. Two
-//! reports make a comparison page with `compare`'s verdicts. Inline CSS and SVG only: no
+//! lane timeline of the traced repeat, and for a sweep its lines against the swept axis (two
+//! reports: `html_compare.rs`). Inline CSS and SVG only: no
 //! script, font or image is fetched, so the page opens offline and prints as it shows.
 //!
 //! The page is XHTML-compatible (every element closed, only XML's entities), so an XML parser
@@ -11,14 +11,12 @@
 use std::fmt::Write;
 
 use super::chart::esc;
-use super::compare::{percent, value};
 use super::svg;
-use crate::report::compare::{self, Row};
 use crate::report::{Environment, Report, RunRecord, Unit, WARNING};
 use crate::units::{human_bytes, human_time};
 
 /// Width of the figures in the page, pixels.
-const WIDTH: f64 = 880.0;
+pub(super) const WIDTH: f64 = 880.0;
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; color: #1a1a1a; margin: 0;
@@ -78,7 +76,7 @@ pub(super) fn close(out: &mut String) {
     out.push_str("</main></body></html>\n");
 }
 
-fn badge(passed: bool) -> &'static str {
+pub(super) fn badge(passed: bool) -> &'static str {
     if passed {
         "<span class=\"badge pass\">✓ pass</span>"
     } else {
@@ -87,7 +85,7 @@ fn badge(passed: bool) -> &'static str {
 }
 
 /// The environment rows: what, value.
-fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
+pub(super) fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
     let e: &Environment = &report.environment;
     let gpu = if e.gpu.available {
         let mut s = e.gpu.name.clone().unwrap_or_else(|| "available".into());
@@ -454,7 +452,7 @@ fn derived_table(out: &mut String, run: &RunRecord) {
         run.derived
             .iter()
             .filter(|(k, _)| run.figure(k).unit != Unit::Series && run.is_detail(k) == detail)
-            .map(|(k, v)| (k, run.figure(k).format(v)))
+            .map(|(k, v)| (k, run.worded(k, v)))
             .collect()
     };
     let table = |out: &mut String, rows: Vec<(&String, String)>| {
@@ -485,154 +483,15 @@ fn derived_table(out: &mut String, run: &RunRecord) {
     }
 }
 
-/// The page comparing two reports: both environments side by side (differences marked),
-/// `compare`'s verdicts, and each entry both have as paired bars.
-pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold: f64) -> String {
-    let mut out = String::new();
-    open(&mut out, "parbench comparison");
-    let (rows, nothing) = match compare::compare(
-        &[base],
-        &[new],
-        &|_| crate::report::noise::Spread::default(),
-        threshold,
-    ) {
-        Ok(rows) => (rows, false),
-        Err(_) => (Vec::new(), true),
-    };
-    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
-    let _ = write!(
-        out,
-        "<h1>parbench comparison</h1><p class=\"sub\">baseline <code>{}</code> against new \
-         <code>{}</code>; threshold {:.1}%: {} {regressions} regression(s)</p>",
-        esc(names[0]),
-        esc(names[1]),
-        threshold * 100.0,
-        badge(regressions == 0)
-    );
-    out.push_str(
-        "<h2 id=\"environment\">Environments</h2><table class=\"env\"><tr><th></th>\
-         <th>baseline</th><th>new</th></tr>",
-    );
-    for ((k, a), (_, b)) in environment_rows(base)
-        .into_iter()
-        .zip(environment_rows(new))
-    {
-        let class = if a != b && !matches!(k, "started" | "command") {
-            " class=\"differs\""
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{class}><td>{k}</td><td>{}</td><td>{}</td></tr>",
-            esc(&a),
-            esc(&b)
-        );
-    }
-    out.push_str("</table>");
-    let differences = crate::report::identity::environment_differences(&[base], &[new], &|_| {
-        crate::report::noise::Spread::default()
-    });
-    if !differences.is_empty() {
-        let _ = write!(
-            out,
-            "<p><span class=\"badge warn\">warning</span> the reports come from different \
-             environments ({}): a change may be the machine's, not the code's.</p>",
-            esc(&differences.join("; "))
-        );
-    }
-    let busy = compare::busy_states(base, new);
-    if !busy.is_empty() {
-        let _ = write!(
-            out,
-            "<p><span class=\"badge warn\">warning</span> {}</p><ul class=\"notes\">",
-            esc(crate::export::compare::BUSY_NOTE)
-        );
-        for line in &busy {
-            let _ = write!(out, "<li>{}</li>", esc(line));
-        }
-        out.push_str("</ul>");
-    }
-    out.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
-    if nothing {
-        out.push_str(
-            "<p class=\"missing\">Nothing to compare: no scenario, parameters and variant \
-             appear in both reports.</p>",
-        );
-    } else {
-        verdict_table(&mut out, &rows);
-    }
-    for run in &base.runs {
-        let Some(other) = new.runs.iter().find(|r| r.key() == run.key()) else {
-            continue;
-        };
-        let _ = write!(
-            out,
-            "<section><h2>{}</h2><p class=\"sub\"><code>{}</code><br/>checks: baseline {}, new {}</p>",
-            esc(&run.scenario),
-            esc(&svg::describe_parameters(run)),
-            badge(run.checks_passed()),
-            badge(other.checks_passed())
-        );
-        if let Some(chart) = svg::comparison_bars(run, other, ["baseline", "new"], WIDTH) {
-            figure(&mut out, &chart);
-        }
-        out.push_str("</section>\n");
-    }
-    let only = |a: &Report, b: &Report| -> Vec<String> {
-        a.runs
-            .iter()
-            .filter(|r| !b.runs.iter().any(|o| o.key() == r.key()))
-            .map(|r| r.key())
-            .collect()
-    };
-    for (which, keys) in [("baseline", only(base, new)), ("new", only(new, base))] {
-        if !keys.is_empty() {
-            let _ = write!(out, "<h3>Only in the {which} report</h3><ul>");
-            for k in keys {
-                let _ = write!(out, "<li><code>{}</code></li>", esc(&k));
-            }
-            out.push_str("</ul>");
-        }
-    }
-    close(&mut out);
-    out
-}
-
-fn verdict_table(out: &mut String, rows: &[Row]) {
-    out.push_str(
-        "<table><tr><th>entry</th><th>baseline</th><th>new</th><th>change</th><th>p</th>\
-         <th>verdict</th></tr>",
-    );
-    for r in rows {
-        let class = match r.verdict.as_str() {
-            "slower" | "worse" => "fail",
-            "faster" | "better" => "pass",
-            _ => "neutral",
-        };
-        let _ = write!(
-            out,
-            "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
-            esc(&r.entry),
-            value(r, r.base),
-            value(r, r.new),
-            percent(r.change),
-            r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
-            esc(&r.verdict_text())
-        );
-    }
-    out.push_str("</table>");
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::harness::Summary;
     use crate::report::{GpuInfo, Timeline, TracedRun};
     use serde_json::Map;
 
-    fn report(scale: f64) -> Report {
+    /// A report of one run, its times scaled by `scale`: checks, a figure, a timeline.
+    pub(in crate::export) fn report(scale: f64) -> Report {
         let mut run = RunRecord::new("async", Map::new(), vec!["cpu:0 (1 thread)".into()]);
         let samples: Vec<f64> = (0..8).map(|i| scale * (1.0 + i as f64 * 0.01)).collect();
         run.add_variants(
@@ -668,7 +527,8 @@ mod tests {
         r
     }
 
-    fn parse(html: &str) {
+    /// Fails the test unless `html` is well-formed XML.
+    pub(in crate::export) fn parse(html: &str) {
         roxmltree::Document::parse_with_options(
             html,
             roxmltree::ParsingOptions {
@@ -692,14 +552,5 @@ mod tests {
         let mut untraced = report(1e-3);
         untraced.timelines.clear();
         assert!(page(&untraced).contains("No lane timeline"));
-    }
-
-    #[test]
-    fn a_comparison_page_shows_the_verdicts_side_by_side() {
-        let html = comparison_page(&report(1e-3), &report(2e-3), ["a.json", "b.json"], 0.05);
-        parse(&html);
-        assert!(html.contains("slower"), "twice the time is slower");
-        assert!(html.contains("baseline") && html.contains("b.json"));
-        assert_eq!(html.matches("<svg").count(), 1);
     }
 }

@@ -16,6 +16,7 @@ mod format;
 pub mod github_bench;
 pub mod history;
 pub mod html;
+pub mod html_compare;
 pub mod lesson;
 pub mod markdown;
 pub mod paired;

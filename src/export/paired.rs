@@ -56,7 +56,10 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
                 "-".into(),
                 "-".into(),
                 "-".into(),
-                Verdict::NotComparable.as_str().into(),
+                match e.pairs.is_empty() {
+                    true => "not measured".into(),
+                    false => Verdict::NotComparable.as_str().into(),
+                },
             ],
         }
     };

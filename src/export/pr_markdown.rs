@@ -21,7 +21,7 @@ fn rank(verdict: Verdict) -> Option<u8> {
         Verdict::Worse => Some(1),
         Verdict::Faster => Some(2),
         Verdict::Better => Some(3),
-        Verdict::Inconclusive => Some(4),
+        Verdict::Inconclusive | Verdict::Marked => Some(4),
         Verdict::Noise => Some(5),
         Verdict::NotComparable => Some(6),
         Verdict::Same => None,

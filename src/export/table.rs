@@ -172,7 +172,7 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
         let key_w = shown.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         let _ = writeln!(out, "   derived:");
         for (k, v) in shown {
-            let _ = writeln!(out, "     {k:<key_w$}  {}", run.figure(k).format(v));
+            let _ = writeln!(out, "     {k:<key_w$}  {}", run.worded(k, v));
         }
     }
     if folded > 0 {

@@ -134,6 +134,8 @@ pub enum Verdict {
     Worse,
     /// No meaningful change can be computed (a zero or non-finite baseline or value).
     NotComparable,
+    /// A derived figure that moved, shown but not scored: its row's [`Mark`] says why.
+    Marked,
 }
 
 impl Verdict {
@@ -147,6 +149,7 @@ impl Verdict {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::NotComparable => "n/a",
+            Verdict::Marked => "marked",
         }
     }
 
@@ -176,85 +179,149 @@ pub struct Row {
     pub is_time: bool,
     /// The unit the two values are printed in.
     pub unit: Unit,
-    /// Which side's run was measured on a busy machine.
+    /// How many reports of each side measured it on a busy machine.
     pub busy: Busy,
     /// The reports on each side that hold the entry.
     pub reports: (usize, usize),
+    /// Why a [`Verdict::Marked`] row is not scored; `None` for every other verdict.
+    pub mark: Option<Mark>,
+    /// The key of the entry's run (`scenario[params]`).
+    pub run: String,
 }
 
 impl Row {
     /// The verdict as the tables word it: a change measured with a busy side says so
-    /// (`slower (busy base)`), since the machine may explain it.
+    /// (`slower (busy base)`, `slower (busy in 2 of 3 new reports)`), since the machine may
+    /// explain it; a marked row says why (`marked: follows sequential (slower)`).
     pub fn verdict_text(&self) -> String {
-        verdict_text(self.verdict, self.busy)
+        let claims_a_change = matches!(
+            self.verdict,
+            Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
+        );
+        let word = match &self.mark {
+            Some(mark) => format!("{}: {mark}", self.verdict.as_str()),
+            None => self.verdict.as_str().to_string(),
+        };
+        match self.busy.marker(self.reports) {
+            Some(marker) if claims_a_change => format!("{word} ({marker})"),
+            _ => word,
+        }
     }
 }
 
-/// Which side of a comparison was measured on a busy machine (its run's state gave a
-/// [`BusyReason`](crate::machine::BusyReason)).
+/// Why a derived figure that moved is shown but not scored ([`Verdict::Marked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// Times of its run moved beyond their noise (each variant with its verdict): the figure
+    /// is computed from its run's medians, so it moves when they do, and they carry the
+    /// verdict.
+    Follows(Vec<(String, Verdict)>),
+    /// It is read against the machine's limits, and a side's run was busy or its limits were
+    /// measured while the machine ran slower ([`RunState::limits_measured_slow`]).
+    ///
+    /// [`RunState::limits_measured_slow`]: crate::machine::RunState::limits_measured_slow
+    LimitsUnderLoad,
+}
+
+impl std::fmt::Display for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mark::Follows(times) => {
+                let moved: Vec<String> = times
+                    .iter()
+                    .map(|(variant, v)| format!("{variant} ({})", v.as_str()))
+                    .collect();
+                write!(f, "follows {}", moved.join(", "))
+            }
+            Mark::LimitsUnderLoad => write!(f, "limits measured under load"),
+        }
+    }
+}
+
+/// How many reports of each side measured an entry's run on a busy machine (its run's state
+/// gave a [`BusyReason`](crate::machine::BusyReason)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Busy {
-    pub base: bool,
-    pub new: bool,
+    pub base: usize,
+    pub new: usize,
 }
 
 impl Busy {
-    /// The sides of these two runs that were busy.
-    pub fn of(base: &super::RunRecord, new: &super::RunRecord) -> Busy {
-        Busy {
-            base: !base.busy_reasons().is_empty(),
-            new: !new.busy_reasons().is_empty(),
-        }
-    }
-
     pub fn any(self) -> bool {
-        self.base || self.new
+        self.base + self.new > 0
     }
 
-    /// `busy base`, `busy new`, `busy both`; `None` when neither was.
-    pub fn marker(self) -> Option<&'static str> {
-        match (self.base, self.new) {
-            (true, true) => Some("busy both"),
-            (true, false) => Some("busy base"),
-            (false, true) => Some("busy new"),
-            (false, false) => None,
+    /// With one report a side: `busy base`, `busy new`, `busy both`; with more, how many of
+    /// `reports` (each side's) were busy: `busy in 2 of 3 new reports`. `None` when none was.
+    pub fn marker(self, reports: (usize, usize)) -> Option<String> {
+        if reports == (1, 1) {
+            return match (self.base > 0, self.new > 0) {
+                (true, true) => Some("busy both".into()),
+                (true, false) => Some("busy base".into()),
+                (false, true) => Some("busy new".into()),
+                (false, false) => None,
+            };
+        }
+        let parts: Vec<String> = [("base", self.base, reports.0), ("new", self.new, reports.1)]
+            .into_iter()
+            .filter(|&(_, k, _)| k > 0)
+            .map(|(side, k, n)| format!("{k} of {n} {side} report{}", plural(n)))
+            .collect();
+        (!parts.is_empty()).then(|| format!("busy in {}", parts.join(" and ")))
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Each report's machine state for every run matched on both sides where any report was busy:
+/// `matmul[size=256] base (busy): other processes 48.0% of CPU time, …`, or with several reports
+/// a side `… base, report 2 of 3 (busy): …`. Empty when no matched run was busy.
+pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
+    fn runs<'a>(side: &[&'a Report], key: &str) -> Vec<&'a super::RunRecord> {
+        side.iter()
+            .filter_map(|r| r.runs.iter().find(|run| run.key() == key))
+            .collect()
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for run in new.iter().flat_map(|r| &r.runs) {
+        let key = run.key();
+        if !keys.contains(&key) && !runs(base, &key).is_empty() {
+            keys.push(key);
         }
     }
-}
-
-/// `verdict` as the tables word it, marked with the busy side when it claims a change.
-pub fn verdict_text(verdict: Verdict, busy: Busy) -> String {
-    let claims_a_change = matches!(
-        verdict,
-        Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
-    );
-    match busy.marker() {
-        Some(marker) if claims_a_change => format!("{} ({marker})", verdict.as_str()),
-        _ => verdict.as_str().to_string(),
-    }
-}
-
-/// Each side's machine state, one line a side, for every run matched in both reports where
-/// either side was busy: `matmul[size=256] base (busy): other processes 48.0% of CPU time, …`.
-/// Empty when no matched run was busy.
-pub fn busy_states(base: &Report, new: &Report) -> Vec<String> {
     let mut lines = Vec::new();
-    for nr in &new.runs {
-        let key = nr.key();
-        let Some(br) = base.runs.iter().find(|b| b.key() == key) else {
-            continue;
-        };
-        let busy = Busy::of(br, nr);
-        if !busy.any() {
+    for key in keys {
+        let sides = [("base", runs(base, &key)), ("new", runs(new, &key))];
+        if !sides
+            .iter()
+            .flat_map(|(_, r)| r)
+            .any(|r| !r.busy_reasons().is_empty())
+        {
             continue;
         }
-        for (side, run, flagged) in [("base", br, busy.base), ("new", nr, busy.new)] {
-            let mark = if flagged { " (busy)" } else { "" };
-            let state = run
-                .state
-                .as_ref()
-                .map_or_else(|| "no state recorded".to_string(), |s| s.to_string());
-            lines.push(format!("{key} {side}{mark}: {state}"));
+        for (side, side_runs) in &sides {
+            for (i, run) in side_runs.iter().enumerate() {
+                let which = match side_runs.len() {
+                    1 => side.to_string(),
+                    n => format!("{side}, report {} of {n}", i + 1),
+                };
+                let mark = if !run.busy_reasons().is_empty() {
+                    " (busy)"
+                } else {
+                    ""
+                };
+                let state = run
+                    .state
+                    .as_ref()
+                    .map_or_else(|| "no state recorded".to_string(), |s| s.to_string());
+                lines.push(format!("{key} {which}{mark}: {state}"));
+            }
         }
     }
     lines
@@ -266,11 +333,17 @@ pub fn busy_states(base: &Report, new: &Report) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub name: String,
+    /// The key of its run (`scenario[params]`); `name` is this, a space and the variant or
+    /// `derived:key`.
+    pub run: String,
     pub observed: Observation,
     pub is_time: bool,
     pub unit: Unit,
     pub better: Better,
     pub busy: bool,
+    /// A figure read against the machine's limits whose run was busy or whose limits were
+    /// measured while the machine ran slower ([`Mark::LimitsUnderLoad`]).
+    pub limits_under_load: bool,
 }
 
 /// Every figure of `report` with a direction: each variant's median time with its 95%
@@ -280,10 +353,15 @@ pub fn entries(report: &Report) -> Vec<Entry> {
     for run in &report.runs {
         let key = run.key();
         let busy = !run.busy_reasons().is_empty();
+        let limits_slow = run
+            .state
+            .as_ref()
+            .is_some_and(|s| s.limits_measured_slow().is_some());
         for v in &run.variants {
             let s = &v.summary;
             out.push(Entry {
                 name: format!("{key} {}", v.name),
+                run: key.clone(),
                 observed: Observation {
                     value: s.median_s,
                     low: s.ci95_s[0],
@@ -293,6 +371,7 @@ pub fn entries(report: &Report) -> Vec<Entry> {
                 unit: Unit::Seconds,
                 better: Better::Lower,
                 busy,
+                limits_under_load: false,
             });
         }
         for (k, value) in &run.derived {
@@ -302,11 +381,13 @@ pub fn entries(report: &Report) -> Vec<Entry> {
             };
             out.push(Entry {
                 name: format!("{key} derived:{k}"),
+                run: key.clone(),
                 observed: Observation::exact(x),
                 is_time: false,
                 unit: figure.unit,
                 better: figure.better,
                 busy,
+                limits_under_load: figure.against_limits && (busy || limits_slow),
             });
         }
     }
@@ -319,6 +400,7 @@ struct Matched {
     base: Vec<Observation>,
     new: Vec<Observation>,
     busy: Busy,
+    limits_under_load: bool,
 }
 
 /// Compare the `new` reports against the `base` reports (one or more a side, reruns of one
@@ -344,17 +426,19 @@ pub fn compare(
                             base: Vec::new(),
                             new: Vec::new(),
                             busy: Busy::default(),
+                            limits_under_load: false,
                         });
                         matched.len() - 1
                     }
                 };
                 let m = &mut matched[i];
+                m.limits_under_load |= e.limits_under_load;
                 if is_new {
                     m.new.push(e.observed);
-                    m.busy.new |= e.busy;
+                    m.busy.new += usize::from(e.busy);
                 } else {
                     m.base.push(e.observed);
-                    m.busy.base |= e.busy;
+                    m.busy.base += usize::from(e.busy);
                 }
             }
         }
@@ -365,7 +449,7 @@ pub fn compare(
     let times = matched.iter().filter(|m| m.first.is_time).count();
     let derived = matched.len() - times;
     let rule = |is_time: bool| Rule::new(threshold, if is_time { times } else { derived });
-    let rows: Vec<Row> = matched
+    let mut rows: Vec<Row> = matched
         .into_iter()
         .map(|m| {
             let j = judge(
@@ -390,29 +474,69 @@ pub fn compare(
                 (Call::Down, false) if !up_is_worse => Verdict::Worse,
                 (Call::Up | Call::Down, false) => Verdict::Better,
             };
+            let claims_a_change = matches!(verdict, Verdict::Better | Verdict::Worse);
+            let mark = (claims_a_change && m.limits_under_load).then_some(Mark::LimitsUnderLoad);
             Row {
                 entry: m.first.name,
                 base: j.base,
                 new: j.new,
                 change: j.change,
                 p_value: j.p,
-                verdict,
                 is_time: m.first.is_time,
                 unit: m.first.unit,
                 busy: m.busy,
                 reports: (m.base.len(), m.new.len()),
+                verdict: if mark.is_some() {
+                    Verdict::Marked
+                } else {
+                    verdict
+                },
+                mark,
+                run: m.first.run,
             }
         })
         .collect();
     if rows.is_empty() {
         return Err(CompareError::NothingMatched);
     }
+    mark_followers(&mut rows);
     Ok(rows)
+}
+
+/// A derived figure is computed from its run's medians, so it moves when they do: where it
+/// reads better or worse while a time of its run moved beyond its noise (faster or slower), it
+/// is marked as following those times, which carry the verdict, rather than scored on its own.
+/// A figure that moved while none of its run's times did keeps its verdict.
+fn mark_followers(rows: &mut [Row]) {
+    let moved: Vec<(String, String, Verdict)> = rows
+        .iter()
+        .filter(|r| r.is_time && matches!(r.verdict, Verdict::Faster | Verdict::Slower))
+        .map(|r| {
+            let variant = r.entry.strip_prefix(&format!("{} ", r.run));
+            let variant = variant.unwrap_or(&r.entry).to_string();
+            (r.run.clone(), variant, r.verdict)
+        })
+        .collect();
+    for row in rows.iter_mut() {
+        if row.is_time || !matches!(row.verdict, Verdict::Better | Verdict::Worse) {
+            continue;
+        }
+        let times: Vec<(String, Verdict)> = moved
+            .iter()
+            .filter(|(run, _, _)| *run == row.run)
+            .map(|(_, variant, v)| (variant.clone(), *v))
+            .collect();
+        if !times.is_empty() {
+            row.verdict = Verdict::Marked;
+            row.mark = Some(Mark::Follows(times));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures::timed;
 
     /// A report of one run with one variant and the derived figures `derive` adds.
     fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
@@ -430,6 +554,83 @@ mod tests {
             ),
             vec![run],
         )
+    }
+
+    /// Rows of `new` against `base` with a 2% spread learned from a history.
+    fn judged(base: &[&Report], new: &[&Report]) -> Vec<Row> {
+        let spread = |_: &str| Spread::of_sigma(0.02, 10.0);
+        compare(base, new, &spread, 0.05).expect("rows")
+    }
+
+    fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+        rows.iter().find(|r| r.entry.ends_with(name)).expect(name)
+    }
+
+    #[test]
+    fn a_ratio_that_moved_with_a_time_of_its_run_follows_it() {
+        let base = timed(1.0, 0.5, 0.5, None);
+        // The sequential variant alone slowed down: the speed-up rose only because of it.
+        let rows = judged(&[&base], &[&timed(1.6, 0.5, 0.5, None)]);
+        assert_eq!(row(&rows, " seq").verdict, Verdict::Slower);
+        let speedup = row(&rows, "derived:speedup");
+        assert_eq!(speedup.verdict, Verdict::Marked);
+        assert_eq!(speedup.verdict_text(), "marked: follows seq (slower)");
+        // The speed-up moved while neither time did beyond its noise: its own verdict.
+        let mut new = timed(1.0, 0.5, 0.5, None);
+        new.runs[0].derive_as("speedup", 3.0, Figure::new(Unit::Ratio, Better::Higher));
+        let rows = judged(&[&base], &[&new]);
+        assert_eq!(row(&rows, "derived:speedup").verdict, Verdict::Better);
+        assert!(row(&rows, "derived:speedup").mark.is_none());
+    }
+
+    #[test]
+    fn a_figure_against_limits_measured_under_load_is_marked_not_scored() {
+        let base = timed(1.0, 0.5, 0.5, None);
+        // The limits' one-thread peak was measured at 20 GFLOP/s; the run's probes read 30.
+        let slow_limits = crate::machine::RunState {
+            probe_before: Some(30.0),
+            probe_after: Some(30.0),
+            peak_per_core: Some(20.0),
+            ..crate::machine::RunState::unknown(1.0, 2)
+        };
+        let rows = judged(&[&base], &[&timed(1.0, 0.5, 1.07, Some(slow_limits))]);
+        let fraction = row(&rows, "derived:fraction_of_peak");
+        assert_eq!(fraction.verdict, Verdict::Marked);
+        assert_eq!(
+            fraction.verdict_text(),
+            "marked: limits measured under load"
+        );
+        assert!(!fraction.verdict.is_regression());
+        // On a quiet machine the same rise is scored.
+        let rows = judged(&[&base], &[&timed(1.0, 0.5, 1.07, None)]);
+        assert_eq!(
+            row(&rows, "derived:fraction_of_peak").verdict,
+            Verdict::Better
+        );
+    }
+
+    #[test]
+    fn busy_marks_count_the_reports_of_each_side() {
+        let busy = crate::machine::RunState {
+            other_cpu_fraction: Some(0.48),
+            ..crate::machine::RunState::unknown(1.0, 2)
+        };
+        let quiet = timed(1.0, 0.5, 0.5, None);
+        let loaded = timed(1.0, 0.5, 0.5, Some(busy));
+        let slower = timed(1.0, 0.8, 0.5, None);
+        let rows = judged(&[&quiet, &loaded, &quiet], &[&slower, &slower]);
+        assert_eq!(
+            row(&rows, " par").verdict_text(),
+            "slower (busy in 1 of 3 base reports)"
+        );
+        let states = busy_states(&[&quiet, &loaded, &quiet], &[&slower, &slower]);
+        assert_eq!(states.len(), 5, "{states:?}");
+        assert!(
+            states[1].starts_with("s[] base, report 2 of 3 (busy): "),
+            "{states:?}"
+        );
+        // The busy report last on its side is seen all the same.
+        assert_eq!(busy_states(&[&quiet, &loaded], &[&slower]).len(), 3);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::compare::{busy_states, compare, CompareError, Row};
 use super::coverage::{coverage, Coverage};
-use super::identity::environment_differences;
+use super::identity::{environment_differences, Identity};
 use super::noise::Spread;
 use super::provenance::Provenance;
 use super::Report;
@@ -16,15 +16,15 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// The smallest change that counts, as a fraction.
     pub threshold: f64,
-    /// The entries of the first report of each side that the other lacks.
+    /// The entries some report of a side holds that no report of the other side does.
     pub coverage: Coverage,
-    /// Each side's state where either was busy ([`busy_states`]), first reports.
+    /// Each report's state for the runs where any was busy ([`busy_states`]).
     pub busy: Vec<String>,
     /// Where the machines differ in a way that changes timings.
     pub environment_differences: Vec<String>,
-    /// The first report of each side.
-    pub base: Provenance,
-    pub new: Provenance,
+    /// Each report of each side, in the order given.
+    pub base: Vec<Provenance>,
+    pub new: Vec<Provenance>,
     /// Reports on each side.
     pub sides: (usize, usize),
     /// Earlier reports whose reruns taught the spread (`--history`), 0 for none.
@@ -73,22 +73,61 @@ impl Comparison {
                 });
             }
         }
-        let (Some(&(b0, b0_path)), Some(&(n0, n0_path))) = (base.first(), new.first()) else {
+        if base.is_empty() || new.is_empty() {
             return Err(CompareError::NothingMatched);
+        }
+        let provenance = |side: &Side| -> Vec<Provenance> {
+            side.iter().map(|(r, p)| Provenance::of(r, p)).collect()
         };
         let b: Vec<&Report> = base.iter().map(|(r, _)| *r).collect();
         let n: Vec<&Report> = new.iter().map(|(r, _)| *r).collect();
         Ok(Comparison {
             rows: compare(&b, &n, learned.spread, threshold)?,
             threshold,
-            coverage: coverage(b0, n0),
-            busy: busy_states(b0, n0),
+            coverage: coverage(&b, &n),
+            busy: busy_states(&b, &n),
             environment_differences: environment_differences(&b, &n, learned.spread),
-            base: Provenance::of(b0, b0_path),
-            new: Provenance::of(n0, n0_path),
+            base: provenance(base),
+            new: provenance(new),
             sides: (base.len(), new.len()),
             learned_from: learned.reports,
         })
+    }
+
+    /// A line for each side whose reports are not reruns of one build on one machine: the
+    /// commits it holds, and how its machines differ from its first report's.
+    pub fn mixed_sides(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (side, reports) in [("base", &self.base), ("new", &self.new)] {
+            let mut commits: Vec<&str> = reports.iter().map(|p| p.commit.as_str()).collect();
+            commits.sort_unstable();
+            commits.dedup();
+            if commits.len() > 1 {
+                out.push(format!(
+                    "the {side} side's {} reports come from {} commits ({})",
+                    reports.len(),
+                    commits.len(),
+                    commits.join(", ")
+                ));
+            }
+            let Some((first, rest)) = reports.split_first() else {
+                continue;
+            };
+            let first = Identity::of(&first.environment);
+            let mut machines: Vec<String> = rest
+                .iter()
+                .flat_map(|p| first.differences(&Identity::of(&p.environment)))
+                .collect();
+            machines.sort_unstable();
+            machines.dedup();
+            if !machines.is_empty() {
+                out.push(format!(
+                    "the {side} side's reports come from more than one machine ({})",
+                    machines.join("; ")
+                ));
+            }
+        }
+        out
     }
 
     /// Rows whose verdict fails the check (slower times).
@@ -97,5 +136,46 @@ impl Comparison {
             .iter()
             .filter(|r| r.verdict.is_regression())
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::timed;
+
+    #[test]
+    fn every_report_of_a_side_gives_its_provenance() {
+        let (a1, mut a2, b) = (
+            timed(1.0, 0.5, 0.5, None),
+            timed(1.0, 0.5, 0.5, None),
+            timed(1.0, 0.5, 0.5, None),
+        );
+        a2.tool.git_commit = "other".into();
+        a2.environment.cores += 1;
+        let none = |_: &str| Spread::default();
+        let learned = Learned {
+            spread: &none,
+            reports: 0,
+        };
+        let c = Comparison::of_sides(
+            &[(&a1, "a1.json"), (&a2, "a2.json")],
+            &[(&b, "b.json")],
+            &learned,
+            0.05,
+        )
+        .expect("comparison");
+        let paths: Vec<&str> = c.base.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["a1.json", "a2.json"]);
+        let mixed = c.mixed_sides();
+        assert_eq!(mixed.len(), 2, "{mixed:?}");
+        assert!(mixed[0].starts_with("the base side's 2 reports come from 2 commits ("));
+        assert!(mixed[0].contains("other"), "{mixed:?}");
+        assert!(
+            mixed[1].contains("more than one machine (cores: "),
+            "{mixed:?}"
+        );
+        let c = Comparison::of((&a1, "a1.json"), (&b, "b.json"), 0.05).expect("comparison");
+        assert!(c.mixed_sides().is_empty());
     }
 }

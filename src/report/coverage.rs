@@ -10,6 +10,12 @@
 //! matches exactly one run on the other side only, their parameters differing in exactly one
 //! key (`size=100` became `size=128`), with its entries paired by name; or, within a run both
 //! sides have, exactly one variant (or derived figure) on each side only.
+//!
+//! A derived figure one run could not measure is `null` there, with its reason: it is in both
+//! reports, so it is not one-sided, but it has no row either; each such figure is listed with
+//! its reasons, and `--require-all` does not fail on it.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,6 +38,9 @@ pub struct Coverage {
     pub only_in_new: Vec<String>,
     /// Pairs that look like one entry renamed; compared by neither side.
     pub renamed: Vec<Renamed>,
+    /// Derived figures in both reports that one side or both could not measure (`null`), as
+    /// `entry: not measured in base (reason)`; no row, and not a failure of `--require-all`.
+    pub not_measured: Vec<String>,
 }
 
 impl Coverage {
@@ -56,7 +65,12 @@ impl Coverage {
             .renamed
             .iter()
             .map(|r| format!("renamed? {} → {}", r.base, r.new));
-        missing.chain(added).chain(renamed).collect()
+        let unmeasured = self.not_measured.iter().cloned();
+        missing
+            .chain(added)
+            .chain(renamed)
+            .chain(unmeasured)
+            .collect()
     }
 
     /// `4 only in base, 0 only in new` (and `, 1 renamed?` when any).
@@ -80,14 +94,25 @@ struct Entries<'a> {
     params: &'a serde_json::Map<String, Value>,
     /// Variant names, then `derived:key` for each derived figure with a direction.
     items: Vec<String>,
+    /// Why each of those derived figures that is `null` was not measured.
+    unmeasured: BTreeMap<String, String>,
 }
 
 impl<'a> Entries<'a> {
     fn of(run: &'a RunRecord) -> Entries<'a> {
         let mut items: Vec<String> = run.variants.iter().map(|v| v.name.clone()).collect();
+        let mut unmeasured = BTreeMap::new();
         for (k, v) in &run.derived {
-            if v.as_f64().is_some() && run.figure(k).better != Better::Neither {
-                items.push(format!("derived:{k}"));
+            if !(v.is_number() || v.is_null()) || run.figure(k).better == Better::Neither {
+                continue;
+            }
+            items.push(format!("derived:{k}"));
+            if v.is_null() {
+                let why = run
+                    .unmeasured
+                    .get(k)
+                    .map_or("no reason recorded", String::as_str);
+                unmeasured.insert(format!("derived:{k}"), why.to_string());
             }
         }
         Entries {
@@ -95,6 +120,7 @@ impl<'a> Entries<'a> {
             scenario: &run.scenario,
             params: &run.parameters,
             items,
+            unmeasured,
         }
     }
 
@@ -117,10 +143,36 @@ impl<'a> Entries<'a> {
     }
 }
 
-/// The entries of `base` and `new` that a comparison cannot match, renames guessed.
-pub fn coverage(base: &Report, new: &Report) -> Coverage {
-    let base: Vec<Entries> = base.runs.iter().map(Entries::of).collect();
-    let new: Vec<Entries> = new.runs.iter().map(Entries::of).collect();
+/// Every run of a side's reports, one per key, its items the union of the reports' (a
+/// comparison matches an entry that any report of each side holds), and a figure unmeasured
+/// only where no report measured it.
+fn union<'a>(side: &[&'a Report]) -> Vec<Entries<'a>> {
+    let mut out: Vec<Entries> = Vec::new();
+    for run in side.iter().flat_map(|r| &r.runs) {
+        let mut e = Entries::of(run);
+        let Some(o) = out.iter_mut().find(|o| o.key == e.key) else {
+            out.push(e);
+            continue;
+        };
+        o.unmeasured
+            .retain(|item, _| !e.items.contains(item) || e.unmeasured.contains_key(item));
+        for item in e.items {
+            if !o.items.contains(&item) {
+                if let Some(why) = e.unmeasured.remove(&item) {
+                    o.unmeasured.insert(item.clone(), why);
+                }
+                o.items.push(item);
+            }
+        }
+    }
+    out
+}
+
+/// The entries some report of `base` holds and no report of `new` does, and the other way
+/// round, renames guessed.
+pub fn coverage(base: &[&Report], new: &[&Report]) -> Coverage {
+    let base = union(base);
+    let new = union(new);
     let mut out = Coverage::default();
     for b in &base {
         if let Some(n) = new.iter().find(|n| n.key == b.key) {
@@ -192,6 +244,17 @@ fn across_runs(b: &Entries, n: &Entries, out: &mut Coverage) {
 /// A run both sides have: its items on one side only, a lone variant (or derived figure) on
 /// each side paired as renamed.
 fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
+    for item in b.items.iter().filter(|i| n.items.contains(i)) {
+        let sides = match (b.unmeasured.get(item), n.unmeasured.get(item)) {
+            (None, None) => continue,
+            (Some(x), None) => format!("base ({x})"),
+            (None, Some(y)) => format!("new ({y})"),
+            (Some(x), Some(y)) if x == y => format!("both ({x})"),
+            (Some(x), Some(y)) => format!("both (base: {x}; new: {y})"),
+        };
+        out.not_measured
+            .push(format!("{}: not measured in {sides}", b.name(item)));
+    }
     for derived in [false, true] {
         let kind = |i: &&String| i.starts_with("derived:") == derived;
         let lost: Vec<&String> = b
@@ -227,7 +290,18 @@ mod tests {
     #[test]
     fn identical_reports_cover_everything() {
         let r = report(vec![run("async", &[("n", 1)], &["sync", "async"])]);
-        assert!(coverage(&r, &r).is_complete());
+        assert!(coverage(&[&r], &[&r]).is_complete());
+    }
+
+    #[test]
+    fn every_report_of_a_side_counts() {
+        let x = || run("x", &[], &["v"]);
+        let (a1, a2) = (report(vec![x()]), report(vec![x(), run("y", &[], &["v"])]));
+        let n1 = report(vec![x(), run("y", &[], &["v"])]);
+        // The base's second report holds y, as the new one does: compared, not one-sided.
+        assert!(coverage(&[&a1, &a2], &[&n1]).is_complete());
+        let c = coverage(&[&a1, &a2], &[&report(vec![x()]), &a1]);
+        assert_eq!(c.only_in_base, vec!["y[] v"]);
     }
 
     #[test]
@@ -240,7 +314,7 @@ mod tests {
             deps,
         ]);
         let new = report(vec![run("async", &[("n", 1)], &["async", "bounded"])]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert_eq!(
             c.only_in_base,
             vec![
@@ -254,7 +328,7 @@ mod tests {
         assert_eq!(c.counts(), "4 only in base, 0 only in new");
         assert_eq!(c.lines()[0], "missing in new: async[n=1] sync");
         // The other way round, they are new.
-        let c = coverage(&new, &base);
+        let c = coverage(&[&new], &[&base]);
         assert_eq!(c.only_in_new.len(), 4);
         assert_eq!(c.lines()[0], "new in new: async[n=1] sync");
     }
@@ -269,7 +343,7 @@ mod tests {
             run("async", &[("n", 1)], &["blocking", "async"]),
             run("matmul", &[("size", 128), ("threads", 1)], &["gemm"]),
         ]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert_eq!(
             c.renamed,
             vec![
@@ -288,11 +362,58 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_not_measured_is_listed_with_its_reasons_not_missing() {
+        use crate::report::FigureSpec;
+        let specs = [
+            FigureSpec::new("speedup", Unit::Ratio, Better::Higher),
+            FigureSpec::new("gflops", Unit::Gflops, Better::Higher),
+        ];
+        let doc = |measured: [bool; 2]| {
+            let mut r = run("deps", &[("width", 8)], &["serial"]);
+            for (m, spec) in measured.into_iter().zip(specs) {
+                match m {
+                    true => r.record(spec, 2.0),
+                    false => r.unmeasured(spec, format!("no {}", spec.key)),
+                }
+            }
+            report(vec![r])
+        };
+        let (both, neither) = (doc([true, true]), doc([false, false]));
+        let c = coverage(&[&both], &[&neither]);
+        assert!(c.is_complete(), "{c:?}");
+        assert_eq!(
+            c.lines(),
+            [
+                "deps[width=8] derived:speedup: not measured in new (no speedup)",
+                "deps[width=8] derived:gflops: not measured in new (no gflops)",
+            ]
+        );
+        let c = coverage(&[&doc([false, true])], &[&doc([false, false])]);
+        assert_eq!(
+            c.not_measured[0],
+            "deps[width=8] derived:speedup: not measured in both (no speedup)"
+        );
+        // No row, so neither a regression nor "n/a"; the times still compare.
+        let none = |_: &str| crate::report::noise::Spread::default();
+        let rows =
+            crate::report::compare::compare(&[&both], &[&neither], &none, 0.05).expect("rows");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(rows[0].is_time);
+        // A figure present in one report only is still missing.
+        let mut fewer = doc([true, true]);
+        fewer.runs[0].derived.remove("gflops");
+        assert_eq!(coverage(&[&both], &[&fewer]).uncompared(), 1);
+        // Measured by another report of its side: measured.
+        let c = coverage(&[&neither, &both], &[&both]);
+        assert!(c.not_measured.is_empty(), "{c:?}");
+    }
+
+    #[test]
     fn an_ambiguous_rename_is_not_guessed() {
         // Two variants gone, two new: no one-to-one pairing.
         let base = report(vec![run("async", &[("n", 1)], &["a", "b", "c"])]);
         let new = report(vec![run("async", &[("n", 1)], &["x", "y", "c"])]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert!(c.renamed.is_empty());
         assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (2, 2));
         // One run gone, two new runs each one parameter from it: no guess either.
@@ -301,7 +422,7 @@ mod tests {
             run("matmul", &[("size", 200)], &["gemm"]),
             run("matmul", &[("size", 300)], &["gemm"]),
         ]);
-        let c = coverage(&base, &new);
+        let c = coverage(&[&base], &[&new]);
         assert!(c.renamed.is_empty());
         assert_eq!((c.only_in_base.len(), c.only_in_new.len()), (1, 2));
     }

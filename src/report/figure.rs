@@ -48,6 +48,10 @@ pub struct Figure {
     /// HTML page fold it away by default.
     #[serde(default, skip_serializing_if = "is_false")]
     pub detail: bool,
+    /// Read against the machine's limits (`fraction_of_peak`): limits measured under load
+    /// make it read wrong, so `compare` marks such a figure then rather than scoring it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub against_limits: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -81,6 +85,17 @@ impl FigureSpec {
             },
         }
     }
+
+    /// The same figure, read against the machine's limits (see [`Figure::against_limits`]).
+    pub const fn against_limits(self) -> FigureSpec {
+        FigureSpec {
+            key: self.key,
+            figure: Figure {
+                against_limits: true,
+                ..self.figure
+            },
+        }
+    }
 }
 
 impl Figure {
@@ -92,6 +107,7 @@ impl Figure {
             unit,
             better,
             detail: false,
+            against_limits: false,
         }
     }
 

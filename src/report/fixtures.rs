@@ -29,6 +29,32 @@ pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     Report::new(env, runs)
 }
 
+/// A report of run `s` timing `seq` and `par` (seconds, three samples each), with `speedup` =
+/// seq/par and `fraction_of_peak` (read against the machine's limits), on a machine in `state`.
+pub(crate) fn timed(
+    seq: f64,
+    par: f64,
+    fraction: f64,
+    state: Option<crate::machine::RunState>,
+) -> Report {
+    use super::{Better, Figure, FigureSpec, Unit};
+    let mut r = run("s", &[], &["seq", "par"]);
+    for (v, t) in r.variants.iter_mut().zip([seq, par]) {
+        v.summary = crate::harness::Summary::from_samples(&[t; 3]).expect("samples");
+    }
+    r.derive_as(
+        "speedup",
+        seq / par,
+        Figure::new(Unit::Ratio, Better::Higher),
+    );
+    let against = FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher);
+    r.record(against.against_limits(), fraction);
+    if let Some(state) = state {
+        r.record_state(state);
+    }
+    report(vec![r])
+}
+
 /// A history of `n` reports of the CI suite's shape (5 runs, 4 variants and 2 derived figures
 /// each), two reruns per commit, a day per commit: every time wanders by ±`wander` from run
 /// to run (a fixed pattern, no randomness), and the machine's FMA probe by 1.3–1.8× as it does

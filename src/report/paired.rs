@@ -239,7 +239,8 @@ impl PairedEntry {
 }
 
 /// The values of one run of one side, by entry name: every variant's median, and every derived
-/// figure with a direction (descriptions such as model predictions are left out).
+/// figure with a direction (descriptions such as model predictions are left out), `NaN` for
+/// one the run could not measure (`null`): the entry is still the run's.
 pub fn values_of(run: &super::RunRecord) -> Vec<(String, bool, Better, f64)> {
     let key = run.key();
     let mut out: Vec<(String, bool, Better, f64)> = run
@@ -256,16 +257,30 @@ pub fn values_of(run: &super::RunRecord) -> Vec<(String, bool, Better, f64)> {
         .collect();
     for (k, v) in &run.derived {
         let figure = run.figure(k);
-        if let (Some(x), false) = (v.as_f64(), figure.better == Better::Neither) {
+        let x = if v.is_null() {
+            Some(f64::NAN)
+        } else {
+            v.as_f64()
+        };
+        if let (Some(x), false) = (x, figure.better == Better::Neither) {
             out.push((format!("{key} derived:{k}"), false, figure.better, x));
         }
     }
     out
 }
 
+/// The figures with a direction that `run` could not measure, as `key (reason)`.
+pub fn not_measured(run: &super::RunRecord) -> impl Iterator<Item = String> + '_ {
+    run.unmeasured
+        .iter()
+        .filter(|(k, _)| run.figure(k).better != Better::Neither)
+        .map(|(k, why)| format!("{k} ({why})"))
+}
+
 /// Add one pair's values (from the base's and the candidate's run of the same suite entry) to
-/// `entries`; an entry either side lacks is left out of this pair. `busy` says which side's
-/// run was measured on a busy machine.
+/// `entries`; an entry either side lacks is left out of this pair, and one either side could
+/// not measure (`NaN`) is kept with no pair added, so the entries stay the same from run to
+/// run. `busy` says which side's run was measured on a busy machine.
 pub fn add_pair(
     entries: &mut Vec<PairedEntry>,
     base: &[(String, bool, Better, f64)],
@@ -290,8 +305,10 @@ pub fn add_pair(
                 &mut entries[last]
             }
         };
-        e.pairs.push((*b, *c));
-        e.busy.add(busy);
+        if b.is_finite() && c.is_finite() {
+            e.pairs.push((*b, *c));
+            e.busy.add(busy);
+        }
     }
 }
 
@@ -459,6 +476,30 @@ mod tests {
         );
         // A verdict that claims no change needs no hedge.
         assert_eq!(e.verdict_text(Verdict::Same), "same");
+    }
+
+    #[test]
+    fn a_figure_not_measured_in_a_pair_keeps_its_entry_without_the_pair() {
+        use crate::report::{FigureSpec, Unit};
+        let rate = FigureSpec::new("rate", Unit::Ratio, Better::Higher);
+        let side = |measured: bool| {
+            let mut run = crate::report::fixtures::run("s", &[], &["v"]);
+            match measured {
+                true => run.record(rate, 2.0),
+                false => run.unmeasured(rate, "no trace"),
+            }
+            values_of(&run)
+        };
+        let mut entries = Vec::new();
+        add_pair(&mut entries, &side(false), &side(true), [false; 2]);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["s[] v", "s[] derived:rate"]);
+        assert!(entries[1].pairs.is_empty());
+        add_pair(&mut entries, &side(true), &side(true), [false; 2]);
+        assert_eq!((entries.len(), entries[1].pairs.len()), (2, 1));
+        let mut run = crate::report::fixtures::run("s", &[], &["v"]);
+        run.unmeasured(rate, "no trace");
+        assert_eq!(not_measured(&run).collect::<Vec<_>>(), ["rate (no trace)"]);
     }
 
     #[test]

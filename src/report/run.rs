@@ -37,6 +37,11 @@ pub struct RunRecord {
     /// [`RunRecord::figure`] reads them from the key, see [`Figure::named`]).
     #[serde(default)]
     pub figures: BTreeMap<String, Figure>,
+    /// Why each derived figure that is `null` was not measured in this run (no trace, no
+    /// probe of the machine, a ratio of a zero time): a run records the same figures whatever
+    /// it measured, so two runs of a scenario with the same parameters compare whole.
+    #[serde(default)]
+    pub unmeasured: BTreeMap<String, String>,
     pub checks: Vec<Check>,
     /// Conditions of the run a reader must know (fallback devices, mode); a figure outside its
     /// physical range is a note that starts with [`WARNING`] ([`RunRecord::warn`]).
@@ -78,15 +83,17 @@ struct RunRecordJson<'a> {
     derived: &'a Map<String, Value>,
     #[serde(skip_serializing_if = "Map::is_empty")]
     derived_display: Map<String, Value>,
-    #[serde(skip_serializing_if = "no_figures")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     figures: &'a BTreeMap<String, Figure>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    unmeasured: &'a BTreeMap<String, String>,
     checks: &'a [Check],
     notes: &'a [String],
-    #[serde(skip_serializing_if = "no_lines")]
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     explanation: &'a [String],
-    #[serde(skip_serializing_if = "no_lines")]
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     explanation_detail: &'a [String],
-    #[serde(skip_serializing_if = "no_book")]
+    #[serde(skip_serializing_if = "<[BookFigure]>::is_empty")]
     book: &'a [BookFigure],
     #[serde(skip_serializing_if = "Option::is_none")]
     lesson: &'a Option<Lesson>,
@@ -94,18 +101,6 @@ struct RunRecordJson<'a> {
     findings: &'a [Finding],
     #[serde(skip_serializing_if = "Option::is_none")]
     state: &'a Option<RunState>,
-}
-
-fn no_book(book: &&[BookFigure]) -> bool {
-    book.is_empty()
-}
-
-fn no_figures(figures: &&BTreeMap<String, Figure>) -> bool {
-    figures.is_empty()
-}
-
-fn no_lines(lines: &&[String]) -> bool {
-    lines.is_empty()
 }
 
 impl Serialize for RunRecord {
@@ -120,6 +115,7 @@ impl Serialize for RunRecord {
             variants,
             derived,
             figures,
+            unmeasured,
             checks,
             notes,
             explanation,
@@ -143,6 +139,7 @@ impl Serialize for RunRecord {
             derived,
             derived_display,
             figures,
+            unmeasured,
             checks,
             notes,
             explanation,
@@ -171,6 +168,7 @@ impl RunRecord {
             variants: Vec::new(),
             derived: Map::new(),
             figures: Default::default(),
+            unmeasured: BTreeMap::new(),
             checks: Vec::new(),
             notes: Vec::new(),
             explanation: Vec::new(),
@@ -229,11 +227,39 @@ impl RunRecord {
         self.derive_as(spec.key, value, spec.figure);
     }
 
-    /// Record a derived figure with its unit and direction stated.
+    /// Record a derived figure with its unit and direction stated; a value that is not finite
+    /// is `null`, not measured for that reason.
     pub fn derive_as(&mut self, key: &str, value: f64, figure: Figure) {
-        let v = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);
-        self.derived.insert(key.into(), v);
+        match serde_json::Number::from_f64(value) {
+            Some(v) => {
+                self.derived.insert(key.into(), Value::Number(v));
+                self.figures.insert(key.into(), figure);
+                self.unmeasured.remove(key);
+            }
+            None => self.unmeasured_as(key, figure, format!("not finite ({value})")),
+        }
+    }
+
+    /// Record a declared figure this run could not measure: `null`, with why (see
+    /// [`RunRecord::unmeasured`]).
+    pub fn unmeasured(&mut self, spec: FigureSpec, reason: impl Into<String>) {
+        self.unmeasured_as(spec.key, spec.figure, reason);
+    }
+
+    /// Record a figure this run could not measure, its unit and direction stated.
+    pub fn unmeasured_as(&mut self, key: &str, figure: Figure, reason: impl Into<String>) {
+        self.derived.insert(key.into(), Value::Null);
         self.figures.insert(key.into(), figure);
+        self.unmeasured.insert(key.into(), reason.into());
+    }
+
+    /// A derived figure's value as every surface words it: in its unit, or `not measured:
+    /// <reason>` for a `null` with its reason.
+    pub fn worded(&self, key: &str, value: &Value) -> String {
+        match self.unmeasured.get(key).filter(|_| value.is_null()) {
+            Some(reason) => format!("not measured: {reason}"),
+            None => self.figure(key).format(value),
+        }
     }
 
     /// Record a series of points (a loss curve) as a derived figure.
@@ -630,6 +656,32 @@ mod tests {
         assert_eq!(back, report);
         // Written again, it gains them.
         assert_eq!(back.to_json(), text);
+    }
+
+    #[test]
+    fn a_figure_not_measured_is_null_with_its_reason_everywhere() {
+        let mut run = run_with_figures();
+        let handoff = FigureSpec::new("handoff_p50_s", Unit::Seconds, Better::Lower);
+        run.unmeasured(handoff, "no trace");
+        let json = serde_json::to_value(&run).expect("serializes");
+        assert_eq!(json["derived"]["handoff_p50_s"], Value::Null);
+        assert_eq!(json["unmeasured"]["handoff_p50_s"], "no trace");
+        // A value that is not finite says so; a series is not a figure measured or not.
+        assert_eq!(json["unmeasured"]["time_to_target_s"], "not finite (NaN)");
+        assert_eq!(json["unmeasured"].as_object().map(|u| u.len()), Some(2));
+        let back: RunRecord = serde_json::from_value(json.clone()).expect("reads");
+        assert_eq!(back, run);
+        let table = crate::export::table::render_run(&run);
+        assert!(table.contains("not measured: no trace"), "{table}");
+        // Measured after all, the reason goes.
+        run.record(handoff, 2e-6);
+        assert!(!run.unmeasured.contains_key("handoff_p50_s"));
+        // A report from before `unmeasured` reads its nulls as before.
+        let mut older = json;
+        older.as_object_mut().expect("run").remove("unmeasured");
+        let back: RunRecord = serde_json::from_value(older).expect("an older run reads");
+        assert!(back.unmeasured.is_empty());
+        assert_eq!(back.worded("handoff_p50_s", &Value::Null), "n/a");
     }
 
     #[test]

@@ -29,8 +29,9 @@ pub(crate) struct Clocks {
     timed: Vec<(&'static str, FigureSpec, GpuSamples)>,
     #[cfg(feature = "cuda")]
     lane: Option<LaneId>,
-    /// Why the timers could not be made, for the run's notes.
-    note: Option<String>,
+    /// Why the timers could not be made, and the figures they were for.
+    #[cfg(feature = "cuda")]
+    unopened: Option<(String, Vec<FigureSpec>)>,
 }
 
 impl Clocks {
@@ -46,19 +47,18 @@ impl Clocks {
             match GpuSamples::new(gpu) {
                 Ok(samples) => timed.push((name, spec, samples)),
                 Err(e) => {
+                    let specs = variants.iter().map(|&(_, spec)| spec).collect();
                     return Clocks {
-                        note: Some(format!(
-                            "the GPU's time of each sample was not measured: {e}"
-                        )),
+                        unopened: Some((format!("no GPU timer: {e}"), specs)),
                         ..Clocks::default()
-                    }
+                    };
                 }
             }
         }
         Clocks {
             timed,
             lane: Some(device.compute),
-            note: None,
+            unopened: None,
         }
     }
 
@@ -109,10 +109,13 @@ impl Clocks {
 
     /// Record each timed variant's median GPU time and a sentence on host / GPU in the
     /// explanation (`traced`: the repeats after the samples, 1 with `--trace`); returns what
-    /// was recorded. A variant whose timing failed gets a note instead.
+    /// was recorded. A variant whose timing failed is recorded as not measured, with why.
     pub(crate) fn derive(&self, run: &mut RunRecord, traced: usize) -> Vec<HostAndGpu> {
-        if let Some(note) = &self.note {
-            run.notes.push(note.clone());
+        #[cfg(feature = "cuda")]
+        if let Some((why, specs)) = &self.unopened {
+            for spec in specs {
+                run.unmeasured(*spec, why.clone());
+            }
         }
         #[allow(unused_mut)]
         let mut recorded = Vec::new();
@@ -132,7 +135,7 @@ impl Clocks {
                 gpu_s,
             });
         }
-        let _ = traced;
+        let _ = (traced, &run);
         recorded
     }
 }
@@ -163,20 +166,15 @@ pub(crate) fn params_of(scenario: &dyn super::Scenario, given: &[(&str, &str)]) 
     super::Params::parse(scenario.name(), scenario.params(), &given).expect("params")
 }
 
-/// The GPU figures a test expects, each finite and positive, and no note that one is missing.
+/// The GPU figures a test expects, each finite and positive.
 #[cfg(all(test, feature = "cuda"))]
 pub(crate) fn assert_recorded(run: &RunRecord, keys: &[&str]) {
     for key in keys {
         let v = run.derived.get(*key).and_then(|v| v.as_f64());
         assert!(
             v.is_some_and(|v| v.is_finite() && v > 0.0),
-            "{key}: {v:?}; notes {:?}",
-            run.notes
+            "{key}: {v:?}, not measured: {:?}",
+            run.unmeasured.get(*key)
         );
     }
-    assert!(
-        !run.notes.iter().any(|n| n.contains("GPU time")),
-        "{:?}",
-        run.notes
-    );
 }

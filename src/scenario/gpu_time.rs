@@ -151,7 +151,7 @@ impl GpuSamples {
         sampled_median(&self.times.borrow(), sampled, traced)
     }
 
-    /// Record `variant`'s median GPU time as `spec`, or a note saying why there is none;
+    /// Record `variant`'s median GPU time as `spec`, or `spec` not measured and why;
     /// returns it.
     pub(crate) fn record(
         &self,
@@ -171,8 +171,7 @@ impl GpuSamples {
                 Some(s)
             }
             Err(why) => {
-                run.notes
-                    .push(format!("{variant}'s GPU time was not recorded: {why}"));
+                run.unmeasured(spec, format!("{variant}'s GPU time: {why}"));
                 None
             }
         }

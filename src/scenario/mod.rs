@@ -22,6 +22,7 @@ pub mod kit;
 pub mod matmul;
 pub mod memory;
 pub mod params;
+pub mod registry;
 pub mod run_copy;
 pub mod suite;
 pub mod sweep;
@@ -31,6 +32,7 @@ pub mod warning;
 use std::sync::Arc;
 
 pub use params::{Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use registry::{declared_defaults, find, registry};
 pub use warning::Warning;
 
 use crate::device::{DeviceError, RuntimeOptions};
@@ -155,15 +157,7 @@ impl RunContext {
         engine: &crate::engine::Engine,
         variants: &mut [crate::harness::Variant<'_, ScenarioError>],
     ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
-        let config = self.sampling.apply(scenario.sampling());
-        let name = scenario.name();
-        let report = self.progress.clone();
-        let f = move |p: Progress| {
-            if let Some(r) = &report {
-                r(name, p)
-            }
-        };
-        let summaries = Sampler::new(config).with_progress(&f).run(variants)?;
+        let summaries = self.sample_plain(scenario, variants)?;
         if let Some(traces) = &self.traces {
             for v in variants.iter_mut() {
                 engine.wait_all()?;
@@ -177,13 +171,31 @@ impl RunContext {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(crate::report::TracedRun {
-                        scenario: name.to_string(),
+                        scenario: scenario.name().to_string(),
                         variant: v.name.clone(),
                         records,
                     });
             }
         }
         Ok(summaries)
+    }
+
+    /// Sample `variants` with `scenario`'s defaults and the overrides applied, for work that
+    /// pushes nothing to an engine (a program's own code): no traced repeat.
+    pub fn sample_plain(
+        &self,
+        scenario: &dyn Scenario,
+        variants: &mut [crate::harness::Variant<'_, ScenarioError>],
+    ) -> Result<Vec<crate::harness::Summary>, ScenarioError> {
+        let config = self.sampling.apply(scenario.sampling());
+        let name = scenario.name();
+        let report = self.progress.clone();
+        let f = move |p: Progress| {
+            if let Some(r) = &report {
+                r(name, p)
+            }
+        };
+        Sampler::new(config).with_progress(&f).run(variants)
     }
 }
 
@@ -197,8 +209,9 @@ pub struct Spec {
     pub about: &'static str,
     /// Declared parameters with defaults.
     pub params: &'static [ParamSpec],
-    /// The chapter's lesson this scenario puts to the test: its section and claim.
-    pub lesson: LessonSpec,
+    /// The chapter's lesson this scenario puts to the test: its section and claim (none for a
+    /// program's own scenario, which tests no lesson of the book).
+    pub lesson: Option<LessonSpec>,
     /// The figures the book printed for this experiment, with their sources; none where its
     /// section printed none.
     pub book: &'static [BookFigure],
@@ -223,8 +236,8 @@ pub trait Scenario: Send + Sync {
         self.spec().params
     }
     /// The chapter's lesson this scenario puts to the test: its section and claim.
-    fn lesson(&self) -> &'static LessonSpec {
-        &self.spec().lesson
+    fn lesson(&self) -> Option<&'static LessonSpec> {
+        self.spec().lesson.as_ref()
     }
     /// The figures the book printed for this experiment, with their sources.
     fn book(&self) -> &'static [BookFigure] {
@@ -272,36 +285,6 @@ pub trait Scenario: Send + Sync {
         self.validate(params)?;
         self.run(params, ctx)
     }
-}
-
-/// Every scenario, in the order `list` and `all` show them.
-pub fn registry() -> &'static [&'static dyn Scenario] {
-    &[
-        &async_loop::AsyncLoop,
-        &matmul::Matmul,
-        &cpu_gpu::CpuGpu,
-        &run_copy::RunCopy,
-        &deps::Deps,
-        &memory::Memory,
-        &hybridize::Hybridize,
-        &data_parallel::DataParallel,
-        &allreduce::Allreduce,
-    ]
-}
-
-/// Look a scenario up by name.
-/// The parameters a run of scenario `name` records when none is given, in declaration order
-/// (what a report written before a parameter existed is read as having run at); `None` for a
-/// scenario this build does not have.
-pub fn declared_defaults(name: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let sc = find(name)?;
-    Params::parse(name, sc.params(), &[])
-        .ok()
-        .map(|p| p.to_json())
-}
-
-pub fn find(name: &str) -> Option<&'static dyn Scenario> {
-    registry().iter().copied().find(|s| s.name() == name)
 }
 
 #[cfg(test)]
@@ -354,25 +337,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn registry_names_are_unique_and_findable() {
-        let names: Vec<&str> = registry().iter().map(|s| s.name()).collect();
-        let mut sorted = names.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), names.len());
-        for n in names {
-            assert_eq!(find(n).map(|s| s.name()), Some(n));
-        }
-        assert!(find("nope").is_none());
-    }
-
     /// Every scenario states the lesson it tests, and every figure it quotes from the book
     /// names its edition, section and the seed text it was read from.
     #[test]
     fn every_scenario_declares_a_lesson_and_every_book_figure_its_source() {
         for s in registry() {
-            let lesson = s.lesson();
+            let lesson = s.lesson().expect("every built-in scenario tests a lesson");
             assert!(
                 !lesson.source.section.is_empty(),
                 "{}: {lesson:?}",

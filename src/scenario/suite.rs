@@ -89,6 +89,22 @@ pub struct PlannedRun {
     pub scenario: &'static dyn Scenario,
     pub params: Params,
     pub sampling: SamplingOverrides,
+    /// Where the entry's sampling table is (else its `scenario` line), for an error that the
+    /// command line's sampling options raise against it; `None` for a run not from a suite.
+    pub at: Option<SuiteLine>,
+}
+
+/// A line of a suite file, shown as `file:line`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteLine {
+    pub file: String,
+    pub line: usize,
+}
+
+impl std::fmt::Display for SuiteLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -201,6 +217,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
             ));
         }
         seen.push((scenario.name(), identity, line_of(text, at)));
+        let sampling_at = entry.sampling.as_ref().map_or(at, |s| s.span().start);
         let sampling = match entry.sampling {
             None => SamplingOverrides::default(),
             Some(s) => {
@@ -231,6 +248,10 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
             scenario,
             params,
             sampling,
+            at: Some(SuiteLine {
+                file: file.to_string(),
+                line: line_of(text, sampling_at),
+            }),
         });
     }
     Ok(plan)

@@ -22,6 +22,7 @@ mod journal;
 mod limits;
 mod mpi_launch;
 mod output;
+mod own_scenario;
 mod plot;
 mod report_html;
 mod result_schemas;

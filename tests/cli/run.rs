@@ -56,6 +56,16 @@ fn malformed_suites_fail_before_anything_runs() {
         std::fs::write(&path, text).unwrap();
         assert_usage_error(&["run", path.to_str().unwrap()], needle);
     }
+    // The command line's sampling options against an entry's: the entry's line is named.
+    assert_usage_error(
+        &[
+            "run",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/ci.toml"),
+            "--max-samples",
+            "3",
+        ],
+        "scenarios/ci.toml:8: --max-samples (3) must be at least --min-samples (20)",
+    );
     assert_usage_error(
         &["run", "/nonexistent/suite.toml"],
         "cannot read /nonexistent/suite.toml",

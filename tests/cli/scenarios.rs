@@ -3,7 +3,9 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::cli::util::{assert_usage_error, json_of, parbench, variant_names};
+use crate::cli::util::{
+    assert_usage_error, json_from, json_of, parbench, parbench_without_gpu, variant_names,
+};
 use crate::common::QUICK;
 
 #[test]
@@ -356,4 +358,68 @@ fn matmul_notes_which_kernel_ran_and_why() {
         notes.contains("PARBENCH_MATMUL_KERNEL=blas ignored: expected gemm or avx2"),
         "{notes}"
     );
+}
+
+/// The derived figures of each run of a report, by run: `scenario[params]` and its keys.
+fn figure_sets(report: &Value) -> Vec<(String, Vec<String>)> {
+    let runs = report["runs"].as_array().expect("runs");
+    runs.iter()
+        .map(|r| {
+            let derived = r["derived"].as_object().expect("derived");
+            let keys = derived.keys().cloned().collect();
+            (format!("{}{}", r["scenario"], r["parameters"]), keys)
+        })
+        .collect()
+}
+
+/// Every scenario records the same figures however its run goes: the small suite run four
+/// times, every other time traced (each variant run once more with the engine recording),
+/// holds the same keys in every run, each `null` with its reason, and `compare` matches two
+/// of them whole.
+#[test]
+fn every_scenario_records_a_fixed_set_of_figures() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/all-small.toml");
+    let trace = dir.path().join("trace.json");
+    let trace = trace.to_str().expect("a UTF-8 path");
+    // Four runs, so that a figure recorded on a condition of the measurement (one side faster
+    // beyond the intervals) has several chances to show.
+    let reports: Vec<Value> = [false, true, false, true]
+        .iter()
+        .map(|&traced| {
+            let mut args = vec!["run", suite];
+            if traced {
+                args.extend(["--trace", trace]);
+            }
+            json_from(parbench_without_gpu(), &args)
+        })
+        .collect();
+    let first = figure_sets(&reports[0]);
+    assert_eq!(first.len(), 9, "every scenario ran");
+    for other in &reports[1..] {
+        assert_eq!(first, figure_sets(other));
+    }
+    let (plain, traced) = (&reports[0], &reports[1]);
+    for run in reports
+        .iter()
+        .flat_map(|r| r["runs"].as_array().expect("runs"))
+    {
+        for (key, value) in run["derived"].as_object().expect("derived") {
+            let reason = run["unmeasured"][key].as_str();
+            assert_eq!(value.is_null(), reason.is_some(), "{key} in {run}");
+            assert!(reason.is_none_or(|r| !r.is_empty()), "{key}");
+        }
+    }
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, plain.to_string()).expect("writes");
+    std::fs::write(&b, traced.to_string()).expect("writes");
+    let out = parbench()
+        .args(["compare", "--format", "json"])
+        .args([&a, &b])
+        .output()
+        .expect("runs");
+    let c: Value = serde_json::from_slice(&out.stdout).expect("a comparison");
+    for side in ["only_in_base", "only_in_new", "renamed"] {
+        assert_eq!(c[side], serde_json::json!([]), "{side}: {c}");
+    }
 }

@@ -115,6 +115,7 @@ const fn detail(unit: Unit, better: Better) -> Figure {
         unit,
         better,
         detail: true,
+        against_limits: false,
     }
 }
 
@@ -122,6 +123,9 @@ const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
 const BUSBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
 const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
 const WRONG: Figure = detail(Unit::Number, Better::Lower);
+/// Why a run has no `busbw_of_copy` figures.
+const NO_COPY: &str =
+    "the machine's copy bandwidth was not measured (a debug build measures nothing)";
 
 /// The machine's all-thread copy bandwidth (GB/s), when it was measured.
 pub(super) fn copy_bandwidth() -> Option<f64> {
@@ -168,12 +172,10 @@ impl Tally {
             let busbw = busbw_gbytes_per_s(algbw, k);
             run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
             run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
-            if let Some(copy) = self.copy {
-                run.derive_as(
-                    &format!("{stem}_busbw_of_copy"),
-                    busbw / copy,
-                    BUSBW_OF_COPY,
-                );
+            let of_copy = format!("{stem}_busbw_of_copy");
+            match self.copy {
+                Some(copy) => run.derive_as(&of_copy, busbw / copy, BUSBW_OF_COPY),
+                None => run.unmeasured_as(&of_copy, BUSBW_OF_COPY, NO_COPY),
             }
             run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
             if let Some((_, curve)) = self.curves.iter_mut().find(|(b, _)| b == a) {
@@ -221,19 +223,14 @@ impl Tally {
                 serde_json::Value::Array(points),
             );
         }
-        if let Some(bytes) = ring_faster_from(&self.times) {
-            run.derive_as(
+        let crossover = Figure::new(Unit::Bytes, Better::Neither);
+        match ring_faster_from(&self.times) {
+            Some(bytes) => run.derive_as("crossover_bytes", bytes as f64, crossover),
+            None => run.unmeasured_as(
                 "crossover_bytes",
-                bytes as f64,
-                Figure::new(Unit::Bytes, Better::Neither),
-            );
-        }
-        if self.copy.is_none() {
-            run.notes.push(
-                "the machine's copy bandwidth was not measured (a debug build measures \
-                 nothing): no busbw_of_copy figures"
-                    .into(),
-            );
+                crossover,
+                "the ring was not faster beyond the intervals at the largest size",
+            ),
         }
         if k == 1 {
             run.notes.push(format!(

@@ -144,7 +144,7 @@ static SPEC: super::Spec = super::Spec {
     name: "allreduce",
     about: "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,

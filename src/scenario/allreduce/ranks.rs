@@ -40,6 +40,7 @@ const PER_RANK: Figure = Figure {
     unit: Unit::Seconds,
     better: Better::Lower,
     detail: true,
+    against_limits: false,
 };
 
 /// One rank's buffers of one size.
@@ -229,10 +230,14 @@ pub(super) fn run(
                 .iter()
                 .filter_map(|r| r["median_s"][i].as_f64())
                 .collect();
+            let stem = a.key(bytes);
             let Some(spread) = Spread::of(&per_rank) else {
+                for end in ["min", "avg", "max"] {
+                    let key = format!("{stem}_rank_{end}_s");
+                    run.unmeasured_as(&key, PER_RANK, "no rank's median came back");
+                }
                 continue;
             };
-            let stem = a.key(bytes);
             run.derive_as(&format!("{stem}_rank_min_s"), spread.min, PER_RANK);
             run.derive_as(&format!("{stem}_rank_avg_s"), spread.avg, PER_RANK);
             run.derive_as(&format!("{stem}_rank_max_s"), spread.max, PER_RANK);

@@ -20,7 +20,7 @@ use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_CPU, A_GPU, PYTORCH_ASYNC, TF2_ASYNC};
-use crate::scenario::kit::{LessonSpec, Verdict};
+use crate::scenario::kit::{LessonSpec, Verdict, ALREADY_TRACING};
 use crate::units::{human_percent, human_time, significant};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
@@ -223,14 +223,21 @@ pub(super) fn derive_chain(run: &mut RunRecord, gpu_order: Option<GpuOrder>, n: 
 
 /// The hand-off figures and their sentence.
 pub(super) fn derive_handoffs(run: &mut RunRecord, n: u64, hops: &[f64]) {
+    let ping_pong = per_op(run, Timed::PingPong, n);
+    run.record(PING_PONG_PER_OP_S, ping_pong);
     if hops.is_empty() {
+        let why = if n < 2 {
+            "a chain of one op has no hop"
+        } else {
+            ALREADY_TRACING
+        };
+        run.unmeasured(HANDOFF_P50_S, why);
+        run.unmeasured(HANDOFF_P99_S, why);
         return;
     }
     let (p50, p99) = (quantile(hops, 0.5), quantile(hops, 0.99));
     run.record(HANDOFF_P50_S, p50);
     run.record(HANDOFF_P99_S, p99);
-    let ping_pong = per_op(run, Timed::PingPong, n);
-    run.record(PING_PONG_PER_OP_S, ping_pong);
     run.explanation_detail.push(format!(
         "ping-pong: {n} dependent ops alternating between two CPU lanes took {} per op; from \
          one lane's op ending to the next starting on the other lane took {} (median hop) and \

@@ -235,7 +235,7 @@ static SPEC: super::Spec = super::Spec {
     name: "async",
     about: "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model",
     params: PARAMS,
-    lesson: explain::LESSON,
+    lesson: Some(explain::LESSON),
     book: explain::BOOK,
     sampling: SamplerConfig {
             warmup: 3,

@@ -18,7 +18,7 @@ use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
 use crate::report::RunRecord;
 use crate::scenario::kit::{
-    accelerator, check_matrices, gflops, host_ordered, run_matmuls, traced,
+    accelerator, check_matrices, gflops, host_ordered, run_matmuls, traced, ALREADY_TRACING,
 };
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
@@ -165,12 +165,19 @@ pub(super) fn devices(
     run.record(ONE_DEVICE_SPEEDUP, f.sequential().median / f.one.median);
     if f.same_cores {
         run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
+    } else {
+        run.unmeasured(
+            PARALLELISM_SPEEDUP,
+            "the one-device run is on the GPU, not the cores",
+        );
     }
     run.record(A_GFLOPS, gflops(ops, (cpu_size, cpu_size, cpu_size), a));
     run.record(B_GFLOPS, gflops(ops, (b_size, b_size, b_size), b));
 
     check_products(&x_a, &x_b, ops, &mut run, (cpu_size, b_size))?;
-    let (traced_s, records) = timed_trace.into_inner().unwrap_or_default();
+    let trace = timed_trace.into_inner();
+    let traced = trace.is_some();
+    let (traced_s, records) = trace.unwrap_or_default();
     let placement = check_placement(&records, (&x_a, dev_a), (&x_b, dev_b), ops);
     run.check(
         "ran on the intended devices",
@@ -185,8 +192,14 @@ pub(super) fn devices(
         },
     );
     // Both from the same (last timed) sample: the overlap can never exceed its time.
-    run.record(TRACED_PARALLEL_S, traced_s);
-    run.record(TRACED_OVERLAP_S, both_busy_s(&records, dev_a, dev_b));
+    if traced {
+        run.record(TRACED_PARALLEL_S, traced_s);
+        run.record(TRACED_OVERLAP_S, both_busy_s(&records, dev_a, dev_b));
+    } else {
+        for spec in [TRACED_PARALLEL_S, TRACED_OVERLAP_S] {
+            run.unmeasured(spec, ALREADY_TRACING);
+        }
+    }
     // A reference measured beside the run, without the engine: on the CPU fallback, the
     // same products on two plain threads, alone and at once.
     if !dev_b.is_gpu() {
@@ -194,6 +207,11 @@ pub(super) fn devices(
         let c = bare_threads_overlap(&x_a.to_vec()?, &x_b.to_vec()?, cpu_size, threads, ops)?;
         run.record(BARE_THREADS_OVERLAP_EFFICIENCY, c);
         f.bare_threads = Some(c);
+    } else {
+        run.unmeasured(
+            BARE_THREADS_OVERLAP_EFFICIENCY,
+            "measured on the CPU fallback only",
+        );
     }
     Ok(Measured {
         run,

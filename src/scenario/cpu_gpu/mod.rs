@@ -103,7 +103,7 @@ static SPEC: super::Spec = super::Spec {
     name: "cpu-gpu",
     about: "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?",
     params: PARAMS,
-    lesson: explain::LESSON,
+    lesson: Some(explain::LESSON),
     book: explain::BOOK,
     sampling: SECONDS_PER_ROUND,
 };

@@ -27,12 +27,20 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
             checks pass)",
 };
 
+/// A share of communication's time: a description, no better or worse.
+const SHARE: Figure = Figure::new(Unit::Number, Better::Neither);
+/// A time better lower: communication no computation ran beside, per step; the time to the
+/// target loss.
+const SECONDS_LOWER: Figure = Figure::new(Unit::Seconds, Better::Lower);
+
 /// What the traced runs showed of communication, and the devices' compute threads (in
 /// process; empty under MPI).
 pub(super) struct Communication<'a> {
     pub shares: &'a [(Timed, f64)],
     pub overlaps: &'a [(Timed, Overlap)],
     pub threads: &'a [usize],
+    /// Why a synchronous variant without a share or an overlap has none.
+    pub untraced: &'static str,
 }
 
 /// The checks, figures, lesson and explanation of a run from its variants' last trained runs.
@@ -50,6 +58,7 @@ pub(super) fn record_run(
         shares,
         overlaps,
         threads,
+        untraced,
     } = *comm;
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;
@@ -102,11 +111,15 @@ pub(super) fn record_run(
             SAMPLES_PER_SECOND,
         );
         run.derive_as(&format!("{kp}_final_loss"), final_loss, FINAL_LOSS);
-        run.derive_as(
-            &format!("{kp}_time_to_target_s"),
-            reached.unwrap_or(f64::NAN),
-            Figure::new(Unit::Seconds, Better::Lower),
-        );
+        let to_target = format!("{kp}_time_to_target_s");
+        match reached {
+            Some(t) => run.derive_as(&to_target, t, SECONDS_LOWER),
+            None => run.unmeasured_as(
+                &to_target,
+                SECONDS_LOWER,
+                "the loss never reached the target",
+            ),
+        }
         run.derive_series(&format!("{kp}_loss_curve"), json!(c));
         let efficiency = base_rate
             .filter(|_| v.is_synchronous())
@@ -115,26 +128,20 @@ pub(super) fn record_run(
             run.derive_as(&format!("{kp}_scaling_efficiency"), e, SCALING_EFFICIENCY);
         }
         let share = shares.iter().find(|(s, _)| *s == v).map(|(_, s)| *s);
-        if let Some(s) = share {
-            run.derive_as(
-                &format!("{kp}_communication_share"),
-                s,
-                Figure::new(Unit::Number, Better::Neither),
-            );
-        }
         let overlap = overlaps.iter().find(|(s, _)| *s == v).map(|(_, o)| *o);
         let exposed = overlap.map(|o| o.exposed_ns as f64 * 1e-9 / cfg.steps as f64);
-        if let (Some(o), Some(e)) = (overlap, exposed) {
-            run.derive_as(
-                &format!("{kp}_exposed_communication_s"),
-                e,
-                Figure::new(Unit::Seconds, Better::Lower),
-            );
-            run.derive_as(
-                &format!("{kp}_communication_overlap"),
-                o.share(),
-                Figure::new(Unit::Number, Better::Neither),
-            );
+        let traced = [
+            ("communication_share", share, SHARE),
+            ("exposed_communication_s", exposed, SECONDS_LOWER),
+            ("communication_overlap", overlap.map(|o| o.share()), SHARE),
+        ];
+        for (name, value, figure) in traced {
+            let key = format!("{kp}_{name}");
+            match value {
+                Some(x) => run.derive_as(&key, x, figure),
+                None if v.is_synchronous() => run.unmeasured_as(&key, figure, untraced),
+                None => {}
+            }
         }
         variants.push(VariantFigures {
             name: v,

@@ -12,7 +12,7 @@ use super::{Config, DataParallel, Participants, Timed};
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
-use crate::scenario::kit::traced;
+use crate::scenario::kit::{traced, ALREADY_TRACING};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The run of `data-parallel` on the engine backend (`--device cpu`, and `--device cuda`
@@ -164,6 +164,7 @@ pub(super) fn run(
             shares: &shares,
             overlaps: &overlaps,
             threads: &threads,
+            untraced: ALREADY_TRACING,
         },
     );
     Ok(run)

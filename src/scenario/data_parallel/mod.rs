@@ -357,7 +357,7 @@ static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
     params: PARAMS,
-    lesson: explain::LESSON,
+    lesson: Some(explain::LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,

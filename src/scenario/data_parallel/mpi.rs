@@ -526,6 +526,7 @@ pub(super) fn run(
             shares: &shares,
             overlaps: &[],
             threads: &[],
+            untraced: "the engine's trace does not reach across MPI ranks",
         },
     );
     Ok(run)

@@ -186,7 +186,7 @@ static SPEC: super::Spec = super::Spec {
     name: "deps",
     about: "a seeded random DAG of matmul/add ops on several lanes vs op by op: identical results, speed-up, critical path",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,

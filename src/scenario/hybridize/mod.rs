@@ -110,7 +110,7 @@ static SPEC: super::Spec = super::Spec {
     name: "hybridize",
     about: "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 2,
@@ -161,8 +161,13 @@ impl Scenario for Hybridize {
         explain(&passes).record(&mut run);
         let recorded = clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
         #[cfg(feature = "cuda")]
-        if let Some(ratio) = gpu_clock::hybridized_host_over_gpu(&recorded) {
-            run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio);
+        match gpu_clock::hybridized_host_over_gpu(&recorded) {
+            Some(ratio) => run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio),
+            None if passes.gpu => run.unmeasured(
+                gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO,
+                "hybridized's GPU time was not measured",
+            ),
+            None => {}
         }
         let _ = recorded;
         conclude(&mut run, &passes);

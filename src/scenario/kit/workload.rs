@@ -19,6 +19,9 @@ pub const SECONDS_PER_ROUND: SamplerConfig = SamplerConfig {
     max_time: Duration::from_secs(60),
 };
 
+/// Why a figure read from [`traced`]'s records is not measured when they do not come back.
+pub const ALREADY_TRACING: &str = "the engine was already tracing the whole run (--trace)";
+
 /// Run `work` (which pushes ops and waits for them) with the engine recording every op, and
 /// return the records in push order. Earlier work is drained first, so every record belongs
 /// to `work`. When tracing is already on, a `--trace` repeat owns the records: `work` runs

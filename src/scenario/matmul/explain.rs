@@ -31,20 +31,20 @@ pub(super) fn explain_run(measured: &mut Measured, fma: &Probe<FmaPeak>) {
         cpu_threads,
     } = measured;
     run.explanation.push(explain(device, *median, *ops, *dims));
-    if let Some(threads) = *cpu_threads {
-        match fma {
-            Probe::Measured(peak) => {
-                let (fraction, sentence) = of_peak(*rate, threads, peak);
-                run.record(FRACTION_OF_PEAK, fraction);
-                run.explanation.push(sentence);
-                if fraction > ABOVE_PEAK {
-                    run.warn(above_peak(fraction));
-                }
+    match (*cpu_threads, fma) {
+        (Some(threads), Probe::Measured(peak)) => {
+            let (fraction, sentence) = of_peak(*rate, threads, peak);
+            run.record(FRACTION_OF_PEAK, fraction);
+            run.explanation.push(sentence);
+            if fraction > ABOVE_PEAK {
+                run.warn(above_peak(fraction));
             }
-            Probe::NotMeasured(why) => run.explanation.push(format!(
-                "No fraction of the machine's FMA peak: the peak was not measured ({why})."
-            )),
         }
+        (Some(_), Probe::NotMeasured(why)) => run.unmeasured(
+            FRACTION_OF_PEAK,
+            format!("the machine's FMA peak was not measured ({why})"),
+        ),
+        (None, _) => run.unmeasured(FRACTION_OF_PEAK, "the FMA peak is the CPU's, not the GPU's"),
     }
     conclude(run, *rate, *dims, device);
 }

@@ -92,7 +92,9 @@ pub(super) fn products(
     let median = run.median(Timed::Matmul.name()).unwrap_or(f64::NAN);
     let rate = gflops(ops, (m, k, n), median);
     run.record(GFLOPS, rate);
-    if !device.is_gpu() {
+    if device.is_gpu() {
+        run.unmeasured(GFLOPS_PER_THREAD, "a GPU has no threads to share it");
+    } else {
         run.record(GFLOPS_PER_THREAD, rate / device.threads as f64);
     }
     run.record(THREADS, device.threads as f64);

@@ -40,7 +40,7 @@ const GFLOPS_PER_THREAD: FigureSpec =
 const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Neither);
 /// GFLOP/s over the machine's f32 FMA peak for the device's threads (CPU devices only).
 const FRACTION_OF_PEAK: FigureSpec =
-    FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher);
+    FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -132,7 +132,7 @@ static SPEC: super::Spec = super::Spec {
     name: "matmul",
     about: "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: BOOK,
     sampling: SamplerConfig {
             warmup: 1,

@@ -137,7 +137,7 @@ static SPEC: super::Spec = super::Spec {
     name: "memory",
     about: "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
             warmup: 1,

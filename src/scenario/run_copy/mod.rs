@@ -121,7 +121,7 @@ static SPEC: super::Spec = super::Spec {
     about:
         "matmuls on the accelerator, each copied to host: copy of y[i] overlaps computing y[i+1]",
     params: PARAMS,
-    lesson: LESSON,
+    lesson: Some(LESSON),
     book: BOOK,
     sampling: SECONDS_PER_ROUND,
 };
