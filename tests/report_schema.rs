@@ -8,20 +8,9 @@ use std::sync::OnceLock;
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
-const SCHEMA: &str = "docs/parbench-1.schema.json";
+use crate::common::TINY;
 
-/// Sampling as small as it goes: the report's shape does not depend on it.
-const TINY: &[&str] = &[
-    "--warmup",
-    "0",
-    "--min-samples",
-    "1",
-    "--max-samples",
-    "1",
-    "--max-time",
-    "0.01",
-    "--quiet",
-];
+const SCHEMA: &str = "docs/parbench-1.schema.json";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

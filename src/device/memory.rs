@@ -123,7 +123,7 @@ pub fn host_room() -> Option<Room> {
     [
         (Bound::Available, mem_available()),
         (Bound::Cgroup, cgroup_room()),
-        (Bound::AddressSpace, address_space_room()),
+        (Bound::AddressSpace, address_space().map(|r| r.bytes)),
     ]
     .into_iter()
     .filter_map(|(bound, bytes)| {
@@ -196,15 +196,20 @@ fn cgroup_room() -> Option<u64> {
     None
 }
 
-/// `ulimit -v` less the address space already mapped; `None` when unlimited.
-fn address_space_room() -> Option<u64> {
+/// The room `ulimit -v` leaves: the limit less the address space already mapped; `None` when
+/// unlimited. What reserves address space without using memory (a thread's stack) counts here
+/// alone.
+pub fn address_space() -> Option<Room> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits
         .lines()
         .find(|l| l.starts_with("Max address space"))?;
     let soft: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
     let mapped = proc_kib("/proc/self/status", "VmSize:").unwrap_or(0);
-    Some(soft.saturating_sub(mapped))
+    Some(Room {
+        bytes: soft.saturating_sub(mapped),
+        bound: Bound::AddressSpace,
+    })
 }
 
 /// A workload refused before anything is allocated; `what` names it.

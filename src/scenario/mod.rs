@@ -402,17 +402,6 @@ mod tests {
         }
     }
 
-    /// The largest value each parameter allows, as the command line would write it.
-    fn largest(spec: &ParamSpec) -> Option<String> {
-        match spec.kind {
-            ParamKind::Int { max, .. } => Some(max.to_string()),
-            ParamKind::Float { max, .. } => Some(max.to_string()),
-            ParamKind::Shape { max_dims } => Some(vec!["100000"; max_dims].join("x")),
-            ParamKind::Choice(_) => None,
-            ParamKind::Sizes { max, .. } => Some(max.to_string()),
-        }
-    }
-
     /// Sizes that do not fit are refused before anything is allocated, with a usage error
     /// (exit 2), never an abort: each parameter at its largest allowed value alone must be
     /// accepted or refused as a usage error, and all of them at once refused.
@@ -427,7 +416,9 @@ mod tests {
             };
             let mut all = Vec::new();
             for spec in s.params() {
-                let Some(value) = largest(spec) else { continue };
+                let Some(value) = spec.largest() else {
+                    continue;
+                };
                 let given = [(spec.name.to_string(), value)];
                 if let Err(e) = validate(&given) {
                     assert!(e.is_usage(), "{} --{}: {e}", s.name(), spec.flag());

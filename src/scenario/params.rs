@@ -35,6 +35,17 @@ impl ParamSpec {
     pub fn flag(&self) -> String {
         self.name.replace('_', "-")
     }
+
+    /// The largest value this parameter allows, as the command line writes it (a shape: each
+    /// dimension at 100,000); `None` for a choice.
+    pub fn largest(&self) -> Option<String> {
+        match self.kind {
+            ParamKind::Int { max, .. } | ParamKind::Sizes { max, .. } => Some(max.to_string()),
+            ParamKind::Float { max, .. } => Some(max.to_string()),
+            ParamKind::Shape { max_dims } => Some(vec!["100000"; max_dims].join("x")),
+            ParamKind::Choice(_) => None,
+        }
+    }
 }
 
 /// A parsed value.

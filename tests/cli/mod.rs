@@ -20,6 +20,7 @@ mod export_formats;
 mod gpu_memory;
 mod history;
 mod journal;
+mod limits;
 mod mpi_launch;
 mod output;
 mod own_scenario;

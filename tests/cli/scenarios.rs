@@ -4,8 +4,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::cli::util::{
-    assert_usage_error, assert_usage_error_from, json_from, json_of, parbench,
-    parbench_without_gpu, variant_names,
+    assert_usage_error, json_from, json_of, parbench, parbench_without_gpu, variant_names,
 };
 use crate::common::QUICK;
 
@@ -193,16 +192,6 @@ fn absurd_sizes_are_refused_with_the_estimate_before_allocating() {
         assert_usage_error(&["matmul", "--threads", "4096"], "threads a core");
         assert_usage_error(&["async", "--cpu-threads", "4096"], "threads a core");
     }
-}
-
-/// Under `ulimit -v`, as a CI runner may set it, a workload beyond the address space left is
-/// refused with the limit named, not aborted by a failed allocation (exit 134).
-#[test]
-fn the_address_space_limit_is_counted_before_allocating() {
-    let mut sh = assert_cmd::Command::new("sh");
-    sh.args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
-        .arg(assert_cmd::cargo::cargo_bin("parbench"));
-    assert_usage_error_from(sh, &["data-parallel", "--batch", "1000000"], "(ulimit -v)");
 }
 
 #[test]

@@ -13,3 +13,17 @@ pub const QUICK: &[&str] = &[
     "3",
     "--quiet",
 ];
+
+/// Sampling as small as it goes: a report's shape, or whether a run aborts, does not
+/// depend on it.
+pub const TINY: &[&str] = &[
+    "--warmup",
+    "0",
+    "--min-samples",
+    "1",
+    "--max-samples",
+    "1",
+    "--max-time",
+    "0.01",
+    "--quiet",
+];
