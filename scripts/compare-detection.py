@@ -78,7 +78,7 @@ def planted_row_is_regression(doc, run_doc, variant_name):
     scen = run_doc["scenario"]
     for row in doc["rows"]:
         if row["entry"].startswith(scen) and row["entry"].endswith(" " + variant_name):
-            return row["verdict"] == "regression", row["verdict"]
+            return row["verdict"] in ("slower", "worse"), row["verdict"]
     return False, "missing"
 
 
@@ -125,30 +125,41 @@ def main():
     out.append(f"- compare, 1 report a side, {len(codes)} ordered pairs: exit 0 in {codes.count(0)}, 1 in {codes.count(1)}, other {len(codes) - codes.count(0) - codes.count(1)}")
 
     targets = timed_variants(docs[0])
+    names = {t: f'{docs[0]["runs"][t[0]]["scenario"]} {docs[0]["runs"][t[0]]["variants"][t[1]]["name"]}' for t in targets}
+    splits = [rng.sample(range(len(paths)), 6) for _ in range(TRIALS)]
     with tempfile.TemporaryDirectory() as tmp:
-        false_alarms = 0
-        found = {f: 0 for f in FACTORS}
-        for t in range(TRIALS):
-            pick = rng.sample(range(len(paths)), 6)
-            base = [paths[x] for x in pick[:3]]
-            new = [paths[x] for x in pick[3:]]
-            code, _ = compare(a.parbench, base, new)
-            false_alarms += code == 1
-            target = targets[t % len(targets)]
+        false_alarms = sum(
+            compare(a.parbench, [paths[x] for x in pick[:3]], [paths[x] for x in pick[3:]])[0] == 1
+            for pick in splits
+        )
+        out.append(f"- compare, 3 reports a side, {TRIALS} random splits, nothing planted: exit 1 in {false_alarms}")
+        # Every timed variant in turn, planted in the new side of every split, at each factor.
+        table = []
+        for target in targets:
             rd = docs[0]["runs"][target[0]]
             vname = rd["variants"][target[1]]["name"]
+            found = {}
             for f in FACTORS:
-                planted = []
-                for x in pick[3:]:
-                    p = os.path.join(tmp, f"t{t}-{f}-{x}.json")
-                    save(plant(docs[x], target, f), p)
-                    planted.append(p)
-                _, doc = compare(a.parbench, base, planted)
-                hit, _ = planted_row_is_regression(doc, rd, vname)
-                found[f] += hit
-        out.append(f"- compare, 3 reports a side, {TRIALS} random splits, nothing planted: exit 1 in {false_alarms}")
-        for f in FACTORS:
-            out.append(f"- compare, 3 a side, one variant planted ×{f} (rotating over {len(targets)} variants): flagged a regression in {found[f]} of {TRIALS}")
+                hits = 0
+                for t, pick in enumerate(splits):
+                    base = [paths[x] for x in pick[:3]]
+                    planted = []
+                    for x in pick[3:]:
+                        p = os.path.join(tmp, f"p-{t}-{x}.json")
+                        save(plant(docs[x], target, f), p)
+                        planted.append(p)
+                    _, doc = compare(a.parbench, base, planted)
+                    hits += planted_row_is_regression(doc, rd, vname)[0]
+                found[f] = hits
+            table.append((names[target], found))
+        reliable = lambda found: next((f"×{f}" for f in FACTORS if found[f] >= 9), f"none up to ×{FACTORS[-1]}")
+        out.append(f"- compare, 3 a side, each of the {len(targets)} timed variants planted in turn (flagged in how many of {TRIALS} splits, per factor; the smallest factor flagged in ≥ 9):\n")
+        out.append("  | variant | " + " | ".join(f"×{f}" for f in FACTORS) + " | reliably from |")
+        out.append("  |---|" + "---|" * (len(FACTORS) + 1))
+        for name, found in table:
+            out.append(f"  | {name} | " + " | ".join(str(found[f]) for f in FACTORS) + f" | {reliable(found)} |")
+        at30 = sum(1 for _, found in table if found[1.3] >= 9)
+        out.append(f"\n  ×1.3 flagged in ≥ 9 of {TRIALS} for {at30} of {len(table)} variants.")
 
         # History: the reruns as one commit; then A ×3 and planted B ×3.
         one = os.path.join(tmp, "one")
@@ -159,19 +170,25 @@ def main():
         steps = [l for l in md.splitlines() if l.startswith("|") and "---" not in l][1:]
         env = "environment" in (md + err).lower() and "change" in (md + err).lower()
         out.append(f"- history, {len(docs)} reruns as one commit: exit {code}, {len(steps)} steps flagged")
-        hits = 0
-        for t in range(TRIALS):
-            two = os.path.join(tmp, f"two-{t}")
-            os.makedirs(two)
-            pick = rng.sample(range(len(paths)), 6)
-            target = targets[t % len(targets)]
-            vname = docs[0]["runs"][target[0]]["variants"][target[1]]["name"]
-            for n, x in enumerate(pick):
-                d = docs[x] if n < 3 else plant(docs[x], target, 1.3)
-                save(as_commit(d, "aaaaaaa" if n < 3 else "bbbbbbb", 1 + n, 0), os.path.join(two, f"{n}.json"))
-            code, md, err = history_steps(a.parbench, two)
-            hits += any(vname in l and "bbbbbbb" in l for l in md.splitlines())
-        out.append(f"- history, 3 reruns of commit A then 3 of commit B planted ×1.3: B's step flagged in {hits} of {TRIALS}")
+        # Every timed variant in turn, planted ×1.3 in commit B's three reruns of every split.
+        flagged = []
+        for target in targets:
+            rd = docs[0]["runs"][target[0]]
+            vname = rd["variants"][target[1]]["name"]
+            hits = 0
+            for t, pick in enumerate(splits):
+                two = os.path.join(tmp, f"two-{target[0]}-{target[1]}-{t}")
+                os.makedirs(two)
+                for n, x in enumerate(pick):
+                    d = docs[x] if n < 3 else plant(docs[x], target, 1.3)
+                    save(as_commit(d, "aaaaaaa" if n < 3 else "bbbbbbb", 1 + n, 0), os.path.join(two, f"{n}.json"))
+                code, md, err = history_steps(a.parbench, two)
+                row = f"{rd['scenario']}["
+                hits += any(l.startswith(f"| `{row}") and f"] {vname}`" in l and "bbbbbbb" in l and "| regression |" in l for l in md.splitlines())
+            flagged.append((names[target], hits))
+        at30 = sum(1 for _, h in flagged if h >= 9)
+        out.append(f"- history, 3 reruns of commit A then 3 of commit B with one variant ×1.3, each of the {len(flagged)} variants over {TRIALS} splits: B's step flagged in ≥ 9 of {TRIALS} for {at30} of them ("
+                   + ", ".join(f"{n} {h}" for n, h in flagged) + ")")
         print("\n".join(out))
         if env:
             print("\n(history's output mentions an environment change: read it)")
