@@ -35,6 +35,10 @@ pub struct RunState {
     /// Share of the machine's CPU time over the run that other processes used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_cpu_fraction: Option<f64>,
+    /// The machine's CPU time over the run in the kernel's ticks, which the shares count: a
+    /// share is known to within a tick or two of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ticks: Option<u64>,
     /// Share of the machine's CPU time over the run that this process used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_cpu_fraction: Option<f64>,
@@ -139,6 +143,7 @@ impl Recording {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cpus: after.kernel.map(|k| k.cpus),
             other_cpu_fraction: shares.map(|s| s.other),
+            cpu_ticks: shares.map(|s| s.ticks),
             own_cpu_fraction: shares.map(|s| s.own),
             steal_fraction: shares.map(|s| s.steal),
             runnable_others: seen.others,
@@ -165,6 +170,7 @@ impl RunState {
             cores,
             cpus: None,
             other_cpu_fraction: None,
+            cpu_ticks: None,
             own_cpu_fraction: None,
             steal_fraction: None,
             runnable_others: None,

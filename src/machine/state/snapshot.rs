@@ -124,6 +124,9 @@ pub struct Shares {
     pub own: f64,
     /// Stolen by the hypervisor.
     pub steal: f64,
+    /// The machine's CPU time between the snapshots, in the kernel's ticks: the shares'
+    /// resolution (one tick of it is 1 / ticks).
+    pub ticks: u64,
 }
 
 impl Shares {
@@ -134,13 +137,15 @@ impl Shares {
     /// zero, not negative.
     pub fn between(before: &Snapshot, after: &Snapshot) -> Option<Shares> {
         let (b, a) = (before.kernel?.ticks, after.kernel?.ticks);
-        let total = a.total.checked_sub(b.total).filter(|&t| t > 0)? as f64;
+        let ticks = a.total.checked_sub(b.total).filter(|&t| t > 0)?;
+        let total = ticks as f64;
         let busy = a.busy.saturating_sub(b.busy) as f64;
         let own = after.own_ticks?.saturating_sub(before.own_ticks?) as f64;
         Some(Shares {
             other: ((busy - own).max(0.0) / total).min(1.0),
             own: (own / total).min(1.0),
             steal: (a.steal.saturating_sub(b.steal) as f64 / total).min(1.0),
+            ticks,
         })
     }
 }
