@@ -48,6 +48,7 @@ ul.checks li { margin: 4px 0; }
 .figure { margin: 12px 0; overflow-x: auto; }
 .figure svg { max-width: 100%; height: auto; display: block; }
 .missing { color: #555; font-style: italic; }
+.env td { overflow-wrap: anywhere; }
 .env td:first-child { font-weight: bold; white-space: nowrap; }
 tr.differs td { background: #fff3d6; }
 details summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
@@ -136,6 +137,16 @@ pub(super) fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
 }
 
 /// The page of one report.
+/// `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
+fn runs_line(report: &Report) -> String {
+    let n = report.runs.len();
+    match report.runs.iter().filter(|r| r.lesson.is_some()).count() {
+        k if k == n => format!("{n} run(s) of the chapter's experiments"),
+        0 => format!("{n} run(s)"),
+        k => format!("{n} run(s), {k} of them the chapter's experiments"),
+    }
+}
+
 pub fn page(report: &Report) -> String {
     let mut out = String::new();
     open(&mut out, "parbench report");
@@ -148,9 +159,8 @@ pub fn page(report: &Report) -> String {
         .sum();
     let _ = write!(
         out,
-        "<h1>parbench report</h1><p class=\"sub\">{} run(s) of the chapter's experiments; \
-         {} check(s), {} {}</p>",
-        report.runs.len(),
+        "<h1>parbench report</h1><p class=\"sub\">{}; {} check(s), {} {}</p>",
+        runs_line(report),
         checks,
         badge(passed),
         if failed > 0 {
@@ -360,9 +370,10 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
         None if note.is_some() => {}
         None => out.push_str(
             "<p class=\"missing\">No lane timeline: this report carries no trace of this run. \
-             Runs made with <code>--html FILE</code> (or <code>--trace</code>, \
-             <code>--timeline</code>) record one extra traced repeat of every variant, and their \
-             <code>-o</code> report keeps it.</p>",
+             A scenario run with <code>--html FILE</code> (or <code>--trace</code>, \
+             <code>--timeline</code>) records one extra traced repeat of every variant, and its \
+             <code>-o</code> report keeps it; work timed outside the engine (a command, a \
+             program's own scenario) has no lanes to trace.</p>",
         ),
     }
     if let Some(note) = note {

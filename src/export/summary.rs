@@ -16,6 +16,8 @@ const MIN_COLUMN: usize = 16;
 
 /// One row of the summary.
 struct Row {
+    /// The run's place in the report (its section is `#run-N`).
+    index: usize,
     section: String,
     scenario: String,
     lesson: String,
@@ -47,27 +49,24 @@ fn here(run: &RunRecord, here: &str) -> String {
     }
 }
 
+/// A row per run that tests a lesson of the book: a program's own scenario, a command, and a
+/// run from a report written before lessons have none, and no row.
 fn rows(report: &Report) -> Vec<Row> {
     report
         .runs
         .iter()
-        .map(|run| match &run.lesson {
-            Some(l) => Row {
+        .enumerate()
+        .filter_map(|(index, run)| {
+            let l = run.lesson.as_ref()?;
+            Some(Row {
+                index,
                 section: l.section.clone(),
                 scenario: run.scenario.clone(),
                 lesson: headline(&l.claim).to_string(),
                 book: book_figures(run),
                 here: here(run, &l.here),
                 held: run.lesson_held(),
-            },
-            None => Row {
-                section: "—".into(),
-                scenario: run.scenario.clone(),
-                lesson: "(none: your own commands, or a report from before lessons)".into(),
-                book: book_figures(run),
-                here: "—".into(),
-                held: None,
-            },
+            })
         })
         .collect()
 }
@@ -126,12 +125,13 @@ pub fn render(report: &Report) -> String {
 /// The summary as a terminal table `width` characters wide: the lesson, book and here columns
 /// wrap onto as many lines as their text needs, so every figure and its source is shown.
 fn render_at(report: &Report, width: usize) -> String {
-    if report.runs.is_empty() {
+    let rows = rows(report);
+    if rows.is_empty() {
         return String::new();
     }
     let header = ["section", "scenario", "lesson", "book", "here", "held?"].map(String::from);
     let mut table = vec![header];
-    for r in rows(report) {
+    for r in rows {
         table.push([
             r.section,
             r.scenario,
@@ -192,12 +192,17 @@ fn render_at(report: &Report, width: usize) -> String {
 /// The summary as an HTML table, each row linking to its run's section (`#run-N`); the full
 /// texts, not cut.
 pub fn html(report: &Report) -> String {
+    let rows = rows(report);
+    if rows.is_empty() {
+        return String::new();
+    }
     let mut out = String::from(
         "<h2 id=\"chapter\">The chapter on this machine</h2><table class=\"chapter\"><tr>\
          <th>section</th><th>scenario</th><th>lesson</th><th>book</th><th>here</th>\
          <th>held?</th></tr>",
     );
-    for (i, r) in rows(report).into_iter().enumerate() {
+    for r in rows {
+        let i = r.index;
         let class = match r.held {
             Some(Held::Yes) => "pass",
             Some(Held::No) => "fail",
@@ -290,9 +295,22 @@ mod tests {
         let row = text.lines().find(|l| l.contains("§8.2")).expect("a row");
         assert!(row.contains("async is faster than sync"), "{row}");
         assert!(row.trim_end().ends_with("inconclusive"), "{row}");
-        assert!(text.contains("before lessons"), "{text}");
-        let html = html(&report());
-        assert!(html.contains("href=\"#run-0\""), "{html}");
-        assert!(html.contains("href=\"#run-1\""), "{html}");
+        // The run without a lesson has no row, and its neighbours keep their own links.
+        assert_eq!(
+            text.lines().filter(|l| l.contains("§")).count(),
+            1,
+            "{text}"
+        );
+        let mut report = report();
+        report.runs.swap(0, 1);
+        let page = html(&report);
+        assert!(page.contains("href=\"#run-1\""), "{page}");
+        assert!(!page.contains("href=\"#run-0\""), "{page}");
+        // No run with a lesson: no chapter at all.
+        report.runs.remove(1);
+        assert_eq!(
+            (render(&report), html(&report)),
+            (String::new(), String::new())
+        );
     }
 }
