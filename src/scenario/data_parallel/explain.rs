@@ -80,9 +80,10 @@ pub(super) fn record_run(
             ok,
             format!(
                 "{} parameters after {} steps, difference {rel:.2e} of their norm \
-                 (tolerance {AGREEMENT:.0e})",
+                 (tolerance {AGREEMENT:.0e}){}",
                 t.weights.len(),
-                cfg.steps
+                cfg.steps,
+                diverged(&[&reference.1.weights, &t.weights], cfg.lr)
             ),
         );
     }
@@ -91,7 +92,10 @@ pub(super) fn record_run(
         run.check(
             &format!("{} and {} give the same parameters", a.0.name(), b.0.name()),
             ok,
-            format!("difference {rel:.2e} of their norm (tolerance {AGREEMENT:.0e})"),
+            format!(
+                "difference {rel:.2e} of their norm (tolerance {AGREEMENT:.0e}){}",
+                diverged(&[&a.1.weights, &b.1.weights], cfg.lr)
+            ),
         );
     }
 
@@ -442,8 +446,28 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
     );
 }
 
+/// Why an agreement check compares no numbers: `"; the training diverged …"` where a run's
+/// parameters are no longer finite (a learning rate too large for the model), else empty.
+fn diverged(weights: &[&[f32]], lr: f32) -> String {
+    if weights.iter().all(|w| w.iter().all(|x| x.is_finite())) {
+        return String::new();
+    }
+    format!(
+        "; the training diverged (parameters no longer finite at --lr {lr}): try a smaller --lr"
+    )
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_agreement_check_on_diverged_parameters_says_so() {
+        let fine = [0.5f32, -1.0];
+        assert_eq!(diverged(&[&fine, &fine], 0.1), "");
+        let blown = [f32::NAN, f32::INFINITY];
+        let why = diverged(&[&fine, &blown], 10.0);
+        assert!(why.contains("diverged") && why.contains("--lr 10"), "{why}");
+    }
     use super::*;
 
     fn figures() -> Figures {
