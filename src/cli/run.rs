@@ -426,6 +426,12 @@ pub(super) fn run_plan(
             Some(r) => r.clone(),
             None => {
                 let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
+                // The report a signal writes holds the run before the journal does: a signal
+                // between the two leaves it in the report and runs it again on --resume, never
+                // in the journal alone.
+                if let Some(partial) = &partial {
+                    partial.finished(&run);
+                }
                 if let Some(journal) = &mut journal {
                     journal.append(&run)?;
                     newly += 1;
@@ -454,7 +460,7 @@ pub(super) fn run_plan(
                 stdout(&text)?;
             }
         }
-        if let Some(partial) = &partial {
+        if let (Some(partial), true) = (&partial, i < done.len()) {
             partial.finished(&run);
         }
         push_run(&mut report, run);
