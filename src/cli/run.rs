@@ -423,12 +423,15 @@ pub(super) fn run_plan(
     let mut traced = 0;
     for (i, planned) in plan.into_iter().enumerate() {
         let run = match done.get(i) {
-            Some(r) => r.clone(),
+            Some(r) => {
+                if let Some(partial) = &partial {
+                    partial.finished(r);
+                }
+                r.clone()
+            }
             None => {
                 let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
-                // The report a signal writes holds the run before the journal does: a signal
-                // between the two leaves it in the report and runs it again on --resume, never
-                // in the journal alone.
+                // Into the report a signal writes before the journal: never in the journal alone.
                 if let Some(partial) = &partial {
                     partial.finished(&run);
                 }
@@ -459,9 +462,6 @@ pub(super) fn run_plan(
             } else {
                 stdout(&text)?;
             }
-        }
-        if let (Some(partial), true) = (&partial, i < done.len()) {
-            partial.finished(&run);
         }
         push_run(&mut report, run);
         attach_timelines(&mut report, ctx, &mut traced);
