@@ -130,6 +130,11 @@ impl Finding {
         Finding::bounded(figure, ratio, bound, want, Role::Criterion)
     }
 
+    /// The criterion "a is faster than b": `ratio`, b's time over a's, wholly above 1.
+    pub fn faster(figure: &str, ratio: Ratio) -> Finding {
+        Finding::criterion(figure, ratio, 1.0, Want::Above)
+    }
+
     /// A figure the lesson quotes beside its criteria, deciding nothing.
     pub fn observation(figure: &str, ratio: Ratio, bound: f64, want: Want) -> Finding {
         Finding::bounded(figure, ratio, bound, want, Role::Observation)

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::report::{Edition, Source};
+use crate::report::{BookFigure, Edition, Source};
 
 const fn source(edition: Edition, section: &'static str, seed: &'static str) -> Source {
     Source {
@@ -52,3 +52,21 @@ pub const PYTORCH_ASYNC: Source = source(
 pub const A_GPU: Option<&str> = Some("a GPU (model not stated)");
 /// The CPU, no model named.
 pub const A_CPU: Option<&str> = Some("the CPU (model not stated)");
+
+/// TF 2 edition, §8.3.1: the CPU's half of the experiment, also `matmul`'s yardstick.
+pub const TF2_CPU_PRODUCTS: BookFigure = BookFigure::seconds(
+    "10 products of 2000² on the CPU",
+    1.2657,
+    TF2_CPU_GPU,
+    A_CPU,
+)
+.products(10, 2000);
+
+/// PyTorch edition: NumPy's products, beside torch's (`async`) and as a rate (`matmul`).
+pub const NUMPY_PRODUCTS: BookFigure = BookFigure::seconds(
+    "NumPy: 10 × (randn + product) of 1000²",
+    0.2660,
+    PYTORCH_ASYNC,
+    A_CPU,
+)
+.products(10, 1000);

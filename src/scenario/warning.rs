@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::kit::BETWEEN_ROUNDS;
-use crate::units::human_time;
+use crate::units::{human_percent, human_time};
 
 /// A figure outside its physical range.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub enum Warning {
     HybridizeAboveOpsPerPass { speedup: f64, ops_per_pass: usize },
     /// `data-parallel`: a scaling efficiency above 1.1.
     ScalingEfficiencyAboveOne { variant: &'static str },
+    /// `matmul`: products faster than the FMA peak measured before the run.
+    AboveFmaPeak { fraction: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -85,6 +87,14 @@ impl fmt::Display for Warning {
             Warning::ScalingEfficiencyAboveOne { variant } => {
                 write!(f, "{variant}'s scaling efficiency above 1.1: {BETWEEN_ROUNDS}")
             }
+            Warning::AboveFmaPeak { fraction } => write!(
+                f,
+                "the products ran at {} of the FMA peak measured before the run: the machine was \
+                 busier while the peak was measured (another process on its cores) than during the \
+                 run, so the peak, and fraction_of_peak, read wrong; parbench devices --probe on a \
+                 quiet machine measures it again",
+                human_percent(fraction)
+            ),
         }
     }
 }

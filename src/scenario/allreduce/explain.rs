@@ -2,11 +2,10 @@
 
 use super::size_label;
 use crate::report::evidence::{Estimate, Ratio, Side};
-use crate::report::finding::{Finding, Want};
+use crate::report::finding::Finding;
 use crate::report::RunRecord;
 use crate::scenario::backend::Backend;
-use crate::scenario::kit::Explained;
-use crate::scenario::kit::{LessonSpec, Verdict};
+use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
     source: crate::scenario::book::TF1_DATA_PARALLEL,
@@ -199,48 +198,27 @@ pub(super) fn library_against_ring(bytes: u64, library: Estimate, ring: Estimate
 /// Decide the lesson from the largest size's times and the checks.
 pub(super) fn conclude(run: &mut RunRecord, sizes: &[SizeTimes], devices: usize) {
     let agree = run.checks_passed();
-    let (findings, here) = match sizes.last() {
+    let verdict = match sizes.last() {
         Some(last) if devices > 1 => {
             let r = last.ring_speedup();
             let figure = format!("at {}, parameter-server / ring", size_label(last.bytes));
-            (
-                vec![
-                    Finding::criterion(&figure, r, 1.0, Want::Above),
-                    Finding::checks("checks", agree),
-                ],
-                format!(
-                    "at {}, parameter-server / ring = {:.2}× on {devices} devices",
-                    size_label(last.bytes),
-                    r.value
-                ),
-            )
+            let findings = vec![
+                Finding::faster(&figure, r),
+                Finding::checks("checks", agree),
+            ];
+            let here = format!("{figure} = {:.2}× on {devices} devices", r.value);
+            Verdict::new(findings, here)
         }
-        _ => (vec![], "one device only".into()),
+        _ => Verdict::one_device("an all-reduce on one device moves nothing: no comparison."),
     };
-    let verdict = Verdict {
-        findings,
-        here,
-        book: None,
-    };
-    LESSON.conclude_or(
-        run,
-        &[],
-        verdict,
-        "an all-reduce on one device moves nothing: no comparison.",
-    );
+    LESSON.conclude(run, &[], verdict);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn est(median: f64, reach: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * (1.0 - reach),
-            hi: median * (1.0 + reach),
-        }
-    }
+    use crate::scenario::kit::explained::testing::around as est;
 
     fn size(bytes: u64, ring: f64, ps: f64) -> SizeTimes {
         SizeTimes {

@@ -19,7 +19,7 @@ use crate::machine::Limits;
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
-use crate::scenario::book::{A_CPU, A_GPU, PYTORCH_ASYNC, TF2_ASYNC};
+use crate::scenario::book::{A_GPU, NUMPY_PRODUCTS as NUMPY, PYTORCH_ASYNC, TF2_ASYNC};
 use crate::scenario::kit::{LessonSpec, Verdict, ALREADY_TRACING};
 use crate::units::{human_percent, human_time, significant};
 
@@ -43,13 +43,6 @@ const TF2_ASYNC_LOOP: BookFigure = BookFigure::seconds(
     None,
 )
 .per(1000);
-const NUMPY: BookFigure = BookFigure::seconds(
-    "NumPy: 10 × (randn + product) of 1000²",
-    0.2660,
-    PYTORCH_ASYNC,
-    A_CPU,
-)
-.products(10, 1000);
 const TORCH_UNSYNCED: BookFigure = BookFigure::seconds(
     "torch on a GPU: 10 × (randn + product) of 1000², without synchronize",
     0.0010,
@@ -95,36 +88,31 @@ pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) 
         e(Timed::ProductsPushOnly),
     );
     let too_little = products_pitfall.ratio().unwrap_or(Ratio::exact(f64::NAN));
-    let verdict = Verdict {
-        findings: vec![
-            Finding::criterion("sync / async", speedup, 1.0, Want::Above),
-            products_pitfall,
-        ],
-        here: format!(
-            "{} vs {} ({n} ops), {:.1}×; push-only reads {}",
-            human_time(e(Timed::Sync).median),
-            human_time(e(Timed::Async).median),
-            speedup.value,
-            match too_little.value {
-                v if v >= FAR_TOO_LITTLE => format!("{}× too little", significant(v)),
-                v => format!("{} of the products' time", human_percent(1.0 / v)),
-            },
-        ),
-        book: Some(format!(
-            "{}: {} sync vs {} async, {:.1}× (its Python front end; here {n} ops from Rust); {}: \
-             {} without sync vs {} with, {:.1}× too little (a GPU; here {products} products of \
-             {size}² on this device)",
-            TF2_ASYNC.cite(),
-            TF2_SYNC.printed(),
-            TF2_ASYNC_LOOP.printed(),
-            TF2_SYNC.value / TF2_ASYNC_LOOP.value,
-            PYTORCH_ASYNC.cite(),
-            TORCH_UNSYNCED.printed(),
-            TORCH_SYNCED.printed(),
-            TORCH_SYNCED.value / TORCH_UNSYNCED.value,
-        )),
-    };
-    LESSON.conclude(run, BOOK, verdict);
+    let here = format!(
+        "{} vs {} ({n} ops), {:.1}×; push-only reads {}",
+        human_time(e(Timed::Sync).median),
+        human_time(e(Timed::Async).median),
+        speedup.value,
+        match too_little.value {
+            v if v >= FAR_TOO_LITTLE => format!("{}× too little", significant(v)),
+            v => format!("{} of the products' time", human_percent(1.0 / v)),
+        },
+    );
+    let book = format!(
+        "{}: {} sync vs {} async, {:.1}× (its Python front end; here {n} ops from Rust); {}: {} \
+         without sync vs {} with, {:.1}× too little (a GPU; here {products} products of {size}² \
+         on this device)",
+        TF2_ASYNC.cite(),
+        TF2_SYNC.printed(),
+        TF2_ASYNC_LOOP.printed(),
+        TF2_SYNC.value / TF2_ASYNC_LOOP.value,
+        PYTORCH_ASYNC.cite(),
+        TORCH_UNSYNCED.printed(),
+        TORCH_SYNCED.printed(),
+        TORCH_SYNCED.value / TORCH_UNSYNCED.value,
+    );
+    let findings = vec![Finding::faster("sync / async", speedup), products_pitfall];
+    LESSON.conclude(run, BOOK, Verdict::new(findings, here).beside(book));
 }
 
 /// How far the products' push-only clock reads below their true time, next to the same gap
@@ -350,17 +338,8 @@ mod tests {
             .ends_with("push-only reads 100% of the products' time"));
     }
 
-    fn pitfall_run(medians: &[(Timed, f64)]) -> RunRecord {
-        let mut run = RunRecord::new("async", Map::new(), vec![]);
-        for (v, m) in medians {
-            let s = Summary::from_samples(&[*m * 0.99, *m, *m * 1.01, *m, *m]).expect("samples");
-            run.add_variants(vec![v.name().to_string()], vec![s], [None]);
-        }
-        run
-    }
-
     fn said(medians: &[(Timed, f64)]) -> String {
-        let mut run = pitfall_run(medians);
+        let mut run = run_with(medians);
         derive_pitfall(&mut run, 10, 1000);
         run.explanation.join(" ")
     }
@@ -396,10 +375,7 @@ mod tests {
 
     /// A run whose async variant took 1 ms for 1000 ops (1 µs per op).
     fn run_with_async() -> RunRecord {
-        let mut run = RunRecord::new("async", serde_json::Map::new(), vec![]);
-        let one_ms = crate::harness::Summary::from_samples(&[1e-3; 5]).expect("samples");
-        run.add_variants(vec!["async".into()], vec![one_ms], [None]);
-        run
+        run_with(&[(Timed::Async, 1e-3)])
     }
 
     #[test]

@@ -8,10 +8,11 @@
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
-use crate::scenario::book::{A_CPU, A_GPU, TF2_CPU_GPU};
+use crate::scenario::book::{A_GPU, TF2_CPU_GPU, TF2_CPU_PRODUCTS as CPU};
+use crate::scenario::kit::explained::compared;
 use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 use crate::scenario::Warning;
-use crate::units::{faster_or_slower, human_time};
+use crate::units::human_time;
 
 /// The medians the explanation quotes, with their 95% intervals.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +65,7 @@ impl DeviceTimes {
 
     /// The lesson's first criterion: the pair beats one after the other.
     pub(super) fn beats_sequential(&self) -> Finding {
-        Finding::criterion("(a + b) / parallel", self.speedup(), 1.0, Want::Above)
+        Finding::faster("(a + b) / parallel", self.speedup())
     }
 
     /// The lesson's second criterion: the pair takes about max(a, b).
@@ -91,7 +92,6 @@ const ABOUT_MAX: f64 = 0.8;
 pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
     let (speedup, overlap) = (f.speedup(), f.overlap());
     let mut out = Explained::default();
-    let sequential = f.beats_sequential();
     let lead = format!(
         "pushed together, A ({}) and B ({}) took {} against a + b = {} one after the other ({})",
         human_time(f.a.median),
@@ -100,19 +100,14 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
         human_time(f.sequential().median),
         speedup,
     );
-    out.sentences.push(match sequential.side() {
-        Side::Above | Side::Below => format!(
-            "{lead}: {}; overlap efficiency max(a, b)/parallel = {:.2} (1.0 is perfect overlap).",
-            faster_or_slower(speedup.value),
-            overlap.value
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable from one after the other here; overlap efficiency \
-             max(a, b)/parallel = {:.2} (1.0 is perfect overlap).",
-            overlap.value
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    });
+    let tail = format!(
+        "; overlap efficiency max(a, b)/parallel = {:.2} (1.0 is perfect overlap)",
+        overlap.value
+    );
+    let verdict = format!("{{}}{tail}");
+    let same = format!("indistinguishable from one after the other here{tail}");
+    out.sentences
+        .push(compared(&lead, speedup, [&verdict, &same, &verdict]));
     let limit = f.overlap_limit();
     let side = limit.side();
     if out.limit(limit.clone(), || Warning::OverlapAboveOne {
@@ -158,23 +153,17 @@ fn same_cores_sentence(f: &DeviceTimes, one_device: &str) -> String {
         human_time(f.one.median),
         r,
     );
-    match r.against(1.0) {
-        Side::Above => format!(
-            "{lead}: the two devices were {} — their products ran side by side, each on fewer cores.",
-            faster_or_slower(r.value)
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable here — each product already uses every core of its device, \
-             so splitting the cores into two devices gains nothing on a CPU; a GPU beside the CPU \
-             is what the book's two devices are."
-        ),
-        Side::Below => format!(
-            "{lead}: the two devices were {} — each product ran on fewer cores than the one \
-             device gives it.",
-            faster_or_slower(r.value)
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    }
+    compared(
+        &lead,
+        r,
+        [
+            "the two devices were {} — their products ran side by side, each on fewer cores",
+            "indistinguishable here — each product already uses every core of its device, so \
+             splitting the cores into two devices gains nothing on a CPU; a GPU beside the CPU is \
+             what the book's two devices are",
+            "the two devices were {} — each product ran on fewer cores than the one device gives it",
+        ],
+    )
 }
 
 /// What running both workloads on one device showed, against a + b measured on their own
@@ -187,24 +176,22 @@ fn one_device_sentence(f: &DeviceTimes, device: &str) -> String {
         human_time(f.sequential().median),
         ratio,
     );
-    match ratio.against(1.0) {
-        Side::Above => format!(
-            "{lead}: {} than a + b, beyond both intervals: back to back on one device cost less \
-             than the two apart added up, so {device} ran at least one of them faster than its \
-             own device did alone.",
-            faster_or_slower(ratio.value)
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable from a + b here: one device runs its lane's ops one after \
-             the other, so it gains nothing over running them apart."
-        ),
-        Side::Below => format!(
-            "{lead}: {} than a + b: one device runs its lane's ops one after the other, and here \
-             it also ran them slower than the two devices did.",
-            faster_or_slower(ratio.value)
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    }
+    let faster = format!(
+        "{{}} than a + b, beyond both intervals: back to back on one device cost less than the \
+         two apart added up, so {device} ran at least one of them faster than its own device did \
+         alone"
+    );
+    compared(
+        &lead,
+        ratio,
+        [
+            &faster,
+            "indistinguishable from a + b here: one device runs its lane's ops one after the \
+             other, so it gains nothing over running them apart",
+            "{} than a + b: one device runs its lane's ops one after the other, and here it also \
+             ran them slower than the two devices did",
+        ],
+    )
 }
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
@@ -213,13 +200,6 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
             above 1, and max(a, b) / parallel wholly above 0.8 (parallel within 1.25 × max)",
 };
 
-const CPU: BookFigure = BookFigure::seconds(
-    "10 products of 2000² on the CPU",
-    1.2657,
-    TF2_CPU_GPU,
-    A_CPU,
-)
-.products(10, 2000);
 const GPU: BookFigure = BookFigure::seconds(
     "10 products of 6000² on the GPU, not synchronized",
     0.0005,
@@ -243,49 +223,39 @@ pub(super) fn conclude(
     b_is_gpu: bool,
     sizes: (usize, usize),
 ) {
-    let verdict =
-        Verdict {
-            findings: vec![f.beats_sequential(), f.about_max()],
-            here: format!(
-                "a {}, b {}, both {}",
-                human_time(f.a.median),
-                human_time(f.b.median),
-                human_time(f.par.median)
-            ),
-            book: Some(format!(
-            "{}: CPU {}, GPU {}, both {} (the book's B a GPU with 6000²; here B is {} with {}², \
-             A {}²)",
-            TF2_CPU_GPU.cite(),
-            CPU.printed(),
-            GPU.printed(),
-            BOTH.printed(),
-            if b_is_gpu { "the GPU" } else { "a second CPU device" },
-            sizes.1,
-            sizes.0,
-        )),
-        };
-    LESSON.conclude(run, BOOK, verdict);
+    let here = format!(
+        "a {}, b {}, both {}",
+        human_time(f.a.median),
+        human_time(f.b.median),
+        human_time(f.par.median)
+    );
+    let book =
+        format!(
+        "{}: CPU {}, GPU {}, both {} (the book's B a GPU with 6000²; here B is {} with {}², A {}²)",
+        TF2_CPU_GPU.cite(),
+        CPU.printed(),
+        GPU.printed(),
+        BOTH.printed(),
+        if b_is_gpu { "the GPU" } else { "a second CPU device" },
+        sizes.1,
+        sizes.0,
+    );
+    let findings = vec![f.beats_sequential(), f.about_max()];
+    LESSON.conclude(run, BOOK, Verdict::new(findings, here).beside(book));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::Held;
-
-    fn tight(median: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * 0.995,
-            hi: median * 1.005,
-        }
-    }
+    use crate::scenario::kit::explained::testing::{around, spread, worded_within};
 
     fn times(a: f64, b: f64, par: f64, one: f64) -> DeviceTimes {
         DeviceTimes {
-            a: tight(a),
-            b: tight(b),
-            par: tight(par),
-            one: tight(one),
+            a: around(a, 0.005),
+            b: around(b, 0.005),
+            par: around(par, 0.005),
+            one: around(one, 0.005),
             bare_threads: None,
             same_cores: false,
         }
@@ -388,11 +358,7 @@ mod tests {
             medians in proptest::array::uniform4(0.5f64..2.0),
             reaches in proptest::array::uniform4((0.0f64..0.5, 0.0f64..0.5)),
         ) {
-            let est = |i: usize| Estimate {
-                median: medians[i],
-                lo: medians[i] * (1.0 - reaches[i].0),
-                hi: medians[i] * (1.0 + reaches[i].1),
-            };
+            let est = |i: usize| spread(medians[i], reaches[i]);
             let f = DeviceTimes {
                 a: est(0),
                 b: est(1),
@@ -403,36 +369,12 @@ mod tests {
             };
             let e = explain(&f, "cpu:1");
             let (seq_lo, seq_hi) = (f.a.lo + f.b.lo, f.a.hi + f.b.hi);
-            let said = |s: &str, lo: f64, hi: f64| -> Result<(), proptest::test_runner::TestCaseError> {
-                let (verdict_faster, verdict_slower) = (lo > 1.0, hi < 1.0);
-                proptest::prop_assert_eq!(s.contains("× faster"), verdict_faster, "{}", s);
-                proptest::prop_assert_eq!(s.contains("× slower"), verdict_slower, "{}", s);
-                proptest::prop_assert_eq!(
-                    s.contains("indistinguishable from"),
-                    !verdict_faster && !verdict_slower,
-                    "{}",
-                    s
-                );
-                Ok(())
-            };
-            said(&e.sentences[0], seq_lo / f.par.hi, seq_hi / f.par.lo)?;
+            worded_within(&e.sentences[0], seq_lo / f.par.hi, seq_hi / f.par.lo)?;
             let n = e.sentences.len();
-            said(&e.sentences[n - 2], seq_lo / f.one.hi, seq_hi / f.one.lo)?;
-            let same_cores = &e.sentences[n - 1];
-            let (lo, hi) = (f.one.lo / f.par.hi, f.one.hi / f.par.lo);
-            proptest::prop_assert_eq!(same_cores.contains("× faster"), lo > 1.0, "{}", same_cores);
-            proptest::prop_assert_eq!(same_cores.contains("× slower"), hi < 1.0, "{}", same_cores);
-            proptest::prop_assert_eq!(same_cores.contains("indistinguishable"), lo <= 1.0 && hi >= 1.0, "{}", same_cores);
+            worded_within(&e.sentences[n - 2], seq_lo / f.one.hi, seq_hi / f.one.lo)?;
+            worded_within(&e.sentences[n - 1], f.one.lo / f.par.hi, f.one.hi / f.par.lo)?;
             let overlap_lo = f.a.lo.max(f.b.lo) / f.par.hi;
             proptest::prop_assert_eq!(!e.warnings.is_empty(), overlap_lo > 1.0);
-        }
-    }
-
-    fn within_1pct(median: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * 0.99,
-            hi: median * 1.01,
         }
     }
 
@@ -440,10 +382,10 @@ mod tests {
     /// every surface shows of it: the table, the HTML page, the chapter's summary.
     fn surfaces(a: f64, b: f64, par: f64) -> (RunRecord, String, String, String) {
         let f = DeviceTimes {
-            a: within_1pct(a),
-            b: within_1pct(b),
-            par: within_1pct(par),
-            one: within_1pct(a + b),
+            a: around(a, 0.01),
+            b: around(b, 0.01),
+            par: around(par, 0.01),
+            one: around(a + b, 0.01),
             bare_threads: None,
             same_cores: false,
         };

@@ -73,30 +73,21 @@ pub(super) fn record_run(
     // Every synchronous variant must end where the baseline ends.
     let synchronous: Vec<&(Timed, Trained)> =
         trained.iter().filter(|(v, _)| v.is_synchronous()).collect();
+    let mut agreement = |name: String, a: &[f32], b: &[f32], lead: String| {
+        let (ok, rel) = agrees(a, b);
+        let why = diverged(&[a, b], cfg.lr);
+        let detail =
+            format!("{lead}difference {rel:.2e} of their norm (tolerance {AGREEMENT:.0e}){why}");
+        run.check(&name, ok, detail);
+    };
     for (v, t) in synchronous.iter().copied() {
-        let (ok, rel) = agrees(&reference.1.weights, &t.weights);
-        run.check(
-            &format!("{} equals {} SGD", v.name(), reference.0.name()),
-            ok,
-            format!(
-                "{} parameters after {} steps, difference {rel:.2e} of their norm \
-                 (tolerance {AGREEMENT:.0e}){}",
-                t.weights.len(),
-                cfg.steps,
-                diverged(&[&reference.1.weights, &t.weights], cfg.lr)
-            ),
-        );
+        let name = format!("{} equals {} SGD", v.name(), reference.0.name());
+        let lead = format!("{} parameters after {} steps, ", t.weights.len(), cfg.steps);
+        agreement(name, &reference.1.weights, &t.weights, lead);
     }
     if let [a, b, ..] = synchronous.as_slice() {
-        let (ok, rel) = agrees(&a.1.weights, &b.1.weights);
-        run.check(
-            &format!("{} and {} give the same parameters", a.0.name(), b.0.name()),
-            ok,
-            format!(
-                "difference {rel:.2e} of their norm (tolerance {AGREEMENT:.0e}){}",
-                diverged(&[&a.1.weights, &b.1.weights], cfg.lr)
-            ),
-        );
+        let name = format!("{} and {} give the same parameters", a.0.name(), b.0.name());
+        agreement(name, &a.1.weights, &b.1.weights, String::new());
     }
 
     let mut variants = Vec::new();
@@ -419,10 +410,10 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
         .filter(|(_, r)| r.value.is_finite())
         .max_by(|a, b| a.1.value.total_cmp(&b.1.value));
     let agree = run.checks_passed();
-    let (findings, here) = match fastest {
-        Some((v, r)) => (
+    let verdict = match fastest {
+        Some((v, r)) => Verdict::new(
             vec![
-                Finding::criterion(&format!("one-device / {}", v.name()), r, 1.0, Want::Above),
+                Finding::faster(&format!("one-device / {}", v.name()), r),
                 Finding::checks("agreement checks", agree),
             ],
             format!(
@@ -431,19 +422,9 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
                 r.value
             ),
         ),
-        None => (vec![], "one device only".into()),
+        None => Verdict::one_device("no synchronous scheme on more than one device was timed."),
     };
-    let verdict = Verdict {
-        findings,
-        here,
-        book: None,
-    };
-    LESSON.conclude_or(
-        run,
-        &[],
-        verdict,
-        "no synchronous scheme on more than one device was timed.",
-    );
+    LESSON.conclude(run, &[], verdict);
 }
 
 /// Why an agreement check compares no numbers: `"; the training diverged …"` where a run's

@@ -2,12 +2,13 @@
 //! sentence and label quotes; the lesson of §8.3's exercise.
 
 use super::program::{Kind, Node};
-use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::evidence::{Estimate, Ratio};
 use crate::report::finding::{Finding, Want};
 use crate::report::RunRecord;
 use crate::scenario::book;
+use crate::scenario::kit::explained::compared;
 use crate::scenario::kit::{Explained, LessonSpec, Verdict};
-use crate::units::{faster_or_slower, human_time};
+use crate::units::human_time;
 
 /// How many ops a run pushes, counted once from the program: every sentence and label quotes
 /// these.
@@ -87,6 +88,9 @@ impl Schedules {
     }
 }
 
+/// Asynchrony's words where it lost: the one device pushed at once was slower than op by op.
+const ASYNC_SLOWER: &str = "{} here, beyond both medians' intervals";
+
 /// What the figures show, each effect credited within its interval: asynchrony alone (one
 /// device, op by op against pushed at once) and inter-op parallelism on top (the same cores
 /// split into devices, both pushed at once), then the traced samples against their own bound.
@@ -102,21 +106,16 @@ pub(super) fn explain(f: &Schedules) -> Explained {
         human_time(f.op_by_op.median),
         asynchrony,
     );
-    out.sentences.push(match asynchrony.against(1.0) {
-        Side::Above => format!(
-            "{lead}: {} — no op waited for the front end's round trip before the next was pushed.",
-            faster_or_slower(asynchrony.value)
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable here — each op already uses every core of its device, so \
-             letting them queue saves only the round trips, which these ops dwarf."
-        ),
-        Side::Below => format!(
-            "{lead}: {} here, beyond both medians' intervals.",
-            faster_or_slower(asynchrony.value)
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    });
+    out.sentences.push(compared(
+        &lead,
+        asynchrony,
+        [
+            "{} — no op waited for the front end's round trip before the next was pushed",
+            "indistinguishable here — each op already uses every core of its device, so letting \
+             them queue saves only the round trips, which these ops dwarf",
+            ASYNC_SLOWER,
+        ],
+    ));
     let parallelism = f.parallelism();
     if f.devices == 1 {
         out.sentences.push(
@@ -134,25 +133,22 @@ pub(super) fn explain(f: &Schedules) -> Explained {
             human_time(f.one_device.median),
             parallelism,
         );
-        out.sentences.push(match parallelism.against(1.0) {
-            Side::Above => format!(
-                "{lead}: {} — independent ops of the DAG ran side by side, each on fewer cores, \
-                 and finished sooner than one after the other on all of them.",
-                faster_or_slower(parallelism.value)
-            ),
-            Side::Within => format!(
-                "{lead}: indistinguishable here — {} lanes of fewer threads match one lane of all \
-                 of them: what side-by-side ops gain, the hand-offs and copies between devices \
-                 cost.",
-                f.devices
-            ),
-            Side::Below => format!(
-                "{lead}: {} — an op that reads a slot another device wrote waits for a hand-off \
-                 and a copy of it to its own device, and each op has fewer cores.",
-                faster_or_slower(parallelism.value)
-            ),
-            Side::Unknown => format!("{lead}: not measured."),
-        });
+        let same = format!(
+            "indistinguishable here — {} lanes of fewer threads match one lane of all of them: \
+             what side-by-side ops gain, the hand-offs and copies between devices cost",
+            f.devices
+        );
+        out.sentences.push(compared(
+            &lead,
+            parallelism,
+            [
+                "{} — independent ops of the DAG ran side by side, each on fewer cores, and \
+                 finished sooner than one after the other on all of them",
+                &same,
+                "{} — an op that reads a slot another device wrote waits for a hand-off and a \
+                 copy of it to its own device, and each op has fewer cores",
+            ],
+        ));
     }
     out.sentences.push(format!(
         "each parallel sample is traced: its ops ran for {} in all, {} along the longest chain of \
@@ -185,22 +181,20 @@ pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: u
         human_time(f.op_by_op.median),
         asynchrony,
     );
-    out.sentences.push(match asynchrony.against(1.0) {
-        Side::Above => format!(
-            "{lead}: {} — the GPU ran the queued ops back to back instead of idling through a \
-             host round trip after each.",
-            faster_or_slower(asynchrony.value)
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable here — at {size}² the ops' own GPU time dwarfs the round \
-             trip op by op adds."
-        ),
-        Side::Below => format!(
-            "{lead}: {} here, beyond both medians' intervals.",
-            faster_or_slower(asynchrony.value)
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    });
+    let same = format!(
+        "indistinguishable here — at {size}² the ops' own GPU time dwarfs the round trip op by \
+         op adds"
+    );
+    out.sentences.push(compared(
+        &lead,
+        asynchrony,
+        [
+            "{} — the GPU ran the queued ops back to back instead of idling through a host round \
+             trip after each",
+            &same,
+            ASYNC_SLOWER,
+        ],
+    ));
     if streams == 1 {
         out.sentences.push(
             "parallelism: with --streams 1 every op runs on one stream, so there is none to add \
@@ -218,24 +212,24 @@ pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: u
         human_time(f.one_device.median),
         parallelism,
     );
-    out.sentences.push(match parallelism.against(1.0) {
-        Side::Above => format!(
-            "{lead}: {} — independent ops ran side by side on the GPU, each too small at \
-             {size}² to fill it alone.",
-            faster_or_slower(parallelism.value)
-        ),
-        Side::Within => format!(
-            "{lead}: indistinguishable here — an op of {size}² keeps the GPU busy on its own, so \
-             a second stream finds little to fill (the chapter: automatic parallelism rarely \
-             helps big ops)."
-        ),
-        Side::Below => format!(
-            "{lead}: {} — the events between streams and ops competing for the GPU cost more \
-             than running side by side gained.",
-            faster_or_slower(parallelism.value)
-        ),
-        Side::Unknown => format!("{lead}: not measured."),
-    });
+    let faster = format!(
+        "{{}} — independent ops ran side by side on the GPU, each too small at {size}² to fill it \
+         alone"
+    );
+    let same = format!(
+        "indistinguishable here — an op of {size}² keeps the GPU busy on its own, so a second \
+         stream finds little to fill (the chapter: automatic parallelism rarely helps big ops)"
+    );
+    out.sentences.push(compared(
+        &lead,
+        parallelism,
+        [
+            &faster,
+            &same,
+            "{} — the events between streams and ops competing for the GPU cost more than \
+             running side by side gained",
+        ],
+    ));
     out
 }
 
@@ -251,30 +245,23 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
 pub(super) fn conclude(run: &mut RunRecord, f: &Schedules) {
     let identical = run.checks_passed();
     let (asynchrony, parallelism) = (f.asynchrony(), f.parallelism());
-    let verdict = Verdict {
-        findings: vec![
-            Finding::checks("checks", identical),
-            Finding::criterion(
-                "op-by-op / parallel",
-                Ratio::of(f.op_by_op, f.parallel),
-                1.0,
-                Want::Above,
-            ),
-            Finding::observation("asynchrony_speedup", asynchrony, 1.0, Want::Above),
-            Finding::observation("parallelism_speedup", parallelism, 1.0, Want::Above),
-        ],
-        here: format!(
-            "asynchrony {:.2}×, parallelism {:.2}×",
-            asynchrony.value, parallelism.value
-        ),
-        book: None,
-    };
-    LESSON.conclude(run, &[], verdict);
+    let findings = vec![
+        Finding::checks("checks", identical),
+        Finding::faster("op-by-op / parallel", Ratio::of(f.op_by_op, f.parallel)),
+        Finding::observation("asynchrony_speedup", asynchrony, 1.0, Want::Above),
+        Finding::observation("parallelism_speedup", parallelism, 1.0, Want::Above),
+    ];
+    let here = format!(
+        "asynchrony {:.2}×, parallelism {:.2}×",
+        asynchrony.value, parallelism.value
+    );
+    LESSON.conclude(run, &[], Verdict::new(findings, here));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::kit::explained::testing::{around, spread, worded_within};
 
     const OPS: OpCounts = OpCounts {
         products: 3,
@@ -301,11 +288,7 @@ mod tests {
     }
 
     fn tight(median: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * 0.99,
-            hi: median * 1.01,
-        }
+        around(median, 0.01)
     }
 
     #[test]
@@ -376,15 +359,6 @@ mod tests {
         assert!(!all.contains("side by side, each"), "{all}");
     }
 
-    /// The word an explanation sentence uses for a ratio's side, and whether it may.
-    fn words(sentence: &str) -> (bool, bool, bool) {
-        (
-            sentence.contains("faster"),
-            sentence.contains("slower"),
-            sentence.contains("indistinguishable"),
-        )
-    }
-
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
@@ -397,19 +371,11 @@ mod tests {
             medians in proptest::array::uniform3(0.5f64..2.0),
             reaches in proptest::array::uniform3((0.0f64..0.6, 0.0f64..0.6)),
         ) {
-            let est = |i: usize| Estimate {
-                median: medians[i],
-                lo: medians[i] * (1.0 - reaches[i].0 * 0.9),
-                hi: medians[i] * (1.0 + reaches[i].1),
-            };
+            let est = |i: usize| spread(medians[i], (reaches[i].0 * 0.9, reaches[i].1));
             let (seq, one, par) = (est(0), est(1), est(2));
             let e = explain(&schedules(seq, one, par));
             for (sentence, (a, b)) in e.sentences[..2].iter().zip([(seq, one), (one, par)]) {
-                let (lo, hi) = (a.lo / b.hi, a.hi / b.lo);
-                let (faster, slower, same) = words(sentence);
-                proptest::prop_assert_eq!(faster, lo > 1.0, "{}", sentence);
-                proptest::prop_assert_eq!(slower, hi < 1.0, "{}", sentence);
-                proptest::prop_assert_eq!(same, lo <= 1.0 && hi >= 1.0, "{}", sentence);
+                worded_within(sentence, a.lo / b.hi, a.hi / b.lo)?;
             }
         }
     }

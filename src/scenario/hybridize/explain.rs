@@ -33,7 +33,7 @@ impl Passes {
 
     /// The lesson's criterion: replaying beats op by op.
     pub(super) fn replay_wins(&self) -> Finding {
-        Finding::criterion("imperative / hybridized", self.speedup(), 1.0, Want::Above)
+        Finding::faster("imperative / hybridized", self.speedup())
     }
 }
 
@@ -95,36 +95,24 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
 
 /// Decide the lesson from the medians.
 pub(super) fn conclude(run: &mut RunRecord, f: &Passes) {
-    let r = f.speedup();
-    let verdict = Verdict {
-        findings: vec![f.replay_wins()],
-        here: format!(
-            "{} vs {} per pass, {:.2}×",
-            crate::units::human_time(f.imp.median / f.passes as f64),
-            crate::units::human_time(f.hyb.median / f.passes as f64),
-            r.value
-        ),
-        book: None,
-    };
-    LESSON.conclude(run, &[], verdict);
+    let here = format!(
+        "{} vs {} per pass, {:.2}×",
+        human_time(f.imp.median / f.passes as f64),
+        human_time(f.hyb.median / f.passes as f64),
+        f.speedup().value
+    );
+    LESSON.conclude(run, &[], Verdict::new(vec![f.replay_wins()], here));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tight(median: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * 0.995,
-            hi: median * 1.005,
-        }
-    }
+    use crate::scenario::kit::explained::testing::{around, spread};
 
     fn medians(imp: f64, hyb: f64) -> Passes {
         Passes {
-            imp: tight(imp),
-            hyb: tight(hyb),
+            imp: around(imp, 0.005),
+            hyb: around(hyb, 0.005),
             passes: 100,
             ops_per_pass: 6,
             gpu: false,
@@ -181,9 +169,8 @@ mod tests {
             hyb in 0.5f64..2.0,
             reaches in proptest::array::uniform2((0.0f64..0.5, 0.0f64..0.5)),
         ) {
-            let est = |m: f64, (lo, hi): (f64, f64)| Estimate { median: m, lo: m * (1.0 - lo), hi: m * (1.0 + hi) };
             let mut f = medians(imp, hyb);
-            (f.imp, f.hyb) = (est(imp, reaches[0]), est(hyb, reaches[1]));
+            (f.imp, f.hyb) = (spread(imp, reaches[0]), spread(hyb, reaches[1]));
             let e = explain(&f);
             let (lo, hi) = (f.imp.lo / f.hyb.hi, f.imp.hi / f.hyb.lo);
             let text = e.sentences.join(" ");

@@ -2,9 +2,11 @@
 //! computed by a scenario's pure `explain` from its typed summary and recorded on the run in
 //! one place ([`Explained::record`]).
 
+use crate::report::evidence::{Ratio, Side};
 use crate::report::finding::Finding;
 use crate::report::RunRecord;
 use crate::scenario::Warning;
+use crate::units::faster_or_slower;
 
 /// What a run's figures show (sentences) and which figures lie outside their physical range
 /// (warnings, each with its likely cause). Scenarios compute it from plain numbers, so tests
@@ -45,8 +47,88 @@ impl Explained {
     }
 }
 
+/// The sentence a comparison with 1 reads as, chosen by the side the ratio's interval lies on:
+/// `{lead}: `, the words for that side (`[above, within, below]`) with the verdict (`1.50×
+/// faster`, `1.20× slower`) where they hold `{}`, and a full stop; `{lead}: not measured.` when
+/// it was not. The one wording of "faster" and "indistinguishable" a scenario's sentence gets.
+pub fn compared(lead: &str, r: Ratio, [above, within, below]: [&str; 3]) -> String {
+    let words = match r.against(1.0) {
+        Side::Above => above,
+        Side::Within => within,
+        Side::Below => below,
+        Side::Unknown => "not measured",
+    };
+    format!(
+        "{lead}: {}.",
+        words.replace("{}", &faster_or_slower(r.value))
+    )
+}
+
 /// The likely cause of a figure outside its range when it compares medians of variants timed
 /// in different rounds.
 pub const BETWEEN_ROUNDS: &str =
     "likely noise between rounds: the variants are timed in different \
      rounds, and few samples leave their medians loose; raise --min-samples for firmer medians";
+
+/// What the scenarios' explanation tests share: estimates around a median, and the check that
+/// a sentence words a comparison no further than its interval allows.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::report::evidence::Estimate;
+    use proptest::test_runner::TestCaseError;
+
+    /// `median` with an interval reaching `below` and `above` of it, as fractions of it.
+    pub(crate) fn spread(median: f64, (below, above): (f64, f64)) -> Estimate {
+        Estimate {
+            median,
+            lo: median * (1.0 - below),
+            hi: median * (1.0 + above),
+        }
+    }
+
+    /// `median` with an interval reaching `reach` of it either side.
+    pub(crate) fn around(median: f64, reach: f64) -> Estimate {
+        spread(median, (reach, reach))
+    }
+
+    /// `sentence` says `× faster` only when `lo`–`hi` (computed by the test from the raw
+    /// bounds) lies wholly above 1, `× slower` only wholly below, `indistinguishable` only
+    /// across it.
+    pub(crate) fn worded_within(sentence: &str, lo: f64, hi: f64) -> Result<(), TestCaseError> {
+        proptest::prop_assert_eq!(sentence.contains("× faster"), lo > 1.0, "{}", sentence);
+        proptest::prop_assert_eq!(sentence.contains("× slower"), hi < 1.0, "{}", sentence);
+        let across = lo <= 1.0 && hi >= 1.0;
+        proptest::prop_assert_eq!(
+            sentence.contains("indistinguishable"),
+            across,
+            "{}",
+            sentence
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comparison_is_worded_by_the_side_its_interval_lies_on() {
+        let r = |lo: f64, hi: f64| Ratio {
+            value: (lo + hi) / 2.0,
+            lo,
+            hi,
+        };
+        let words = ["{} here", "indistinguishable here", "{}, beyond"];
+        assert_eq!(compared("a", r(1.2, 1.4), words), "a: 1.30× faster here.");
+        assert_eq!(
+            compared("a", r(0.9, 1.1), words),
+            "a: indistinguishable here."
+        );
+        assert_eq!(
+            compared("a", r(0.4, 0.6), words),
+            "a: 2.00× slower, beyond."
+        );
+        assert_eq!(compared("a", r(f64::NAN, 1.0), words), "a: not measured.");
+    }
+}

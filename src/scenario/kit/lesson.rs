@@ -24,6 +24,36 @@ pub struct Verdict {
     pub here: String,
     /// The book's comparable figure in a few words, with what differs.
     pub book: Option<String>,
+    /// The evidence when no criterion could be measured (one device: nothing to compare).
+    pub unmeasured: &'static str,
+}
+
+impl Verdict {
+    /// The lesson's findings and the reader's figure in a few words.
+    pub fn new(findings: Vec<Finding>, here: String) -> Verdict {
+        Verdict {
+            findings,
+            here,
+            book: None,
+            unmeasured: "",
+        }
+    }
+
+    /// No criterion measured on one device, and why that leaves nothing to compare.
+    pub fn one_device(why: &'static str) -> Verdict {
+        Verdict {
+            unmeasured: why,
+            ..Verdict::new(vec![], "one device only".into())
+        }
+    }
+
+    /// The same, with the book's comparable figure beside the reader's.
+    pub fn beside(self, book: String) -> Verdict {
+        Verdict {
+            book: Some(book),
+            ..self
+        }
+    }
 }
 
 impl LessonSpec {
@@ -31,18 +61,6 @@ impl LessonSpec {
     /// run; a book figure that no device could have produced gets its sentence in the
     /// explanation. The findings join the run's, where every surface reads them.
     pub fn conclude(&self, run: &mut RunRecord, book: &[BookFigure], verdict: Verdict) {
-        self.conclude_or(run, book, verdict, "");
-    }
-
-    /// [`conclude`](Self::conclude), with the evidence to give when no criterion could be
-    /// measured (one device only: nothing to compare).
-    pub fn conclude_or(
-        &self,
-        run: &mut RunRecord,
-        book: &[BookFigure],
-        verdict: Verdict,
-        unmeasured: &str,
-    ) {
         run.book = book.to_vec();
         run.explanation
             .extend(book.iter().filter_map(BookFigure::doubt));
@@ -50,6 +68,7 @@ impl LessonSpec {
             findings,
             here,
             book,
+            unmeasured,
         } = verdict;
         run.findings.extend(findings.iter().cloned());
         let held = run.held_from_findings();
@@ -95,14 +114,13 @@ mod tests {
             lo,
             hi,
         };
-        Verdict {
-            findings: vec![
+        Verdict::new(
+            vec![
                 Finding::checks("checks", checks),
                 Finding::criterion("a / b", r, 1.0, Want::Above),
             ],
-            here: "here".into(),
-            book: None,
-        }
+            "here".into(),
+        )
     }
 
     #[test]
@@ -138,14 +156,11 @@ mod tests {
     #[test]
     fn no_criterion_measured_is_inconclusive_with_the_reason() {
         let mut run = RunRecord::new("x", Map::new(), vec![]);
-        let v = Verdict {
-            findings: vec![],
-            here: "one device only".into(),
-            book: None,
-        };
-        SPEC.conclude_or(&mut run, &[], v, "one device: nothing to compare.");
+        let v = Verdict::one_device("one device: nothing to compare.");
+        SPEC.conclude(&mut run, &[], v);
         let lesson = run.lesson.expect("lesson");
         assert_eq!(lesson.held, Held::Inconclusive);
+        assert_eq!(lesson.here, "one device only");
         assert_eq!(lesson.evidence, "one device: nothing to compare.");
     }
 }

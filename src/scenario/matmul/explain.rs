@@ -8,6 +8,7 @@ use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book;
 use crate::scenario::kit::{gflops, LessonSpec, Verdict};
+use crate::scenario::Warning;
 
 /// What the run showed: the rate of `ops` products of m×k · k×n taking `median` seconds in all,
 /// and the time of one product, both from that one median.
@@ -37,7 +38,7 @@ pub(super) fn explain_run(measured: &mut Measured, fma: &Probe<FmaPeak>) {
             run.record(FRACTION_OF_PEAK, fraction);
             run.explanation.push(sentence);
             if fraction > ABOVE_PEAK {
-                run.warn(above_peak(fraction));
+                run.warn(Warning::AboveFmaPeak { fraction }.to_string());
             }
         }
         (Some(_), Probe::NotMeasured(why)) => run.unmeasured(
@@ -59,22 +60,7 @@ pub(super) const LESSON: LessonSpec = LessonSpec {
 /// How far the median's interval may reach for the rate to serve as a yardstick.
 const STEADY: f64 = 0.10;
 
-const TF2_CPU: BookFigure = BookFigure::seconds(
-    "10 products of 2000² on the CPU",
-    1.2657,
-    book::TF2_CPU_GPU,
-    book::A_CPU,
-)
-.products(10, 2000);
-const NUMPY: BookFigure = BookFigure::seconds(
-    "NumPy: 10 × (randn + product) of 1000²",
-    0.2660,
-    book::PYTORCH_ASYNC,
-    book::A_CPU,
-)
-.products(10, 1000);
-
-pub(super) const BOOK: &[BookFigure] = &[TF2_CPU, NUMPY];
+pub(super) const BOOK: &[BookFigure] = &[book::TF2_CPU_PRODUCTS, book::NUMPY_PRODUCTS];
 
 /// Decide the lesson from the check and the median's interval.
 fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device: &str) {
@@ -83,49 +69,37 @@ fn conclude(run: &mut RunRecord, rate: f64, shape: (usize, usize, usize), device
         .median_uncertainty(Timed::Matmul.name())
         .unwrap_or(f64::NAN);
     let rate_of = |f: &BookFigure| f.implied_flops().map_or(f64::NAN, |r| r / 1e9);
-    let verdict = Verdict {
-        findings: vec![
-            Finding::checks("reference check", matches),
-            Finding::exact(
-                "the median's 95% interval's reach",
-                reach,
-                STEADY,
-                Want::Below,
-            )
-            .in_percent(),
-        ],
-        here: format!("{rate:.1} GFLOP/s"),
-        book: Some(format!(
-            "{}: {} for 10 × 2000², {:.0} GFLOP/s; {}: NumPy {}, {:.0} GFLOP/s with its randn \
-             (CPUs not named; here {}×{}×{} on {device})",
-            book::TF2_CPU_GPU.cite(),
-            TF2_CPU.printed(),
-            rate_of(&TF2_CPU),
-            book::PYTORCH_ASYNC.cite(),
-            NUMPY.printed(),
-            rate_of(&NUMPY),
-            shape.0,
-            shape.1,
-            shape.2,
-        )),
-    };
+    let (cpu, numpy) = (&book::TF2_CPU_PRODUCTS, &book::NUMPY_PRODUCTS);
+    let book = format!(
+        "{}: {} for 10 × 2000², {:.0} GFLOP/s; {}: NumPy {}, {:.0} GFLOP/s with its randn (CPUs \
+         not named; here {}×{}×{} on {device})",
+        book::TF2_CPU_GPU.cite(),
+        cpu.printed(),
+        rate_of(cpu),
+        book::PYTORCH_ASYNC.cite(),
+        numpy.printed(),
+        rate_of(numpy),
+        shape.0,
+        shape.1,
+        shape.2,
+    );
+    let steady = Finding::exact(
+        "the median's 95% interval's reach",
+        reach,
+        STEADY,
+        Want::Below,
+    );
+    let findings = vec![
+        Finding::checks("reference check", matches),
+        steady.in_percent(),
+    ];
+    let verdict = Verdict::new(findings, format!("{rate:.1} GFLOP/s")).beside(book);
     LESSON.conclude(run, BOOK, verdict);
 }
 
 /// A fraction of the FMA peak above this is outside the physical range: the peak was read
 /// low (probes and run alike read within a few percent of each other on a quiet machine).
 const ABOVE_PEAK: f64 = 1.05;
-
-/// Why a product can read above the peak.
-fn above_peak(fraction: f64) -> String {
-    format!(
-        "the products ran at {} of the FMA peak measured before the run: the machine was busier \
-         while the peak was measured (another process on its cores) than during the run, so \
-         the peak, and fraction_of_peak, read wrong; parbench devices --probe on a quiet \
-         machine measures it again",
-        crate::units::human_percent(fraction)
-    )
-}
 
 /// How close `rate` GFLOP/s on `threads` threads came to the FMA peak, as a fraction, and in
 /// words that quote the very peak it is a fraction of.
@@ -202,6 +176,7 @@ mod tests {
         assert_eq!(of_peak(277.0, 2, &issue).1, "277.0 GFLOP/s is 139% of this machine's AVX-512 FMA peak on 2 cores: 199.2 GFLOP/s (its 2 cores at once, measured by parbench before the run).");
         // More threads than cores: the peak of all cores.
         assert_eq!(of_peak(354.6, 8, &peak).0, 1.0);
-        assert!(above_peak(1.17).starts_with("the products ran at 117% of the FMA peak"));
+        let above = Warning::AboveFmaPeak { fraction: 1.17 }.to_string();
+        assert!(above.starts_with("the products ran at 117% of the FMA peak"));
     }
 }

@@ -47,23 +47,20 @@ fn conclude(run: &mut RunRecord, memory_ratio: f64) {
         Estimate::of(run, Timed::Unbounded.name()),
     );
     // The peaks are exact counts of the tracker, not samples: no interval to reach across.
-    let verdict = Verdict {
-        findings: vec![
-            Finding::exact(
-                "unbounded / bounded peak",
-                memory_ratio,
-                FAR_LESS,
-                Want::Above,
-            ),
-            Finding::criterion("bounded / unbounded time", time, ABOUT_SAME, Want::Below),
-        ],
-        here: format!(
-            "{memory_ratio:.1}× less memory, {:.2}× the time",
-            time.value
+    let findings = vec![
+        Finding::exact(
+            "unbounded / bounded peak",
+            memory_ratio,
+            FAR_LESS,
+            Want::Above,
         ),
-        book: None,
-    };
-    LESSON.conclude(run, &[], verdict);
+        Finding::criterion("bounded / unbounded time", time, ABOUT_SAME, Want::Below),
+    ];
+    let here = format!(
+        "{memory_ratio:.1}× less memory, {:.2}× the time",
+        time.value
+    );
+    LESSON.conclude(run, &[], Verdict::new(findings, here));
 }
 
 /// What the peaks show, from the peak live bytes of each variant in order (unbounded,

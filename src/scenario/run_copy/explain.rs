@@ -50,12 +50,7 @@ impl CopyOverlap {
 
     /// The lesson's criterion: copies overlap compute.
     pub(super) fn copies_overlap(&self) -> Finding {
-        Finding::criterion(
-            "run-then-copy / overlapped",
-            self.speedup(),
-            1.0,
-            Want::Above,
-        )
+        Finding::faster("run-then-copy / overlapped", self.speedup())
     }
 
     /// (run + copy) / overlapped: its ceiling is (run + copy) / ideal, not 1.
@@ -172,45 +167,40 @@ pub(super) const BOOK: &[BookFigure] = &[GPU_RUN, COPY, RUN_AND_COPY];
 pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: usize) {
     // The book's run and copy together below its run alone: neither clock waited.
     let neither_waited = RUN_AND_COPY.value < GPU_RUN.value;
-    let verdict = Verdict {
-        findings: vec![f.copies_overlap()],
-        here: format!(
-            "run {}, copy {}, overlapped {}",
-            human_time(f.run.median),
-            human_time(f.copy.median),
-            human_time(f.overlapped.median)
-        ),
-        book: Some(format!(
-            "{}: run {}, copy {}, run and copy {}{} (a GPU, 6000²; here {}, {size}²)",
-            TF2_RUN_COPY.cite(),
-            GPU_RUN.printed(),
-            COPY.printed(),
-            RUN_AND_COPY.printed(),
-            if neither_waited {
-                ", less than its run alone: its clocks did not wait"
-            } else {
-                ""
-            },
-            if gpu {
-                "the GPU"
-            } else {
-                "a CPU device standing in"
-            },
-        )),
-    };
+    let here = format!(
+        "run {}, copy {}, overlapped {}",
+        human_time(f.run.median),
+        human_time(f.copy.median),
+        human_time(f.overlapped.median)
+    );
+    let book = format!(
+        "{}: run {}, copy {}, run and copy {}{} (a GPU, 6000²; here {}, {size}²)",
+        TF2_RUN_COPY.cite(),
+        GPU_RUN.printed(),
+        COPY.printed(),
+        RUN_AND_COPY.printed(),
+        if neither_waited {
+            ", less than its run alone: its clocks did not wait"
+        } else {
+            ""
+        },
+        if gpu {
+            "the GPU"
+        } else {
+            "a CPU device standing in"
+        },
+    );
+    let verdict = Verdict::new(vec![f.copies_overlap()], here).beside(book);
     LESSON.conclude(run, BOOK, verdict);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::kit::explained::testing::{around, spread};
 
     fn tight(median: f64) -> Estimate {
-        Estimate {
-            median,
-            lo: median * 0.995,
-            hi: median * 1.005,
-        }
+        around(median, 0.005)
     }
 
     /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
@@ -319,11 +309,7 @@ mod tests {
             medians in proptest::array::uniform4(0.3f64..2.0),
             reaches in proptest::array::uniform4((0.0f64..0.5, 0.0f64..0.5)),
         ) {
-            let est = |i: usize| Estimate {
-                median: medians[i],
-                lo: medians[i] * (1.0 - reaches[i].0),
-                hi: medians[i] * (1.0 + reaches[i].1),
-            };
+            let est = |i: usize| spread(medians[i], reaches[i]);
             let f = CopyOverlap {
                 ops: 10,
                 run: est(0),
