@@ -303,10 +303,20 @@ impl Finding {
 /// indistinguishable`.
 fn side_words(side: Side, bound: &str) -> String {
     match side {
-        Side::Above => format!("wholly above {bound}"),
-        Side::Below => format!("wholly below {bound}"),
-        Side::Within => format!("reaching across {bound}: indistinguishable"),
         Side::Unknown => "not measured".to_string(),
+        Side::Within => format!("{} {bound}: indistinguishable", side_phrase(side)),
+        _ => format!("{} {bound}", side_phrase(side)),
+    }
+}
+
+/// The words that put a figure on its side of a bound named after them: `wholly above`,
+/// `wholly below`, `reaching across`, `not measured against`.
+pub fn side_phrase(side: Side) -> &'static str {
+    match side {
+        Side::Above => "wholly above",
+        Side::Below => "wholly below",
+        Side::Within => "reaching across",
+        Side::Unknown => "not measured against",
     }
 }
 

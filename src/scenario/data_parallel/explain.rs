@@ -14,7 +14,7 @@ use super::{mlp, CollectiveLane, Config, Participants, Setup, Timed, EVAL_ROWS};
 use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS, PARAMETERS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
 use crate::report::evidence::{Estimate, Ratio, Side};
-use crate::report::finding::{Finding, Want};
+use crate::report::finding::{side_phrase, Finding, Want};
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::kit::{Explained, LessonSpec, Verdict};
 use crate::scenario::Warning;
@@ -356,12 +356,7 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
         Side::Within => format!("indistinguishable from {plain}"),
         Side::Unknown => format!("not compared with {plain}"),
     };
-    let goal = match o.efficiency.against(EFFICIENCY_GOAL) {
-        Side::Above => "wholly above",
-        Side::Below => "wholly below",
-        Side::Within => "reaching across",
-        Side::Unknown => "not measured against",
-    };
+    let goal = side_phrase(o.efficiency.against(EFFICIENCY_GOAL));
     let mut s = format!(
         "{name} in {}: {plain} / {name} = {} ({against}); its scaling efficiency, \
          {:.2} (95% interval {:.2}–{:.2}), is {goal} {EFFICIENCY_GOAL}",
