@@ -68,25 +68,19 @@ pub(super) const BOOK: &[BookFigure] = &[
 ];
 
 /// The lesson's second criterion, which the pitfall's sentence is chosen by too: how many
-/// times too little the push-only clock reads on `true_time`'s work.
-pub(super) fn reads_too_little(figure: &str, true_time: Estimate, pushed: Estimate) -> Finding {
-    Finding::criterion(
-        figure,
-        Ratio::of(true_time, pushed),
-        FAR_TOO_LITTLE,
-        Want::Above,
-    )
+/// times too little the `pushed` variant's clock reads on `true_time`'s work.
+pub(super) fn reads_too_little(run: &RunRecord, true_time: Timed, pushed: Timed) -> Finding {
+    let figure = format!("{} / {}", true_time.name(), pushed.name());
+    let e = |v: Timed| Estimate::of(run, v.name());
+    let r = Ratio::of(e(true_time), e(pushed));
+    Finding::criterion(&figure, r, FAR_TOO_LITTLE, Want::Above)
 }
 
 /// Decide the lesson from the run's medians and record it with the book's figures.
 pub(super) fn conclude(run: &mut RunRecord, n: u64, products: u64, size: usize) {
     let e = |v: Timed| Estimate::of(run, v.name());
     let speedup = Ratio::of(e(Timed::Sync), e(Timed::Async));
-    let products_pitfall = reads_too_little(
-        "products / products-push-only",
-        e(Timed::Products),
-        e(Timed::ProductsPushOnly),
-    );
+    let products_pitfall = reads_too_little(run, Timed::Products, Timed::ProductsPushOnly);
     let too_little = products_pitfall.ratio().unwrap_or(Ratio::exact(f64::NAN));
     let here = format!(
         "{} vs {} ({n} ops), {:.1}×; push-only reads {}",
@@ -121,8 +115,8 @@ pub(super) fn derive_pitfall(run: &mut RunRecord, products: u64, size: usize) {
     let e = |v: Timed| Estimate::of(run, v.name());
     let (true_time, pushed) = (e(Timed::Products), e(Timed::ProductsPushOnly));
     let (tiny_true, tiny_pushed) = (e(Timed::Async), e(Timed::PushOnly));
-    let big = reads_too_little("products / products-push-only", true_time, pushed);
-    let tiny = reads_too_little("async / push-only", tiny_true, tiny_pushed);
+    let big = reads_too_little(run, Timed::Products, Timed::ProductsPushOnly);
+    let tiny = reads_too_little(run, Timed::Async, Timed::PushOnly);
     let ratio = true_time.median / pushed.median;
     run.record(PRODUCTS_OVER_PUSH_ONLY_RATIO, ratio);
     let lead = format!(
