@@ -1,6 +1,7 @@
-//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu`, and [`HostStep`],
-//! which runs a [`Plan`] of `gpu_step` with them and the host's products: what the GPU computes
-//! (`data-parallel --device cuda`), on any machine.
+//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu` (four are the host
+//! MLP's own steps, in [`super::mlp`]), and [`HostStep`], which runs a [`Plan`] of `gpu_step`
+//! with them and the host's products: what the GPU computes (`data-parallel --device cuda`),
+//! on any machine.
 //!
 //! The references compute the same values in the same order of operations as the kernels (the
 //! GPU's expf and logf may differ from the host's by an ulp; the rest is bit for bit), so the
@@ -12,6 +13,7 @@
 
 use super::gpu_step::{At, Buf, Op, Plan};
 use super::mlp::{self, Dataset};
+pub use super::mlp::{bias_act, column_sum, relu_backward, sgd};
 
 /// `gather_batch`: rows `(step · batch + r) mod samples`.
 pub fn gather_batch(
@@ -27,16 +29,6 @@ pub fn gather_batch(
         let src = ((start + r as u64) % samples as u64) as usize;
         row.copy_from_slice(&x[src * inputs..(src + 1) * inputs]);
         *label = y[src];
-    }
-}
-
-/// `bias_act`: `z += b` on every row, then ReLU (`f32::max`, NaN to 0) where `relu`.
-pub fn bias_act(z: &mut [f32], b: &[f32], relu: bool) {
-    for row in z.chunks_mut(b.len()) {
-        for (v, b) in row.iter_mut().zip(b) {
-            let s = *v + b;
-            *v = if relu { s.max(0.0) } else { s };
-        }
     }
 }
 
@@ -103,30 +95,6 @@ pub fn record_loss(row_loss: &[f32], scale: f32, step: &mut u32, losses: &mut [f
     *step = step.wrapping_add(1);
 }
 
-/// `relu_backward`: `δ = 0` where the layer's output was not positive.
-pub fn relu_backward(delta: &mut [f32], act: &[f32]) {
-    for (d, a) in delta.iter_mut().zip(act) {
-        if *a <= 0.0 {
-            *d = 0.0;
-        }
-    }
-}
-
-/// `column_sum`: each column of the row-major `x` summed over its rows, in order.
-pub fn column_sum(x: &[f32], out: &mut [f32]) {
-    out.fill(0.0);
-    for row in x.chunks(out.len()) {
-        for (o, v) in out.iter_mut().zip(row) {
-            *o += v;
-        }
-    }
-}
-
-/// `sgd`: `w -= lr · g`, a product rounded, then a difference.
-pub fn sgd(w: &mut [f32], g: &[f32], lr: f32) {
-    mlp::sgd(w, g, lr);
-}
-
 /// The step counter's value as its slot holds it.
 pub fn counter(slot: f32) -> u32 {
     slot.to_bits()
@@ -180,22 +148,21 @@ impl HostStep {
 
     /// One step: every op of the plan, in order.
     pub fn step(&mut self) {
-        for op in self.plan.ops.clone() {
-            self.run(op);
-        }
+        self.run_ops(0..self.plan.ops.len());
     }
 
     /// The step's gradient phase alone ([`Plan::phases`]).
     pub fn gradient(&mut self) {
-        for i in 0..self.plan.update_start() {
-            let op = self.plan.ops[i];
-            self.run(op);
-        }
+        self.run_ops(0..self.plan.update_start());
     }
 
     /// The step's update phase alone.
     pub fn update(&mut self) {
-        for i in self.plan.update_start()..self.plan.ops.len() {
+        self.run_ops(self.plan.update_start()..self.plan.ops.len());
+    }
+
+    fn run_ops(&mut self, ops: std::ops::Range<usize>) {
+        for i in ops {
             let op = self.plan.ops[i];
             self.run(op);
         }

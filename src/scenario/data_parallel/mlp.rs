@@ -191,16 +191,11 @@ pub fn forward(
             ),
             &mut z,
         );
-        let bias = &weights[b_at..b_at + fan_out];
-        let last = l + 1 == offsets.len();
-        for row in z.chunks_mut(fan_out) {
-            for (v, b) in row.iter_mut().zip(bias) {
-                *v += b;
-                if !last {
-                    *v = v.max(0.0);
-                }
-            }
-        }
+        bias_act(
+            &mut z,
+            &weights[b_at..b_at + fan_out],
+            l + 1 < offsets.len(),
+        );
         activations.push(z);
     }
     // Softmax cross-entropy; the output's gradient is (p - onehot) / scale.
@@ -263,12 +258,7 @@ impl Forward {
             (&self.delta, len, fan_out, false),
             dw,
         );
-        db.fill(0.0);
-        for row in self.delta.chunks(fan_out) {
-            for (g, d) in db.iter_mut().zip(row) {
-                *g += d;
-            }
-        }
+        column_sum(&self.delta, db);
         if l > 0 {
             let mut prev = vec![0f32; len * fan_in];
             product(
@@ -281,12 +271,7 @@ impl Forward {
                 ),
                 &mut prev,
             );
-            // ReLU's derivative: where the layer's output (its activation) was positive.
-            for (p, a) in prev.iter_mut().zip(&self.activations[l]) {
-                if *a <= 0.0 {
-                    *p = 0.0;
-                }
-            }
+            relu_backward(&mut prev, &self.activations[l]);
             self.delta = prev;
         }
         self.remaining = l;
@@ -319,7 +304,38 @@ pub(crate) fn product(
     matmul_into(a, b, c);
 }
 
-/// `weights -= lr · grad`.
+/// `z += b` on every row, then ReLU (`f32::max`, NaN to 0) where `relu`; the `bias_act`
+/// kernel's reference (as the next three are of theirs: `host_step` runs the GPU's plan with
+/// them).
+pub fn bias_act(z: &mut [f32], b: &[f32], relu: bool) {
+    for row in z.chunks_mut(b.len()) {
+        for (v, b) in row.iter_mut().zip(b) {
+            let s = *v + b;
+            *v = if relu { s.max(0.0) } else { s };
+        }
+    }
+}
+
+/// ReLU's derivative: `δ = 0` where the layer's output (its activation) was not positive.
+pub fn relu_backward(delta: &mut [f32], act: &[f32]) {
+    for (d, a) in delta.iter_mut().zip(act) {
+        if *a <= 0.0 {
+            *d = 0.0;
+        }
+    }
+}
+
+/// Each column of the row-major `x` summed over its rows, in order.
+pub fn column_sum(x: &[f32], out: &mut [f32]) {
+    out.fill(0.0);
+    for row in x.chunks(out.len()) {
+        for (o, v) in out.iter_mut().zip(row) {
+            *o += v;
+        }
+    }
+}
+
+/// `weights -= lr · grad`: a product rounded, then a difference.
 pub fn sgd(weights: &mut [f32], grad: &[f32], lr: f32) {
     for (p, g) in weights.iter_mut().zip(grad) {
         *p -= lr * g;
