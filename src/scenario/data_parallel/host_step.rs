@@ -1,4 +1,4 @@
-//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu` (four are the host
+//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu` (five are the host
 //! MLP's own steps, in [`super::mlp`]), and [`HostStep`], which runs a [`Plan`] of `gpu_step`
 //! with them and the host's products: what the GPU computes (`data-parallel --device cuda`),
 //! on any machine.
@@ -13,7 +13,7 @@
 
 use super::gpu_step::{At, Buf, Op, Plan};
 use super::mlp::{self, Dataset};
-pub use super::mlp::{bias_act, column_sum, relu_backward, sgd};
+pub use super::mlp::{bias_act, column_sum, relu_backward, sgd, softmax_xent};
 
 /// `gather_batch`: rows `(step · batch + r) mod samples`.
 pub fn gather_batch(
@@ -29,40 +29,6 @@ pub fn gather_batch(
         let src = ((start + r as u64) % samples as u64) as usize;
         row.copy_from_slice(&x[src * inputs..(src + 1) * inputs]);
         *label = y[src];
-    }
-}
-
-/// `softmax_xent`: per row, its loss `ln Σ exp(z − max) + max − z[label]` (NaN for a label
-/// outside the classes) and `δ = (softmax(z) − onehot) / scale`.
-pub fn softmax_xent(
-    logits: &[f32],
-    labels: &[f32],
-    (delta, row_loss): (&mut [f32], &mut [f32]),
-    classes: usize,
-    scale: f32,
-) {
-    for (((z, d), loss), &label) in logits
-        .chunks(classes)
-        .zip(delta.chunks_mut(classes))
-        .zip(row_loss.iter_mut())
-        .zip(labels)
-    {
-        let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut s = 0f32;
-        for v in z {
-            s += (v - m).exp();
-        }
-        for (d, v) in d.iter_mut().zip(z) {
-            *d = (v - m).exp() / s / scale;
-        }
-        // As the kernel converts: a float label to an unsigned integer (negative: 0).
-        let label = label as usize;
-        if label < classes {
-            *loss = s.ln() + m - z[label];
-            d[label] -= 1.0 / scale;
-        } else {
-            *loss = f32::NAN;
-        }
     }
 }
 

@@ -106,15 +106,16 @@ impl Dataset {
         self.labels.len()
     }
 
-    /// Rows `start..start + len` (wrapping) as one contiguous batch, and their labels.
-    fn batch(&self, start: usize, len: usize) -> (Vec<f32>, Vec<u32>) {
+    /// Rows `start..start + len` (wrapping) as one contiguous batch, and their labels (as
+    /// floats, exact below 2^24, as the GPU holds them).
+    fn batch(&self, start: usize, len: usize) -> (Vec<f32>, Vec<f32>) {
         let d = self.inputs;
         let mut x = Vec::with_capacity(len * d);
         let mut y = Vec::with_capacity(len);
         for k in 0..len {
             let i = (start + k) % self.rows();
             x.extend_from_slice(&self.x[i * d..(i + 1) * d]);
-            y.push(self.labels[i]);
+            y.push(self.labels[i] as f32);
         }
         (x, y)
     }
@@ -201,21 +202,15 @@ pub fn forward(
     // Softmax cross-entropy; the output's gradient is (p - onehot) / scale.
     let classes = layers.classes();
     let logits = activations.pop().unwrap_or_default();
-    let mut delta = vec![0f32; len * classes];
-    let mut loss = 0f64;
-    for ((row, out), &label) in logits
-        .chunks(classes)
-        .zip(delta.chunks_mut(classes))
-        .zip(&labels)
-    {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
-        loss += f64::from(sum.ln() + max - row[label as usize]);
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = (v - max).exp() / sum / scale;
-        }
-        out[label as usize] -= 1.0 / scale;
-    }
+    let (mut delta, mut row_loss) = (vec![0f32; len * classes], vec![0f32; len]);
+    softmax_xent(
+        &logits,
+        &labels,
+        (&mut delta, &mut row_loss),
+        classes,
+        scale,
+    );
+    let loss: f64 = row_loss.iter().map(|&l| f64::from(l)).sum();
     Forward {
         activations,
         delta,
@@ -304,9 +299,43 @@ pub(crate) fn product(
     matmul_into(a, b, c);
 }
 
+/// Per row, its loss `ln Σ exp(z − max) + max − z[label]` (NaN for a label outside the
+/// classes) and `δ = (softmax(z) − onehot) / scale`; the `softmax_xent` kernel's reference.
+pub fn softmax_xent(
+    logits: &[f32],
+    labels: &[f32],
+    (delta, row_loss): (&mut [f32], &mut [f32]),
+    classes: usize,
+    scale: f32,
+) {
+    for (((z, d), loss), &label) in logits
+        .chunks(classes)
+        .zip(delta.chunks_mut(classes))
+        .zip(row_loss.iter_mut())
+        .zip(labels)
+    {
+        let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut s = 0f32;
+        for v in z {
+            s += (v - m).exp();
+        }
+        for (d, v) in d.iter_mut().zip(z) {
+            *d = (v - m).exp() / s / scale;
+        }
+        // As the kernel converts: a float label to an unsigned integer (negative: 0).
+        let label = label as usize;
+        if label < classes {
+            *loss = s.ln() + m - z[label];
+            d[label] -= 1.0 / scale;
+        } else {
+            *loss = f32::NAN;
+        }
+    }
+}
+
 /// `z += b` on every row, then ReLU (`f32::max`, NaN to 0) where `relu`; the `bias_act`
-/// kernel's reference (as the next three are of theirs: `host_step` runs the GPU's plan with
-/// them).
+/// kernel's reference, as the functions around it are of theirs (`host_step` runs the GPU's
+/// plan with them).
 pub fn bias_act(z: &mut [f32], b: &[f32], relu: bool) {
     for row in z.chunks_mut(b.len()) {
         for (v, b) in row.iter_mut().zip(b) {
