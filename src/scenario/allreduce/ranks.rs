@@ -258,13 +258,7 @@ pub(super) fn run(
         .enumerate()
         .map(|(r, host)| format!("rank {r} ({host})"))
         .collect();
-    if !place.launched {
-        run.notes.push(
-            "started without mpirun: running as one rank (mpirun -n 2 parbench allreduce \
-             --backend mpi for two)"
-                .into(),
-        );
-    }
+    collective::note_unlaunched(&mut run, place.launched);
     if !stragglers.is_empty() {
         run.notes.push(format!(
             "the ranks' medians differ by more than {STRAGGLER}× (a straggler, or ranks \

@@ -2,7 +2,7 @@
 //! then all-gather, over k chunks), the parameter server's reduce onto one device with its
 //! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place;
 //! `allreduce` times them out of place on buffers of every size. Their MPI backends share
-//! [`sample_ranks`].
+//! [`sample_ranks`] and [`note_unlaunched`].
 //!
 //! Each device's buffers are [`Chunked`]: k chunks, each ordered by a var of its own, so the
 //! ring's steps on different chunks run at once on different devices, as on real links.
@@ -246,6 +246,18 @@ pub fn sample_ranks(
     crate::harness::Sampler::new(config)
         .with_progress(&progress)
         .run(variants)
+}
+
+/// A rank started without `mpirun` says so in its run's notes: it is a world of one.
+#[cfg(feature = "mpi")]
+pub fn note_unlaunched(run: &mut crate::report::RunRecord, launched: bool) {
+    if !launched {
+        run.notes.push(format!(
+            "started without mpirun: running as one rank (mpirun -n 2 parbench {} --backend \
+             mpi for two)",
+            run.scenario
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -80,17 +80,13 @@ pub struct HostStep {
 impl HostStep {
     /// The buffers of `plan`, the data and the initial parameters in place, the counter at 0.
     pub fn new(plan: Plan, data: &Dataset, initial: &[f32]) -> HostStep {
-        let mut bufs: Vec<Vec<f32>> = plan.buffers.iter().map(|(_, n)| vec![0f32; *n]).collect();
-        let mut put = |buf: Buf, values: &[f32]| {
-            if let Some(i) = plan.index(buf) {
-                bufs[i].copy_from_slice(values);
-            }
-        };
-        put(Buf::Data, &data.x);
+        let bufs = plan.buffers.iter().map(|(_, n)| vec![0f32; *n]).collect();
+        let mut step = HostStep { plan, bufs };
+        step.set(Buf::Data, &data.x);
         let labels: Vec<f32> = data.labels.iter().map(|&l| l as f32).collect();
-        put(Buf::Labels, &labels);
-        put(Buf::Params, initial);
-        HostStep { plan, bufs }
+        step.set(Buf::Labels, &labels);
+        step.set(Buf::Params, initial);
+        step
     }
 
     /// A buffer's values.

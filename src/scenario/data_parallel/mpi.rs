@@ -443,13 +443,7 @@ pub(super) fn run(
         .map(|(v, label)| (v.name().to_string(), Some(label.clone())))
         .unzip();
     run.add_variants(variant_names, summaries, labels);
-    if !place.launched {
-        run.notes.push(
-            "started without mpirun: running as one rank (mpirun -n 2 parbench data-parallel \
-             --backend mpi for two)"
-                .into(),
-        );
-    }
+    collective::note_unlaunched(&mut run, place.launched);
     if k == 1 {
         run.notes
             .push("async needs a server rank and a worker: run with 2 ranks or more".into());
