@@ -419,59 +419,52 @@ impl Comm {
             self.world.process_at_rank(left as i32),
         );
         tmp.resize(n / k + 1, 0.0);
-        for s in 0..k - 1 {
-            let send = chunk(n, k, (r + k - s) % k);
-            let recv = chunk(n, k, (r + 2 * k - s - 1) % k);
-            let deadline = self.deadline();
-            let buf = &mut tmp[..recv.len()];
-            mpi::request::scope(|scope| {
-                let rx = from.immediate_receive_into_with_tag(scope, buf, 100 + s as i32);
-                // The first step sends this rank's own contribution; later ones a partial sum.
-                let out = match source {
-                    Some(source) if s == 0 => &source[send.clone()],
-                    _ => &data[send.clone()],
+        // Reduce-scatter receives into `tmp` and adds; all-gather keeps what it receives.
+        for (phase, shift, tags) in [("reduce-scatter", 0, 100), ("all-gather", 1, 200)] {
+            let add = shift == 0;
+            for s in 0..k - 1 {
+                let send = chunk(n, k, (r + shift + k - s) % k);
+                let recv = chunk(n, k, (r + shift + 2 * k - s - 1) % k);
+                let deadline = self.deadline();
+                let tag = tags + s as i32;
+                let (out, into) = if add {
+                    // The first step sends this rank's own contribution; later ones a
+                    // partial sum.
+                    let out = match source {
+                        Some(source) if s == 0 => &source[send],
+                        _ => &data[send],
+                    };
+                    (out, &mut tmp[..recv.len()])
+                } else {
+                    disjoint(data, send, recv.clone())
                 };
-                let tx = to.immediate_send_with_tag(scope, out, 100 + s as i32);
-                let step = |dir: &'static str, peer: usize| {
-                    move || {
-                        let who = self.who(peer);
-                        format!("{who} ({what}: ring reduce-scatter step {s}, {dir})")
+                mpi::request::scope(|scope| {
+                    let rx = from.immediate_receive_into_with_tag(scope, into, tag);
+                    let tx = to.immediate_send_with_tag(scope, out, tag);
+                    let step = |dir: &'static str, peer: usize| {
+                        move || {
+                            let who = self.who(peer);
+                            format!("{who} ({what}: ring {phase} step {s}, {dir})")
+                        }
+                    };
+                    self.wait(rx, deadline, &step("receive", left));
+                    self.wait(tx, deadline, &step("send", right));
+                });
+                match source {
+                    _ if !add => {}
+                    Some(source) => {
+                        let into = data[recv.clone()].iter_mut();
+                        for ((d, t), x) in into.zip(tmp.iter()).zip(&source[recv]) {
+                            *d = *x + *t;
+                        }
                     }
-                };
-                self.wait(rx, deadline, &step("receive", left));
-                self.wait(tx, deadline, &step("send", right));
-            });
-            match source {
-                Some(source) => {
-                    let into = data[recv.clone()].iter_mut();
-                    for ((d, t), x) in into.zip(tmp.iter()).zip(&source[recv]) {
-                        *d = *x + *t;
-                    }
-                }
-                None => {
-                    for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
-                        *d += *t;
+                    None => {
+                        for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
+                            *d += *t;
+                        }
                     }
                 }
             }
-        }
-        for s in 0..k - 1 {
-            let send = chunk(n, k, (r + 1 + k - s) % k);
-            let recv = chunk(n, k, (r + k - s) % k);
-            let deadline = self.deadline();
-            let (out, into) = disjoint(data, send, recv);
-            mpi::request::scope(|scope| {
-                let rx = from.immediate_receive_into_with_tag(scope, into, 200 + s as i32);
-                let tx = to.immediate_send_with_tag(scope, out, 200 + s as i32);
-                let step = |dir: &'static str, peer: usize| {
-                    move || {
-                        let who = self.who(peer);
-                        format!("{who} ({what}: ring all-gather step {s}, {dir})")
-                    }
-                };
-                self.wait(rx, deadline, &step("receive", left));
-                self.wait(tx, deadline, &step("send", right));
-            });
         }
     }
 

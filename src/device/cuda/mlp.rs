@@ -104,21 +104,27 @@ impl Region {
         offset: usize,
         len: usize,
     ) -> Result<Region, GpuError> {
-        match offset.checked_add(len) {
-            Some(end) if end <= buf.len() => {}
-            _ => {
-                return Err(GpuError::Lengths(format!(
-                    "region of {len} from {offset} past a buffer of {}",
-                    buf.len()
-                )))
-            }
-        }
         // Event tracking is off (see `device::cuda`): the guard records nothing.
         let (ptr, _guard) = buf.device_ptr(&device.compute);
-        Ok(Region {
-            ptr: ptr + 4 * offset as u64,
-            len,
-        })
+        Region {
+            ptr,
+            len: buf.len(),
+        }
+        .part(offset, len)
+    }
+
+    /// `len` floats of this region from `offset`; an error past its end.
+    pub fn part(self, offset: usize, len: usize) -> Result<Region, GpuError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(Region {
+                ptr: self.ptr + 4 * offset as u64,
+                len,
+            }),
+            _ => Err(GpuError::Lengths(format!(
+                "region of {len} from {offset} past a buffer of {}",
+                self.len
+            ))),
+        }
     }
 }
 

@@ -176,16 +176,6 @@ impl Comms {
         Ok(Comms { api, comms })
     }
 
-    /// The ranks.
-    pub fn len(&self) -> usize {
-        self.comms.len()
-    }
-
-    /// Never true: [`init_all`](Self::init_all) refuses no GPUs.
-    pub fn is_empty(&self) -> bool {
-        self.comms.is_empty()
-    }
-
     /// Enqueue `ncclAllReduce` (sum, float32, in place) of rank `r`'s `bufs[r]` on its stream,
     /// every rank in one group (one thread drives all the GPUs).
     ///

@@ -58,6 +58,21 @@ pub(super) fn tolerance(k: usize, magnitude: f64) -> f64 {
     2.0 * k.max(2) as f64 * f32::EPSILON as f64 * magnitude
 }
 
+impl Checked {
+    /// Count one element: `got` against the float64 sum `want` of `k` inputs whose
+    /// magnitudes sum to `magnitude`.
+    fn count(&mut self, got: f32, want: f64, magnitude: f64, k: usize) {
+        self.checked += 1;
+        let error = (got as f64 - want).abs();
+        if !error.is_finite() || error > tolerance(k, magnitude) {
+            self.wrong += 1;
+        }
+        if magnitude > 0.0 && error.is_finite() {
+            self.max_error = self.max_error.max(error / magnitude);
+        }
+    }
+}
+
 /// Compare every device's `outputs` with the float64 sum of the `inputs`, element by element.
 pub(super) fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
     let n = inputs.first().map_or(0, |i| i.len());
@@ -67,19 +82,13 @@ pub(super) fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
         let (want, magnitude) = inputs.iter().fold((0f64, 0f64), |(s, m), x| {
             (s + x[i] as f64, m + (x[i] as f64).abs())
         });
-        let allowed = tolerance(k, magnitude);
         for out in outputs {
-            c.checked += 1;
-            let Some(&got) = out.get(i) else {
-                c.wrong += 1;
-                continue;
-            };
-            let error = (got as f64 - want).abs();
-            if !error.is_finite() || error > allowed {
-                c.wrong += 1;
-            }
-            if magnitude > 0.0 && error.is_finite() {
-                c.max_error = c.max_error.max(error / magnitude);
+            match out.get(i) {
+                Some(&got) => c.count(got, want, magnitude, k),
+                None => {
+                    c.checked += 1;
+                    c.wrong += 1;
+                }
             }
         }
     }
@@ -97,14 +106,7 @@ pub(super) fn check_seeded(k: usize, output: &[f32]) -> Checked {
             let x = input(d, i) as f64;
             (s + x, m + x.abs())
         });
-        c.checked += 1;
-        let error = (got as f64 - want).abs();
-        if !error.is_finite() || error > tolerance(k, magnitude) {
-            c.wrong += 1;
-        }
-        if magnitude > 0.0 && error.is_finite() {
-            c.max_error = c.max_error.max(error / magnitude);
-        }
+        c.count(got, want, magnitude, k);
     }
     c
 }
@@ -161,6 +163,14 @@ impl Tally {
         }
     }
 
+    /// What takes part: a device, or a rank.
+    fn noun(&self) -> &'static str {
+        match self.backend {
+            Backend::Engine => "device",
+            Backend::Mpi => "rank",
+        }
+    }
+
     /// Record one size, whose variants `run` holds already: each algorithm's bandwidths and
     /// `wrong` count, and the check that every device's result equals the float64 sum.
     pub fn size(&mut self, run: &mut RunRecord, bytes: u64, checked: &[(Algorithm, Checked)]) {
@@ -182,13 +192,10 @@ impl Tally {
                 curve.push(serde_json::json!([bytes, busbw]));
             }
         }
-        let whose = match self.backend {
-            Backend::Engine => "device",
-            Backend::Mpi => "rank",
-        };
         run.check(
             &format!(
-                "every {whose}'s result equals the float64 sum ({})",
+                "every {}'s result equals the float64 sum ({})",
+                self.noun(),
                 size_label(bytes)
             ),
             checked.iter().all(|(_, c)| c.passed()),
@@ -216,7 +223,7 @@ impl Tally {
 
     /// The curves, the crossover, the notes, the explanation and the lesson's verdict.
     pub fn finish(self, run: &mut RunRecord) {
-        let k = self.devices;
+        let (k, noun) = (self.devices, self.noun());
         for (a, points) in self.curves {
             run.derive_detail_series(
                 &format!("{}_busbw_curve", a.name().replace('-', "_")),
@@ -234,12 +241,8 @@ impl Tally {
         }
         if k == 1 {
             run.notes.push(format!(
-                "one {} moves nothing: busbw is 0 by nccl-tests' definition, and each \
-                 algorithm is a copy",
-                match self.backend {
-                    Backend::Engine => "device",
-                    Backend::Mpi => "rank",
-                }
+                "one {noun} moves nothing: busbw is 0 by nccl-tests' definition, and each \
+                 algorithm is a copy"
             ));
         }
         let largest = self.times.last().and_then(|t| {

@@ -23,10 +23,11 @@ use super::size_label;
 use super::{Algorithm, Allreduce, Config};
 use crate::device::record::{DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
-use crate::harness::{Sampler, Variant};
+use crate::harness::Variant;
 use crate::report::evidence::Estimate;
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::backend::Backend;
+use crate::scenario::collective;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The least time one timed sample takes: shorter all-reduces are timed in batches.
@@ -116,16 +117,6 @@ pub(super) fn run(
     let (k, rank) = (place.size, place.rank);
     // Rank 0 measures the copy bandwidth while the others wait at the first barrier.
     let copy = if rank == 0 { copy_bandwidth() } else { None };
-    // The same rounds on every rank: no time-based stopping.
-    let mut config = ctx.sampling.apply(scenario.sampling());
-    config.max_samples = config.min_samples;
-    config.min_time = Duration::ZERO;
-    config.max_time = Duration::from_secs(86_400);
-    let progress = |p| {
-        if let (0, Some(report)) = (rank, &ctx.progress) {
-            report(scenario.name(), p)
-        }
-    };
     let algorithms = Algorithm::of(Backend::Mpi);
     let mut parameters = params.to_json();
     parameters.insert("devices".into(), json!(k));
@@ -174,9 +165,7 @@ pub(super) fn run(
                 })
             })
             .collect();
-        let summaries = Sampler::new(config.clone())
-            .with_progress(&progress)
-            .run(&mut variants)?;
+        let summaries = collective::sample_ranks(scenario, ctx, rank, &mut variants)?;
         drop(variants);
         drop(buffers);
         let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
@@ -269,13 +258,7 @@ pub(super) fn run(
         .enumerate()
         .map(|(r, host)| format!("rank {r} ({host})"))
         .collect();
-    if !place.launched {
-        run.notes.push(
-            "started without mpirun: running as one rank (mpirun -n 2 parbench allreduce \
-             --backend mpi for two)"
-                .into(),
-        );
-    }
+    collective::note_unlaunched(&mut run, place.launched);
     if !stragglers.is_empty() {
         run.notes.push(format!(
             "the ranks' medians differ by more than {STRAGGLER}× (a straggler, or ranks \
@@ -305,22 +288,14 @@ struct Spread {
 
 impl Spread {
     fn of(medians: &[f64]) -> Option<Spread> {
-        if medians.is_empty() {
-            return None;
-        }
-        let (mut fastest, mut slowest) = (0, 0);
-        for (r, &m) in medians.iter().enumerate() {
-            if m < medians[fastest] {
-                fastest = r;
-            }
-            if m > medians[slowest] {
-                slowest = r;
-            }
-        }
+        // The first of equals, either way.
+        let ranked = || medians.iter().copied().enumerate();
+        let (fastest, min) = ranked().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let (slowest, max) = ranked().min_by(|a, b| b.1.total_cmp(&a.1))?;
         Some(Spread {
-            min: medians[fastest],
+            min,
             avg: medians.iter().sum::<f64>() / medians.len() as f64,
-            max: medians[slowest],
+            max,
             fastest,
             slowest,
         })

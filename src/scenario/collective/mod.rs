@@ -1,7 +1,8 @@
 //! All-reduce between the CPU devices of one engine, as engine ops: the ring (reduce-scatter,
 //! then all-gather, over k chunks), the parameter server's reduce onto one device with its
-//! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place; `allreduce` times
-//! them out of place on buffers of every size.
+//! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place;
+//! `allreduce` times them out of place on buffers of every size. Their MPI backends share
+//! [`sample_ranks`] and [`note_unlaunched`].
 //!
 //! Each device's buffers are [`Chunked`]: k chunks, each ordered by a var of its own, so the
 //! ring's steps on different chunks run at once on different devices, as on real links.
@@ -11,7 +12,7 @@ pub mod chunked;
 use std::sync::Arc;
 
 pub use self::chunked::Chunked;
-use crate::engine::{Engine, LaneId, OpError, Var};
+use crate::engine::{Engine, LaneId, Var};
 
 /// One device's side of an all-reduce: what it contributes (`send`) and where its result goes
 /// (`recv`), with a var per chunk of `recv`.
@@ -68,7 +69,7 @@ fn add_into(d: &mut [f32], a: &[f32], b: Option<&[f32]>) {
 pub fn push_ring(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
     let k = replicas.len();
     if k == 1 && !replicas[0].is_in_place() {
-        push_copy(engine, lanes[0], &replicas[0], &replicas[0]);
+        push_pass(engine, lanes[0], &replicas[0], &replicas[0], true);
     }
     for (name, add, shift) in [("reduce-scatter", true, 0), ("all-gather", false, 1)] {
         for t in 0..k.saturating_sub(1) {
@@ -108,11 +109,17 @@ pub fn push_ring(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
     }
 }
 
-/// `to.recv = from.send`, chunk by chunk, as one op on `lane`.
-fn push_copy(engine: &Engine, lane: LaneId, from: &Replica, to: &Replica) {
-    let (src, dst) = (from.send.clone(), to.recv.clone());
+/// `to.recv = from.send` (`own`: a device's own input, after no op) or `from.recv` (after
+/// `from`'s ops), chunk by chunk, as one op on `lane` (the receiver's).
+fn push_pass(engine: &Engine, lane: LaneId, from: &Replica, to: &Replica, own: bool) {
+    let (name, src, reads): (_, _, Vec<&Var>) = if own {
+        ("copy", from.send.clone(), vec![])
+    } else {
+        ("broadcast", from.recv.clone(), from.vars.iter().collect())
+    };
+    let dst = to.recv.clone();
     let writes: Vec<&Var> = to.vars.iter().collect();
-    engine.push("copy", lane, &[], &writes, move || {
+    engine.push(name, lane, &reads, &writes, move || {
         let mut d = dst.write_all()?;
         for c in 0..src.chunks() {
             d[src.range(c)].copy_from_slice(&src.read(c)?);
@@ -162,22 +169,8 @@ pub fn push_reduce(engine: &Engine, lane: LaneId, replicas: &[Replica]) {
 /// an op on each receiver's lane.
 pub fn push_broadcast(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
     for (d, dst) in replicas.iter().enumerate().skip(1) {
-        push_pass(engine, lanes[d], &replicas[0], dst);
+        push_pass(engine, lanes[d], &replicas[0], dst, false);
     }
-}
-
-/// `to.recv = from.recv`, as one op on `lane` (the receiver's).
-fn push_pass(engine: &Engine, lane: LaneId, from: &Replica, to: &Replica) {
-    let (src, dst) = (from.recv.clone(), to.recv.clone());
-    let reads: Vec<&Var> = from.vars.iter().collect();
-    let writes: Vec<&Var> = to.vars.iter().collect();
-    engine.push("broadcast", lane, &reads, &writes, move || {
-        let mut out = dst.write_all()?;
-        for c in 0..src.chunks() {
-            out[src.range(c)].copy_from_slice(&src.read(c)?);
-        }
-        Ok(())
-    });
 }
 
 /// Push a binomial-tree all-reduce: ⌈log₂ k⌉ levels of reduce, device i adding device
@@ -218,21 +211,53 @@ pub fn push_tree(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
         span *= 2;
     }
     if !partial[0] {
-        push_copy(engine, lanes[0], &replicas[0], &replicas[0]);
+        push_pass(engine, lanes[0], &replicas[0], &replicas[0], true);
     }
     while span > 1 {
         span /= 2;
         for i in (0..k).step_by(2 * span) {
             if let Some(to) = replicas.get(i + span) {
-                push_pass(engine, lanes[i + span], &replicas[i], to);
+                push_pass(engine, lanes[i + span], &replicas[i], to, false);
             }
         }
     }
 }
 
-/// The error of an op that found a buffer it needs poisoned.
-pub fn poisoned() -> OpError {
-    OpError::msg("a buffer was poisoned by a failed op")
+/// Sample `variants` in lockstep on every rank of an MPI job (`--backend mpi` of `allreduce`
+/// and `data-parallel`): the same rounds on every rank, since time-based stopping would let
+/// ranks disagree on when to stop and a rank left alone in a collective waits until its
+/// deadline; rank 0 alone reports progress.
+#[cfg(feature = "mpi")]
+pub fn sample_ranks(
+    scenario: &dyn crate::scenario::Scenario,
+    ctx: &crate::scenario::RunContext,
+    rank: usize,
+    variants: &mut [crate::harness::Variant<'_, crate::scenario::ScenarioError>],
+) -> Result<Vec<crate::harness::Summary>, crate::scenario::ScenarioError> {
+    let mut config = ctx.sampling.apply(scenario.sampling());
+    config.max_samples = config.min_samples;
+    config.min_time = std::time::Duration::ZERO;
+    config.max_time = std::time::Duration::from_secs(86_400);
+    let progress = |p| {
+        if let (0, Some(report)) = (rank, &ctx.progress) {
+            report(scenario.name(), p)
+        }
+    };
+    crate::harness::Sampler::new(config)
+        .with_progress(&progress)
+        .run(variants)
+}
+
+/// A rank started without `mpirun` says so in its run's notes: it is a world of one.
+#[cfg(feature = "mpi")]
+pub fn note_unlaunched(run: &mut crate::report::RunRecord, launched: bool) {
+    if !launched {
+        run.notes.push(format!(
+            "started without mpirun: running as one rank (mpirun -n 2 parbench {} --backend \
+             mpi for two)",
+            run.scenario
+        ));
+    }
 }
 
 #[cfg(test)]

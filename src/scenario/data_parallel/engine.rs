@@ -26,20 +26,10 @@ use std::time::Instant;
 
 use super::mlp::{forward, gradient, sgd, Forward};
 use super::training::{buckets, shard, Bucket, LossEntry, Trained};
-use super::{CollectiveLane, Setup};
+use super::{CollectiveLane, Setup, Timed};
 use crate::device::Runtime;
 use crate::engine::{LaneId, OpError, Var};
 use crate::scenario::collective::{self, Chunked, Replica};
-
-/// The in-process synchronization schemes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    OneDevice,
-    ParameterServer,
-    Ring,
-    RingOverlapped,
-    Async,
-}
 
 fn poisoned() -> OpError {
     OpError::msg("a training buffer was poisoned by a failed op")
@@ -77,7 +67,7 @@ struct DeviceBuffers {
 
 /// A scheme's buffers on every device, reused by each of its runs.
 pub struct Workspace {
-    scheme: Scheme,
+    scheme: Timed,
     devices: Vec<DeviceBuffers>,
     /// `ring-overlapped`: the buckets, in the backward order.
     plan: Vec<Bucket>,
@@ -91,35 +81,29 @@ pub struct Workspace {
     log: Arc<Mutex<Vec<LossEntry>>>,
 }
 
-/// A pushed training run; read it after the engine has finished it (and before the next run
-/// of the same scheme).
-pub struct Pending {
-    weights: Arc<RwLock<Vec<f32>>>,
-    server: Option<Arc<Mutex<Vec<f32>>>>,
-    log: Arc<Mutex<Vec<LossEntry>>>,
-    staleness: Arc<Mutex<Vec<u64>>>,
-}
-
-impl Pending {
-    /// The loss log of the run (call after `wait_all`).
+impl Workspace {
+    /// The loss log of the last run (call after `wait_all`, before the next run).
     pub fn log(&self) -> Vec<LossEntry> {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The trained parameters, loss log and staleness (call after `wait_all`).
-    pub fn take(&self) -> Trained {
-        let weights = match &self.server {
-            Some(s) => s.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            None => self
-                .weights
-                .read()
+    /// The last run's parameters, loss log and staleness (as [`log`](Self::log)).
+    pub fn trained(&self) -> Trained {
+        let weights = match self.scheme {
+            Timed::Async => self
+                .server
+                .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
+            _ => {
+                let weights = self.devices[0].weights.data.read();
+                weights.unwrap_or_else(|e| e.into_inner()).clone()
+            }
         };
         Trained {
             weights,
             communication: None,
-            log: self.log.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            log: self.log(),
             staleness: self
                 .staleness
                 .lock()
@@ -131,10 +115,10 @@ impl Pending {
 
 impl Setup {
     /// Buffers for `scheme` on this setup's devices.
-    pub fn workspace(&self, scheme: Scheme) -> Workspace {
+    pub fn workspace(&self, scheme: Timed) -> Workspace {
         let (n, k) = (self.initial.len(), self.devices);
-        let used = if scheme == Scheme::OneDevice { 1 } else { k };
-        let overlapped = scheme == Scheme::RingOverlapped;
+        let used = if scheme == Timed::OneDevice { 1 } else { k };
+        let overlapped = scheme == Timed::RingOverlapped;
         let plan = if overlapped {
             buckets(&self.layers, self.bucket_bytes)
         } else {
@@ -162,7 +146,7 @@ impl Setup {
             reduce_early: false,
             server: Arc::new(Mutex::new(vec![
                 0.0;
-                if scheme == Scheme::Async { n } else { 0 }
+                if scheme == Timed::Async { n } else { 0 }
             ])),
             server_var: Var::new(),
             staleness: Arc::new(Mutex::new(Vec::new())),
@@ -170,8 +154,9 @@ impl Setup {
         }
     }
 
-    /// Push one training run of the workspace's scheme onto `rt`'s devices.
-    pub fn push(&self, rt: &Runtime, ws: &Workspace) -> Pending {
+    /// Push one training run of the workspace's scheme onto `rt`'s devices; read it from the
+    /// workspace once it has run.
+    pub fn push(&self, rt: &Runtime, ws: &Workspace) {
         let start = Instant::now();
         let lane = |d: usize| rt.devices[d].compute;
         // Start from the initial parameters, logs empty: ops of their own, after whatever
@@ -202,16 +187,12 @@ impl Setup {
             });
         }
         match ws.scheme {
-            Scheme::OneDevice => self.push_one_device(rt, ws, start),
-            Scheme::ParameterServer | Scheme::Ring => self.push_synchronous(rt, ws, start),
-            Scheme::RingOverlapped => self.push_overlapped(rt, ws, start),
-            Scheme::Async => self.push_async(rt, ws, start),
-        }
-        Pending {
-            weights: ws.devices[0].weights.data.clone(),
-            server: (ws.scheme == Scheme::Async).then(|| ws.server.clone()),
-            log: ws.log.clone(),
-            staleness: ws.staleness.clone(),
+            Timed::OneDevice => self.push_one_device(rt, ws, start),
+            Timed::ParameterServer | Timed::Ring => self.push_synchronous(rt, ws, start),
+            Timed::RingOverlapped => self.push_overlapped(rt, ws, start),
+            Timed::Async => self.push_async(rt, ws, start),
+            // Not among the engine's variants (`measure`'s list).
+            _ => {}
         }
     }
 
@@ -251,15 +232,15 @@ impl Setup {
                 .iter()
                 .map(|d| Replica::in_place(d.grads.clone(), d.grad_vars.clone()))
                 .collect();
-            if ws.scheme == Scheme::Ring {
+            if ws.scheme == Timed::Ring {
                 collective::push_ring(&rt.engine, &lanes, &replicas);
                 for (d, dev) in devs.iter().enumerate() {
-                    self.push_update(rt, lane(d), dev);
+                    self.push_update(rt, lane(d), ws, dev);
                 }
             } else {
                 // Reduce every device's gradient onto device 0, update there, broadcast.
                 collective::push_reduce(&rt.engine, lane(0), &replicas);
-                self.push_update(rt, lane(0), &devs[0]);
+                self.push_update(rt, lane(0), ws, &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
                     let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());
                     rt.engine.push(
@@ -337,30 +318,7 @@ impl Setup {
                 }
             }
             for (d, dev) in ws.devices.iter().enumerate() {
-                let (p, lr) = (dev.weights.data.clone(), self.lr);
-                let parts: Vec<(usize, Arc<Chunked>)> = ws
-                    .plan
-                    .iter()
-                    .zip(&dev.buckets)
-                    .map(|(b, r)| (b.range.start, r.recv.clone()))
-                    .collect();
-                let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
-                rt.engine.push(
-                    "update",
-                    rt.devices[d].compute,
-                    &reads,
-                    &[&dev.weights.var],
-                    move || {
-                        let mut p = p.write().map_err(|_| poisoned())?;
-                        for (at, g) in &parts {
-                            for c in 0..g.chunks() {
-                                let r = g.range(c);
-                                sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
-                            }
-                        }
-                        Ok(())
-                    },
-                );
+                self.push_update(rt, rt.devices[d].compute, ws, dev);
             }
         }
     }
@@ -426,16 +384,27 @@ impl Setup {
         );
     }
 
-    /// `weights -= lr · reduced gradient` on one replica.
-    fn push_update(&self, rt: &Runtime, lane: LaneId, dev: &DeviceBuffers) {
-        let lr = self.lr;
-        let (p, g) = (dev.weights.data.clone(), dev.grads.clone());
-        let reads: Vec<&Var> = dev.grad_vars.iter().collect();
+    /// `weights -= lr · reduced gradient` on one replica: its gradient whole, or
+    /// (`ring-overlapped`) bucket by bucket, each at its offset in the parameters.
+    fn push_update(&self, rt: &Runtime, lane: LaneId, ws: &Workspace, dev: &DeviceBuffers) {
+        let (p, lr) = (dev.weights.data.clone(), self.lr);
+        let (parts, reads): (Vec<(usize, Arc<Chunked>)>, Vec<&Var>) = if ws.plan.is_empty() {
+            (vec![(0, dev.grads.clone())], dev.grad_vars.iter().collect())
+        } else {
+            let parts = ws.plan.iter().zip(&dev.buckets);
+            let parts = parts
+                .map(|(b, r)| (b.range.start, r.recv.clone()))
+                .collect();
+            (parts, dev.buckets.iter().flat_map(|r| &r.vars).collect())
+        };
         rt.engine
             .push("update", lane, &reads, &[&dev.weights.var], move || {
                 let mut p = p.write().map_err(|_| poisoned())?;
-                for c in 0..g.chunks() {
-                    sgd(&mut p[g.range(c)], &g.read(c)?, lr);
+                for (at, g) in &parts {
+                    for c in 0..g.chunks() {
+                        let r = g.range(c);
+                        sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
+                    }
                 }
                 Ok(())
             });
@@ -545,7 +514,7 @@ mod tests {
         p
     }
 
-    fn train(s: &Setup, scheme: Scheme) -> Trained {
+    fn train(s: &Setup, scheme: Timed) -> Trained {
         train_in(s, s.workspace(scheme))
     }
 
@@ -553,9 +522,9 @@ mod tests {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; s.devices]).expect("devices");
         // Twice on one workspace: the second run starts afresh.
         s.push(&rt, &ws);
-        let pending = s.push(&rt, &ws);
+        s.push(&rt, &ws);
         rt.engine.wait_all().expect("training runs");
-        pending.take()
+        ws.trained()
     }
 
     #[test]
@@ -565,15 +534,15 @@ mod tests {
             let want = reference(&s);
             let (copy, compute) = (CollectiveLane::Copy, CollectiveLane::Compute);
             for (scheme, cap, lane) in [
-                (Scheme::ParameterServer, 0.0, copy),
-                (Scheme::Ring, 0.0, copy),
+                (Timed::ParameterServer, 0.0, copy),
+                (Timed::Ring, 0.0, copy),
                 // A bucket per layer, two buckets, and the whole model in one, with the
                 // collectives on either lane.
-                (Scheme::RingOverlapped, 0.0, copy),
-                (Scheme::RingOverlapped, 600.0, copy),
-                (Scheme::RingOverlapped, 1e9, copy),
-                (Scheme::RingOverlapped, 0.0, compute),
-                (Scheme::RingOverlapped, 600.0, compute),
+                (Timed::RingOverlapped, 0.0, copy),
+                (Timed::RingOverlapped, 600.0, copy),
+                (Timed::RingOverlapped, 1e9, copy),
+                (Timed::RingOverlapped, 0.0, compute),
+                (Timed::RingOverlapped, 600.0, compute),
             ] {
                 (s.bucket_bytes, s.collective_lane) = (cap, lane);
                 let got = train(&s, scheme);
@@ -590,7 +559,7 @@ mod tests {
         }
         // One device on whole batches is the same SGD.
         let s = setup(3, 6);
-        let one = train(&s, Scheme::OneDevice);
+        let one = train(&s, Timed::OneDevice);
         assert!(agrees(&reference(&s), &one.weights).0);
     }
 
@@ -599,7 +568,7 @@ mod tests {
         // The planted bug: each bucket's ring reduces the buffer before the backward pass
         // writes it, so every device updates with its own shard's gradient alone.
         let s = setup(2, 6);
-        let mut ws = s.workspace(Scheme::RingOverlapped);
+        let mut ws = s.workspace(Timed::RingOverlapped);
         ws.reduce_early = true;
         let got = train_in(&s, ws);
         let (ok, rel) = agrees(&reference(&s), &got.weights);
@@ -619,7 +588,7 @@ mod tests {
     #[test]
     fn asynchronous_training_counts_every_update_and_its_staleness() {
         let s = setup(3, 5);
-        let t = train(&s, Scheme::Async);
+        let t = train(&s, Timed::Async);
         assert_eq!(t.staleness.len(), 15);
         assert_eq!(t.log.len(), 15);
         // No update can be older than the other devices' updates since its pull.

@@ -20,7 +20,7 @@
 
 use std::sync::Mutex;
 
-use super::gpu_step::{host_sgd, StepShape};
+use super::gpu_step::{host_sgd, Plan, StepShape};
 use super::gpu_trainer::GpuTrainer;
 use super::mlp;
 use super::nccl::{nccl_devices, NcclTrainer};
@@ -28,7 +28,6 @@ use super::training::{agrees, AGREEMENT};
 use super::{
     Config, Timed, EVAL_ROWS, FINAL_LOSS, INITIAL_LOSS, PARAMETERS, SAMPLES_PER_SECOND, SEED,
 };
-use crate::device::cuda::GpuError;
 use crate::device::{DeviceKind, DeviceRequest, Runtime};
 use crate::harness::{synced, Variant};
 use crate::report::{Better, Figure, RunRecord, Unit};
@@ -63,11 +62,11 @@ pub(super) fn run(
         lr: cfg.lr,
         steps,
     };
-    let mut trainer = GpuTrainer::new(device.clone(), &shape, &setup.data, &setup.initial, None)
-        .map_err(crate::device::DeviceError::from)?;
-    trainer
-        .capture()
-        .map_err(crate::device::DeviceError::from)?;
+    let dev = crate::device::DeviceError::from;
+    let plan = Plan::new(&shape, None);
+    let mut trainer =
+        GpuTrainer::new(device.clone(), plan, &shape, &setup.data, &setup.initial).map_err(dev)?;
+    trainer.capture().map_err(dev)?;
     let trainer = trainer;
     // nccl-allreduce over --devices k GPUs. Without NCCL a one-GPU run goes on without it
     // (and says so); k > 1 needs it.
@@ -81,66 +80,56 @@ pub(super) fn run(
             nccl_missing = Some(e.to_string());
             None
         }
-        Err(e) => return Err(crate::device::DeviceError::from(e).into()),
+        Err(e) => return Err(dev(e).into()),
     };
-    let last: [Mutex<Vec<f32>>; 3] = Default::default();
-    let gpu = |r: Result<Vec<f32>, GpuError>| r.map_err(crate::device::DeviceError::from);
-    let mut variants: Vec<Variant<ScenarioError>> = vec![
-        Variant::new(Timed::OneDevice.name(), || {
-            synced(engine, || -> Result<(), ScenarioError> {
-                let losses = gpu(trainer.train_eager(steps))?;
-                *last[0].lock().unwrap_or_else(|e| e.into_inner()) = losses;
-                Ok(())
-            })
-        }),
-        Variant::new(Timed::OneDeviceGraph.name(), || {
-            synced(engine, || -> Result<(), ScenarioError> {
-                let losses = gpu(trainer.train_graph(steps))?;
-                *last[1].lock().unwrap_or_else(|e| e.into_inner()) = losses;
-                Ok(())
-            })
-        }),
-    ];
     let mut timed = vec![Timed::OneDevice, Timed::OneDeviceGraph];
-    if let Some(nccl) = &nccl {
-        timed.push(Timed::NcclAllreduce);
-        variants.push(Variant::new(Timed::NcclAllreduce.name(), || {
-            synced(engine, || -> Result<(), ScenarioError> {
-                let losses = gpu(nccl.train(steps))?;
-                *last[2].lock().unwrap_or_else(|e| e.into_inner()) = losses;
-                Ok(())
+    timed.extend(nccl.as_ref().map(|_| Timed::NcclAllreduce));
+    // A variant's run of `steps` from the initial parameters (its losses), and its
+    // parameters now, a set per GPU.
+    let train = |v: Timed, steps: usize| match (v, &nccl) {
+        (Timed::OneDeviceGraph, _) => trainer.train_graph(steps),
+        (Timed::NcclAllreduce, Some(nccl)) => nccl.train(steps),
+        _ => trainer.train_eager(steps),
+    };
+    let parameters = |v: Timed| match (v, &nccl) {
+        (Timed::NcclAllreduce, Some(nccl)) => nccl.parameters(),
+        _ => trainer.parameters().map(|p| vec![p]),
+    };
+    let last: Vec<Mutex<Vec<f32>>> = timed.iter().map(|_| Mutex::default()).collect();
+    let mut variants: Vec<Variant<ScenarioError>> = timed
+        .iter()
+        .zip(&last)
+        .map(|(&v, last)| {
+            let train = &train;
+            Variant::new(v.name(), move || {
+                synced(engine, || -> Result<(), ScenarioError> {
+                    let losses = train(v, steps).map_err(dev)?;
+                    *last.lock().unwrap_or_else(|e| e.into_inner()) = losses;
+                    Ok(())
+                })
             })
-        }));
-    }
+        })
+        .collect();
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
     let losses: Vec<Vec<f32>> = last
-        .iter()
-        .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner())))
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
         .collect();
 
-    // The check: a short run of each variant against host SGD over as many steps.
+    // The check: a short run of each variant against host SGD over as many steps; then the
+    // full run's final parameters (on cuda:0), for the final loss.
     let check_steps = steps.min(CHECK_STEPS);
     let (host, _) = host_sgd(&shape, &setup.data, &setup.initial, check_steps);
-    gpu(trainer.train_eager(check_steps))?;
-    let eager = gpu(trainer.parameters())?;
-    gpu(trainer.train_graph(check_steps))?;
-    let graphed = gpu(trainer.parameters())?;
-    // The full runs' final parameters, for the final loss.
-    gpu(trainer.train_eager(steps))?;
-    let eager_final = gpu(trainer.parameters())?;
-    gpu(trainer.train_graph(steps))?;
-    let graph_final = gpu(trainer.parameters())?;
-    let mut finals = vec![eager_final, graph_final];
-    let mut nccl_checked = None;
+    let (mut checked, mut finals) = (Vec::new(), Vec::new());
+    for &v in &timed {
+        train(v, check_steps).map_err(dev)?;
+        checked.push(parameters(v).map_err(dev)?);
+        train(v, steps).map_err(dev)?;
+        finals.push(parameters(v).map_err(dev)?.swap_remove(0));
+    }
     if let Some(nccl) = &nccl {
-        gpu(nccl.train(check_steps))?;
-        let dev = |e: GpuError| crate::device::DeviceError::from(e);
-        nccl_checked = Some(nccl.parameters().map_err(dev)?);
-        gpu(nccl.train(steps))?;
-        let mut ranks = nccl.parameters().map_err(dev)?;
         nccl.synchronize().map_err(dev)?;
-        finals.push(ranks.swap_remove(0));
     }
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
@@ -171,26 +160,15 @@ pub(super) fn run(
         summaries,
         timed.iter().map(|&v| Some(label(v))),
     );
-    for (v, p) in [
-        (Timed::OneDevice, &eager),
-        (Timed::OneDeviceGraph, &graphed),
-    ] {
-        let (ok, rel) = agrees(&host, p);
-        run.check(
-            &format!("{} on cuda:0 equals host one-device SGD", v.name()),
-            ok,
-            format!(
-                "{} parameters after {check_steps} steps, difference {rel:.2e} of their norm \
-                 (tolerance {AGREEMENT:.0e})",
-                p.len()
-            ),
-        );
-    }
-    if let Some(ranks) = &nccl_checked {
+    for (&v, ranks) in timed.iter().zip(&checked) {
         for (r, p) in ranks.iter().enumerate() {
             let (ok, rel) = agrees(&host, p);
+            let name = match v {
+                Timed::NcclAllreduce => format!("nccl-allreduce rank {r} of {k} (cuda:{r})"),
+                _ => format!("{} on cuda:0", v.name()),
+            };
             run.check(
-                &format!("nccl-allreduce rank {r} of {k} (cuda:{r}) equals host one-device SGD"),
+                &format!("{name} equals host one-device SGD"),
                 ok,
                 format!(
                     "{} parameters after {check_steps} steps, difference {rel:.2e} of their \
@@ -200,7 +178,7 @@ pub(super) fn run(
             );
         }
     }
-    let (ok, rel) = agrees(&eager, &graphed);
+    let (ok, rel) = agrees(&checked[0][0], &checked[1][0]);
     run.check(
         "one-device-graph and one-device give the same parameters",
         ok,

@@ -195,23 +195,22 @@ impl Plan {
         ];
         buffers.extend((0..=count).map(|l| (Buf::Act(l), batch * widths[l])));
         let act = |l: usize| At::whole(Buf::Act(l), batch * widths[l]);
-        // Layer l's weights (fan_in × fan_out) and bias in the flat vector.
-        let weights = |buf: Buf, l: usize| {
-            let start = layers.range(l).start;
-            At {
-                buf,
-                offset: start,
-                len: widths[l] * widths[l + 1],
-            }
+        let operand = |at, dims, transposed| Operand {
+            at,
+            dims,
+            transposed,
         };
-        let bias = |buf: Buf, l: usize| {
-            let r = layers.range(l);
-            At {
-                buf,
-                offset: r.start + widths[l] * widths[l + 1],
-                len: widths[l + 1],
-            }
+        // Layer l's weights (fan_in × fan_out), or its bias, in the flat vector.
+        let part = |buf: Buf, l: usize, bias: bool| {
+            let (start, weights) = (layers.range(l).start, widths[l] * widths[l + 1]);
+            let (offset, len) = match bias {
+                false => (start, weights),
+                true => (start + weights, widths[l + 1]),
+            };
+            At { buf, offset, len }
         };
+        let weights = |buf: Buf, l: usize| part(buf, l, false);
+        let bias = |buf: Buf, l: usize| part(buf, l, true);
         let mut ops = vec![Op::Gather {
             samples,
             batch,
@@ -220,16 +219,8 @@ impl Plan {
         for l in 0..count {
             let (fan_in, fan_out) = (widths[l], widths[l + 1]);
             ops.push(Op::Product {
-                a: Operand {
-                    at: act(l),
-                    dims: (batch, fan_in),
-                    transposed: false,
-                },
-                b: Operand {
-                    at: weights(Buf::Params, l),
-                    dims: (fan_in, fan_out),
-                    transposed: false,
-                },
+                a: operand(act(l), (batch, fan_in), false),
+                b: operand(weights(Buf::Params, l), (fan_in, fan_out), false),
                 c: act(l + 1),
             });
             ops.push(Op::BiasAct {
@@ -257,16 +248,8 @@ impl Plan {
             let (fan_in, fan_out) = (widths[l], widths[l + 1]);
             let delta = At::whole(Buf::Delta(cur), batch * fan_out);
             ops.push(Op::Product {
-                a: Operand {
-                    at: act(l),
-                    dims: (batch, fan_in),
-                    transposed: true,
-                },
-                b: Operand {
-                    at: delta,
-                    dims: (batch, fan_out),
-                    transposed: false,
-                },
+                a: operand(act(l), (batch, fan_in), true),
+                b: operand(delta, (batch, fan_out), false),
                 c: weights(Buf::Grad, l),
             });
             ops.push(Op::ColumnSum {
@@ -278,16 +261,8 @@ impl Plan {
             if l > 0 {
                 let below = At::whole(Buf::Delta(1 - cur), batch * fan_in);
                 ops.push(Op::Product {
-                    a: Operand {
-                        at: delta,
-                        dims: (batch, fan_out),
-                        transposed: false,
-                    },
-                    b: Operand {
-                        at: weights(Buf::Params, l),
-                        dims: (fan_in, fan_out),
-                        transposed: true,
-                    },
+                    a: operand(delta, (batch, fan_out), false),
+                    b: operand(weights(Buf::Params, l), (fan_in, fan_out), true),
                     c: below,
                 });
                 ops.push(Op::ReluBackward {
@@ -351,41 +326,39 @@ impl Plan {
             }
         };
         for op in &self.ops {
+            let fits = |ok: bool| match ok {
+                true => Ok(()),
+                false => Err(format!("{op:?}: shapes do not match")),
+            };
             match op {
                 Op::Gather {
                     samples,
                     batch,
                     inputs,
-                } => {
-                    let ok = self.len_of(Buf::Data) == samples * inputs
+                } => fits(
+                    self.len_of(Buf::Data) == samples * inputs
                         && self.len_of(Buf::Labels) == *samples
                         && self.len_of(Buf::Act(0)) == batch * inputs
-                        && self.len_of(Buf::BatchLabels) == *batch;
-                    if !ok {
-                        return Err(format!("{op:?}: buffers of other sizes"));
-                    }
-                }
+                        && self.len_of(Buf::BatchLabels) == *batch,
+                )?,
                 Op::Product { a, b, c } => {
                     for at in [&a.at, &b.at, c] {
                         inside(at)?;
                     }
                     let ((m, k), (k2, n)) = (a.used(), b.used());
-                    if k != k2
-                        || a.at.len != a.dims.0 * a.dims.1
-                        || b.at.len != b.dims.0 * b.dims.1
-                        || c.len != m * n
-                    {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
+                    fits(
+                        k == k2
+                            && a.at.len == a.dims.0 * a.dims.1
+                            && b.at.len == b.dims.0 * b.dims.1
+                            && c.len == m * n,
+                    )?;
                 }
                 Op::BiasAct {
                     z, b, rows, cols, ..
                 } => {
                     inside(z)?;
                     inside(b)?;
-                    if z.len != rows * cols || b.len != *cols {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
+                    fits(z.len == rows * cols && b.len == *cols)?;
                 }
                 Op::SoftmaxXent {
                     logits,
@@ -394,42 +367,27 @@ impl Plan {
                     ..
                 } => {
                     inside(logits)?;
-                    if logits.len != rows * classes
-                        || self.len_of(Buf::Delta(0)) < rows * classes
-                        || self.len_of(Buf::RowLoss) != *rows
-                        || self.len_of(Buf::BatchLabels) != *rows
-                    {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
+                    fits(
+                        logits.len == rows * classes
+                            && self.len_of(Buf::Delta(0)) >= rows * classes
+                            && self.len_of(Buf::RowLoss) == *rows
+                            && self.len_of(Buf::BatchLabels) == *rows,
+                    )?;
                 }
-                Op::RecordLoss { rows, capacity, .. } => {
-                    if self.len_of(Buf::RowLoss) != *rows
-                        || self.len_of(Buf::Losses) != *capacity
-                        || self.len_of(Buf::Step) != 1
-                    {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
-                }
-                Op::ReluBackward { delta, act } => {
-                    inside(delta)?;
-                    inside(act)?;
-                    if delta.len != act.len {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
+                Op::RecordLoss { rows, capacity, .. } => fits(
+                    self.len_of(Buf::RowLoss) == *rows
+                        && self.len_of(Buf::Losses) == *capacity
+                        && self.len_of(Buf::Step) == 1,
+                )?,
+                Op::ReluBackward { delta: x, act: y } | Op::Sgd { w: x, g: y, .. } => {
+                    inside(x)?;
+                    inside(y)?;
+                    fits(x.len == y.len)?;
                 }
                 Op::ColumnSum { x, out, rows, cols } => {
                     inside(x)?;
                     inside(out)?;
-                    if x.len != rows * cols || out.len != *cols {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
-                }
-                Op::Sgd { w, g, .. } => {
-                    inside(w)?;
-                    inside(g)?;
-                    if w.len != g.len {
-                        return Err(format!("{op:?}: shapes do not match"));
-                    }
+                    fits(x.len == rows * cols && out.len == *cols)?;
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
 
-use super::gpu_step::{At, Buf, Op, Plan, Planted, StepShape};
+use super::gpu_step::{At, Buf, Op, Plan, StepShape};
 use super::mlp::Dataset;
 use crate::device::cuda::mlp::{MlpKernels, MlpLaunch, Region};
 use crate::device::cuda::ops::GpuGraph;
@@ -41,19 +41,9 @@ pub struct GpuTrainer {
 }
 
 impl GpuTrainer {
-    /// Allocate the plan's buffers on `device` and upload the data and the initial parameters.
+    /// Allocate `plan`'s buffers (a plan of `shape`: [`Plan::new`], or a shard's
+    /// [`Plan::scaled`]) on `device` and upload the data and the initial parameters.
     pub fn new(
-        device: Arc<CudaDevice>,
-        shape: &StepShape,
-        data: &Dataset,
-        initial: &[f32],
-        planted: Option<Planted>,
-    ) -> Result<GpuTrainer, GpuError> {
-        GpuTrainer::with_plan(device, Plan::new(shape, planted), shape, data, initial)
-    }
-
-    /// [`new`](Self::new) for a given plan of `shape` (a shard's, [`Plan::scaled`]).
-    pub fn with_plan(
         device: Arc<CudaDevice>,
         plan: Plan,
         shape: &StepShape,
@@ -115,17 +105,7 @@ impl GpuTrainer {
     }
 
     fn region(&self, at: At) -> Result<Region, GpuError> {
-        let base = self.whole(at.buf)?;
-        match at.offset.checked_add(at.len) {
-            Some(end) if end <= base.len => Ok(Region {
-                ptr: base.ptr + 4 * at.offset as u64,
-                len: at.len,
-            }),
-            _ => Err(GpuError::Lengths(format!(
-                "{at:?} past a buffer of {}",
-                base.len
-            ))),
-        }
+        self.whole(at.buf)?.part(at.offset, at.len)
     }
 
     /// Enqueue the start of a run: the initial parameters in place, the counter at 0, every
@@ -257,12 +237,8 @@ impl GpuTrainer {
         let mut out = Vec::with_capacity(steps);
         for s in 0..steps.min(self.steps) {
             self.enqueue_step()?;
-            let slot = Region {
-                ptr: losses.ptr + 4 * s as u64,
-                len: 1,
-            };
             // SAFETY: slot `s` of the losses buffer `self` owns; the read waits for the step.
-            out.extend(unsafe { self.device.read_region(slot) }?);
+            out.extend(unsafe { self.device.read_region(losses.part(s, 1)?) }?);
         }
         Ok(out)
     }
@@ -291,15 +267,10 @@ impl GpuTrainer {
         for _ in 0..steps {
             graph.launch()?;
         }
-        let losses = self.whole(Buf::Losses)?;
+        let losses = self.whole(Buf::Losses)?.part(0, steps)?;
         // SAFETY: the first `steps` slots of the losses buffer `self` owns; the read waits for
         // the last replay (the graph runs on the compute stream the read is enqueued on).
-        unsafe {
-            self.device.read_region(Region {
-                ptr: losses.ptr,
-                len: steps,
-            })
-        }
+        unsafe { self.device.read_region(losses) }
     }
 
     /// The parameters now (after the work enqueued so far).
@@ -320,7 +291,7 @@ mod tests {
     //! step against host SGD, eager and graphed, and with a planted error. Anywhere: the order
     //! a trainer's fields drop in.
     use super::super::gpu::tests::{device, put, read, small_run};
-    use super::super::gpu_step::host_sgd;
+    use super::super::gpu_step::{host_sgd, Planted};
     use super::super::training::agrees;
     use super::*;
 
@@ -328,7 +299,8 @@ mod tests {
     #[ignore = "needs a GPU"]
     fn gpu_training_equals_host_sgd_eager_and_graphed() {
         let (shape, data, initial) = small_run();
-        let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
+        let mut t = GpuTrainer::new(device(), Plan::new(&shape, None), &shape, &data, &initial)
+            .expect("trainer");
         t.capture().expect("the step captures");
         let (host, _) = host_sgd(&shape, &data, &initial, 20);
         let eager_losses = t.train_eager(20).expect("eager");
@@ -380,7 +352,8 @@ mod tests {
     fn gpu_a_trainer_holding_its_device_alone_drops_cleanly() {
         let (shape, data, initial) = small_run();
         for graphed in [false, true] {
-            let mut t = GpuTrainer::new(device(), &shape, &data, &initial, None).expect("trainer");
+            let mut t = GpuTrainer::new(device(), Plan::new(&shape, None), &shape, &data, &initial)
+                .expect("trainer");
             if graphed {
                 t.capture().expect("the step captures");
                 t.train_graph(3).expect("graph");
@@ -403,7 +376,14 @@ mod tests {
     fn gpu_training_with_a_planted_error_fails_the_check() {
         let (shape, data, initial) = small_run();
         let planted = Some(Planted::SkipBiasUpdate);
-        let t = GpuTrainer::new(device(), &shape, &data, &initial, planted).expect("trainer");
+        let t = GpuTrainer::new(
+            device(),
+            Plan::new(&shape, planted),
+            &shape,
+            &data,
+            &initial,
+        )
+        .expect("trainer");
         t.train_eager(20).expect("eager");
         let (ok, rel) = agrees(
             &host_sgd(&shape, &data, &initial, 20).0,

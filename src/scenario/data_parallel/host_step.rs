@@ -1,6 +1,7 @@
-//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu`, and [`HostStep`],
-//! which runs a [`Plan`] of `gpu_step` with them and the host's products: what the GPU computes
-//! (`data-parallel --device cuda`), on any machine.
+//! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu` (five are the host
+//! MLP's own steps, in [`super::mlp`]), and [`HostStep`], which runs a [`Plan`] of `gpu_step`
+//! with them and the host's products: what the GPU computes (`data-parallel --device cuda`),
+//! on any machine.
 //!
 //! The references compute the same values in the same order of operations as the kernels (the
 //! GPU's expf and logf may differ from the host's by an ulp; the rest is bit for bit), so the
@@ -12,6 +13,7 @@
 
 use super::gpu_step::{At, Buf, Op, Plan};
 use super::mlp::{self, Dataset};
+pub use super::mlp::{bias_act, column_sum, relu_backward, sgd, softmax_xent};
 
 /// `gather_batch`: rows `(step · batch + r) mod samples`.
 pub fn gather_batch(
@@ -27,50 +29,6 @@ pub fn gather_batch(
         let src = ((start + r as u64) % samples as u64) as usize;
         row.copy_from_slice(&x[src * inputs..(src + 1) * inputs]);
         *label = y[src];
-    }
-}
-
-/// `bias_act`: `z += b` on every row, then ReLU (`f32::max`, NaN to 0) where `relu`.
-pub fn bias_act(z: &mut [f32], b: &[f32], relu: bool) {
-    for row in z.chunks_mut(b.len()) {
-        for (v, b) in row.iter_mut().zip(b) {
-            let s = *v + b;
-            *v = if relu { s.max(0.0) } else { s };
-        }
-    }
-}
-
-/// `softmax_xent`: per row, its loss `ln Σ exp(z − max) + max − z[label]` (NaN for a label
-/// outside the classes) and `δ = (softmax(z) − onehot) / scale`.
-pub fn softmax_xent(
-    logits: &[f32],
-    labels: &[f32],
-    (delta, row_loss): (&mut [f32], &mut [f32]),
-    classes: usize,
-    scale: f32,
-) {
-    for (((z, d), loss), &label) in logits
-        .chunks(classes)
-        .zip(delta.chunks_mut(classes))
-        .zip(row_loss.iter_mut())
-        .zip(labels)
-    {
-        let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut s = 0f32;
-        for v in z {
-            s += (v - m).exp();
-        }
-        for (d, v) in d.iter_mut().zip(z) {
-            *d = (v - m).exp() / s / scale;
-        }
-        // As the kernel converts: a float label to an unsigned integer (negative: 0).
-        let label = label as usize;
-        if label < classes {
-            *loss = s.ln() + m - z[label];
-            d[label] -= 1.0 / scale;
-        } else {
-            *loss = f32::NAN;
-        }
     }
 }
 
@@ -103,30 +61,6 @@ pub fn record_loss(row_loss: &[f32], scale: f32, step: &mut u32, losses: &mut [f
     *step = step.wrapping_add(1);
 }
 
-/// `relu_backward`: `δ = 0` where the layer's output was not positive.
-pub fn relu_backward(delta: &mut [f32], act: &[f32]) {
-    for (d, a) in delta.iter_mut().zip(act) {
-        if *a <= 0.0 {
-            *d = 0.0;
-        }
-    }
-}
-
-/// `column_sum`: each column of the row-major `x` summed over its rows, in order.
-pub fn column_sum(x: &[f32], out: &mut [f32]) {
-    out.fill(0.0);
-    for row in x.chunks(out.len()) {
-        for (o, v) in out.iter_mut().zip(row) {
-            *o += v;
-        }
-    }
-}
-
-/// `sgd`: `w -= lr · g`, a product rounded, then a difference.
-pub fn sgd(w: &mut [f32], g: &[f32], lr: f32) {
-    mlp::sgd(w, g, lr);
-}
-
 /// The step counter's value as its slot holds it.
 pub fn counter(slot: f32) -> u32 {
     slot.to_bits()
@@ -146,17 +80,13 @@ pub struct HostStep {
 impl HostStep {
     /// The buffers of `plan`, the data and the initial parameters in place, the counter at 0.
     pub fn new(plan: Plan, data: &Dataset, initial: &[f32]) -> HostStep {
-        let mut bufs: Vec<Vec<f32>> = plan.buffers.iter().map(|(_, n)| vec![0f32; *n]).collect();
-        let mut put = |buf: Buf, values: &[f32]| {
-            if let Some(i) = plan.index(buf) {
-                bufs[i].copy_from_slice(values);
-            }
-        };
-        put(Buf::Data, &data.x);
+        let bufs = plan.buffers.iter().map(|(_, n)| vec![0f32; *n]).collect();
+        let mut step = HostStep { plan, bufs };
+        step.set(Buf::Data, &data.x);
         let labels: Vec<f32> = data.labels.iter().map(|&l| l as f32).collect();
-        put(Buf::Labels, &labels);
-        put(Buf::Params, initial);
-        HostStep { plan, bufs }
+        step.set(Buf::Labels, &labels);
+        step.set(Buf::Params, initial);
+        step
     }
 
     /// A buffer's values.
@@ -180,22 +110,21 @@ impl HostStep {
 
     /// One step: every op of the plan, in order.
     pub fn step(&mut self) {
-        for op in self.plan.ops.clone() {
-            self.run(op);
-        }
+        self.run_ops(0..self.plan.ops.len());
     }
 
     /// The step's gradient phase alone ([`Plan::phases`]).
     pub fn gradient(&mut self) {
-        for i in 0..self.plan.update_start() {
-            let op = self.plan.ops[i];
-            self.run(op);
-        }
+        self.run_ops(0..self.plan.update_start());
     }
 
     /// The step's update phase alone.
     pub fn update(&mut self) {
-        for i in self.plan.update_start()..self.plan.ops.len() {
+        self.run_ops(self.plan.update_start()..self.plan.ops.len());
+    }
+
+    fn run_ops(&mut self, ops: std::ops::Range<usize>) {
+        for i in ops {
             let op = self.plan.ops[i];
             self.run(op);
         }

@@ -3,11 +3,9 @@
 //! schemes of [`engine`](super::engine) on k CPU devices, traces one more run of each
 //! synchronous scheme for communication's share, and records the run ([`record_run`]).
 
-use std::sync::Mutex;
-
-use super::engine::{Pending, Scheme, Workspace};
+use super::engine::Workspace;
 use super::explain::{record_run, Communication};
-use super::training::{self, buckets, communication_overlap, communication_share, Trained};
+use super::training::{buckets, communication_overlap, communication_share, Runs, Trained};
 use super::{Config, DataParallel, Participants, Timed};
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
@@ -27,31 +25,54 @@ pub(super) fn run(
     let threads = ctx.cpu_split(cfg.devices);
     let rt = Runtime::cpu(&ctx.runtime, &threads)?;
     let engine = &rt.engine;
+    let (k, plan) = (cfg.devices, buckets(&cfg.layers, cfg.bucket_bytes));
     let schemes = [
-        (Timed::OneDevice, Scheme::OneDevice),
-        (Timed::ParameterServer, Scheme::ParameterServer),
-        (Timed::Ring, Scheme::Ring),
-        (Timed::RingOverlapped, Scheme::RingOverlapped),
-        (Timed::Async, Scheme::Async),
+        (
+            Timed::OneDevice,
+            format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
+        ),
+        (
+            Timed::ParameterServer,
+            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast"),
+        ),
+        (
+            Timed::Ring,
+            format!(
+                "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
+            ),
+        ),
+        (
+            Timed::RingOverlapped,
+            format!(
+                "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as soon \
+                 as written, {k} updates",
+                plan.len(),
+                if plan.len() == 1 { "" } else { "s" },
+                plan.iter()
+                    .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            ),
+        ),
+        (
+            Timed::Async,
+            format!(
+                "{k} devices × {} updates of their shard, stale reads allowed",
+                cfg.steps
+            ),
+        ),
     ];
-    let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.1)).collect();
-    let last: Vec<Mutex<Option<Pending>>> = schemes.iter().map(|_| Mutex::new(None)).collect();
-    // Every run's loss log with its time, so the curve and the time to the target loss
-    // come from the run nearest the median, not from whichever ran last.
-    let logs: Vec<training::RunLogs> = schemes.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.0)).collect();
+    let runs = Runs::new(schemes.len());
     let train = |i: usize| {
-        let (setup, rt, ws, last, logs) = (&setup, &rt, &workspaces[i], &last, &logs);
+        let (setup, rt, ws, runs) = (&setup, &rt, &workspaces[i], &runs);
         move || {
             let wall = synced(engine, || -> Result<(), ScenarioError> {
-                let pending = setup.push(rt, ws);
-                *last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
+                setup.push(rt, ws);
                 Ok(())
             })?;
             // Finished (synced waited): read its log, after the clock stopped.
-            if let Some(p) = last[i].lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                let mut logs = logs[i].lock().unwrap_or_else(|e| e.into_inner());
-                logs.push((wall.as_secs_f64(), p.log()));
-            }
+            runs.keep(i, wall.as_secs_f64(), ws.log(), i);
             Ok(wall)
         }
     };
@@ -60,25 +81,12 @@ pub(super) fn run(
         .collect();
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
-    // The last timed run of each scheme, before the traced runs below reuse its buffers;
-    // its loss log replaced by the one of the run nearest the scheme's median.
+    // The last timed run of each scheme, before the traced runs below reuse its buffers.
+    let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
     let trained: Vec<(Timed, Trained)> = schemes
         .iter()
-        .zip(&last)
-        .zip(summaries.iter().zip(logs))
-        .map(|((&(v, _), p), (summary, logs))| {
-            let mut t = p
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .map(Pending::take)
-                .unwrap_or_default();
-            let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
-            if let Some(log) = training::nearest_to(summary.median_s, logs) {
-                t.log = log;
-            }
-            (v, t)
-        })
+        .map(|s| s.0)
+        .zip(runs.trained(&medians, |i| workspaces[i].trained()))
         .collect();
 
     // Communication's share and how much of it ran beside computation, from one more
@@ -100,39 +108,12 @@ pub(super) fn run(
         }
     }
 
-    let k = cfg.devices;
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    let label = |s: Scheme| match s {
-        Scheme::OneDevice => format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
-        Scheme::ParameterServer => {
-            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
-        }
-        Scheme::Ring => format!(
-            "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
-        ),
-        Scheme::RingOverlapped => {
-            let plan = buckets(&cfg.layers, cfg.bucket_bytes);
-            format!(
-                "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as \
-                 soon as written, {k} updates",
-                plan.len(),
-                if plan.len() == 1 { "" } else { "s" },
-                plan.iter()
-                    .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
-                    .collect::<Vec<_>>()
-                    .join(" + ")
-            )
-        }
-        Scheme::Async => format!(
-            "{k} devices × {} updates of their shard, stale reads allowed",
-            cfg.steps
-        ),
-    };
-    run.add_variants(
-        schemes.iter().map(|s| s.0.name().to_string()).collect(),
-        summaries,
-        schemes.iter().map(|s| Some(label(s.1))),
-    );
+    let (names, labels): (Vec<String>, Vec<Option<String>>) = schemes
+        .into_iter()
+        .map(|(v, label)| (v.name().to_string(), Some(label)))
+        .unzip();
+    run.add_variants(names, summaries, labels);
     if threads.iter().any(|&t| t != threads[0]) {
         run.notes.push(format!(
             "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \

@@ -106,15 +106,16 @@ impl Dataset {
         self.labels.len()
     }
 
-    /// Rows `start..start + len` (wrapping) as one contiguous batch, and their labels.
-    fn batch(&self, start: usize, len: usize) -> (Vec<f32>, Vec<u32>) {
+    /// Rows `start..start + len` (wrapping) as one contiguous batch, and their labels (as
+    /// floats, exact below 2^24, as the GPU holds them).
+    fn batch(&self, start: usize, len: usize) -> (Vec<f32>, Vec<f32>) {
         let d = self.inputs;
         let mut x = Vec::with_capacity(len * d);
         let mut y = Vec::with_capacity(len);
         for k in 0..len {
             let i = (start + k) % self.rows();
             x.extend_from_slice(&self.x[i * d..(i + 1) * d]);
-            y.push(self.labels[i]);
+            y.push(self.labels[i] as f32);
         }
         (x, y)
     }
@@ -191,36 +192,25 @@ pub fn forward(
             ),
             &mut z,
         );
-        let bias = &weights[b_at..b_at + fan_out];
-        let last = l + 1 == offsets.len();
-        for row in z.chunks_mut(fan_out) {
-            for (v, b) in row.iter_mut().zip(bias) {
-                *v += b;
-                if !last {
-                    *v = v.max(0.0);
-                }
-            }
-        }
+        bias_act(
+            &mut z,
+            &weights[b_at..b_at + fan_out],
+            l + 1 < offsets.len(),
+        );
         activations.push(z);
     }
     // Softmax cross-entropy; the output's gradient is (p - onehot) / scale.
     let classes = layers.classes();
     let logits = activations.pop().unwrap_or_default();
-    let mut delta = vec![0f32; len * classes];
-    let mut loss = 0f64;
-    for ((row, out), &label) in logits
-        .chunks(classes)
-        .zip(delta.chunks_mut(classes))
-        .zip(&labels)
-    {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
-        loss += f64::from(sum.ln() + max - row[label as usize]);
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = (v - max).exp() / sum / scale;
-        }
-        out[label as usize] -= 1.0 / scale;
-    }
+    let (mut delta, mut row_loss) = (vec![0f32; len * classes], vec![0f32; len]);
+    softmax_xent(
+        &logits,
+        &labels,
+        (&mut delta, &mut row_loss),
+        classes,
+        scale,
+    );
+    let loss: f64 = row_loss.iter().map(|&l| f64::from(l)).sum();
     Forward {
         activations,
         delta,
@@ -263,12 +253,7 @@ impl Forward {
             (&self.delta, len, fan_out, false),
             dw,
         );
-        db.fill(0.0);
-        for row in self.delta.chunks(fan_out) {
-            for (g, d) in db.iter_mut().zip(row) {
-                *g += d;
-            }
-        }
+        column_sum(&self.delta, db);
         if l > 0 {
             let mut prev = vec![0f32; len * fan_in];
             product(
@@ -281,12 +266,7 @@ impl Forward {
                 ),
                 &mut prev,
             );
-            // ReLU's derivative: where the layer's output (its activation) was positive.
-            for (p, a) in prev.iter_mut().zip(&self.activations[l]) {
-                if *a <= 0.0 {
-                    *p = 0.0;
-                }
-            }
+            relu_backward(&mut prev, &self.activations[l]);
             self.delta = prev;
         }
         self.remaining = l;
@@ -319,7 +299,72 @@ pub(crate) fn product(
     matmul_into(a, b, c);
 }
 
-/// `weights -= lr · grad`.
+/// Per row, its loss `ln Σ exp(z − max) + max − z[label]` (NaN for a label outside the
+/// classes) and `δ = (softmax(z) − onehot) / scale`; the `softmax_xent` kernel's reference.
+pub fn softmax_xent(
+    logits: &[f32],
+    labels: &[f32],
+    (delta, row_loss): (&mut [f32], &mut [f32]),
+    classes: usize,
+    scale: f32,
+) {
+    for (((z, d), loss), &label) in logits
+        .chunks(classes)
+        .zip(delta.chunks_mut(classes))
+        .zip(row_loss.iter_mut())
+        .zip(labels)
+    {
+        let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut s = 0f32;
+        for v in z {
+            s += (v - m).exp();
+        }
+        for (d, v) in d.iter_mut().zip(z) {
+            *d = (v - m).exp() / s / scale;
+        }
+        // As the kernel converts: a float label to an unsigned integer (negative: 0).
+        let label = label as usize;
+        if label < classes {
+            *loss = s.ln() + m - z[label];
+            d[label] -= 1.0 / scale;
+        } else {
+            *loss = f32::NAN;
+        }
+    }
+}
+
+/// `z += b` on every row, then ReLU (`f32::max`, NaN to 0) where `relu`; the `bias_act`
+/// kernel's reference, as the functions around it are of theirs (`host_step` runs the GPU's
+/// plan with them).
+pub fn bias_act(z: &mut [f32], b: &[f32], relu: bool) {
+    for row in z.chunks_mut(b.len()) {
+        for (v, b) in row.iter_mut().zip(b) {
+            let s = *v + b;
+            *v = if relu { s.max(0.0) } else { s };
+        }
+    }
+}
+
+/// ReLU's derivative: `δ = 0` where the layer's output (its activation) was not positive.
+pub fn relu_backward(delta: &mut [f32], act: &[f32]) {
+    for (d, a) in delta.iter_mut().zip(act) {
+        if *a <= 0.0 {
+            *d = 0.0;
+        }
+    }
+}
+
+/// Each column of the row-major `x` summed over its rows, in order.
+pub fn column_sum(x: &[f32], out: &mut [f32]) {
+    out.fill(0.0);
+    for row in x.chunks(out.len()) {
+        for (o, v) in out.iter_mut().zip(row) {
+            *o += v;
+        }
+    }
+}
+
+/// `weights -= lr · grad`: a product rounded, then a difference.
 pub fn sgd(weights: &mut [f32], grad: &[f32], lr: f32) {
     for (p, g) in weights.iter_mut().zip(grad) {
         *p -= lr * g;

@@ -21,12 +21,13 @@ use serde_json::{json, Value};
 
 use super::explain::{record_run, Communication};
 use super::mlp::{forward, gradient, sgd};
-use super::training::{buckets, shard, Bucket, LossEntry, Trained};
+use super::training::{buckets, shard, Bucket, LossEntry, Runs, Trained};
 use super::{Config, DataParallel, Participants, Setup, Timed};
 use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
-use crate::harness::{Sampler, Variant};
+use crate::harness::{Summary, Variant};
 use crate::report::RunRecord;
+use crate::scenario::collective;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 const TAG_PARAMS: i32 = 1;
@@ -51,47 +52,6 @@ fn inject_fault(rank: usize, timeout: Duration) {
         Some((r, "exit")) if r.parse() == Ok(rank) => std::process::exit(3),
         _ => {}
     }
-}
-
-/// The variants under MPI, the baseline first and asynchronous last.
-/// How ranks train: the variants of the MPI backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RankScheme {
-    OneDevice,
-    Allreduce,
-    Ring,
-    AllreduceOverlapped,
-    Async,
-}
-
-impl RankScheme {
-    /// The variant it is reported as.
-    fn variant(self) -> Timed {
-        match self {
-            RankScheme::OneDevice => Timed::OneDevice,
-            RankScheme::Allreduce => Timed::Allreduce,
-            RankScheme::Ring => Timed::Ring,
-            RankScheme::AllreduceOverlapped => Timed::AllreduceOverlapped,
-            RankScheme::Async => Timed::Async,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        self.variant().name()
-    }
-}
-
-fn variants(size: usize) -> Vec<RankScheme> {
-    let mut v = vec![
-        RankScheme::OneDevice,
-        RankScheme::Allreduce,
-        RankScheme::Ring,
-        RankScheme::AllreduceOverlapped,
-    ];
-    if size > 1 {
-        v.push(RankScheme::Async);
-    }
-    v
 }
 
 /// One rank's buffers, reused by every run.
@@ -175,30 +135,25 @@ impl Rank<'_> {
         }
     }
 
-    fn synchronous(&self, b: &mut Buffers, ring: bool) -> Trained {
-        let s = self.setup;
-        let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
+    /// A synchronous variant: each step `reduce` leaves the sum of the ranks' shard gradients
+    /// (their summed loss last) in `b.reduced` and returns the time it spent in MPI calls;
+    /// then every rank takes the same update.
+    fn synchronous(
+        &self,
+        b: &mut Buffers,
+        mut reduce: impl FnMut(u64, &mut Buffers) -> Duration,
+    ) -> Trained {
+        let (s, n) = (self.setup, self.n());
         let mut log = Vec::new();
         b.weights.copy_from_slice(&s.initial);
         let start = Instant::now();
         let mut communicating = Duration::ZERO;
         for step in 0..s.steps {
-            self.gradient(&b.weights, shard(step, s.batch, k, rank), &mut b.gradient);
-            let reducing = Instant::now();
-            let sum = if ring {
-                let what = format!("ring all-reduce of step {step}");
-                self.comm
-                    .ring_all_reduce_sum(&mut b.gradient, &mut b.tmp, &what);
-                &b.gradient
-            } else {
-                let what = format!("MPI_Allreduce of step {step}");
-                self.comm.all_reduce_sum(&b.gradient, &mut b.reduced, &what);
-                &b.reduced
-            };
-            communicating += reducing.elapsed();
-            sgd(&mut b.weights, &sum[..n], s.lr);
-            if rank == 0 {
-                log.push(LossEntry::since(start, step, f64::from(sum[n]), s.batch));
+            communicating += reduce(step, b);
+            sgd(&mut b.weights, &b.reduced[..n], s.lr);
+            if self.comm.rank() == 0 {
+                let loss = f64::from(b.reduced[n]);
+                log.push(LossEntry::since(start, step, loss, s.batch));
             }
         }
         Trained {
@@ -209,20 +164,35 @@ impl Rank<'_> {
         }
     }
 
+    /// `allreduce` (`MPI_Allreduce`) or `ring` (point-to-point messages): each step's shard
+    /// gradient, then its sum over the ranks.
+    fn whole(&self, b: &mut Buffers, ring: bool) -> Trained {
+        let (s, k, rank) = (self.setup, self.comm.size(), self.comm.rank());
+        self.synchronous(b, |step, b| {
+            self.gradient(&b.weights, shard(step, s.batch, k, rank), &mut b.gradient);
+            let reducing = Instant::now();
+            if ring {
+                let what = format!("ring all-reduce of step {step}");
+                let (send, recv, tmp) = (&b.gradient, &mut b.reduced, &mut b.tmp);
+                self.comm.ring_all_reduce_sum_into(send, recv, tmp, &what);
+            } else {
+                let what = format!("MPI_Allreduce of step {step}");
+                self.comm.all_reduce_sum(&b.gradient, &mut b.reduced, &what);
+            }
+            reducing.elapsed()
+        })
+    }
+
     /// The gradient by a forward pass and a backward step per layer, last first, its buckets
     /// of layers ([`buckets`]) each all-reduced by an `MPI_Iallreduce` posted as soon as the
     /// bucket is written, while the layers below are computed. The summed loss travels in the
     /// first bucket (the last layer's, which ends where the loss slot is). Communication's
     /// share counts only the time spent in MPI calls: what no computation covered.
     fn overlapped(&self, b: &mut Buffers) -> Trained {
-        let s = self.setup;
-        let (n, k, rank) = (self.n(), self.comm.size(), self.comm.rank());
+        let (s, n) = (self.setup, self.n());
+        let (k, rank) = (self.comm.size(), self.comm.rank());
         let plan = buckets(&s.layers, s.bucket_bytes);
-        let mut log = Vec::new();
-        b.weights.copy_from_slice(&s.initial);
-        let start = Instant::now();
-        let mut communicating = Duration::ZERO;
-        for step in 0..s.steps {
+        self.synchronous(b, |step, b| {
             let rows = shard(step, s.batch, k, rank);
             let weights = &b.weights;
             let mut pass = self
@@ -232,8 +202,7 @@ impl Rank<'_> {
             let sends = bucket_slices(&mut b.gradient, &plan, n);
             let recvs = bucket_slices(&mut b.reduced, &plan, n);
             let what = format!("bucketed MPI_Iallreduce of step {step}");
-            communicating += self
-                .comm
+            self.comm
                 .all_reduce_sum_as_ready(sends, recvs, &what, |i, bucket| {
                     let from = plan[i].range.start;
                     for &l in &plan[i].layers {
@@ -245,23 +214,8 @@ impl Rank<'_> {
                     if i == 0 {
                         bucket[n - from] = loss;
                     }
-                });
-            sgd(&mut b.weights, &b.reduced[..n], s.lr);
-            if rank == 0 {
-                log.push(LossEntry::since(
-                    start,
-                    step,
-                    f64::from(b.reduced[n]),
-                    s.batch,
-                ));
-            }
-        }
-        Trained {
-            weights: b.weights.clone(),
-            log,
-            communication: Some(communicating.as_secs_f64() / start.elapsed().as_secs_f64()),
-            ..Trained::default()
-        }
+                })
+        })
     }
 
     /// Rank 0 serves parameters and applies gradients as they come; ranks 1.. are workers,
@@ -379,63 +333,82 @@ pub(super) fn run(
     };
     inject_fault(place.rank, cfg.timeout);
 
-    // The same rounds on every rank: no time-based stopping.
-    let mut config = ctx.sampling.apply(scenario.sampling());
-    config.max_samples = config.min_samples;
-    config.min_time = Duration::ZERO;
-    config.max_time = Duration::from_secs(86_400);
-
-    let names = variants(k);
-    let last: Vec<Mutex<Trained>> = names
-        .iter()
-        .map(|_| Mutex::new(Trained::default()))
-        .collect();
-    // Every run's loss log with its time: the curve comes from the run nearest the median.
-    let logs: Vec<super::training::RunLogs> =
-        names.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let (steps, batch) = (cfg.steps, cfg.batch);
+    let bucketed = crate::units::count(buckets(&cfg.layers, cfg.bucket_bytes).len(), "bucket");
+    let mut names = vec![
+        (
+            Timed::OneDevice,
+            format!("{steps} steps of {batch} rows on rank 0 alone"),
+        ),
+        (
+            Timed::Allreduce,
+            format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+        ),
+        (
+            Timed::Ring,
+            format!(
+                "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point \
+                 messages"
+            ),
+        ),
+        (
+            Timed::AllreduceOverlapped,
+            format!(
+                "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({bucketed}) \
+                 posted as the backward pass writes it"
+            ),
+        ),
+    ];
+    if k > 1 {
+        names.push((
+            Timed::Async,
+            format!(
+                "rank 0 serves, {} workers × {steps} updates of their shard, stale reads \
+                 allowed",
+                k - 1
+            ),
+        ));
+    }
+    let runs = Runs::new(names.len());
     let train = |i: usize| {
-        let (rank, buffers, last, logs, name) = (&rank, &buffers, &last, &logs, names[i]);
+        let (rank, buffers, runs, name) = (&rank, &buffers, &runs, names[i].0);
         move || -> Result<Duration, ScenarioError> {
             let mut b = buffers.lock().unwrap_or_else(|e| e.into_inner());
             rank.comm.barrier(&format!("the start of {}", name.name()));
             let start = Instant::now();
             let trained = match name {
-                RankScheme::OneDevice => rank.one_device(&mut b),
-                RankScheme::Allreduce => rank.synchronous(&mut b, false),
-                RankScheme::Ring => rank.synchronous(&mut b, true),
-                RankScheme::AllreduceOverlapped => rank.overlapped(&mut b),
-                RankScheme::Async => rank.asynchronous(&mut b),
+                Timed::OneDevice => rank.one_device(&mut b),
+                Timed::Allreduce => rank.whole(&mut b, false),
+                Timed::Ring => rank.whole(&mut b, true),
+                Timed::AllreduceOverlapped => rank.overlapped(&mut b),
+                Timed::Async => rank.asynchronous(&mut b),
+                // Not among MPI's variants (`names`).
+                _ => Trained::default(),
             };
             let took = start.elapsed();
-            logs[i]
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((took.as_secs_f64(), trained.log.clone()));
-            *last[i].lock().unwrap_or_else(|e| e.into_inner()) = trained;
+            runs.keep(i, took.as_secs_f64(), trained.log.clone(), trained);
             Ok(took)
         }
     };
-    let mut runs: Vec<Variant<ScenarioError>> = (0..names.len())
-        .map(|i| Variant::new(names[i].name(), train(i)))
+    let mut variants: Vec<Variant<ScenarioError>> = (0..names.len())
+        .map(|i| Variant::new(names[i].0.name(), train(i)))
         .collect();
-    let progress = |p| {
-        if let (0, Some(report)) = (place.rank, &ctx.progress) {
-            report(scenario.name(), p)
-        }
-    };
-    let summaries = Sampler::new(config)
-        .with_progress(&progress)
-        .run(&mut runs)?;
-    drop(runs);
+    let summaries = collective::sample_ranks(scenario, ctx, place.rank, &mut variants)?;
+    drop(variants);
 
     // Every rank's timings and host, on rank 0.
+    let per_variant = |figure: fn(&Summary) -> Value| {
+        let each = names.iter().zip(&summaries);
+        each.map(|(n, s)| (n.0.name().to_string(), figure(s)))
+            .collect::<serde_json::Map<_, _>>()
+    };
     let mine = json!({
         "rank": place.rank,
         "host": comm.host(),
         "pid": std::process::id(),
         "threads": threads,
-        "median_s": names.iter().zip(&summaries).map(|(n, s)| (n.name().to_string(), json!(s.median_s))).collect::<serde_json::Map<_, _>>(),
-        "samples_s": names.iter().zip(&summaries).map(|(n, s)| (n.name().to_string(), json!(s.samples_s))).collect::<serde_json::Map<_, _>>(),
+        "median_s": per_variant(|s| json!(s.median_s)),
+        "samples_s": per_variant(|s| json!(s.samples_s)),
     });
     let gathered = comm.gather_bytes(mine.to_string().as_bytes());
     let mut parameters = params.to_json();
@@ -464,36 +437,13 @@ pub(super) fn run(
         (label, record)
     }));
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
-    let steps = cfg.steps;
     let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
-    run.add_variants(
-        names.iter().map(|v| v.name().to_string()).collect(),
-        summaries,
-        names.iter().map(|name| {
-            Some(match *name {
-                RankScheme::OneDevice => format!("{steps} steps of {} rows on rank 0 alone", cfg.batch),
-                RankScheme::Allreduce => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
-                RankScheme::Ring => format!(
-                    "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
-                ),
-                RankScheme::AllreduceOverlapped => format!(
-                    "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({}) posted as the backward pass writes it",
-                    crate::units::count(buckets(&cfg.layers, cfg.bucket_bytes).len(), "bucket")
-                ),
-                RankScheme::Async => format!(
-                    "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
-                    k - 1
-                ),
-            })
-        }),
-    );
-    if !place.launched {
-        run.notes.push(
-            "started without mpirun: running as one rank (mpirun -n 2 parbench data-parallel \
-             --backend mpi for two)"
-                .into(),
-        );
-    }
+    let (variant_names, labels): (Vec<String>, Vec<Option<String>>) = names
+        .iter()
+        .map(|(v, label)| (v.name().to_string(), Some(label.clone())))
+        .unzip();
+    run.add_variants(variant_names, summaries, labels);
+    collective::note_unlaunched(&mut run, place.launched);
     if k == 1 {
         run.notes
             .push("async needs a server rank and a worker: run with 2 ranks or more".into());
@@ -501,16 +451,8 @@ pub(super) fn run(
     run.derive_series("ranks", Value::Array(ranks));
     let trained: Vec<(Timed, Trained)> = names
         .iter()
-        .zip(&last)
-        .zip(medians.into_iter().zip(logs))
-        .map(|((n, t), (median, logs))| {
-            let mut t = std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner()));
-            let logs = logs.into_inner().unwrap_or_else(|e| e.into_inner());
-            if let Some(log) = super::training::nearest_to(median, logs) {
-                t.log = log;
-            }
-            (n.variant(), t)
-        })
+        .map(|n| n.0)
+        .zip(runs.trained(&medians, |t| t))
         .collect();
     let shares: Vec<(Timed, f64)> = trained
         .iter()

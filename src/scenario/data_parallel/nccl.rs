@@ -7,7 +7,6 @@ use super::gpu_step::{shard_of, Buf, Plan, StepShape};
 use super::gpu_trainer::GpuTrainer;
 use super::mlp::Dataset;
 use super::SEED;
-use crate::device::cuda::mlp::Region;
 use crate::device::cuda::nccl::{Comms, RankBuffer};
 use crate::device::cuda::{CudaDevice, GpuError};
 
@@ -46,25 +45,13 @@ impl NcclTrainer {
         for (r, device) in devices.into_iter().enumerate() {
             let (shard, shard_data) = shard_of(shape, data, k, r);
             let plan = Plan::scaled(&shard, shape.batch as f32, None);
-            ranks.push(GpuTrainer::with_plan(
-                device,
-                plan,
-                &shard,
-                &shard_data,
-                initial,
-            )?);
+            ranks.push(GpuTrainer::new(device, plan, &shard, &shard_data, initial)?);
         }
         Ok(NcclTrainer {
             comms: Mutex::new(comms),
             ranks,
             steps: shape.steps,
         })
-    }
-
-    /// The GPUs (the tests count them).
-    #[cfg(test)]
-    pub fn ranks(&self) -> usize {
-        self.ranks.len()
     }
 
     /// `steps` steps from the initial parameters; returns each step's loss (the ranks' shard
@@ -106,15 +93,10 @@ impl NcclTrainer {
         let mut total = vec![0f32; steps];
         for r in &self.ranks {
             r.device().bind()?;
-            let losses = r.whole(Buf::Losses)?;
+            let losses = r.whole(Buf::Losses)?.part(0, steps)?;
             // SAFETY: the first `steps` slots of the rank's losses buffer; the read waits for
             // its stream's work.
-            let got = unsafe {
-                r.device().read_region(Region {
-                    ptr: losses.ptr,
-                    len: steps,
-                })
-            }?;
+            let got = unsafe { r.device().read_region(losses) }?;
             total.iter_mut().zip(got).for_each(|(t, l)| *t += l);
         }
         Ok(total)
@@ -178,7 +160,6 @@ mod tests {
             .map_err(|e| format!("the GPU opens: {e}"))?;
         let devices = nccl_devices(&first, k).map_err(|e| format!("the GPUs open: {e}"))?;
         let t = NcclTrainer::new(devices, &shape, &data, &initial).map_err(nccl)?;
-        assert_eq!(t.ranks(), k);
         let (host, _) = host_sgd(&shape, &data, &initial, 20);
         let losses = t.train(20).expect("train");
         let ranks = t.parameters().expect("read");

@@ -4,6 +4,7 @@
 //! of a traced run.
 
 use std::ops::Range;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use super::mlp::Layers;
@@ -148,8 +149,49 @@ pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
     points
 }
 
-/// Each run of a scheme: its seconds and its loss log, kept while the scheme is sampled.
-pub type RunLogs = std::sync::Mutex<Vec<(f64, Vec<LossEntry>)>>;
+/// Each variant's runs while it is sampled: what its last run left, and every run's seconds
+/// and loss log, so that a curve comes from the run nearest the median, not from whichever ran
+/// last.
+pub struct Runs<T> {
+    last: Vec<Mutex<Option<T>>>,
+    logs: Vec<Mutex<Vec<Logged>>>,
+}
+
+/// A run's seconds and its loss log.
+type Logged = (f64, Vec<LossEntry>);
+
+impl<T> Runs<T> {
+    pub fn new(variants: usize) -> Runs<T> {
+        Runs {
+            last: (0..variants).map(|_| Mutex::new(None)).collect(),
+            logs: (0..variants).map(|_| Mutex::new(Vec::new())).collect(),
+        }
+    }
+
+    /// A run of variant `i`: it took `seconds`, logged `log` and left `last`.
+    pub fn keep(&self, i: usize, seconds: f64, log: Vec<LossEntry>, last: T) {
+        let logs = &mut self.logs[i].lock().unwrap_or_else(|e| e.into_inner());
+        logs.push((seconds, log));
+        *self.last[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(last);
+    }
+
+    /// What each variant's last run left, made [`Trained`] by `take`, with the loss log of
+    /// its run nearest `medians`' (one a variant, in order).
+    pub fn trained(self, medians: &[f64], take: impl Fn(T) -> Trained) -> Vec<Trained> {
+        fn inner<U>(m: Mutex<U>) -> U {
+            m.into_inner().unwrap_or_else(|e| e.into_inner())
+        }
+        let runs = self.last.into_iter().zip(self.logs).zip(medians);
+        runs.map(|((last, logs), &median)| {
+            let mut t = inner(last).map(&take).unwrap_or_default();
+            if let Some(log) = nearest_to(median, inner(logs)) {
+                t.log = log;
+            }
+            t
+        })
+        .collect()
+    }
+}
 
 /// Of `runs` (each a run's seconds and what it left), what the run nearest `median` seconds
 /// left: the run a figure drawn from one run is read from, so it is the median run's, not an
