@@ -207,23 +207,10 @@ impl GpuDevice {
     }
 }
 
-/// The 16 bytes of `cuDeviceGetUuid` as `nvidia-smi -L` writes a GPU's:
-/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
-pub fn uuid_string(bytes: [u8; 16]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::state::gpu::uuid_string;
 
     fn h200(ordinal: usize, selected: bool) -> GpuDevice {
         GpuDevice {

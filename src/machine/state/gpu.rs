@@ -30,21 +30,24 @@ pub enum GpuSelector {
 }
 
 impl GpuSelector {
-    /// The NVML form of a CUDA device UUID's 16 bytes (`cuDeviceGetUuid`): `GPU-` and the bytes
-    /// in order as lowercase hex, grouped 4-2-2-2-6, as `nvidia-smi -L` prints it.
+    /// The NVML form of a CUDA device UUID's 16 bytes (`cuDeviceGetUuid`): [`uuid_string`].
     pub fn from_uuid_bytes(bytes: [u8; 16]) -> GpuSelector {
-        let hex = |range: std::ops::Range<usize>| -> String {
-            bytes[range].iter().map(|b| format!("{b:02x}")).collect()
-        };
-        GpuSelector::Uuid(format!(
-            "GPU-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        ))
+        GpuSelector::Uuid(uuid_string(bytes))
     }
+}
+
+/// The 16 bytes of `cuDeviceGetUuid` as NVML and `nvidia-smi -L` write a GPU's: `GPU-` and the
+/// bytes in order as lowercase hex, grouped 4-2-2-2-6 ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx").
+pub fn uuid_string(bytes: [u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 impl fmt::Display for GpuSelector {
