@@ -279,12 +279,7 @@ impl GpuDuring {
             .filter_map(|s| s.sm_mhz)
             .collect();
         busy.sort_unstable();
-        let mut clock_limits: Vec<ClockLimit> = samples
-            .iter()
-            .flat_map(|s| s.clock_limits.iter().copied())
-            .collect();
-        clock_limits.sort_unstable();
-        clock_limits.dedup();
+        let clock_limits = distinct(samples.iter().flat_map(|s| &s.clock_limits));
         Some(GpuDuring {
             samples: samples.len(),
             busy_samples: busy.len(),
@@ -294,6 +289,14 @@ impl GpuDuring {
             clock_limits,
         })
     }
+}
+
+/// Each clock limit of `limits` once, in order.
+fn distinct<'a>(limits: impl Iterator<Item = &'a ClockLimit>) -> Vec<ClockLimit> {
+    let mut all: Vec<ClockLimit> = limits.copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// The GPU's state over one run.
@@ -312,18 +315,12 @@ pub struct GpuRunState {
 impl GpuRunState {
     /// Every clock limit seen before, during or after the run, each once.
     pub fn clock_limits(&self) -> Vec<ClockLimit> {
-        let during = self.during.iter().flat_map(|d| d.clock_limits.iter());
-        let mut all: Vec<ClockLimit> = self
-            .before
-            .clock_limits
-            .iter()
-            .chain(during)
-            .chain(&self.after.clock_limits)
-            .copied()
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        all
+        let during = self.during.iter().flat_map(|d| &d.clock_limits);
+        distinct(
+            (self.before.clock_limits.iter())
+                .chain(during)
+                .chain(&self.after.clock_limits),
+        )
     }
 
     /// Other compute processes seen before or after the run, each pid once with the most
