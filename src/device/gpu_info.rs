@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `{"available": true, "name": .., "driver": .., "cuda": .., "memory_bytes": ..,
 /// "compute_capability": ".."}`: a plain struct whose absent fields are skipped, so the JSON
 /// stays flat and readers need no tag handling.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuInfo {
     pub available: bool,
     /// Why no GPU is used (only when `available` is false).
@@ -46,14 +46,8 @@ impl GpuInfo {
     /// No GPU, and why (e.g. "no CUDA driver found").
     pub fn unavailable(reason: impl Into<String>) -> Self {
         GpuInfo {
-            available: false,
             reason: Some(reason.into()),
-            name: None,
-            driver: None,
-            cuda: None,
-            memory_bytes: None,
-            compute_capability: None,
-            libraries: Vec::new(),
+            ..GpuInfo::default()
         }
     }
 
@@ -68,13 +62,12 @@ impl GpuInfo {
     ) -> Self {
         GpuInfo {
             available: true,
-            reason: None,
             name: Some(name.into()),
             driver: Some(driver.into()),
             cuda: Some(cuda.into()),
             memory_bytes: Some(memory_bytes),
             compute_capability: Some(compute_capability.into()),
-            libraries: Vec::new(),
+            ..GpuInfo::default()
         }
     }
 }

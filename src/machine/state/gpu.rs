@@ -300,7 +300,7 @@ fn distinct<'a>(limits: impl Iterator<Item = &'a ClockLimit>) -> Vec<ClockLimit>
 }
 
 /// The GPU's state over one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuRunState {
     /// Which GPU was read: its NVML UUID where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -494,12 +494,7 @@ mod tests {
         );
         let back: GpuRunState = serde_json::from_value(json).expect("reads");
         assert_eq!(back, state);
-        let bare = GpuRunState {
-            uuid: None,
-            before: GpuState::default(),
-            after: GpuState::default(),
-            during: None,
-        };
+        let bare = GpuRunState::default();
         assert_eq!(
             serde_json::to_value(&bare).expect("serializes"),
             serde_json::json!({"before": {}, "after": {}})
