@@ -138,7 +138,7 @@ impl Recording {
             _ => None,
         };
         let shares = Shares::between(&self.before, &after);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = super::affinity::available_cores();
         RunState {
             cpus: after.kernel.map(|k| k.cpus),
             other_cpu_fraction: shares.map(|s| s.other),
