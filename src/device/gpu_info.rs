@@ -164,13 +164,11 @@ impl GpuDevice {
         if let Some(n) = self.sm_count {
             parts.push(format!("{n} SMs"));
         }
-        match (self.max_sm_clock_mhz, self.memory_clock_mhz) {
-            (Some(sm), Some(mem)) => {
-                parts.push(format!("SM clock {sm} MHz, memory clock {mem} MHz"))
-            }
-            (Some(sm), None) => parts.push(format!("SM clock {sm} MHz")),
-            (None, Some(mem)) => parts.push(format!("memory clock {mem} MHz")),
-            (None, None) => {}
+        if let Some(sm) = self.max_sm_clock_mhz {
+            parts.push(format!("SM clock {sm} MHz"));
+        }
+        if let Some(mem) = self.memory_clock_mhz {
+            parts.push(format!("memory clock {mem} MHz"));
         }
         if let Some(w) = self.memory_bus_width_bits {
             parts.push(format!("{w}-bit bus"));
@@ -179,7 +177,7 @@ impl GpuDevice {
             parts.push(format!("L2 {}", crate::units::human_bytes(l2)));
         }
         if let Some(c) = self.copy_engines {
-            parts.push(format!("{c} copy engine{}", if c == 1 { "" } else { "s" }));
+            parts.push(crate::units::count(c as usize, "copy engine"));
         }
         if let Some(m) = self.compute_mode {
             parts.push(format!("compute mode {}", m.as_str()));
