@@ -29,14 +29,13 @@ pub(super) fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
 }
 
 /// A shared log the ops append to, to observe execution order.
-fn log() -> Arc<Mutex<Vec<&'static str>>> {
+type Log = Arc<Mutex<Vec<&'static str>>>;
+
+fn log() -> Log {
     Arc::new(Mutex::new(Vec::new()))
 }
 
-fn note(
-    log: &Arc<Mutex<Vec<&'static str>>>,
-    what: &'static str,
-) -> impl FnOnce() -> Result<(), OpError> {
+fn note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
     let log = log.clone();
     move || {
         log.lock().unwrap().push(what);
@@ -45,15 +44,11 @@ fn note(
 }
 
 /// An op body that sleeps, so a wrongly ordered later op would overtake it.
-fn slow_note(
-    log: &Arc<Mutex<Vec<&'static str>>>,
-    what: &'static str,
-) -> impl FnOnce() -> Result<(), OpError> {
-    let log = log.clone();
+fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
+    let note = note(log, what);
     move || {
         std::thread::sleep(Duration::from_millis(30));
-        log.lock().unwrap().push(what);
-        Ok(())
+        note()
     }
 }
 
