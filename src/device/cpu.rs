@@ -295,7 +295,7 @@ unsafe fn product_raw(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -310,8 +310,8 @@ mod tests {
         assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
     }
 
-    /// Straightforward triple loop in f64: the reference the fast kernel must match.
-    fn naive(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f64> {
+    /// Straightforward triple loop in f64: the reference the fast kernels must match.
+    pub(in crate::device) fn naive(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f64> {
         let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
         Array2::from_shape_fn((m, n), |(i, j)| {
             (0..k)
@@ -357,7 +357,7 @@ mod tests {
             ] {
                 let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
                 let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
-                let want = naive(&a, &b);
+                let want = naive(a.view(), b.view());
                 assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
                 // The same inside a two-thread pool (parallel kernel).
                 let parallel = pool.install(|| matmul_with(kernel, a.view(), b.view()));
@@ -372,7 +372,7 @@ mod tests {
         let b: Array2<f32> = uniform(&[5, 6], 2).into_dimensionality().unwrap();
         // aᵀ · b with aᵀ a non-contiguous view.
         let at = a.t();
-        let want = naive(&at.to_owned(), &b);
+        let want = naive(at, b.view());
         for kernel in kernels() {
             assert_close(&matmul_with(kernel, at, b.view()), &want, 5);
         }
@@ -385,7 +385,7 @@ mod tests {
         assert!(m * k * n >= 1 << 24);
         let a = uniform(&[m, k], 13).into_dimensionality().unwrap();
         let b = uniform(&[k, n], 14).into_dimensionality().unwrap();
-        let want = naive(&a, &b);
+        let want = naive(a.view(), b.view());
         for kernel in kernels() {
             assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
         }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `{"available": true, "name": .., "driver": .., "cuda": .., "memory_bytes": ..,
 /// "compute_capability": ".."}`: a plain struct whose absent fields are skipped, so the JSON
 /// stays flat and readers need no tag handling.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuInfo {
     pub available: bool,
     /// Why no GPU is used (only when `available` is false).
@@ -46,14 +46,8 @@ impl GpuInfo {
     /// No GPU, and why (e.g. "no CUDA driver found").
     pub fn unavailable(reason: impl Into<String>) -> Self {
         GpuInfo {
-            available: false,
             reason: Some(reason.into()),
-            name: None,
-            driver: None,
-            cuda: None,
-            memory_bytes: None,
-            compute_capability: None,
-            libraries: Vec::new(),
+            ..GpuInfo::default()
         }
     }
 
@@ -68,13 +62,12 @@ impl GpuInfo {
     ) -> Self {
         GpuInfo {
             available: true,
-            reason: None,
             name: Some(name.into()),
             driver: Some(driver.into()),
             cuda: Some(cuda.into()),
             memory_bytes: Some(memory_bytes),
             compute_capability: Some(compute_capability.into()),
-            libraries: Vec::new(),
+            ..GpuInfo::default()
         }
     }
 }
@@ -171,13 +164,11 @@ impl GpuDevice {
         if let Some(n) = self.sm_count {
             parts.push(format!("{n} SMs"));
         }
-        match (self.max_sm_clock_mhz, self.memory_clock_mhz) {
-            (Some(sm), Some(mem)) => {
-                parts.push(format!("SM clock {sm} MHz, memory clock {mem} MHz"))
-            }
-            (Some(sm), None) => parts.push(format!("SM clock {sm} MHz")),
-            (None, Some(mem)) => parts.push(format!("memory clock {mem} MHz")),
-            (None, None) => {}
+        if let Some(sm) = self.max_sm_clock_mhz {
+            parts.push(format!("SM clock {sm} MHz"));
+        }
+        if let Some(mem) = self.memory_clock_mhz {
+            parts.push(format!("memory clock {mem} MHz"));
         }
         if let Some(w) = self.memory_bus_width_bits {
             parts.push(format!("{w}-bit bus"));
@@ -186,7 +177,7 @@ impl GpuDevice {
             parts.push(format!("L2 {}", crate::units::human_bytes(l2)));
         }
         if let Some(c) = self.copy_engines {
-            parts.push(format!("{c} copy engine{}", if c == 1 { "" } else { "s" }));
+            parts.push(crate::units::count(c as usize, "copy engine"));
         }
         if let Some(m) = self.compute_mode {
             parts.push(format!("compute mode {}", m.as_str()));
@@ -207,23 +198,10 @@ impl GpuDevice {
     }
 }
 
-/// The 16 bytes of `cuDeviceGetUuid` as `nvidia-smi -L` writes a GPU's:
-/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
-pub fn uuid_string(bytes: [u8; 16]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::state::gpu::uuid_string;
 
     fn h200(ordinal: usize, selected: bool) -> GpuDevice {
         GpuDevice {

@@ -24,6 +24,7 @@ pub mod stream_order;
 use std::sync::Arc;
 
 use crate::engine::{Engine, EngineBuilder, LaneId, LaneSpec, Mode};
+pub use crate::machine::affinity::available_cores;
 pub use memory_fraction::MemoryFraction;
 
 /// What kind of hardware stands behind a device.
@@ -328,11 +329,6 @@ pub fn split_cores(cores: usize, devices: usize) -> Vec<usize> {
     (0..devices)
         .map(|k| (cores / devices + usize::from(k < cores % devices)).max(1))
         .collect()
-}
-
-/// The machine's usable cores (affinity and cgroup limits honoured).
-pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Add a device's compute lane (inside its pool) and copy lane (its own thread).

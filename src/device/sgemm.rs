@@ -359,17 +359,8 @@ unsafe fn kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::cpu::tests::naive;
     use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
-
-    /// The product in f64, the reference.
-    fn naive(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f64> {
-        let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
-        Array2::from_shape_fn((m, n), |(i, j)| {
-            (0..k)
-                .map(|p| f64::from(a[[i, p]]) * f64::from(b[[p, j]]))
-                .sum()
-        })
-    }
 
     /// `c = a · b` through the kernel, into any view.
     fn product(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {

@@ -7,6 +7,15 @@ use super::*;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+/// One lane of each kind on `b`: a thread of its own, and a one-thread rayon pool.
+fn thread_and_pool_lanes(b: &mut EngineBuilder) -> [LaneId; 2] {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+    [
+        b.lane(LaneSpec::threads("thread lane", 1)),
+        b.lane(LaneSpec::in_pool("pool lane", Arc::new(pool.unwrap()), 1)),
+    ]
+}
+
 #[test]
 fn errors_reach_every_downstream_var_and_spare_the_rest() {
     within(10, || {
@@ -79,21 +88,13 @@ fn a_panicking_async_op_reports_its_message() {
         e.push_async("async boom", l[0], &[], &[&a], |_done| {
             panic!("async kaboom")
         });
-        assert_eq!(
-            e.wait_to_read(&a),
-            Err(EngineError::OpPanicked {
-                op: "async boom".into(),
-                message: "async kaboom".into()
-            })
-        );
+        let want = Err(EngineError::OpPanicked {
+            op: "async boom".into(),
+            message: "async kaboom".into(),
+        });
+        assert_eq!(e.wait_to_read(&a), want);
         // wait_all reports the same first error.
-        assert_eq!(
-            e.wait_all(),
-            Err(EngineError::OpPanicked {
-                op: "async boom".into(),
-                message: "async kaboom".into()
-            })
-        );
+        assert_eq!(e.wait_all(), want);
     });
 }
 
@@ -103,18 +104,11 @@ fn a_dropped_completion_completes_with_an_error() {
         let (e, l) = engine(1);
         let a = Var::new();
         e.push_async("forgetful", l[0], &[], &[&a], drop);
-        assert_eq!(
-            e.wait_to_read(&a),
-            Err(EngineError::CompletionDropped {
-                op: "forgetful".into()
-            })
-        );
-        assert_eq!(
-            e.wait_all(),
-            Err(EngineError::CompletionDropped {
-                op: "forgetful".into()
-            })
-        );
+        let want = Err(EngineError::CompletionDropped {
+            op: "forgetful".into(),
+        });
+        assert_eq!(e.wait_to_read(&a), want);
+        assert_eq!(e.wait_all(), want);
     });
 }
 
@@ -203,17 +197,8 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op_and_the_workers_finish()
 #[test]
 fn a_panic_in_engine_code_is_an_error_on_every_kind_of_lane() {
     within(10, || {
-        let pool = Arc::new(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap(),
-        );
         let mut b = Engine::builder(Mode::Threaded);
-        let lanes = [
-            b.lane(LaneSpec::threads("thread lane", 1)),
-            b.lane(LaneSpec::in_pool("pool lane", pool, 1)),
-        ];
+        let lanes = thread_and_pool_lanes(&mut b);
         let e = b.build().unwrap();
         for lane in lanes {
             let v = Var::new();
@@ -316,17 +301,8 @@ fn placement_logging_survives_a_closed_stderr() {
             }
         });
         within(10, || {
-            let pool = Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .unwrap(),
-            );
             let mut b = Engine::builder(Mode::Threaded);
-            let lanes = [
-                b.lane(LaneSpec::threads("thread lane", 1)),
-                b.lane(LaneSpec::in_pool("pool lane", pool, 1)),
-            ];
+            let lanes = thread_and_pool_lanes(&mut b);
             b.log_placement(true);
             let e = b.build().unwrap();
             let ran = Arc::new(AtomicUsize::new(0));

@@ -29,14 +29,13 @@ pub(super) fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
 }
 
 /// A shared log the ops append to, to observe execution order.
-fn log() -> Arc<Mutex<Vec<&'static str>>> {
+type Log = Arc<Mutex<Vec<&'static str>>>;
+
+fn log() -> Log {
     Arc::new(Mutex::new(Vec::new()))
 }
 
-fn note(
-    log: &Arc<Mutex<Vec<&'static str>>>,
-    what: &'static str,
-) -> impl FnOnce() -> Result<(), OpError> {
+fn note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
     let log = log.clone();
     move || {
         log.lock().unwrap().push(what);
@@ -45,52 +44,50 @@ fn note(
 }
 
 /// An op body that sleeps, so a wrongly ordered later op would overtake it.
-fn slow_note(
-    log: &Arc<Mutex<Vec<&'static str>>>,
-    what: &'static str,
-) -> impl FnOnce() -> Result<(), OpError> {
-    let log = log.clone();
+fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
+    let note = note(log, what);
     move || {
         std::thread::sleep(Duration::from_millis(30));
-        log.lock().unwrap().push(what);
-        Ok(())
+        note()
     }
+}
+
+/// Two ops on one var, on two lanes, each reading it (`true`) or writing it: the first,
+/// slow, must still run first. The order they ran in.
+fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
+    within(10, move || {
+        let (e, l) = engine(2);
+        let (v, log) = (Var::new(), log());
+        let access = |reads: bool| {
+            if reads {
+                (vec![&v], vec![])
+            } else {
+                (vec![], vec![&v])
+            }
+        };
+        let (r, w) = access(first_reads);
+        e.push("first", l[0], &r, &w, slow_note(&log, "first"));
+        let (r, w) = access(second_reads);
+        e.push("second", l[1], &r, &w, note(&log, "second"));
+        e.wait_all().unwrap();
+        let order = log.lock().unwrap().clone();
+        order
+    })
 }
 
 #[test]
 fn read_after_write_waits_for_the_write() {
-    within(10, || {
-        let (e, l) = engine(2);
-        let (v, log) = (Var::new(), log());
-        e.push("w", l[0], &[], &[&v], slow_note(&log, "write"));
-        e.push("r", l[1], &[&v], &[], note(&log, "read"));
-        e.wait_all().unwrap();
-        assert_eq!(*log.lock().unwrap(), vec!["write", "read"]);
-    });
+    assert_eq!(run_order(false, true), ["first", "second"]);
 }
 
 #[test]
 fn write_after_read_waits_for_the_read() {
-    within(10, || {
-        let (e, l) = engine(2);
-        let (v, log) = (Var::new(), log());
-        e.push("r", l[0], &[&v], &[], slow_note(&log, "read"));
-        e.push("w", l[1], &[], &[&v], note(&log, "write"));
-        e.wait_all().unwrap();
-        assert_eq!(*log.lock().unwrap(), vec!["read", "write"]);
-    });
+    assert_eq!(run_order(true, false), ["first", "second"]);
 }
 
 #[test]
 fn write_after_write_keeps_push_order() {
-    within(10, || {
-        let (e, l) = engine(2);
-        let (v, log) = (Var::new(), log());
-        e.push("w1", l[0], &[], &[&v], slow_note(&log, "first"));
-        e.push("w2", l[1], &[], &[&v], note(&log, "second"));
-        e.wait_all().unwrap();
-        assert_eq!(*log.lock().unwrap(), vec!["first", "second"]);
-    });
+    assert_eq!(run_order(false, false), ["first", "second"]);
 }
 
 #[test]
@@ -106,55 +103,46 @@ fn a_var_in_reads_and_writes_is_a_write() {
     });
 }
 
+/// Two ops on `e`'s lanes `l`, the first on `vars[0]` and the second on `vars[1]`, read
+/// (`reads`) or written, each waiting at a two-party barrier: serialized execution would never
+/// get past it. The ops past the barrier, and the meetings there.
+fn meet_at_a_barrier(e: &Engine, l: &[LaneId], vars: [&Var; 2], reads: bool) -> (usize, usize) {
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let (met, leaders) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    for (lane, var) in [(l[0], vars[0]), (l[1], vars[1])] {
+        let (barrier, met, leaders) = (barrier.clone(), met.clone(), leaders.clone());
+        let (r, w): (&[&Var], &[&Var]) = if reads { (&[var], &[]) } else { (&[], &[var]) };
+        e.push("meet", lane, r, w, move || {
+            if barrier.wait().is_leader() {
+                leaders.fetch_add(1, Ordering::SeqCst);
+            }
+            met.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    assert_eq!(e.wait_all(), Ok(()));
+    (met.load(Ordering::SeqCst), leaders.load(Ordering::SeqCst))
+}
+
 #[test]
 fn independent_ops_meeting_at_a_barrier_do_not_hang() {
-    // Each op waits at a two-party barrier: serialized execution would never get past it.
     within(10, || {
         let (e, l) = engine(2);
-        let barrier = Arc::new(std::sync::Barrier::new(2));
-        let (met, leaders) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (a, b) = (Var::new(), Var::new());
-        for (lane, var) in [(l[0], &a), (l[1], &b)] {
-            let (barrier, met, leaders) = (barrier.clone(), met.clone(), leaders.clone());
-            e.push("meet", lane, &[], &[var], move || {
-                if barrier.wait().is_leader() {
-                    leaders.fetch_add(1, Ordering::SeqCst);
-                }
-                met.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            });
-        }
-        assert_eq!(e.wait_all(), Ok(()));
         // Both ops got past the barrier, as one meeting of two.
-        assert_eq!(met.load(Ordering::SeqCst), 2, "ops past the barrier");
-        assert_eq!(leaders.load(Ordering::SeqCst), 1, "meetings at the barrier");
+        assert_eq!(meet_at_a_barrier(&e, &l, [&a, &b], false), (2, 1));
         assert_eq!((a.pushed_writes(), b.pushed_writes()), (1, 1));
     });
 }
 
 #[test]
 fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
-    // Two readers of one var wait at a two-party barrier: readers run one at a time would
-    // never get past it.
+    // Readers run one at a time would never get past the barrier.
     within(10, || {
         let (e, l) = engine(2);
         let v = Var::new();
-        let barrier = Arc::new(std::sync::Barrier::new(2));
-        let (met, leaders) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        for lane in [l[0], l[1]] {
-            let (barrier, met, leaders) = (barrier.clone(), met.clone(), leaders.clone());
-            e.push("read", lane, &[&v], &[], move || {
-                if barrier.wait().is_leader() {
-                    leaders.fetch_add(1, Ordering::SeqCst);
-                }
-                met.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            });
-        }
-        assert_eq!(e.wait_all(), Ok(()));
         // Both readers got past the barrier, as one meeting of two; neither was a write.
-        assert_eq!(met.load(Ordering::SeqCst), 2, "readers past the barrier");
-        assert_eq!(leaders.load(Ordering::SeqCst), 1, "meetings at the barrier");
+        assert_eq!(meet_at_a_barrier(&e, &l, [&v, &v], true), (2, 1));
         assert_eq!(v.pushed_writes(), 0);
     });
 }

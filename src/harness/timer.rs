@@ -59,17 +59,10 @@ impl Drop for Benchmark<'_> {
             .engine
             .wait_all()
             .and(self.earlier.take().map_or(Ok(()), Err));
+        let (what, s) = (&self.description, self.start.elapsed().as_secs_f64());
         match outcome {
-            Ok(()) => println!(
-                "{}: {:.4} sec",
-                self.description,
-                self.start.elapsed().as_secs_f64()
-            ),
-            Err(e) => println!(
-                "{}: failed after {:.4} sec: {e}",
-                self.description,
-                self.start.elapsed().as_secs_f64()
-            ),
+            Ok(()) => println!("{what}: {s:.4} sec"),
+            Err(e) => println!("{what}: failed after {s:.4} sec: {e}"),
         }
     }
 }

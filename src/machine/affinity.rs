@@ -3,6 +3,12 @@
 //! core) pin them, since two new threads left to the scheduler often share a CPU for a while
 //! and the figure then reads a time slice instead of the hardware.
 
+/// The cores this process may use (its affinity mask and cgroup quota, as the standard
+/// library reads them), at least 1: what its threads share.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How many CPUs are online on this host (`/sys/devices/system/cpu/online`: `0-15`,
 /// `0,2-3`), whatever this process's mask allows; `None` if the OS does not say.
 pub fn online() -> Option<usize> {

@@ -447,13 +447,11 @@ mod tests {
     fn the_gpus_reasons_join_the_runs() {
         use crate::machine::state::gpu::{ClockLimit, GpuRunState, GpuState};
         let gpu = |limits: Vec<ClockLimit>| GpuRunState {
-            uuid: None,
-            before: GpuState::default(),
             after: GpuState {
                 clock_limits: limits,
                 ..GpuState::default()
             },
-            during: None,
+            ..GpuRunState::default()
         };
         let quiet_gpu = RunState {
             gpu: Some(gpu(vec![ClockLimit::SwPowerCap])),

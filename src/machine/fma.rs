@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_peak_is_a_positive_finite_figure_on_the_detected_unit() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::machine::affinity::available_cores();
         let peak = measure_on(VectorUnit::detect(), 1e-3, 2, cores).unwrap();
         assert_eq!(peak.unit, VectorUnit::detect());
         for v in [peak.per_core_gflops, peak.all_cores_gflops] {

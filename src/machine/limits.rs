@@ -104,7 +104,7 @@ impl Limits {
     /// fails: a probe that cannot run says why.
     pub fn measure(budget: &Budget) -> Limits {
         let t = Instant::now();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = super::affinity::available_cores();
         // The clock first, while the core runs integer code only (on some cores a long run of
         // wide vector code lowers the clock for a while).
         let clock = clock::measure(budget.clock_loop_s, budget.repeats);

@@ -109,7 +109,7 @@ pub fn line_round(hops: u64) -> std::io::Result<f64> {
 /// machine with fewer than two CPUs, where the two threads would share one and the figure
 /// would be a scheduler's time slice, not a cache line's trip.
 pub fn line_rounds(hops: u64, rounds: usize) -> std::io::Result<Option<Vec<f64>>> {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+    if super::affinity::available_cores() < 2 {
         return Ok(None);
     }
     (0..rounds.max(1))

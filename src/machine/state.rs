@@ -22,7 +22,7 @@ pub use runnable::Runnable;
 use snapshot::Shares;
 
 /// The machine's state over one run. Each fact that could not be read here is `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// The run's wall time, over which the shares are taken.
     pub wall_s: f64,
@@ -138,9 +138,8 @@ impl Recording {
             _ => None,
         };
         let shares = Shares::between(&self.before, &after);
+        let cores = super::affinity::available_cores();
         RunState {
-            wall_s,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cpus: after.kernel.map(|k| k.cpus),
             other_cpu_fraction: shares.map(|s| s.other),
             cpu_ticks: shares.map(|s| s.ticks),
@@ -151,13 +150,10 @@ impl Recording {
             cpu_mhz_before: self.before.mean_mhz,
             cpu_mhz_after: after.mean_mhz,
             cgroup_cpus: snapshot::cgroup_cpus(),
-            engine_threads: None,
             probe_before: self.probe_before,
             probe_after: probe(),
-            peak_per_core: None,
-            mpi: false,
             gpu,
-            busy_thresholds: Some(super::thresholds::BusyThresholds::IN_FORCE),
+            ..RunState::unknown(wall_s, cores)
         }
     }
 }
@@ -168,23 +164,8 @@ impl RunState {
         RunState {
             wall_s,
             cores,
-            cpus: None,
-            other_cpu_fraction: None,
-            cpu_ticks: None,
-            own_cpu_fraction: None,
-            steal_fraction: None,
-            runnable_others: None,
-            own_runnable: None,
-            cpu_mhz_before: None,
-            cpu_mhz_after: None,
-            cgroup_cpus: None,
-            engine_threads: None,
-            probe_before: None,
-            probe_after: None,
-            peak_per_core: None,
-            mpi: false,
-            gpu: None,
             busy_thresholds: Some(super::thresholds::BusyThresholds::IN_FORCE),
+            ..RunState::default()
         }
     }
 }

@@ -9,7 +9,7 @@ use cudarc::driver::CudaSlice;
 use ndarray::ArrayD;
 
 use super::gpu_buffer::GpuBuffer;
-use super::storage::{read, write, Storage};
+use super::storage::{read, write, Buffer, Storage};
 use super::{Fill, Map, Placement, Tensor};
 use crate::device::cuda::ops::Map as Kernel;
 pub(super) use crate::device::cuda::{CudaDevice, GpuOrder, Stream};
@@ -26,6 +26,18 @@ impl From<Map> for Kernel {
             Map::Relu => Kernel::Relu,
         }
     }
+}
+
+/// The GPU buffers of `x` and `y`, one lock at a time: `x · x` must not hold two reads of one
+/// buffer.
+fn read_pair(x: &Buffer, y: &Buffer) -> Result<(Arc<GpuBuffer>, Arc<GpuBuffer>), OpError> {
+    let a = read(x).and_then(|s| s.cuda())?;
+    let b = if x.same(y) {
+        a.clone()
+    } else {
+        read(y).and_then(|s| s.cuda())?
+    };
+    Ok((a, b))
 }
 
 /// A new, uninitialized buffer of `n` f32, counted from now on.
@@ -205,11 +217,7 @@ impl Tensor {
             &out,
             &[self.var(), row.var()],
             dev,
-            move || {
-                let xs = read(&x).and_then(|s| s.cuda())?;
-                let bs = read(&b).and_then(|s| s.cuda())?;
-                Ok((xs, bs))
-            },
+            move || read_pair(&x, &b),
             move |d, (xs, bs), y| Ok(d.add_row(&xs.slice, &bs.slice, y, (rows, cols))?),
         );
         out
@@ -231,16 +239,7 @@ impl Tensor {
             &out,
             &[self.var(), rhs.var()],
             dev,
-            move || {
-                let a = read(&x).and_then(|s| s.cuda())?;
-                // One lock at a time: `x · x` must not hold two reads of one buffer.
-                let b = if x.same(&y) {
-                    a.clone()
-                } else {
-                    read(&y).and_then(|s| s.cuda())?
-                };
-                Ok((a, b))
-            },
+            move || read_pair(&x, &y),
             move |d, (a, b), c| Ok(d.matmul(&a.slice, &b.slice, c, (m, k_dim, n))?),
         );
         out

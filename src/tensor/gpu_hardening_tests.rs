@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::tests::{gpu_runtime, gpu_runtime_in, BOTH_ORDERS};
+use super::gpu_path_tests::{
+    dense_relu, drop_on_fresh_threads, gpu_runtime, gpu_runtime_in, BOTH_ORDERS,
+};
 use super::*;
 use crate::device::cpu;
 
@@ -24,12 +26,7 @@ fn gpu_tensors_dropped_on_fresh_threads_free_cleanly() {
     let rt = gpu_runtime();
     let (e, d) = (&rt.engine, &rt.devices[0]);
     let before = d.memory.live();
-    for i in 0..64 {
-        let t = Tensor::uniform(e, d, &[512, 512], i).add_scalar(1.0);
-        t.wait_to_read().unwrap();
-        std::thread::spawn(move || drop(t)).join().unwrap();
-    }
-    e.wait_all().unwrap();
+    drop_on_fresh_threads(&rt);
     if let Err(err) = synchronize(d) {
         panic!("an error recorded by the drops: {err} ({err:?})");
     }
@@ -55,11 +52,7 @@ fn gpu_capture_goes_on_while_another_thread_drops_gpu_tensors() {
         let layers: Vec<_> = (0..16)
             .map(|i| (m(64, 64, 2 + i), m(1, 64, 40 + i)))
             .collect();
-        let mut h = x.clone();
-        for (w, b) in &layers {
-            h = h.matmul(w).unwrap().add_row(b).unwrap().relu();
-        }
-        let want = h.to_vec().unwrap();
+        let want = dense_relu(&x, &layers);
         let stop = AtomicBool::new(false);
         let churned = AtomicUsize::new(0);
         std::thread::scope(|s| {

@@ -61,19 +61,6 @@ impl Tensor {
         })
     }
 
-    /// A host op that maps this tensor's values, row-major, to as many new ones: no array is
-    /// built around either side.
-    fn push_flat(
-        &self,
-        name: &'static str,
-        f: impl FnOnce(&[f32]) -> Box<[f32]> + Send + 'static,
-    ) -> Tensor {
-        self.push_unary(name, self.place.clone(), move |vars, src, dst| {
-            let y = f(read(cell(vars, src)?)?.flat()?);
-            cell(vars, dst)?.put_flat(y)
-        })
-    }
-
     /// [`push_host`](Tensor::push_host) for an op of two tensors (`self` and `other` may share
     /// a buffer: it is then read once).
     fn push_host2(
@@ -123,13 +110,21 @@ impl Tensor {
         )
     }
 
-    /// An element-wise op on host values: `f` of each.
+    /// An element-wise op on host values: `f` of each, row-major, with no array built around
+    /// either side.
     pub(super) fn map_host(
         &self,
         name: &'static str,
         f: impl Fn(f32) -> f32 + Send + 'static,
     ) -> Tensor {
-        self.push_flat(name, move |x| x.iter().map(|&v| f(v)).collect())
+        self.push_unary(name, self.place.clone(), move |vars, src, dst| {
+            let y: Box<[f32]> = read(cell(vars, src)?)?
+                .flat()?
+                .iter()
+                .map(|&v| f(v))
+                .collect();
+            cell(vars, dst)?.put_flat(y)
+        })
     }
 
     /// [`add_row`](Tensor::add_row) in host memory (shapes checked by the caller).

@@ -10,8 +10,9 @@ use cudarc::driver::{sys, CudaContext, DriverError};
 
 use super::error::GpuError;
 use super::libs;
-use crate::device::gpu_info::{uuid_string, ComputeMode, GpuDevice, GpuInfo, LibraryInfo};
+use crate::device::gpu_info::{ComputeMode, GpuDevice, GpuInfo, LibraryInfo};
 use crate::device::gpu_ordinal;
+use crate::machine::state::gpu::uuid_string;
 
 /// Run `f`, turning a panic into an error with its message, without printing it (cudarc
 /// panics when a library or symbol is missing). The hook is process-global: probes are

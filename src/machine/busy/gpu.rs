@@ -189,13 +189,7 @@ mod tests {
     #[test]
     fn a_quiet_gpu_has_no_reason() {
         assert_eq!(kinds(&quiet()), Vec::<&str>::new());
-        let unread = GpuRunState {
-            uuid: None,
-            before: GpuState::default(),
-            after: GpuState::default(),
-            during: None,
-        };
-        assert_eq!(kinds(&unread), Vec::<&str>::new());
+        assert_eq!(kinds(&GpuRunState::default()), Vec::<&str>::new());
     }
 
     #[test]

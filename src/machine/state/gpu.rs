@@ -30,21 +30,24 @@ pub enum GpuSelector {
 }
 
 impl GpuSelector {
-    /// The NVML form of a CUDA device UUID's 16 bytes (`cuDeviceGetUuid`): `GPU-` and the bytes
-    /// in order as lowercase hex, grouped 4-2-2-2-6, as `nvidia-smi -L` prints it.
+    /// The NVML form of a CUDA device UUID's 16 bytes (`cuDeviceGetUuid`): [`uuid_string`].
     pub fn from_uuid_bytes(bytes: [u8; 16]) -> GpuSelector {
-        let hex = |range: std::ops::Range<usize>| -> String {
-            bytes[range].iter().map(|b| format!("{b:02x}")).collect()
-        };
-        GpuSelector::Uuid(format!(
-            "GPU-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        ))
+        GpuSelector::Uuid(uuid_string(bytes))
     }
+}
+
+/// The 16 bytes of `cuDeviceGetUuid` as NVML and `nvidia-smi -L` write a GPU's: `GPU-` and the
+/// bytes in order as lowercase hex, grouped 4-2-2-2-6 ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx").
+pub fn uuid_string(bytes: [u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 impl fmt::Display for GpuSelector {
@@ -276,12 +279,7 @@ impl GpuDuring {
             .filter_map(|s| s.sm_mhz)
             .collect();
         busy.sort_unstable();
-        let mut clock_limits: Vec<ClockLimit> = samples
-            .iter()
-            .flat_map(|s| s.clock_limits.iter().copied())
-            .collect();
-        clock_limits.sort_unstable();
-        clock_limits.dedup();
+        let clock_limits = distinct(samples.iter().flat_map(|s| &s.clock_limits));
         Some(GpuDuring {
             samples: samples.len(),
             busy_samples: busy.len(),
@@ -293,8 +291,16 @@ impl GpuDuring {
     }
 }
 
+/// Each clock limit of `limits` once, in order.
+fn distinct<'a>(limits: impl Iterator<Item = &'a ClockLimit>) -> Vec<ClockLimit> {
+    let mut all: Vec<ClockLimit> = limits.copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 /// The GPU's state over one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuRunState {
     /// Which GPU was read: its NVML UUID where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -309,18 +315,12 @@ pub struct GpuRunState {
 impl GpuRunState {
     /// Every clock limit seen before, during or after the run, each once.
     pub fn clock_limits(&self) -> Vec<ClockLimit> {
-        let during = self.during.iter().flat_map(|d| d.clock_limits.iter());
-        let mut all: Vec<ClockLimit> = self
-            .before
-            .clock_limits
-            .iter()
-            .chain(during)
-            .chain(&self.after.clock_limits)
-            .copied()
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        all
+        let during = self.during.iter().flat_map(|d| &d.clock_limits);
+        distinct(
+            (self.before.clock_limits.iter())
+                .chain(during)
+                .chain(&self.after.clock_limits),
+        )
     }
 
     /// Other compute processes seen before or after the run, each pid once with the most
@@ -494,12 +494,7 @@ mod tests {
         );
         let back: GpuRunState = serde_json::from_value(json).expect("reads");
         assert_eq!(back, state);
-        let bare = GpuRunState {
-            uuid: None,
-            before: GpuState::default(),
-            after: GpuState::default(),
-            during: None,
-        };
+        let bare = GpuRunState::default();
         assert_eq!(
             serde_json::to_value(&bare).expect("serializes"),
             serde_json::json!({"before": {}, "after": {}})

@@ -87,9 +87,7 @@ pub fn cgroup_v2_cpus(text: &str) -> Option<f64> {
 
 /// The CPUs a cgroup v1 quota and period allow; `None` for `-1` (no quota).
 pub fn cgroup_v1_cpus(quota: &str, period: &str) -> Option<f64> {
-    let quota: f64 = quota.trim().parse().ok()?;
-    let period: f64 = period.trim().parse().ok()?;
-    (quota > 0.0 && period > 0.0).then(|| quota / period)
+    cgroup_v2_cpus(&format!("{} {}", quota.trim(), period.trim()))
 }
 
 /// The machine's counters at one instant.
