@@ -23,6 +23,14 @@ fn layer(module: &str) -> Option<u32> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
 }
 
+/// A file of unit tests: `tests.rs`, or `<what>_tests.rs` (`failure_tests.rs`,
+/// `gpu_path_tests.rs`), each declared by its parent under `#[cfg(test)]`.
+fn is_unit_test_file(file: &Path) -> bool {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "tests.rs" || n.ends_with("_tests.rs"))
+}
+
 /// The code of a file without its unit tests (they may reach across layers to build inputs).
 fn without_tests(text: &str) -> &str {
     text.split("#[cfg(test)]\nmod ").next().unwrap_or(text)
@@ -82,9 +90,8 @@ fn imports_point_down_the_layers() {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_string();
-        // The crate's roots, and unit-test files (`mod tests;`), which may reach anywhere.
-        if module == "lib" || module == "main" || file.file_name().is_some_and(|n| n == "tests.rs")
-        {
+        // The crate's roots, and unit-test files, which may reach anywhere.
+        if module == "lib" || module == "main" || is_unit_test_file(&file) {
             continue;
         }
         let text = std::fs::read_to_string(&file).expect("read a source file");
@@ -137,7 +144,7 @@ fn the_check_sees_a_back_reference() {
 // and builds its API from them, a child sees its parent's private items, so edges between them
 // are not counted (`super::Item` in `a/b.rs` naming an item of `a/mod.rs` is no edge). Circles
 // are looked for between files that are not nested in one another: siblings, cousins, and
-// across top-level modules. Unit tests (`#[cfg(test)] mod tests`, files named `tests.rs`) are
+// across top-level modules. Unit tests (`#[cfg(test)] mod tests`, files named `tests.rs` or `*_tests.rs`) are
 // exempt, as for the layers.
 
 /// Circles the architecture declares (ARCHITECTURE.md, "Deliberate exceptions"): the edges
@@ -314,7 +321,7 @@ fn no_circle_between_files() {
     for file in files {
         let rel = file.strip_prefix(&src).expect("under src").to_path_buf();
         // The binary's root is another crate; unit-test files may reach anywhere.
-        if rel == Path::new("main.rs") || file.file_name().is_some_and(|n| n == "tests.rs") {
+        if rel == Path::new("main.rs") || is_unit_test_file(&file) {
             continue;
         }
         let module = if rel == Path::new("lib.rs") {
