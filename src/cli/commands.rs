@@ -18,7 +18,7 @@ use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJ
 use crate::device;
 use crate::engine::Mode;
 use crate::export::ComparisonFormat;
-use crate::export::{self, table, Exporter};
+use crate::export::{self, table};
 use crate::report::comparison::{Comparison, Learned};
 use crate::report::identity::Identity;
 use crate::report::{compare, Environment, Report};
@@ -149,7 +149,7 @@ fn devices(json: bool, probe: bool) -> Result<(), CliError> {
 /// `parbench plot REPORT [-o FILE]`.
 fn plot(report: &Path, output: Option<PathBuf>) -> Result<(), CliError> {
     let doc = compare::load(report)?;
-    let svg = export::Svg.render(&doc)?;
+    let svg = export::Format::Svg.render(&doc)?;
     let out = output.unwrap_or_else(|| report.with_extension("svg"));
     check_output_path(&out)?;
     write_output(&out, &svg)?;
@@ -186,7 +186,7 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     if let Some(path) = &output {
         check_output_path(path)?;
     }
-    let text = format.exporter().render(&report)?;
+    let text = format.render(&report)?;
     match output {
         Some(path) => write_output(&path, &text)?,
         None => stdout(&text)?,

@@ -53,16 +53,13 @@ pub(super) fn finish_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, GpuInfo, RunRecord};
+    use crate::report::RunRecord;
 
     #[test]
     fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {
         let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
         run.check("identical", false, "differs");
-        let report = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run],
-        );
+        let report = crate::report::fixtures::report(vec![run]);
         let common = CommonArgs {
             quiet: true,
             ..CommonArgs::default()

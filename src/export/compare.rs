@@ -216,38 +216,18 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
     if !mixed.is_empty() {
         doc["mixed_sides"] = Value::from(mixed);
     }
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    super::pretty(&doc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Report, RunRecord, Unit};
-
-    /// A report of one run with one variant and the derived figures `derive` adds.
-    fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
-        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-        run.add_variants(
-            vec!["v".into()],
-            vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
-            [None],
-        );
-        derive(&mut run);
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("x"),
-            ),
-            vec![run],
-        )
-    }
+    use crate::report::{Report, Unit};
 
     /// A report of one run whose variant took `seconds` in each of 5 samples, its machine
     /// `busy` (other processes at 48%) or quiet.
     fn report_taking(seconds: f64, busy: bool) -> Report {
-        let mut report = report_deriving(|_| {});
+        let mut report = crate::report::fixtures::deriving(|_| {});
         let run = &mut report.runs[0];
         run.variants[0].summary =
             crate::harness::Summary::from_samples(&[seconds; 5]).expect("samples");
@@ -341,7 +321,7 @@ mod tests {
     #[test]
     fn a_derived_figure_prints_in_its_own_unit() {
         let doc = |v: f64| {
-            report_deriving(|run| {
+            crate::report::fixtures::deriving(|run| {
                 run.derive_as("per_op_s", v, Figure::new(Unit::Seconds, Better::Lower));
                 run.derive_as("x_ratio", v * 1e6, Figure::RATIO_LOWER_IS_BETTER);
             })

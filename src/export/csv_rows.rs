@@ -211,13 +211,7 @@ mod tests {
             Figure::new(Unit::Gflops, Better::Higher),
         );
         run.derive_series("loss_curve", serde_json::json!([[0, 1.0]]));
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        )
+        crate::report::fixtures::report(vec![run])
     }
 
     #[test]

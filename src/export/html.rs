@@ -498,7 +498,7 @@ fn derived_table(out: &mut String, run: &RunRecord) {
 pub(super) mod tests {
     use super::*;
     use crate::harness::Summary;
-    use crate::report::{GpuInfo, Timeline, TracedRun};
+    use crate::report::{Timeline, TracedRun};
     use serde_json::Map;
 
     /// A report of one run, its times scaled by `scale`: checks, a figure, a timeline.
@@ -522,10 +522,7 @@ pub(super) mod tests {
         run.check("exact", true, "y = x + 1");
         run.check("order", false, "broken on purpose");
         run.explanation.push("pushing is cheap".into());
-        let mut r = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run],
-        );
+        let mut r = crate::report::fixtures::report(vec![run]);
         let rec = crate::report::timeline::traced_op;
         r.timelines.push(Timeline::of(
             0,

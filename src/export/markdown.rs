@@ -83,13 +83,7 @@ mod tests {
             [None],
         );
         run.derive_as("gflops", 12.345, Figure::new(Unit::Gflops, Better::Higher));
-        let report = Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        );
+        let report = crate::report::fixtures::report(vec![run]);
         let text = render(&report);
         assert!(text.contains("## matmul (size=64)"), "{text}");
         assert!(text.contains("|---|---:|---:|---:|---:|---:|"), "{text}");

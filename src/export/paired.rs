@@ -196,9 +196,7 @@ pub fn render_json(
         "settings": settings,
         "entries": rows,
     });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    super::pretty(&doc)
 }
 
 #[cfg(test)]

@@ -410,13 +410,7 @@ mod tests {
             verbose.contains("ring 3B") && verbose.contains("check ok   sum 11"),
             "{verbose}"
         );
-        let page = crate::export::html::page(&crate::report::Report::new(
-            crate::report::Environment::capture_without_limits(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        ));
+        let page = crate::export::html::page(&crate::report::fixtures::report(vec![run]));
         assert!(page.contains("<details><summary>30 variants</summary>"));
         assert!(page.contains("11 checks passed</summary>"));
     }

@@ -18,9 +18,9 @@
 use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread};
-use super::{Better, Report, Unit, SCHEMA};
 #[cfg(test)]
-use super::{Figure, RunRecord};
+use super::Figure;
+use super::{Better, Report, Unit, SCHEMA};
 
 /// Why two reports cannot be compared (a usage error).
 #[derive(Debug, thiserror::Error)]
@@ -538,24 +538,6 @@ mod tests {
     use super::*;
     use crate::report::fixtures::timed;
 
-    /// A report of one run with one variant and the derived figures `derive` adds.
-    fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
-        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-        run.add_variants(
-            vec!["v".into()],
-            vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
-            [None],
-        );
-        derive(&mut run);
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("x"),
-            ),
-            vec![run],
-        )
-    }
-
     /// Rows of `new` against `base` with a 2% spread learned from a history.
     fn judged(base: &[&Report], new: &[&Report]) -> Vec<Row> {
         let spread = |_: &str| Spread::of_sigma(0.02, 10.0);
@@ -636,7 +618,7 @@ mod tests {
     #[test]
     fn a_figure_better_lower_is_worse_when_it_rises() {
         let doc = |v: f64| {
-            report_deriving(|run| {
+            crate::report::fixtures::deriving(|run| {
                 run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
                 run.derive_as("t1_s", v, Figure::new(Unit::Seconds, Better::Neither));
             })

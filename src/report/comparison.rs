@@ -1,7 +1,7 @@
 //! A whole comparison of two sides of reports: the matched rows and their verdicts
 //! ([`compare`](super::compare)), the entries on one side only ([`coverage`](super::coverage)),
 //! the busy sides, how the machines differ ([`super::identity`]) and where each side came
-//! from. `compare` and the exporters of `export::compare` read it.
+//! from. `compare` and the renderers of `export::compare` read it.
 
 use super::compare::{busy_states, compare, CompareError, Row};
 use super::coverage::{coverage, Coverage};

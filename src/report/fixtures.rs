@@ -29,6 +29,14 @@ pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     Report::new(env, runs)
 }
 
+/// A report of run `s` with variant `v` (as [`run`] makes it) and the derived figures `derive`
+/// adds.
+pub(crate) fn deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
+    let mut r = run("s", &[], &["v"]);
+    derive(&mut r);
+    report(vec![r])
+}
+
 /// A report of run `s` timing `seq` and `par` (seconds, three samples each), with `speedup` =
 /// seq/par and `fraction_of_peak` (read against the machine's limits), on a machine in `state`.
 pub(crate) fn timed(
