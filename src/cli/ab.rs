@@ -13,6 +13,7 @@ use super::error::CliError;
 use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
 use crate::export::ComparisonFormat;
+use crate::report::compare::run_entries;
 use crate::report::paired::{self, BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
 use crate::report::Report;
@@ -117,7 +118,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 };
                 record_side(&mut sides, side, bin, &report, label)?;
                 not_measured.extend(report.runs.iter().flat_map(paired::not_measured));
-                values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
+                values[side as usize] = report.runs.iter().flat_map(run_entries).collect();
                 busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
             }
             paired::add_pair(&mut these, &values[0], &values[1], busy);

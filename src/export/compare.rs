@@ -8,17 +8,10 @@ use serde_json::Value;
 
 use super::pr_markdown::{self, Line};
 use super::ComparisonFormat;
-use crate::report::compare::Row;
 use crate::report::comparison::Comparison;
 #[cfg(doc)]
 use crate::report::coverage::Coverage;
 use crate::report::provenance::COMPARE_SCHEMA;
-use crate::report::{Better, Figure};
-
-/// A compared value as the tables print it.
-pub fn value(row: &Row, v: f64) -> String {
-    Figure::new(row.unit, Better::Neither).format(&Value::from(v))
-}
 
 /// A relative change as the tables print it (`+3.1%`).
 pub fn percent(change: f64) -> String {
@@ -52,58 +45,30 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
         }
         let _ = writeln!(out);
     }
-    let p = |r: &Row| r.p_value.map_or("-".to_string(), |p| format!("{p:.3}"));
+    let lines = rows.iter().map(|r| Line {
+        verdict: r.verdict,
+        cells: vec![
+            r.entry.clone(),
+            r.unit.word(r.base),
+            r.unit.word(r.new),
+            percent(r.change),
+            r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
+            r.verdict_text(),
+        ],
+    });
+    out.push_str(&pr_markdown::render(
+        markdown,
+        &["entry", "baseline", "new", "change", "p", "verdict"],
+        &[
+            (1, "baseline", 11),
+            (2, "new", 11),
+            (3, "change", 8),
+            (4, "p", 6),
+        ],
+        lines.collect(),
+    ));
     if markdown {
-        let lines: Vec<Line> = rows
-            .iter()
-            .map(|r| {
-                let mark = if r.verdict.is_regression() {
-                    " ❌"
-                } else {
-                    ""
-                };
-                Line {
-                    verdict: r.verdict,
-                    cells: vec![
-                        format!("`{}`", r.entry),
-                        value(r, r.base),
-                        value(r, r.new),
-                        percent(r.change),
-                        p(r),
-                        format!("{}{mark}", r.verdict_text()),
-                    ],
-                }
-            })
-            .collect();
-        out.push_str(&pr_markdown::tables(
-            &["entry", "baseline", "new", "change", "p", "verdict"],
-            &lines,
-        ));
         out.push_str(&pr_markdown::one_sided_section(&c.coverage));
-    } else {
-        let w = rows
-            .iter()
-            .map(|r| r.entry.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  verdict",
-            "entry", "baseline", "new", "change", "p"
-        );
-        for r in rows {
-            let _ = writeln!(
-                out,
-                "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  {}",
-                r.entry,
-                value(r, r.base),
-                value(r, r.new),
-                percent(r.change),
-                p(r),
-                r.verdict_text()
-            );
-        }
     }
     let regressions = c.regressions();
     let busy_regressions = rows
@@ -222,7 +187,7 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Report, Unit};
+    use crate::report::{Better, Figure, Report, Unit};
 
     /// A report of one run whose variant took `seconds` in each of 5 samples, its machine
     /// `busy` (other processes at 48%) or quiet.
@@ -333,11 +298,11 @@ mod tests {
         let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name)).expect(name);
         let r = row("derived:per_op_s");
         assert_eq!(
-            (value(r, r.base), value(r, r.new)),
+            (r.unit.word(r.base), r.unit.word(r.new)),
             ("300.0 ns".into(), "600.0 ns".into())
         );
         let r = row("derived:x_ratio");
-        assert_eq!(value(r, r.base), "0.30×");
+        assert_eq!(r.unit.word(r.base), "0.30×");
         let text = render(&c, ComparisonFormat::Table);
         assert!(
             text.contains("300.0 ns") && text.contains("600.0 ns"),

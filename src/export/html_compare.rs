@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::chart::esc;
-use super::compare::{percent, value};
+use super::compare::percent;
 use super::html::{badge, close, environment_rows, figure, open, WIDTH};
 use super::svg;
 use crate::report::compare::{self, Row};
@@ -141,8 +141,8 @@ fn verdict_table(out: &mut String, rows: &[Row]) {
             "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
             esc(&r.entry),
-            value(r, r.base),
-            value(r, r.new),
+            r.unit.word(r.base),
+            r.unit.word(r.new),
             percent(r.change),
             r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
             esc(&r.verdict_text())

@@ -37,6 +37,13 @@ pub(crate) fn deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
     report(vec![r])
 }
 
+/// The entries of run `s` whose variant `v` took `seconds` (three samples), as `ab` pairs them.
+pub(crate) fn entries_taking(seconds: f64) -> Vec<super::compare::Entry> {
+    let mut r = run("s", &[], &["v"]);
+    r.variants[0].summary = crate::harness::Summary::from_samples(&[seconds; 3]).expect("samples");
+    super::compare::run_entries(&r)
+}
+
 /// A report of run `s` timing `seq` and `par` (seconds, three samples each), with `speedup` =
 /// seq/par and `fraction_of_peak` (read against the machine's limits), on a machine in `state`.
 pub(crate) fn timed(
