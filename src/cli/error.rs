@@ -97,16 +97,14 @@ impl CommandLineError {
     /// usage error.
     pub(super) fn into_exit(self) -> Result<(), CliError> {
         if let CommandLineError::Clap { error, .. } = &self {
-            match error.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    let _ = error.print();
-                    return Ok(());
-                }
-                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = error.print();
-                    return Err(CliError::NoCommand);
-                }
-                _ => {}
+            let missing = clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+            if error.kind() == missing || self.is_display_request() {
+                let _ = error.print();
+                return if error.kind() == missing {
+                    Err(CliError::NoCommand)
+                } else {
+                    Ok(())
+                };
             }
         }
         Err(CliError::CommandLine(self))

@@ -4,7 +4,6 @@
 use super::args::CommonArgs;
 use super::error::CliError;
 use super::output::{is_stdout, json_on_stdout, output_name, stdout, write_output};
-use super::pages;
 use crate::export;
 use crate::report::Report;
 use crate::scenario::RunContext;
@@ -26,7 +25,7 @@ pub(super) fn finish_report(
         }
     }
     if let Some(path) = &common.html {
-        pages::write_page(path, &export::html::page(report))?;
+        write_output(path, &export::html::page(report))?;
         if !common.quiet {
             note!("wrote {}", output_name(path));
         }

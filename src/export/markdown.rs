@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::table::compact;
+use super::table::parameters;
 use crate::report::{Report, RunRecord};
 use crate::units::human_time;
 
@@ -15,11 +15,7 @@ fn cell(text: &str) -> String {
 }
 
 fn render_run(out: &mut String, run: &RunRecord) {
-    let params: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={}", compact(v)))
-        .collect();
+    let params = parameters(run);
     let _ = writeln!(
         out,
         "## {} ({})\n",

@@ -171,21 +171,14 @@ mod tests {
     use super::*;
     use crate::report::paired::add_pair;
 
-    /// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×.
-    fn drifting(n: usize, ratio: f64) -> Vec<(f64, f64)> {
-        (0..n)
-            .map(|i| {
-                let drift = 1.0 + (i % 5) as f64 * 0.25;
-                (drift, drift * ratio)
-            })
-            .collect()
-    }
-
     #[test]
     fn a_change_with_busy_pairs_says_the_machine_may_explain_it() {
         let values = crate::report::fixtures::entries_taking;
         let mut entries = Vec::new();
-        for (i, (b, c)) in drifting(12, 1.3).into_iter().enumerate() {
+        for (i, (b, c)) in crate::report::fixtures::drifting(12, 1.3, 0.0)
+            .into_iter()
+            .enumerate()
+        {
             add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
         }
         assert_eq!(entries[0].busy.base_alone, 3);

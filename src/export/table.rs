@@ -115,12 +115,8 @@ pub fn render_run(run: &RunRecord) -> String {
 /// One run as a table at the depth asked for.
 pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     let mut out = String::new();
-    let params: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={}", compact(v)))
-        .collect();
-    let _ = writeln!(out, "\n== {} ({})", run.scenario, params.join(", "));
+    let params = parameters(run).join(", ");
+    let _ = writeln!(out, "\n== {} ({params})", run.scenario);
     let _ = writeln!(out, "   devices: {}", run.devices.join(", "));
     let name_w = run
         .variants
@@ -351,8 +347,15 @@ fn machine_cell(run: &RunRecord) -> String {
     }
 }
 
-/// A parameter's value as the table shows it: a string without quotes, a shape as `1000x1000`.
-pub(super) fn compact(v: &Value) -> String {
+/// The run's parameters as the table shows them: `key=value`, a string without quotes, a shape
+/// as `1000x1000`.
+pub(super) fn parameters(run: &RunRecord) -> Vec<String> {
+    let pairs = run.parameters.iter();
+    pairs.map(|(k, v)| format!("{k}={}", compact(v))).collect()
+}
+
+/// A parameter's value as the table shows it.
+fn compact(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(compact).collect::<Vec<_>>().join("x"),

@@ -44,6 +44,18 @@ pub(crate) fn entries_taking(seconds: f64) -> Vec<super::compare::Entry> {
     super::compare::run_entries(&r)
 }
 
+/// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×
+/// between pairs (as this machine does) and with ±`jitter` noise inside each pair.
+pub(crate) fn drifting(n: usize, ratio: f64, jitter: f64) -> Vec<(f64, f64)> {
+    (0..n)
+        .map(|i| {
+            let drift = 1.0 + (i % 5) as f64 * 0.25;
+            let wobble = 1.0 + jitter * (((i * 7) % 5) as f64 - 2.0) / 2.0;
+            (drift, drift * ratio * wobble)
+        })
+        .collect()
+}
+
 /// A report of run `s` timing `seq` and `par` (seconds, three samples each), with `speedup` =
 /// seq/par and `fraction_of_peak` (read against the machine's limits), on a machine in `state`.
 pub(crate) fn timed(

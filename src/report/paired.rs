@@ -289,18 +289,7 @@ pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×
-    /// between pairs (as this machine does) and with ±`jitter` noise inside each pair.
-    fn drifting(n: usize, ratio: f64, jitter: f64) -> Vec<(f64, f64)> {
-        (0..n)
-            .map(|i| {
-                let drift = 1.0 + (i % 5) as f64 * 0.25;
-                let wobble = 1.0 + jitter * (((i * 7) % 5) as f64 - 2.0) / 2.0;
-                (drift, drift * ratio * wobble)
-            })
-            .collect()
-    }
+    use crate::report::fixtures::drifting;
 
     #[test]
     fn drift_between_pairs_cancels_and_a_real_slowdown_is_seen() {
