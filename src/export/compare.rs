@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::pr_markdown::{self, Line};
 use super::ComparisonFormat;
+use crate::report::compare::Row;
 use crate::report::comparison::Comparison;
 #[cfg(doc)]
 use crate::report::coverage::Coverage;
@@ -20,6 +21,18 @@ pub fn percent(change: f64) -> String {
     } else {
         "n/a".to_string()
     }
+}
+
+/// A row's cells as every table shows them: entry, baseline, new, change, p, verdict.
+pub fn cells(r: &Row) -> Vec<String> {
+    vec![
+        r.entry.clone(),
+        r.unit.word(r.base),
+        r.unit.word(r.new),
+        percent(r.change),
+        r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
+        r.verdict_text(),
+    ]
 }
 
 /// What the comparison says above its table when a side was measured on a busy machine.
@@ -47,14 +60,7 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
     }
     let lines = rows.iter().map(|r| Line {
         verdict: r.verdict,
-        cells: vec![
-            r.entry.clone(),
-            r.unit.word(r.base),
-            r.unit.word(r.new),
-            percent(r.change),
-            r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
-            r.verdict_text(),
-        ],
+        cells: cells(r),
     });
     out.push_str(&pr_markdown::render(
         markdown,
