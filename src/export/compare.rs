@@ -76,25 +76,21 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
     if markdown {
         out.push_str(&pr_markdown::one_sided_section(&c.coverage));
     }
-    let regressions = c.regressions();
-    let busy_regressions = rows
+    let busy = rows
         .iter()
-        .filter(|r| r.verdict.is_regression() && r.busy.any())
-        .count();
-    let _ = write!(
-        out,
-        "\n{} entries compared, {}, threshold {:.1}%: {regressions} regression{}",
+        .filter(|r| r.verdict.is_regression() && r.busy.any());
+    let head = format!(
+        "{} entries compared, {}, threshold {:.1}%",
         rows.len(),
         c.coverage.counts(),
-        c.threshold * 100.0,
-        if regressions == 1 { "" } else { "s" }
+        c.threshold * 100.0
     );
-    if busy_regressions > 0 {
-        let _ = write!(
-            out,
-            " ({busy_regressions} with a busy side, which the machine may explain)"
-        );
-    }
+    out.push_str(&pr_markdown::outcome(
+        head,
+        c.regressions(),
+        busy.count(),
+        "a busy side",
+    ));
     let _ = writeln!(out, "\n{}", noise_line(c));
     out
 }

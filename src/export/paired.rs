@@ -91,27 +91,21 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
         ],
         lines.collect(),
     ));
-    let slower = regressions(entries, threshold);
-    let busy_slower = entries
-        .iter()
-        .zip(&decisions)
-        .filter(|(e, d)| {
-            e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
-        })
-        .count();
-    let _ = write!(
-        out,
-        "\n{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%: {slower} regression{}",
+    let busy = entries.iter().zip(&decisions).filter(|(e, d)| {
+        e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
+    });
+    let head = format!(
+        "{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%",
         entries.len(),
-        threshold * 100.0,
-        if slower == 1 { "" } else { "s" }
+        threshold * 100.0
     );
-    if busy_slower > 0 {
-        let _ = write!(
-            out,
-            " ({busy_slower} with the two sides under different load in some pairs, which the machine may explain)"
-        );
-    }
+    let why = "the two sides under different load in some pairs";
+    out.push_str(&pr_markdown::outcome(
+        head,
+        regressions(entries, threshold),
+        busy.count(),
+        why,
+    ));
     let _ = writeln!(out);
     out
 }

@@ -118,6 +118,17 @@ pub fn render(
     out
 }
 
+/// `\n{head}: 2 regressions`, and how many of them (`busy`) came with `what`, which the machine
+/// may explain.
+pub fn outcome(head: String, regressions: usize, busy: usize, what: &str) -> String {
+    let plural = if regressions == 1 { "" } else { "s" };
+    let mut text = format!("\n{head}: {regressions} regression{plural}");
+    if busy > 0 {
+        let _ = write!(text, " ({busy} with {what}, which the machine may explain)");
+    }
+    text
+}
+
 /// The entries a comparison could not match, as a Markdown section; empty when there are none.
 pub fn one_sided_section(coverage: &Coverage) -> String {
     if coverage.is_complete() {
