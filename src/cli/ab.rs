@@ -96,10 +96,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             let mut values = [Vec::new(), Vec::new()];
             let mut busy = [false, false];
             for side in order {
-                let bin = match side {
-                    Side::Base => &base,
-                    Side::Candidate => &candidate,
-                };
+                let bin = [&base, &candidate][side as usize];
                 let report = match run_side(side, bin, &entry_file, args.samples, label, end) {
                     Ok(report) => report,
                     Err(SideError::OutOfBudget) => {
@@ -258,10 +255,7 @@ enum Side {
 
 impl Side {
     fn name(self) -> &'static str {
-        match self {
-            Side::Base => "base",
-            Side::Candidate => "candidate",
-        }
+        ["base", "candidate"][self as usize]
     }
 }
 
