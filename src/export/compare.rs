@@ -102,7 +102,7 @@ fn noise_line(c: &Comparison) -> String {
         0 => String::new(),
         k => format!(", and the reruns among {k} earlier reports"),
     };
-    let sides = format!("{b} report{} against {n}", if b == 1 { "" } else { "s" });
+    let sides = format!("{} against {n}", crate::units::count(b, "report"));
     if b + n > 2 || c.learned_from > 0 {
         format!(
             "Each change is judged against its spread over the runs ({sides}{learned}), 5% false \

@@ -349,19 +349,12 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
         out.push_str("</ul>");
     }
     let _ = write!(out, "<div id=\"run-{index}-figures\">");
-    if let Some(chart) = svg::variant_bars(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::scaling_chart(&[run], WIDTH) {
-        figure(out, &chart);
-    }
-    for chart in svg::loss_charts(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::busbw_chart(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::memory_chart(run, WIDTH) {
+    let charts = (svg::variant_bars(run, WIDTH).into_iter())
+        .chain(svg::scaling_chart(&[run], WIDTH))
+        .chain(svg::loss_charts(run, WIDTH))
+        .chain(svg::busbw_chart(run, WIDTH))
+        .chain(svg::memory_chart(run, WIDTH));
+    for chart in charts {
         figure(out, &chart);
     }
     let note = svg::timeline_note(report, index);

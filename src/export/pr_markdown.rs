@@ -121,8 +121,10 @@ pub fn render(
 /// `\n{head}: 2 regressions`, and how many of them (`busy`) came with `what`, which the machine
 /// may explain.
 pub fn outcome(head: String, regressions: usize, busy: usize, what: &str) -> String {
-    let plural = if regressions == 1 { "" } else { "s" };
-    let mut text = format!("\n{head}: {regressions} regression{plural}");
+    let mut text = format!(
+        "\n{head}: {}",
+        crate::units::count(regressions, "regression")
+    );
     if busy > 0 {
         let _ = write!(text, " ({busy} with {what}, which the machine may explain)");
     }

@@ -250,14 +250,7 @@ pub fn render_sweep_summary(report: &Report) -> String {
     let Some(sweep) = &report.sweep else {
         return String::new();
     };
-    let mut variants: Vec<&str> = Vec::new();
-    for run in &report.runs {
-        for v in &run.variants {
-            if !variants.contains(&v.name.as_str()) {
-                variants.push(&v.name);
-            }
-        }
-    }
+    let variants = variant_names(&report.runs);
     let axes: Vec<&str> = sweep.axes.iter().map(|(name, _)| name.as_str()).collect();
     let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
     header.extend(variants.iter().map(|v| v.to_string()));
@@ -304,6 +297,18 @@ pub fn render_sweep_summary(report: &Report) -> String {
         let _ = writeln!(out, "   {}", cells.join("  ").trim_end());
     }
     out
+}
+
+/// Every variant any of `runs` has, in the order first seen (a sweep's points can differ:
+/// allreduce's are named by size).
+pub(super) fn variant_names<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for v in runs.into_iter().flat_map(|r| &r.variants) {
+        if !names.contains(&v.name.as_str()) {
+            names.push(&v.name);
+        }
+    }
+    names
 }
 
 /// One point of a sweep in one line (`sweep -q`), as the summary's row says it: the swept

@@ -21,6 +21,7 @@ use super::noise::{judge, Call, Observation, Rule, Spread};
 #[cfg(test)]
 use super::Figure;
 use super::{Better, Report, RunRecord, Unit, SCHEMA};
+use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
 #[derive(Debug, thiserror::Error)]
@@ -271,17 +272,9 @@ impl Busy {
         let parts: Vec<String> = [("base", self.base, reports.0), ("new", self.new, reports.1)]
             .into_iter()
             .filter(|&(_, k, _)| k > 0)
-            .map(|(side, k, n)| format!("{k} of {n} {side} report{}", plural(n)))
+            .map(|(side, k, n)| format!("{k} of {}", count(n, &format!("{side} report"))))
             .collect();
         (!parts.is_empty()).then(|| format!("busy in {}", parts.join(" and ")))
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
