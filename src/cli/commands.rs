@@ -107,7 +107,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             format,
             require_all,
         } => compare(
-            Sides::of(reports, new)?,
+            sides(reports, new)?,
             history.as_deref(),
             threshold,
             format,
@@ -194,36 +194,25 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     Ok(())
 }
 
-/// The reports of `compare`'s two sides.
-struct Sides {
-    base: Vec<PathBuf>,
-    new: Vec<PathBuf>,
-}
-
-impl Sides {
-    /// `compare A B`, or `compare A... -- B...`.
-    fn of(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<Sides, CliError> {
-        if !new.is_empty() {
-            return Ok(Sides { base: reports, new });
-        }
-        match <[PathBuf; 2]>::try_from(reports) {
-            Ok([a, b]) => Ok(Sides {
-                base: vec![a],
-                new: vec![b],
-            }),
-            Err(given) => Err(CliError::Usage(format!(
-                "compare takes two reports (BASE NEW), or reruns a side separated by --: \
-                 compare BASE... -- NEW... ({} given, no --)",
-                given.len()
-            ))),
-        }
+/// The reports of `compare`'s two sides: `compare A B`, or `compare A... -- B...`.
+fn sides(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<[Vec<PathBuf>; 2], CliError> {
+    if !new.is_empty() {
+        return Ok([reports, new]);
+    }
+    match <[PathBuf; 2]>::try_from(reports) {
+        Ok([a, b]) => Ok([vec![a], vec![b]]),
+        Err(given) => Err(CliError::Usage(format!(
+            "compare takes two reports (BASE NEW), or reruns a side separated by --: \
+             compare BASE... -- NEW... ({} given, no --)",
+            given.len()
+        ))),
     }
 }
 
 /// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
 /// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
 fn compare(
-    sides: Sides,
+    [base, new]: [Vec<PathBuf>; 2],
     history: Option<&Path>,
     threshold: f64,
     format: ComparisonFormat,
@@ -235,7 +224,7 @@ fn compare(
             .map(|p| Ok((super::reports::load_comparable(p)?, p.display().to_string())))
             .collect()
     };
-    let (base, new) = (load(&sides.base)?, load(&sides.new)?);
+    let (base, new) = (load(&base)?, load(&new)?);
     fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
         s.iter().map(|(r, p)| (r, p.as_str())).collect()
     }

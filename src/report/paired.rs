@@ -35,35 +35,12 @@ pub struct Decision {
     /// Two-sided Wilcoxon signed-rank p-value on the log ratios.
     pub p_value: f64,
     /// `p_value` corrected for the other entries of its family ([`decide_all`]; equal to it
-    /// for [`decide`]): the evidence the verdict uses.
+    /// for an entry alone): the evidence the verdict uses.
     pub p_adjusted: f64,
     pub verdict: Verdict,
     /// True when sampling may stop: `same`, an interval inside the threshold band (see
     /// [`judge`] for why a change never stops it early).
     pub settled: bool,
-}
-
-/// Decide from `pairs` of (base, candidate) values, on its own (no correction for other
-/// entries: see [`decide_all`]). `better` says which way the figure improves: `Lower` for times
-/// (a ratio above 1 is `slower`), `Higher` for rates and speed-ups (a ratio below 1 is `worse`),
-/// `Neither` for descriptions (never a change). `None` when a value is not positive and finite
-/// or fewer than 2 pairs are given.
-pub fn decide(
-    pairs: &[(f64, f64)],
-    threshold: f64,
-    better: Better,
-    is_time: bool,
-) -> Option<Decision> {
-    let (median_ratio, ci95, p_value) = measure(pairs)?;
-    Some(judge(
-        median_ratio,
-        ci95,
-        p_value,
-        p_value,
-        threshold,
-        better,
-        is_time,
-    ))
 }
 
 /// Median ratio, its bootstrap interval and the raw Wilcoxon p of `pairs`.
@@ -126,6 +103,11 @@ fn judge(
 /// and at p < 0.05 each, one of them would look changed in most runs of unchanged code. Holm's
 /// step-down correction keeps the chance of any false verdict at [`ALPHA`] within each family:
 /// the times (the ones that fail the gate), and the derived figures.
+///
+/// An entry's `better` says which way it improves: `Lower` for times (a ratio above 1 is
+/// `slower`), `Higher` for rates and speed-ups (a ratio below 1 is `worse`), `Neither` for
+/// descriptions (never a change). Its decision is `None` when a value is not positive and
+/// finite or it has fewer than 2 pairs.
 pub fn decide_all(entries: &[PairedEntry], threshold: f64) -> Vec<Option<Decision>> {
     let measured: Vec<Option<(f64, [f64; 2], f64)>> =
         entries.iter().map(|e| measure(&e.pairs)).collect();
@@ -290,6 +272,23 @@ pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
 mod tests {
     use super::*;
     use crate::report::fixtures::drifting;
+
+    /// The decision on `pairs` alone (no other entry to correct for).
+    fn decide(
+        pairs: &[(f64, f64)],
+        threshold: f64,
+        better: Better,
+        is_time: bool,
+    ) -> Option<Decision> {
+        let entry = PairedEntry {
+            name: String::new(),
+            is_time,
+            better,
+            pairs: pairs.to_vec(),
+            busy: BusyPairs::default(),
+        };
+        decide_all(&[entry], threshold).pop().flatten()
+    }
 
     #[test]
     fn drift_between_pairs_cancels_and_a_real_slowdown_is_seen() {
