@@ -10,7 +10,7 @@ use clap::{CommandFactory, FromArgMatches};
 use super::ab::run_ab;
 use super::args::{Cli, Command};
 use super::check::{clap_parse, help_command};
-use super::error::CliError;
+use super::error::{parsed, CliError};
 use super::help::scenarios_help;
 use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages::{completions, run_report};
@@ -27,7 +27,7 @@ use crate::scenario::suite;
 /// Parse `args` (the program name first) and run the command they name.
 pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     let cmd = Cli::command().after_help(scenarios_help());
-    let Some(cli) = parse_clap(cmd, args, Cli::from_arg_matches)? else {
+    let Some(cli) = parsed(clap_parse(cmd, args, Cli::from_arg_matches))? else {
         return Ok(());
     };
     // Before anything probes the GPU: the probe opens the selected ordinal.
@@ -113,19 +113,6 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             format,
             require_all,
         ),
-    }
-}
-
-/// Parse with clap, then turn the matches into a `T` with `from`: `None` when clap printed the
-/// help or the version instead (exit 0).
-pub(super) fn parse_clap<T>(
-    cmd: clap::Command,
-    args: Vec<OsString>,
-    from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>,
-) -> Result<Option<T>, CliError> {
-    match clap_parse(cmd, args, from) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) => e.into_exit().map(|()| None),
     }
 }
 
@@ -271,9 +258,8 @@ fn compare(
 
 /// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
 fn help(topic: Option<&str>) -> Result<(), CliError> {
-    let mut cmd = match help_command(topic) {
-        Ok(cmd) => cmd,
-        Err(e) => return e.into_exit(),
+    let Some(mut cmd) = parsed(help_command(topic))? else {
+        return Ok(());
     };
     stdout(&format!("{}\n", cmd.render_long_help()))?;
     Ok(())

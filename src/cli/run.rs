@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::args::{CommonArgs, SuiteJournalArgs};
 use super::check;
-use super::error::{CliError, SWEEP_STOP_AFTER};
+use super::error::{parsed, CliError, SWEEP_STOP_AFTER};
 use super::eta;
 use super::finish::finish_report;
 use super::journaling;
@@ -24,9 +24,8 @@ use crate::scenario::{
 };
 
 pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
-    let parsed = match check::scenario_args(raw) {
-        Ok(parsed) => parsed,
-        Err(e) => return e.into_exit(),
+    let Some(parsed) = parsed(check::scenario_args(raw))? else {
+        return Ok(());
     };
     run_plan(
         vec![suite::PlannedRun {
@@ -58,9 +57,9 @@ pub(super) fn run_sweep(
         scenario: sc,
         axes,
         points,
-    } = match check::sweep_plan(name, set, max_points) {
-        Ok(plan) => plan,
-        Err(e) => return e.into_exit(),
+    } = match parsed(check::sweep_plan(name, set, max_points))? {
+        Some(plan) => plan,
+        None => return Ok(()),
     };
     let ctx = common.context();
     let sampling = ctx.sampling.apply(sc.sampling());
