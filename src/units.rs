@@ -100,42 +100,37 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// `v` as `word` words it, or `n/a` when it is not finite.
+fn finite(v: f64, word: impl FnOnce(f64) -> String) -> String {
+    if v.is_finite() {
+        word(v)
+    } else {
+        "n/a".into()
+    }
+}
+
 /// A compute rate: `187.3 GFLOP/s` (10^9 floating-point operations per second).
 pub fn human_gflops(gflops: f64) -> String {
-    if !gflops.is_finite() {
-        return "n/a".into();
-    }
-    format!("{gflops:.1} GFLOP/s")
+    finite(gflops, |v| format!("{v:.1} GFLOP/s"))
 }
 
 /// A bandwidth: `11.2 GB/s` (10^9 bytes per second, as STREAM counts).
 pub fn human_gbytes_per_s(gbytes_per_s: f64) -> String {
-    if !gbytes_per_s.is_finite() {
-        return "n/a".into();
-    }
-    format!("{gbytes_per_s:.1} GB/s")
+    finite(gbytes_per_s, |v| format!("{v:.1} GB/s"))
 }
 
 /// A clock: `3.10 GHz`.
 pub fn human_ghz(ghz: f64) -> String {
-    if !ghz.is_finite() {
-        return "n/a".into();
-    }
-    format!("{ghz:.2} GHz")
+    finite(ghz, |v| format!("{v:.2} GHz"))
 }
 
 /// A fraction as a whole percentage: `0.996` → `100%`, `0.452` → `45%`.
 pub fn human_percent(fraction: f64) -> String {
-    if !fraction.is_finite() {
-        return "n/a".into();
-    }
-    let percent = fraction * 100.0;
     // Below 1%, one significant figure more, so a small share does not read as none.
-    if percent != 0.0 && percent.abs() < 0.95 {
-        format!("{percent:.1}%")
-    } else {
-        format!("{percent:.0}%")
-    }
+    finite(fraction * 100.0, |p| match p != 0.0 && p.abs() < 0.95 {
+        true => format!("{p:.1}%"),
+        false => format!("{p:.0}%"),
+    })
 }
 
 #[cfg(test)]

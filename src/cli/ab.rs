@@ -13,6 +13,7 @@ use super::error::CliError;
 use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
 use crate::export::ComparisonFormat;
+use crate::report::compare::run_entries;
 use crate::report::paired::{self, BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
 use crate::report::Report;
@@ -95,10 +96,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             let mut values = [Vec::new(), Vec::new()];
             let mut busy = [false, false];
             for side in order {
-                let bin = match side {
-                    Side::Base => &base,
-                    Side::Candidate => &candidate,
-                };
+                let bin = [&base, &candidate][side as usize];
                 let report = match run_side(side, bin, &entry_file, args.samples, label, end) {
                     Ok(report) => report,
                     Err(SideError::OutOfBudget) => {
@@ -117,7 +115,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 };
                 record_side(&mut sides, side, bin, &report, label)?;
                 not_measured.extend(report.runs.iter().flat_map(paired::not_measured));
-                values[side as usize] = report.runs.iter().flat_map(paired::values_of).collect();
+                values[side as usize] = report.runs.iter().flat_map(run_entries).collect();
                 busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
             }
             paired::add_pair(&mut these, &values[0], &values[1], busy);
@@ -257,10 +255,7 @@ enum Side {
 
 impl Side {
     fn name(self) -> &'static str {
-        match self {
-            Side::Base => "base",
-            Side::Candidate => "candidate",
-        }
+        ["base", "candidate"][self as usize]
     }
 }
 

@@ -10,7 +10,7 @@ use clap::{CommandFactory, FromArgMatches};
 use super::ab::run_ab;
 use super::args::{Cli, Command};
 use super::check::{clap_parse, help_command};
-use super::error::CliError;
+use super::error::{parsed, CliError};
 use super::help::scenarios_help;
 use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages::{completions, run_report};
@@ -18,7 +18,7 @@ use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJ
 use crate::device;
 use crate::engine::Mode;
 use crate::export::ComparisonFormat;
-use crate::export::{self, table, Exporter};
+use crate::export::{self, table};
 use crate::report::comparison::{Comparison, Learned};
 use crate::report::identity::Identity;
 use crate::report::{compare, Environment, Report};
@@ -27,7 +27,7 @@ use crate::scenario::suite;
 /// Parse `args` (the program name first) and run the command they name.
 pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
     let cmd = Cli::command().after_help(scenarios_help());
-    let Some(cli) = parse_clap(cmd, args, Cli::from_arg_matches)? else {
+    let Some(cli) = parsed(clap_parse(cmd, args, Cli::from_arg_matches))? else {
         return Ok(());
     };
     // Before anything probes the GPU: the probe opens the selected ordinal.
@@ -107,25 +107,12 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             format,
             require_all,
         } => compare(
-            Sides::of(reports, new)?,
+            sides(reports, new)?,
             history.as_deref(),
             threshold,
             format,
             require_all,
         ),
-    }
-}
-
-/// Parse with clap, then turn the matches into a `T` with `from`: `None` when clap printed the
-/// help or the version instead (exit 0).
-pub(super) fn parse_clap<T>(
-    cmd: clap::Command,
-    args: Vec<OsString>,
-    from: impl FnOnce(&clap::ArgMatches) -> Result<T, clap::Error>,
-) -> Result<Option<T>, CliError> {
-    match clap_parse(cmd, args, from) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) => e.into_exit().map(|()| None),
     }
 }
 
@@ -149,7 +136,7 @@ fn devices(json: bool, probe: bool) -> Result<(), CliError> {
 /// `parbench plot REPORT [-o FILE]`.
 fn plot(report: &Path, output: Option<PathBuf>) -> Result<(), CliError> {
     let doc = compare::load(report)?;
-    let svg = export::Svg.render(&doc)?;
+    let svg = export::Format::Svg.render(&doc)?;
     let out = output.unwrap_or_else(|| report.with_extension("svg"));
     check_output_path(&out)?;
     write_output(&out, &svg)?;
@@ -186,7 +173,7 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     if let Some(path) = &output {
         check_output_path(path)?;
     }
-    let text = format.exporter().render(&report)?;
+    let text = format.render(&report)?;
     match output {
         Some(path) => write_output(&path, &text)?,
         None => stdout(&text)?,
@@ -194,36 +181,25 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     Ok(())
 }
 
-/// The reports of `compare`'s two sides.
-struct Sides {
-    base: Vec<PathBuf>,
-    new: Vec<PathBuf>,
-}
-
-impl Sides {
-    /// `compare A B`, or `compare A... -- B...`.
-    fn of(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<Sides, CliError> {
-        if !new.is_empty() {
-            return Ok(Sides { base: reports, new });
-        }
-        match <[PathBuf; 2]>::try_from(reports) {
-            Ok([a, b]) => Ok(Sides {
-                base: vec![a],
-                new: vec![b],
-            }),
-            Err(given) => Err(CliError::Usage(format!(
-                "compare takes two reports (BASE NEW), or reruns a side separated by --: \
-                 compare BASE... -- NEW... ({} given, no --)",
-                given.len()
-            ))),
-        }
+/// The reports of `compare`'s two sides: `compare A B`, or `compare A... -- B...`.
+fn sides(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<[Vec<PathBuf>; 2], CliError> {
+    if !new.is_empty() {
+        return Ok([reports, new]);
+    }
+    match <[PathBuf; 2]>::try_from(reports) {
+        Ok([a, b]) => Ok([vec![a], vec![b]]),
+        Err(given) => Err(CliError::Usage(format!(
+            "compare takes two reports (BASE NEW), or reruns a side separated by --: \
+             compare BASE... -- NEW... ({} given, no --)",
+            given.len()
+        ))),
     }
 }
 
 /// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
 /// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
 fn compare(
-    sides: Sides,
+    [base, new]: [Vec<PathBuf>; 2],
     history: Option<&Path>,
     threshold: f64,
     format: ComparisonFormat,
@@ -235,7 +211,7 @@ fn compare(
             .map(|p| Ok((super::reports::load_comparable(p)?, p.display().to_string())))
             .collect()
     };
-    let (base, new) = (load(&sides.base)?, load(&sides.new)?);
+    let (base, new) = (load(&base)?, load(&new)?);
     fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
         s.iter().map(|(r, p)| (r, p.as_str())).collect()
     }
@@ -282,9 +258,8 @@ fn compare(
 
 /// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
 fn help(topic: Option<&str>) -> Result<(), CliError> {
-    let mut cmd = match help_command(topic) {
-        Ok(cmd) => cmd,
-        Err(e) => return e.into_exit(),
+    let Some(mut cmd) = parsed(help_command(topic))? else {
+        return Ok(());
     };
     stdout(&format!("{}\n", cmd.render_long_help()))?;
     Ok(())

@@ -91,22 +91,26 @@ pub enum CliError {
 /// Test hook: stop a sweep after this many newly finished points, as a kill would.
 pub(super) const SWEEP_STOP_AFTER: &str = "PARBENCH_SWEEP_STOP_AFTER";
 
+/// A parse's value, or how the CLI ends on its error ([`CommandLineError::into_exit`]): `None`
+/// where that is a success (help or the version shown).
+pub(super) fn parsed<T>(parse: Result<T, CommandLineError>) -> Result<Option<T>, CliError> {
+    parse.map(Some).or_else(|e| e.into_exit().map(|()| None))
+}
+
 impl CommandLineError {
     /// How the CLI ends on it: help and version print and exit 0; help shown because nothing
     /// was given prints and exits 2 ([`CliError::NoCommand`]); anything else is a one-line
     /// usage error.
     pub(super) fn into_exit(self) -> Result<(), CliError> {
         if let CommandLineError::Clap { error, .. } = &self {
-            match error.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    let _ = error.print();
-                    return Ok(());
-                }
-                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = error.print();
-                    return Err(CliError::NoCommand);
-                }
-                _ => {}
+            let missing = clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+            if error.kind() == missing || self.is_display_request() {
+                let _ = error.print();
+                return if error.kind() == missing {
+                    Err(CliError::NoCommand)
+                } else {
+                    Ok(())
+                };
             }
         }
         Err(CliError::CommandLine(self))

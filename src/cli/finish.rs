@@ -4,7 +4,6 @@
 use super::args::CommonArgs;
 use super::error::CliError;
 use super::output::{is_stdout, json_on_stdout, output_name, stdout, write_output};
-use super::pages;
 use crate::export;
 use crate::report::Report;
 use crate::scenario::RunContext;
@@ -26,7 +25,7 @@ pub(super) fn finish_report(
         }
     }
     if let Some(path) = &common.html {
-        pages::write_page(path, &export::html::page(report))?;
+        write_output(path, &export::html::page(report))?;
         if !common.quiet {
             note!("wrote {}", output_name(path));
         }
@@ -53,16 +52,13 @@ pub(super) fn finish_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, GpuInfo, RunRecord};
+    use crate::report::RunRecord;
 
     #[test]
     fn a_failed_check_ends_the_run_with_exit_code_1_and_says_so() {
         let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
         run.check("identical", false, "differs");
-        let report = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run],
-        );
+        let report = crate::report::fixtures::report(vec![run]);
         let common = CommonArgs {
             quiet: true,
             ..CommonArgs::default()

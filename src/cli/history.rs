@@ -6,8 +6,7 @@ use std::path::Path;
 
 use super::args::{HistoryArgs, HistoryFormat};
 use super::error::CliError;
-use super::output::{check_output_path, stdout};
-use super::pages::write_page;
+use super::output::{check_output_path, stdout, write_output};
 use crate::export::history::{markdown, page, Analysed};
 use crate::report::history::{Detector, History};
 
@@ -40,7 +39,7 @@ pub(super) fn run_history(args: HistoryArgs) -> Result<(), CliError> {
     };
     match &args.output {
         Some(out) => {
-            write_page(out, &text)?;
+            write_output(out, &text)?;
             note!("wrote {}", out.display());
         }
         None => stdout(&text)?,

@@ -120,9 +120,26 @@ pub(super) fn default_path(what: &str, key: &str) -> PathBuf {
     PathBuf::from(format!("parbench-{what}-{:08x}.jsonl", short_hash(key)))
 }
 
-/// The journal beside a report: the report's path with `.jsonl`.
-pub(super) fn beside(report: &Path) -> PathBuf {
-    report.with_extension("jsonl")
+/// The journal of a run: the one `named` (`--journal`, `--resume FILE`), else beside the
+/// report (its path with `.jsonl`), else [`default_path`]; refused where it is the report.
+pub(super) fn path(
+    named: Option<PathBuf>,
+    common: &CommonArgs,
+    what: &str,
+    key: &str,
+) -> Result<PathBuf, CliError> {
+    let path = named.unwrap_or_else(|| match &common.output {
+        // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
+        Some(o) if !writes_in_place(o) => o.with_extension("jsonl"),
+        _ => default_path(what, key),
+    });
+    if common.output.as_ref() == Some(&path) {
+        return Err(CliError::Usage(format!(
+            "the journal and the report would both be {}: choose another --journal",
+            path.display()
+        )));
+    }
+    Ok(path)
 }
 
 /// 32 bits of FNV-1a: stable across builds and platforms, unlike std's hasher.

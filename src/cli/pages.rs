@@ -1,7 +1,7 @@
 //! Pages and scripts for a reader: `parbench report` (a saved report, or two compared, as one
 //! HTML page), the `--html` page of a run, and `parbench completions`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::CommandFactory;
 
@@ -39,14 +39,9 @@ pub(super) fn run_report(
         )));
     }
     check_output_path(&out)?;
-    write_page(&out, &html)?;
+    write_output(&out, &html)?;
     note!("wrote {}", output_name(&out));
     Ok(())
-}
-
-/// Write a page atomically, or to stdout for `-`; a failure is the user's output path: exit 2.
-pub(super) fn write_page(path: &Path, html: &str) -> Result<(), CliError> {
-    write_output(path, html)
 }
 
 /// The completion script for `shell`, scenarios and their options included.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::args::{CommonArgs, SuiteJournalArgs};
 use super::check;
-use super::error::{CliError, SWEEP_STOP_AFTER};
+use super::error::{parsed, CliError, SWEEP_STOP_AFTER};
 use super::eta;
 use super::finish::finish_report;
 use super::journaling;
@@ -24,9 +24,8 @@ use crate::scenario::{
 };
 
 pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
-    let parsed = match check::scenario_args(raw) {
-        Ok(parsed) => parsed,
-        Err(e) => return e.into_exit(),
+    let Some(parsed) = parsed(check::scenario_args(raw))? else {
+        return Ok(());
     };
     run_plan(
         vec![suite::PlannedRun {
@@ -58,9 +57,9 @@ pub(super) fn run_sweep(
         scenario: sc,
         axes,
         points,
-    } = match check::sweep_plan(name, set, max_points) {
-        Ok(plan) => plan,
-        Err(e) => return e.into_exit(),
+    } = match parsed(check::sweep_plan(name, set, max_points))? {
+        Some(plan) => plan,
+        None => return Ok(()),
     };
     let ctx = common.context();
     let sampling = ctx.sampling.apply(sc.sampling());
@@ -110,17 +109,12 @@ pub(super) fn run_sweep(
     }
     let named = resume.clone().flatten().or(journal);
     let keep_journal = named.is_some();
-    let journal_path = named.unwrap_or_else(|| match &common.output {
-        // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
-        Some(o) if !crate::report::atomic::writes_in_place(o) => journaling::beside(o),
-        _ => journaling::default_path(&format!("sweep-{name}"), &format!("{axes:?}")),
-    });
-    if common.output.as_ref() == Some(&journal_path) {
-        return Err(CliError::Usage(format!(
-            "the journal and the report would both be {}: choose another --journal",
-            journal_path.display()
-        )));
-    }
+    let journal_path = journaling::path(
+        named,
+        common,
+        &format!("sweep-{name}"),
+        &format!("{axes:?}"),
+    )?;
     let header = journaling::header(
         common,
         (&sampling).into(),
@@ -158,10 +152,7 @@ pub(super) fn run_sweep(
     }
     let stop_after = stop_after();
 
-    let mut environment =
-        Environment::capture_for_runs(common.mode(), device::discovery::probe_gpu());
-    environment.machine = common.machine.clone();
-    let mut report = Report::new(environment, Vec::new());
+    let mut report = common.empty_report();
     report.sweep = Some(sweep::SweepInfo {
         scenario: name.to_string(),
         axes: axes.clone(),
@@ -388,10 +379,7 @@ pub(super) fn run_plan(
         )?),
         None => None,
     };
-    let gpu = device::discovery::probe_gpu();
-    let mut environment = Environment::capture_for_runs(common.mode(), gpu);
-    environment.machine = common.machine.clone();
-    let mut report = Report::new(environment, Vec::new());
+    let mut report = common.empty_report();
     let partial = match (&suite_journal, &journaled) {
         (Some(j), Some((path, _, _))) => Some(Shared::arm(
             &report,
@@ -413,9 +401,7 @@ pub(super) fn run_plan(
     if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
     }
-    let stop_after: Option<usize> = std::env::var(SWEEP_STOP_AFTER)
-        .ok()
-        .and_then(|v| v.parse().ok());
+    let stop_after = stop_after();
     let from_journal = done.len();
     let total = plan.len();
     let mut newly = 0;
@@ -494,23 +480,8 @@ fn open_suite_journal(
     described: &[String],
 ) -> Result<(PathBuf, journaling::Opened, bool), CliError> {
     let keep = j.args.journal.is_some();
-    let path = j
-        .args
-        .journal
-        .clone()
-        .unwrap_or_else(|| match &common.output {
-            Some(o) if !crate::report::atomic::writes_in_place(o) => journaling::beside(o),
-            _ => {
-                let what = j.command.split_whitespace().next().unwrap_or("run");
-                journaling::default_path(what, &described.join("\n"))
-            }
-        });
-    if common.output.as_ref() == Some(&path) {
-        return Err(CliError::Usage(format!(
-            "the journal and the report would both be {}: choose another --journal",
-            path.display()
-        )));
-    }
+    let what = j.command.split_whitespace().next().unwrap_or("run");
+    let path = journaling::path(j.args.journal.clone(), common, what, &described.join("\n"))?;
     let header = journaling::header(
         common,
         SamplingConditions::from(sampling),
@@ -679,6 +650,14 @@ impl CommonArgs {
                 .then(Default::default),
             gpu_fallback: self.fallback,
         }
+    }
+
+    /// A report of no runs yet, in the environment the runs will have.
+    fn empty_report(&self) -> Report {
+        let gpu = device::discovery::probe_gpu();
+        let mut environment = Environment::capture_for_runs(self.mode(), gpu);
+        environment.machine = self.machine.clone();
+        Report::new(environment, Vec::new())
     }
 
     fn depth(&self) -> table::Depth {

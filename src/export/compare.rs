@@ -13,12 +13,6 @@ use crate::report::comparison::Comparison;
 #[cfg(doc)]
 use crate::report::coverage::Coverage;
 use crate::report::provenance::COMPARE_SCHEMA;
-use crate::report::{Better, Figure};
-
-/// A compared value as the tables print it.
-pub fn value(row: &Row, v: f64) -> String {
-    Figure::new(row.unit, Better::Neither).format(&Value::from(v))
-}
 
 /// A relative change as the tables print it (`+3.1%`).
 pub fn percent(change: f64) -> String {
@@ -27,6 +21,18 @@ pub fn percent(change: f64) -> String {
     } else {
         "n/a".to_string()
     }
+}
+
+/// A row's cells as every table shows them: entry, baseline, new, change, p, verdict.
+pub fn cells(r: &Row) -> Vec<String> {
+    vec![
+        r.entry.clone(),
+        r.unit.word(r.base),
+        r.unit.word(r.new),
+        percent(r.change),
+        r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
+        r.verdict_text(),
+    ]
 }
 
 /// What the comparison says above its table when a side was measured on a busy machine.
@@ -52,78 +58,39 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
         }
         let _ = writeln!(out);
     }
-    let p = |r: &Row| r.p_value.map_or("-".to_string(), |p| format!("{p:.3}"));
+    let lines = rows.iter().map(|r| Line {
+        verdict: r.verdict,
+        cells: cells(r),
+    });
+    out.push_str(&pr_markdown::render(
+        markdown,
+        &["entry", "baseline", "new", "change", "p", "verdict"],
+        &[
+            (1, "baseline", 11),
+            (2, "new", 11),
+            (3, "change", 8),
+            (4, "p", 6),
+        ],
+        lines.collect(),
+    ));
     if markdown {
-        let lines: Vec<Line> = rows
-            .iter()
-            .map(|r| {
-                let mark = if r.verdict.is_regression() {
-                    " ❌"
-                } else {
-                    ""
-                };
-                Line {
-                    verdict: r.verdict,
-                    cells: vec![
-                        format!("`{}`", r.entry),
-                        value(r, r.base),
-                        value(r, r.new),
-                        percent(r.change),
-                        p(r),
-                        format!("{}{mark}", r.verdict_text()),
-                    ],
-                }
-            })
-            .collect();
-        out.push_str(&pr_markdown::tables(
-            &["entry", "baseline", "new", "change", "p", "verdict"],
-            &lines,
-        ));
         out.push_str(&pr_markdown::one_sided_section(&c.coverage));
-    } else {
-        let w = rows
-            .iter()
-            .map(|r| r.entry.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  verdict",
-            "entry", "baseline", "new", "change", "p"
-        );
-        for r in rows {
-            let _ = writeln!(
-                out,
-                "{:<w$}  {:>11}  {:>11}  {:>8}  {:>6}  {}",
-                r.entry,
-                value(r, r.base),
-                value(r, r.new),
-                percent(r.change),
-                p(r),
-                r.verdict_text()
-            );
-        }
     }
-    let regressions = c.regressions();
-    let busy_regressions = rows
+    let busy = rows
         .iter()
-        .filter(|r| r.verdict.is_regression() && r.busy.any())
-        .count();
-    let _ = write!(
-        out,
-        "\n{} entries compared, {}, threshold {:.1}%: {regressions} regression{}",
+        .filter(|r| r.verdict.is_regression() && r.busy.any());
+    let head = format!(
+        "{} entries compared, {}, threshold {:.1}%",
         rows.len(),
         c.coverage.counts(),
-        c.threshold * 100.0,
-        if regressions == 1 { "" } else { "s" }
+        c.threshold * 100.0
     );
-    if busy_regressions > 0 {
-        let _ = write!(
-            out,
-            " ({busy_regressions} with a busy side, which the machine may explain)"
-        );
-    }
+    out.push_str(&pr_markdown::outcome(
+        head,
+        c.regressions(),
+        busy.count(),
+        "a busy side",
+    ));
     let _ = writeln!(out, "\n{}", noise_line(c));
     out
 }
@@ -135,7 +102,7 @@ fn noise_line(c: &Comparison) -> String {
         0 => String::new(),
         k => format!(", and the reruns among {k} earlier reports"),
     };
-    let sides = format!("{b} report{} against {n}", if b == 1 { "" } else { "s" });
+    let sides = format!("{} against {n}", crate::units::count(b, "report"));
     if b + n > 2 || c.learned_from > 0 {
         format!(
             "Each change is judged against its spread over the runs ({sides}{learned}), 5% false \
@@ -216,38 +183,18 @@ pub fn render_json(c: &Comparison, require_all: bool) -> String {
     if !mixed.is_empty() {
         doc["mixed_sides"] = Value::from(mixed);
     }
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    super::pretty(&doc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Report, RunRecord, Unit};
-
-    /// A report of one run with one variant and the derived figures `derive` adds.
-    fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
-        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-        run.add_variants(
-            vec!["v".into()],
-            vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
-            [None],
-        );
-        derive(&mut run);
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("x"),
-            ),
-            vec![run],
-        )
-    }
+    use crate::report::{Better, Figure, Report, Unit};
 
     /// A report of one run whose variant took `seconds` in each of 5 samples, its machine
     /// `busy` (other processes at 48%) or quiet.
     fn report_taking(seconds: f64, busy: bool) -> Report {
-        let mut report = report_deriving(|_| {});
+        let mut report = crate::report::fixtures::deriving(|_| {});
         let run = &mut report.runs[0];
         run.variants[0].summary =
             crate::harness::Summary::from_samples(&[seconds; 5]).expect("samples");
@@ -341,7 +288,7 @@ mod tests {
     #[test]
     fn a_derived_figure_prints_in_its_own_unit() {
         let doc = |v: f64| {
-            report_deriving(|run| {
+            crate::report::fixtures::deriving(|run| {
                 run.derive_as("per_op_s", v, Figure::new(Unit::Seconds, Better::Lower));
                 run.derive_as("x_ratio", v * 1e6, Figure::RATIO_LOWER_IS_BETTER);
             })
@@ -353,11 +300,11 @@ mod tests {
         let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name)).expect(name);
         let r = row("derived:per_op_s");
         assert_eq!(
-            (value(r, r.base), value(r, r.new)),
+            (r.unit.word(r.base), r.unit.word(r.new)),
             ("300.0 ns".into(), "600.0 ns".into())
         );
         let r = row("derived:x_ratio");
-        assert_eq!(value(r, r.base), "0.30×");
+        assert_eq!(r.unit.word(r.base), "0.30×");
         let text = render(&c, ComparisonFormat::Table);
         assert!(
             text.contains("300.0 ns") && text.contains("600.0 ns"),

@@ -7,7 +7,6 @@
 //! row does not have is an empty cell, which pandas reads as NaN.
 
 use super::significant;
-use super::table::compact;
 use super::unit_symbol::{better_word, unit_symbol};
 use super::ExportError;
 use crate::report::{Report, RunRecord, VariantRecord};
@@ -116,11 +115,7 @@ fn blank(report: &Report, run: &RunRecord, params: &str, kind: Kind, name: &str)
 /// The run's parameters as one stable cell: `key=value` sorted by key, joined by `;`; each
 /// value as the table shows it (a string without quotes, a shape as `1000x1000`).
 pub fn parameters(run: &RunRecord) -> String {
-    let mut pairs: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={}", compact(v)))
-        .collect();
+    let mut pairs = super::table::parameters(run);
     pairs.sort();
     pairs.join(";")
 }
@@ -211,13 +206,7 @@ mod tests {
             Figure::new(Unit::Gflops, Better::Higher),
         );
         run.derive_series("loss_curve", serde_json::json!([[0, 1.0]]));
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        )
+        crate::report::fixtures::report(vec![run])
     }
 
     #[test]

@@ -1,13 +1,11 @@
 //! The list of output formats: the one place a format is named. The CLI's `--format` choices,
-//! their help and the exporter each runs all come from [`Format`]; a comparison (`compare`,
+//! their help and the renderer each runs all come from [`Format`]; a comparison (`compare`,
 //! `ab`) offers three of them, [`ComparisonFormat`], by the same names.
 
 use clap::builder::PossibleValue;
 
-use super::{
-    Csv, Exporter, GithubActionBenchmark, GithubActionBenchmarkBigger, Html, Json, Markdown, Svg,
-    Table,
-};
+use super::{csv_rows, github_bench, html, markdown, pretty, svg, table, ExportError};
+use crate::report::Report;
 
 /// An output format of `parbench export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,15 +18,6 @@ pub enum Format {
     Svg,
     Html,
     Json,
-}
-
-/// What the command line shows and runs for a format.
-struct Spec {
-    /// The name `--format` takes.
-    name: &'static str,
-    /// The line `--help` shows beside it.
-    help: &'static str,
-    exporter: &'static dyn Exporter,
 }
 
 impl Format {
@@ -44,64 +33,52 @@ impl Format {
         Format::Json,
     ];
 
-    fn spec(self) -> Spec {
+    /// The name `--format` takes, and the line `--help` shows beside it.
+    fn spec(self) -> (&'static str, &'static str) {
         match self {
-            Format::GithubActionBenchmark => Spec {
-                name: "github-action-benchmark",
-                help: "customSmallerIsBetter JSON for github-action-benchmark",
-                exporter: &GithubActionBenchmark,
-            },
-            Format::GithubActionBenchmarkBigger => Spec {
-                name: "github-action-benchmark-bigger",
-                help: "customBiggerIsBetter JSON: the figures that improve upwards (GFLOP/s, samples/s, speed-ups)",
-                exporter: &GithubActionBenchmarkBigger,
-            },
-            Format::Csv => Spec {
-                name: "csv",
-                help: "CSV: a row per variant (median, CI, p50/p90/p99, n) and per derived figure",
-                exporter: &Csv,
-            },
-            Format::Markdown => Spec {
-                name: "markdown",
-                help: "Markdown: a table per run, its variants and derived figures",
-                exporter: &Markdown,
-            },
-            Format::Table => Spec {
-                name: "table",
-                help: "The table a person at a terminal reads",
-                exporter: &Table,
-            },
-            Format::Svg => Spec {
-                name: "svg",
-                help: "An SVG chart (as `parbench plot` draws)",
-                exporter: &Svg,
-            },
-            Format::Html => Spec {
-                name: "html",
-                help: "A self-contained HTML page (as `parbench report` writes)",
-                exporter: &Html,
-            },
-            Format::Json => Spec {
-                name: "json",
-                help: "The parbench/1 JSON document itself",
-                exporter: &Json,
-            },
+            Format::GithubActionBenchmark => (
+                "github-action-benchmark",
+                "customSmallerIsBetter JSON for github-action-benchmark",
+            ),
+            Format::GithubActionBenchmarkBigger => (
+                "github-action-benchmark-bigger",
+                "customBiggerIsBetter JSON: the figures that improve upwards (GFLOP/s, samples/s, speed-ups)",
+            ),
+            Format::Csv => (
+                "csv",
+                "CSV: a row per variant (median, CI, p50/p90/p99, n) and per derived figure",
+            ),
+            Format::Markdown => (
+                "markdown",
+                "Markdown: a table per run, its variants and derived figures",
+            ),
+            Format::Table => ("table", "The table a person at a terminal reads"),
+            Format::Svg => ("svg", "An SVG chart (as `parbench plot` draws)"),
+            Format::Html => (
+                "html",
+                "A self-contained HTML page (as `parbench report` writes)",
+            ),
+            Format::Json => ("json", "The parbench/1 JSON document itself"),
         }
     }
 
     /// The format's name, as the command line spells it.
     pub fn name(self) -> &'static str {
-        self.spec().name
+        self.spec().0
     }
 
-    /// The exporter that renders a report in this format.
-    pub fn exporter(self) -> &'static dyn Exporter {
-        self.spec().exporter
-    }
-
-    /// The format called `name`.
-    pub fn by_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == name)
+    /// `report` in this format.
+    pub fn render(self, report: &Report) -> Result<String, ExportError> {
+        Ok(match self {
+            Format::GithubActionBenchmark => pretty(&github_bench::entries(report)),
+            Format::GithubActionBenchmarkBigger => pretty(&github_bench::bigger_entries(report)),
+            Format::Csv => csv_rows::render(report)?,
+            Format::Markdown => markdown::render(report),
+            Format::Table => table::render(report),
+            Format::Svg => svg::svg(report).map_err(|e| ExportError(e.to_string()))?,
+            Format::Html => html::page(report),
+            Format::Json => report.to_json(),
+        })
     }
 }
 
@@ -111,8 +88,8 @@ impl clap::ValueEnum for Format {
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        let spec = self.spec();
-        Some(PossibleValue::new(spec.name).help(spec.help))
+        let (name, help) = self.spec();
+        Some(PossibleValue::new(name).help(help))
     }
 }
 

@@ -73,13 +73,7 @@ mod tests {
             f64::NAN,
             Figure::new(Unit::Ratio, Better::Higher),
         );
-        let report = Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        );
+        let report = crate::report::fixtures::report(vec![run]);
         let entries = bigger_entries(&report);
         assert_eq!(
             entries,

@@ -17,7 +17,7 @@ use super::chart::{esc, plain, Axis, LineChart, Series as Line};
 use super::compare::percent;
 use super::html::{close, figure, open};
 use crate::report::history::{Detector, Flagged, History, Series};
-use crate::report::{Better, Figure, Unit};
+use crate::report::{Better, Unit};
 
 /// Width of the charts, pixels.
 const WIDTH: f64 = 880.0;
@@ -95,10 +95,6 @@ impl<'a> Analysed<'a> {
     }
 }
 
-fn value(unit: Unit, v: f64) -> String {
-    Figure::new(unit, Better::Neither).format(&serde_json::Value::from(v))
-}
-
 fn verdict(series: &Series, f: &Flagged) -> &'static str {
     if f.is_regression(series.better) {
         "regression"
@@ -128,8 +124,8 @@ pub fn markdown(a: &Analysed) -> String {
                 s.entry,
                 a.label(f.from),
                 a.label(f.to),
-                value(s.unit, f.step.before),
-                value(s.unit, f.step.after),
+                s.unit.word(f.step.before),
+                s.unit.word(f.step.after),
                 percent(f.step.change),
                 verdict(s, f)
             );
@@ -185,8 +181,8 @@ pub fn page(a: &Analysed, title: &str) -> String {
                 esc(&s.entry),
                 esc(&a.label(f.from)),
                 esc(&a.label(f.to)),
-                esc(&value(s.unit, f.step.before)),
-                esc(&value(s.unit, f.step.after)),
+                esc(&s.unit.word(f.step.before)),
+                esc(&s.unit.word(f.step.after)),
                 percent(f.step.change),
                 verdict(s, f)
             );
@@ -283,9 +279,9 @@ fn older(a: &Analysed, s: &Series) -> Option<String> {
         "Older: {} commits before #{}, median {} (from {} to {}).",
         values.len(),
         from + 1,
-        value(s.unit, mid),
-        value(s.unit, low),
-        value(s.unit, high)
+        s.unit.word(mid),
+        s.unit.word(low),
+        s.unit.word(high)
     ))
 }
 

@@ -349,19 +349,12 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
         out.push_str("</ul>");
     }
     let _ = write!(out, "<div id=\"run-{index}-figures\">");
-    if let Some(chart) = svg::variant_bars(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::scaling_chart(&[run], WIDTH) {
-        figure(out, &chart);
-    }
-    for chart in svg::loss_charts(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::busbw_chart(run, WIDTH) {
-        figure(out, &chart);
-    }
-    if let Some(chart) = svg::memory_chart(run, WIDTH) {
+    let charts = (svg::variant_bars(run, WIDTH).into_iter())
+        .chain(svg::scaling_chart(&[run], WIDTH))
+        .chain(svg::loss_charts(run, WIDTH))
+        .chain(svg::busbw_chart(run, WIDTH))
+        .chain(svg::memory_chart(run, WIDTH));
+    for chart in charts {
         figure(out, &chart);
     }
     let note = svg::timeline_note(report, index);
@@ -498,7 +491,7 @@ fn derived_table(out: &mut String, run: &RunRecord) {
 pub(super) mod tests {
     use super::*;
     use crate::harness::Summary;
-    use crate::report::{GpuInfo, Timeline, TracedRun};
+    use crate::report::{Timeline, TracedRun};
     use serde_json::Map;
 
     /// A report of one run, its times scaled by `scale`: checks, a figure, a timeline.
@@ -522,10 +515,7 @@ pub(super) mod tests {
         run.check("exact", true, "y = x + 1");
         run.check("order", false, "broken on purpose");
         run.explanation.push("pushing is cheap".into());
-        let mut r = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run],
-        );
+        let mut r = crate::report::fixtures::report(vec![run]);
         let rec = crate::report::timeline::traced_op;
         r.timelines.push(Timeline::of(
             0,

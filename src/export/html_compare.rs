@@ -5,10 +5,10 @@
 use std::fmt::Write;
 
 use super::chart::esc;
-use super::compare::{percent, value};
 use super::html::{badge, close, environment_rows, figure, open, WIDTH};
 use super::svg;
 use crate::report::compare::{self, Row};
+use crate::report::comparison::Learned;
 use crate::report::Report;
 
 /// The page comparing two reports: both environments side by side (differences marked),
@@ -16,12 +16,8 @@ use crate::report::Report;
 pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold: f64) -> String {
     let mut out = String::new();
     open(&mut out, "parbench comparison");
-    let (rows, nothing) = match compare::compare(
-        &[base],
-        &[new],
-        &|_| crate::report::noise::Spread::default(),
-        threshold,
-    ) {
+    let none = Learned::NONE.spread;
+    let (rows, nothing) = match compare::compare(&[base], &[new], none, threshold) {
         Ok(rows) => (rows, false),
         Err(_) => (Vec::new(), true),
     };
@@ -56,9 +52,7 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         );
     }
     out.push_str("</table>");
-    let differences = crate::report::identity::environment_differences(&[base], &[new], &|_| {
-        crate::report::noise::Spread::default()
-    });
+    let differences = crate::report::identity::environment_differences(&[base], &[new], none);
     if !differences.is_empty() {
         let _ = write!(
             out,
@@ -136,16 +130,15 @@ fn verdict_table(out: &mut String, rows: &[Row]) {
             "faster" | "better" => "pass",
             _ => "neutral",
         };
+        let cells = super::compare::cells(r);
+        let _ = write!(out, "<tr><td><code>{}</code></td>", esc(&cells[0]));
+        for cell in &cells[1..5] {
+            let _ = write!(out, "<td class=\"num\">{cell}</td>");
+        }
         let _ = write!(
             out,
-            "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
-            esc(&r.entry),
-            value(r, r.base),
-            value(r, r.new),
-            percent(r.change),
-            r.p_value.map_or("-".to_string(), |p| format!("{p:.3}")),
-            esc(&r.verdict_text())
+            "<td><span class=\"badge {class}\">{}</span></td></tr>",
+            esc(&cells[5])
         );
     }
     out.push_str("</table>");

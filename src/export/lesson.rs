@@ -53,12 +53,7 @@ pub fn view(run: &RunRecord) -> Option<LessonView> {
         )
     });
     // The fewest samples any variant took: the intervals are as wide as theirs.
-    let n = run
-        .variants
-        .iter()
-        .map(|v| v.summary.samples_s.len())
-        .min()
-        .unwrap_or(0);
+    let n = run.fewest_samples().unwrap_or(0);
     let too_few = (n > 0 && n < crate::harness::stats::SAMPLES_FOR_95).then(|| {
         format!(
             "{n} samples a variant: a median's interval is then [min, max], which covers the \

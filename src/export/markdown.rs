@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::table::compact;
+use super::table::parameters;
 use crate::report::{Report, RunRecord};
 use crate::units::human_time;
 
@@ -15,11 +15,7 @@ fn cell(text: &str) -> String {
 }
 
 fn render_run(out: &mut String, run: &RunRecord) {
-    let params: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={}", compact(v)))
-        .collect();
+    let params = parameters(run);
     let _ = writeln!(
         out,
         "## {} ({})\n",
@@ -83,13 +79,7 @@ mod tests {
             [None],
         );
         run.derive_as("gflops", 12.345, Figure::new(Unit::Gflops, Better::Higher));
-        let report = Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        );
+        let report = crate::report::fixtures::report(vec![run]);
         let text = render(&report);
         assert!(text.contains("## matmul (size=64)"), "{text}");
         assert!(text.contains("|---|---:|---:|---:|---:|---:|"), "{text}");

@@ -7,23 +7,7 @@ use crate::harness::stats::median;
 use crate::report::compare::Verdict;
 use crate::report::paired::{decide_all, regressions, Decision, PairedEntry};
 use crate::report::provenance::{AbSides, AB_SCHEMA};
-use crate::report::{Better, Figure, Unit};
-
-/// The median of each side's values over the pairs, in the entry's human units (times in
-/// seconds, ns, ms; derived figures as plain numbers): what a reviewer reads beside the change.
-fn medians(e: &PairedEntry) -> [String; 2] {
-    let unit = if e.is_time {
-        Unit::Seconds
-    } else {
-        Unit::Number
-    };
-    let side = |pick: fn(&(f64, f64)) -> f64| {
-        side_median(e, pick).map_or("-".to_string(), |m| {
-            Figure::new(unit, Better::Neither).format(&serde_json::Value::from(m))
-        })
-    };
-    [side(|p| p.0), side(|p| p.1)]
-}
+use crate::report::Unit;
 
 /// The median of one side's values over `e`'s pairs (`pick` chooses the side).
 fn side_median(e: &PairedEntry, pick: fn(&(f64, f64)) -> f64) -> Option<f64> {
@@ -34,7 +18,6 @@ fn side_median(e: &PairedEntry, pick: fn(&(f64, f64)) -> f64) -> Option<f64> {
 /// The entries as a table (or Markdown for a pull-request comment): pairs, median ratio with its
 /// bootstrap interval, the paired test's p, the verdict.
 pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat) -> String {
-    let markdown = format == ComparisonFormat::Markdown;
     use std::fmt::Write as _;
     let mut out = String::new();
     let decisions = decide_all(entries, threshold);
@@ -63,88 +46,66 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
             ],
         }
     };
-    if markdown {
-        let lines: Vec<Line> = entries
-            .iter()
-            .zip(&decisions)
-            .map(|(e, d)| {
-                let [n, change, ci, p, verdict] = cells(e, d);
-                let [base, candidate] = medians(e);
-                let mark = if d.as_ref().is_some_and(|d| d.verdict.is_regression()) {
-                    " ❌"
-                } else {
-                    ""
-                };
-                Line {
-                    verdict: d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict),
-                    cells: vec![
-                        format!("`{}`", e.name),
-                        base,
-                        candidate,
-                        n,
-                        change,
-                        ci,
-                        p,
-                        format!("{verdict}{mark}"),
-                    ],
-                }
-            })
-            .collect();
-        out.push_str(&pr_markdown::tables(
-            &[
-                "entry",
-                "base",
-                "candidate",
-                "pairs",
-                "change (median of pairs)",
-                "95% CI",
-                "p (Holm)",
-                "verdict",
+    let lines = entries.iter().zip(&decisions).map(|(e, d)| {
+        // The median of each side's values over the pairs, in the entry's units (times in
+        // seconds, ns, ms; derived figures as plain numbers): what a reviewer reads beside
+        // the change.
+        let unit = if e.is_time {
+            Unit::Seconds
+        } else {
+            Unit::Number
+        };
+        let side = |pick| side_median(e, pick).map_or("-".to_string(), |m| unit.word(m));
+        let [n, change, ci, p, verdict] = cells(e, d);
+        Line {
+            verdict: d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict),
+            cells: vec![
+                e.name.clone(),
+                side(|p| p.0),
+                side(|p| p.1),
+                n,
+                change,
+                ci,
+                p,
+                verdict,
             ],
-            &lines,
-        ));
-    } else {
-        let w = entries
-            .iter()
-            .map(|e| e.name.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>5}  {:>8}  {:>18}  {:>6}  verdict",
-            "entry", "pairs", "change", "95% CI", "p Holm"
-        );
-        for (e, d) in entries.iter().zip(&decisions) {
-            let [n, change, ci, p, verdict] = cells(e, d);
-            let _ = writeln!(
-                out,
-                "{:<w$}  {n:>5}  {change:>8}  {ci:>18}  {p:>6}  {verdict}",
-                e.name
-            );
         }
-    }
-    let slower = regressions(entries, threshold);
-    let busy_slower = entries
-        .iter()
-        .zip(&decisions)
-        .filter(|(e, d)| {
-            e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
-        })
-        .count();
-    let _ = write!(
-        out,
-        "\n{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%: {slower} regression{}",
+    });
+    out.push_str(&pr_markdown::render(
+        format == ComparisonFormat::Markdown,
+        &[
+            "entry",
+            "base",
+            "candidate",
+            "pairs",
+            "change (median of pairs)",
+            "95% CI",
+            "p (Holm)",
+            "verdict",
+        ],
+        &[
+            (3, "pairs", 5),
+            (4, "change", 8),
+            (5, "95% CI", 18),
+            (6, "p Holm", 6),
+        ],
+        lines.collect(),
+    ));
+    let busy = entries.iter().zip(&decisions).filter(|(e, d)| {
+        e.busy_marker().is_some() && d.as_ref().is_some_and(|d| d.verdict.is_regression())
+    });
+    let head = format!(
+        "{} entries, paired (candidate / base per pair, ABBA order), threshold {:.1}%",
         entries.len(),
-        threshold * 100.0,
-        if slower == 1 { "" } else { "s" }
+        threshold * 100.0
     );
-    if busy_slower > 0 {
-        let _ = write!(
-            out,
-            " ({busy_slower} with the two sides under different load in some pairs, which the machine may explain)"
-        );
-    }
+    let why = "the two sides under different load in some pairs";
+    out.push_str(&pr_markdown::outcome(
+        head,
+        regressions(entries, threshold),
+        busy.count(),
+        why,
+    ));
     let _ = writeln!(out);
     out
 }
@@ -196,32 +157,22 @@ pub fn render_json(
         "settings": settings,
         "entries": rows,
     });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    super::pretty(&doc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::paired::add_pair;
-    use crate::report::Better;
-
-    /// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×.
-    fn drifting(n: usize, ratio: f64) -> Vec<(f64, f64)> {
-        (0..n)
-            .map(|i| {
-                let drift = 1.0 + (i % 5) as f64 * 0.25;
-                (drift, drift * ratio)
-            })
-            .collect()
-    }
 
     #[test]
     fn a_change_with_busy_pairs_says_the_machine_may_explain_it() {
-        let values = |x: f64| vec![("s[] v".to_string(), true, Better::Lower, x)];
+        let values = crate::report::fixtures::entries_taking;
         let mut entries = Vec::new();
-        for (i, (b, c)) in drifting(12, 1.3).into_iter().enumerate() {
+        for (i, (b, c)) in crate::report::fixtures::drifting(12, 1.3, 0.0)
+            .into_iter()
+            .enumerate()
+        {
             add_pair(&mut entries, &values(b), &values(c), [i < 3, false]);
         }
         assert_eq!(entries[0].busy.base_alone, 3);

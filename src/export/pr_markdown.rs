@@ -1,7 +1,7 @@
-//! The Markdown a pull request shows for `compare` and `ab`: the rows whose verdict is not
-//! "same" first (regressions, then improvements, then noise and not comparable), then the
-//! unchanged rows folded into a `<details>` block, so a reviewer sees what moved without
-//! scrolling past dozens of unchanged entries.
+//! The verdict tables of `compare` and `ab`, for a terminal or a pull request. The Markdown
+//! shows the rows whose verdict is not "same" first (regressions, then improvements, then
+//! noise and not comparable), then the unchanged rows folded into a `<details>` block, so a
+//! reviewer sees what moved without scrolling past dozens of unchanged entries.
 
 use std::fmt::Write as _;
 
@@ -67,6 +67,68 @@ pub fn tables(header: &[&str], lines: &[Line]) -> String {
         let _ = writeln!(out, "\n</details>");
     }
     out
+}
+
+/// The rows as Markdown ([`tables`] under `header`: the entry as code, a regression marked
+/// ❌), or as a terminal table of the entry, the cells `text` names (the cell's index, its
+/// column's header and width) and the verdict: each line's first and last cells.
+pub fn render(
+    markdown: bool,
+    header: &[&str],
+    text: &[(usize, &str, usize)],
+    lines: Vec<Line>,
+) -> String {
+    let last = header.len() - 1;
+    if markdown {
+        let lines: Vec<Line> = lines
+            .into_iter()
+            .map(|mut l| {
+                l.cells[0] = format!("`{}`", l.cells[0]);
+                if l.verdict.is_regression() {
+                    l.cells[last].push_str(" ❌");
+                }
+                l
+            })
+            .collect();
+        return tables(header, &lines);
+    }
+    let w = lines
+        .iter()
+        .map(|l| l.cells[0].chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let names = std::iter::once("entry")
+        .chain(text.iter().map(|t| t.1))
+        .chain(["verdict"]);
+    let mut rows = vec![names.map(String::from).collect::<Vec<_>>()];
+    for l in lines {
+        let middle = text.iter().map(|t| l.cells[t.0].clone());
+        let cells = std::iter::once(l.cells[0].clone()).chain(middle);
+        rows.push(cells.chain([l.cells[last].clone()]).collect());
+    }
+    let mut out = String::new();
+    for row in rows {
+        let _ = write!(out, "{:<w$}", row[0]);
+        for (cell, (_, _, width)) in row[1..].iter().zip(text) {
+            let _ = write!(out, "  {cell:>width$}");
+        }
+        let _ = writeln!(out, "  {}", row[row.len() - 1]);
+    }
+    out
+}
+
+/// `\n{head}: 2 regressions`, and how many of them (`busy`) came with `what`, which the machine
+/// may explain.
+pub fn outcome(head: String, regressions: usize, busy: usize, what: &str) -> String {
+    let mut text = format!(
+        "\n{head}: {}",
+        crate::units::count(regressions, "regression")
+    );
+    if busy > 0 {
+        let _ = write!(text, " ({busy} with {what}, which the machine may explain)");
+    }
+    text
 }
 
 /// The entries a comparison could not match, as a Markdown section; empty when there are none.

@@ -229,7 +229,7 @@ pub fn html(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, GpuInfo, Lesson};
+    use crate::report::Lesson;
     use serde_json::Map;
 
     fn report() -> Report {
@@ -244,10 +244,7 @@ mod tests {
             decided: None,
         });
         let older = RunRecord::new("matmul", Map::new(), vec![]);
-        Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run, older],
-        )
+        crate::report::fixtures::report(vec![run, older])
     }
 
     /// A run quoting two editions cites each figure by its own: the TF 2 loop and the

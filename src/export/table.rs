@@ -115,12 +115,8 @@ pub fn render_run(run: &RunRecord) -> String {
 /// One run as a table at the depth asked for.
 pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     let mut out = String::new();
-    let params: Vec<String> = run
-        .parameters
-        .iter()
-        .map(|(k, v)| format!("{k}={}", compact(v)))
-        .collect();
-    let _ = writeln!(out, "\n== {} ({})", run.scenario, params.join(", "));
+    let params = parameters(run).join(", ");
+    let _ = writeln!(out, "\n== {} ({params})", run.scenario);
     let _ = writeln!(out, "   devices: {}", run.devices.join(", "));
     let name_w = run
         .variants
@@ -254,14 +250,7 @@ pub fn render_sweep_summary(report: &Report) -> String {
     let Some(sweep) = &report.sweep else {
         return String::new();
     };
-    let mut variants: Vec<&str> = Vec::new();
-    for run in &report.runs {
-        for v in &run.variants {
-            if !variants.contains(&v.name.as_str()) {
-                variants.push(&v.name);
-            }
-        }
-    }
+    let variants = variant_names(&report.runs);
     let axes: Vec<&str> = sweep.axes.iter().map(|(name, _)| name.as_str()).collect();
     let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
     header.extend(variants.iter().map(|v| v.to_string()));
@@ -310,6 +299,18 @@ pub fn render_sweep_summary(report: &Report) -> String {
     out
 }
 
+/// Every variant any of `runs` has, in the order first seen (a sweep's points can differ:
+/// allreduce's are named by size).
+pub(super) fn variant_names<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for v in runs.into_iter().flat_map(|r| &r.variants) {
+        if !names.contains(&v.name.as_str()) {
+            names.push(&v.name);
+        }
+    }
+    names
+}
+
 /// One point of a sweep in one line (`sweep -q`), as the summary's row says it: the swept
 /// values, each variant's median, the checks, the machine.
 pub fn render_sweep_point(run: &RunRecord, axes: &[(String, Vec<String>)]) -> String {
@@ -351,8 +352,15 @@ fn machine_cell(run: &RunRecord) -> String {
     }
 }
 
-/// A parameter's value as the table shows it: a string without quotes, a shape as `1000x1000`.
-pub(super) fn compact(v: &Value) -> String {
+/// The run's parameters as the table shows them: `key=value`, a string without quotes, a shape
+/// as `1000x1000`.
+pub(super) fn parameters(run: &RunRecord) -> Vec<String> {
+    let pairs = run.parameters.iter();
+    pairs.map(|(k, v)| format!("{k}={}", compact(v))).collect()
+}
+
+/// A parameter's value as the table shows it.
+fn compact(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(compact).collect::<Vec<_>>().join("x"),
@@ -410,13 +418,7 @@ mod tests {
             verbose.contains("ring 3B") && verbose.contains("check ok   sum 11"),
             "{verbose}"
         );
-        let page = crate::export::html::page(&crate::report::Report::new(
-            crate::report::Environment::capture_without_limits(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("test"),
-            ),
-            vec![run],
-        ));
+        let page = crate::export::html::page(&crate::report::fixtures::report(vec![run]));
         assert!(page.contains("<details><summary>30 variants</summary>"));
         assert!(page.contains("11 checks passed</summary>"));
     }

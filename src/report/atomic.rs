@@ -60,11 +60,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
             path: path.to_path_buf(),
         });
     }
+    let io = |reason| AtomicWriteError::Io {
+        path: path.to_path_buf(),
+        reason,
+    };
     if writes_in_place(path) {
-        return write_in_place(path, bytes).map_err(|reason| AtomicWriteError::Io {
-            path: path.to_path_buf(),
-            reason,
-        });
+        return write_in_place(path, bytes).map_err(io);
     }
     if path.file_name().is_none() {
         return Err(AtomicWriteError::NoFileName {
@@ -77,10 +78,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     };
     let temp = dir.join(temp_name());
 
-    replace_via_temp(&temp, path, bytes).map_err(|reason| AtomicWriteError::Io {
-        path: path.to_path_buf(),
-        reason,
-    })?;
+    replace_via_temp(&temp, path, bytes).map_err(io)?;
     sync_dir(dir);
     Ok(())
 }

@@ -171,29 +171,27 @@ impl BookFigure {
     /// The sentence that says the book's own figure cannot be the work's time, or `None` for
     /// a plausible one.
     pub fn doubt(&self) -> Option<String> {
-        let rate = self.implied_flops()?;
-        let tflops = grouped((rate / 1e12).round() as u64);
-        match self.plausibility() {
-            Plausibility::Plausible => None,
-            Plausibility::Impossible => Some(format!(
-                "the book's {} for {} ({}) would be {tflops} TFLOP/s, beyond any device (no dense \
-                 f32 or TF32 product reaches {} TFLOP/s): it timed the push, not the work — the \
-                 pitfall `parbench async` shows as push-only.",
-                self.printed(),
-                self.what,
-                self.source.cite(),
-                grouped((IMPOSSIBLE_FLOPS / 1e12) as u64),
-            )),
-            Plausibility::BeyondF32 => Some(format!(
-                "the book's {} for {} ({}) would be {tflops} TFLOP/s, above every GPU's f32 peak \
-                 ({} TFLOP/s at most): only tensor cores reach it, and a clock stopped before the \
-                 work was done reads the same.",
-                self.printed(),
-                self.what,
-                self.source.cite(),
-                grouped((BEYOND_F32_FLOPS / 1e12) as u64),
-            )),
-        }
+        let tflops = |rate: f64| grouped((rate / 1e12).round() as u64);
+        let why = match self.plausibility() {
+            Plausibility::Plausible => return None,
+            Plausibility::Impossible => format!(
+                "beyond any device (no dense f32 or TF32 product reaches {} TFLOP/s): it timed \
+                 the push, not the work — the pitfall `parbench async` shows as push-only.",
+                tflops(IMPOSSIBLE_FLOPS)
+            ),
+            Plausibility::BeyondF32 => format!(
+                "above every GPU's f32 peak ({} TFLOP/s at most): only tensor cores reach it, \
+                 and a clock stopped before the work was done reads the same.",
+                tflops(BEYOND_F32_FLOPS)
+            ),
+        };
+        Some(format!(
+            "the book's {} for {} ({}) would be {} TFLOP/s, {why}",
+            self.printed(),
+            self.what,
+            self.source.cite(),
+            tflops(self.implied_flops()?)
+        ))
     }
 }
 

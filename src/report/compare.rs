@@ -18,9 +18,10 @@
 use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread};
-use super::{Better, Report, Unit, SCHEMA};
 #[cfg(test)]
-use super::{Figure, RunRecord};
+use super::Figure;
+use super::{Better, Report, RunRecord, Unit, SCHEMA};
+use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +161,19 @@ impl Verdict {
     pub fn is_regression(self) -> bool {
         matches!(self, Verdict::Slower)
     }
+
+    /// `word` as a table shows this verdict: with `marker` (why the machine may explain it,
+    /// `busy new`) in brackets where the verdict claims a change.
+    pub fn hedged(self, word: String, marker: Option<String>) -> String {
+        let claims_a_change = matches!(
+            self,
+            Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
+        );
+        match marker {
+            Some(marker) if claims_a_change => format!("{word} ({marker})"),
+            _ => word,
+        }
+    }
 }
 
 /// One compared entry.
@@ -194,18 +208,11 @@ impl Row {
     /// (`slower (busy base)`, `slower (busy in 2 of 3 new reports)`), since the machine may
     /// explain it; a marked row says why (`marked: follows sequential (slower)`).
     pub fn verdict_text(&self) -> String {
-        let claims_a_change = matches!(
-            self.verdict,
-            Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
-        );
         let word = match &self.mark {
             Some(mark) => format!("{}: {mark}", self.verdict.as_str()),
             None => self.verdict.as_str().to_string(),
         };
-        match self.busy.marker(self.reports) {
-            Some(marker) if claims_a_change => format!("{word} ({marker})"),
-            _ => word,
-        }
+        self.verdict.hedged(word, self.busy.marker(self.reports))
     }
 }
 
@@ -265,17 +272,9 @@ impl Busy {
         let parts: Vec<String> = [("base", self.base, reports.0), ("new", self.new, reports.1)]
             .into_iter()
             .filter(|&(_, k, _)| k > 0)
-            .map(|(side, k, n)| format!("{k} of {n} {side} report{}", plural(n)))
+            .map(|(side, k, n)| format!("{k} of {}", count(n, &format!("{side} report"))))
             .collect();
         (!parts.is_empty()).then(|| format!("busy in {}", parts.join(" and ")))
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -283,7 +282,7 @@ fn plural(n: usize) -> &'static str {
 /// `matmul[size=256] base (busy): other processes 48.0% of CPU time, …`, or with several reports
 /// a side `… base, report 2 of 3 (busy): …`. Empty when no matched run was busy.
 pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
-    fn runs<'a>(side: &[&'a Report], key: &str) -> Vec<&'a super::RunRecord> {
+    fn runs<'a>(side: &[&'a Report], key: &str) -> Vec<&'a RunRecord> {
         side.iter()
             .filter_map(|r| r.runs.iter().find(|run| run.key() == key))
             .collect()
@@ -346,50 +345,63 @@ pub struct Entry {
     pub limits_under_load: bool,
 }
 
-/// Every figure of `report` with a direction: each variant's median time with its 95%
-/// interval, and each derived figure with a direction (no interval of its own).
+/// Every measured figure of `report` with a direction ([`run_entries`] without the figures
+/// a run could not measure).
 pub fn entries(report: &Report) -> Vec<Entry> {
-    let mut out = Vec::new();
-    for run in &report.runs {
-        let key = run.key();
-        let busy = !run.busy_reasons().is_empty();
-        let limits_slow = run
-            .state
-            .as_ref()
-            .is_some_and(|s| s.limits_measured_slow().is_some());
-        for v in &run.variants {
-            let s = &v.summary;
-            out.push(Entry {
-                name: format!("{key} {}", v.name),
-                run: key.clone(),
-                observed: Observation {
-                    value: s.median_s,
-                    low: s.ci95_s[0],
-                    high: s.ci95_s[1],
-                },
-                is_time: true,
-                unit: Unit::Seconds,
-                better: Better::Lower,
-                busy,
-                limits_under_load: false,
-            });
-        }
-        for (k, value) in &run.derived {
-            let figure = run.figure(k);
-            let Some(x) = value.as_f64().filter(|_| figure.better != Better::Neither) else {
-                continue;
-            };
-            out.push(Entry {
-                name: format!("{key} derived:{k}"),
-                run: key.clone(),
-                observed: Observation::exact(x),
-                is_time: false,
-                unit: figure.unit,
-                better: figure.better,
-                busy,
-                limits_under_load: figure.against_limits && (busy || limits_slow),
-            });
-        }
+    let entries = report.runs.iter().flat_map(run_entries);
+    entries
+        .filter(|e| e.is_time || !e.observed.value.is_nan())
+        .collect()
+}
+
+/// Every figure of `run` with a direction: each variant's median time with its 95% interval,
+/// and each derived figure with a direction (no interval of its own; `NaN` for one the run
+/// could not measure, `null`).
+pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
+    let key = run.key();
+    let busy = !run.busy_reasons().is_empty();
+    let limits_slow = run
+        .state
+        .as_ref()
+        .is_some_and(|s| s.limits_measured_slow().is_some());
+    let mut out: Vec<Entry> = run
+        .variants
+        .iter()
+        .map(|v| Entry {
+            name: format!("{key} {}", v.name),
+            run: key.clone(),
+            observed: Observation {
+                value: v.summary.median_s,
+                low: v.summary.ci95_s[0],
+                high: v.summary.ci95_s[1],
+            },
+            is_time: true,
+            unit: Unit::Seconds,
+            better: Better::Lower,
+            busy,
+            limits_under_load: false,
+        })
+        .collect();
+    for (k, value) in &run.derived {
+        let figure = run.figure(k);
+        let x = if value.is_null() {
+            Some(f64::NAN)
+        } else {
+            value.as_f64()
+        };
+        let Some(x) = x.filter(|_| figure.better != Better::Neither) else {
+            continue;
+        };
+        out.push(Entry {
+            name: format!("{key} derived:{k}"),
+            run: key.clone(),
+            observed: Observation::exact(x),
+            is_time: false,
+            unit: figure.unit,
+            better: figure.better,
+            busy,
+            limits_under_load: figure.against_limits && (busy || limits_slow),
+        });
     }
     out
 }
@@ -538,24 +550,6 @@ mod tests {
     use super::*;
     use crate::report::fixtures::timed;
 
-    /// A report of one run with one variant and the derived figures `derive` adds.
-    fn report_deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
-        let mut run = RunRecord::new("s", serde_json::Map::new(), vec![]);
-        run.add_variants(
-            vec!["v".into()],
-            vec![crate::harness::Summary::from_samples(&[1.0; 5]).expect("samples")],
-            [None],
-        );
-        derive(&mut run);
-        Report::new(
-            crate::report::Environment::capture(
-                crate::engine::Mode::Threaded,
-                crate::report::GpuInfo::unavailable("x"),
-            ),
-            vec![run],
-        )
-    }
-
     /// Rows of `new` against `base` with a 2% spread learned from a history.
     fn judged(base: &[&Report], new: &[&Report]) -> Vec<Row> {
         let spread = |_: &str| Spread::of_sigma(0.02, 10.0);
@@ -636,7 +630,7 @@ mod tests {
     #[test]
     fn a_figure_better_lower_is_worse_when_it_rises() {
         let doc = |v: f64| {
-            report_deriving(|run| {
+            crate::report::fixtures::deriving(|run| {
                 run.derive_as("chain_ratio", v, Figure::new(Unit::Ratio, Better::Lower));
                 run.derive_as("t1_s", v, Figure::new(Unit::Seconds, Better::Neither));
             })

@@ -1,7 +1,7 @@
 //! A whole comparison of two sides of reports: the matched rows and their verdicts
 //! ([`compare`](super::compare)), the entries on one side only ([`coverage`](super::coverage)),
 //! the busy sides, how the machines differ ([`super::identity`]) and where each side came
-//! from. `compare` and the exporters of `export::compare` read it.
+//! from. `compare` and the renderers of `export::compare` read it.
 
 use super::compare::{busy_states, compare, CompareError, Row};
 use super::coverage::{coverage, Coverage};
@@ -40,6 +40,14 @@ pub struct Learned<'a> {
     pub reports: usize,
 }
 
+impl Learned<'static> {
+    /// Nothing learned: no history.
+    pub const NONE: Learned<'static> = Learned {
+        spread: &|_| Spread::default(),
+        reports: 0,
+    };
+}
+
 impl Comparison {
     /// Compare one report against another, with no history.
     pub fn of(
@@ -47,12 +55,7 @@ impl Comparison {
         new: (&Report, &str),
         threshold: f64,
     ) -> Result<Comparison, CompareError> {
-        let none = |_: &str| Spread::default();
-        let learned = Learned {
-            spread: &none,
-            reports: 0,
-        };
-        Comparison::of_sides(&[base], &[new], &learned, threshold)
+        Comparison::of_sides(&[base], &[new], &Learned::NONE, threshold)
     }
 
     /// Compare the `new` side against the `base` side (neither empty), with the spreads
@@ -153,15 +156,10 @@ mod tests {
         );
         a2.tool.git_commit = "other".into();
         a2.environment.cores += 1;
-        let none = |_: &str| Spread::default();
-        let learned = Learned {
-            spread: &none,
-            reports: 0,
-        };
         let c = Comparison::of_sides(
             &[(&a1, "a1.json"), (&a2, "a2.json")],
             &[(&b, "b.json")],
-            &learned,
+            &Learned::NONE,
             0.05,
         )
         .expect("comparison");

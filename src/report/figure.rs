@@ -28,6 +28,13 @@ pub enum Unit {
     Series,
 }
 
+impl Unit {
+    /// `v` in this unit, for a reader (`848.6 µs`, `4.58×`).
+    pub fn word(self, v: f64) -> String {
+        Figure::new(self, Better::Neither).format(&Value::from(v))
+    }
+}
+
 /// Which way a figure improves; only figures with a direction are judged by `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -29,6 +29,33 @@ pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     Report::new(env, runs)
 }
 
+/// A report of run `s` with variant `v` (as [`run`] makes it) and the derived figures `derive`
+/// adds.
+pub(crate) fn deriving(derive: impl FnOnce(&mut RunRecord)) -> Report {
+    let mut r = run("s", &[], &["v"]);
+    derive(&mut r);
+    report(vec![r])
+}
+
+/// The entries of run `s` whose variant `v` took `seconds` (three samples), as `ab` pairs them.
+pub(crate) fn entries_taking(seconds: f64) -> Vec<super::compare::Entry> {
+    let mut r = run("s", &[], &["v"]);
+    r.variants[0].summary = crate::harness::Summary::from_samples(&[seconds; 3]).expect("samples");
+    super::compare::run_entries(&r)
+}
+
+/// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×
+/// between pairs (as this machine does) and with ±`jitter` noise inside each pair.
+pub(crate) fn drifting(n: usize, ratio: f64, jitter: f64) -> Vec<(f64, f64)> {
+    (0..n)
+        .map(|i| {
+            let drift = 1.0 + (i % 5) as f64 * 0.25;
+            let wobble = 1.0 + jitter * (((i * 7) % 5) as f64 - 2.0) / 2.0;
+            (drift, drift * ratio * wobble)
+        })
+        .collect()
+}
+
 /// A report of run `s` timing `seq` and `par` (seconds, three samples each), with `speedup` =
 /// seq/par and `fraction_of_peak` (read against the machine's limits), on a machine in `state`.
 pub(crate) fn timed(

@@ -11,7 +11,7 @@
 //! A change inside the threshold with an interval inside the threshold band is `same`; anything
 //! else is `noise` (undecided: more pairs would tell).
 
-use super::compare::Verdict;
+use super::compare::{Entry, Verdict};
 use super::figure::Better;
 use crate::harness::stats::{bootstrap_median_ci95, median, wilcoxon_signed_rank_p};
 
@@ -35,35 +35,12 @@ pub struct Decision {
     /// Two-sided Wilcoxon signed-rank p-value on the log ratios.
     pub p_value: f64,
     /// `p_value` corrected for the other entries of its family ([`decide_all`]; equal to it
-    /// for [`decide`]): the evidence the verdict uses.
+    /// for an entry alone): the evidence the verdict uses.
     pub p_adjusted: f64,
     pub verdict: Verdict,
     /// True when sampling may stop: `same`, an interval inside the threshold band (see
     /// [`judge`] for why a change never stops it early).
     pub settled: bool,
-}
-
-/// Decide from `pairs` of (base, candidate) values, on its own (no correction for other
-/// entries: see [`decide_all`]). `better` says which way the figure improves: `Lower` for times
-/// (a ratio above 1 is `slower`), `Higher` for rates and speed-ups (a ratio below 1 is `worse`),
-/// `Neither` for descriptions (never a change). `None` when a value is not positive and finite
-/// or fewer than 2 pairs are given.
-pub fn decide(
-    pairs: &[(f64, f64)],
-    threshold: f64,
-    better: Better,
-    is_time: bool,
-) -> Option<Decision> {
-    let (median_ratio, ci95, p_value) = measure(pairs)?;
-    Some(judge(
-        median_ratio,
-        ci95,
-        p_value,
-        p_value,
-        threshold,
-        better,
-        is_time,
-    ))
 }
 
 /// Median ratio, its bootstrap interval and the raw Wilcoxon p of `pairs`.
@@ -126,6 +103,11 @@ fn judge(
 /// and at p < 0.05 each, one of them would look changed in most runs of unchanged code. Holm's
 /// step-down correction keeps the chance of any false verdict at [`ALPHA`] within each family:
 /// the times (the ones that fail the gate), and the derived figures.
+///
+/// An entry's `better` says which way it improves: `Lower` for times (a ratio above 1 is
+/// `slower`), `Higher` for rates and speed-ups (a ratio below 1 is `worse`), `Neither` for
+/// descriptions (never a change). Its decision is `None` when a value is not positive and
+/// finite or it has fewer than 2 pairs.
 pub fn decide_all(entries: &[PairedEntry], threshold: f64) -> Vec<Option<Decision>> {
     let measured: Vec<Option<(f64, [f64; 2], f64)>> =
         entries.iter().map(|e| measure(&e.pairs)).collect();
@@ -227,46 +209,8 @@ impl PairedEntry {
     /// different load says so (`slower (busy base alone in 3 of 20 pairs)`), since the machine
     /// may explain it.
     pub fn verdict_text(&self, verdict: Verdict) -> String {
-        let claims_a_change = matches!(
-            verdict,
-            Verdict::Faster | Verdict::Slower | Verdict::Better | Verdict::Worse
-        );
-        match self.busy_marker() {
-            Some(marker) if claims_a_change => format!("{} ({marker})", verdict.as_str()),
-            _ => verdict.as_str().to_string(),
-        }
+        verdict.hedged(verdict.as_str().to_string(), self.busy_marker())
     }
-}
-
-/// The values of one run of one side, by entry name: every variant's median, and every derived
-/// figure with a direction (descriptions such as model predictions are left out), `NaN` for
-/// one the run could not measure (`null`): the entry is still the run's.
-pub fn values_of(run: &super::RunRecord) -> Vec<(String, bool, Better, f64)> {
-    let key = run.key();
-    let mut out: Vec<(String, bool, Better, f64)> = run
-        .variants
-        .iter()
-        .map(|v| {
-            (
-                format!("{key} {}", v.name),
-                true,
-                Better::Lower,
-                v.summary.median_s,
-            )
-        })
-        .collect();
-    for (k, v) in &run.derived {
-        let figure = run.figure(k);
-        let x = if v.is_null() {
-            Some(f64::NAN)
-        } else {
-            v.as_f64()
-        };
-        if let (Some(x), false) = (x, figure.better == Better::Neither) {
-            out.push((format!("{key} derived:{k}"), false, figure.better, x));
-        }
-    }
-    out
 }
 
 /// The figures with a direction that `run` could not measure, as `key (reason)`.
@@ -277,27 +221,29 @@ pub fn not_measured(run: &super::RunRecord) -> impl Iterator<Item = String> + '_
         .map(|(k, why)| format!("{k} ({why})"))
 }
 
-/// Add one pair's values (from the base's and the candidate's run of the same suite entry) to
-/// `entries`; an entry either side lacks is left out of this pair, and one either side could
-/// not measure (`NaN`) is kept with no pair added, so the entries stay the same from run to
-/// run. `busy` says which side's run was measured on a busy machine.
+/// Add one pair's values (the [`run_entries`] of the base's and the candidate's runs of the
+/// same suite entry) to `entries`; an entry either side lacks is left out of this pair, and one
+/// either side could not measure (`NaN`) is kept with no pair added, so the entries stay the
+/// same from run to run. `busy` says which side's run was measured on a busy machine.
+///
+/// [`run_entries`]: super::compare::run_entries
 pub fn add_pair(
     entries: &mut Vec<PairedEntry>,
-    base: &[(String, bool, Better, f64)],
-    candidate: &[(String, bool, Better, f64)],
+    base: &[Entry],
+    candidate: &[Entry],
     busy: [bool; 2],
 ) {
-    for (name, is_time, better, b) in base {
-        let Some((_, _, _, c)) = candidate.iter().find(|(n, ..)| n == name) else {
+    for b in base {
+        let Some(c) = candidate.iter().find(|c| c.name == b.name) else {
             continue;
         };
-        let e = match entries.iter().position(|e| &e.name == name) {
+        let e = match entries.iter().position(|e| e.name == b.name) {
             Some(i) => &mut entries[i],
             None => {
                 entries.push(PairedEntry {
-                    name: name.clone(),
-                    is_time: *is_time,
-                    better: *better,
+                    name: b.name.clone(),
+                    is_time: b.is_time,
+                    better: b.better,
                     pairs: Vec::new(),
                     busy: BusyPairs::default(),
                 });
@@ -305,8 +251,9 @@ pub fn add_pair(
                 &mut entries[last]
             }
         };
+        let (b, c) = (b.observed.value, c.observed.value);
         if b.is_finite() && c.is_finite() {
-            e.pairs.push((*b, *c));
+            e.pairs.push((b, c));
             e.busy.add(busy);
         }
     }
@@ -324,17 +271,23 @@ pub fn regressions(entries: &[PairedEntry], threshold: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures::drifting;
 
-    /// `n` pairs whose candidate is `ratio` times the base, on a base that drifts by up to 2×
-    /// between pairs (as this machine does) and with ±`jitter` noise inside each pair.
-    fn drifting(n: usize, ratio: f64, jitter: f64) -> Vec<(f64, f64)> {
-        (0..n)
-            .map(|i| {
-                let drift = 1.0 + (i % 5) as f64 * 0.25;
-                let wobble = 1.0 + jitter * (((i * 7) % 5) as f64 - 2.0) / 2.0;
-                (drift, drift * ratio * wobble)
-            })
-            .collect()
+    /// The decision on `pairs` alone (no other entry to correct for).
+    fn decide(
+        pairs: &[(f64, f64)],
+        threshold: f64,
+        better: Better,
+        is_time: bool,
+    ) -> Option<Decision> {
+        let entry = PairedEntry {
+            name: String::new(),
+            is_time,
+            better,
+            pairs: pairs.to_vec(),
+            busy: BusyPairs::default(),
+        };
+        decide_all(&[entry], threshold).pop().flatten()
     }
 
     #[test]
@@ -424,7 +377,7 @@ mod tests {
 
     /// An entry 30% slower in every pair, its pairs' sides busy as `busy` says.
     fn slower_with(busy: &[[bool; 2]]) -> (PairedEntry, Decision) {
-        let value = |x: f64| vec![("s[] v".to_string(), true, Better::Lower, x)];
+        let value = crate::report::fixtures::entries_taking;
         let mut entries = Vec::new();
         for ((b, c), flags) in drifting(busy.len(), 1.3, 0.0).into_iter().zip(busy) {
             add_pair(&mut entries, &value(b), &value(c), *flags);
@@ -488,7 +441,7 @@ mod tests {
                 true => run.record(rate, 2.0),
                 false => run.unmeasured(rate, "no trace"),
             }
-            values_of(&run)
+            crate::report::compare::run_entries(&run)
         };
         let mut entries = Vec::new();
         add_pair(&mut entries, &side(false), &side(true), [false; 2]);

@@ -453,7 +453,7 @@ pub struct Check {
 mod tests {
     use super::*;
     use crate::harness::stats::Summary;
-    use crate::report::{Environment, GpuInfo, Report};
+    use crate::report::Report;
 
     #[test]
     fn median_uncertainty_is_the_wider_reach_of_the_interval() {
@@ -628,10 +628,7 @@ mod tests {
 
     #[test]
     fn reports_with_or_without_display_fields_read_back_the_same() {
-        let mut report = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run_with_figures()],
-        );
+        let mut report = crate::report::fixtures::report(vec![run_with_figures()]);
         report.runs[0].explanation.push("why".into());
         let text = report.to_json();
         let written: Value = serde_json::from_str(&text).expect("json");

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::axis::{thin_x_ticks, x_grid, Axis};
-use super::frame::{open_svg, title_block};
+use super::frame::{svg_doc, title_block};
 use super::legend::legend_layout;
 use super::scale::Scale;
 use super::style::color;
@@ -180,11 +180,7 @@ impl BarChart {
             text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
         }
         let height = height + (lines - 1) as f64 * 16.0;
-        let mut out = String::new();
-        open_svg(&mut out, width, height, &self.title);
-        out.push_str(&body);
-        out.push_str("</svg>");
-        Some(out)
+        Some(svg_doc(width, height, &self.title, &body))
     }
 }
 

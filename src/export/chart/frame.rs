@@ -4,14 +4,14 @@ use std::fmt::Write;
 
 use super::text::{esc, wrap, FONT, TITLE_PX};
 
-pub(super) fn open_svg(out: &mut String, width: f64, height: f64, title: &str) {
-    let _ = write!(
-        out,
+/// The SVG document of `body`, `width` × `height` pixels on white, titled `title`.
+pub(super) fn svg_doc(width: f64, height: f64, title: &str, body: &str) -> String {
+    format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
          viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" {FONT}><title>{}</title>\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>",
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>{body}</svg>",
         esc(title)
-    );
+    )
 }
 
 /// Title lines at the top, centred; returns the height they took.

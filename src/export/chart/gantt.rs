@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::axis::thin_x_ticks;
-use super::frame::{open_svg, title_block};
+use super::frame::{svg_doc, title_block};
 use super::scale::Scale;
 use super::style::color;
 use super::text::{esc, text, text_width, widest, wrap, LABEL_PX, TICK_PX};
@@ -197,11 +197,7 @@ pub fn gantt(title: &str, groups: &[GanttGroup], axis: TimeAxis, width: f64) -> 
         );
     }
     let height = y + 22.0 + (caption.len().max(1) - 1) as f64 * line_h;
-    let mut out = String::new();
-    open_svg(&mut out, width, height, title);
-    out.push_str(&body);
-    out.push_str("</svg>");
-    Some(out)
+    Some(svg_doc(width, height, title, &body))
 }
 
 #[cfg(test)]

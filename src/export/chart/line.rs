@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::axis::{thin_y_ticks, x_grid, Axis};
-use super::frame::{open_svg, title_block};
+use super::frame::{svg_doc, title_block};
 use super::legend::legend_layout;
 use super::scale::{range, Scale};
 use super::style::{color, marker, STYLES};
@@ -55,7 +55,6 @@ impl LineChart {
                 .chain(s.band.iter().flat_map(|b| [b.1, b.2]))
         });
         let (y0, y1) = range(ys, self.y.log, !self.y.log)?;
-        let mut out = String::new();
         let mut body = String::new();
         let top = title_block(&mut body, &self.title, width);
         let y_probe = Scale::new(y0, y1, self.y.log, 0.0, 300.0);
@@ -165,9 +164,6 @@ impl LineChart {
             marker(&mut body, m, x + 14.0, y, c);
             text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
         }
-        open_svg(&mut out, width, height, &self.title);
-        out.push_str(&body);
-        out.push_str("</svg>");
-        Some(out)
+        Some(svg_doc(width, height, &self.title, &body))
     }
 }

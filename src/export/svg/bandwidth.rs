@@ -1,26 +1,12 @@
 //! An all-reduce run's bus bandwidth against message size, a line per algorithm.
 
-use super::Curve;
 use crate::export::chart::{self, Axis, LineChart, Series};
 use crate::report::RunRecord;
 
 /// The `<algorithm>_busbw_curve` figures of a run (`[bytes, GB/s]` points) as one chart, both
 /// axes logarithmic where every point is positive; `None` where the run has none.
 pub fn busbw_chart(run: &RunRecord, width: f64) -> Option<String> {
-    let curves: Vec<(String, Curve)> = run
-        .derived
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_suffix("_busbw_curve")?;
-            let points: Curve = v
-                .as_array()?
-                .iter()
-                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?, None)))
-                .filter(|(x, y, _)| x.is_finite() && y.is_finite())
-                .collect();
-            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
-        })
-        .collect();
+    let curves = super::curves(run, "_busbw_curve");
     if curves.is_empty() {
         return None;
     }

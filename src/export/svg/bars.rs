@@ -10,11 +10,6 @@ use crate::report::RunRecord;
 /// under its bar.
 pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
     let medians: Vec<f64> = run.variants.iter().map(|v| v.summary.median_s).collect();
-    let labels: Vec<String> = run
-        .variants
-        .iter()
-        .map(|v| v.label.clone().unwrap_or_default())
-        .collect();
     BarChart {
         title: format!("{}: median time per variant", run.scenario),
         axis: time_axis(&medians),
@@ -25,7 +20,11 @@ pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
             .iter()
             .map(|v| (v.name.clone(), vec![Some(bar(&v.summary))]))
             .collect(),
-        notes: labels,
+        notes: run
+            .variants
+            .iter()
+            .map(|v| v.label.clone().unwrap_or_default())
+            .collect(),
     }
     .svg(width)
 }
@@ -74,12 +73,7 @@ pub fn comparison_bars(
     names: [&str; 2],
     width: f64,
 ) -> Option<String> {
-    let mut variants: Vec<&str> = base.variants.iter().map(|v| v.name.as_str()).collect();
-    for v in &new.variants {
-        if !variants.contains(&v.name.as_str()) {
-            variants.push(&v.name);
-        }
-    }
+    let variants = crate::export::table::variant_names([base, new]);
     let find = |run: &RunRecord, name: &str| {
         run.variants
             .iter()

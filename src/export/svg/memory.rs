@@ -7,20 +7,7 @@ use crate::report::RunRecord;
 /// records them), a line per variant; `None` when the run has none. Bytes are shown in the
 /// binary unit that suits the largest value, so ticks fall on round numbers of it.
 pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
-    let series: Vec<(String, Vec<(f64, f64)>)> = run
-        .derived
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_suffix("_live_bytes")?;
-            let points: Vec<(f64, f64)> = v
-                .as_array()?
-                .iter()
-                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .collect();
-            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
-        })
-        .collect();
+    let mut series = super::curves(run, "_live_bytes");
     // In the order of the variants, so lines keep the order of the table.
     let order = |name: &str| {
         run.variants
@@ -28,7 +15,6 @@ pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
             .position(|v| v.name == name)
             .unwrap_or(usize::MAX)
     };
-    let mut series = series;
     series.sort_by_key(|(name, _)| order(name));
     let most = series
         .iter()
@@ -52,7 +38,7 @@ pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
             .into_iter()
             .map(|(label, points)| Series {
                 label,
-                points: points.into_iter().map(|(t, b)| (t, b / per)).collect(),
+                points: points.into_iter().map(|(t, b, _)| (t, b / per)).collect(),
                 band: Vec::new(),
             })
             .collect(),

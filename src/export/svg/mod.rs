@@ -157,9 +157,28 @@ pub fn describe_parameters(run: &RunRecord) -> String {
         .join(", ")
 }
 
-/// Loss curves a run recorded in `derived` (`<name>_loss_curve`: [[update, loss], ...] or
-/// [[update, loss, seconds], ...]).
+/// A series a run recorded in `derived`: `[[x, y], ...]` or `[[x, y, seconds], ...]`.
 type Curve = Vec<(f64, f64, Option<f64>)>;
+
+/// The run's series `<name><suffix>` (a loss curve, bus bandwidth, live bytes), each named as
+/// its variant is (`one_device` → `one-device`); those without a point are left out.
+fn curves(run: &RunRecord, suffix: &str) -> Vec<(String, Curve)> {
+    run.derived
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_suffix(suffix)?;
+            let points: Curve = v
+                .as_array()?
+                .iter()
+                .filter_map(|p| {
+                    let third = p.get(2).and_then(Value::as_f64);
+                    Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?, third))
+                })
+                .collect();
+            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
+        })
+        .collect()
+}
 
 mod bandwidth;
 mod bars;

@@ -144,16 +144,8 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             format!("{name} ({g})")
         }
     };
-    // Every variant any point has, in the order first seen: a point's variants can differ
-    // (allreduce's are named by size), and each draws its own line.
-    let mut variants: Vec<&str> = Vec::new();
-    for (_, r) in &points {
-        for v in &r.variants {
-            if !variants.contains(&v.name.as_str()) {
-                variants.push(v.name.as_str());
-            }
-        }
-    }
+    // Each variant any point has draws its own line.
+    let variants = crate::export::table::variant_names(points.iter().map(|(_, r)| *r));
     let mut time = Vec::new();
     // The points of runs measured on a busy machine, ringed on every chart.
     let busy = |r: &RunRecord| r.state.as_ref().is_some_and(|s| s.is_busy());

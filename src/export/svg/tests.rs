@@ -1,6 +1,6 @@
 use super::*;
 use crate::harness::Summary;
-use crate::report::{Environment, GpuInfo, Timeline, TracedRun};
+use crate::report::{Timeline, TracedRun};
 use serde_json::Map;
 
 /// A run of `scenario` whose variants take the given medians (seconds).
@@ -44,10 +44,10 @@ fn an_async_report_draws_its_bars_on_a_marked_log_axis() {
 fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
     let rec = crate::report::timeline::traced_op;
     let report = |scenario: &str| {
-        let mut r = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run(scenario, &[("a-alone", 1.36e-3), ("parallel", 2e-3)])],
-        );
+        let mut r = crate::report::fixtures::report(vec![run(
+            scenario,
+            &[("a-alone", 1.36e-3), ("parallel", 2e-3)],
+        )]);
         for (variant, end) in [("a-alone", 1_000), ("parallel", 7_360_000)] {
             r.timelines.push(Timeline::of(
                 0,
@@ -80,10 +80,10 @@ fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
 
 #[test]
 fn variants_without_engine_ops_are_left_out_of_the_timeline_with_the_reason() {
-    let mut r = Report::new(
-        Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-        vec![run("memory", &[("unbounded", 0.04), ("bounded", 0.04)])],
-    );
+    let mut r = crate::report::fixtures::report(vec![run(
+        "memory",
+        &[("unbounded", 0.04), ("bounded", 0.04)],
+    )]);
     let rec = crate::report::timeline::traced_op;
     for (variant, records) in [("unbounded", vec![rec(0, 0, 500)]), ("bounded", vec![])] {
         r.timelines.push(Timeline::of(
@@ -164,10 +164,7 @@ fn a_sweep_draws_every_series_it_holds_on_a_counting_axis() {
 fn a_traced_repeat_far_from_the_samples_is_flagged() {
     let rec = crate::report::timeline::traced_op;
     let chart_for = |span_ns: u64| {
-        let mut r = Report::new(
-            Environment::capture(crate::engine::Mode::Threaded, GpuInfo::unavailable("test")),
-            vec![run("cpu-gpu", &[("parallel", 1.085)])],
-        );
+        let mut r = crate::report::fixtures::report(vec![run("cpu-gpu", &[("parallel", 1.085)])]);
         r.timelines.push(Timeline::of(
             0,
             &TracedRun {

@@ -54,10 +54,9 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
             GanttGroup {
                 title: t.variant.clone(),
                 detail: format!(
-                    "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{} op{}",
+                    "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{}",
                     crate::units::human_time(span_s),
-                    t.ops,
-                    if t.ops == 1 { "" } else { "s" }
+                    crate::units::count(t.ops, "op")
                 ),
                 lanes: t
                     .lanes

@@ -1,15 +1,12 @@
 //! A training run's loss curves.
 
-use serde_json::Value;
-
-use super::Curve;
 use crate::export::chart::{self, Axis, LineChart, Series};
 use crate::report::RunRecord;
 
 /// A run's loss curves (`<name>_loss_curve` figures of `[x, loss]` or `[x, loss, seconds]`
 /// points): loss against updates, and against time when every point has its time.
 pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
-    let curves = loss_curves(run);
+    let curves = super::curves(run, "_loss_curve");
     if curves.is_empty() {
         return Vec::new();
     }
@@ -62,25 +59,4 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
         );
     }
     charts
-}
-
-fn loss_curves(run: &RunRecord) -> Vec<(String, Curve)> {
-    run.derived
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_suffix("_loss_curve")?;
-            let points: Curve = v
-                .as_array()?
-                .iter()
-                .filter_map(|p| {
-                    let loss = p.get(1)?.as_f64()?;
-                    let time = p.get(2).and_then(Value::as_f64);
-                    Some((p.get(0)?.as_f64()?, loss, time))
-                })
-                .filter(|(_, loss, _)| loss.is_finite())
-                .collect();
-            // Named as the variant is (`one_device` → `one-device`).
-            (!points.is_empty()).then(|| (name.replace('_', "-"), points))
-        })
-        .collect()
 }
