@@ -21,20 +21,18 @@ use std::time::{Duration, Instant};
 use parbench::harness::{SamplerConfig, Variant};
 use parbench::report::{Better, FigureSpec, RunRecord, Unit};
 use parbench::scenario::kit::check_bytes;
-use parbench::scenario::{ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError, Spec};
+use parbench::scenario::{Params, RunContext, Scenario, ScenarioError, Spec};
 
 /// The scenario: one type, its declaration in a static.
 struct Sorts;
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    name: "n",
-    help: "elements to sort (u64)",
-    kind: ParamKind::Int {
-        min: 1,
-        max: 1_000_000_000,
-    },
-    default: "1000000",
-}];
+// The parameters, declared once: the `PARAMS` table and `Config`, read by `Config::of`.
+parbench::params! {
+    struct Config {
+        /// elements to sort (u64)
+        n: usize = Int { min: 1, max: 1_000_000_000 }, "1000000";
+    }
+}
 
 /// Stable over unstable: how much the unstable sort saves on this input.
 const UNSTABLE_SPEEDUP: FigureSpec =
@@ -65,12 +63,12 @@ impl Scenario for Sorts {
 
     /// The input and one working copy per variant, refused up front when they cannot fit.
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let n = params.int("n")?;
+        let n = Config::of(params)?.n as u64;
         check_bytes("sorts with this --n", n.checked_mul(8 * 3))
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let n = params.count("n")?;
+        let Config { n } = Config::of(params)?;
         let input = random_u64s(n);
         let (mut stable, mut unstable) = (input.clone(), input.clone());
         let mut variants = vec![

@@ -33,7 +33,7 @@ use std::time::Duration;
 use self::explain::LESSON;
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::kit::check_bytes;
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
 
@@ -43,27 +43,27 @@ pub struct Allreduce;
 /// The largest size `--sizes` takes; what fits is decided by `validate`.
 const MAX_SIZE: u64 = 64 << 30;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "sizes",
-        help: "message sizes in bytes, each a whole number of float32 (8,4K,1MiB), or a range \
-               of powers of two (8..64MiB); K, M and G are binary",
-        kind: ParamKind::Sizes {
-            max: MAX_SIZE,
-            max_items: 64,
-        },
+crate::params! {
+    /// The validated parameters of a run.
+    struct Config {
+        /// message sizes in bytes, each a whole number of float32 (8,4K,1MiB), or a range of
+        /// powers of two (8..64MiB); K, M and G are binary
         // nccl-tests' sweep: -b 8 -e 1G -f 2.
-        default: "8..1GiB",
-    },
-    ParamSpec {
-        name: "devices",
-        help: "CPU devices of one engine taking part (engine backend; under MPI, the ranks)",
-        kind: ParamKind::Int { min: 1, max: 64 },
-        default: "2",
-    },
-    BACKEND_PARAM,
-    TIMEOUT_PARAM,
-];
+        sizes: Vec<u64> = Sizes { max: MAX_SIZE, max_items: 64 }, "8..1GiB" => increasing;
+        /// CPU devices of one engine taking part (engine backend; under MPI, the ranks)
+        devices: usize = Int { min: 1, max: 64 }, "2";
+        backend: Backend = BACKEND_PARAM;
+        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+        timeout: Duration = TIMEOUT_PARAM => Duration::from_secs_f64;
+    }
+}
+
+/// `--sizes` in increasing order, without repeats.
+fn increasing(mut sizes: Vec<u64>) -> Vec<u64> {
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
 
 super::variant::variants! {
     /// The all-reduce algorithms.
@@ -112,31 +112,6 @@ fn size_label(bytes: u64) -> String {
         }
     }
     format!("{bytes}B")
-}
-
-/// The validated parameters of a run.
-struct Config {
-    /// In increasing order, without repeats.
-    sizes: Vec<u64>,
-    devices: usize,
-    backend: Backend,
-    /// How long a rank waits for another (MPI).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    timeout: Duration,
-}
-
-impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        let mut sizes = params.sizes("sizes")?.to_vec();
-        sizes.sort_unstable();
-        sizes.dedup();
-        Ok(Config {
-            sizes,
-            devices: params.count("devices")?,
-            backend: params.choice("backend")?,
-            timeout: Duration::from_secs_f64(params.float("timeout")?),
-        })
-    }
 }
 
 /// What `allreduce` declares.
@@ -209,7 +184,7 @@ mod tests {
     use super::*;
     use crate::device::RuntimeOptions;
 
-    fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
+    fn parse(given: &[(&str, &str)]) -> Result<Params, crate::scenario::ParamError> {
         let given: Vec<(String, String)> = given
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

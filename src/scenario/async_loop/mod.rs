@@ -41,10 +41,7 @@ use measure::Measured;
 
 use super::kit::{check_bytes, check_matrices};
 use super::variant::variants;
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
 use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
@@ -166,69 +163,25 @@ const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gp
 #[cfg(feature = "cuda")]
 const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "iterations",
-        help: "ops per loop: y = x + 1, N times",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 10_000_000,
-        },
-        default: "1000",
-    },
-    ParamSpec {
-        name: "shape",
-        help: "shape of x, e.g. 1,2 or 1000x1000",
-        kind: ParamKind::Shape { max_dims: 4 },
-        default: "1,2",
-    },
-    ParamSpec {
-        name: "products",
-        help:
-            "matrix products pushed by the products and products-push-only variants (the book's 10)",
-        kind: ParamKind::Int { min: 1, max: 1_000 },
-        default: "10",
-    },
-    ParamSpec {
-        name: "product_size",
-        help: "size N of those N×N products (the book's 1000)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "1000",
-    },
-    ParamSpec {
-        name: "device",
-        help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-];
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// ops per loop: y = x + 1, N times
+        iterations: u64 = Int { min: 1, max: 10_000_000 }, "1000";
+        /// shape of x, e.g. 1,2 or 1000x1000
+        shape: Vec<usize> = Shape { max_dims: 4 }, "1,2";
+        /// matrix products pushed by the products and products-push-only variants (the book's
+        /// 10)
+        products: u64 = Int { min: 1, max: 1_000 }, "10";
+        /// size N of those N×N products (the book's 1000)
+        product_size: usize = Int { min: 1, max: 100_000 }, "1000";
+        /// cpu, or cuda (an error without a usable GPU, unless --fallback)
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
+    }
+}
 
 /// Ops timed individually for the t1/t2/t3 model (enough for stable medians, bounded cost).
 const MODEL_OPS: u64 = 2_000;
-
-/// The parameters, read once.
-struct Config {
-    iterations: u64,
-    shape: Vec<usize>,
-    products: u64,
-    product_size: usize,
-    device: DeviceChoice,
-}
-
-impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            iterations: params.int("iterations")?,
-            shape: params.shape("shape")?.to_vec(),
-            products: params.int("products")?,
-            product_size: params.count("product_size")?,
-            device: params.choice("device")?,
-        })
-    }
-}
 
 /// What `async` declares.
 static SPEC: super::Spec = super::Spec {

@@ -12,7 +12,7 @@ mod measure;
 use explain::explain;
 
 use super::kit::{check_matrices, SECONDS_PER_ROUND};
-use super::{ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError};
+use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -40,47 +40,15 @@ const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec = FigureSpec::new(
 /// The `cpu-gpu` scenario.
 pub struct CpuGpu;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "ops",
-        help: "products per run(x)",
-        kind: ParamKind::Int { min: 1, max: 1000 },
-        default: "10",
-    },
-    ParamSpec {
-        name: "cpu_size",
-        help: "matrix size on the CPU device A (and on the CPU fallback for B)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 50_000,
-        },
-        default: "2000",
-    },
-    ParamSpec {
-        name: "gpu_size",
-        help: "matrix size on the GPU (device B when a GPU is present)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "6000",
-    },
-];
-
-/// The parameters, read once.
-struct Config {
-    ops: u64,
-    cpu_size: usize,
-    gpu_size: usize,
-}
-
-impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            ops: params.int("ops")?,
-            cpu_size: params.count("cpu_size")?,
-            gpu_size: params.count("gpu_size")?,
-        })
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// products per run(x)
+        ops: u64 = Int { min: 1, max: 1000 }, "10";
+        /// matrix size on the CPU device A (and on the CPU fallback for B)
+        cpu_size: usize = Int { min: 1, max: 50_000 }, "2000";
+        /// matrix size on the GPU (device B when a GPU is present)
+        gpu_size: usize = Int { min: 1, max: 100_000 }, "6000";
     }
 }
 

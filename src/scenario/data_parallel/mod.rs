@@ -35,10 +35,7 @@ use std::time::Duration;
 use self::mlp::{Dataset, Layers};
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::kit::{self, check_elements};
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
@@ -59,91 +56,43 @@ const ASYNC_STALENESS_MEAN: FigureSpec =
 /// The `data-parallel` scenario.
 pub struct DataParallel;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "devices",
-        help: "CPU devices training together (engine backend; under MPI, the ranks)",
-        kind: ParamKind::Int { min: 1, max: 64 },
-        default: "2",
-    },
-    ParamSpec {
-        name: "layers",
-        help: "layer widths of the MLP, inputs first and classes last",
-        kind: ParamKind::Shape { max_dims: 8 },
-        default: "784x1024x1024x10",
-    },
-    ParamSpec {
-        name: "batch",
-        help: "global minibatch size (split between the devices)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 1_000_000,
-        },
+crate::params! {
+    /// The validated parameters of a run.
+    struct Config {
+        /// CPU devices training together (engine backend; under MPI, the ranks)
+        devices: usize = Int { min: 1, max: 64 }, "2";
+        /// layer widths of the MLP, inputs first and classes last
+        layers: Layers = Shape { max_dims: 8 }, "784x1024x1024x10" => Layers;
+        /// global minibatch size (split between the devices)
         // 256 rows a device at 2: at 128 the products run ~10% slower per row, and the
         // all-reduce and the full update each step weigh twice as much
         // (results/data-parallel-scaling.md).
-        default: "512",
-    },
-    ParamSpec {
-        name: "steps",
-        help: "SGD steps of each run (asynchronous: each device makes as many updates of its shard)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 1_000_000,
-        },
-        default: "20",
-    },
-    ParamSpec {
-        name: "lr",
-        help: "learning rate",
-        kind: ParamKind::Float {
-            min: 0.0,
-            max: 10.0,
-        },
-        default: "0.1",
-    },
-    ParamSpec {
-        name: "samples",
-        help: "training samples (the batches walk through them in order)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 10_000_000,
-        },
-        default: "8192",
-    },
-    ParamSpec {
-        name: "target_loss",
-        help: "loss whose first crossing times each variant (time to target)",
-        kind: ParamKind::Float {
-            min: 0.0,
-            max: 1000.0,
-        },
-        default: "0.5",
-    },
-    ParamSpec {
-        name: "bucket_mb",
-        help: "ring-overlapped: MiB of gradients a bucket closes at (whole layers, last first; PyTorch DDP's bucket_cap_mb)",
-        kind: ParamKind::Float {
-            min: 0.0,
-            max: 1_000_000.0,
-        },
-        default: "25",
-    },
-    ParamSpec {
-        name: "collective_lane",
-        help: "ring-overlapped: where its collectives run: copy (each device's copy lane, its own thread, as DDP's communication stream) or compute (the device's compute lane, after its backward ops)",
-        kind: ParamKind::Choice(CollectiveLane::WORDS),
-        default: "copy",
-    },
-    TIMEOUT_PARAM,
-    BACKEND_PARAM,
-    ParamSpec {
-        name: "device",
-        help: "cpu, or cuda: train on the GPU, eager and as a CUDA graph, and over --devices GPUs with NCCL's all-reduce (nccl-allreduce; needs libnccl.so.2); an error without a usable GPU, unless --fallback",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-];
+        batch: usize = Int { min: 1, max: 1_000_000 }, "512";
+        /// SGD steps of each run (asynchronous: each device makes as many updates of its shard)
+        steps: u64 = Int { min: 1, max: 1_000_000 }, "20";
+        /// learning rate
+        lr: f32 = Float { min: 0.0, max: 10.0 }, "0.1" => |lr: f64| lr as f32;
+        /// training samples (the batches walk through them in order)
+        samples: usize = Int { min: 1, max: 10_000_000 }, "8192";
+        /// loss whose first crossing times each variant (time to target)
+        target_loss: f64 = Float { min: 0.0, max: 1000.0 }, "0.5";
+        /// ring-overlapped: MiB of gradients a bucket closes at (whole layers, last first;
+        /// PyTorch DDP's bucket_cap_mb)
+        #[name = "bucket_mb"]
+        bucket_bytes: f64 = Float { min: 0.0, max: 1_000_000.0 }, "25" => |mb: f64| mb * 1024.0 * 1024.0;
+        /// ring-overlapped: where its collectives run: copy (each device's copy lane, its own
+        /// thread, as DDP's communication stream) or compute (the device's compute lane, after
+        /// its backward ops)
+        collective_lane: CollectiveLane = Choice(CollectiveLane::WORDS), "copy";
+        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+        timeout: Duration = TIMEOUT_PARAM => Duration::from_secs_f64;
+        backend: Backend = BACKEND_PARAM;
+        /// cpu, or cuda: train on the GPU, eager and as a CUDA graph, and over --devices GPUs
+        /// with NCCL's all-reduce (nccl-allreduce; needs libnccl.so.2); an error without a
+        /// usable GPU, unless --fallback
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
+    }
+}
 
 /// Seed of the data and of the initial parameters: every variant and rank starts alike.
 const SEED: u64 = 20;
@@ -262,43 +211,7 @@ pub struct Setup {
     pub collective_lane: CollectiveLane,
 }
 
-/// The validated parameters of a run.
-struct Config {
-    devices: usize,
-    layers: Layers,
-    batch: usize,
-    steps: u64,
-    lr: f32,
-    samples: usize,
-    target_loss: f64,
-    /// `ring-overlapped`'s bucket cap, in bytes.
-    bucket_bytes: f64,
-    collective_lane: CollectiveLane,
-    /// How long a rank waits for another (MPI).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    timeout: Duration,
-    backend: Backend,
-    device: DeviceChoice,
-}
-
 impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            devices: params.count("devices")?,
-            layers: Layers(params.shape("layers")?.to_vec()),
-            batch: params.count("batch")?,
-            steps: params.int("steps")?,
-            lr: params.float("lr")? as f32,
-            samples: params.count("samples")?,
-            target_loss: params.float("target_loss")?,
-            bucket_bytes: params.float("bucket_mb")? * 1024.0 * 1024.0,
-            collective_lane: params.choice("collective_lane")?,
-            timeout: Duration::from_secs_f64(params.float("timeout")?),
-            backend: params.choice("backend")?,
-            device: params.choice("device")?,
-        })
-    }
-
     fn setup(&self, devices: usize) -> Setup {
         Setup {
             data: Arc::new(Dataset::new(

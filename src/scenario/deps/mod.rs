@@ -33,11 +33,7 @@ mod program;
 use explain::{conclude, explain, LESSON};
 
 use super::kit::{self, check_matrices};
-use super::params::DEVICE_PARAM;
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
@@ -85,89 +81,29 @@ super::variant::variants! {
 /// The `deps` scenario.
 pub struct Deps;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "width",
-        help: "slots (variables) the DAG reads and writes",
-        kind: ParamKind::Int { min: 1, max: 1024 },
-        default: "8",
-    },
-    ParamSpec {
-        name: "depth",
-        help: "ops in the DAG",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "64",
-    },
-    ParamSpec {
-        name: "size",
-        help: "matrix size N of every slot (N×N float32)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 20_000,
-        },
-        default: "200",
-    },
-    ParamSpec {
-        name: "devices",
-        help: "CPU devices (lanes) the ops are spread over (--device cpu)",
-        kind: ParamKind::Int { min: 1, max: 64 },
-        default: "2",
-    },
-    ParamSpec {
-        name: DEVICE_PARAM,
-        help: "cpu, or cuda: the ops on compute streams of one GPU (an error without a usable \
-               GPU, unless --fallback)",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-    ParamSpec {
-        name: "streams",
-        help: "compute streams (engine lanes) of the GPU the ops are spread over (--device \
-               cuda; on the CPU, --devices)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: MAX_STREAMS,
-        },
-        default: "1",
-    },
-    ParamSpec {
-        name: "seed",
-        help: "seed of the DAG and of the data",
-        kind: ParamKind::Int {
-            min: 0,
-            max: u64::MAX,
-        },
-        default: "1",
-    },
-];
-
-/// The parameters, read once.
-struct Config {
-    width: usize,
-    depth: usize,
-    size: usize,
-    devices: usize,
-    seed: u64,
-    device: DeviceChoice,
-    streams: usize,
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// slots (variables) the DAG reads and writes
+        width: usize = Int { min: 1, max: 1024 }, "8";
+        /// ops in the DAG
+        depth: usize = Int { min: 1, max: 100_000 }, "64";
+        /// matrix size N of every slot (N×N float32)
+        size: usize = Int { min: 1, max: 20_000 }, "200";
+        /// CPU devices (lanes) the ops are spread over (--device cpu)
+        devices: usize = Int { min: 1, max: 64 }, "2";
+        /// cpu, or cuda: the ops on compute streams of one GPU (an error without a usable GPU,
+        /// unless --fallback)
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
+        /// compute streams (engine lanes) of the GPU the ops are spread over (--device cuda; on
+        /// the CPU, --devices)
+        streams: usize = Int { min: 1, max: MAX_STREAMS }, "1";
+        /// seed of the DAG and of the data
+        seed: u64 = Int { min: 0, max: u64::MAX }, "1";
+    }
 }
 
 impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            width: params.count("width")?,
-            depth: params.count("depth")?,
-            size: params.count("size")?,
-            devices: params.count("devices")?,
-            seed: params.int("seed")?,
-            device: params.choice(DEVICE_PARAM)?,
-            streams: params.count("streams")?,
-        })
-    }
-
     /// `--streams` above 1 with `--device cpu`: refused, with the option that does it there.
     fn check_streams(&self) -> Result<(), ScenarioError> {
         if self.device == DeviceChoice::Cpu && self.streams > 1 {

@@ -21,10 +21,7 @@ use explain::{conclude, explain, LESSON};
 use measure::Measured;
 
 use super::kit::check_elements;
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
@@ -48,60 +45,20 @@ super::variant::variants! {
 /// The `hybridize` scenario.
 pub struct Hybridize;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "layers",
-        help: "dense layers of the MLP",
-        kind: ParamKind::Int { min: 1, max: 256 },
-        default: "4",
-    },
-    ParamSpec {
-        name: "width",
-        help: "units per layer (and input features)",
-        kind: ParamKind::Int { min: 1, max: 4096 },
-        default: "64",
-    },
-    ParamSpec {
-        name: "batch",
-        help: "rows of the input",
-        kind: ParamKind::Int { min: 1, max: 4096 },
-        default: "16",
-    },
-    ParamSpec {
-        name: "passes",
-        help: "forward passes per sample",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "200",
-    },
-    ParamSpec {
-        name: "device",
-        help: "cpu, or cuda: the graph is then a CUDA graph (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-];
-
-/// The parameters, read once.
-struct Config {
-    layers: usize,
-    width: usize,
-    batch: usize,
-    passes: u64,
-    device: DeviceChoice,
-}
-
-impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            layers: params.count("layers")?,
-            width: params.count("width")?,
-            batch: params.count("batch")?,
-            passes: params.int("passes")?,
-            device: params.choice("device")?,
-        })
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// dense layers of the MLP
+        layers: usize = Int { min: 1, max: 256 }, "4";
+        /// units per layer (and input features)
+        width: usize = Int { min: 1, max: 4096 }, "64";
+        /// rows of the input
+        batch: usize = Int { min: 1, max: 4096 }, "16";
+        /// forward passes per sample
+        passes: u64 = Int { min: 1, max: 100_000 }, "200";
+        /// cpu, or cuda: the graph is then a CUDA graph (an error without a usable GPU, unless
+        /// --fallback)
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
     }
 }
 

@@ -34,7 +34,7 @@ pub(super) fn products(
     ctx: &RunContext,
     cfg: &Config,
 ) -> Result<Measured, ScenarioError> {
-    let ((m, k, n), ops) = (cfg.dims, cfg.ops);
+    let ((m, k, n), ops) = (cfg.dims(), cfg.ops);
     let threads = cfg.threads(ctx);
     let ChosenDevice {
         request,

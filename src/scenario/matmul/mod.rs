@@ -7,10 +7,7 @@ use std::time::Duration;
 
 use self::explain::{BOOK, LESSON};
 use super::kit::{check_elements, check_threads};
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, ParamKind, Params, RunContext, Scenario, ScenarioError};
 use crate::device::available_cores;
 use crate::harness::SamplerConfig;
 use crate::machine::limits;
@@ -42,82 +39,31 @@ const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Nei
 const FRACTION_OF_PEAK: FigureSpec =
     FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "size",
-        help: "square size N of the N×N matrices",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "2000",
-    },
-    ParamSpec {
-        name: "m",
-        help: "rows of A and C (0: --size)",
-        kind: DIM,
-        default: "0",
-    },
-    ParamSpec {
-        name: "k",
-        help: "columns of A, rows of B (0: --size)",
-        kind: DIM,
-        default: "0",
-    },
-    ParamSpec {
-        name: "n",
-        help: "columns of B and C (0: --size)",
-        kind: DIM,
-        default: "0",
-    },
-    ParamSpec {
-        name: "ops",
-        help: "products pushed per sample",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 10_000,
-        },
-        default: "10",
-    },
-    ParamSpec {
-        name: "device",
-        help: "cpu, or cuda (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-    ParamSpec {
-        name: "threads",
-        help: "threads of the CPU device (0: all cores, or --cpu-threads)",
-        kind: ParamKind::Int { min: 0, max: 4096 },
-        default: "0",
-    },
-];
-
-/// The parameters, read once.
-struct Config {
-    /// m, k, n with the 0s resolved to `--size`.
-    dims: (usize, usize, usize),
-    ops: u64,
-    device: DeviceChoice,
-    /// `--threads`; `None` for 0 (`--cpu-threads`, or all cores).
-    threads: Option<usize>,
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// square size N of the N×N matrices
+        size: usize = Int { min: 1, max: 100_000 }, "2000";
+        /// rows of A and C (0: --size)
+        m: usize = DIM, "0";
+        /// columns of A, rows of B (0: --size)
+        k: usize = DIM, "0";
+        /// columns of B and C (0: --size)
+        n: usize = DIM, "0";
+        /// products pushed per sample
+        ops: u64 = Int { min: 1, max: 10_000 }, "10";
+        /// cpu, or cuda (an error without a usable GPU, unless --fallback)
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
+        /// threads of the CPU device (0: all cores, or --cpu-threads)
+        threads: Option<usize> = Int { min: 0, max: 4096 }, "0" => |t: usize| Some(t).filter(|&t| t > 0);
+    }
 }
 
 impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        let size = params.count("size")?;
-        let pick = |name: &str| -> Result<usize, ParamError> {
-            Ok(match params.count(name)? {
-                0 => size,
-                v => v,
-            })
-        };
-        Ok(Config {
-            dims: (pick("m")?, pick("k")?, pick("n")?),
-            ops: params.int("ops")?,
-            device: params.choice("device")?,
-            threads: Some(params.count("threads")?).filter(|&t| t > 0),
-        })
+    /// m, k and n, each 0 resolved to `--size`.
+    fn dims(&self) -> (usize, usize, usize) {
+        let or_size = |dim| if dim == 0 { self.size } else { dim };
+        (or_size(self.m), or_size(self.k), or_size(self.n))
     }
 
     /// Threads of the CPU device: `--threads`, or with 0 `--cpu-threads`, or all cores.
@@ -152,18 +98,17 @@ impl Scenario for Matmul {
     fn work(&self, params: &Params) -> f64 {
         Config::of(params).map_or_else(
             |_| params.size_product(),
-            |c| 2.0 * c.dims.0 as f64 * c.dims.1 as f64 * c.dims.2 as f64 * c.ops as f64,
+            |c| {
+                let (m, k, n) = c.dims();
+                2.0 * m as f64 * k as f64 * n as f64 * c.ops as f64
+            },
         )
     }
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
-        let Config {
-            dims: (m, k, n),
-            ops,
-            threads,
-            ..
-        } = Config::of(params)?;
-        if let Some(threads) = threads {
+        let cfg = Config::of(params)?;
+        let ((m, k, n), ops) = (cfg.dims(), cfg.ops);
+        if let Some(threads) = cfg.threads {
             check_threads("--threads", threads)?;
         }
         // A, B and `ops` outputs alive at once; the check then holds A, B, C and host copies
@@ -186,7 +131,7 @@ impl Scenario for Matmul {
         let Ok(cfg) = Config::of(params) else {
             return out;
         };
-        let (m, k, n) = cfg.dims;
+        let (m, k, n) = cfg.dims();
         for (name, v) in [("m", m), ("k", k), ("n", n), ("threads", cfg.threads(ctx))] {
             out.insert(name.into(), v.into());
         }

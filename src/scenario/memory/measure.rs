@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 use super::{
-    Config, Memory, Shape, Timed, BOUNDED_TIME_RATIO, GPU_POOL_BYTES, MEMORY_RATIO,
-    MINIBATCH_BYTES, PEAK_BYTES,
+    Config, Memory, Timed, BOUNDED_TIME_RATIO, GPU_POOL_BYTES, MEMORY_RATIO, MINIBATCH_BYTES,
+    PEAK_BYTES,
 };
 use crate::device::memory::MemTracker;
 use crate::device::{available_cores, Runtime, RuntimeOptions};
@@ -49,9 +49,10 @@ pub(super) fn epochs(
     let Config {
         batches,
         inflight,
-        shape: p,
         device,
+        ..
     } = cfg;
+    let p = cfg;
     // One device: the loader (front end) and the compute lane run side by side.
     let threads = ctx
         .cpu_threads
@@ -257,7 +258,7 @@ fn epoch(
     engine: &Engine,
     rt: &Runtime,
     w: &Tensor,
-    p: &Shape,
+    p: &Config,
     batches: usize,
     sync_each: bool,
     mut live: Option<&mut LiveBytes>,

@@ -21,10 +21,7 @@ use std::time::Duration;
 
 use self::explain::LESSON;
 use super::kit::{check_elements, check_matrices};
-use super::{
-    Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario,
-    ScenarioError,
-};
+use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
@@ -60,75 +57,19 @@ super::variant::variants! {
 /// The `memory` scenario.
 pub struct Memory;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "batches",
-        help: "minibatches per epoch",
-        kind: ParamKind::Int {
-            min: 2,
-            max: 100_000,
-        },
-        default: "200",
-    },
-    ParamSpec {
-        name: "batch",
-        help: "rows per minibatch",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "256",
-    },
-    ParamSpec {
-        name: "features",
-        help: "columns of a minibatch and size of the square weight W",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 20_000,
-        },
-        default: "256",
-    },
-    ParamSpec {
-        name: "inflight",
-        help: "minibatches allowed in flight in the bounded variant",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 10_000,
-        },
-        default: "4",
-    },
-    ParamSpec {
-        name: "device",
-        help: "cpu, or cuda: count GPU memory (an error without a usable GPU, unless --fallback)",
-        kind: ParamKind::Choice(DeviceChoice::WORDS),
-        default: "cpu",
-    },
-];
-
-struct Shape {
-    batch: usize,
-    features: usize,
-}
-
-/// The parameters, read once.
-struct Config {
-    batches: usize,
-    inflight: usize,
-    shape: Shape,
-    device: DeviceChoice,
-}
-
-impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            batches: params.count("batches")?,
-            inflight: params.count("inflight")?,
-            shape: Shape {
-                batch: params.count("batch")?,
-                features: params.count("features")?,
-            },
-            device: params.choice("device")?,
-        })
+crate::params! {
+    /// The parameters, read once.
+    struct Config {
+        /// minibatches per epoch
+        batches: usize = Int { min: 2, max: 100_000 }, "200";
+        /// rows per minibatch
+        batch: usize = Int { min: 1, max: 100_000 }, "256";
+        /// columns of a minibatch and size of the square weight W
+        features: usize = Int { min: 1, max: 20_000 }, "256";
+        /// minibatches allowed in flight in the bounded variant
+        inflight: usize = Int { min: 1, max: 10_000 }, "4";
+        /// cpu, or cuda: count GPU memory (an error without a usable GPU, unless --fallback)
+        device: DeviceChoice = Choice(DeviceChoice::WORDS), "cpu";
     }
 }
 
@@ -155,13 +96,16 @@ impl Scenario for Memory {
 
     fn validate(&self, params: &Params) -> Result<(), ScenarioError> {
         let Config {
-            batches, shape: p, ..
+            batches,
+            batch,
+            features,
+            ..
         } = Config::of(params)?;
         // Worst case, unbounded: every minibatch input and output at once, plus W.
-        let rows = (p.batch as u64)
+        let rows = (batch as u64)
             .saturating_mul(batches as u64)
             .saturating_mul(3);
-        let features = p.features as u64;
+        let features = features as u64;
         check_elements("memory with these sizes", rows.checked_mul(features))?;
         check_matrices("memory with this --features", features, 1, None)
     }

@@ -12,9 +12,7 @@ use explain::{conclude, explain, BOOK, LESSON};
 use upload::{Direction, HostMemory};
 
 use super::kit::{check_matrices, SECONDS_PER_ROUND};
-use super::{
-    Choice, ParamError, ParamKind, ParamSpec, Params, RunContext, Scenario, ScenarioError,
-};
+use super::{Choice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -51,56 +49,23 @@ super::variant::variants! {
 /// The `run-copy` scenario.
 pub struct RunCopy;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "ops",
-        help: "products, each copied to the host",
-        kind: ParamKind::Int { min: 1, max: 1000 },
-        default: "10",
-    },
-    ParamSpec {
-        name: "size",
-        help: "matrix size N (N×N float32)",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        default: "2000",
-    },
-    ParamSpec {
-        name: "direction",
-        help: "d2h (products copied to host), h2d (inputs uploaded, then multiplied) or both \
-               (upload x[i+1] while computing on x[i] and downloading y[i-1])",
-        kind: ParamKind::Choice(Direction::WORDS),
-        default: "d2h",
-    },
-    ParamSpec {
-        name: "host_memory",
-        help: "where uploads read from: pinned (page-locked, pooled) or pageable; for h2d and both",
-        kind: ParamKind::Choice(HostMemory::WORDS),
-        default: "pinned",
-    },
-];
-
-/// The parameters, read once.
-#[derive(Clone, Copy)]
-struct Config {
-    ops: u64,
-    size: usize,
-    direction: Direction,
-    host_memory: HostMemory,
+crate::params! {
+    /// The parameters, read once.
+    #[derive(Clone, Copy)]
+    struct Config {
+        /// products, each copied to the host
+        ops: u64 = Int { min: 1, max: 1000 }, "10";
+        /// matrix size N (N×N float32)
+        size: usize = Int { min: 1, max: 100_000 }, "2000";
+        /// d2h (products copied to host), h2d (inputs uploaded, then multiplied) or both
+        /// (upload x[i+1] while computing on x[i] and downloading y[i-1])
+        direction: Direction = Choice(Direction::WORDS), "d2h";
+        /// where uploads read from: pinned (page-locked, pooled) or pageable; for h2d and both
+        host_memory: HostMemory = Choice(HostMemory::WORDS), "pinned";
+    }
 }
 
 impl Config {
-    fn of(params: &Params) -> Result<Config, ParamError> {
-        Ok(Config {
-            ops: params.int("ops")?,
-            size: params.count("size")?,
-            direction: params.choice("direction")?,
-            host_memory: params.choice("host_memory")?,
-        })
-    }
-
     /// `--host-memory pageable` names where uploads read from: with downloads only it would
     /// change nothing, so it is refused rather than ignored.
     fn check(&self) -> Result<(), ScenarioError> {
