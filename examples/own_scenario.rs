@@ -27,7 +27,7 @@ use parbench::scenario::{Params, RunContext, Scenario, ScenarioError, Spec};
 struct Sorts;
 
 // The parameters, declared once: the `PARAMS` table and `Config`, read by `Config::of`.
-parbench::params! {
+parbench::scenario::params::params! {
     struct Config {
         /// elements to sort (u64)
         n: usize = Int { min: 1, max: 1_000_000_000 }, "1000000";

@@ -134,7 +134,7 @@ macro_rules! choice {
 pub(crate) use choice;
 
 /// A type a parameter is read as: the getter ([`Params::int`], `count`, `float`, `shape`,
-/// `sizes`, `choice`) follows from it, so [`params!`](crate::params) reads each field once.
+/// `sizes`, `choice`) follows from it, so `params!` reads each field once.
 pub trait FromParam: Sized {
     /// The value of the parameter `name`.
     fn from_param(params: &Params, name: &str) -> Result<Self, ParamError>;
@@ -198,7 +198,8 @@ impl<C: Choice> FromParam for C {
 /// otherwise; `#[cfg_attr]` passes to the field. `=> f` converts the value read (as `f`'s argument type); `f` may use the fields
 /// declared before it.
 #[macro_export]
-macro_rules! params {
+#[doc(hidden)]
+macro_rules! __params {
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
         $(
             $(#[doc = $doc:literal])*
@@ -216,7 +217,7 @@ macro_rules! params {
         const PARAMS: &[$crate::scenario::ParamSpec] = {
             #[allow(unused_imports)]
             use $crate::scenario::ParamKind::*;
-            &[$($crate::params!(@spec $field [$($pname)?] [$($doc)*] $spec $(, $default)?)),+]
+            &[$($crate::scenario::params::params!(@spec $field [$($pname)?] [$($doc)*] $spec $(, $default)?)),+]
         };
 
         impl $name {
@@ -227,7 +228,7 @@ macro_rules! params {
                 $(
                     let $field = <_ as $crate::scenario::params::FromParam>::from_param(
                         params,
-                        $crate::params!(@name $field $($pname)?),
+                        $crate::scenario::params::params!(@name $field $($pname)?),
                     )$(.map($convert))??;
                 )+
                 Ok($name { $($field),+ })
@@ -238,7 +239,7 @@ macro_rules! params {
     (@name $field:ident $pname:literal) => { $pname };
     (@spec $field:ident [$($pname:literal)?] [$($doc:literal)*] $kind:expr, $default:literal) => {
         $crate::scenario::ParamSpec {
-            name: $crate::params!(@name $field $($pname)?),
+            name: $crate::scenario::params::params!(@name $field $($pname)?),
             help: concat!($($doc),*).trim_ascii_start(),
             kind: $kind,
             default: $default,
@@ -246,6 +247,7 @@ macro_rules! params {
     };
     (@spec $field:ident [] [] $spec:expr) => { $spec };
 }
+pub use super::super::__params as params;
 
 choice! {
     /// Where a scenario with a `--device` parameter runs: a CPU device, or the GPU (an error
@@ -655,7 +657,7 @@ mod tests {
         default: "0.1",
     };
 
-    crate::params! {
+    params! {
         struct Declared {
             /// ops per loop,
             /// on two lines
@@ -698,7 +700,7 @@ mod tests {
     mod mistyped {
         use super::*;
 
-        crate::params! {
+        params! {
             struct Mistyped {
                 /// declared a whole number, read as a real one
                 iterations: f64 = Int { min: 1, max: 100 }, "10";

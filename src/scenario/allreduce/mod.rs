@@ -43,7 +43,7 @@ pub struct Allreduce;
 /// The largest size `--sizes` takes; what fits is decided by `validate`.
 const MAX_SIZE: u64 = 64 << 30;
 
-crate::params! {
+super::params::params! {
     /// The validated parameters of a run.
     struct Config {
         /// message sizes in bytes, each a whole number of float32 (8,4K,1MiB), or a range of

@@ -163,7 +163,7 @@ const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gp
 #[cfg(feature = "cuda")]
 const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// ops per loop: y = x + 1, N times

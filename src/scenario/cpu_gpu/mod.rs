@@ -40,7 +40,7 @@ const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec = FigureSpec::new(
 /// The `cpu-gpu` scenario.
 pub struct CpuGpu;
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// products per run(x)

@@ -36,7 +36,6 @@ use self::mlp::{Dataset, Layers};
 use super::backend::{Backend, BACKEND_PARAM, TIMEOUT_PARAM};
 use super::kit::{self, check_elements};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
-use crate::harness::SamplerConfig;
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction; a variant's
@@ -56,7 +55,7 @@ const ASYNC_STALENESS_MEAN: FigureSpec =
 /// The `data-parallel` scenario.
 pub struct DataParallel;
 
-crate::params! {
+super::params::params! {
     /// The validated parameters of a run.
     struct Config {
         /// CPU devices training together (engine backend; under MPI, the ranks)
@@ -272,13 +271,7 @@ static SPEC: super::Spec = super::Spec {
     params: PARAMS,
     lesson: Some(explain::LESSON),
     book: &[],
-    sampling: SamplerConfig {
-            warmup: 1,
-            min_samples: crate::harness::stats::SAMPLES_FOR_95,
-            max_samples: 30,
-            min_time: Duration::from_secs(1),
-            max_time: Duration::from_secs(30),
-        },
+    sampling: kit::sampling_to_95(30, 1),
 };
 
 impl Scenario for DataParallel {

@@ -18,8 +18,6 @@
 //! once on one compute stream, then pushed at once on `--streams` streams (engine lanes),
 //! ordered by events where one reads or overwrites what another used (`plan.rs` says which).
 
-use std::time::Duration;
-
 mod bound;
 mod explain;
 #[cfg(feature = "cuda")]
@@ -34,7 +32,6 @@ use explain::{conclude, explain, LESSON};
 
 use super::kit::{self, check_matrices};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
-use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -81,7 +78,7 @@ super::variant::variants! {
 /// The `deps` scenario.
 pub struct Deps;
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// slots (variables) the DAG reads and writes
@@ -124,13 +121,7 @@ static SPEC: super::Spec = super::Spec {
     params: PARAMS,
     lesson: Some(LESSON),
     book: &[],
-    sampling: SamplerConfig {
-            warmup: 1,
-            min_samples: crate::harness::stats::SAMPLES_FOR_95,
-            max_samples: 50,
-            min_time: Duration::from_secs(2),
-            max_time: Duration::from_secs(30),
-        },
+    sampling: kit::sampling_to_95(50, 2),
 };
 
 impl Scenario for Deps {

@@ -45,7 +45,7 @@ super::variant::variants! {
 /// The `hybridize` scenario.
 pub struct Hybridize;
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// dense layers of the MLP

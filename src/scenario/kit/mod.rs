@@ -25,5 +25,6 @@ pub use explained::{Explained, BETWEEN_ROUNDS};
 pub use fits::{check_bytes, check_elements, check_matrices, check_threads};
 pub use lesson::{LessonSpec, Verdict};
 pub use workload::{
-    gflops, matmul_error, matmul_tolerance, run_matmuls, traced, ALREADY_TRACING, SECONDS_PER_ROUND,
+    gflops, matmul_error, matmul_tolerance, run_matmuls, sampling_to_95, traced, ALREADY_TRACING,
+    SECONDS_PER_ROUND,
 };

@@ -19,6 +19,18 @@ pub const SECONDS_PER_ROUND: SamplerConfig = SamplerConfig {
     max_time: Duration::from_secs(60),
 };
 
+/// Sampling for scenarios whose lesson is decided from their medians' intervals: after one
+/// warm-up, at least the rounds whose intervals reach 95%, up to `max_samples`, measuring for
+/// `min_secs` seconds at least and 30 at most.
+pub const fn sampling_to_95(max_samples: usize, min_secs: u64) -> SamplerConfig {
+    SamplerConfig {
+        max_samples,
+        min_time: Duration::from_secs(min_secs),
+        max_time: Duration::from_secs(30),
+        ..SECONDS_PER_ROUND
+    }
+}
+
 /// Why a figure read from [`traced`]'s records is not measured when they do not come back.
 pub const ALREADY_TRACING: &str = "the engine was already tracing the whole run (--trace)";
 

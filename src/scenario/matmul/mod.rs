@@ -3,13 +3,10 @@
 mod explain;
 mod measure;
 
-use std::time::Duration;
-
 use self::explain::{BOOK, LESSON};
-use super::kit::{check_elements, check_threads};
+use super::kit::{check_elements, check_threads, sampling_to_95};
 use super::{Choice, DeviceChoice, ParamKind, Params, RunContext, Scenario, ScenarioError};
 use crate::device::available_cores;
-use crate::harness::SamplerConfig;
 use crate::machine::limits;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use serde_json::{Map, Value};
@@ -39,7 +36,7 @@ const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Nei
 const FRACTION_OF_PEAK: FigureSpec =
     FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// square size N of the N×N matrices
@@ -80,13 +77,7 @@ static SPEC: super::Spec = super::Spec {
     params: PARAMS,
     lesson: Some(LESSON),
     book: BOOK,
-    sampling: SamplerConfig {
-            warmup: 1,
-            min_samples: crate::harness::stats::SAMPLES_FOR_95,
-            max_samples: 50,
-            min_time: Duration::from_secs(2),
-            max_time: Duration::from_secs(30),
-        },
+    sampling: sampling_to_95(50, 2),
 };
 
 impl Scenario for Matmul {

@@ -17,12 +17,9 @@
 mod explain;
 mod measure;
 
-use std::time::Duration;
-
 use self::explain::LESSON;
-use super::kit::{check_elements, check_matrices};
+use super::kit::{check_elements, check_matrices, sampling_to_95};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
-use crate::harness::SamplerConfig;
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
 /// The derived figures this scenario records, each with its unit and direction.
@@ -57,7 +54,7 @@ super::variant::variants! {
 /// The `memory` scenario.
 pub struct Memory;
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     struct Config {
         /// minibatches per epoch
@@ -80,13 +77,7 @@ static SPEC: super::Spec = super::Spec {
     params: PARAMS,
     lesson: Some(LESSON),
     book: &[],
-    sampling: SamplerConfig {
-            warmup: 1,
-            min_samples: crate::harness::stats::SAMPLES_FOR_95,
-            max_samples: 30,
-            min_time: Duration::from_secs(2),
-            max_time: Duration::from_secs(30),
-        },
+    sampling: sampling_to_95(30, 2),
 };
 
 impl Scenario for Memory {
@@ -121,6 +112,7 @@ impl Scenario for Memory {
 mod tests {
     use super::measure::LIVE_POINTS;
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn each_variant_records_a_bounded_live_bytes_series_that_ends_with_the_run() {

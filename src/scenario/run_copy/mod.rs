@@ -49,7 +49,7 @@ super::variant::variants! {
 /// The `run-copy` scenario.
 pub struct RunCopy;
 
-crate::params! {
+super::params::params! {
     /// The parameters, read once.
     #[derive(Clone, Copy)]
     struct Config {
