@@ -112,31 +112,21 @@ impl Scenario for Memory {
 mod tests {
     use super::measure::LIVE_POINTS;
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn each_variant_records_a_bounded_live_bytes_series_that_ends_with_the_run() {
-        let given: Vec<(String, String)> = [
+        use crate::scenario::gpu_clocks::{few_samples, params_of};
+        let given = [
             ("batches", "700"),
             ("batch", "2"),
             ("features", "4"),
             ("inflight", "2"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let params = Params::parse("memory", PARAMS, &given).expect("parameters");
+        ];
         let ctx = RunContext {
-            sampling: crate::scenario::SamplingOverrides {
-                warmup: Some(0),
-                min_samples: Some(3),
-                max_samples: Some(3),
-                min_time: Some(Duration::ZERO),
-                max_time: Some(Duration::from_secs(5)),
-            },
             cpu_threads: Some(1),
-            ..RunContext::default()
+            ..few_samples()
         };
+        let params = params_of(&Memory, &given);
         let run = Memory.run(&params, &ctx).expect("runs");
         let batch_bytes = 2.0 * 4.0 * 4.0;
         for &v in Timed::ALL {
