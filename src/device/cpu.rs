@@ -8,19 +8,11 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
 use rayon::prelude::*;
 
-use super::{add_lanes, Device, DeviceError, DeviceKind};
-use crate::engine::EngineBuilder;
+use super::{Device, DeviceError, DeviceKind};
+use crate::engine::{EngineBuilder, LaneSpec};
 
-/// Build `cpu:{index}` with `threads` threads and register its lanes.
-pub fn add_cpu_device(
-    builder: &mut EngineBuilder,
-    index: usize,
-    threads: usize,
-) -> Result<Device, DeviceError> {
-    add_named_cpu_device(builder, format!("cpu:{index}"), threads)
-}
-
-/// Build a CPU device named `name` with `threads` threads and register its lanes.
+/// Build a CPU device named `name` with `threads` threads and register its lanes: a compute
+/// lane inside its pool and a copy lane on a thread of its own.
 pub fn add_named_cpu_device(
     builder: &mut EngineBuilder,
     name: String,
@@ -39,12 +31,11 @@ pub fn add_named_cpu_device(
             reason: e.to_string(),
         })?;
     let pool = Arc::new(pool);
-    let (compute, copy) = add_lanes(builder, &name, &pool);
     Ok(Device {
+        compute: builder.lane(LaneSpec::in_pool(&name, pool.clone(), 1)),
+        copy: builder.lane(LaneSpec::threads(format!("{name} copy"), 1)),
         name,
         threads,
-        compute,
-        copy,
         kind: DeviceKind::Cpu { pool },
         memory: Default::default(),
         host: None,
@@ -244,19 +235,9 @@ unsafe fn product_raw(
     let _ = kernel;
     #[cfg(target_arch = "x86_64")]
     if kernel_for(kernel, m, n, k) == MatmulKernel::Avx2 {
-        use super::sgemm::{sgemm, Mat, Product};
         // SAFETY: the kernel runs on this core (checked above); the views and `dst` are the
         // caller's m×k, k×n and m×n matrices.
-        unsafe {
-            sgemm(Product {
-                m,
-                n,
-                k,
-                a: Mat::new(a.as_ptr(), a.strides()),
-                b: Mat::new(b.as_ptr(), b.strides()),
-                c: Mat::new(dst, &[sc.0, sc.1]),
-            })
-        };
+        unsafe { super::sgemm::sgemm(a, b, dst, sc) };
         return;
     }
     let parallelism = if rayon::current_num_threads() > 1 {
@@ -320,15 +301,23 @@ pub(super) mod tests {
         })
     }
 
-    fn assert_close(got: &Array2<f32>, want: &Array2<f64>, k: usize) {
+    /// Every element of `got` within `tol` of `want`, relative to its size (at least 1).
+    pub(in crate::device) fn assert_close(got: Array2<f32>, want: &Array2<f64>, tol: f64) {
         assert_eq!(got.dim(), want.dim());
-        let tol = 1e-5 * (k as f64).max(1.0);
-        for (g, w) in got.iter().zip(want.iter()) {
+        for ((i, j), w) in want.indexed_iter() {
+            let g = f64::from(got[[i, j]]);
             assert!(
-                (f64::from(*g) - w).abs() <= tol * w.abs().max(1.0),
-                "{g} vs {w}"
+                (g - w).abs() <= tol * w.abs().max(1.0),
+                "c[{i}, {j}] = {g}, want {w}"
             );
         }
+    }
+
+    /// A rows×cols matrix of [`uniform`] values.
+    pub(in crate::device) fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
+        uniform(&[rows, cols], seed)
+            .into_dimensionality()
+            .expect("2-D")
     }
 
     /// The kernels this core can run: each is tested, whichever the process would choose.
@@ -355,26 +344,30 @@ pub(super) mod tests {
                 (129, 129, 129),
                 (17, 300, 9),
             ] {
-                let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
-                let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
+                let a = random(m, k, 11);
+                let b = random(k, n, 12);
                 let want = naive(a.view(), b.view());
-                assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
+                assert_close(
+                    matmul_with(kernel, a.view(), b.view()),
+                    &want,
+                    1e-5 * k as f64,
+                );
                 // The same inside a two-thread pool (parallel kernel).
                 let parallel = pool.install(|| matmul_with(kernel, a.view(), b.view()));
-                assert_close(&parallel, &want, k);
+                assert_close(parallel, &want, 1e-5 * k as f64);
             }
         }
     }
 
     #[test]
     fn matmul_handles_transposed_views() {
-        let a: Array2<f32> = uniform(&[5, 4], 1).into_dimensionality().unwrap();
-        let b: Array2<f32> = uniform(&[5, 6], 2).into_dimensionality().unwrap();
+        let a = random(5, 4, 1);
+        let b = random(5, 6, 2);
         // aᵀ · b with aᵀ a non-contiguous view.
         let at = a.t();
         let want = naive(at, b.view());
         for kernel in kernels() {
-            assert_close(&matmul_with(kernel, at, b.view()), &want, 5);
+            assert_close(matmul_with(kernel, at, b.view()), &want, 5e-5);
         }
     }
 
@@ -383,11 +376,15 @@ pub(super) mod tests {
         // Just past the kernel's threshold (2^24 multiply-adds), with edge tiles.
         let (m, k, n) = (257, 256, 256);
         assert!(m * k * n >= 1 << 24);
-        let a = uniform(&[m, k], 13).into_dimensionality().unwrap();
-        let b = uniform(&[k, n], 14).into_dimensionality().unwrap();
+        let a = random(m, k, 13);
+        let b = random(k, n, 14);
         let want = naive(a.view(), b.view());
         for kernel in kernels() {
-            assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
+            assert_close(
+                matmul_with(kernel, a.view(), b.view()),
+                &want,
+                1e-5 * k as f64,
+            );
         }
     }
 

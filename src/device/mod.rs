@@ -238,7 +238,8 @@ impl Runtime {
         for request in requests {
             match *request {
                 DeviceRequest::Cpu { threads } => {
-                    devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
+                    let name = format!("cpu:{cpus}");
+                    devices.push(cpu::add_named_cpu_device(&mut builder, name, threads)?);
                     cpus += 1;
                 }
                 DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder, options)?),
@@ -329,17 +330,6 @@ pub fn split_cores(cores: usize, devices: usize) -> Vec<usize> {
     (0..devices)
         .map(|k| (cores / devices + usize::from(k < cores % devices)).max(1))
         .collect()
-}
-
-/// Add a device's compute lane (inside its pool) and copy lane (its own thread).
-pub(crate) fn add_lanes(
-    builder: &mut EngineBuilder,
-    name: &str,
-    pool: &Arc<rayon::ThreadPool>,
-) -> (LaneId, LaneId) {
-    let compute = builder.lane(LaneSpec::in_pool(name, pool.clone(), 1));
-    let copy = builder.lane(LaneSpec::threads(format!("{name} copy"), 1));
-    (compute, copy)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! engine code, dropped completions, poisoned vars, a closed stderr. Each runs under the
 //! watchdog of `tests.rs`.
 
-use super::tests::{engine, within};
+use super::tests::{count, engine, within};
 use super::*;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -161,19 +161,14 @@ fn ops_run_when_the_last_handle_is_dropped_inside_an_op_and_the_workers_finish()
         // Op A holds the only other handle, sleeps, then drops it on its worker.
         let held = e.clone();
         let a_ran = Arc::new(AtomicUsize::new(0));
-        let c = a_ran.clone();
+        let counted = count(&a_ran);
         e.push("a", l[0], &[], &[&a], move || {
             std::thread::sleep(Duration::from_millis(50));
             drop(held);
-            c.fetch_add(1, Ordering::SeqCst);
-            Ok(())
+            counted()
         });
         // Op B becomes ready only after A: it must still run.
-        let c = counter.clone();
-        e.push("b", l[1], &[&a], &[], move || {
-            c.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("b", l[1], &[&a], &[], count(&counter));
         let shared = Arc::downgrade(e.shared());
         drop(e);
         // The front end has no handle left to wait with: poll for B (under the watchdog).
@@ -258,11 +253,7 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
         let v = Var::new();
         let ran = Arc::new(AtomicUsize::new(0));
         e.push("fail", l[0], &[], &[&v], || Err(OpError::msg("first")));
-        let r = ran.clone();
-        e.push("overwrite", l[0], &[], &[&v], move || {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("overwrite", l[0], &[], &[&v], count(&ran));
         let err = e.wait_to_read(&v).unwrap_err();
         assert!(err.to_string().contains("first"), "{err}");
         assert_eq!(
@@ -272,11 +263,7 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
         );
         assert!(e.wait_all().is_err(), "wait_all reports the first error");
         e.clear_error(&v, l[0]);
-        let r = ran.clone();
-        e.push("overwrite", l[0], &[], &[&v], move || {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("overwrite", l[0], &[], &[&v], count(&ran));
         e.wait_to_read(&v).unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     });
@@ -307,11 +294,7 @@ fn placement_logging_survives_a_closed_stderr() {
             let e = b.build().unwrap();
             let ran = Arc::new(AtomicUsize::new(0));
             for i in 0..100 {
-                let r = ran.clone();
-                e.push("logged", lanes[i % 2], &[], &[&Var::new()], move || {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                e.push("logged", lanes[i % 2], &[], &[&Var::new()], count(&ran));
             }
             e.wait_all().unwrap();
             assert_eq!(ran.load(Ordering::SeqCst), 100);

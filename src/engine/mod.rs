@@ -324,8 +324,7 @@ impl Engine {
         self.shared().pending()
     }
 
-    /// The most ops that were pending at once since the last
-    /// [`reset_max_pending`](Self::reset_max_pending), on an engine with a
+    /// The most ops that were pending at once, on an engine with a
     /// [`max_inflight`](EngineBuilder::max_inflight) bound; `None` without one. Unbounded, the
     /// pushing thread would have to read the workers' completion count on every push, the
     /// very cache-line traffic that splitting the pending count into two counters avoids.
@@ -333,18 +332,6 @@ impl Engine {
         self.shared()
             .max_inflight
             .map(|_| self.shared().max_pending.load(Ordering::Acquire))
-    }
-
-    /// Restart the high-water mark of pending ops.
-    pub fn reset_max_pending(&self) {
-        self.shared()
-            .max_pending
-            .store(self.shared().pending(), Ordering::Release);
-    }
-
-    /// The configured bound on pending ops.
-    pub fn max_inflight(&self) -> Option<usize> {
-        self.shared().max_inflight
     }
 
     /// Names of the lanes, by [`LaneId::index`].

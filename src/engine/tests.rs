@@ -28,6 +28,15 @@ pub(super) fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
     Engine::with_thread_lanes(Mode::Threaded, lanes).unwrap()
 }
 
+/// An op body that adds one to `ran`.
+pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpError> {
+    let ran = ran.clone();
+    move || {
+        ran.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 /// A shared log the ops append to, to observe execution order.
 type Log = Arc<Mutex<Vec<&'static str>>>;
 
@@ -342,11 +351,7 @@ fn dropping_the_engine_finishes_pending_work() {
         {
             let (e, l) = engine(2);
             for i in 0..100 {
-                let d = done.clone();
-                e.push("count", l[i % 2], &[], &[&Var::new()], move || {
-                    d.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                e.push("count", l[i % 2], &[], &[&Var::new()], count(&done));
             }
             shared = Arc::downgrade(e.shared());
         }
@@ -485,15 +490,11 @@ fn push_together(
 fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
     let (x, y) = (Var::new(), Var::new());
     let ran = Arc::new(AtomicUsize::new(0));
-    let (vars, count) = ([x.clone(), y.clone()], ran.clone());
+    let (vars, counter) = ([x.clone(), y.clone()], ran.clone());
     push_together(2, move |e, lane, t, _| {
         // Opposite orders from the two threads.
         let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
-        let ran = count.clone();
-        e.push("xy", lane, &[], &writes, move || {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("xy", lane, &[], &writes, count(&counter));
     });
     // push_together has waited for all of them: every op ran, and wrote both vars.
     assert_eq!(ran.load(Ordering::SeqCst), 2 * 20_000, "ops run");
@@ -507,17 +508,13 @@ fn concurrent_pushers_of_three_overlapping_vars_do_not_deadlock() {
     // Ops of three vars take the general registration path (two take a shortcut).
     let vars = [Var::new(), Var::new(), Var::new()];
     let ran = Arc::new(AtomicUsize::new(0));
-    let (pushed, count) = (vars.clone(), ran.clone());
+    let (pushed, counter) = (vars.clone(), ran.clone());
     push_together(3, move |e, lane, t, i| {
         // Each thread rotates the order its own way; one var is read.
         let k = (t + i) % 3;
         let order = if t == 1 { [2, 1, 0] } else { [0, 1, 2] };
         let at = |j: usize| &vars[order[(k + j) % 3]];
-        let ran = count.clone();
-        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], move || {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], count(&counter));
     });
     // push_together has waited for all of them: every op ran, and each wrote two vars.
     assert_eq!(ran.load(Ordering::SeqCst), 3 * 20_000, "ops run");
@@ -537,12 +534,9 @@ fn pushing_from_inside_an_op_never_blocks_on_the_bound_or_in_naive_mode() {
             let done = Var::new();
             let d2 = done.clone();
             let ran = Arc::new(AtomicUsize::new(0));
-            let r = ran.clone();
+            let body = count(&ran);
             e.push("outer", lane, &[], &[&Var::new()], move || {
-                inner.push("inner", lane, &[], &[&d2], move || {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                inner.push("inner", lane, &[], &[&d2], body);
                 Ok(())
             });
             assert_eq!(e.wait_all(), Ok(()), "{mode:?}");
