@@ -459,17 +459,13 @@ impl Shared {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    pub(crate) fn lane_name(&self, lane: usize) -> &str {
-        &self.lanes[lane].name
-    }
-
     /// Print where an op runs, for the first [`PLACEMENT_LINES_PER_LANE`] ops of each lane: the
     /// book's `log_device_placement` shows one execution, and a benchmark repeats its work
     /// thousands of times. The rest are counted and summed up at shutdown.
     pub(crate) fn log_placement_of(&self, op: &str, lane: usize) {
         let n = self.lanes[lane].placed.fetch_add(1, Ordering::Relaxed);
         if n < PLACEMENT_LINES_PER_LANE {
-            placement_line(format_args!("{op} on {}", self.lane_name(lane)));
+            placement_line(format_args!("{op} on {}", self.lanes[lane].name));
         }
     }
 
@@ -591,10 +587,7 @@ impl Shared {
     }
 
     pub(crate) fn record_error(&self, e: &EngineError) {
-        let mut first = lock(&self.first_error);
-        if first.is_none() {
-            *first = Some(e.clone());
-        }
+        lock(&self.first_error).get_or_insert_with(|| e.clone());
     }
 
     pub(crate) fn record_trace(&self, op: &OpBlock, failed: bool) {
