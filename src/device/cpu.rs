@@ -71,7 +71,7 @@ pub fn uniform(shape: &[usize], seed: u64) -> ArrayD<f32> {
 /// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
 /// from one of its ops).
 pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
-    matmul_with(matmul_kernel(), a, b)
+    matmul_with(matmul_kernel_choice().kernel, a, b)
 }
 
 /// [`matmul`] on a given kernel (it must run on this core: see [`matmul_kernel_choice`]).
@@ -126,7 +126,7 @@ pub fn matmul_into(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, mut c: ArrayV
     }
     let sc = (c.strides()[0], c.strides()[1]);
     // SAFETY: `c` is a live, mutably borrowed m×n view with these strides.
-    unsafe { product_raw(matmul_kernel(), a, b, c.as_mut_ptr(), sc) }
+    unsafe { product_raw(matmul_kernel_choice().kernel, a, b, c.as_mut_ptr(), sc) }
 }
 
 /// The smallest product (m·n·k) the AVX2 kernel runs; below it `gemm` is as fast or faster
@@ -163,13 +163,9 @@ pub struct KernelChoice {
     pub why: String,
 }
 
-/// The kernel matrix products use in this process: the one [`MatmulKernel::ENV`] names if
-/// this core can run it, else the faster one for this core and build. Chosen once.
-pub fn matmul_kernel() -> MatmulKernel {
-    matmul_kernel_choice().kernel
-}
-
-/// [`matmul_kernel`] with the reason for it.
+/// The kernel matrix products use in this process, with the reason for it: the one
+/// [`MatmulKernel::ENV`] names if this core can run it, else the faster one for this core and
+/// build. Chosen once.
 pub fn matmul_kernel_choice() -> &'static KernelChoice {
     static CHOICE: std::sync::OnceLock<KernelChoice> = std::sync::OnceLock::new();
     CHOICE.get_or_init(|| choose_kernel(std::env::var(MatmulKernel::ENV).ok().as_deref()))

@@ -28,6 +28,17 @@ pub(super) fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
     Engine::with_thread_lanes(Mode::Threaded, lanes).unwrap()
 }
 
+/// Run `f` on a threaded engine of `lanes` lanes, under a 10 s [`within`].
+pub(super) fn on_engine<T: Send + 'static>(
+    lanes: usize,
+    f: impl FnOnce(Engine, Vec<LaneId>) -> T + Send + 'static,
+) -> T {
+    within(10, move || {
+        let (e, l) = engine(lanes);
+        f(e, l)
+    })
+}
+
 /// An op body that adds one to `ran`.
 pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpError> {
     let ran = ran.clone();
@@ -64,8 +75,7 @@ fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpErr
 /// Two ops on one var, on two lanes, each reading it (`true`) or writing it: the first,
 /// slow, must still run first. The order they ran in.
 fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
-    within(10, move || {
-        let (e, l) = engine(2);
+    on_engine(2, move |e, l| {
         let (v, log) = (Var::new(), log());
         let access = |reads: bool| {
             if reads {
@@ -101,8 +111,7 @@ fn write_after_write_keeps_push_order() {
 
 #[test]
 fn a_var_in_reads_and_writes_is_a_write() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let (v, log) = (Var::new(), log());
         e.push("rw", l[0], &[&v], &[&v, &v], slow_note(&log, "rw"));
         e.push("r", l[1], &[&v], &[], note(&log, "read"));
@@ -135,8 +144,7 @@ fn meet_at_a_barrier(e: &Engine, l: &[LaneId], vars: [&Var; 2], reads: bool) -> 
 
 #[test]
 fn independent_ops_meeting_at_a_barrier_do_not_hang() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         // Both ops got past the barrier, as one meeting of two.
         assert_eq!(meet_at_a_barrier(&e, &l, [&a, &b], false), (2, 1));
@@ -147,8 +155,7 @@ fn independent_ops_meeting_at_a_barrier_do_not_hang() {
 #[test]
 fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
     // Readers run one at a time would never get past the barrier.
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let v = Var::new();
         // Both readers got past the barrier, as one meeting of two; neither was a write.
         assert_eq!(meet_at_a_barrier(&e, &l, [&v, &v], true), (2, 1));
@@ -158,8 +165,7 @@ fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
 
 #[test]
 fn wait_to_read_sees_the_value_written_before_it() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let v = Var::new();
         let cell = Arc::new(AtomicU64::new(0));
         for i in 1..=100u64 {
@@ -176,8 +182,7 @@ fn wait_to_read_sees_the_value_written_before_it() {
 
 #[test]
 fn async_completion_from_another_thread() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (v, log) = (Var::new(), log());
         let log2 = log.clone();
         e.push_async("device op", l[0], &[], &[&v], move |done| {
@@ -321,8 +326,7 @@ fn pool_lanes_run_inside_their_pool() {
 
 #[test]
 fn trace_records_each_op_with_its_lane() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         e.set_tracing(true);
         let (a, b) = (Var::new(), Var::new());
         e.push("first", l[0], &[], &[&a], || Ok(()));
