@@ -23,7 +23,9 @@ pub mod stream_order;
 
 use std::sync::Arc;
 
-use crate::engine::{Engine, EngineBuilder, LaneId, LaneSpec, Mode};
+#[cfg(feature = "cuda")]
+use crate::engine::LaneSpec;
+use crate::engine::{Engine, EngineBuilder, LaneId, Mode};
 pub use crate::machine::affinity::available_cores;
 pub use memory_fraction::MemoryFraction;
 
