@@ -92,13 +92,13 @@ impl Device {
     /// A CPU device's description, `cpu:1 (1 thread)`, or with `stand_in`
     /// `cpu:1 (1 thread, standing in for the GPU)`: the device a run asked for as its GPU.
     pub fn describe_cpu(&self, stand_in: bool) -> String {
-        let s = if self.threads == 1 { "" } else { "s" };
         let role = if stand_in {
             ", standing in for the GPU"
         } else {
             ""
         };
-        format!("{} ({} thread{s}{role})", self.name, self.threads)
+        let threads = crate::units::count(self.threads, "thread");
+        format!("{} ({threads}{role})", self.name)
     }
 
     /// When this device's compute ops complete in the engine; `None` for a CPU device.
