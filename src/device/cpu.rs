@@ -309,6 +309,12 @@ pub(super) mod tests {
         }
     }
 
+    /// A rayon pool of `threads` threads.
+    pub(in crate::device) fn pool(threads: usize) -> rayon::ThreadPool {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads);
+        pool.build().expect("a small rayon pool")
+    }
+
     /// A rows×cols matrix of [`uniform`] values.
     pub(in crate::device) fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
         uniform(&[rows, cols], seed)
@@ -328,10 +334,7 @@ pub(super) mod tests {
 
     #[test]
     fn matmul_matches_a_naive_reference_on_odd_sizes() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = pool(2);
         for kernel in kernels() {
             for &(m, k, n) in &[
                 (1, 1, 1),
@@ -406,14 +409,8 @@ pub(super) mod tests {
 
     #[test]
     fn uniform_does_not_depend_on_thread_count() {
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let two = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let one = pool(1);
+        let two = pool(2);
         let shape = [100_000];
         assert_eq!(
             one.install(|| uniform(&shape, 3)),

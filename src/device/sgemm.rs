@@ -375,7 +375,7 @@ unsafe fn kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::cpu::tests::{assert_close, naive, random};
+    use crate::device::cpu::tests::{assert_close, naive, pool, random};
     use ndarray::{Array2, ArrayViewMut2, ShapeBuilder};
 
     /// `c = a · b` through the kernel, into any view.
@@ -449,10 +449,7 @@ mod tests {
     #[test]
     fn threads_split_rows_or_columns_and_agree() {
         needs_avx2_and_fma();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .expect("pool");
+        let pool = pool(3);
         // Tall (split by rows) and wide (split by columns), neither a whole number of bands.
         for &(m, k, n) in &[(301, 70, 50), (20, 70, 401)] {
             let (a, b) = (random(m, k, 7), random(k, n, 8));
