@@ -28,23 +28,13 @@ pub fn human_time(s: f64) -> String {
     if !s.is_finite() {
         return "n/a".into();
     }
-    let a = s.abs();
-    let (v, unit) = if a >= 1.0 {
-        (s, "s")
-    } else if a >= 1e-3 {
-        (s * 1e3, "ms")
-    } else if a >= 1e-6 {
-        (s * 1e6, "µs")
-    } else {
-        (s * 1e9, "ns")
-    };
-    let digits = if v.abs() >= 100.0 {
-        1
-    } else if v.abs() >= 10.0 {
-        2
-    } else {
-        3
-    };
+    let (scale, unit) = [(1.0, 1.0, "s"), (1e-3, 1e3, "ms"), (1e-6, 1e6, "µs")]
+        .into_iter()
+        .find(|&(from, _, _)| s.abs() >= from)
+        .map_or((1e9, "ns"), |(_, scale, unit)| (scale, unit));
+    let v = s * scale;
+    // Three decimals below 10, two below 100, one above.
+    let digits = 3 - usize::from(v.abs() >= 10.0) - usize::from(v.abs() >= 100.0);
     format!("{v:.digits$} {unit}")
 }
 

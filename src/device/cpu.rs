@@ -8,19 +8,11 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
 use rayon::prelude::*;
 
-use super::{add_lanes, Device, DeviceError, DeviceKind};
-use crate::engine::EngineBuilder;
+use super::{Device, DeviceError, DeviceKind};
+use crate::engine::{EngineBuilder, LaneSpec};
 
-/// Build `cpu:{index}` with `threads` threads and register its lanes.
-pub fn add_cpu_device(
-    builder: &mut EngineBuilder,
-    index: usize,
-    threads: usize,
-) -> Result<Device, DeviceError> {
-    add_named_cpu_device(builder, format!("cpu:{index}"), threads)
-}
-
-/// Build a CPU device named `name` with `threads` threads and register its lanes.
+/// Build a CPU device named `name` with `threads` threads and register its lanes: a compute
+/// lane inside its pool and a copy lane on a thread of its own.
 pub fn add_named_cpu_device(
     builder: &mut EngineBuilder,
     name: String,
@@ -39,12 +31,11 @@ pub fn add_named_cpu_device(
             reason: e.to_string(),
         })?;
     let pool = Arc::new(pool);
-    let (compute, copy) = add_lanes(builder, &name, &pool);
     Ok(Device {
+        compute: builder.lane(LaneSpec::in_pool(&name, pool.clone(), 1)),
+        copy: builder.lane(LaneSpec::threads(format!("{name} copy"), 1)),
         name,
         threads,
-        compute,
-        copy,
         kind: DeviceKind::Cpu { pool },
         memory: Default::default(),
         host: None,
@@ -80,7 +71,7 @@ pub fn uniform(shape: &[usize], seed: u64) -> ArrayD<f32> {
 /// `a · b` into a new matrix, with the current rayon pool's threads (the device's, when called
 /// from one of its ops).
 pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) -> Array2<f32> {
-    matmul_with(matmul_kernel(), a, b)
+    matmul_with(matmul_kernel_choice().kernel, a, b)
 }
 
 /// [`matmul`] on a given kernel (it must run on this core: see [`matmul_kernel_choice`]).
@@ -135,7 +126,7 @@ pub fn matmul_into(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, mut c: ArrayV
     }
     let sc = (c.strides()[0], c.strides()[1]);
     // SAFETY: `c` is a live, mutably borrowed m×n view with these strides.
-    unsafe { product_raw(matmul_kernel(), a, b, c.as_mut_ptr(), sc) }
+    unsafe { product_raw(matmul_kernel_choice().kernel, a, b, c.as_mut_ptr(), sc) }
 }
 
 /// The smallest product (m·n·k) the AVX2 kernel runs; below it `gemm` is as fast or faster
@@ -172,13 +163,9 @@ pub struct KernelChoice {
     pub why: String,
 }
 
-/// The kernel matrix products use in this process: the one [`MatmulKernel::ENV`] names if
-/// this core can run it, else the faster one for this core and build. Chosen once.
-pub fn matmul_kernel() -> MatmulKernel {
-    matmul_kernel_choice().kernel
-}
-
-/// [`matmul_kernel`] with the reason for it.
+/// The kernel matrix products use in this process, with the reason for it: the one
+/// [`MatmulKernel::ENV`] names if this core can run it, else the faster one for this core and
+/// build. Chosen once.
 pub fn matmul_kernel_choice() -> &'static KernelChoice {
     static CHOICE: std::sync::OnceLock<KernelChoice> = std::sync::OnceLock::new();
     CHOICE.get_or_init(|| choose_kernel(std::env::var(MatmulKernel::ENV).ok().as_deref()))
@@ -244,19 +231,9 @@ unsafe fn product_raw(
     let _ = kernel;
     #[cfg(target_arch = "x86_64")]
     if kernel_for(kernel, m, n, k) == MatmulKernel::Avx2 {
-        use super::sgemm::{sgemm, Mat, Product};
         // SAFETY: the kernel runs on this core (checked above); the views and `dst` are the
         // caller's m×k, k×n and m×n matrices.
-        unsafe {
-            sgemm(Product {
-                m,
-                n,
-                k,
-                a: Mat::new(a.as_ptr(), a.strides()),
-                b: Mat::new(b.as_ptr(), b.strides()),
-                c: Mat::new(dst, &[sc.0, sc.1]),
-            })
-        };
+        unsafe { super::sgemm::sgemm(a, b, dst, sc) };
         return;
     }
     let parallelism = if rayon::current_num_threads() > 1 {
@@ -320,15 +297,29 @@ pub(super) mod tests {
         })
     }
 
-    fn assert_close(got: &Array2<f32>, want: &Array2<f64>, k: usize) {
+    /// Every element of `got` within `tol` of `want`, relative to its size (at least 1).
+    pub(in crate::device) fn assert_close(got: Array2<f32>, want: &Array2<f64>, tol: f64) {
         assert_eq!(got.dim(), want.dim());
-        let tol = 1e-5 * (k as f64).max(1.0);
-        for (g, w) in got.iter().zip(want.iter()) {
+        for ((i, j), w) in want.indexed_iter() {
+            let g = f64::from(got[[i, j]]);
             assert!(
-                (f64::from(*g) - w).abs() <= tol * w.abs().max(1.0),
-                "{g} vs {w}"
+                (g - w).abs() <= tol * w.abs().max(1.0),
+                "c[{i}, {j}] = {g}, want {w}"
             );
         }
+    }
+
+    /// A rayon pool of `threads` threads.
+    pub(in crate::device) fn pool(threads: usize) -> rayon::ThreadPool {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads);
+        pool.build().expect("a small rayon pool")
+    }
+
+    /// A rows×cols matrix of [`uniform`] values.
+    pub(in crate::device) fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
+        uniform(&[rows, cols], seed)
+            .into_dimensionality()
+            .expect("2-D")
     }
 
     /// The kernels this core can run: each is tested, whichever the process would choose.
@@ -343,10 +334,7 @@ pub(super) mod tests {
 
     #[test]
     fn matmul_matches_a_naive_reference_on_odd_sizes() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = pool(2);
         for kernel in kernels() {
             for &(m, k, n) in &[
                 (1, 1, 1),
@@ -355,26 +343,30 @@ pub(super) mod tests {
                 (129, 129, 129),
                 (17, 300, 9),
             ] {
-                let a = uniform(&[m, k], 11).into_dimensionality().unwrap();
-                let b = uniform(&[k, n], 12).into_dimensionality().unwrap();
+                let a = random(m, k, 11);
+                let b = random(k, n, 12);
                 let want = naive(a.view(), b.view());
-                assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
+                assert_close(
+                    matmul_with(kernel, a.view(), b.view()),
+                    &want,
+                    1e-5 * k as f64,
+                );
                 // The same inside a two-thread pool (parallel kernel).
                 let parallel = pool.install(|| matmul_with(kernel, a.view(), b.view()));
-                assert_close(&parallel, &want, k);
+                assert_close(parallel, &want, 1e-5 * k as f64);
             }
         }
     }
 
     #[test]
     fn matmul_handles_transposed_views() {
-        let a: Array2<f32> = uniform(&[5, 4], 1).into_dimensionality().unwrap();
-        let b: Array2<f32> = uniform(&[5, 6], 2).into_dimensionality().unwrap();
+        let a = random(5, 4, 1);
+        let b = random(5, 6, 2);
         // aᵀ · b with aᵀ a non-contiguous view.
         let at = a.t();
         let want = naive(at, b.view());
         for kernel in kernels() {
-            assert_close(&matmul_with(kernel, at, b.view()), &want, 5);
+            assert_close(matmul_with(kernel, at, b.view()), &want, 5e-5);
         }
     }
 
@@ -383,11 +375,15 @@ pub(super) mod tests {
         // Just past the kernel's threshold (2^24 multiply-adds), with edge tiles.
         let (m, k, n) = (257, 256, 256);
         assert!(m * k * n >= 1 << 24);
-        let a = uniform(&[m, k], 13).into_dimensionality().unwrap();
-        let b = uniform(&[k, n], 14).into_dimensionality().unwrap();
+        let a = random(m, k, 13);
+        let b = random(k, n, 14);
         let want = naive(a.view(), b.view());
         for kernel in kernels() {
-            assert_close(&matmul_with(kernel, a.view(), b.view()), &want, k);
+            assert_close(
+                matmul_with(kernel, a.view(), b.view()),
+                &want,
+                1e-5 * k as f64,
+            );
         }
     }
 
@@ -413,14 +409,8 @@ pub(super) mod tests {
 
     #[test]
     fn uniform_does_not_depend_on_thread_count() {
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let two = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let one = pool(1);
+        let two = pool(2);
         let shape = [100_000];
         assert_eq!(
             one.install(|| uniform(&shape, 3)),

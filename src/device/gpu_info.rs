@@ -161,33 +161,25 @@ impl GpuDevice {
             crate::units::human_bytes(self.memory_bytes),
             format!("compute capability {}", self.compute_capability),
         ];
-        if let Some(n) = self.sm_count {
-            parts.push(format!("{n} SMs"));
-        }
-        if let Some(sm) = self.max_sm_clock_mhz {
-            parts.push(format!("SM clock {sm} MHz"));
-        }
-        if let Some(mem) = self.memory_clock_mhz {
-            parts.push(format!("memory clock {mem} MHz"));
-        }
-        if let Some(w) = self.memory_bus_width_bits {
-            parts.push(format!("{w}-bit bus"));
-        }
-        if let Some(l2) = self.l2_cache_bytes {
-            parts.push(format!("L2 {}", crate::units::human_bytes(l2)));
-        }
-        if let Some(c) = self.copy_engines {
-            parts.push(crate::units::count(c as usize, "copy engine"));
-        }
-        if let Some(m) = self.compute_mode {
-            parts.push(format!("compute mode {}", m.as_str()));
-        }
-        if let Some(pci) = &self.pci_bus_id {
-            parts.push(format!("PCI {pci}"));
-        }
-        if self.mig {
-            parts.push("MIG instance".into());
-        }
+        parts.extend(
+            [
+                self.sm_count.map(|n| format!("{n} SMs")),
+                self.max_sm_clock_mhz.map(|sm| format!("SM clock {sm} MHz")),
+                self.memory_clock_mhz
+                    .map(|mem| format!("memory clock {mem} MHz")),
+                self.memory_bus_width_bits.map(|w| format!("{w}-bit bus")),
+                self.l2_cache_bytes
+                    .map(|l2| format!("L2 {}", crate::units::human_bytes(l2))),
+                self.copy_engines
+                    .map(|c| crate::units::count(c as usize, "copy engine")),
+                self.compute_mode
+                    .map(|m| format!("compute mode {}", m.as_str())),
+                self.pci_bus_id.as_ref().map(|pci| format!("PCI {pci}")),
+                self.mig.then(|| "MIG instance".into()),
+            ]
+            .into_iter()
+            .flatten(),
+        );
         format!(
             "{}{} {}: {}",
             if self.selected { "*" } else { " " },

@@ -23,7 +23,9 @@ pub mod stream_order;
 
 use std::sync::Arc;
 
-use crate::engine::{Engine, EngineBuilder, LaneId, LaneSpec, Mode};
+#[cfg(feature = "cuda")]
+use crate::engine::LaneSpec;
+use crate::engine::{Engine, EngineBuilder, LaneId, Mode};
 pub use crate::machine::affinity::available_cores;
 pub use memory_fraction::MemoryFraction;
 
@@ -90,13 +92,13 @@ impl Device {
     /// A CPU device's description, `cpu:1 (1 thread)`, or with `stand_in`
     /// `cpu:1 (1 thread, standing in for the GPU)`: the device a run asked for as its GPU.
     pub fn describe_cpu(&self, stand_in: bool) -> String {
-        let s = if self.threads == 1 { "" } else { "s" };
         let role = if stand_in {
             ", standing in for the GPU"
         } else {
             ""
         };
-        format!("{} ({} thread{s}{role})", self.name, self.threads)
+        let threads = crate::units::count(self.threads, "thread");
+        format!("{} ({threads}{role})", self.name)
     }
 
     /// When this device's compute ops complete in the engine; `None` for a CPU device.
@@ -238,7 +240,8 @@ impl Runtime {
         for request in requests {
             match *request {
                 DeviceRequest::Cpu { threads } => {
-                    devices.push(cpu::add_cpu_device(&mut builder, cpus, threads)?);
+                    let name = format!("cpu:{cpus}");
+                    devices.push(cpu::add_named_cpu_device(&mut builder, name, threads)?);
                     cpus += 1;
                 }
                 DeviceRequest::Cuda => devices.push(add_cuda_device(&mut builder, options)?),
@@ -329,17 +332,6 @@ pub fn split_cores(cores: usize, devices: usize) -> Vec<usize> {
     (0..devices)
         .map(|k| (cores / devices + usize::from(k < cores % devices)).max(1))
         .collect()
-}
-
-/// Add a device's compute lane (inside its pool) and copy lane (its own thread).
-pub(crate) fn add_lanes(
-    builder: &mut EngineBuilder,
-    name: &str,
-    pool: &Arc<rayon::ThreadPool>,
-) -> (LaneId, LaneId) {
-    let compute = builder.lane(LaneSpec::in_pool(name, pool.clone(), 1));
-    let copy = builder.lane(LaneSpec::threads(format!("{name} copy"), 1));
-    (compute, copy)
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 
 use std::arch::x86_64::*;
 
+use ndarray::ArrayView2;
+
 /// Register tile: rows of A per sliver, columns of B per sliver.
 const MR: usize = 6;
 const NR: usize = 16;
@@ -36,15 +38,15 @@ pub fn available() -> bool {
 
 /// A matrix as a pointer and (row, column) strides in elements.
 #[derive(Clone, Copy)]
-pub struct Mat<T> {
-    pub ptr: T,
-    pub rs: isize,
-    pub cs: isize,
+struct Mat<T> {
+    ptr: T,
+    rs: isize,
+    cs: isize,
 }
 
 impl<T> Mat<T> {
     /// A matrix from its pointer and its (row, column) strides, as ndarray reports them.
-    pub fn new(ptr: T, strides: &[isize]) -> Mat<T> {
+    fn new(ptr: T, strides: &[isize]) -> Mat<T> {
         Mat {
             ptr,
             rs: strides[0],
@@ -55,13 +57,13 @@ impl<T> Mat<T> {
 
 /// One product, `c = a · b` with `a` m×k and `b` k×n.
 #[derive(Clone, Copy)]
-pub struct Product {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub a: Mat<*const f32>,
-    pub b: Mat<*const f32>,
-    pub c: Mat<*mut f32>,
+struct Product {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<*const f32>,
+    b: Mat<*const f32>,
+    c: Mat<*mut f32>,
 }
 
 // SAFETY: a product is handed to the pool's threads as disjoint bands of C, each written by
@@ -70,13 +72,27 @@ unsafe impl Send for Product {}
 // SAFETY: as above.
 unsafe impl Sync for Product {}
 
-/// The product, overwriting `c` without reading it, on the current rayon pool's threads.
+/// The product `c = a · b`, overwriting `c` (a pointer and its (row, column) strides) without
+/// reading it, on the current rayon pool's threads.
 ///
 /// # Safety
-/// [`available`] holds; `a`, `b` and `c` address m×k, k×n and m×n matrices with their strides;
-/// `c` is writable and aliases neither input.
-pub unsafe fn sgemm(p: Product) {
-    let Product { m, n, .. } = p;
+/// [`available`] holds; `a.ncols() == b.nrows()`; `c` addresses a writable
+/// `a.nrows()`×`b.ncols()` matrix with strides `sc` that aliases neither input.
+pub unsafe fn sgemm(
+    a: ArrayView2<'_, f32>,
+    b: ArrayView2<'_, f32>,
+    c: *mut f32,
+    sc: (isize, isize),
+) {
+    let (m, n) = (a.nrows(), b.ncols());
+    let p = Product {
+        m,
+        n,
+        k: a.ncols(),
+        a: Mat::new(a.as_ptr(), a.strides()),
+        b: Mat::new(b.as_ptr(), b.strides()),
+        c: Mat::new(c, &[sc.0, sc.1]),
+    };
     let threads = rayon::current_num_threads();
     // Bands of at least one block: a thread with less than that waits more than it computes.
     let parts = if m >= n {
@@ -359,41 +375,14 @@ unsafe fn kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::cpu::tests::naive;
-    use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
+    use crate::device::cpu::tests::{assert_close, naive, pool, random};
+    use ndarray::{Array2, ArrayViewMut2, ShapeBuilder};
 
     /// `c = a · b` through the kernel, into any view.
     fn product(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
-        let ((m, k), n) = (a.dim(), b.ncols());
-        let cs = c.strides().to_vec();
+        let sc = (c.strides()[0], c.strides()[1]);
         // SAFETY: checked available by the callers; the views are m×k, k×n and m×n.
-        unsafe {
-            sgemm(Product {
-                m,
-                n,
-                k,
-                a: Mat::new(a.as_ptr(), a.strides()),
-                b: Mat::new(b.as_ptr(), b.strides()),
-                c: Mat::new(c.as_mut_ptr(), &cs),
-            })
-        };
-    }
-
-    fn assert_close(got: ArrayView2<f32>, want: &Array2<f64>) {
-        assert_eq!(got.dim(), want.dim());
-        for ((i, j), w) in want.indexed_iter() {
-            let g = f64::from(got[[i, j]]);
-            assert!(
-                (g - w).abs() <= 1e-4 * w.abs().max(1.0),
-                "c[{i}, {j}] = {g}, want {w}"
-            );
-        }
-    }
-
-    fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
-        crate::device::cpu::uniform(&[rows, cols], seed)
-            .into_dimensionality()
-            .expect("2-D")
+        unsafe { sgemm(a, b, c.as_mut_ptr(), sc) };
     }
 
     /// Sizes that end mid-tile, mid-block and past one block of each loop (KC, MC, NC).
@@ -424,7 +413,7 @@ mod tests {
             // Garbage in C first: the product must overwrite, never read, what was there.
             let mut c = Array2::from_elem((m, n), f32::NAN);
             product(a.view(), b.view(), c.view_mut());
-            assert_close(c.view(), &naive(a.view(), b.view()));
+            assert_close(c, &naive(a.view(), b.view()), 1e-4);
         }
     }
 
@@ -437,7 +426,7 @@ mod tests {
         let bt = random(n, k, 4);
         let mut c = Array2::from_elem((m, n).f(), f32::NAN);
         product(at.t(), bt.t(), c.view_mut());
-        assert_close(c.view(), &naive(at.t(), bt.t()));
+        assert_close(c, &naive(at.t(), bt.t()), 1e-4);
         // Every other row and column of larger matrices, reversed rows of B.
         let big_a = random(2 * m, 2 * k, 5);
         let big_b = random(k, 3 * n, 6);
@@ -445,7 +434,7 @@ mod tests {
         let b = big_b.slice(ndarray::s![..;-1, ..;3]);
         let mut c = Array2::from_elem((m, n), f32::NAN);
         product(a, b, c.view_mut());
-        assert_close(c.view(), &naive(a, b));
+        assert_close(c, &naive(a, b), 1e-4);
     }
 
     #[test]
@@ -460,16 +449,13 @@ mod tests {
     #[test]
     fn threads_split_rows_or_columns_and_agree() {
         needs_avx2_and_fma();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .expect("pool");
+        let pool = pool(3);
         // Tall (split by rows) and wide (split by columns), neither a whole number of bands.
         for &(m, k, n) in &[(301, 70, 50), (20, 70, 401)] {
             let (a, b) = (random(m, k, 7), random(k, n, 8));
             let mut c = Array2::from_elem((m, n), f32::NAN);
             pool.install(|| product(a.view(), b.view(), c.view_mut()));
-            assert_close(c.view(), &naive(a.view(), b.view()));
+            assert_close(c, &naive(a.view(), b.view()), 1e-4);
         }
     }
 

@@ -13,6 +13,7 @@ use super::{Engine, LaneId, LaneSpec, Mode, Owner, Padded, Retired, Shared};
 pub type SyncHook = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// Builds an [`Engine`]: choose the mode, add lanes, then [`build`](EngineBuilder::build).
+#[derive(Default)]
 pub struct EngineBuilder {
     mode: Mode,
     lanes: Vec<LaneSpec>,
@@ -25,10 +26,7 @@ impl EngineBuilder {
     pub(super) fn new(mode: Mode) -> EngineBuilder {
         EngineBuilder {
             mode,
-            lanes: Vec::new(),
-            max_inflight: None,
-            log_placement: false,
-            sync_hooks: Vec::new(),
+            ..EngineBuilder::default()
         }
     }
 

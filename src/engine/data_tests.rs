@@ -1,7 +1,7 @@
 //! Engine tests of a var's data: released once, when the last owner and the last pending
 //! access are gone, and found only by the ops that name the var.
 
-use super::tests::{engine, within};
+use super::tests::{engine, on_engine, within};
 use super::*;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -40,8 +40,7 @@ fn data_is_released_when_the_last_owner_goes_and_nothing_is_pending() {
 
 #[test]
 fn data_outlives_its_owners_until_the_last_pending_access_completes() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (var, released) = counted(3);
         // Opened on the way out too, so a failed assertion cannot leave the engine's drop
         // waiting on the held op.
@@ -77,8 +76,7 @@ fn data_outlives_its_owners_until_the_last_pending_access_completes() {
 
 #[test]
 fn an_op_body_finds_only_the_data_of_vars_its_op_names() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (named, _) = counted(1);
         let (other, _) = counted(2);
         let plain = Var::new();
@@ -138,8 +136,7 @@ fn data_is_released_exactly_once_whoever_sees_the_last_access() {
 
 #[test]
 fn an_access_after_the_release_does_not_release_again() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (var, released) = counted(0);
         let plain = var.var().clone();
         drop(var);
@@ -178,8 +175,7 @@ fn slow_new_slot(e: &Engine, lane: LaneId, value: u64) -> DataVar {
 
 #[test]
 fn a_var_made_with_its_writer_is_read_only_after_the_write() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let out = slow_new_slot(&e, l[0], 7);
         assert_eq!(out.var().pushed_writes(), 1, "the op's write is counted");
         // On another lane, so a read granted too early would run during the write.

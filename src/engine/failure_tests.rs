@@ -2,7 +2,7 @@
 //! engine code, dropped completions, poisoned vars, a closed stderr. Each runs under the
 //! watchdog of `tests.rs`.
 
-use super::tests::{engine, within};
+use super::tests::{count, on_engine, within};
 use super::*;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -18,8 +18,7 @@ fn thread_and_pool_lanes(b: &mut EngineBuilder) -> [LaneId; 2] {
 
 #[test]
 fn errors_reach_every_downstream_var_and_spare_the_rest() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let (a, b, c, other) = (Var::new(), Var::new(), Var::new(), Var::new());
         e.push("fail", l[0], &[], &[&a], || {
             Err(OpError::msg("disk on fire"))
@@ -60,8 +59,7 @@ fn errors_reach_every_downstream_var_and_spare_the_rest() {
 
 #[test]
 fn a_panicking_op_is_an_error_not_a_crash() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         e.push("boom", l[0], &[], &[&a], || panic!("kaboom"));
         e.push("after", l[0], &[&a], &[&b], || Ok(()));
@@ -82,8 +80,7 @@ fn a_panicking_op_is_an_error_not_a_crash() {
 
 #[test]
 fn a_panicking_async_op_reports_its_message() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let a = Var::new();
         e.push_async("async boom", l[0], &[], &[&a], |_done| {
             panic!("async kaboom")
@@ -100,8 +97,7 @@ fn a_panicking_async_op_reports_its_message() {
 
 #[test]
 fn a_dropped_completion_completes_with_an_error() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let a = Var::new();
         e.push_async("forgetful", l[0], &[], &[&a], drop);
         let want = Err(EngineError::CompletionDropped {
@@ -114,8 +110,7 @@ fn a_dropped_completion_completes_with_an_error() {
 
 #[test]
 fn waiting_inside_an_op_is_refused_not_deadlocked() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         let inner = e.clone();
         let seen = Arc::new(Mutex::new(None));
@@ -132,8 +127,7 @@ fn waiting_inside_an_op_is_refused_not_deadlocked() {
 
 #[test]
 fn an_async_body_that_catches_its_own_panic_still_completes() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let a = Var::new();
         e.push_async("self-catching", l[0], &[], &[&a], |done| {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(move || {
@@ -154,26 +148,20 @@ fn an_async_body_that_catches_its_own_panic_still_completes() {
 
 #[test]
 fn ops_run_when_the_last_handle_is_dropped_inside_an_op_and_the_workers_finish() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let counter = Arc::new(AtomicUsize::new(0));
         let a = Var::new();
         // Op A holds the only other handle, sleeps, then drops it on its worker.
         let held = e.clone();
         let a_ran = Arc::new(AtomicUsize::new(0));
-        let c = a_ran.clone();
+        let counted = count(&a_ran);
         e.push("a", l[0], &[], &[&a], move || {
             std::thread::sleep(Duration::from_millis(50));
             drop(held);
-            c.fetch_add(1, Ordering::SeqCst);
-            Ok(())
+            counted()
         });
         // Op B becomes ready only after A: it must still run.
-        let c = counter.clone();
-        e.push("b", l[1], &[&a], &[], move || {
-            c.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("b", l[1], &[&a], &[], count(&counter));
         let shared = Arc::downgrade(e.shared());
         drop(e);
         // The front end has no handle left to wait with: poll for B (under the watchdog).
@@ -253,16 +241,11 @@ fn wait_all_reports_an_op_error_before_a_failing_device_sync_and_runs_every_sync
 
 #[test]
 fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let v = Var::new();
         let ran = Arc::new(AtomicUsize::new(0));
         e.push("fail", l[0], &[], &[&v], || Err(OpError::msg("first")));
-        let r = ran.clone();
-        e.push("overwrite", l[0], &[], &[&v], move || {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("overwrite", l[0], &[], &[&v], count(&ran));
         let err = e.wait_to_read(&v).unwrap_err();
         assert!(err.to_string().contains("first"), "{err}");
         assert_eq!(
@@ -272,11 +255,7 @@ fn a_write_to_a_poisoned_var_is_skipped_until_the_error_is_cleared() {
         );
         assert!(e.wait_all().is_err(), "wait_all reports the first error");
         e.clear_error(&v, l[0]);
-        let r = ran.clone();
-        e.push("overwrite", l[0], &[], &[&v], move || {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("overwrite", l[0], &[], &[&v], count(&ran));
         e.wait_to_read(&v).unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     });
@@ -307,11 +286,7 @@ fn placement_logging_survives_a_closed_stderr() {
             let e = b.build().unwrap();
             let ran = Arc::new(AtomicUsize::new(0));
             for i in 0..100 {
-                let r = ran.clone();
-                e.push("logged", lanes[i % 2], &[], &[&Var::new()], move || {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                e.push("logged", lanes[i % 2], &[], &[&Var::new()], count(&ran));
             }
             e.wait_all().unwrap();
             assert_eq!(ran.load(Ordering::SeqCst), 100);
@@ -343,8 +318,7 @@ fn placement_logging_survives_a_closed_stderr() {
 
 #[test]
 fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its_op() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         let parked: Arc<Mutex<Option<Completion>>> = Arc::default();
         let p = parked.clone();
@@ -375,8 +349,7 @@ fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its
 
 #[test]
 fn a_skipped_op_inherits_the_error_of_its_first_poisoned_var_reads_before_writes() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (r1, r2, w, out) = (Var::new(), Var::new(), Var::new(), Var::new());
         let fail = |what: &'static str| move || Err(OpError::msg(what));
         e.push("poison w", l[0], &[], &[&w], fail("w"));

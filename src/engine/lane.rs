@@ -70,11 +70,6 @@ impl LaneSpec {
             pool: Some(pool),
         }
     }
-
-    /// The lane's display name (`cpu:0`, `cuda:0 copy`, ...).
-    pub fn name(&self) -> &str {
-        &self.name
-    }
 }
 
 pub(crate) struct Lane {

@@ -324,8 +324,7 @@ impl Engine {
         self.shared().pending()
     }
 
-    /// The most ops that were pending at once since the last
-    /// [`reset_max_pending`](Self::reset_max_pending), on an engine with a
+    /// The most ops that were pending at once, on an engine with a
     /// [`max_inflight`](EngineBuilder::max_inflight) bound; `None` without one. Unbounded, the
     /// pushing thread would have to read the workers' completion count on every push, the
     /// very cache-line traffic that splitting the pending count into two counters avoids.
@@ -333,18 +332,6 @@ impl Engine {
         self.shared()
             .max_inflight
             .map(|_| self.shared().max_pending.load(Ordering::Acquire))
-    }
-
-    /// Restart the high-water mark of pending ops.
-    pub fn reset_max_pending(&self) {
-        self.shared()
-            .max_pending
-            .store(self.shared().pending(), Ordering::Release);
-    }
-
-    /// The configured bound on pending ops.
-    pub fn max_inflight(&self) -> Option<usize> {
-        self.shared().max_inflight
     }
 
     /// Names of the lanes, by [`LaneId::index`].
@@ -472,17 +459,13 @@ impl Shared {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    pub(crate) fn lane_name(&self, lane: usize) -> &str {
-        &self.lanes[lane].name
-    }
-
     /// Print where an op runs, for the first [`PLACEMENT_LINES_PER_LANE`] ops of each lane: the
     /// book's `log_device_placement` shows one execution, and a benchmark repeats its work
     /// thousands of times. The rest are counted and summed up at shutdown.
     pub(crate) fn log_placement_of(&self, op: &str, lane: usize) {
         let n = self.lanes[lane].placed.fetch_add(1, Ordering::Relaxed);
         if n < PLACEMENT_LINES_PER_LANE {
-            placement_line(format_args!("{op} on {}", self.lane_name(lane)));
+            placement_line(format_args!("{op} on {}", self.lanes[lane].name));
         }
     }
 
@@ -604,10 +587,7 @@ impl Shared {
     }
 
     pub(crate) fn record_error(&self, e: &EngineError) {
-        let mut first = lock(&self.first_error);
-        if first.is_none() {
-            *first = Some(e.clone());
-        }
+        lock(&self.first_error).get_or_insert_with(|| e.clone());
     }
 
     pub(crate) fn record_trace(&self, op: &OpBlock, failed: bool) {

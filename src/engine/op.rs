@@ -419,11 +419,6 @@ impl Completion {
             complete(&self.shared, &op, error);
         }
     }
-
-    /// The op's name, for messages.
-    pub fn op_name(&self) -> &str {
-        self.op.as_ref().map_or("", |op| &op.name)
-    }
 }
 
 impl Drop for Completion {

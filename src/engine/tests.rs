@@ -28,6 +28,26 @@ pub(super) fn engine(lanes: usize) -> (Engine, Vec<LaneId>) {
     Engine::with_thread_lanes(Mode::Threaded, lanes).unwrap()
 }
 
+/// Run `f` on a threaded engine of `lanes` lanes, under a 10 s [`within`].
+pub(super) fn on_engine<T: Send + 'static>(
+    lanes: usize,
+    f: impl FnOnce(Engine, Vec<LaneId>) -> T + Send + 'static,
+) -> T {
+    within(10, move || {
+        let (e, l) = engine(lanes);
+        f(e, l)
+    })
+}
+
+/// An op body that adds one to `ran`.
+pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpError> {
+    let ran = ran.clone();
+    move || {
+        ran.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 /// A shared log the ops append to, to observe execution order.
 type Log = Arc<Mutex<Vec<&'static str>>>;
 
@@ -55,8 +75,7 @@ fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpErr
 /// Two ops on one var, on two lanes, each reading it (`true`) or writing it: the first,
 /// slow, must still run first. The order they ran in.
 fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
-    within(10, move || {
-        let (e, l) = engine(2);
+    on_engine(2, move |e, l| {
         let (v, log) = (Var::new(), log());
         let access = |reads: bool| {
             if reads {
@@ -92,8 +111,7 @@ fn write_after_write_keeps_push_order() {
 
 #[test]
 fn a_var_in_reads_and_writes_is_a_write() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let (v, log) = (Var::new(), log());
         e.push("rw", l[0], &[&v], &[&v, &v], slow_note(&log, "rw"));
         e.push("r", l[1], &[&v], &[], note(&log, "read"));
@@ -126,8 +144,7 @@ fn meet_at_a_barrier(e: &Engine, l: &[LaneId], vars: [&Var; 2], reads: bool) -> 
 
 #[test]
 fn independent_ops_meeting_at_a_barrier_do_not_hang() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         // Both ops got past the barrier, as one meeting of two.
         assert_eq!(meet_at_a_barrier(&e, &l, [&a, &b], false), (2, 1));
@@ -138,8 +155,7 @@ fn independent_ops_meeting_at_a_barrier_do_not_hang() {
 #[test]
 fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
     // Readers run one at a time would never get past the barrier.
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         let v = Var::new();
         // Both readers got past the barrier, as one meeting of two; neither was a write.
         assert_eq!(meet_at_a_barrier(&e, &l, [&v, &v], true), (2, 1));
@@ -149,8 +165,7 @@ fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
 
 #[test]
 fn wait_to_read_sees_the_value_written_before_it() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let v = Var::new();
         let cell = Arc::new(AtomicU64::new(0));
         for i in 1..=100u64 {
@@ -167,8 +182,7 @@ fn wait_to_read_sees_the_value_written_before_it() {
 
 #[test]
 fn async_completion_from_another_thread() {
-    within(10, || {
-        let (e, l) = engine(1);
+    on_engine(1, |e, l| {
         let (v, log) = (Var::new(), log());
         let log2 = log.clone();
         e.push_async("device op", l[0], &[], &[&v], move |done| {
@@ -312,8 +326,7 @@ fn pool_lanes_run_inside_their_pool() {
 
 #[test]
 fn trace_records_each_op_with_its_lane() {
-    within(10, || {
-        let (e, l) = engine(2);
+    on_engine(2, |e, l| {
         e.set_tracing(true);
         let (a, b) = (Var::new(), Var::new());
         e.push("first", l[0], &[], &[&a], || Ok(()));
@@ -342,11 +355,7 @@ fn dropping_the_engine_finishes_pending_work() {
         {
             let (e, l) = engine(2);
             for i in 0..100 {
-                let d = done.clone();
-                e.push("count", l[i % 2], &[], &[&Var::new()], move || {
-                    d.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                e.push("count", l[i % 2], &[], &[&Var::new()], count(&done));
             }
             shared = Arc::downgrade(e.shared());
         }
@@ -485,15 +494,11 @@ fn push_together(
 fn concurrent_pushers_of_overlapping_var_sets_do_not_deadlock() {
     let (x, y) = (Var::new(), Var::new());
     let ran = Arc::new(AtomicUsize::new(0));
-    let (vars, count) = ([x.clone(), y.clone()], ran.clone());
+    let (vars, counter) = ([x.clone(), y.clone()], ran.clone());
     push_together(2, move |e, lane, t, _| {
         // Opposite orders from the two threads.
         let writes = if t == 0 { [&x, &y] } else { [&y, &x] };
-        let ran = count.clone();
-        e.push("xy", lane, &[], &writes, move || {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("xy", lane, &[], &writes, count(&counter));
     });
     // push_together has waited for all of them: every op ran, and wrote both vars.
     assert_eq!(ran.load(Ordering::SeqCst), 2 * 20_000, "ops run");
@@ -507,17 +512,13 @@ fn concurrent_pushers_of_three_overlapping_vars_do_not_deadlock() {
     // Ops of three vars take the general registration path (two take a shortcut).
     let vars = [Var::new(), Var::new(), Var::new()];
     let ran = Arc::new(AtomicUsize::new(0));
-    let (pushed, count) = (vars.clone(), ran.clone());
+    let (pushed, counter) = (vars.clone(), ran.clone());
     push_together(3, move |e, lane, t, i| {
         // Each thread rotates the order its own way; one var is read.
         let k = (t + i) % 3;
         let order = if t == 1 { [2, 1, 0] } else { [0, 1, 2] };
         let at = |j: usize| &vars[order[(k + j) % 3]];
-        let ran = count.clone();
-        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], move || {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        });
+        e.push("xyz", lane, &[at(0)], &[at(1), at(2)], count(&counter));
     });
     // push_together has waited for all of them: every op ran, and each wrote two vars.
     assert_eq!(ran.load(Ordering::SeqCst), 3 * 20_000, "ops run");
@@ -537,12 +538,9 @@ fn pushing_from_inside_an_op_never_blocks_on_the_bound_or_in_naive_mode() {
             let done = Var::new();
             let d2 = done.clone();
             let ran = Arc::new(AtomicUsize::new(0));
-            let r = ran.clone();
+            let body = count(&ran);
             e.push("outer", lane, &[], &[&Var::new()], move || {
-                inner.push("inner", lane, &[], &[&d2], move || {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    Ok(())
-                });
+                inner.push("inner", lane, &[], &[&d2], body);
                 Ok(())
             });
             assert_eq!(e.wait_all(), Ok(()), "{mode:?}");

@@ -72,24 +72,25 @@ impl Outcome {
     }
 }
 
+/// One op of a program.
+#[derive(Clone, Debug)]
+struct Op {
+    name: String,
+    lane: usize,
+    /// As pushed: may repeat vars and overlap `writes`.
+    reads: Vec<usize>,
+    writes: Vec<usize>,
+    outcome: Outcome,
+    salt: u64,
+    /// For completer-thread outcomes: which completer, and microseconds it waits first.
+    completer: usize,
+    delay_us: u64,
+}
+
 #[derive(Clone, Debug)]
 enum Step {
-    Op {
-        name: String,
-        lane: usize,
-        /// As pushed: may repeat vars and overlap `writes`.
-        reads: Vec<usize>,
-        writes: Vec<usize>,
-        outcome: Outcome,
-        salt: u64,
-        /// For completer-thread outcomes: which completer, and microseconds it waits first.
-        completer: usize,
-        delay_us: u64,
-    },
-    Clear {
-        var: usize,
-        lane: usize,
-    },
+    Op(Op),
+    Clear { var: usize, lane: usize },
     WaitToRead(usize),
     WaitAll,
 }
@@ -167,21 +168,13 @@ impl Reference {
     }
 
     fn step(&mut self, step: &Step) {
-        let Step::Op {
-            name,
-            reads,
-            writes,
-            outcome,
-            salt,
-            ..
-        } = step
-        else {
+        let Step::Op(op) = step else {
             if let Step::Clear { var, .. } = step {
                 self.vars[*var].poison = None;
             }
             return;
         };
-        let (r, w) = dedupe(reads, writes);
+        let (r, w) = dedupe(&op.reads, &op.writes);
         // The engine's `inherited_error`: the first poisoned var, reads then writes.
         let inherited = r
             .iter()
@@ -189,7 +182,7 @@ impl Reference {
             .find_map(|&v| self.vars[v].poison.clone());
         let error = match inherited {
             Some(e) => Some(e),
-            None => outcome.fails().then(|| name.clone()),
+            None => op.outcome.fails().then(|| op.name.clone()),
         };
         match error {
             Some(e) => {
@@ -204,7 +197,7 @@ impl Reference {
                     .fold(0u64, |a, &v| a.wrapping_add(self.vars[v].value));
                 for (i, &v) in w.iter().enumerate() {
                     let old = self.vars[v].value;
-                    self.vars[v].value = mix(old, sum, salt.wrapping_add(i as u64));
+                    self.vars[v].value = mix(old, sum, op.salt.wrapping_add(i as u64));
                     self.vars[v].poison = None;
                 }
             }
@@ -287,7 +280,7 @@ fn steps(rng: &mut Rng, owned: &[usize], cfg: &Config, ops: usize, tag: usize) -
             23 => Outcome::CompleteThenPanic,
             _ => Outcome::Ok,
         };
-        out.push(Step::Op {
+        out.push(Step::Op(Op {
             name: format!("op {tag}.{i}"),
             lane: rng.below(lanes),
             reads,
@@ -300,7 +293,7 @@ fn steps(rng: &mut Rng, owned: &[usize], cfg: &Config, ops: usize, tag: usize) -
             } else {
                 0
             },
-        });
+        }));
     }
     out
 }
@@ -338,41 +331,20 @@ impl FrontEnd<'_> {
                 self.engine.clear_error(&self.vars[*var], self.lanes[*lane]);
                 None
             }
-            Step::Op {
-                name,
-                lane,
-                reads,
-                writes,
-                outcome,
-                salt,
-                completer,
-                delay_us,
-            } => {
-                let op = (name.clone(), self.lanes[*lane], *outcome, *salt);
-                self.push_op(
-                    op,
-                    reads,
-                    writes,
-                    *completer,
-                    Duration::from_micros(*delay_us),
-                );
+            Step::Op(op) => {
+                self.push_op(op);
                 None
             }
         }
     }
 
-    fn push_op(
-        &self,
-        (name, lane, outcome, salt): (String, LaneId, Outcome, u64),
-        reads: &[usize],
-        writes: &[usize],
-        completer: usize,
-        delay: Duration,
-    ) {
+    fn push_op(&self, op: &Op) {
         let (engine, vars) = (self.engine, self.vars);
-        let rv: Vec<&Var> = reads.iter().map(|&v| &vars[v]).collect();
-        let wv: Vec<&Var> = writes.iter().map(|&v| &vars[v]).collect();
-        let (r, w) = dedupe(reads, writes);
+        let (name, lane, outcome, salt) =
+            (op.name.clone(), self.lanes[op.lane], op.outcome, op.salt);
+        let rv: Vec<&Var> = op.reads.iter().map(|&v| &vars[v]).collect();
+        let wv: Vec<&Var> = op.writes.iter().map(|&v| &vars[v]).collect();
+        let (r, w) = dedupe(&op.reads, &op.writes);
         let values = self.values.clone();
         match outcome {
             Outcome::Ok => engine.push(name, lane, &rv, &wv, move || {
@@ -393,7 +365,10 @@ impl FrontEnd<'_> {
                 })
             }
             Outcome::AsyncOk | Outcome::AsyncFail | Outcome::AsyncDrop | Outcome::AsyncPanic => {
-                let completer = self.completers[completer].clone();
+                let (completer, delay) = (
+                    self.completers[op.completer].clone(),
+                    Duration::from_micros(op.delay_us),
+                );
                 engine.push_async(name, lane, &rv, &wv, move |done| {
                     let job: Job = Box::new(move || {
                         if !delay.is_zero() {

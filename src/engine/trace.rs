@@ -65,15 +65,14 @@ pub fn dependencies(records: &[TraceRecord]) -> Vec<Vec<usize>> {
     let mut vars: HashMap<u64, VarState> = HashMap::new();
     let mut deps = Vec::with_capacity(records.len());
     for (i, r) in records.iter().enumerate() {
-        let mut mine = Vec::new();
-        for v in &r.reads {
-            let s = vars.entry(*v).or_default();
+        let mut mine: Vec<usize> = r
+            .reads
+            .iter()
+            .filter_map(|v| vars.get(v)?.last_write)
+            .collect();
+        for s in r.writes.iter().filter_map(|v| vars.get(v)) {
             mine.extend(s.last_write);
-        }
-        for v in &r.writes {
-            let s = vars.entry(*v).or_default();
-            mine.extend(s.last_write);
-            mine.extend(s.reads_since.iter().copied());
+            mine.extend(&s.reads_since);
         }
         for v in &r.reads {
             vars.entry(*v).or_default().reads_since.push(i);

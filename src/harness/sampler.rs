@@ -172,20 +172,15 @@ impl<'p> Sampler<'p> {
     fn expected_rounds(&self, rounds: usize, elapsed: Duration) -> usize {
         let c = &self.config;
         let per_round = elapsed.as_secs_f64() / rounds.max(1) as f64;
-        let by_time = if per_round > 0.0 {
-            (c.min_time.as_secs_f64() / per_round).ceil() as usize
-        } else {
-            c.min_samples
+        // The rounds that fit in `time`, or `otherwise` before a round has taken any.
+        let fit = |time: Duration, otherwise| match per_round > 0.0 {
+            true => (time.as_secs_f64() / per_round).ceil() as usize,
+            false => otherwise,
         };
-        let by_cap = if per_round > 0.0 {
-            (c.max_time.as_secs_f64() / per_round).ceil() as usize
-        } else {
-            c.max_samples
-        };
-        by_time
+        fit(c.min_time, c.min_samples)
             .max(c.min_samples)
             .min(c.max_samples)
-            .min(by_cap.max(3))
+            .min(fit(c.max_time, c.max_samples).max(3))
             .max(rounds)
     }
 }
@@ -268,17 +263,12 @@ mod tests {
 
     #[test]
     fn validation_names_the_option() {
-        let mut c = quick(5, 4);
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("--max-samples"));
-        c = quick(0, 4);
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("--min-samples"));
+        for (config, option) in [
+            (quick(5, 4), "--max-samples"),
+            (quick(0, 4), "--min-samples"),
+        ] {
+            let e = config.validate().unwrap_err().to_string();
+            assert!(e.contains(option), "{e}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use ndarray::{ArrayD, ArrayViewD, Ix2, IxDyn};
 use super::storage::{cell, read, read_both, write, Buffer, BufferCell};
 use super::{Fill, Placement, Tensor};
 use crate::device::{cpu, Device};
-use crate::engine::{Engine, OpError, OpVars, Var, VarKey};
+use crate::engine::{Engine, LaneId, OpError, OpVars, Var, VarKey};
 
 impl Tensor {
     /// Push an op on this tensor's compute lane that reads this tensor and writes a new one of
@@ -182,19 +182,17 @@ impl Tensor {
         })
     }
 
-    /// [`copy_to_host`](Tensor::copy_to_host) from a CPU device: a separate host buffer,
-    /// `out`, filled on the device's copy lane.
-    pub(super) fn copy_to_host_from_cpu(&self, out: &Tensor) {
+    /// A copy of this host tensor's values into `out`, a separate host buffer, by an op named
+    /// `name` on `lane` (a device's copy lane): [`copy_to_host`](Tensor::copy_to_host) from a
+    /// CPU device, and [`copy_to_device`](Tensor::copy_to_device) to one.
+    pub(super) fn copy_host(&self, name: &'static str, lane: LaneId, out: &Tensor) {
         let (src, dst) = (self.data.key(), out.data.key());
-        self.place.engine.push_with(
-            "copy to host",
-            self.place.device.copy,
-            &[self.var()],
-            &[out.var()],
-            move |vars| {
+        let (reads, writes) = (&[self.var()], &[out.var()]);
+        self.place
+            .engine
+            .push_with(name, lane, reads, writes, move |vars| {
                 let copy = read(cell(vars, src)?)?.flat()?.into();
                 cell(vars, dst)?.put_flat(copy)
-            },
-        )
+            })
     }
 }

@@ -310,7 +310,7 @@ impl Tensor {
         let host = self.place.device.host_device(&self.place.device);
         let out = Tensor::pending_at(Placement::new(&self.place.engine, &host, &self.place.shape));
         match &self.place.device.kind {
-            DeviceKind::Cpu { .. } => self.copy_to_host_from_cpu(&out),
+            DeviceKind::Cpu { .. } => self.copy_host("copy to host", self.place.device.copy, &out),
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => self.copy_to_host_from_gpu(dev, &out),
         }

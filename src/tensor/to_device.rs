@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use super::storage::{cell, read};
 use super::{Placement, Tensor};
 use crate::device::{Device, DeviceKind};
 
@@ -19,19 +18,7 @@ impl Tensor {
             &self.place.shape,
         ));
         match &device.kind {
-            DeviceKind::Cpu { .. } => {
-                let (src, dst) = (self.data.key(), out.data.key());
-                self.place.engine.push_with(
-                    "copy to device",
-                    device.copy,
-                    &[self.var()],
-                    &[out.var()],
-                    move |vars| {
-                        let copy = read(cell(vars, src)?)?.flat()?.into();
-                        cell(vars, dst)?.put_flat(copy)
-                    },
-                );
-            }
+            DeviceKind::Cpu { .. } => self.copy_host("copy to device", device.copy, &out),
             #[cfg(feature = "cuda")]
             DeviceKind::Cuda(dev) => gpu::upload_from_host(self, dev, &out),
         }

@@ -39,12 +39,10 @@ fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
 fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
     const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    // A term too near zero is replaced by TINY, so that no step divides by zero.
+    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / nonzero(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..300 {
         let m = f64::from(m);
@@ -53,15 +51,8 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
             m * (b - m) * x / ((qam + m2) * (a + m2)),
             -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
         ] {
-            d = 1.0 + aa * d;
-            if d.abs() < TINY {
-                d = TINY;
-            }
-            c = 1.0 + aa / c;
-            if c.abs() < TINY {
-                c = TINY;
-            }
-            d = 1.0 / d;
+            d = 1.0 / nonzero(1.0 + aa * d);
+            c = nonzero(1.0 + aa / c);
             h *= d * c;
         }
         if (d * c - 1.0).abs() < 1e-15 {
