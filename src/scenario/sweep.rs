@@ -344,10 +344,7 @@ impl Journal {
     /// Only a regular file is read back for that: a special file (`/dev/null`, a FIFO) is
     /// only appended to, since reading `/dev/full` never ends and a FIFO would block.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
-        let fail = |error: std::io::Error| JournalError::Write {
-            path: path.display().to_string(),
-            error,
-        };
+        let fail = write_error(path);
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -374,10 +371,7 @@ impl Journal {
     /// Start a journal at `path` with its header line, replacing any journal there (a special
     /// file is only appended to).
     pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal, JournalError> {
-        let fail = |error: std::io::Error| JournalError::Write {
-            path: path.display().to_string(),
-            error,
-        };
+        let fail = write_error(path);
         let existing = std::fs::metadata(path).ok();
         let special = existing.as_ref().is_some_and(|m| !m.is_file());
         let file = if special {
@@ -414,10 +408,15 @@ impl Journal {
                 true => self.file.sync_data(),
                 false => Ok(()),
             })
-            .map_err(|error| JournalError::Write {
-                path: self.path.display().to_string(),
-                error,
-            })
+            .map_err(write_error(&self.path))
+    }
+}
+
+/// The error of a failed write to the journal at `path`.
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
+    move |error| JournalError::Write {
+        path: path.display().to_string(),
+        error,
     }
 }
 
@@ -449,6 +448,24 @@ pub fn same_point(record: &RunRecord, scenario: &str, resolved: &Map<String, Val
 mod tests {
     use super::*;
     use crate::scenario::find;
+
+    /// A run of `matmul` with no parameters: what a journal holds.
+    fn record() -> RunRecord {
+        RunRecord::new("matmul", serde_json::Map::new(), vec![])
+    }
+
+    /// A journal's path in a directory of its own, removed when the directory is dropped.
+    fn journal_path() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        (dir, path)
+    }
+
+    /// `bytes` appended to the file at `path`, as a write the process did not finish.
+    fn append_raw(path: &Path, bytes: &[u8]) {
+        let mut file = OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(bytes).unwrap();
+    }
 
     #[test]
     fn axes_take_lists_and_inclusive_ranges() {
@@ -547,7 +564,7 @@ mod tests {
             },
             started_at: "t".into(),
         };
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let rec = record();
         Journal::create(&path, &header)
             .unwrap()
             .append(&rec)
@@ -570,15 +587,10 @@ mod tests {
         // opening to append must keep it too (not cut it off), or a second resume loses it.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let rec = record();
         Journal::open(&path).unwrap().append(&rec).unwrap();
         let line = serde_json::to_string(&rec).unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(line.as_bytes())
-            .unwrap();
+        append_raw(&path, line.as_bytes());
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         Journal::open(&path).unwrap().append(&rec).unwrap();
         assert_eq!(read_journal(&path).unwrap().records.len(), 3);
@@ -595,12 +607,7 @@ mod tests {
         Journal::open(&path).unwrap().append(&rec).unwrap();
         let mut torn = b"{\"scenario\": \"matmul\", \"x\": \"3.4".to_vec();
         torn.push("×".as_bytes()[0]);
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(&torn)
-            .unwrap();
+        append_raw(&path, &torn);
         assert_eq!(read_journal(&path).unwrap().records.len(), 1);
         Journal::open(&path).unwrap().append(&rec).unwrap();
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
@@ -611,10 +618,7 @@ mod tests {
     fn devices_are_appended_to_never_read_or_resumed() {
         let null = Path::new("/dev/null");
         if null.exists() {
-            Journal::open(null)
-                .unwrap()
-                .append(&RunRecord::new("matmul", serde_json::Map::new(), vec![]))
-                .unwrap();
+            Journal::open(null).unwrap().append(&record()).unwrap();
         }
         let zero = Path::new("/dev/zero");
         if zero.exists() {
@@ -632,16 +636,11 @@ mod tests {
     fn a_torn_last_journal_line_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let rec = record();
         let mut j = Journal::open(&path).unwrap();
         j.append(&rec).unwrap();
         j.append(&rec).unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(b"{\"scenario\": \"mat")
-            .unwrap();
+        append_raw(&path, b"{\"scenario\": \"mat");
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         // Appending after a torn line starts a fresh line: the journal stays readable.
         Journal::open(&path).unwrap().append(&rec).unwrap();

@@ -415,31 +415,21 @@ impl Params {
 mod tests {
     use super::*;
 
+    /// A parameter without help.
+    const fn spec(name: &'static str, kind: ParamKind, default: &'static str) -> ParamSpec {
+        ParamSpec {
+            name,
+            help: "",
+            kind,
+            default,
+        }
+    }
+
     const SPECS: &[ParamSpec] = &[
-        ParamSpec {
-            name: "iterations",
-            help: "",
-            kind: ParamKind::Int { min: 1, max: 100 },
-            default: "10",
-        },
-        ParamSpec {
-            name: "shape",
-            help: "",
-            kind: ParamKind::Shape { max_dims: 3 },
-            default: "1,2",
-        },
-        ParamSpec {
-            name: "lr",
-            help: "",
-            kind: ParamKind::Float { min: 0.0, max: 1.0 },
-            default: "0.1",
-        },
-        ParamSpec {
-            name: "device",
-            help: "",
-            kind: ParamKind::Choice(DeviceChoice::WORDS),
-            default: "cpu",
-        },
+        spec("iterations", ParamKind::Int { min: 1, max: 100 }, "10"),
+        spec("shape", ParamKind::Shape { max_dims: 3 }, "1,2"),
+        spec("lr", ParamKind::Float { min: 0.0, max: 1.0 }, "0.1"),
+        spec("device", ParamKind::Choice(DeviceChoice::WORDS), "cpu"),
     ];
 
     fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
@@ -552,12 +542,11 @@ mod tests {
         }
         assert_eq!(Colour::from_word("green"), None);
         // A Choice spec whose words the enum does not know is a programming error, reported.
-        let specs = [ParamSpec {
-            name: "colour",
-            help: "",
-            kind: ParamKind::Choice(&["red", "green"]),
-            default: "green",
-        }];
+        let specs = [spec(
+            "colour",
+            ParamKind::Choice(&["red", "green"]),
+            "green",
+        )];
         let p = Params::parse("t", &specs, &[]).unwrap();
         assert!(p.choice::<Colour>("colour").is_err());
         assert_eq!(
