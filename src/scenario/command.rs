@@ -93,18 +93,11 @@ impl Timed {
         let start = Instant::now();
         let status = cmd.status();
         let took = start.elapsed();
+        let (name, line) = (self.name.clone(), self.line());
         match status {
             Ok(status) if status.success() => Ok(took),
-            Ok(status) => Err(CommandError::Failed {
-                name: self.name.clone(),
-                line: self.line(),
-                status,
-            }),
-            Err(error) => Err(CommandError::Spawn {
-                name: self.name.clone(),
-                line: self.line(),
-                error,
-            }),
+            Ok(status) => Err(CommandError::Failed { name, line, status }),
+            Err(error) => Err(CommandError::Spawn { name, line, error }),
         }
     }
 }
@@ -188,22 +181,19 @@ impl Commands {
     pub fn check_programs(&self) -> Result<(), EntryError> {
         for c in &self.commands {
             let program = &c.argv[0];
-            let found = if program.contains('/') {
-                is_executable(Path::new(program))
+            let (found, where_) = if program.contains('/') {
+                (is_executable(Path::new(program)), " (or not executable)")
             } else {
-                std::env::var_os("PATH").is_some_and(|path| {
+                let on_path = std::env::var_os("PATH").is_some_and(|path| {
                     std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
-                })
+                });
+                (on_path, " on PATH")
             };
             if !found {
                 return Err(EntryError::NotFound {
                     name: c.name.clone(),
                     program: program.clone(),
-                    where_: if program.contains('/') {
-                        " (or not executable)"
-                    } else {
-                        " on PATH"
-                    },
+                    where_,
                 });
             }
         }
