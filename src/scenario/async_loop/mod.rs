@@ -109,7 +109,6 @@ fn add_chain(x: &Tensor, n: u64) -> Tensor {
     y
 }
 
-/// The `async` scenario.
 pub struct AsyncLoop;
 
 // The derived figures `async` records, each declared once with its key in the report, its
@@ -164,7 +163,6 @@ const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gp
 const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// ops per loop: y = x + 1, N times
         iterations: u64 = Int { min: 1, max: 10_000_000 }, "1000";
@@ -183,7 +181,6 @@ super::params::params! {
 /// Ops timed individually for the t1/t2/t3 model (enough for stable medians, bounded cost).
 const MODEL_OPS: u64 = 2_000;
 
-/// What `async` declares.
 static SPEC: super::Spec = super::Spec {
     name: "async",
     about: "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model",
