@@ -413,7 +413,7 @@ impl Journal {
 }
 
 /// The error of a failed write to the journal at `path`.
-fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + Copy + '_ {
     move |error| JournalError::Write {
         path: path.display().to_string(),
         error,
@@ -549,8 +549,7 @@ mod tests {
     #[test]
     fn a_journal_starts_with_its_header_and_reads_it_back() {
         use crate::scenario::journal_header::*;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let header = JournalHeader {
             journal: JOURNAL_FORMAT.into(),
             parbench: "0".into(),
@@ -585,8 +584,7 @@ mod tests {
     fn a_whole_record_without_its_newline_is_kept_by_reading_and_by_appending() {
         // A write cut just before the newline: the record is whole. Reading counts it, so
         // opening to append must keep it too (not cut it off), or a second resume loses it.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let rec = record();
         Journal::open(&path).unwrap().append(&rec).unwrap();
         let line = serde_json::to_string(&rec).unwrap();
@@ -599,8 +597,7 @@ mod tests {
 
     #[test]
     fn a_torn_line_inside_a_character_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let mut params = serde_json::Map::new();
         params.insert("size".into(), Value::from(1));
         let rec = RunRecord::new("matmul", params, vec![]);
@@ -634,8 +631,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_journal_line_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let rec = record();
         let mut j = Journal::open(&path).unwrap();
         j.append(&rec).unwrap();

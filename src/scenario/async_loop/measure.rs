@@ -88,11 +88,7 @@ pub(super) fn loops(
     // must have computed what it was asked to, not only the checks' own loops.
     let last = LastOutputs::default();
     let push_products = || -> Result<Option<Tensor>, ScenarioError> {
-        let mut y = None;
-        for _ in 0..cfg.products {
-            y = Some(m.matmul(&m)?);
-        }
-        Ok(y)
+        Ok((0..cfg.products).try_fold(None, |_, _| m.matmul(&m).map(Some))?)
     };
     // Time `push` from its first push to its last pushed op's completion; keep its output.
     // On a GPU the GPU's clock starts before the first push and stops after the last op.
@@ -121,11 +117,7 @@ pub(super) fn loops(
         Ok(pushed)
     };
     let add_one = || -> Result<Option<Tensor>, ScenarioError> {
-        let mut y = None;
-        for _ in 0..n {
-            y = Some(x.add_scalar(1.0));
-        }
-        Ok(y)
+        Ok((0..n).map(|_| x.add_scalar(1.0)).last())
     };
     let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
     let (waited, pushed_only) = (&waited, &pushed_only);

@@ -102,11 +102,7 @@ fn per_op(run: &RunRecord, variant: Timed, n: u64) -> f64 {
 
 /// `y = y + 1`, `n` times from `x`, pushed at once: each op reads the previous one's output.
 fn add_chain(x: &Tensor, n: u64) -> Tensor {
-    let mut y = x.clone();
-    for _ in 0..n {
-        y = y.add_scalar(1.0);
-    }
-    y
+    (0..n).fold(x.clone(), |y, _| y.add_scalar(1.0))
 }
 
 pub struct AsyncLoop;

@@ -198,13 +198,11 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
             if dims.is_empty() || dims.len() > max_dims {
                 return Err(invalid(shape_reason));
             }
-            let mut shape = Vec::with_capacity(dims.len());
-            for d in dims {
-                match d.parse::<usize>() {
-                    Ok(v) if v > 0 => shape.push(v),
-                    _ => return Err(invalid(shape_reason)),
-                }
-            }
+            let shape: Vec<usize> = dims
+                .iter()
+                .map(|d| d.parse().ok().filter(|&v| v > 0))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid(shape_reason))?;
             if shape
                 .iter()
                 .try_fold(1usize, |acc, &d| acc.checked_mul(d))
@@ -300,10 +298,10 @@ impl Params {
         specs: &[ParamSpec],
         given: &[(String, String)],
     ) -> Result<Params, ParamError> {
-        let mut values = Vec::with_capacity(specs.len());
-        for spec in specs {
-            values.push((spec.name, parse_value(spec, spec.default)?));
-        }
+        let mut values = specs
+            .iter()
+            .map(|spec| Ok((spec.name, parse_value(spec, spec.default)?)))
+            .collect::<Result<Vec<_>, ParamError>>()?;
         for (name, raw) in given {
             let key = name.replace('-', "_");
             let Some(i) = specs.iter().position(|s| s.name == key) else {
