@@ -168,8 +168,7 @@ pub(super) fn loops(
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
     run.notes.extend(notes);
-    let labels: Vec<Option<String>> = Timed::ALL.iter().map(|v| v.label(cfg)).collect();
-    run.add_variants(Timed::names(), summaries, labels);
+    Timed::add_to(&mut run, summaries, |v| v.label(cfg));
 
     last.check(&mut run, cfg, x, &m)?;
     clocks.derive(&mut run, usize::from(ctx.traces.is_some()));

@@ -144,11 +144,7 @@ pub(super) fn devices(
         Timed::Parallel => "both pushed back to back, no wait between".to_string(),
         Timed::OneDevice => format!("both workloads on {d_one} alone"),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let est = |v: Timed| Estimate::of(&run, v.name());
     let mut f = DeviceTimes {
         a: est(Timed::AAlone),

@@ -162,11 +162,7 @@ pub(super) fn passes(
         }
         Timed::Hybridized => format!("{passes} passes × 1 {graph_op}"),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let replayed = hybrid().to_vec()?;
     let identical = imperative()?.to_vec()? == replayed;
     run.check(
