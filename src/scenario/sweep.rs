@@ -413,7 +413,7 @@ impl Journal {
 }
 
 /// The error of a failed write to the journal at `path`.
-fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + Copy + '_ {
+pub(super) fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + Copy + '_ {
     move |error| JournalError::Write {
         path: path.display().to_string(),
         error,
