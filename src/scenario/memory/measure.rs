@@ -203,14 +203,7 @@ pub(super) fn epochs(
             human_bytes(limit)
         ),
     );
-    let peaks = [
-        Timed::Unbounded,
-        Timed::UnboundedHalf,
-        Timed::SyncPerBatch,
-        Timed::Bounded,
-        Timed::BoundedHalf,
-    ]
-    .map(peak);
+    let peaks = std::array::from_fn(|i| peak(Timed::ALL[i]));
     Ok(Measured {
         run,
         peaks,
