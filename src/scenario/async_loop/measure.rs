@@ -117,7 +117,7 @@ pub(super) fn loops(
         Ok(pushed)
     };
     let add_one = || -> Result<Option<Tensor>, ScenarioError> {
-        Ok((0..n).map(|_| x.add_scalar(1.0)).last())
+        Ok((0..n).fold(None, |_, _| Some(x.add_scalar(1.0))))
     };
     let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
     let (waited, pushed_only) = (&waited, &pushed_only);
