@@ -79,10 +79,6 @@ struct Timed {
 }
 
 impl Timed {
-    fn line(&self) -> String {
-        line(&self.argv)
-    }
-
     /// Run once, output discarded; the wall time from spawn to exit.
     fn time_once(&self) -> Result<Duration, CommandError> {
         let mut cmd = std::process::Command::new(&self.argv[0]);
@@ -93,7 +89,7 @@ impl Timed {
         let start = Instant::now();
         let status = cmd.status();
         let took = start.elapsed();
-        let (name, line) = (self.name.clone(), self.line());
+        let (name, line) = (self.name.clone(), line(&self.argv));
         match status {
             Ok(status) if status.success() => Ok(took),
             Ok(status) => Err(CommandError::Failed { name, line, status }),
@@ -234,7 +230,7 @@ impl Scenario for Commands {
         let mut out = Map::new();
         out.insert(NAME_PARAM.into(), self.name.clone().into());
         for c in &self.commands {
-            out.insert(c.name.clone(), c.line().into());
+            out.insert(c.name.clone(), line(&c.argv).into());
         }
         out
     }

@@ -420,11 +420,6 @@ pub(super) fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalErro
     }
 }
 
-/// A run's scenario and parameters as `matmul size=500 threads=2`, to name a point.
-pub fn describe_point(record: &RunRecord) -> String {
-    describe_params(&record.scenario, &record.parameters)
-}
-
 /// A scenario and its parameters as reports record them, as `matmul size=500 threads=2`.
 pub fn describe_params(scenario: &str, parameters: &Map<String, Value>) -> String {
     let mut out = scenario.to_string();
