@@ -354,7 +354,7 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         );
     }
     // After the shared options: their struct's doc would otherwise become the about line.
-    CommonArgs::augment_args(cmd).about(sc.spec().about)
+    CommonArgs::augment_args(cmd).about(sc.about())
 }
 
 /// What `parbench ab` was asked to do.

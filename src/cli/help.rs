@@ -7,11 +7,7 @@ use crate::scenario;
 pub(super) fn scenarios_help() -> String {
     let mut s = String::from("Scenarios (parbench <scenario> --help for their options):\n");
     for sc in scenario::registry() {
-        s.push_str(&hanging(
-            &format!("  {:<14} ", sc.name()),
-            sc.spec().about,
-            96,
-        ));
+        s.push_str(&hanging(&format!("  {:<14} ", sc.name()), sc.about(), 96));
     }
     s.push_str("\nEnvironment:\n");
     for (name, what) in ENVIRONMENT {

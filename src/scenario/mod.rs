@@ -231,6 +231,10 @@ pub trait Scenario: Send + Sync {
     fn name(&self) -> &'static str {
         self.spec().name
     }
+    /// One line for `parbench list`.
+    fn about(&self) -> &'static str {
+        self.spec().about
+    }
     /// Declared parameters with defaults.
     fn params(&self) -> &'static [ParamSpec] {
         self.spec().params
