@@ -322,9 +322,9 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
         s.min_time.as_secs_f64(),
         s.max_time.as_secs_f64()
     );
-    let chapter = match sc.lesson() {
+    let chapter = match &sc.spec().lesson {
         Some(lesson) => {
-            let book = match sc.book() {
+            let book = match sc.spec().book {
                 [] => "its section prints no figures".to_string(),
                 figures => format!(
                     "the book's figures: {}",

@@ -139,7 +139,7 @@ pub(super) fn run_sweep(
             "journal {} holds a point that is not in this sweep ({}): resume it with the \
              axes it was started with, or start over with --fresh",
             journal_path.display(),
-            sweep::describe_point(foreign)
+            sweep::describe_params(&foreign.scenario, &foreign.parameters)
         )));
     }
     if let Some(share) = pending.take() {
@@ -513,7 +513,7 @@ fn open_suite_journal(
                  it was started with, or start over with --fresh",
                 path.display(),
                 i + 1,
-                sweep::describe_point(record),
+                sweep::describe_params(&record.scenario, &record.parameters),
                 described[i]
             )));
         }

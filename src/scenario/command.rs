@@ -79,10 +79,6 @@ struct Timed {
 }
 
 impl Timed {
-    fn line(&self) -> String {
-        line(&self.argv)
-    }
-
     /// Run once, output discarded; the wall time from spawn to exit.
     fn time_once(&self) -> Result<Duration, CommandError> {
         let mut cmd = std::process::Command::new(&self.argv[0]);
@@ -93,18 +89,11 @@ impl Timed {
         let start = Instant::now();
         let status = cmd.status();
         let took = start.elapsed();
+        let (name, line) = (self.name.clone(), line(&self.argv));
         match status {
             Ok(status) if status.success() => Ok(took),
-            Ok(status) => Err(CommandError::Failed {
-                name: self.name.clone(),
-                line: self.line(),
-                status,
-            }),
-            Err(error) => Err(CommandError::Spawn {
-                name: self.name.clone(),
-                line: self.line(),
-                error,
-            }),
+            Ok(status) => Err(CommandError::Failed { name, line, status }),
+            Err(error) => Err(CommandError::Spawn { name, line, error }),
         }
     }
 }
@@ -188,22 +177,19 @@ impl Commands {
     pub fn check_programs(&self) -> Result<(), EntryError> {
         for c in &self.commands {
             let program = &c.argv[0];
-            let found = if program.contains('/') {
-                is_executable(Path::new(program))
+            let (found, where_) = if program.contains('/') {
+                (is_executable(Path::new(program)), " (or not executable)")
             } else {
-                std::env::var_os("PATH").is_some_and(|path| {
+                let on_path = std::env::var_os("PATH").is_some_and(|path| {
                     std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
-                })
+                });
+                (on_path, " on PATH")
             };
             if !found {
                 return Err(EntryError::NotFound {
                     name: c.name.clone(),
                     program: program.clone(),
-                    where_: if program.contains('/') {
-                        " (or not executable)"
-                    } else {
-                        " on PATH"
-                    },
+                    where_,
                 });
             }
         }
@@ -244,7 +230,7 @@ impl Scenario for Commands {
         let mut out = Map::new();
         out.insert(NAME_PARAM.into(), self.name.clone().into());
         for c in &self.commands {
-            out.insert(c.name.clone(), c.line().into());
+            out.insert(c.name.clone(), line(&c.argv).into());
         }
         out
     }

@@ -99,62 +99,37 @@ impl JournalHeader {
     /// threaded, now naive"); empty when a resume may go on. A sweep's axes and a suite's runs
     /// are not compared here: the points themselves are matched against the plan.
     pub fn differences(&self, now: &JournalHeader) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut differ = |what: &str, was: String, is: String| {
-            if was != is {
-                out.push(format!("{what} was {was}, now {is}"));
-            }
-        };
-        differ(
-            "the journal format",
-            self.journal.clone(),
-            now.journal.clone(),
-        );
-        differ("parbench", self.parbench.clone(), now.parbench.clone());
-        differ(
-            "the build's commit",
-            self.commit.clone(),
-            now.commit.clone(),
-        );
-        differ("engine", self.engine.clone(), now.engine.clone());
-        differ("what is journaled", self.plan.kind(), now.plan.kind());
-        let (a, b) = (&self.sampling, &now.sampling);
-        differ("warm-up rounds", shown(a.warmup), shown(b.warmup));
-        differ(
-            "samples per point (at least)",
-            shown(a.min_samples),
-            shown(b.min_samples),
-        );
-        differ(
-            "samples per point (at most)",
-            shown(a.max_samples),
-            shown(b.max_samples),
-        );
-        differ(
-            "--min-time",
-            shown(a.min_time_s.map(seconds)),
-            shown(b.min_time_s.map(seconds)),
-        );
-        differ(
-            "--max-time",
-            shown(a.max_time_s.map(seconds)),
-            shown(b.max_time_s.map(seconds)),
-        );
-        let (a, b) = (&self.options, &now.options);
-        differ("--cpu-threads", shown(a.cpu_threads), shown(b.cpu_threads));
-        differ(
-            "--max-inflight",
-            shown(a.max_inflight),
-            shown(b.max_inflight),
-        );
-        differ("--gpu-order", a.gpu_order.clone(), b.gpu_order.clone());
-        differ("--gpu", a.gpu.to_string(), b.gpu.to_string());
-        differ(
-            "--gpu-memory-fraction",
-            shown(a.gpu_memory_fraction),
-            shown(b.gpu_memory_fraction),
-        );
-        out
+        type Of = fn(&JournalHeader) -> String;
+        let compared: [(&str, Of); 15] = [
+            ("the journal format", |h| h.journal.clone()),
+            ("parbench", |h| h.parbench.clone()),
+            ("the build's commit", |h| h.commit.clone()),
+            ("engine", |h| h.engine.clone()),
+            ("what is journaled", |h| h.plan.kind()),
+            ("warm-up rounds", |h| shown(h.sampling.warmup)),
+            ("samples per point (at least)", |h| {
+                shown(h.sampling.min_samples)
+            }),
+            ("samples per point (at most)", |h| {
+                shown(h.sampling.max_samples)
+            }),
+            ("--min-time", |h| shown(h.sampling.min_time_s.map(seconds))),
+            ("--max-time", |h| shown(h.sampling.max_time_s.map(seconds))),
+            ("--cpu-threads", |h| shown(h.options.cpu_threads)),
+            ("--max-inflight", |h| shown(h.options.max_inflight)),
+            ("--gpu-order", |h| h.options.gpu_order.clone()),
+            ("--gpu", |h| h.options.gpu.to_string()),
+            ("--gpu-memory-fraction", |h| {
+                shown(h.options.gpu_memory_fraction)
+            }),
+        ];
+        compared
+            .iter()
+            .filter_map(|(what, of)| {
+                let (was, is) = (of(self), of(now));
+                (was != is).then(|| format!("{what} was {was}, now {is}"))
+            })
+            .collect()
     }
 }
 

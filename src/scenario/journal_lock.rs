@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::sweep::JournalError;
+use super::sweep::{write_error, JournalError};
 use crate::report::environment::{host, rfc3339_utc};
 
 /// The lock on a journal, held until dropped (which removes the lock's file).
@@ -22,10 +22,7 @@ impl JournalLock {
     /// Lock `journal` for this process, or say who holds it.
     pub fn acquire(journal: &Path) -> Result<JournalLock, JournalError> {
         let path = lock_path(journal);
-        let fail = |error: std::io::Error| JournalError::Write {
-            path: path.display().to_string(),
-            error,
-        };
+        let fail = write_error(&path);
         loop {
             let mut file = OpenOptions::new()
                 .read(true)

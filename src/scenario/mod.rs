@@ -239,14 +239,6 @@ pub trait Scenario: Send + Sync {
     fn params(&self) -> &'static [ParamSpec] {
         self.spec().params
     }
-    /// The chapter's lesson this scenario puts to the test: its section and claim.
-    fn lesson(&self) -> Option<&'static LessonSpec> {
-        self.spec().lesson.as_ref()
-    }
-    /// The figures the book printed for this experiment, with their sources.
-    fn book(&self) -> &'static [BookFigure] {
-        self.spec().book
-    }
     /// Default sampling for this experiment's run time.
     fn sampling(&self) -> SamplerConfig {
         self.spec().sampling.clone()
@@ -346,7 +338,11 @@ mod tests {
     #[test]
     fn every_scenario_declares_a_lesson_and_every_book_figure_its_source() {
         for s in registry() {
-            let lesson = s.lesson().expect("every built-in scenario tests a lesson");
+            let spec = s.spec();
+            let lesson = spec
+                .lesson
+                .as_ref()
+                .expect("every built-in scenario tests a lesson");
             assert!(
                 !lesson.source.section.is_empty(),
                 "{}: {lesson:?}",
@@ -358,7 +354,7 @@ mod tests {
                 s.name()
             );
             assert!(!lesson.claim.is_empty(), "{}", s.name());
-            for f in s.book() {
+            for f in spec.book {
                 assert!(!f.what.is_empty(), "{}: {f:?}", s.name());
                 assert!(!f.source.section.is_empty(), "{}: {f:?}", s.name());
                 assert!(

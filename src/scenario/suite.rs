@@ -339,20 +339,17 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
             Some(s) => {
                 let at = s.span().start;
                 let s = s.into_inner();
+                let time = |v: Option<f64>, name: &str| {
+                    v.map(seconds)
+                        .transpose()
+                        .map_err(|r| err(at, format!("{name}: {r}")))
+                };
                 let o = SamplingOverrides {
                     warmup: s.warmup,
                     min_samples: s.min_samples,
                     max_samples: s.max_samples,
-                    min_time: s
-                        .min_time
-                        .map(seconds)
-                        .transpose()
-                        .map_err(|r| err(at, format!("min_time: {r}")))?,
-                    max_time: s
-                        .max_time
-                        .map(seconds)
-                        .transpose()
-                        .map_err(|r| err(at, format!("max_time: {r}")))?,
+                    min_time: time(s.min_time, "min_time")?,
+                    max_time: time(s.max_time, "max_time")?,
                 };
                 o.apply(scenario.sampling())
                     .validate()

@@ -344,10 +344,7 @@ impl Journal {
     /// Only a regular file is read back for that: a special file (`/dev/null`, a FIFO) is
     /// only appended to, since reading `/dev/full` never ends and a FIFO would block.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
-        let fail = |error: std::io::Error| JournalError::Write {
-            path: path.display().to_string(),
-            error,
-        };
+        let fail = write_error(path);
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -374,10 +371,7 @@ impl Journal {
     /// Start a journal at `path` with its header line, replacing any journal there (a special
     /// file is only appended to).
     pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal, JournalError> {
-        let fail = |error: std::io::Error| JournalError::Write {
-            path: path.display().to_string(),
-            error,
-        };
+        let fail = write_error(path);
         let existing = std::fs::metadata(path).ok();
         let special = existing.as_ref().is_some_and(|m| !m.is_file());
         let file = if special {
@@ -414,16 +408,16 @@ impl Journal {
                 true => self.file.sync_data(),
                 false => Ok(()),
             })
-            .map_err(|error| JournalError::Write {
-                path: self.path.display().to_string(),
-                error,
-            })
+            .map_err(write_error(&self.path))
     }
 }
 
-/// A run's scenario and parameters as `matmul size=500 threads=2`, to name a point.
-pub fn describe_point(record: &RunRecord) -> String {
-    describe_params(&record.scenario, &record.parameters)
+/// The error of a failed write to the journal at `path`.
+pub(super) fn write_error(path: &Path) -> impl Fn(std::io::Error) -> JournalError + Copy + '_ {
+    move |error| JournalError::Write {
+        path: path.display().to_string(),
+        error,
+    }
 }
 
 /// A scenario and its parameters as reports record them, as `matmul size=500 threads=2`.
@@ -449,6 +443,24 @@ pub fn same_point(record: &RunRecord, scenario: &str, resolved: &Map<String, Val
 mod tests {
     use super::*;
     use crate::scenario::find;
+
+    /// A run of `matmul` with no parameters: what a journal holds.
+    fn record() -> RunRecord {
+        RunRecord::new("matmul", serde_json::Map::new(), vec![])
+    }
+
+    /// A journal's path in a directory of its own, removed when the directory is dropped.
+    fn journal_path() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        (dir, path)
+    }
+
+    /// `bytes` appended to the file at `path`, as a write the process did not finish.
+    fn append_raw(path: &Path, bytes: &[u8]) {
+        let mut file = OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(bytes).unwrap();
+    }
 
     #[test]
     fn axes_take_lists_and_inclusive_ranges() {
@@ -515,12 +527,7 @@ mod tests {
     #[test]
     fn a_sweep_without_axes_names_what_can_be_swept() {
         let e = no_axes(find("matmul").unwrap()).to_string();
-        assert!(
-            e.starts_with("sweep matmul needs at least one --set"),
-            "{e}"
-        );
-        assert!(e.contains("size (whole number "), "{e}");
-        assert!(e.contains("e.g. parbench sweep matmul --set size="), "{e}");
+        assert_eq!(e, "sweep matmul needs at least one --set NAME=VALUES axis; its parameters: size (whole number 1..100000, default 2000), m (whole number 0..100000, default 0), k (whole number 0..100000, default 0), n (whole number 0..100000, default 0), ops (whole number 1..10000, default 10), device (cpu|cuda, default cpu), threads (whole number 0..4096, default 0); e.g. parbench sweep matmul --set size=1000,2000,4000");
         // Every scenario's example is a command the CLI accepts.
         for sc in crate::scenario::registry() {
             let e = no_axes(*sc).to_string();
@@ -532,8 +539,7 @@ mod tests {
     #[test]
     fn a_journal_starts_with_its_header_and_reads_it_back() {
         use crate::scenario::journal_header::*;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let header = JournalHeader {
             journal: JOURNAL_FORMAT.into(),
             parbench: "0".into(),
@@ -547,7 +553,7 @@ mod tests {
             },
             started_at: "t".into(),
         };
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let rec = record();
         Journal::create(&path, &header)
             .unwrap()
             .append(&rec)
@@ -568,17 +574,11 @@ mod tests {
     fn a_whole_record_without_its_newline_is_kept_by_reading_and_by_appending() {
         // A write cut just before the newline: the record is whole. Reading counts it, so
         // opening to append must keep it too (not cut it off), or a second resume loses it.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let (_dir, path) = journal_path();
+        let rec = record();
         Journal::open(&path).unwrap().append(&rec).unwrap();
         let line = serde_json::to_string(&rec).unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(line.as_bytes())
-            .unwrap();
+        append_raw(&path, line.as_bytes());
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         Journal::open(&path).unwrap().append(&rec).unwrap();
         assert_eq!(read_journal(&path).unwrap().records.len(), 3);
@@ -587,20 +587,14 @@ mod tests {
 
     #[test]
     fn a_torn_line_inside_a_character_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
+        let (_dir, path) = journal_path();
         let mut params = serde_json::Map::new();
         params.insert("size".into(), Value::from(1));
         let rec = RunRecord::new("matmul", params, vec![]);
         Journal::open(&path).unwrap().append(&rec).unwrap();
         let mut torn = b"{\"scenario\": \"matmul\", \"x\": \"3.4".to_vec();
         torn.push("×".as_bytes()[0]);
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(&torn)
-            .unwrap();
+        append_raw(&path, &torn);
         assert_eq!(read_journal(&path).unwrap().records.len(), 1);
         Journal::open(&path).unwrap().append(&rec).unwrap();
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
@@ -611,10 +605,7 @@ mod tests {
     fn devices_are_appended_to_never_read_or_resumed() {
         let null = Path::new("/dev/null");
         if null.exists() {
-            Journal::open(null)
-                .unwrap()
-                .append(&RunRecord::new("matmul", serde_json::Map::new(), vec![]))
-                .unwrap();
+            Journal::open(null).unwrap().append(&record()).unwrap();
         }
         let zero = Path::new("/dev/zero");
         if zero.exists() {
@@ -630,18 +621,12 @@ mod tests {
 
     #[test]
     fn a_torn_last_journal_line_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let rec = RunRecord::new("matmul", serde_json::Map::new(), vec![]);
+        let (_dir, path) = journal_path();
+        let rec = record();
         let mut j = Journal::open(&path).unwrap();
         j.append(&rec).unwrap();
         j.append(&rec).unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(b"{\"scenario\": \"mat")
-            .unwrap();
+        append_raw(&path, b"{\"scenario\": \"mat");
         assert_eq!(read_journal(&path).unwrap().records.len(), 2);
         // Appending after a torn line starts a fresh line: the journal stays readable.
         Journal::open(&path).unwrap().append(&rec).unwrap();

@@ -5,7 +5,7 @@
 
 /// Declares a scenario's variants: `variants! { enum Timed { Sync = "sync", Async = "async" } }`
 /// gives the enum, `Timed::ALL` in the order they are timed and reported, `name()` (the name in
-/// the report) and `names()` (all of them, for `RunRecord::add_variants`).
+/// the report), `names()` (all of them) and `add_to` (their summaries added to a run, labelled).
 macro_rules! variants {
     ($(#[$meta:meta])* $vis:vis enum $name:ident {
         $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)?
@@ -29,6 +29,16 @@ macro_rules! variants {
             /// Every variant's name, in the order of [`ALL`](Self::ALL).
             $vis fn names() -> Vec<String> {
                 Self::ALL.iter().map(|v| v.name().to_string()).collect()
+            }
+
+            /// Add every variant's summary to `run`, in the order of [`ALL`](Self::ALL), each
+            /// with its label.
+            $vis fn add_to(
+                run: &mut $crate::report::RunRecord,
+                summaries: Vec<$crate::harness::Summary>,
+                label: impl Fn(Self) -> Option<String>,
+            ) {
+                run.add_variants(Self::names(), summaries, Self::ALL.iter().map(|&v| label(v)));
             }
         }
     };

@@ -88,11 +88,7 @@ pub(super) fn loops(
     // must have computed what it was asked to, not only the checks' own loops.
     let last = LastOutputs::default();
     let push_products = || -> Result<Option<Tensor>, ScenarioError> {
-        let mut y = None;
-        for _ in 0..cfg.products {
-            y = Some(m.matmul(&m)?);
-        }
-        Ok(y)
+        Ok((0..cfg.products).try_fold(None, |_, _| m.matmul(&m).map(Some))?)
     };
     // Time `push` from its first push to its last pushed op's completion; keep its output.
     // On a GPU the GPU's clock starts before the first push and stops after the last op.
@@ -121,11 +117,7 @@ pub(super) fn loops(
         Ok(pushed)
     };
     let add_one = || -> Result<Option<Tensor>, ScenarioError> {
-        let mut y = None;
-        for _ in 0..n {
-            y = Some(x.add_scalar(1.0));
-        }
-        Ok(y)
+        Ok((0..n).fold(None, |_, _| Some(x.add_scalar(1.0))))
     };
     let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
     let (waited, pushed_only) = (&waited, &pushed_only);
@@ -176,8 +168,7 @@ pub(super) fn loops(
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
     run.notes.extend(notes);
-    let labels: Vec<Option<String>> = Timed::ALL.iter().map(|v| v.label(cfg)).collect();
-    run.add_variants(Timed::names(), summaries, labels);
+    Timed::add_to(&mut run, summaries, |v| v.label(cfg));
 
     last.check(&mut run, cfg, x, &m)?;
     clocks.derive(&mut run, usize::from(ctx.traces.is_some()));

@@ -102,14 +102,9 @@ fn per_op(run: &RunRecord, variant: Timed, n: u64) -> f64 {
 
 /// `y = y + 1`, `n` times from `x`, pushed at once: each op reads the previous one's output.
 fn add_chain(x: &Tensor, n: u64) -> Tensor {
-    let mut y = x.clone();
-    for _ in 0..n {
-        y = y.add_scalar(1.0);
-    }
-    y
+    (0..n).fold(x.clone(), |y, _| y.add_scalar(1.0))
 }
 
-/// The `async` scenario.
 pub struct AsyncLoop;
 
 // The derived figures `async` records, each declared once with its key in the report, its
@@ -164,7 +159,6 @@ const ASYNC_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("async_gp
 const CHAIN_GPU_S: FigureSpec = crate::scenario::gpu_time::gpu_seconds("chain_gpu_s");
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// ops per loop: y = x + 1, N times
         iterations: u64 = Int { min: 1, max: 10_000_000 }, "1000";
@@ -183,7 +177,6 @@ super::params::params! {
 /// Ops timed individually for the t1/t2/t3 model (enough for stable medians, bounded cost).
 const MODEL_OPS: u64 = 2_000;
 
-/// What `async` declares.
 static SPEC: super::Spec = super::Spec {
     name: "async",
     about: "sync vs async loop of y = x + 1: wait after every op or once; the push-only pitfall, also on the book's matrix products; t1/t2/t3 model",

@@ -84,16 +84,10 @@ pub(super) fn devices(
     let x_a = Tensor::uniform(engine, dev_a, &[cpu_size, cpu_size], 1);
     let x_b = Tensor::uniform(engine, dev_b, &[b_size, b_size], 2);
     // Both workloads again, on the one device.
-    let (x_a_on_one, x_b_on_one) = if one_device.is_gpu() {
-        (
-            Tensor::uniform(engine, one_device, &[cpu_size, cpu_size], 1),
-            x_b.clone(),
-        )
-    } else {
-        (
-            Tensor::uniform(engine, one_device, &[cpu_size, cpu_size], 1),
-            Tensor::uniform(engine, one_device, &[b_size, b_size], 2),
-        )
+    let x_a_on_one = Tensor::uniform(engine, one_device, &[cpu_size, cpu_size], 1);
+    let x_b_on_one = match one_device.is_gpu() {
+        true => x_b.clone(),
+        false => Tensor::uniform(engine, one_device, &[b_size, b_size], 2),
     };
     engine.wait_all()?;
 
@@ -144,11 +138,7 @@ pub(super) fn devices(
         Timed::Parallel => "both pushed back to back, no wait between".to_string(),
         Timed::OneDevice => format!("both workloads on {d_one} alone"),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let est = |v: Timed| Estimate::of(&run, v.name());
     let mut f = DeviceTimes {
         a: est(Timed::AAlone),
@@ -256,11 +246,10 @@ pub(super) fn bare_threads_overlap(
             .map_err(|e| ScenarioError::Input(format!("cannot start a thread pool: {e}")))
     };
     let (pool_a, pool_b) = (pool(threads_a)?, pool(threads_b)?);
-    let view = |x| ndarray::ArrayView2::from_shape((n, n), x);
-    let (va, vb) = (
-        view(a).map_err(|e| ScenarioError::Input(e.to_string()))?,
-        view(b).map_err(|e| ScenarioError::Input(e.to_string()))?,
-    );
+    let view = |x| {
+        ndarray::ArrayView2::from_shape((n, n), x).map_err(|e| ScenarioError::Input(e.to_string()))
+    };
+    let (va, vb) = (view(a)?, view(b)?);
     let ops = ops.min(BARE_THREADS_OPS);
     let work = |p: &rayon::ThreadPool, x: ndarray::ArrayView2<'_, f32>| {
         p.install(|| {

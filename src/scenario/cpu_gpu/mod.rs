@@ -37,11 +37,9 @@ const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec = FigureSpec::new(
     Better::Higher,
 );
 
-/// The `cpu-gpu` scenario.
 pub struct CpuGpu;
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// products per run(x)
         ops: u64 = Int { min: 1, max: 1000 }, "10";
@@ -66,7 +64,6 @@ super::variant::variants! {
     }
 }
 
-/// What `cpu-gpu` declares.
 static SPEC: super::Spec = super::Spec {
     name: "cpu-gpu",
     about: "matmuls on two devices, alone and pushed together: does the total approach max(a, b)?",

@@ -67,7 +67,7 @@ pub(super) fn parallel_sample(
 
 #[cfg(test)]
 mod tests {
-    use super::super::program::{program, setup, Kind};
+    use super::super::program::{node, program, setup, Kind};
     use super::*;
 
     #[test]
@@ -114,13 +114,7 @@ mod tests {
     #[test]
     fn a_trace_records_the_vars_so_the_bound_sees_every_dependency() {
         let (rt, inputs) = setup(2, 2, 8);
-        let nodes = [Node {
-            out: 0,
-            a: 1,
-            b: 1,
-            kind: Kind::Update,
-            device: 0,
-        }];
+        let nodes = [node(0, 1, 1, Kind::Update, 0)];
         let (_, records) = traced(&rt.engine, || {
             let slots = execute(&nodes, &inputs, &rt.devices, 8, false)?;
             rt.engine.wait_all()?;

@@ -294,23 +294,7 @@ mod tests {
     #[test]
     fn the_explanation_credits_each_effect_with_its_own_figures() {
         let e = explain(&schedules(tight(4.5), tight(3.0), tight(2.0)));
-        let all = e.sentences.join("\n");
-        assert!(
-            all.contains("the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×")
-                && all.contains("1.50× faster"),
-            "{all}"
-        );
-        assert!(
-            all.contains("split into 2 devices took 2.000 s pushed at once, against 3.000 s")
-                && all.contains("1.50× faster — independent ops"),
-            "{all}"
-        );
-        assert!(
-            all.contains("ran for 4.000 s in all, 1.500 s along")
-                && all.contains("/ 2 devices) = 2.000 s")
-                && all.contains("took 1.25× its own bound at the median (at least 1.10×)"),
-            "{all}"
-        );
+        assert_eq!(e.sentences.join("\n"), "asynchrony alone: on one device with all 2 cores, the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×, 95% interval 1.47–1.53×): 1.50× faster — no op waited for the front end's round trip before the next was pushed.\ninter-op parallelism on top: the same 2 cores split into 2 devices took 2.000 s pushed at once, against 3.000 s on one device (1.50×, 95% interval 1.47–1.53×): 1.50× faster — independent ops of the DAG ran side by side, each on fewer cores, and finished sooner than one after the other on all of them.\neach parallel sample is traced: its ops ran for 4.000 s in all, 1.500 s along the longest chain of dependencies, so no schedule of them could finish before max(critical path, work / 2 devices) = 2.000 s (medians over samples); each sample took 1.25× its own bound at the median (at least 1.10×): the rest is hand-offs, pushing and lanes left idle.");
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
         assert_eq!(
             OPS.to_string(),
@@ -321,27 +305,17 @@ mod tests {
     #[test]
     fn the_gpu_explanation_credits_streams_within_their_intervals() {
         let f = schedules(tight(4.5), tight(3.0), tight(2.0));
-        let all = explain_gpu(&f, 4, 64, 7).sentences.join("\n");
-        assert!(
-            all.contains("on one stream of the GPU, the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×")
-                && all.contains("spread over 4 compute streams of the same GPU, the DAG took 2.000 s")
-                && all.contains("7 of its ops waited for an event of another stream: 1.50× faster"),
-            "{all}"
-        );
+        assert_eq!(explain_gpu(&f, 4, 64, 7).sentences.join("\n"), "asynchrony alone: on one stream of the GPU, the 10 ops pushed at once took 3.000 s against 4.500 s op by op (1.50×, 95% interval 1.47–1.53×): 1.50× faster — the GPU ran the queued ops back to back instead of idling through a host round trip after each.\nparallelism on top: spread over 4 compute streams of the same GPU, the DAG took 2.000 s pushed at once, against 3.000 s on one stream (1.50×, 95% interval 1.47–1.53×); 7 of its ops waited for an event of another stream: 1.50× faster — independent ops ran side by side on the GPU, each too small at 64² to fill it alone.");
         let loose = Estimate {
             median: 3.1,
             lo: 2.0,
             hi: 4.0,
         };
         let same = explain_gpu(&schedules(tight(4.5), tight(3.0), loose), 2, 4000, 1);
-        assert!(
-            same.sentences[1].contains("indistinguishable here — an op of 4000²"),
-            "{:?}",
-            same.sentences
-        );
+        assert_eq!(same.sentences[1], "parallelism on top: spread over 2 compute streams of the same GPU, the DAG took 3.100 s pushed at once, against 3.000 s on one stream (0.97×, 95% interval 0.74–1.52×); 1 of its ops waited for an event of another stream: indistinguishable here — an op of 4000² keeps the GPU busy on its own, so a second stream finds little to fill (the chapter: automatic parallelism rarely helps big ops).");
         let one = explain_gpu(&f, 1, 64, 0).sentences;
         assert_eq!(one.len(), 2);
-        assert!(one[1].contains("with --streams 1"), "{one:?}");
+        assert_eq!(one[1], "parallelism: with --streams 1 every op runs on one stream, so there is none to add (--streams 2 or more spreads the ops over compute streams of the one GPU).");
     }
 
     #[test]
@@ -352,11 +326,8 @@ mod tests {
             lo: 1.9,
             hi: 2.3,
         };
-        let all = explain(&schedules(tight(4.0), tight(2.0), loose))
-            .sentences
-            .join("\n");
-        assert!(all.contains("indistinguishable here — 2 lanes"), "{all}");
-        assert!(!all.contains("side by side, each"), "{all}");
+        let e = explain(&schedules(tight(4.0), tight(2.0), loose));
+        assert_eq!(e.sentences[1], "inter-op parallelism on top: the same 2 cores split into 2 devices took 2.100 s pushed at once, against 2.000 s on one device (0.95×, 95% interval 0.86–1.06×): indistinguishable here — 2 lanes of fewer threads match one lane of all of them: what side-by-side ops gain, the hand-offs and copies between devices cost.");
     }
 
     proptest::proptest! {

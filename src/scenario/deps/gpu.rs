@@ -156,22 +156,18 @@ pub(super) fn run(
         .map_or_else(|| "cuda:0".to_string(), |g| g.name.clone());
     let mut run = RunRecord::new(deps.name(), params.to_json(), sr.runtime.describe_devices());
     let s = if k == 1 { "" } else { "s" };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| {
-            Some(match v {
-                Timed::OpByOp => format!(
-                    "{gpu}, 1 stream: each of the {} ops waited for on the GPU before the next is pushed",
-                    ops.total()
-                ),
-                Timed::OneDevice => format!("{gpu}, 1 stream: {ops} pushed at once"),
-                Timed::Parallel => format!(
-                    "{gpu}, {k} stream{s}: {ops} pushed at once, {waiting} waiting for another stream's event"
-                ),
-            })
-        }),
-    );
+    Timed::add_to(&mut run, summaries, |v| {
+        Some(match v {
+            Timed::OpByOp => format!(
+                "{gpu}, 1 stream: each of the {} ops waited for on the GPU before the next is pushed",
+                ops.total()
+            ),
+            Timed::OneDevice => format!("{gpu}, 1 stream: {ops} pushed at once"),
+            Timed::Parallel => format!(
+                "{gpu}, {k} stream{s}: {ops} pushed at once, {waiting} waiting for another stream's event"
+            ),
+        })
+    });
     run.notes.push(format!(
         "the ops run on {k} compute stream{s} of {gpu} (engine lanes '{gpu} stream 0'…): an op \
          completes in the engine once enqueued, and ops on different streams are ordered by \

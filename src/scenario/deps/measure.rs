@@ -76,25 +76,21 @@ pub(super) fn run_cpu(
 
     let ops = OpCounts::of(nodes, width);
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| {
-            Some(match v {
-                Timed::OpByOp => format!(
-                    "{}: each of the {} ops waited for before the next is pushed",
-                    whole[0].name,
-                    ops.total()
-                ),
-                Timed::OneDevice => format!("{}: {} pushed at once", whole[0].name, ops),
-                Timed::Parallel => {
-                    let t = parts[0].threads;
-                    let threads = if t == 1 { "thread" } else { "threads" };
-                    format!("{devices} devices of {t} {threads}: {ops} pushed at once")
-                }
-            })
-        }),
-    );
+    Timed::add_to(&mut run, summaries, |v| {
+        Some(match v {
+            Timed::OpByOp => format!(
+                "{}: each of the {} ops waited for before the next is pushed",
+                whole[0].name,
+                ops.total()
+            ),
+            Timed::OneDevice => format!("{}: {} pushed at once", whole[0].name, ops),
+            Timed::Parallel => {
+                let t = parts[0].threads;
+                let threads = if t == 1 { "thread" } else { "threads" };
+                format!("{devices} devices of {t} {threads}: {ops} pushed at once")
+            }
+        })
+    });
 
     // Correctness: pushed at once gives exactly the op-by-op values on the same devices,
     // twice each (a product's bits may depend on its device's threads, so each schedule is

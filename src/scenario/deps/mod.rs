@@ -75,11 +75,9 @@ super::variant::variants! {
     }
 }
 
-/// The `deps` scenario.
 pub struct Deps;
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// slots (variables) the DAG reads and writes
         width: usize = Int { min: 1, max: 1024 }, "8";
@@ -114,7 +112,6 @@ impl Config {
     }
 }
 
-/// What `deps` declares.
 static SPEC: super::Spec = super::Spec {
     name: "deps",
     about: "a seeded random DAG of matmul/add ops on several lanes vs op by op: identical results, speed-up, critical path",

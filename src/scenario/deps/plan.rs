@@ -136,7 +136,7 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
-    use super::super::program::program;
+    use super::super::program::{node, program};
     use super::*;
 
     /// Run a plan on the host, step by step, over buffers of one value each (the arithmetic
@@ -251,13 +251,6 @@ mod tests {
 
     #[test]
     fn a_consumer_on_another_stream_waits_for_its_producer_and_a_writer_for_its_readers() {
-        let node = |out, a, b, kind, device| Node {
-            out,
-            a,
-            b,
-            kind,
-            device,
-        };
         // slot 1 = slot0 · slot0 on stream 0; slot 0 ← (slot 0 + slot 1) / 2 on stream 1.
         let nodes = [
             node(1, 0, 0, Kind::Product, 0),

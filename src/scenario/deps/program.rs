@@ -46,22 +46,25 @@ pub(super) struct Node {
 /// while a mix or an update is a mean of two slots. Every value stays near 1, at any width and
 /// depth (a test runs the program on the host to check it).
 pub(super) fn input(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed;
+    let mut draw = draws(seed);
+    // 24 bits: exact in f32.
     let mut values: Vec<f32> = (0..n * n)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            // 24 bits: exact in f32.
-            0.5 + ((z ^ (z >> 31)) >> 40) as f32 / (1u32 << 24) as f32
-        })
+        .map(|_| 0.5 + (draw() >> 40) as f32 / (1u32 << 24) as f32)
         .collect();
     for row in values.chunks_mut(n.max(1)) {
         let scale = n as f32 / row.iter().sum::<f32>();
         row.iter_mut().for_each(|v| *v *= scale);
     }
     values
+}
+
+/// SplitMix64's draws from `seed`, one after another.
+fn draws(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        let z = crate::device::cpu::splitmix64(state);
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z
+    }
 }
 
 /// What a program starts from: its `width` seeded slots and, on each device, the all-ones
@@ -99,14 +102,8 @@ pub(super) fn inputs(
 
 /// The seeded program (SplitMix64 draws, so the DAG is the same on every machine).
 pub(super) fn program(width: usize, depth: usize, devices: usize, seed: u64) -> Vec<Node> {
-    let mut state = seed;
-    let mut next = |n: usize| {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    };
+    let mut draw = draws(seed);
+    let mut next = |n: usize| (draw() % n as u64) as usize;
     (0..depth)
         .map(|_| Node {
             out: next(width),
@@ -188,6 +185,18 @@ pub(super) fn setup(width: usize, devices: usize, n: usize) -> (crate::device::R
         crate::device::Runtime::cpu(&Default::default(), &vec![1; devices]).expect("a CPU runtime");
     let inputs = self::inputs(&rt.engine, &rt.devices, width, n, 0);
     (rt, inputs)
+}
+
+/// One op, for tests: slot `out` from slots `a` and `b` on `device`.
+#[cfg(test)]
+pub(super) fn node(out: usize, a: usize, b: usize, kind: Kind, device: usize) -> Node {
+    Node {
+        out,
+        a,
+        b,
+        kind,
+        device,
+    }
 }
 
 #[cfg(test)]
@@ -304,13 +313,7 @@ mod tests {
         let before: Vec<Vec<f32>> = inputs.slots.iter().map(|x| x.to_vec().unwrap()).collect();
         // Only in-place updates: without fresh copies they would change the inputs.
         let nodes: Vec<Node> = (0..12)
-            .map(|i| Node {
-                out: i % 3,
-                a: (i + 1) % 3,
-                b: 0,
-                kind: Kind::Update,
-                device: i % 2,
-            })
+            .map(|i| node(i % 3, (i + 1) % 3, 0, Kind::Update, i % 2))
             .collect();
         let first = execute(&nodes, &inputs, &rt.devices, 5, false).unwrap();
         let second = execute(&nodes, &inputs, &rt.devices, 5, false).unwrap();
@@ -325,13 +328,6 @@ mod tests {
         // overtake it. Sequentially the product sees the old slot 0; an engine that ignored
         // write-after-read would give another product.
         let (rt, inputs) = setup(2, 2, 16);
-        let node = |out, a, b, kind, device| Node {
-            out,
-            a,
-            b,
-            kind,
-            device,
-        };
         let nodes = [
             node(1, 0, 0, Kind::Product, 0),
             node(0, 1, 1, Kind::Update, 1),

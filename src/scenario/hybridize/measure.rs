@@ -81,13 +81,9 @@ pub(super) fn passes(
             .map_err(|e| ScenarioError::Input(e.to_string()))
     };
     let x_host = host([batch, width], 1)?;
-    let mut weights_host = Vec::new();
-    for l in 0..layers {
-        weights_host.push((
-            host([width, width], 10 + l as u64)?,
-            host([1, width], 100 + l as u64)?,
-        ));
-    }
+    let weights_host = (0..layers as u64)
+        .map(|l| Ok((host([width, width], 10 + l)?, host([1, width], 100 + l)?)))
+        .collect::<Result<Vec<_>, ScenarioError>>()?;
     // Imperative: tensors on the device, one engine op per kernel.
     let x = Tensor::from_host(engine, device, x_host.clone().into_dyn());
     let tensors: Vec<(Tensor, Tensor)> = weights_host
@@ -100,11 +96,8 @@ pub(super) fn passes(
         })
         .collect();
     let imperative = || -> Result<Tensor, ScenarioError> {
-        let mut h = x.clone();
-        for (w, b) in &tensors {
-            h = h.matmul(w)?.add_row(b)?.relu();
-        }
-        Ok(h)
+        let layer = |h: Tensor, (w, b): &(Tensor, Tensor)| Ok(h.matmul(w)?.add_row(b)?.relu());
+        tensors.iter().try_fold(x.clone(), layer)
     };
     // Hybridized: capture once, replay as a single op (on a GPU, a CUDA graph).
     let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
@@ -125,10 +118,9 @@ pub(super) fn passes(
                     engine.wait_all()?;
                     clocks.start(v.name());
                     let elapsed = synced(engine, || {
-                        let mut outs = Vec::new();
-                        for _ in 0..passes {
-                            outs.push(imperative()?);
-                        }
+                        let outs = (0..passes)
+                            .map(|_| imperative())
+                            .collect::<Result<Vec<_>, _>>()?;
                         // The passes are independent: the stop follows every one's output.
                         let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
                         clocks.stop_after(v.name(), engine, &after);
@@ -170,11 +162,7 @@ pub(super) fn passes(
         }
         Timed::Hybridized => format!("{passes} passes × 1 {graph_op}"),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let replayed = hybrid().to_vec()?;
     let identical = imperative()?.to_vec()? == replayed;
     run.check(

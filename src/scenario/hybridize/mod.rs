@@ -42,11 +42,9 @@ super::variant::variants! {
     }
 }
 
-/// The `hybridize` scenario.
 pub struct Hybridize;
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// dense layers of the MLP
         layers: usize = Int { min: 1, max: 256 }, "4";
@@ -62,7 +60,6 @@ super::params::params! {
     }
 }
 
-/// What `hybridize` declares.
 static SPEC: super::Spec = super::Spec {
     name: "hybridize",
     about: "an MLP forward pass op by op (imperative) vs captured once as a graph and replayed as one op",

@@ -29,13 +29,11 @@ pub fn check_matrices(
     on_gpu_free: Option<u64>,
 ) -> Result<(), ScenarioError> {
     let bytes = size.checked_mul(size).and_then(|e| f32_bytes(e, tensors));
-    let room = match on_gpu_free {
-        Some(bytes) => Some(Room {
-            bytes,
-            bound: Bound::GpuFree,
-        }),
-        None => host_room(),
+    let gpu = |bytes| Room {
+        bytes,
+        bound: Bound::GpuFree,
     };
+    let room = on_gpu_free.map(gpu).or_else(host_room);
     check_fits(what, bytes, room).map_err(|e| ScenarioError::Input(e.to_string()))
 }
 

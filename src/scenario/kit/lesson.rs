@@ -146,10 +146,9 @@ mod tests {
         let lesson = run.lesson.expect("lesson");
         assert_eq!(lesson.held, Held::No);
         assert_eq!(lesson.decided, None);
-        assert!(
-            lesson.evidence.starts_with("checks FAILED"),
-            "{}",
-            lesson.evidence
+        assert_eq!(
+            lesson.evidence,
+            "checks FAILED; a / b = 1.20×, 95% interval 1.10–1.30×: wholly above 1."
         );
     }
 

@@ -19,7 +19,6 @@ super::variant::variants! {
     }
 }
 
-/// The `matmul` scenario.
 pub struct Matmul;
 
 const DIM: ParamKind = ParamKind::Int {
@@ -37,7 +36,6 @@ const FRACTION_OF_PEAK: FigureSpec =
     FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// square size N of the N×N matrices
         size: usize = Int { min: 1, max: 100_000 }, "2000";
@@ -70,7 +68,6 @@ impl Config {
     }
 }
 
-/// What `matmul` declares.
 static SPEC: super::Spec = super::Spec {
     name: "matmul",
     about: "GFLOP/s of one device's matrix product (sizes, threads, device): the sweeps' building block",

@@ -138,11 +138,7 @@ pub(super) fn epochs(
         Timed::Bounded => format!("at most {inflight} minibatches in flight"),
         Timed::BoundedHalf => format!("{half} minibatches, at most {inflight} in flight"),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let batch_bytes = (p.batch * p.features * 4) as u64;
     let peak = |v: Timed| peaks[v as usize].iter().copied().max().unwrap_or(0);
     for &v in Timed::ALL {
@@ -207,14 +203,7 @@ pub(super) fn epochs(
             human_bytes(limit)
         ),
     );
-    let peaks = [
-        Timed::Unbounded,
-        Timed::UnboundedHalf,
-        Timed::SyncPerBatch,
-        Timed::Bounded,
-        Timed::BoundedHalf,
-    ]
-    .map(peak);
+    let peaks = std::array::from_fn(|i| peak(Timed::ALL[i]));
     Ok(Measured {
         run,
         peaks,

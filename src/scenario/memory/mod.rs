@@ -51,11 +51,9 @@ super::variant::variants! {
     }
 }
 
-/// The `memory` scenario.
 pub struct Memory;
 
 super::params::params! {
-    /// The parameters, read once.
     struct Config {
         /// minibatches per epoch
         batches: usize = Int { min: 2, max: 100_000 }, "200";
@@ -70,7 +68,6 @@ super::params::params! {
     }
 }
 
-/// What `memory` declares.
 static SPEC: super::Spec = super::Spec {
     name: "memory",
     about: "peak memory of an over-full async queue: push all vs sync per minibatch vs bounded in flight",

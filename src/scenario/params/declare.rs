@@ -11,34 +11,23 @@ pub trait FromParam: Sized {
     fn from_param(params: &Params, name: &str) -> Result<Self, ParamError>;
 }
 
-impl FromParam for u64 {
-    fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
-        params.int(name)
-    }
+/// `FromParam` for a type read by one of [`Params`]' getters (and converted by `map`).
+macro_rules! from_param {
+    ($($ty:ty => $get:ident $(.map($convert:expr))?;)+) => {$(
+        impl FromParam for $ty {
+            fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
+                params.$get(name)$(.map($convert))?
+            }
+        }
+    )+};
 }
 
-impl FromParam for usize {
-    fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
-        params.count(name)
-    }
-}
-
-impl FromParam for f64 {
-    fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
-        params.float(name)
-    }
-}
-
-impl FromParam for Vec<usize> {
-    fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
-        params.shape(name).map(<[usize]>::to_vec)
-    }
-}
-
-impl FromParam for Vec<u64> {
-    fn from_param(params: &Params, name: &str) -> Result<Self, ParamError> {
-        params.sizes(name).map(<[u64]>::to_vec)
-    }
+from_param! {
+    u64 => int;
+    usize => count;
+    f64 => float;
+    Vec<usize> => shape.map(<[usize]>::to_vec);
+    Vec<u64> => sizes.map(<[u64]>::to_vec);
 }
 
 impl<C: Choice> FromParam for C {

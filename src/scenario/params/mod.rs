@@ -198,13 +198,11 @@ pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError
             if dims.is_empty() || dims.len() > max_dims {
                 return Err(invalid(shape_reason));
             }
-            let mut shape = Vec::with_capacity(dims.len());
-            for d in dims {
-                match d.parse::<usize>() {
-                    Ok(v) if v > 0 => shape.push(v),
-                    _ => return Err(invalid(shape_reason)),
-                }
-            }
+            let shape: Vec<usize> = dims
+                .iter()
+                .map(|d| d.parse().ok().filter(|&v| v > 0))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid(shape_reason))?;
             if shape
                 .iter()
                 .try_fold(1usize, |acc, &d| acc.checked_mul(d))
@@ -300,10 +298,10 @@ impl Params {
         specs: &[ParamSpec],
         given: &[(String, String)],
     ) -> Result<Params, ParamError> {
-        let mut values = Vec::with_capacity(specs.len());
-        for spec in specs {
-            values.push((spec.name, parse_value(spec, spec.default)?));
-        }
+        let mut values = specs
+            .iter()
+            .map(|spec| Ok((spec.name, parse_value(spec, spec.default)?)))
+            .collect::<Result<Vec<_>, ParamError>>()?;
         for (name, raw) in given {
             let key = name.replace('-', "_");
             let Some(i) = specs.iter().position(|s| s.name == key) else {
@@ -415,31 +413,21 @@ impl Params {
 mod tests {
     use super::*;
 
+    /// A parameter without help.
+    const fn spec(name: &'static str, kind: ParamKind, default: &'static str) -> ParamSpec {
+        ParamSpec {
+            name,
+            help: "",
+            kind,
+            default,
+        }
+    }
+
     const SPECS: &[ParamSpec] = &[
-        ParamSpec {
-            name: "iterations",
-            help: "",
-            kind: ParamKind::Int { min: 1, max: 100 },
-            default: "10",
-        },
-        ParamSpec {
-            name: "shape",
-            help: "",
-            kind: ParamKind::Shape { max_dims: 3 },
-            default: "1,2",
-        },
-        ParamSpec {
-            name: "lr",
-            help: "",
-            kind: ParamKind::Float { min: 0.0, max: 1.0 },
-            default: "0.1",
-        },
-        ParamSpec {
-            name: "device",
-            help: "",
-            kind: ParamKind::Choice(DeviceChoice::WORDS),
-            default: "cpu",
-        },
+        spec("iterations", ParamKind::Int { min: 1, max: 100 }, "10"),
+        spec("shape", ParamKind::Shape { max_dims: 3 }, "1,2"),
+        spec("lr", ParamKind::Float { min: 0.0, max: 1.0 }, "0.1"),
+        spec("device", ParamKind::Choice(DeviceChoice::WORDS), "cpu"),
     ];
 
     fn parse(given: &[(&str, &str)]) -> Result<Params, ParamError> {
@@ -552,12 +540,11 @@ mod tests {
         }
         assert_eq!(Colour::from_word("green"), None);
         // A Choice spec whose words the enum does not know is a programming error, reported.
-        let specs = [ParamSpec {
-            name: "colour",
-            help: "",
-            kind: ParamKind::Choice(&["red", "green"]),
-            default: "green",
-        }];
+        let specs = [spec(
+            "colour",
+            ParamKind::Choice(&["red", "green"]),
+            "green",
+        )];
         let p = Params::parse("t", &specs, &[]).unwrap();
         assert!(p.choice::<Colour>("colour").is_err());
         assert_eq!(

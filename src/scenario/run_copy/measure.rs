@@ -118,11 +118,7 @@ pub(super) fn run_and_copy(
         Timed::RunThenCopy => "all products, wait, then all copies".to_string(),
         Timed::Overlapped => "product i+1 and copy of y[i] pushed together".to_string(),
     };
-    run.add_variants(
-        Timed::names(),
-        summaries,
-        Timed::ALL.iter().map(|&v| Some(label(v))),
-    );
+    Timed::add_to(&mut run, summaries, |v| Some(label(v)));
     let est = |v: Timed| Estimate::of(&run, v.name());
     let bounds = bounds.take();
     let ratios: Vec<f64> = bounds.iter().map(|(wall, b)| wall / b).collect();

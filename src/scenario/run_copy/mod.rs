@@ -46,11 +46,9 @@ super::variant::variants! {
     }
 }
 
-/// The `run-copy` scenario.
 pub struct RunCopy;
 
 super::params::params! {
-    /// The parameters, read once.
     #[derive(Clone, Copy)]
     struct Config {
         /// products, each copied to the host
@@ -80,7 +78,6 @@ impl Config {
     }
 }
 
-/// What `run-copy` declares.
 static SPEC: super::Spec = super::Spec {
     name: "run-copy",
     about:
