@@ -78,7 +78,7 @@ pub enum JournalError {
     /// Another process writes the journal now (it holds the journal's lock): waiting for it,
     /// or another journal, is the way on; `--resume` is not, while it writes.
     #[error(
-        "journal {path} is being written by {holder}: wait for that run to end, or give this          one another --journal"
+        "journal {path} is being written by {holder}: wait for that run to end, or give this one another --journal"
     )]
     Locked { path: String, holder: String },
     #[error("cannot resume {path}: {differences} (run with --fresh to start over)")]

@@ -361,7 +361,8 @@ fn a_journal_another_process_writes_is_refused_naming_it() {
             &args,
             &format!(
                 "journal {} is being written by parbench pid 4242 on tester, started \
-                 2026-01-01T00:00:00Z: wait for that run to end",
+                 2026-01-01T00:00:00Z: wait for that run to end, or give this one another \
+                 --journal",
                 journal.display()
             ),
         );
