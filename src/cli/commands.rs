@@ -14,7 +14,7 @@ use super::error::{parsed, CliError};
 use super::help::scenarios_help;
 use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages::{completions, run_report};
-use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJournalArgs};
+use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal};
 use crate::device;
 use crate::engine::Mode;
 use crate::export::ComparisonFormat;
@@ -82,17 +82,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             fresh,
             max_points,
             common,
-        } => run_sweep(
-            &name,
-            &set,
-            SweepJournalArgs {
-                journal,
-                resume,
-                fresh,
-            },
-            max_points,
-            &common,
-        ),
+        } => run_sweep(&name, &set, journal, resume, fresh, max_points, &common),
         Command::Plot { report, output } => plot(&report, output),
         Command::Export {
             report,

@@ -288,56 +288,28 @@ mod tests {
 
     #[test]
     fn each_reason_alone() {
-        let cases: [(RunState, &str); 6] = [
+        let cases: [(fn(&mut RunState), &str); 6] = [
             (
-                RunState {
-                    other_cpu_fraction: Some(0.48),
-                    runnable_others: Runnable::of(&[2, 2]),
-                    ..quiet()
-                },
+                |s| (s.other_cpu_fraction, s.runnable_others) = (Some(0.48), Runnable::of(&[2, 2])),
                 "other-processes",
             ),
+            (|s| s.steal_fraction = Some(0.08), "steal"),
+            (|s| s.probe_after = Some(24.0), "probe-fell"),
             (
-                RunState {
-                    steal_fraction: Some(0.08),
-                    ..quiet()
-                },
-                "steal",
-            ),
-            (
-                RunState {
-                    probe_after: Some(24.0),
-                    ..quiet()
-                },
-                "probe-fell",
-            ),
-            (
-                RunState {
-                    probe_before: Some(29.0),
-                    probe_after: Some(33.0),
-                    ..quiet()
-                },
+                |s| (s.probe_before, s.probe_after) = (Some(29.0), Some(33.0)),
                 "probe-rose",
             ),
+            (|s| s.peak_per_core = Some(40.0), "slowed"),
+            // More device threads than cores, and more of its own threads runnable than the
+            // cores and the front end on average.
             (
-                RunState {
-                    peak_per_core: Some(40.0),
-                    ..quiet()
-                },
-                "slowed",
-            ),
-            (
-                RunState {
-                    // More device threads than cores, and more of its own threads runnable
-                    // than the cores and the front end on average.
-                    engine_threads: Some(4),
-                    own_runnable: Runnable::of(&[4, 4, 3]),
-                    ..quiet()
-                },
+                |s| (s.engine_threads, s.own_runnable) = (Some(4), Runnable::of(&[4, 4, 3])),
                 "oversubscribed",
             ),
         ];
-        for (state, kind) in cases {
+        for (set, kind) in cases {
+            let mut state = quiet();
+            set(&mut state);
             assert_eq!(kinds(&state), [kind], "{state:?}");
         }
     }

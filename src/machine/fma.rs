@@ -174,9 +174,15 @@ pub fn one_core_gflops(target_s: f64, repeats: usize) -> Option<f64> {
     if cfg!(debug_assertions) {
         return None;
     }
-    let unit = VectorUnit::detect();
+    Some(one_thread(VectorUnit::detect(), target_s, repeats).1)
+}
+
+/// The loop's size for about `target_s` seconds on `unit`, and one thread's GFLOP/s at it, best
+/// of `repeats`.
+fn one_thread(unit: VectorUnit, target_s: f64, repeats: usize) -> (u64, f64) {
     let n = calibrate(target_s, |n| unit.run(n));
-    Some(best_rate(n, repeats, |n| unit.run(n)) * unit.flops_per_iteration() as f64 / 1e9)
+    let flops = unit.flops_per_iteration() as f64;
+    (n, best_rate(n, repeats, |n| unit.run(n)) * flops / 1e9)
 }
 
 fn measure_on(
@@ -189,8 +195,7 @@ fn measure_on(
     let flops = unit.flops_per_iteration() as f64;
     // One thread: the calling one, unpinned, so the scheduler gives it an idle CPU (a pin
     // cannot know which one another process leaves free).
-    let n = calibrate(target_s, |n| unit.run(n));
-    let per_core = best_rate(n, repeats, |n| unit.run(n)) * flops / 1e9;
+    let (n, per_core) = one_thread(unit, target_s, repeats);
     let (all_cores, pinned) = if cores == 1 {
         (per_core, false)
     } else {

@@ -172,11 +172,12 @@ mod tests {
         }
     }
 
-    fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
+    fn reasons(gpu: &GpuRunState) -> Vec<GpuReason> {
         GpuReason::of(gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE)
-            .iter()
-            .map(GpuReason::kind)
-            .collect()
+    }
+
+    fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
+        reasons(gpu).iter().map(GpuReason::kind).collect()
     }
 
     fn process(pid: u32, bytes: Option<u64>) -> GpuProcess {
@@ -223,12 +224,8 @@ mod tests {
         ] {
             let mut gpu = quiet();
             gpu.before.clock_limits.push(limit);
-            assert_eq!(
-                GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE),
-                [GpuReason::Throttled {
-                    limits: vec![limit]
-                }]
-            );
+            let limits = vec![limit];
+            assert_eq!(reasons(&gpu), [GpuReason::Throttled { limits }]);
         }
         for limit in [
             ClockLimit::SwPowerCap,
@@ -269,7 +266,7 @@ mod tests {
             4242,
             true,
         ));
-        let reasons = GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE);
+        let reasons = reasons(&gpu);
         assert_eq!(reasons.len(), 1);
         assert_eq!(
             reasons[0].to_string(),
