@@ -178,7 +178,6 @@ pub(super) fn run_sweep(
     let points_bar = common.shows_progress().then(|| {
         let bar = multi.add(indicatif::ProgressBar::new(points.len() as u64));
         style_bar(&bar, "sweep", "points");
-        bar.set_message("sweep");
         bar
     });
     // Each point still to measure, its work over the first's.
@@ -194,7 +193,6 @@ pub(super) fn run_sweep(
         note!("{estimate}");
     }
     let mut newly = 0;
-    let mut measuring = std::time::Duration::ZERO;
     let mut traced = 0;
     for (params, held) in points.iter().zip(&held) {
         let run = match held {
@@ -208,12 +206,11 @@ pub(super) fn run_sweep(
                 };
                 let began = std::time::Instant::now();
                 let run = run_timed(sc, params, &point_ctx)?;
-                measuring += began.elapsed();
+                let first = began.elapsed().as_secs_f64();
                 journal.append(&run)?;
                 newly += 1;
                 if newly == 1 && !common.quiet {
                     let round: f64 = run.variants.iter().map(|v| v.summary.median_s).sum();
-                    let first = measuring.as_secs_f64();
                     let rest = work.get(1..).unwrap_or_default();
                     if let Some(estimate) = eta::remaining(first, round, rest, &sampling) {
                         note!("{estimate}");

@@ -139,6 +139,7 @@ impl fmt::Display for GpuReason {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::says;
     use super::*;
     use crate::machine::state::gpu::{GpuDuring, GpuProcesses, GpuSample, GpuState};
     use crate::machine::thresholds::{MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
@@ -283,23 +284,17 @@ mod tests {
             others: vec![process(1234, Some(2_254_857_830))],
             own_among_them: false,
         };
-        assert!(
-            other
-                .to_string()
-                .starts_with("another process (pid 1234, 2.1 GiB) ran on the GPU during this run"),
-            "{other}"
-        );
+        let text = other.to_string();
+        let one = "another process (pid 1234, 2.1 GiB) ran on the GPU during this run";
+        assert!(text.starts_with(one), "{text}");
         let hot = GpuReason::Throttled {
             limits: vec![ClockLimit::HwSlowdown, ClockLimit::HwThermal],
         };
-        assert!(
-            hot.to_string().contains("(hw-slowdown, hw-thermal)"),
-            "{hot}"
-        );
+        says(&hot, "(hw-slowdown, hw-thermal)");
         let slow = GpuReason::ClockLow {
             median_mhz: 990,
             max_mhz: 1980,
         };
-        assert!(slow.to_string().contains("(50%)"), "{slow}");
+        says(&slow, "(50%)");
     }
 }
