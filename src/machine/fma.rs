@@ -157,6 +157,21 @@ impl FmaPeak {
     }
 }
 
+#[cfg(test)]
+impl FmaPeak {
+    /// The tests' peak: two cores, pinned, on AVX-512, at these GFLOP/s.
+    pub(crate) fn of_two_cores(per_core_gflops: f64, all_cores_gflops: f64) -> FmaPeak {
+        FmaPeak {
+            unit: VectorUnit::Avx512,
+            per_core_gflops,
+            all_cores_gflops,
+            cores: 2,
+            pinned: true,
+            method: String::new(),
+        }
+    }
+}
+
 /// The peak from loops of about `target_s` seconds, best of `repeats`, on `cores` threads
 /// for the all-core figure. Fails only if the OS refuses a thread.
 pub fn measure(target_s: f64, repeats: usize, cores: usize) -> Probe<FmaPeak> {
@@ -344,14 +359,7 @@ mod tests {
 
     #[test]
     fn the_peak_for_some_threads_scales_to_the_cores_then_stops() {
-        let peak = FmaPeak {
-            unit: VectorUnit::Avx512,
-            per_core_gflops: 100.0,
-            all_cores_gflops: 190.0,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        };
+        let peak = FmaPeak::of_two_cores(100.0, 190.0);
         assert_eq!(peak.for_threads(0), 100.0);
         assert_eq!(peak.for_threads(1), 100.0);
         assert_eq!(peak.for_threads(2), 190.0);
