@@ -380,28 +380,20 @@ pub(super) fn run_plan(
     let mut traced = 0;
     for (i, planned) in plan.into_iter().enumerate() {
         let run = match done.get(i) {
-            Some(r) => {
-                if let Some(partial) = &partial {
-                    partial.finished(r);
-                }
-                r.clone()
-            }
-            None => {
-                let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
-                // Into the report a signal writes before the journal: never in the journal alone.
-                if let Some(partial) = &partial {
-                    partial.finished(&run);
-                }
-                if let Some(journal) = &mut journal {
-                    journal.append(&run)?;
-                    newly += 1;
-                    if stop_after == Some(newly) {
-                        return Err(CliError::Stopped(newly));
-                    }
-                }
-                run
-            }
+            Some(r) => r.clone(),
+            None => run_timed(planned.scenario, &planned.params, &context_of(&planned))?,
         };
+        // Into the report a signal writes before the journal: never in the journal alone.
+        if let Some(partial) = &partial {
+            partial.finished(&run);
+        }
+        if let (Some(journal), true) = (&mut journal, i >= from_journal) {
+            journal.append(&run)?;
+            newly += 1;
+            if stop_after == Some(newly) {
+                return Err(CliError::Stopped(newly));
+            }
+        }
         if !json_on_stdout(common) {
             stdout(&table::render_run_at(&run, common.depth()))?;
         }

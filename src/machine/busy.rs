@@ -294,7 +294,8 @@ mod tests {
 
     #[test]
     fn each_reason_alone() {
-        let cases: [(fn(&mut RunState), &str); 6] = [
+        type Set = fn(&mut RunState);
+        let cases: [(Set, &str); 6] = [
             (
                 |s| (s.other_cpu_fraction, s.runnable_others) = (Some(0.48), Runnable::of(&[2, 2])),
                 "other-processes",
