@@ -218,9 +218,7 @@ fn record_side(
         Side::Base => &mut sides.base,
         Side::Candidate => &mut sides.candidate,
     };
-    if slot.is_none() {
-        *slot = Some(Provenance::of(report, &bin.display().to_string()));
-    }
+    slot.get_or_insert_with(|| Provenance::of(report, &bin.display().to_string()));
     Ok(())
 }
 
@@ -374,42 +372,30 @@ fn output_by(mut command: Process, end: Instant) -> std::io::Result<Option<Outpu
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
+    fn drain(pipe: Option<impl Read>) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
         }
-    };
-    let stdout = child
-        .stdout
-        .take()
-        .map(|p| Box::new(p) as Box<dyn Read + Send>);
-    let stderr = child
-        .stderr
-        .take()
-        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+        bytes
+    }
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     std::thread::scope(|scope| {
         // Both pipes read as they fill, so a chatty child never blocks on a full one.
-        let stdout = scope.spawn(drain(stdout));
-        let stderr = scope.spawn(drain(stderr));
+        let stdout = scope.spawn(|| drain(stdout));
+        let stderr = scope.spawn(|| drain(stderr));
         let status = loop {
-            match child.try_wait() {
+            let status = match child.try_wait() {
+                Ok(None) if Instant::now() < end => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
                 Ok(Some(status)) => break Ok(Some(status)),
-                Ok(None) if Instant::now() >= end => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break Ok(None);
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break Err(e);
-                }
-            }
+                other => other,
+            };
+            let _ = child.kill();
+            let _ = child.wait();
+            break status;
         };
         let stdout = stdout.join().unwrap_or_default();
         let stderr = stderr.join().unwrap_or_default();

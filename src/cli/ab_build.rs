@@ -332,17 +332,15 @@ mod tests {
             Ok(Plan::BuildRevision)
         );
         let cached = PathBuf::from("target/ab/x/parbench");
-        assert_eq!(
-            decide(
-                "main",
-                OTHER,
-                &tree(false),
-                false,
-                &[],
-                Some(cached.clone())
-            ),
-            Ok(Plan::Cached(cached))
+        let plan = decide(
+            "main",
+            OTHER,
+            &tree(false),
+            false,
+            &[],
+            Some(cached.clone()),
         );
+        assert_eq!(plan, Ok(Plan::Cached(cached)));
     }
 
     #[test]

@@ -24,24 +24,21 @@ pub(super) fn load(path: &Path) -> Result<AbResult, CliError> {
         |why: String| CliError::Usage(format!("cannot read the A/B run {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
-    match doc.get("schema").and_then(Value::as_str) {
-        None | Some(AB_SCHEMA) => {}
-        Some(SCHEMA) => {
-            return Err(fail(
-                "it is a report (parbench/1), not an `ab` result: `compare` compares two reports"
-                    .into(),
-            ))
-        }
+    let not_ab = match doc.get("schema").and_then(Value::as_str) {
+        None | Some(AB_SCHEMA) => None,
+        Some(SCHEMA) => Some(
+            "it is a report (parbench/1), not an `ab` result: `compare` compares two reports"
+                .into(),
+        ),
         Some(COMPARE_SCHEMA) => {
-            return Err(fail(
-                "it is a `compare` result (parbench-compare/1), not an `ab` result".into(),
-            ))
+            Some("it is a `compare` result (parbench-compare/1), not an `ab` result".into())
         }
-        Some(other) => {
-            return Err(fail(format!(
-                "it has schema '{other}', this parbench reads '{AB_SCHEMA}'"
-            )))
-        }
+        Some(other) => Some(format!(
+            "it has schema '{other}', this parbench reads '{AB_SCHEMA}'"
+        )),
+    };
+    if let Some(why) = not_ab {
+        return Err(fail(why));
     }
     let rows = doc["entries"]
         .as_array()

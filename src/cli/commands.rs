@@ -14,7 +14,7 @@ use super::error::{parsed, CliError};
 use super::help::scenarios_help;
 use super::output::{check_output_path, output_name, stdout, write_output};
 use super::pages::{completions, run_report};
-use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal, SweepJournalArgs};
+use super::run::{run_plan, run_scenario_command, run_sweep, SuiteJournal};
 use crate::device;
 use crate::engine::Mode;
 use crate::export::ComparisonFormat;
@@ -82,17 +82,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             fresh,
             max_points,
             common,
-        } => run_sweep(
-            &name,
-            &set,
-            SweepJournalArgs {
-                journal,
-                resume,
-                fresh,
-            },
-            max_points,
-            &common,
-        ),
+        } => run_sweep(&name, &set, journal, resume, fresh, max_points, &common),
         Command::Plot { report, output } => plot(&report, output),
         Command::Export {
             report,
@@ -125,12 +115,11 @@ fn devices(json: bool, probe: bool) -> Result<(), CliError> {
     } else {
         Environment::capture_without_limits(engine, gpu)
     };
-    if json {
-        stdout(&format!("{}\n", serde_json::to_string_pretty(&env)?))?;
+    stdout(&if json {
+        format!("{}\n", serde_json::to_string_pretty(&env)?)
     } else {
-        stdout(&table::render_devices(&env))?;
-    }
-    Ok(())
+        table::render_devices(&env)
+    })
 }
 
 /// `parbench plot REPORT [-o FILE]`.
@@ -175,10 +164,9 @@ fn export(path: &Path, format: export::Format, output: Option<PathBuf>) -> Resul
     }
     let text = format.render(&report)?;
     match output {
-        Some(path) => write_output(&path, &text)?,
-        None => stdout(&text)?,
+        Some(path) => write_output(&path, &text),
+        None => stdout(&text),
     }
-    Ok(())
 }
 
 /// The reports of `compare`'s two sides: `compare A B`, or `compare A... -- B...`.
@@ -261,6 +249,5 @@ fn help(topic: Option<&str>) -> Result<(), CliError> {
     let Some(mut cmd) = parsed(help_command(topic))? else {
         return Ok(());
     };
-    stdout(&format!("{}\n", cmd.render_long_help()))?;
-    Ok(())
+    stdout(&format!("{}\n", cmd.render_long_help()))
 }

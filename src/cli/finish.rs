@@ -1,6 +1,8 @@
 //! Finishing a run's report: the JSON on stdout or in its file, the HTML page, the trace, and
 //! the exit code a failed check gives.
 
+use std::path::Path;
+
 use super::args::CommonArgs;
 use super::error::CliError;
 use super::output::{is_stdout, json_on_stdout, output_name, stdout, write_output};
@@ -17,30 +19,26 @@ pub(super) fn finish_report(
     if json_on_stdout(common) {
         stdout(&report.to_json())?;
     }
+    let write = |path: &Path, text: &str, after: &str| {
+        write_output(path, text)?;
+        if !common.quiet {
+            note!("wrote {}{after}", output_name(path));
+        }
+        Ok::<(), CliError>(())
+    };
     // `-o -` is the JSON on stdout, written above, once.
     if let Some(out) = common.output.as_ref().filter(|o| !is_stdout(o)) {
-        write_output(out, &report.to_json())?;
-        if !common.quiet {
-            note!("wrote {}", output_name(out));
-        }
+        write(out, &report.to_json(), "")?;
     }
     if let Some(path) = &common.html {
-        write_output(path, &export::html::page(report))?;
-        if !common.quiet {
-            note!("wrote {}", output_name(path));
-        }
+        write(path, &export::html::page(report), "")?;
     }
     if let (Some(path), Some(traces)) = (&common.trace, &ctx.traces) {
         let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
         let mut text = serde_json::to_string(&export::chrome_trace::chrome_trace(&traces))?;
         text.push('\n');
-        write_output(path, &text)?;
-        if !common.quiet {
-            note!(
-                "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-                output_name(path)
-            );
-        }
+        let perfetto = " (open it in https://ui.perfetto.dev or chrome://tracing)";
+        write(path, &text, perfetto)?;
     }
     if report.all_checks_passed() {
         Ok(())

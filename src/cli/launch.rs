@@ -3,10 +3,19 @@
 //! would still exit 0. One line says what to do instead.
 
 use super::error::CliError;
-use crate::distributed::launch::{job, Job};
+use crate::distributed::launch::job;
 
-/// The usage error for running `scenarios` (none of which spans ranks) in the MPI job `job`.
-pub(super) fn refusal(job: &Job, scenarios: &[&str], sweep: bool) -> CliError {
+/// Start MPI where something planned spans ranks (`distributed`); where nothing does, refuse
+/// when this process is one of several an MPI launcher started, with the usage error for
+/// running `scenarios` in that job.
+pub(super) fn start(distributed: bool, scenarios: &[&str], sweep: bool) -> Result<(), CliError> {
+    if distributed {
+        crate::distributed::init()?;
+        return Ok(());
+    }
+    let Some(job) = job() else {
+        return Ok(());
+    };
     let of = match (job.rank, job.size) {
         (Some(r), Some(s)) => format!("rank {r} of {s}"),
         (Some(r), None) => format!("rank {r}"),
@@ -29,22 +38,9 @@ pub(super) fn refusal(job: &Job, scenarios: &[&str], sweep: bool) -> CliError {
     } else {
         "run one process, without mpirun"
     };
-    CliError::Usage(format!(
+    Err(CliError::Usage(format!(
         "this process is {of} of an MPI job ({}), but {what} {verb} in one process: every rank \
          would run it and write the same output; {hint}",
         job.evidence
-    ))
-}
-
-/// Refuse when this process is one of several an MPI launcher started and nothing planned
-/// spans ranks (`distributed` false).
-pub(super) fn refuse_in_mpi_job(
-    distributed: bool,
-    scenarios: &[&str],
-    sweep: bool,
-) -> Result<(), CliError> {
-    match job() {
-        Some(job) if !distributed => Err(refusal(&job, scenarios, sweep)),
-        _ => Ok(()),
-    }
+    )))
 }

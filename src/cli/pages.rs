@@ -52,6 +52,5 @@ pub(super) fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
     }
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "parbench", &mut script);
-    stdout(&String::from_utf8_lossy(&script))?;
-    Ok(())
+    stdout(&String::from_utf8_lossy(&script))
 }

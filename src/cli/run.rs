@@ -17,7 +17,7 @@ use super::sweep_ranks;
 use crate::device::{self, RuntimeOptions};
 use crate::engine::Mode;
 use crate::export::{self, table};
-use crate::report::{Environment, Report};
+use crate::report::{Environment, Report, RunRecord};
 use crate::scenario::journal_header::{JournalPlan, SamplingConditions};
 use crate::scenario::{
     kit, suite, sweep, Params, RunContext, SamplingOverrides, Scenario, ScenarioError,
@@ -39,17 +39,14 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
     )
 }
 
-/// How a sweep was asked to use its journal (`--journal`, `--resume [FILE]`, `--fresh`).
-pub(super) struct SweepJournalArgs {
-    pub journal: Option<PathBuf>,
-    pub resume: Option<Option<PathBuf>>,
-    pub fresh: bool,
-}
-
+/// `parbench sweep`: `journal`, `resume` and `fresh` are how it was asked to use its journal
+/// (`--journal`, `--resume [FILE]`, `--fresh`).
 pub(super) fn run_sweep(
     name: &str,
     set: &[String],
-    journal_args: SweepJournalArgs,
+    journal: Option<PathBuf>,
+    resume: Option<Option<PathBuf>>,
+    fresh: bool,
     max_points: u64,
     common: &CommonArgs,
 ) -> Result<(), CliError> {
@@ -80,10 +77,7 @@ pub(super) fn run_sweep(
         )));
     }
     let distributed = spanning > 0;
-    super::launch::refuse_in_mpi_job(distributed, &[name], true)?;
-    if distributed {
-        crate::distributed::init()?;
-    }
+    super::launch::start(distributed, &[name], true)?;
     let timeout = sweep_ranks::timeout(&points);
     if crate::distributed::is_secondary_rank() {
         return sweep_ranks::follow(&points, timeout, stop_after(), |p| {
@@ -93,11 +87,6 @@ pub(super) fn run_sweep(
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
     let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
     check_common(common)?;
-    let SweepJournalArgs {
-        journal,
-        resume,
-        fresh,
-    } = journal_args;
     if let (Some(Some(r)), Some(j)) = (&resume, &journal) {
         if r != j {
             return Err(CliError::Usage(format!(
@@ -142,13 +131,14 @@ pub(super) fn run_sweep(
             sweep::describe_params(&foreign.scenario, &foreign.parameters)
         )));
     }
+    // Each point's run in the journal, where it holds one.
+    let held: Vec<_> = resolved
+        .iter()
+        .map(|p| done.iter().find(|r| sweep::same_point(r, name, p)))
+        .collect();
     if let Some(share) = pending.take() {
         // The other ranks skip what the journal holds, as rank 0 does.
-        let held: Vec<bool> = resolved
-            .iter()
-            .map(|p| done.iter().any(|r| sweep::same_point(r, name, p)))
-            .collect();
-        share.send(&held)?;
+        share.send(&held.iter().map(Option::is_some).collect::<Vec<_>>())?;
     }
     let stop_after = stop_after();
 
@@ -175,10 +165,7 @@ pub(super) fn run_sweep(
     if !json_on_stdout(common) && !common.quiet {
         stdout(&table::render_environment(&report))?;
     }
-    let from_journal = resolved
-        .iter()
-        .filter(|p| done.iter().any(|r| sweep::same_point(r, name, p)))
-        .count();
+    let from_journal = held.iter().flatten().count();
     if !common.quiet {
         note!(
             "sweep of {} points ({} from the journal); journal {}",
@@ -191,15 +178,14 @@ pub(super) fn run_sweep(
     let points_bar = common.shows_progress().then(|| {
         let bar = multi.add(indicatif::ProgressBar::new(points.len() as u64));
         style_bar(&bar, "sweep", "points");
-        bar.set_message("sweep");
         bar
     });
     // Each point still to measure, its work over the first's.
     let work = eta::relative(
         &points
             .iter()
-            .zip(&resolved)
-            .filter(|(_, r)| !done.iter().any(|d| sweep::same_point(d, name, r)))
+            .zip(&held)
+            .filter(|(_, h)| h.is_none())
             .map(|(p, _)| sc.work(p))
             .collect::<Vec<_>>(),
     );
@@ -207,11 +193,10 @@ pub(super) fn run_sweep(
         note!("{estimate}");
     }
     let mut newly = 0;
-    let mut measuring = std::time::Duration::ZERO;
     let mut traced = 0;
-    for (params, resolved) in points.iter().zip(&resolved) {
-        let run = match done.iter().find(|r| sweep::same_point(r, name, resolved)) {
-            Some(r) => r.clone(),
+    for (params, held) in points.iter().zip(&held) {
+        let run = match held {
+            Some(r) => (*r).clone(),
             None => {
                 let point_ctx = RunContext {
                     progress: points_bar
@@ -221,12 +206,11 @@ pub(super) fn run_sweep(
                 };
                 let began = std::time::Instant::now();
                 let run = run_timed(sc, params, &point_ctx)?;
-                measuring += began.elapsed();
+                let first = began.elapsed().as_secs_f64();
                 journal.append(&run)?;
                 newly += 1;
                 if newly == 1 && !common.quiet {
                     let round: f64 = run.variants.iter().map(|v| v.summary.median_s).sum();
-                    let first = measuring.as_secs_f64();
                     let rest = work.get(1..).unwrap_or_default();
                     if let Some(estimate) = eta::remaining(first, round, rest, &sampling) {
                         note!("{estimate}");
@@ -248,8 +232,7 @@ pub(super) fn run_sweep(
             bar.inc(1);
         }
         partial.finished(&run);
-        push_run(&mut report, run);
-        attach_timelines(&mut report, &ctx, &mut traced);
+        push_run(&mut report, run, &ctx, &mut traced);
     }
     if let Some(bar) = points_bar {
         bar.finish_and_clear();
@@ -342,13 +325,7 @@ pub(super) fn run_plan(
     // and writes (the other ranks' hosts need not have its output paths).
     let names: Vec<&str> = plan.iter().map(|r| r.scenario.name()).collect();
     let distributed = plan.iter().any(|r| r.scenario.distributed(&r.params));
-    super::launch::refuse_in_mpi_job(distributed, &names, false)?;
-    if distributed {
-        crate::distributed::init()?;
-    }
-    if !crate::distributed::is_secondary_rank() {
-        check_common(common)?;
-    }
+    super::launch::start(distributed, &names, false)?;
     if crate::distributed::is_secondary_rank() {
         for planned in plan
             .into_iter()
@@ -358,6 +335,7 @@ pub(super) fn run_plan(
         }
         return Ok(());
     }
+    check_common(common)?;
     let ctx = &base;
     let resolved: Vec<_> = plan
         .iter()
@@ -368,32 +346,25 @@ pub(super) fn run_plan(
         .zip(&resolved)
         .map(|(r, p)| sweep::describe_params(r.scenario.name(), p))
         .collect();
-    let journaled = match &suite_journal {
-        Some(j) => Some(open_suite_journal(
-            j,
-            common,
-            &base.sampling,
-            &plan,
-            &resolved,
-            &described,
-        )?),
-        None => None,
-    };
+    let journaled = (suite_journal.as_ref())
+        .map(|j| open_suite_journal(j, common, &base.sampling, &plan, &resolved, &described))
+        .transpose()?;
     let mut report = common.empty_report();
-    let partial = match (&suite_journal, &journaled) {
-        (Some(j), Some((path, _, _))) => Some(Shared::arm(
-            &report,
-            described.clone(),
-            common.output.clone(),
-            format!(
-                "interrupted: the finished runs are in {}; 'parbench {} --resume' (with the \
+    let partial = suite_journal
+        .zip(journaled.as_ref())
+        .map(|(j, (path, ..))| {
+            Shared::arm(
+                &report,
+                described.clone(),
+                common.output.clone(),
+                format!(
+                    "interrupted: the finished runs are in {}; 'parbench {} --resume' (with the \
                  same options) runs the rest",
-                path.display(),
-                j.command
-            ),
-        )),
-        _ => None,
-    };
+                    path.display(),
+                    j.command
+                ),
+            )
+        });
     let (mut journal, done, keep_journal, journal_path, lock) = match journaled {
         Some((path, o, keep)) => (Some(o.journal), o.done, keep, Some(path), o.lock),
         None => (None, Vec::new(), false, None, None),
@@ -409,28 +380,20 @@ pub(super) fn run_plan(
     let mut traced = 0;
     for (i, planned) in plan.into_iter().enumerate() {
         let run = match done.get(i) {
-            Some(r) => {
-                if let Some(partial) = &partial {
-                    partial.finished(r);
-                }
-                r.clone()
-            }
-            None => {
-                let run = run_timed(planned.scenario, &planned.params, &context_of(&planned))?;
-                // Into the report a signal writes before the journal: never in the journal alone.
-                if let Some(partial) = &partial {
-                    partial.finished(&run);
-                }
-                if let Some(journal) = &mut journal {
-                    journal.append(&run)?;
-                    newly += 1;
-                    if stop_after == Some(newly) {
-                        return Err(CliError::Stopped(newly));
-                    }
-                }
-                run
-            }
+            Some(r) => r.clone(),
+            None => run_timed(planned.scenario, &planned.params, &context_of(&planned))?,
         };
+        // Into the report a signal writes before the journal: never in the journal alone.
+        if let Some(partial) = &partial {
+            partial.finished(&run);
+        }
+        if let (Some(journal), true) = (&mut journal, i >= from_journal) {
+            journal.append(&run)?;
+            newly += 1;
+            if stop_after == Some(newly) {
+                return Err(CliError::Stopped(newly));
+            }
+        }
         if !json_on_stdout(common) {
             stdout(&table::render_run_at(&run, common.depth()))?;
         }
@@ -449,8 +412,7 @@ pub(super) fn run_plan(
                 stdout(&text)?;
             }
         }
-        push_run(&mut report, run);
-        attach_timelines(&mut report, ctx, &mut traced);
+        push_run(&mut report, run, ctx, &mut traced);
     }
     if from_journal > 0 && !common.quiet {
         note!("{total} runs, {from_journal} from the journal, {newly} run now");
@@ -521,20 +483,6 @@ fn open_suite_journal(
     Ok((path, opened, keep))
 }
 
-/// Give the report the lane timelines of the last run's traced repeats (the traces from
-/// `*from` on), so its JSON and HTML can draw them.
-fn attach_timelines(report: &mut Report, ctx: &RunContext, from: &mut usize) {
-    let Some(traces) = &ctx.traces else { return };
-    let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
-    let run = report.runs.len().saturating_sub(1);
-    report.timelines.extend(
-        traces[(*from).min(traces.len())..]
-            .iter()
-            .map(|t| crate::report::Timeline::of(run, t)),
-    );
-    *from = traces.len();
-}
-
 /// The one-thread FMA probe repeated before and after each run (a fall of more than 10% says a
 /// core was shared): loops of 2 ms, best of 3, a few tens of milliseconds in all. A debug
 /// build has none, and the state leaves `probe_before`/`probe_after` out.
@@ -543,13 +491,24 @@ fn fma_probe() -> Option<f64> {
 }
 
 /// Add a finished run to the report; the first that used the GPU brings the GPU's limits into
-/// the report's environment (measured after it, never before a CPU-only run).
-fn push_run(report: &mut Report, run: crate::report::RunRecord) {
+/// the report's environment (measured after it, never before a CPU-only run). The lane
+/// timelines of its traced repeats (the traces from `*traced` on) come with it, so the
+/// report's JSON and HTML can draw them.
+fn push_run(report: &mut Report, run: RunRecord, ctx: &RunContext, traced: &mut usize) {
     let used_gpu = crate::device::record::uses_gpu(&run.device_records);
+    let index = report.runs.len();
     report.runs.push(run);
     if used_gpu {
         report.environment.note_gpu_run();
     }
+    let Some(traces) = &ctx.traces else { return };
+    let traces = traces.lock().unwrap_or_else(|e| e.into_inner());
+    report.timelines.extend(
+        traces[(*traced).min(traces.len())..]
+            .iter()
+            .map(|t| crate::report::Timeline::of(index, t)),
+    );
+    *traced = traces.len();
 }
 
 /// Run a scenario, recording the machine's state around the whole run (rank 0 only in an MPI
@@ -560,7 +519,7 @@ fn run_timed(
     sc: &dyn Scenario,
     params: &Params,
     ctx: &RunContext,
-) -> Result<crate::report::RunRecord, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let recording = (!crate::distributed::is_secondary_rank()).then(|| {
         let gpu = sc
             .may_use_gpu(params)
@@ -573,16 +532,13 @@ fn run_timed(
     let took = start.elapsed();
     if let Some(recording) = recording {
         let used_gpu = crate::device::record::uses_gpu(&run.device_records);
-        if let Some(why) = recording.gpu_unwatched().filter(|_| used_gpu) {
+        let undeclared = (!sc.may_use_gpu(params))
+            .then(|| "the scenario used the GPU without declaring that it may".to_string());
+        let unwatched = recording.gpu_unwatched().map(ToString::to_string);
+        if let Some(why) = unwatched.or(undeclared).filter(|_| used_gpu) {
             run.notes.push(format!(
                 "the GPU's state over this run was not recorded: {why}"
             ));
-        } else if used_gpu && !sc.may_use_gpu(params) {
-            run.notes.push(
-                "the GPU's state over this run was not recorded: the scenario used the GPU \
-                 without declaring that it may"
-                    .to_string(),
-            );
         }
         let mut state = recording.finish(&fma_probe, used_gpu);
         state.engine_threads = crate::device::record::cpu_threads(&run.device_records);

@@ -100,8 +100,7 @@ impl PendingShare {
             .iter()
             .map(|&h| if h { Order::Held } else { Order::Run })
             .collect();
-        Order::share(&mut list, self.timeout, "the points to run")?;
-        Ok(())
+        Order::share(&mut list, self.timeout, "the points to run")
     }
 }
 

@@ -2,6 +2,8 @@
 //! parbench's CUDA context is on, by its UUID (else its CUDA ordinal as NVML's index). Here,
 //! in the device layer, since only the device layer knows the context.
 
+#[cfg(feature = "cuda")]
+use crate::machine::state::gpu::uuid_string;
 use crate::machine::state::gpu::GpuSelector;
 
 /// The GPU parbench uses, for NVML; `None` where no GPU is usable. Probes the GPU if nothing
@@ -10,7 +12,7 @@ use crate::machine::state::gpu::GpuSelector;
 pub fn selected() -> Option<GpuSelector> {
     let ctx = super::cuda::context()?;
     Some(match ctx.uuid() {
-        Ok(uuid) => GpuSelector::from_uuid_bytes(uuid.bytes.map(|b| b as u8)),
+        Ok(uuid) => GpuSelector::Uuid(uuid_string(uuid.bytes.map(|b| b as u8))),
         Err(_) => GpuSelector::Index(u32::try_from(ctx.ordinal()).unwrap_or(0)),
     })
 }

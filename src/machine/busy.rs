@@ -245,6 +245,12 @@ mod tests {
         }
     }
 
+    /// `what`'s words contain `words`.
+    pub(super) fn says(what: &impl fmt::Display, words: &str) {
+        let text = what.to_string();
+        assert!(text.contains(words), "{text}");
+    }
+
     fn kinds(state: &RunState) -> Vec<&'static str> {
         state.busy_reasons().iter().map(BusyReason::kind).collect()
     }
@@ -288,56 +294,29 @@ mod tests {
 
     #[test]
     fn each_reason_alone() {
-        let cases: [(RunState, &str); 6] = [
+        type Set = fn(&mut RunState);
+        let cases: [(Set, &str); 6] = [
             (
-                RunState {
-                    other_cpu_fraction: Some(0.48),
-                    runnable_others: Runnable::of(&[2, 2]),
-                    ..quiet()
-                },
+                |s| (s.other_cpu_fraction, s.runnable_others) = (Some(0.48), Runnable::of(&[2, 2])),
                 "other-processes",
             ),
+            (|s| s.steal_fraction = Some(0.08), "steal"),
+            (|s| s.probe_after = Some(24.0), "probe-fell"),
             (
-                RunState {
-                    steal_fraction: Some(0.08),
-                    ..quiet()
-                },
-                "steal",
-            ),
-            (
-                RunState {
-                    probe_after: Some(24.0),
-                    ..quiet()
-                },
-                "probe-fell",
-            ),
-            (
-                RunState {
-                    probe_before: Some(29.0),
-                    probe_after: Some(33.0),
-                    ..quiet()
-                },
+                |s| (s.probe_before, s.probe_after) = (Some(29.0), Some(33.0)),
                 "probe-rose",
             ),
+            (|s| s.peak_per_core = Some(40.0), "slowed"),
+            // More device threads than cores, and more of its own threads runnable than the
+            // cores and the front end on average.
             (
-                RunState {
-                    peak_per_core: Some(40.0),
-                    ..quiet()
-                },
-                "slowed",
-            ),
-            (
-                RunState {
-                    // More device threads than cores, and more of its own threads runnable
-                    // than the cores and the front end on average.
-                    engine_threads: Some(4),
-                    own_runnable: Runnable::of(&[4, 4, 3]),
-                    ..quiet()
-                },
+                |s| (s.engine_threads, s.own_runnable) = (Some(4), Runnable::of(&[4, 4, 3])),
                 "oversubscribed",
             ),
         ];
-        for (state, kind) in cases {
+        for (set, kind) in cases {
+            let mut state = quiet();
+            set(&mut state);
             assert_eq!(kinds(&state), [kind], "{state:?}");
         }
     }
@@ -367,39 +346,17 @@ mod tests {
 
     #[test]
     fn each_threshold_is_where_a_reason_starts() {
-        let just = |f: fn(&mut RunState, bool)| {
-            let (mut under, mut over) = (quiet(), quiet());
-            f(&mut under, false);
-            f(&mut over, true);
-            (kinds(&under).len(), kinds(&over).len())
-        };
-        assert_eq!(
-            just(|s, a| s.other_cpu_fraction = Some(nudge(OTHER_CPU_LIMIT, a))),
-            (0, 1)
-        );
-        assert_eq!(
-            just(|s, a| s.steal_fraction = Some(nudge(STEAL_LIMIT, a))),
-            (0, 1)
-        );
-        assert_eq!(
-            just(|s, a| s.probe_after = Some(30.0 * (1.0 - nudge(PROBE_CHANGE_LIMIT, a)))),
-            (0, 1)
-        );
-        assert_eq!(
-            just(|s, a| s.probe_after = Some(30.0 * (1.0 + nudge(PROBE_CHANGE_LIMIT, a)))),
-            (0, 1)
-        );
-        // Both probes below the limits' peak: judged on the higher of the two.
-        assert_eq!(
-            just(|s, a| {
-                s.probe_before = Some(29.0);
-                s.probe_after = Some(30.0);
+        let setters: [fn(&mut RunState, bool); 6] = [
+            |s, a| s.other_cpu_fraction = Some(nudge(OTHER_CPU_LIMIT, a)),
+            |s, a| s.steal_fraction = Some(nudge(STEAL_LIMIT, a)),
+            |s, a| s.probe_after = Some(30.0 * (1.0 - nudge(PROBE_CHANGE_LIMIT, a))),
+            |s, a| s.probe_after = Some(30.0 * (1.0 + nudge(PROBE_CHANGE_LIMIT, a))),
+            // Both probes below the limits' peak: judged on the higher of the two.
+            |s, a| {
+                (s.probe_before, s.probe_after) = (Some(29.0), Some(30.0));
                 s.peak_per_core = Some(30.0 / (1.0 - nudge(PROBE_CHANGE_LIMIT, a)));
-            }),
-            (0, 1)
-        );
-        assert_eq!(
-            just(|s, a| {
+            },
+            |s, a| {
                 s.engine_threads = Some(s.cores + 2);
                 let mean = nudge((s.cores + FRONT_END_THREADS) as f64, a);
                 s.own_runnable = Some(Runnable {
@@ -407,9 +364,15 @@ mod tests {
                     max: 3,
                     samples: 5,
                 })
-            }),
-            (0, 1)
-        );
+            },
+        ];
+        for (i, set) in setters.into_iter().enumerate() {
+            let (mut under, mut over) = (quiet(), quiet());
+            set(&mut under, false);
+            set(&mut over, true);
+            let found = (kinds(&under).len(), kinds(&over).len());
+            assert_eq!(found, (0, 1), "threshold {i}");
+        }
     }
 
     /// Other processes' share is known to a tick or two of the run's CPU time: one stray tick
@@ -463,11 +426,7 @@ mod tests {
             ..quiet()
         };
         assert_eq!(kinds(&hot), ["gpu-throttled"]);
-        assert!(
-            hot.busy_reasons()[0].to_string().contains("hw-thermal"),
-            "{:?}",
-            hot.busy_reasons()
-        );
+        says(&hot.busy_reasons()[0], "hw-thermal");
     }
 
     #[test]
@@ -481,10 +440,7 @@ mod tests {
         };
         assert!(!state.is_busy(), "{:?}", state.busy_reasons());
         let slow = state.limits_measured_slow().expect("limits measured slow");
-        assert!(
-            slow.to_string().contains("25% above the 24.0 GFLOP/s"),
-            "{slow}"
-        );
+        says(&slow, "25% above the 24.0 GFLOP/s");
         // One probe near the peak: the machine may have been as slow as then.
         let near = RunState {
             probe_before: Some(25.0),
@@ -515,26 +471,17 @@ mod tests {
             before: 183.0,
             after: 241.0,
         };
-        assert!(
-            rose.to_string()
-                .contains("rose from 183.0 to 241.0 GFLOP/s (+32%)"),
-            "{rose}"
-        );
+        says(&rose, "rose from 183.0 to 241.0 GFLOP/s (+32%)");
         let slowed = BusyReason::Slowed {
             peak: 240.0,
             before: 180.0,
             after: 170.0,
         };
-        assert!(
-            slowed
-                .to_string()
-                .contains("read 180.0 and 170.0 GFLOP/s around this run, 25% below"),
-            "{slowed}"
+        says(
+            &slowed,
+            "read 180.0 and 170.0 GFLOP/s around this run, 25% below",
         );
-        assert!(
-            slowed.to_string().contains("times are inflated"),
-            "{slowed}"
-        );
+        says(&slowed, "times are inflated");
     }
 
     #[test]
@@ -545,7 +492,7 @@ mod tests {
             ..quiet()
         };
         assert!(state.busy_reasons().is_empty());
-        assert!(state.to_string().contains("other ranks"), "{state}");
+        says(&state, "other ranks");
     }
 
     #[test]
@@ -563,6 +510,6 @@ mod tests {
             before: 30.0,
             after: 24.0,
         };
-        assert!(fell.to_string().contains("(-20%)"), "{fell}");
+        says(&fell, "(-20%)");
     }
 }

@@ -65,20 +65,13 @@ pub fn probe_figures(l: &Limits) -> Vec<ProbeFigure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{Clock, FmaPeak, Probe, VectorUnit};
+    use crate::machine::{Clock, FmaPeak, Probe};
 
     #[test]
     fn only_measured_limits_are_figures() {
         let mut l = Limits::not_measured("test");
         assert!(probe_figures(&l).is_empty());
-        l.fma = Probe::Measured(FmaPeak {
-            unit: VectorUnit::Avx512,
-            per_core_gflops: 187.0,
-            all_cores_gflops: 374.0,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        });
+        l.fma = Probe::Measured(FmaPeak::of_two_cores(187.0, 374.0));
         l.clock = Probe::Measured(Clock {
             ghz: 0.0,
             method: String::new(),

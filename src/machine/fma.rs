@@ -157,6 +157,21 @@ impl FmaPeak {
     }
 }
 
+#[cfg(test)]
+impl FmaPeak {
+    /// The tests' peak: two cores, pinned, on AVX-512, at these GFLOP/s.
+    pub(crate) fn of_two_cores(per_core_gflops: f64, all_cores_gflops: f64) -> FmaPeak {
+        FmaPeak {
+            unit: VectorUnit::Avx512,
+            per_core_gflops,
+            all_cores_gflops,
+            cores: 2,
+            pinned: true,
+            method: String::new(),
+        }
+    }
+}
+
 /// The peak from loops of about `target_s` seconds, best of `repeats`, on `cores` threads
 /// for the all-core figure. Fails only if the OS refuses a thread.
 pub fn measure(target_s: f64, repeats: usize, cores: usize) -> Probe<FmaPeak> {
@@ -174,9 +189,15 @@ pub fn one_core_gflops(target_s: f64, repeats: usize) -> Option<f64> {
     if cfg!(debug_assertions) {
         return None;
     }
-    let unit = VectorUnit::detect();
+    Some(one_thread(VectorUnit::detect(), target_s, repeats).1)
+}
+
+/// The loop's size for about `target_s` seconds on `unit`, and one thread's GFLOP/s at it, best
+/// of `repeats`.
+fn one_thread(unit: VectorUnit, target_s: f64, repeats: usize) -> (u64, f64) {
     let n = calibrate(target_s, |n| unit.run(n));
-    Some(best_rate(n, repeats, |n| unit.run(n)) * unit.flops_per_iteration() as f64 / 1e9)
+    let flops = unit.flops_per_iteration() as f64;
+    (n, best_rate(n, repeats, |n| unit.run(n)) * flops / 1e9)
 }
 
 fn measure_on(
@@ -189,8 +210,7 @@ fn measure_on(
     let flops = unit.flops_per_iteration() as f64;
     // One thread: the calling one, unpinned, so the scheduler gives it an idle CPU (a pin
     // cannot know which one another process leaves free).
-    let n = calibrate(target_s, |n| unit.run(n));
-    let per_core = best_rate(n, repeats, |n| unit.run(n)) * flops / 1e9;
+    let (n, per_core) = one_thread(unit, target_s, repeats);
     let (all_cores, pinned) = if cores == 1 {
         (per_core, false)
     } else {
@@ -339,14 +359,7 @@ mod tests {
 
     #[test]
     fn the_peak_for_some_threads_scales_to_the_cores_then_stops() {
-        let peak = FmaPeak {
-            unit: VectorUnit::Avx512,
-            per_core_gflops: 100.0,
-            all_cores_gflops: 190.0,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        };
+        let peak = FmaPeak::of_two_cores(100.0, 190.0);
         assert_eq!(peak.for_threads(0), 100.0);
         assert_eq!(peak.for_threads(1), 100.0);
         assert_eq!(peak.for_threads(2), 190.0);

@@ -70,7 +70,7 @@ fn stream(m: &Bandwidth, rate: &StreamRate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{ChannelHandoff, Clock, FmaPeak, LineLatency, VectorUnit};
+    use crate::machine::{ChannelHandoff, Clock, FmaPeak, LineLatency};
 
     fn measured() -> Limits {
         let rate = |one, all| StreamRate {
@@ -78,14 +78,7 @@ mod tests {
             all_threads_gbytes_per_s: all,
         };
         Limits {
-            fma: Probe::Measured(FmaPeak {
-                unit: VectorUnit::Avx512,
-                per_core_gflops: 187.34,
-                all_cores_gflops: 374.1,
-                cores: 2,
-                pinned: true,
-                method: String::new(),
-            }),
+            fma: Probe::Measured(FmaPeak::of_two_cores(187.34, 374.1)),
             clock: Probe::Measured(Clock {
                 ghz: 3.1,
                 method: String::new(),

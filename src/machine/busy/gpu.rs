@@ -139,6 +139,7 @@ impl fmt::Display for GpuReason {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::says;
     use super::*;
     use crate::machine::state::gpu::{GpuDuring, GpuProcesses, GpuSample, GpuState};
     use crate::machine::thresholds::{MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
@@ -172,11 +173,12 @@ mod tests {
         }
     }
 
-    fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
+    fn reasons(gpu: &GpuRunState) -> Vec<GpuReason> {
         GpuReason::of(gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE)
-            .iter()
-            .map(GpuReason::kind)
-            .collect()
+    }
+
+    fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
+        reasons(gpu).iter().map(GpuReason::kind).collect()
     }
 
     fn process(pid: u32, bytes: Option<u64>) -> GpuProcess {
@@ -223,12 +225,8 @@ mod tests {
         ] {
             let mut gpu = quiet();
             gpu.before.clock_limits.push(limit);
-            assert_eq!(
-                GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE),
-                [GpuReason::Throttled {
-                    limits: vec![limit]
-                }]
-            );
+            let limits = vec![limit];
+            assert_eq!(reasons(&gpu), [GpuReason::Throttled { limits }]);
         }
         for limit in [
             ClockLimit::SwPowerCap,
@@ -269,7 +267,7 @@ mod tests {
             4242,
             true,
         ));
-        let reasons = GpuReason::of(&gpu, &crate::machine::thresholds::BusyThresholds::IN_FORCE);
+        let reasons = reasons(&gpu);
         assert_eq!(reasons.len(), 1);
         assert_eq!(
             reasons[0].to_string(),
@@ -286,23 +284,17 @@ mod tests {
             others: vec![process(1234, Some(2_254_857_830))],
             own_among_them: false,
         };
-        assert!(
-            other
-                .to_string()
-                .starts_with("another process (pid 1234, 2.1 GiB) ran on the GPU during this run"),
-            "{other}"
-        );
+        let text = other.to_string();
+        let one = "another process (pid 1234, 2.1 GiB) ran on the GPU during this run";
+        assert!(text.starts_with(one), "{text}");
         let hot = GpuReason::Throttled {
             limits: vec![ClockLimit::HwSlowdown, ClockLimit::HwThermal],
         };
-        assert!(
-            hot.to_string().contains("(hw-slowdown, hw-thermal)"),
-            "{hot}"
-        );
+        says(&hot, "(hw-slowdown, hw-thermal)");
         let slow = GpuReason::ClockLow {
             median_mhz: 990,
             max_mhz: 1980,
         };
-        assert!(slow.to_string().contains("(50%)"), "{slow}");
+        says(&slow, "(50%)");
     }
 }

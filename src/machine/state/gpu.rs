@@ -29,13 +29,6 @@ pub enum GpuSelector {
     Index(u32),
 }
 
-impl GpuSelector {
-    /// The NVML form of a CUDA device UUID's 16 bytes (`cuDeviceGetUuid`): [`uuid_string`].
-    pub fn from_uuid_bytes(bytes: [u8; 16]) -> GpuSelector {
-        GpuSelector::Uuid(uuid_string(bytes))
-    }
-}
-
 /// The 16 bytes of `cuDeviceGetUuid` as NVML and `nvidia-smi -L` write a GPU's: `GPU-` and the
 /// bytes in order as lowercase hex, grouped 4-2-2-2-6 ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx").
 pub fn uuid_string(bytes: [u8; 16]) -> String {
@@ -189,14 +182,6 @@ impl GpuProcesses {
             own,
             others,
         }
-    }
-
-    /// The other processes that are surely not this one: all of `others`, less one where the
-    /// pids are from another namespace.
-    pub fn surely_others(&self) -> usize {
-        self.others
-            .len()
-            .saturating_sub(usize::from(self.pid_namespace_differs))
     }
 }
 
@@ -401,8 +386,8 @@ mod tests {
             0xe8, 0xf9,
         ];
         assert_eq!(
-            GpuSelector::from_uuid_bytes(bytes),
-            GpuSelector::Uuid("GPU-5a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9".into())
+            uuid_string(bytes),
+            "GPU-5a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
         );
     }
 
@@ -413,14 +398,12 @@ mod tests {
         assert_eq!(split.own, Some(listed[1]));
         assert_eq!(split.others, [listed[0], listed[2]]);
         assert!(!split.pid_namespace_differs);
-        assert_eq!(split.surely_others(), 2);
         // Our pid unlisted while we hold a context: the pids are the host's.
         let foreign = GpuProcesses::split(&listed[..1], 7, true);
         assert!(foreign.pid_namespace_differs);
-        assert_eq!(foreign.surely_others(), 0);
         // Without a context of ours, an unlisted pid says nothing.
         let none = GpuProcesses::split(&listed[..1], 7, false);
-        assert_eq!(none.surely_others(), 1);
+        assert!(!none.pid_namespace_differs && none.others.len() == 1);
         assert_eq!(GpuProcesses::split(&[], 7, true), GpuProcesses::default());
     }
 
