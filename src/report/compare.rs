@@ -18,9 +18,10 @@
 use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread};
+use super::provenance::{result_kind, AB_SCHEMA, COMPARE_SCHEMA};
 #[cfg(test)]
 use super::Figure;
-use super::{Better, Report, RunRecord, Unit, SCHEMA};
+use super::{find_or_push, Better, Report, RunRecord, Unit, SCHEMA};
 use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
@@ -83,36 +84,28 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
         path: p.clone(),
         reason: journal_hint(&text, &p).unwrap_or_else(|| e.to_string()),
     })?;
-    match value.get("schema").and_then(Value::as_str) {
-        Some(SCHEMA) => {}
-        Some(other) => {
-            return Err(match super::provenance::result_kind(other) {
-                Some(what) => CompareError::NotAReport { path: p, what },
-                None => CompareError::Schema {
-                    path: p,
-                    found: other.into(),
-                },
+    // Results written before they carried a schema: `ab` (entries, settings) and
+    // `compare --format json` (rows, threshold).
+    let has = |a: &str, b: &str| value.get(a).is_some() && value.get(b).is_some();
+    let schema = match value.get("schema").and_then(Value::as_str) {
+        Some(schema) => schema,
+        None if has("entries", "settings") => AB_SCHEMA,
+        None if has("rows", "threshold") => COMPARE_SCHEMA,
+        None => {
+            return Err(CompareError::Parse {
+                path: p,
+                reason: "no \"schema\" field".into(),
             })
         }
-        None => {
-            // Results written before they carried a schema: `ab` (entries, settings) and
-            // `compare --format json` (rows, threshold).
-            let has = |a: &str, b: &str| value.get(a).is_some() && value.get(b).is_some();
-            let older = if has("entries", "settings") {
-                super::provenance::result_kind(super::provenance::AB_SCHEMA)
-            } else if has("rows", "threshold") {
-                super::provenance::result_kind(super::provenance::COMPARE_SCHEMA)
-            } else {
-                None
-            };
-            return Err(match older {
-                Some(what) => CompareError::NotAReport { path: p, what },
-                None => CompareError::Parse {
-                    path: p,
-                    reason: "no \"schema\" field".into(),
-                },
-            });
-        }
+    };
+    if schema != SCHEMA {
+        return Err(match result_kind(schema) {
+            Some(what) => CompareError::NotAReport { path: p, what },
+            None => CompareError::Schema {
+                path: p,
+                found: schema.into(),
+            },
+        });
     }
     serde_json::from_value(value).map_err(|e| CompareError::Parse {
         path: p,
@@ -426,33 +419,27 @@ pub fn compare(
     threshold: f64,
 ) -> Result<Vec<Row>, CompareError> {
     let mut matched: Vec<Matched> = Vec::new();
-    for (is_new, side) in [(false, base), (true, new)] {
-        for report in side {
-            for e in entries(report) {
-                let i = match matched.iter().position(|m| m.first.name == e.name) {
-                    Some(i) => i,
-                    None if is_new => continue,
-                    None => {
-                        matched.push(Matched {
-                            first: e.clone(),
-                            base: Vec::new(),
-                            new: Vec::new(),
-                            busy: Busy::default(),
-                            limits_under_load: false,
-                        });
-                        matched.len() - 1
-                    }
-                };
-                let m = &mut matched[i];
-                m.limits_under_load |= e.limits_under_load;
-                if is_new {
-                    m.new.push(e.observed);
-                    m.busy.new += usize::from(e.busy);
-                } else {
-                    m.base.push(e.observed);
-                    m.busy.base += usize::from(e.busy);
-                }
-            }
+    for e in base.iter().flat_map(|r| entries(r)) {
+        let m = find_or_push(
+            &mut matched,
+            |m| m.first.name == e.name,
+            || Matched {
+                first: e.clone(),
+                base: Vec::new(),
+                new: Vec::new(),
+                busy: Busy::default(),
+                limits_under_load: false,
+            },
+        );
+        m.base.push(e.observed);
+        m.busy.base += usize::from(e.busy);
+        m.limits_under_load |= e.limits_under_load;
+    }
+    for e in new.iter().flat_map(|r| entries(r)) {
+        if let Some(m) = matched.iter_mut().find(|m| m.first.name == e.name) {
+            m.new.push(e.observed);
+            m.busy.new += usize::from(e.busy);
+            m.limits_under_load |= e.limits_under_load;
         }
     }
     matched.retain(|m| !m.new.is_empty());
@@ -638,17 +625,10 @@ mod tests {
         let none = |_: &str| Spread::default();
         let (one, two) = (doc(1.0), doc(2.0));
         let rows = compare(&[&one], &[&two], &none, 0.1).expect("rows");
-        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
-        assert_eq!(
-            row("derived:chain_ratio").map(|r| r.verdict),
-            Some(Verdict::Worse)
-        );
-        assert!(row("derived:t1_s").is_none(), "no direction, no verdict");
+        assert_eq!(row(&rows, "derived:chain_ratio").verdict, Verdict::Worse);
+        let no_direction = rows.iter().find(|r| r.entry.ends_with("derived:t1_s"));
+        assert!(no_direction.is_none(), "no direction, no verdict");
         let rows = compare(&[&two], &[&one], &none, 0.1).expect("rows");
-        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
-        assert_eq!(
-            row("derived:chain_ratio").map(|r| r.verdict),
-            Some(Verdict::Better)
-        );
+        assert_eq!(row(&rows, "derived:chain_ratio").verdict, Verdict::Better);
     }
 }

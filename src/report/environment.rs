@@ -192,12 +192,12 @@ fn os_description(kernel_release: Option<&str>) -> String {
     }
 }
 
-/// Contents of a small text file, trimmed; `None` if unreadable or blank.
 /// This machine's host name (`unknown` where it cannot be read).
 pub fn host() -> String {
     read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Contents of a small text file, trimmed; `None` if unreadable or blank.
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let text = text.trim();

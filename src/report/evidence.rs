@@ -35,11 +35,6 @@ impl Estimate {
             hi: value,
         }
     }
-
-    /// How far the interval reaches from the median, relative to it, at its wider side.
-    pub fn uncertainty(&self) -> f64 {
-        (self.median - self.lo).max(self.hi - self.median) / self.median
-    }
 }
 
 /// `a / b` and the interval the two estimates' intervals allow for it: from the smallest
@@ -154,6 +149,5 @@ mod tests {
             Ratio::of(est(f64::NAN, 1.0, 1.0), est(1.0, 1.0, 1.0)).against(1.0),
             Side::Unknown
         );
-        assert_eq!(Estimate::exact(2.0).uncertainty(), 0.0);
     }
 }

@@ -254,7 +254,12 @@ impl Finding {
                         scale.write(ci95[1])
                     ),
                 };
-                let side = side_words(self.side(), &scale.bound(bound));
+                let (side, bound) = (self.side(), scale.bound(bound));
+                let side = match side {
+                    Side::Unknown => "not measured".to_string(),
+                    Side::Within => format!("{} {bound}: indistinguishable", side_phrase(side)),
+                    _ => format!("{} {bound}", side_phrase(side)),
+                };
                 format!("{} = {figure}: {side}", self.figure)
             }
         }
@@ -296,16 +301,6 @@ impl Finding {
             }
             _ => None,
         }
-    }
-}
-
-/// How a side reads beside its bound: `wholly above 1`, `reaching across 1.25:
-/// indistinguishable`.
-fn side_words(side: Side, bound: &str) -> String {
-    match side {
-        Side::Unknown => "not measured".to_string(),
-        Side::Within => format!("{} {bound}: indistinguishable", side_phrase(side)),
-        _ => format!("{} {bound}", side_phrase(side)),
     }
 }
 

@@ -83,15 +83,11 @@ impl Spread {
     pub fn within<'a>(groups: impl IntoIterator<Item = &'a [Observation]>) -> Spread {
         let mut s = Spread::default();
         for g in groups {
-            let logs: Vec<f64> = g
-                .iter()
-                .filter(|o| o.usable())
-                .map(|o| o.value.ln())
-                .collect();
+            let logs = logs(g);
             if logs.len() < 2 {
                 continue;
             }
-            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            let mean = mean(&logs);
             s.sum_sq += logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
             s.df += (logs.len() - 1) as f64;
         }
@@ -132,19 +128,9 @@ impl Spread {
 pub fn series_spread(points: &[&[Observation]]) -> Option<Spread> {
     let means: Vec<(f64, f64)> = points
         .iter()
-        .filter_map(|g| {
-            let logs: Vec<f64> = g
-                .iter()
-                .filter(|o| o.usable())
-                .map(|o| o.value.ln())
-                .collect();
-            (!logs.is_empty()).then(|| {
-                (
-                    logs.iter().sum::<f64>() / logs.len() as f64,
-                    1.0 / logs.len() as f64,
-                )
-            })
-        })
+        .map(|g| logs(g))
+        .filter(|logs| !logs.is_empty())
+        .map(|logs| (mean(&logs), 1.0 / logs.len() as f64))
         .collect();
     let diffs: Vec<f64> = means
         .windows(2)
@@ -210,7 +196,6 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         s.iter().copied().filter(Observation::usable).collect()
     };
     let (b, n) = (side(base), side(new));
-    let mean_ln = |s: &[Observation]| s.iter().map(|o| o.value.ln()).sum::<f64>() / s.len() as f64;
     if b.is_empty() || n.is_empty() || b.len() < base.len() || n.len() < new.len() {
         return Judged {
             base: f64::NAN,
@@ -220,10 +205,11 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
             call: Call::NotComparable,
         };
     }
-    let delta = mean_ln(&n) - mean_ln(&b);
+    let (mean_b, mean_n) = (mean(&logs(&b)), mean(&logs(&n)));
+    let delta = mean_n - mean_b;
     let mut judged = Judged {
-        base: mean_ln(&b).exp(),
-        new: mean_ln(&n).exp(),
+        base: mean_b.exp(),
+        new: mean_n.exp(),
         change: delta.exp_m1(),
         p: None,
         call: Call::Same,
@@ -262,6 +248,18 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         None => Call::Inconclusive,
     };
     judged
+}
+
+/// ln(value) of each usable observation of `g`.
+fn logs(g: &[Observation]) -> Vec<f64> {
+    g.iter()
+        .filter(|o| o.usable())
+        .map(|o| o.value.ln())
+        .collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 fn fold(s: &[Observation], f: fn(f64, f64) -> f64, pick: fn(&Observation) -> f64) -> f64 {

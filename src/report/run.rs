@@ -19,7 +19,7 @@ use crate::machine::{BusyReason, RunState};
 /// Written with `derived_display` beside `derived` (see [`RunRecord::derived_display`]): the
 /// text is computed as the record is serialized, from the figures it shows, so it can never
 /// disagree with them whoever built or changed the record; reading a report ignores it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct RunRecord {
     pub scenario: String,
     /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
@@ -165,18 +165,7 @@ impl RunRecord {
             parameters,
             devices: labels,
             device_records: records,
-            variants: Vec::new(),
-            derived: Map::new(),
-            figures: Default::default(),
-            unmeasured: BTreeMap::new(),
-            checks: Vec::new(),
-            notes: Vec::new(),
-            explanation: Vec::new(),
-            explanation_detail: Vec::new(),
-            book: Vec::new(),
-            lesson: None,
-            findings: Vec::new(),
-            state: None,
+            ..RunRecord::default()
         }
     }
 
