@@ -35,7 +35,6 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::report::fixtures::{self, report};
     use crate::report::RunRecord;
 
