@@ -287,14 +287,11 @@ pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
             keys.push(key);
         }
     }
+    let busy = |r: &RunRecord| !r.busy_reasons().is_empty();
     let mut lines = Vec::new();
     for key in keys {
         let sides = [("base", runs(base, &key)), ("new", runs(new, &key))];
-        if !sides
-            .iter()
-            .flat_map(|(_, r)| r)
-            .any(|r| !r.busy_reasons().is_empty())
-        {
+        if !sides.iter().flat_map(|(_, r)| r).any(|r| busy(r)) {
             continue;
         }
         for (side, side_runs) in &sides {
@@ -303,11 +300,7 @@ pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
                     1 => side.to_string(),
                     n => format!("{side}, report {} of {n}", i + 1),
                 };
-                let mark = if !run.busy_reasons().is_empty() {
-                    " (busy)"
-                } else {
-                    ""
-                };
+                let mark = if busy(run) { " (busy)" } else { "" };
                 let state = run
                     .state
                     .as_ref()
@@ -485,11 +478,7 @@ pub fn compare(
                 unit: m.first.unit,
                 busy: m.busy,
                 reports: (m.base.len(), m.new.len()),
-                verdict: if mark.is_some() {
-                    Verdict::Marked
-                } else {
-                    verdict
-                },
+                verdict: mark.as_ref().map_or(verdict, |_| Verdict::Marked),
                 mark,
                 run: m.first.run,
             }

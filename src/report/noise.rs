@@ -331,12 +331,8 @@ mod tests {
     fn a_zero_or_broken_value_is_not_comparable() {
         let rule = Rule::new(0.05, 1);
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let j = judge(
-                &[run(1.0, 0.01)],
-                &[Observation::exact(bad)],
-                Spread::default(),
-                rule,
-            );
+            let (base, new) = ([run(1.0, 0.01)], [Observation::exact(bad)]);
+            let j = judge(&base, &new, Spread::default(), rule);
             assert_eq!(j.call, Call::NotComparable, "{bad}");
             assert!(j.change.is_nan());
         }
@@ -352,13 +348,8 @@ mod tests {
         assert!((s.sigma().unwrap() - expect).abs() < 1e-12);
         assert_eq!(Spread::default().sigma(), None);
         // Three identical runs a side but wide own intervals: not a regression at 10%.
-        let wide = [run(1.0, 0.2); 3];
-        let j = judge(
-            &wide,
-            &[run(1.1, 0.2); 3],
-            Spread::default(),
-            Rule::new(0.05, 1),
-        );
+        let (wide, wider) = ([run(1.0, 0.2); 3], [run(1.1, 0.2); 3]);
+        let j = judge(&wide, &wider, Spread::default(), Rule::new(0.05, 1));
         assert_eq!(j.call, Call::Noise, "{j:?}");
     }
 
@@ -385,23 +376,22 @@ mod tests {
         let (trials, figures) = (400, 20);
         let rule = Rule::new(0.05, figures);
         let (mut alarms1, mut alarms3, mut caught) = (0, 0, 0);
+        let none = Spread::default();
+        let moved =
+            |b: &[_], n: &[_]| matches!(judge(b, n, none, rule).call, Call::Up | Call::Down);
+        let three = |rng: &mut Rng, v: f64, loaded| -> Vec<Observation> {
+            (0..3).map(|_| rng.run(v, 0.03, loaded)).collect()
+        };
         for _ in 0..trials {
             let mut any1 = false;
             let mut any3 = false;
             for f in 0..figures {
                 let v = 1e-3 * (1.0 + f as f64);
-                let base: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.05)).collect();
-                let new: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.05)).collect();
-                let none = Spread::default();
-                any1 |= matches!(
-                    judge(&base[..1], &new[..1], none, rule).call,
-                    Call::Up | Call::Down
-                );
-                any3 |= matches!(judge(&base, &new, none, rule).call, Call::Up | Call::Down);
+                let (base, new) = (three(&mut rng, v, 0.05), three(&mut rng, v, 0.05));
+                any1 |= moved(&base[..1], &new[..1]);
+                any3 |= moved(&base, &new);
                 if f == 0 {
-                    let quiet: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.0)).collect();
-                    let slow: Vec<Observation> =
-                        (0..3).map(|_| rng.run(v * 1.3, 0.03, 0.0)).collect();
+                    let (quiet, slow) = (three(&mut rng, v, 0.0), three(&mut rng, v * 1.3, 0.0));
                     caught += usize::from(judge(&quiet, &slow, none, rule).call == Call::Up);
                 }
             }
