@@ -77,9 +77,7 @@ impl Ratio {
             Side::Within
         }
     }
-}
 
-impl Ratio {
     /// The ratio as [`Display`](std::fmt::Display) words it, with one or two more digits
     /// where an interval wholly on one side of `bound` would print an end equal to it:
     /// `1.010×, 95% interval 1.003–1.020×: wholly above 1`, never `1.00–1.02×`.

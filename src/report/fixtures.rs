@@ -20,6 +20,15 @@ pub(crate) fn run(scenario: &str, params: &[(&str, u64)], variants: &[&str]) -> 
     run
 }
 
+/// A run whose value is `v` and whose own interval is ±`half` (relative).
+pub(crate) fn observed(v: f64, half: f64) -> super::noise::Observation {
+    super::noise::Observation {
+        value: v,
+        low: v * (1.0 - half),
+        high: v * (1.0 + half),
+    }
+}
+
 /// A report of `runs` in this process's environment, without the machine's limits.
 pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     let env = Environment::capture_without_limits(

@@ -269,15 +269,7 @@ fn fold(s: &[Observation], f: fn(f64, f64) -> f64, pick: fn(&Observation) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A run whose value is `v` and whose own interval is ±`half` (relative).
-    fn run(v: f64, half: f64) -> Observation {
-        Observation {
-            value: v,
-            low: v * (1.0 - half),
-            high: v * (1.0 + half),
-        }
-    }
+    use crate::report::fixtures::observed as run;
 
     /// A deterministic generator (SplitMix64), so the trials below never flake.
     struct Rng(u64);

@@ -131,32 +131,25 @@ impl History {
     /// grouped.
     pub fn new(mut reports: Vec<Dated>, skipped: Vec<Skipped>) -> History {
         reports.sort_by(|a, b| (a.started_at(), &a.name).cmp(&(b.started_at(), &b.name)));
-        let mut history = History {
-            reports,
-            groups: Vec::new(),
-            skipped,
-        };
-        history.group();
-        history
-    }
-
-    /// Gather the reports into [`Group`]s by commit and identity.
-    fn group(&mut self) {
-        self.groups.clear();
-        for (i, d) in self.reports.iter().enumerate() {
+        // Reruns of one commit on one machine are one group.
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, d) in reports.iter().enumerate() {
             let identity = Identity::of(&d.report.environment);
-            let commit = d.commit();
-            match self
-                .groups
-                .iter_mut()
-                .find(|g| g.identity == identity && self.reports[g.reports[0]].commit() == commit)
-            {
+            let same = |g: &&mut Group| {
+                g.identity == identity && reports[g.reports[0]].commit() == d.commit()
+            };
+            match groups.iter_mut().find(same) {
                 Some(g) => g.reports.push(i),
-                None => self.groups.push(Group {
+                None => groups.push(Group {
                     reports: vec![i],
                     identity,
                 }),
             }
+        }
+        History {
+            reports,
+            groups,
+            skipped,
         }
     }
 

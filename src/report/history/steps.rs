@@ -121,16 +121,8 @@ mod tests {
 
     /// One report per point, each with a ±1% interval of its own.
     fn single(values: &[f64]) -> Vec<Vec<Observation>> {
-        values
-            .iter()
-            .map(|&v| {
-                vec![Observation {
-                    value: v,
-                    low: v * 0.99,
-                    high: v * 1.01,
-                }]
-            })
-            .collect()
+        let one = |v: &f64| vec![crate::report::fixtures::observed(*v, 0.01)];
+        values.iter().map(one).collect()
     }
 
     /// The detector as a history runs it: with the series' own spread.
