@@ -147,6 +147,18 @@ impl Verdict {
         }
     }
 
+    /// A change beyond the noise, `up` or down, of a figure that improves as `better` says:
+    /// slower or faster for a time, worse or better for any other figure.
+    pub fn moved(up: bool, better: Better, is_time: bool) -> Verdict {
+        let lower = better == Better::Lower;
+        match (is_time && lower, up == lower) {
+            (true, true) => Verdict::Slower,
+            (true, false) => Verdict::Faster,
+            (false, true) => Verdict::Worse,
+            (false, false) => Verdict::Better,
+        }
+    }
+
     /// True for the verdicts that fail a regression check: times only. Derived figures are
     /// ratios of medians with no samples of their own, so their noise adds up (±3% on two
     /// times is ±6% on a speed-up), and one moves whenever either of its times does; they
@@ -450,21 +462,16 @@ pub fn compare(
                 learned(&m.first.name),
                 rule(m.first.is_time),
             );
-            let up_is_worse = m.first.better == Better::Lower;
-            let verdict = match (j.call, m.first.is_time) {
+            let verdict = match j.call {
                 // One report a side and no history: a busy machine's drift has no bound.
-                (Call::Up | Call::Down, _) if j.p.is_none() && m.busy.any() => {
-                    Verdict::Inconclusive
+                Call::Up | Call::Down if j.p.is_none() && m.busy.any() => Verdict::Inconclusive,
+                Call::Same => Verdict::Same,
+                Call::Noise => Verdict::Noise,
+                Call::Inconclusive => Verdict::Inconclusive,
+                Call::NotComparable => Verdict::NotComparable,
+                Call::Up | Call::Down => {
+                    Verdict::moved(j.call == Call::Up, m.first.better, m.first.is_time)
                 }
-                (Call::Same, _) => Verdict::Same,
-                (Call::Noise, _) => Verdict::Noise,
-                (Call::Inconclusive, _) => Verdict::Inconclusive,
-                (Call::NotComparable, _) => Verdict::NotComparable,
-                (Call::Up, true) => Verdict::Slower,
-                (Call::Down, true) => Verdict::Faster,
-                (Call::Up, false) if up_is_worse => Verdict::Worse,
-                (Call::Down, false) if !up_is_worse => Verdict::Worse,
-                (Call::Up | Call::Down, false) => Verdict::Better,
             };
             let claims_a_change = matches!(verdict, Verdict::Better | Verdict::Worse);
             let mark = (claims_a_change && m.limits_under_load).then_some(Mark::LimitsUnderLoad);

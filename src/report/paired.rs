@@ -75,13 +75,8 @@ fn judge(
     let rose = p_adjusted < ALPHA && ci95[0] > 1.0 && median_ratio > up;
     let fell = p_adjusted < ALPHA && ci95[1] < 1.0 && median_ratio < down;
     let inside = ci95[0] >= down && ci95[1] <= up;
-    let verdict = match (better, rose, fell) {
-        (Better::Neither, _, _) if inside => Verdict::Same,
-        (Better::Neither, _, _) => Verdict::Noise,
-        (Better::Lower, true, _) if is_time => Verdict::Slower,
-        (Better::Lower, _, true) if is_time => Verdict::Faster,
-        (Better::Lower, true, _) | (Better::Higher, _, true) => Verdict::Worse,
-        (Better::Lower, _, true) | (Better::Higher, true, _) => Verdict::Better,
+    let verdict = match better {
+        Better::Lower | Better::Higher if rose || fell => Verdict::moved(rose, better, is_time),
         _ if inside => Verdict::Same,
         _ => Verdict::Noise,
     };
