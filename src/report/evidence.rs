@@ -17,9 +17,7 @@ pub struct Estimate {
 impl Estimate {
     /// A variant's median and interval; NaN throughout when the run has no such variant.
     pub fn of(run: &RunRecord, variant: &str) -> Estimate {
-        run.variants
-            .iter()
-            .find(|v| v.name == variant)
+        run.variant(variant)
             .map_or(Estimate::exact(f64::NAN), |v| Estimate {
                 median: v.summary.median_s,
                 lo: v.summary.ci95_s[0],

@@ -179,18 +179,20 @@ impl RunRecord {
         format!("{}[{}]", self.scenario, params.join(","))
     }
 
+    /// A variant, by name.
+    pub fn variant(&self, name: &str) -> Option<&VariantRecord> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
     /// The median of a variant, by name.
     pub fn median(&self, variant: &str) -> Option<f64> {
-        self.variants
-            .iter()
-            .find(|v| v.name == variant)
-            .map(|v| v.summary.median_s)
+        self.variant(variant).map(|v| v.summary.median_s)
     }
 
     /// How far the 95% confidence interval of a variant's median reaches from the median,
     /// relative to it (0.1 = ±10% at the wider side).
     pub fn median_uncertainty(&self, variant: &str) -> Option<f64> {
-        let s = &self.variants.iter().find(|v| v.name == variant)?.summary;
+        let s = &self.variant(variant)?.summary;
         let [lo, hi] = s.ci95_s;
         Some(((s.median_s - lo).max(hi - s.median_s)) / s.median_s)
     }
