@@ -91,6 +91,21 @@ pub(crate) fn timed(
     report(vec![r])
 }
 
+/// Limits of which only the FMA peak was measured: `per_core` and `all_cores` GFLOP/s.
+pub(crate) fn fma_limits(per_core: f64, all_cores: f64) -> crate::machine::Limits {
+    use crate::machine::{FmaPeak, Limits, Probe, VectorUnit};
+    let mut limits = Limits::not_measured("test");
+    limits.fma = Probe::Measured(FmaPeak {
+        unit: VectorUnit::Avx512,
+        per_core_gflops: per_core,
+        all_cores_gflops: all_cores,
+        cores: 2,
+        pinned: true,
+        method: String::new(),
+    });
+    limits
+}
+
 /// A history of `n` reports of the CI suite's shape (5 runs, 4 variants and 2 derived figures
 /// each), two reruns per commit, a day per commit: every time wanders by ±`wander` from run
 /// to run (a fixed pattern, no randomness), and the machine's FMA probe by 1.3–1.8× as it does
@@ -128,16 +143,8 @@ pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
             report.environment.started_at =
                 super::environment::rfc3339_from_unix(1_700_000_000 + 43_200 * i as i64);
             report.tool.git_commit = format!("{:07x}", 0xabc0000 + i / 2);
-            let mut limits = crate::machine::Limits::not_measured("test");
-            limits.fma = crate::machine::Probe::Measured(crate::machine::FmaPeak {
-                unit: crate::machine::VectorUnit::Avx512,
-                per_core_gflops: [100.0, 180.0, 130.0, 75.0][i % 4],
-                all_cores_gflops: 200.0,
-                cores: 2,
-                pinned: true,
-                method: String::new(),
-            });
-            report.environment.limits = Some(limits);
+            let per_core = [100.0, 180.0, 130.0, 75.0][i % 4];
+            report.environment.limits = Some(fma_limits(per_core, 200.0));
             super::history::Dated {
                 name: format!("r{i}.json"),
                 report,

@@ -138,21 +138,11 @@ pub fn probe_series(reports: &[&Report]) -> BTreeMap<&'static str, Vec<Option<f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{FmaPeak, Limits, Probe, VectorUnit};
     use crate::report::fixtures;
 
     fn with_fma(per_core: f64) -> Report {
         let mut r = fixtures::report(vec![fixtures::run("s", &[], &["v"])]);
-        let mut l = Limits::not_measured("test");
-        l.fma = Probe::Measured(FmaPeak {
-            unit: VectorUnit::Avx512,
-            per_core_gflops: per_core,
-            all_cores_gflops: 2.0 * per_core,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        });
-        r.environment.limits = Some(l);
+        r.environment.limits = Some(fixtures::fma_limits(per_core, 2.0 * per_core));
         r
     }
 
