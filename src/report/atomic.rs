@@ -119,10 +119,8 @@ fn replace_via_temp(temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> 
 
 fn fill_and_rename(mut file: File, temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)?;
-    if let Ok(meta) = fs::metadata(target) {
-        if meta.is_file() {
-            file.set_permissions(meta.permissions())?;
-        }
+    if let Some(meta) = fs::metadata(target).ok().filter(fs::Metadata::is_file) {
+        file.set_permissions(meta.permissions())?;
     }
     file.sync_all()?;
     drop(file);

@@ -100,7 +100,6 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// This binary.
     pub fn this() -> Tool {
         Tool {
             name: env!("CARGO_PKG_NAME").into(),

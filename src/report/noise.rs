@@ -223,10 +223,8 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         fold(&b, f64::min, |o| o.low).ln() - fold(&n, f64::max, |o| o.high).ln()
     };
     let spread = learned.and(Spread::within([b.as_slice(), n.as_slice()]));
-    let own = {
-        let all: Vec<f64> = b.iter().chain(&n).map(|o| o.own_sd().powi(2)).collect();
-        (all.iter().sum::<f64>() / all.len() as f64).sqrt()
-    };
+    let own_var: Vec<f64> = b.iter().chain(&n).map(|o| o.own_sd().powi(2)).collect();
+    let own = mean(&own_var).sqrt();
     if let Some(sigma) = spread.sigma() {
         let sigma = sigma.max(own);
         let se = sigma * (1.0 / b.len() as f64 + 1.0 / n.len() as f64).sqrt();

@@ -179,12 +179,10 @@ impl RunRecord {
         format!("{}[{}]", self.scenario, params.join(","))
     }
 
-    /// A variant, by name.
     pub fn variant(&self, name: &str) -> Option<&VariantRecord> {
         self.variants.iter().find(|v| v.name == name)
     }
 
-    /// The median of a variant, by name.
     pub fn median(&self, variant: &str) -> Option<f64> {
         self.variant(variant).map(|v| v.summary.median_s)
     }

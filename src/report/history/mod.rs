@@ -41,7 +41,6 @@ impl Dated {
         &self.report.environment.started_at
     }
 
-    /// The commit of the build that wrote it.
     pub fn commit(&self) -> &str {
         &self.report.tool.git_commit
     }
@@ -135,16 +134,13 @@ impl History {
         let mut groups: Vec<Group> = Vec::new();
         for (i, d) in reports.iter().enumerate() {
             let identity = Identity::of(&d.report.environment);
-            let same = |g: &&mut Group| {
-                g.identity == identity && reports[g.reports[0]].commit() == d.commit()
+            let same =
+                |g: &Group| g.identity == identity && reports[g.reports[0]].commit() == d.commit();
+            let new = || Group {
+                reports: Vec::new(),
+                identity: identity.clone(),
             };
-            match groups.iter_mut().find(same) {
-                Some(g) => g.reports.push(i),
-                None => groups.push(Group {
-                    reports: vec![i],
-                    identity,
-                }),
-            }
+            find_or_push(&mut groups, same, new).reports.push(i);
         }
         History {
             reports,
@@ -153,7 +149,6 @@ impl History {
         }
     }
 
-    /// The first report of group `g`.
     pub fn first(&self, g: usize) -> &Dated {
         &self.reports[self.groups[g].reports[0]]
     }
@@ -223,10 +218,8 @@ impl History {
                     "{what} stepped {:.2}× beyond its spread",
                     step.after / step.before
                 );
-                match changes.iter_mut().find(|c| c.0 == step.at) {
-                    Some(c) => c.1.push(line),
-                    None => changes.push((step.at, vec![line])),
-                }
+                let at = find_or_push(&mut changes, |c| c.0 == step.at, || (step.at, vec![]));
+                at.1.push(line);
             }
         }
         changes.sort_by_key(|c| c.0);
