@@ -228,13 +228,8 @@ impl Finding {
     /// finding, wherever it is shown.
     pub fn evidence(&self) -> String {
         match self.measure {
-            Measure::Checks { passed } => {
-                format!(
-                    "{} {}",
-                    self.figure,
-                    if passed { "passed" } else { "FAILED" }
-                )
-            }
+            Measure::Checks { passed: true } => format!("{} passed", self.figure),
+            Measure::Checks { passed: false } => format!("{} FAILED", self.figure),
             Measure::Bounded {
                 value,
                 ci95,
