@@ -66,11 +66,8 @@ impl Identity {
 
 /// Each report's probed limits, by name.
 fn probes(reports: &[&Report]) -> BTreeMap<&'static str, (Vec<Observation>, Words)> {
-    let mut out: BTreeMap<&'static str, (Vec<Observation>, Words)> = BTreeMap::new();
-    for r in reports {
-        let Some(limits) = &r.environment.limits else {
-            continue;
-        };
+    let mut out = BTreeMap::new();
+    for limits in reports.iter().filter_map(|r| r.environment.limits.as_ref()) {
         for ProbeFigure { what, value, words } in probe_figures(limits) {
             out.entry(what)
                 .or_insert_with(|| (Vec::new(), words))
