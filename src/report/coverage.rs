@@ -179,14 +179,11 @@ pub fn coverage(base: &[&Report], new: &[&Report]) -> Coverage {
             within_run(b, n, &mut out);
         }
     }
-    let base_only: Vec<&Entries> = base
-        .iter()
-        .filter(|b| !new.iter().any(|n| n.key == b.key))
-        .collect();
-    let new_only: Vec<&Entries> = new
-        .iter()
-        .filter(|n| !base.iter().any(|b| b.key == n.key))
-        .collect();
+    fn only<'a, 'r>(side: &'a [Entries<'r>], other: &[Entries]) -> Vec<&'a Entries<'r>> {
+        let apart = |e: &&Entries| !other.iter().any(|o| o.key == e.key);
+        side.iter().filter(apart).collect()
+    }
+    let (base_only, new_only) = (only(&base, &new), only(&new, &base));
     let mut paired_new = vec![false; new_only.len()];
     for b in &base_only {
         let pair = unique_match(b, &new_only).filter(|&i| {
