@@ -78,11 +78,8 @@ pub(crate) fn timed(
     for (v, t) in r.variants.iter_mut().zip([seq, par]) {
         v.summary = crate::harness::Summary::from_samples(&[t; 3]).expect("samples");
     }
-    r.derive_as(
-        "speedup",
-        seq / par,
-        Figure::new(Unit::Ratio, Better::Higher),
-    );
+    let ratio = Figure::new(Unit::Ratio, Better::Higher);
+    r.derive_as("speedup", seq / par, ratio);
     let against = FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher);
     r.record(against.against_limits(), fraction);
     if let Some(state) = state {
@@ -111,6 +108,9 @@ pub(crate) fn fma_limits(per_core: f64, all_cores: f64) -> crate::machine::Limit
 /// to run (a fixed pattern, no randomness), and the machine's FMA probe by 1.3–1.8× as it does
 /// under load.
 pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
+    use super::{Better, Figure, Unit};
+    let ratio = Figure::new(Unit::Ratio, Better::Higher);
+    let seconds = Figure::new(Unit::Seconds, Better::Lower);
     let reports = (0..n)
         .map(|i| {
             let jitter = 1.0 + wander * (((i * 7919) % 13) as f64 / 6.0 - 1.0);
@@ -126,16 +126,8 @@ pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
                         v.summary = crate::harness::Summary::from_samples(&[t * 0.99, t, t * 1.01])
                             .expect("samples");
                     }
-                    r.derive_as(
-                        "speedup",
-                        2.0 * jitter,
-                        super::Figure::new(super::Unit::Ratio, super::Better::Higher),
-                    );
-                    r.derive_as(
-                        "per_op_s",
-                        1e-6 * jitter,
-                        super::Figure::new(super::Unit::Seconds, super::Better::Lower),
-                    );
+                    r.derive_as("speedup", 2.0 * jitter, ratio);
+                    r.derive_as("per_op_s", 1e-6 * jitter, seconds);
                     r
                 })
                 .collect();

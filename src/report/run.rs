@@ -595,11 +595,8 @@ mod tests {
         // The fields skipped when empty stay skipped.
         assert!(json.get("figures").is_none(), "{json}");
         assert!(json.get("explanation").is_none(), "{json}");
-        run.derive_as(
-            "unknown_s",
-            f64::INFINITY,
-            Figure::new(Unit::Seconds, Better::Neither),
-        );
+        let seconds = Figure::new(Unit::Seconds, Better::Neither);
+        run.derive_as("unknown_s", f64::INFINITY, seconds);
         let json = serde_json::to_value(&run).expect("serializes");
         assert!(json.get("derived_display").is_none(), "{json}");
         assert_eq!(json["derived"]["unknown_s"], Value::Null);
