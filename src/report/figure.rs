@@ -83,25 +83,15 @@ impl FigureSpec {
     }
 
     /// The same figure, marked as detail (see [`Figure::detail`]).
-    pub const fn detail(self) -> FigureSpec {
-        FigureSpec {
-            key: self.key,
-            figure: Figure {
-                detail: true,
-                ..self.figure
-            },
-        }
+    pub const fn detail(mut self) -> FigureSpec {
+        self.figure.detail = true;
+        self
     }
 
     /// The same figure, read against the machine's limits (see [`Figure::against_limits`]).
-    pub const fn against_limits(self) -> FigureSpec {
-        FigureSpec {
-            key: self.key,
-            figure: Figure {
-                against_limits: true,
-                ..self.figure
-            },
-        }
+    pub const fn against_limits(mut self) -> FigureSpec {
+        self.figure.against_limits = true;
+        self
     }
 }
 
