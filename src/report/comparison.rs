@@ -147,11 +147,8 @@ mod tests {
 
     #[test]
     fn every_report_of_a_side_gives_its_provenance() {
-        let (a1, mut a2, b) = (
-            timed(1.0, 0.5, 0.5, None),
-            timed(1.0, 0.5, 0.5, None),
-            timed(1.0, 0.5, 0.5, None),
-        );
+        let same = || timed(1.0, 0.5, 0.5, None);
+        let (a1, mut a2, b) = (same(), same(), same());
         a2.tool.git_commit = "other".into();
         a2.environment.cores += 1;
         let c = Comparison::of_sides(
