@@ -30,17 +30,6 @@ pub enum AtomicWriteError {
     NoFileName { path: PathBuf },
 }
 
-impl AtomicWriteError {
-    /// The target path the write was for.
-    pub fn path(&self) -> &Path {
-        match self {
-            AtomicWriteError::Io { path, .. }
-            | AtomicWriteError::IsDirectory { path }
-            | AtomicWriteError::NoFileName { path } => path,
-        }
-    }
-}
-
 /// Makes temporary names unique among the writes of this process (the pid separates processes).
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -76,21 +65,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let temp = dir.join(temp_name());
+    let counter = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".pb-{}-{counter}.tmp", std::process::id()));
 
     replace_via_temp(&temp, path, bytes).map_err(io)?;
     sync_dir(dir);
     Ok(())
-}
-
-/// A temporary file name unique among this process's writes (the pid separates processes),
-/// short whatever the target's name: `.pb-{pid}-{counter}.tmp`.
-fn temp_name() -> String {
-    format!(
-        ".pb-{}-{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// True when `path` must be written in place rather than replaced: it exists and is not a
@@ -139,10 +119,8 @@ fn replace_via_temp(temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> 
 
 fn fill_and_rename(mut file: File, temp: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)?;
-    if let Ok(meta) = fs::metadata(target) {
-        if meta.is_file() {
-            file.set_permissions(meta.permissions())?;
-        }
+    if let Some(meta) = fs::metadata(target).ok().filter(fs::Metadata::is_file) {
+        file.set_permissions(meta.permissions())?;
     }
     file.sync_all()?;
     drop(file);
@@ -162,6 +140,8 @@ fn sync_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
+    use std::os::unix::fs::PermissionsExt;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
@@ -198,19 +178,15 @@ mod tests {
         let path = dir.path().join("report.json");
         write_atomic(&path, b"old contents, longer than the new ones").expect("first write");
         #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
-        }
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
         write_atomic(&path, b"new").expect("second write");
         assert_eq!(fs::read(&path).expect("read"), b"new");
         assert_eq!(entries(dir.path()), ["report.json"]);
         #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(&path).expect("stat").permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
+        assert_eq!(
+            fs::metadata(&path).expect("stat").permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     #[test]
@@ -218,13 +194,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("nope").join("x.json");
         let err = write_atomic(&path, b"data").expect_err("directory is missing");
-        match &err {
-            AtomicWriteError::Io { reason, .. } => {
-                assert_eq!(reason.kind(), io::ErrorKind::NotFound)
-            }
-            other => panic!("unexpected error {other:?}"),
-        }
-        assert_eq!(err.path(), path);
+        let AtomicWriteError::Io { reason, .. } = &err else {
+            panic!("unexpected error {err:?}")
+        };
+        assert_eq!(reason.kind(), io::ErrorKind::NotFound);
         let msg = err.to_string();
         assert!(!msg.contains('\n'), "{msg}");
         #[cfg(target_os = "linux")]
@@ -323,12 +296,10 @@ mod tests {
             "this test needs /dev/full (every Linux system has it)"
         );
         let err = write_atomic(full, b"report").expect_err("/dev/full is always full");
-        match &err {
-            AtomicWriteError::Io { reason, .. } => {
-                assert_eq!(reason.raw_os_error(), Some(28), "{reason}") // ENOSPC
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+        let AtomicWriteError::Io { reason, .. } = &err else {
+            panic!("unexpected {err:?}")
+        };
+        assert_eq!(reason.raw_os_error(), Some(28), "{reason}"); // ENOSPC
         assert!(!err.to_string().contains('\n'));
         assert!(is_char_device(full), "/dev/full was replaced");
     }

@@ -252,10 +252,9 @@ pub fn cited(figures: &[BookFigure]) -> String {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for f in figures {
         let cite = f.source.cite();
-        match groups.iter_mut().find(|(c, _)| *c == cite) {
-            Some((_, printed)) => printed.push(describe(f)),
-            None => groups.push((cite, vec![describe(f)])),
-        }
+        let group =
+            super::find_or_push(&mut groups, |(c, _)| *c == cite, || (cite.clone(), vec![]));
+        group.1.push(describe(f));
     }
     let cited: Vec<String> = groups
         .into_iter()

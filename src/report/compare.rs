@@ -18,9 +18,10 @@
 use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread};
+use super::provenance::{result_kind, AB_SCHEMA, COMPARE_SCHEMA};
 #[cfg(test)]
 use super::Figure;
-use super::{Better, Report, RunRecord, Unit, SCHEMA};
+use super::{find_or_push, Better, Report, RunRecord, Unit, SCHEMA};
 use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
@@ -83,36 +84,28 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
         path: p.clone(),
         reason: journal_hint(&text, &p).unwrap_or_else(|| e.to_string()),
     })?;
-    match value.get("schema").and_then(Value::as_str) {
-        Some(SCHEMA) => {}
-        Some(other) => {
-            return Err(match super::provenance::result_kind(other) {
-                Some(what) => CompareError::NotAReport { path: p, what },
-                None => CompareError::Schema {
-                    path: p,
-                    found: other.into(),
-                },
+    // Results written before they carried a schema: `ab` (entries, settings) and
+    // `compare --format json` (rows, threshold).
+    let has = |a: &str, b: &str| value.get(a).is_some() && value.get(b).is_some();
+    let schema = match value.get("schema").and_then(Value::as_str) {
+        Some(schema) => schema,
+        None if has("entries", "settings") => AB_SCHEMA,
+        None if has("rows", "threshold") => COMPARE_SCHEMA,
+        None => {
+            return Err(CompareError::Parse {
+                path: p,
+                reason: "no \"schema\" field".into(),
             })
         }
-        None => {
-            // Results written before they carried a schema: `ab` (entries, settings) and
-            // `compare --format json` (rows, threshold).
-            let has = |a: &str, b: &str| value.get(a).is_some() && value.get(b).is_some();
-            let older = if has("entries", "settings") {
-                super::provenance::result_kind(super::provenance::AB_SCHEMA)
-            } else if has("rows", "threshold") {
-                super::provenance::result_kind(super::provenance::COMPARE_SCHEMA)
-            } else {
-                None
-            };
-            return Err(match older {
-                Some(what) => CompareError::NotAReport { path: p, what },
-                None => CompareError::Parse {
-                    path: p,
-                    reason: "no \"schema\" field".into(),
-                },
-            });
-        }
+    };
+    if schema != SCHEMA {
+        return Err(match result_kind(schema) {
+            Some(what) => CompareError::NotAReport { path: p, what },
+            None => CompareError::Schema {
+                path: p,
+                found: schema.into(),
+            },
+        });
     }
     serde_json::from_value(value).map_err(|e| CompareError::Parse {
         path: p,
@@ -151,6 +144,18 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::NotComparable => "n/a",
             Verdict::Marked => "marked",
+        }
+    }
+
+    /// A change beyond the noise, `up` or down, of a figure that improves as `better` says:
+    /// slower or faster for a time, worse or better for any other figure.
+    pub fn moved(up: bool, better: Better, is_time: bool) -> Verdict {
+        let lower = better == Better::Lower;
+        match (is_time && lower, up == lower) {
+            (true, true) => Verdict::Slower,
+            (true, false) => Verdict::Faster,
+            (false, true) => Verdict::Worse,
+            (false, false) => Verdict::Better,
         }
     }
 
@@ -294,14 +299,11 @@ pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
             keys.push(key);
         }
     }
+    let busy = |r: &RunRecord| !r.busy_reasons().is_empty();
     let mut lines = Vec::new();
     for key in keys {
         let sides = [("base", runs(base, &key)), ("new", runs(new, &key))];
-        if !sides
-            .iter()
-            .flat_map(|(_, r)| r)
-            .any(|r| !r.busy_reasons().is_empty())
-        {
+        if !sides.iter().flat_map(|(_, r)| r).any(|r| busy(r)) {
             continue;
         }
         for (side, side_runs) in &sides {
@@ -310,11 +312,7 @@ pub fn busy_states(base: &[&Report], new: &[&Report]) -> Vec<String> {
                     1 => side.to_string(),
                     n => format!("{side}, report {} of {n}", i + 1),
                 };
-                let mark = if !run.busy_reasons().is_empty() {
-                    " (busy)"
-                } else {
-                    ""
-                };
+                let mark = if busy(run) { " (busy)" } else { "" };
                 let state = run
                     .state
                     .as_ref()
@@ -426,33 +424,27 @@ pub fn compare(
     threshold: f64,
 ) -> Result<Vec<Row>, CompareError> {
     let mut matched: Vec<Matched> = Vec::new();
-    for (is_new, side) in [(false, base), (true, new)] {
-        for report in side {
-            for e in entries(report) {
-                let i = match matched.iter().position(|m| m.first.name == e.name) {
-                    Some(i) => i,
-                    None if is_new => continue,
-                    None => {
-                        matched.push(Matched {
-                            first: e.clone(),
-                            base: Vec::new(),
-                            new: Vec::new(),
-                            busy: Busy::default(),
-                            limits_under_load: false,
-                        });
-                        matched.len() - 1
-                    }
-                };
-                let m = &mut matched[i];
-                m.limits_under_load |= e.limits_under_load;
-                if is_new {
-                    m.new.push(e.observed);
-                    m.busy.new += usize::from(e.busy);
-                } else {
-                    m.base.push(e.observed);
-                    m.busy.base += usize::from(e.busy);
-                }
-            }
+    for e in base.iter().flat_map(|r| entries(r)) {
+        let m = find_or_push(
+            &mut matched,
+            |m| m.first.name == e.name,
+            || Matched {
+                first: e.clone(),
+                base: Vec::new(),
+                new: Vec::new(),
+                busy: Busy::default(),
+                limits_under_load: false,
+            },
+        );
+        m.base.push(e.observed);
+        m.busy.base += usize::from(e.busy);
+        m.limits_under_load |= e.limits_under_load;
+    }
+    for e in new.iter().flat_map(|r| entries(r)) {
+        if let Some(m) = matched.iter_mut().find(|m| m.first.name == e.name) {
+            m.new.push(e.observed);
+            m.busy.new += usize::from(e.busy);
+            m.limits_under_load |= e.limits_under_load;
         }
     }
     matched.retain(|m| !m.new.is_empty());
@@ -470,21 +462,16 @@ pub fn compare(
                 learned(&m.first.name),
                 rule(m.first.is_time),
             );
-            let up_is_worse = m.first.better == Better::Lower;
-            let verdict = match (j.call, m.first.is_time) {
+            let verdict = match j.call {
                 // One report a side and no history: a busy machine's drift has no bound.
-                (Call::Up | Call::Down, _) if j.p.is_none() && m.busy.any() => {
-                    Verdict::Inconclusive
+                Call::Up | Call::Down if j.p.is_none() && m.busy.any() => Verdict::Inconclusive,
+                Call::Same => Verdict::Same,
+                Call::Noise => Verdict::Noise,
+                Call::Inconclusive => Verdict::Inconclusive,
+                Call::NotComparable => Verdict::NotComparable,
+                Call::Up | Call::Down => {
+                    Verdict::moved(j.call == Call::Up, m.first.better, m.first.is_time)
                 }
-                (Call::Same, _) => Verdict::Same,
-                (Call::Noise, _) => Verdict::Noise,
-                (Call::Inconclusive, _) => Verdict::Inconclusive,
-                (Call::NotComparable, _) => Verdict::NotComparable,
-                (Call::Up, true) => Verdict::Slower,
-                (Call::Down, true) => Verdict::Faster,
-                (Call::Up, false) if up_is_worse => Verdict::Worse,
-                (Call::Down, false) if !up_is_worse => Verdict::Worse,
-                (Call::Up | Call::Down, false) => Verdict::Better,
             };
             let claims_a_change = matches!(verdict, Verdict::Better | Verdict::Worse);
             let mark = (claims_a_change && m.limits_under_load).then_some(Mark::LimitsUnderLoad);
@@ -498,11 +485,7 @@ pub fn compare(
                 unit: m.first.unit,
                 busy: m.busy,
                 reports: (m.base.len(), m.new.len()),
-                verdict: if mark.is_some() {
-                    Verdict::Marked
-                } else {
-                    verdict
-                },
+                verdict: mark.as_ref().map_or(verdict, |_| Verdict::Marked),
                 mark,
                 run: m.first.run,
             }
@@ -638,17 +621,10 @@ mod tests {
         let none = |_: &str| Spread::default();
         let (one, two) = (doc(1.0), doc(2.0));
         let rows = compare(&[&one], &[&two], &none, 0.1).expect("rows");
-        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
-        assert_eq!(
-            row("derived:chain_ratio").map(|r| r.verdict),
-            Some(Verdict::Worse)
-        );
-        assert!(row("derived:t1_s").is_none(), "no direction, no verdict");
+        assert_eq!(row(&rows, "derived:chain_ratio").verdict, Verdict::Worse);
+        let no_direction = rows.iter().find(|r| r.entry.ends_with("derived:t1_s"));
+        assert!(no_direction.is_none(), "no direction, no verdict");
         let rows = compare(&[&two], &[&one], &none, 0.1).expect("rows");
-        let row = |name: &str| rows.iter().find(|r| r.entry.ends_with(name));
-        assert_eq!(
-            row("derived:chain_ratio").map(|r| r.verdict),
-            Some(Verdict::Better)
-        );
+        assert_eq!(row(&rows, "derived:chain_ratio").verdict, Verdict::Better);
     }
 }

@@ -3,6 +3,8 @@
 //! the busy sides, how the machines differ ([`super::identity`]) and where each side came
 //! from. `compare` and the renderers of `export::compare` read it.
 
+use std::collections::BTreeSet;
+
 use super::compare::{busy_states, compare, CompareError, Row};
 use super::coverage::{coverage, Coverage};
 use super::identity::{environment_differences, Identity};
@@ -102,31 +104,27 @@ impl Comparison {
     pub fn mixed_sides(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (side, reports) in [("base", &self.base), ("new", &self.new)] {
-            let mut commits: Vec<&str> = reports.iter().map(|p| p.commit.as_str()).collect();
-            commits.sort_unstable();
-            commits.dedup();
+            let commits: BTreeSet<&str> = reports.iter().map(|p| p.commit.as_str()).collect();
             if commits.len() > 1 {
                 out.push(format!(
                     "the {side} side's {} reports come from {} commits ({})",
                     reports.len(),
                     commits.len(),
-                    commits.join(", ")
+                    Vec::from_iter(commits).join(", ")
                 ));
             }
             let Some((first, rest)) = reports.split_first() else {
                 continue;
             };
             let first = Identity::of(&first.environment);
-            let mut machines: Vec<String> = rest
+            let machines: BTreeSet<String> = rest
                 .iter()
                 .flat_map(|p| first.differences(&Identity::of(&p.environment)))
                 .collect();
-            machines.sort_unstable();
-            machines.dedup();
             if !machines.is_empty() {
                 out.push(format!(
                     "the {side} side's reports come from more than one machine ({})",
-                    machines.join("; ")
+                    Vec::from_iter(machines).join("; ")
                 ));
             }
         }
@@ -149,11 +147,8 @@ mod tests {
 
     #[test]
     fn every_report_of_a_side_gives_its_provenance() {
-        let (a1, mut a2, b) = (
-            timed(1.0, 0.5, 0.5, None),
-            timed(1.0, 0.5, 0.5, None),
-            timed(1.0, 0.5, 0.5, None),
-        );
+        let same = || timed(1.0, 0.5, 0.5, None);
+        let (a1, mut a2, b) = (same(), same(), same());
         a2.tool.git_commit = "other".into();
         a2.environment.cores += 1;
         let c = Comparison::of_sides(

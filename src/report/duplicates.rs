@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Report, RunRecord};
+use super::Report;
 
 impl Report {
     /// The entries that appear more than once, each named once as `compare` names it
@@ -24,28 +24,19 @@ impl Report {
             if !seen.insert(key.clone()) {
                 note(key.clone(), &mut out);
             }
-            for name in repeated_variants(run) {
-                note(format!("{key} {name}"), &mut out);
+            let mut variants = BTreeSet::new();
+            for v in run.variants.iter().filter(|v| !variants.insert(&v.name)) {
+                note(format!("{key} {}", v.name), &mut out);
             }
         }
         out
     }
 }
 
-/// Variant names that appear more than once in `run`.
-fn repeated_variants(run: &RunRecord) -> Vec<&str> {
-    let mut seen = BTreeSet::new();
-    run.variants
-        .iter()
-        .map(|v| v.name.as_str())
-        .filter(|name| !seen.insert(*name))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::report::fixtures::{self, report};
+    use crate::report::RunRecord;
 
     fn run(size: u64, variants: &[&str]) -> RunRecord {
         fixtures::run("matmul", &[("size", size)], variants)

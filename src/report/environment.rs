@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::device::cuda_env::CudaEnv;
 pub use crate::device::discovery::{GpuDevice, GpuInfo, LibraryInfo};
 use crate::device::gpu_limits::GpuLimits;
+use crate::device::memory::proc_bytes;
 use crate::engine::Mode;
 use crate::machine::{Limits, Probe};
 
@@ -121,7 +122,7 @@ impl Environment {
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             memory_bytes: std::fs::read_to_string("/proc/meminfo")
                 .ok()
-                .and_then(|s| parse_mem_total(&s))
+                .and_then(|s| proc_bytes(&s, "MemTotal:"))
                 .unwrap_or(0),
             gpu,
             gpus: crate::device::discovery::list_gpus(),
@@ -192,12 +193,12 @@ fn os_description(kernel_release: Option<&str>) -> String {
     }
 }
 
-/// Contents of a small text file, trimmed; `None` if unreadable or blank.
 /// This machine's host name (`unknown` where it cannot be read).
 pub fn host() -> String {
     read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Contents of a small text file, trimmed; `None` if unreadable or blank.
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let text = text.trim();
@@ -211,11 +212,6 @@ fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
         let value = value.trim();
         (key.trim() == "model name" && !value.is_empty()).then(|| value.to_string())
     })
-}
-
-/// `MemTotal` of `/proc/meminfo` in bytes.
-fn parse_mem_total(meminfo: &str) -> Option<u64> {
-    crate::device::memory::proc_bytes(meminfo, "MemTotal:")
 }
 
 #[cfg(test)]
@@ -287,6 +283,7 @@ mod tests {
         assert_eq!(parse_cpu_model("processor : 0\nmodel name :   \n"), None);
         assert_eq!(parse_cpu_model(""), None);
 
+        let parse_mem_total = |s| proc_bytes(s, "MemTotal:");
         let meminfo = "MemTotal:       16318588 kB\nMemFree:         1000 kB\n";
         assert_eq!(parse_mem_total(meminfo), Some(16_318_588 * 1024));
         assert_eq!(parse_mem_total("MemFree: 1 kB\n"), None);

@@ -17,9 +17,7 @@ pub struct Estimate {
 impl Estimate {
     /// A variant's median and interval; NaN throughout when the run has no such variant.
     pub fn of(run: &RunRecord, variant: &str) -> Estimate {
-        run.variants
-            .iter()
-            .find(|v| v.name == variant)
+        run.variant(variant)
             .map_or(Estimate::exact(f64::NAN), |v| Estimate {
                 median: v.summary.median_s,
                 lo: v.summary.ci95_s[0],
@@ -34,11 +32,6 @@ impl Estimate {
             lo: value,
             hi: value,
         }
-    }
-
-    /// How far the interval reaches from the median, relative to it, at its wider side.
-    pub fn uncertainty(&self) -> f64 {
-        (self.median - self.lo).max(self.hi - self.median) / self.median
     }
 }
 
@@ -82,9 +75,7 @@ impl Ratio {
             Side::Within
         }
     }
-}
 
-impl Ratio {
     /// The ratio as [`Display`](std::fmt::Display) words it, with one or two more digits
     /// where an interval wholly on one side of `bound` would print an end equal to it:
     /// `1.010×, 95% interval 1.003–1.020×: wholly above 1`, never `1.00–1.02×`.
@@ -154,6 +145,5 @@ mod tests {
             Ratio::of(est(f64::NAN, 1.0, 1.0), est(1.0, 1.0, 1.0)).against(1.0),
             Side::Unknown
         );
-        assert_eq!(Estimate::exact(2.0).uncertainty(), 0.0);
     }
 }

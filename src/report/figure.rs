@@ -83,25 +83,15 @@ impl FigureSpec {
     }
 
     /// The same figure, marked as detail (see [`Figure::detail`]).
-    pub const fn detail(self) -> FigureSpec {
-        FigureSpec {
-            key: self.key,
-            figure: Figure {
-                detail: true,
-                ..self.figure
-            },
-        }
+    pub const fn detail(mut self) -> FigureSpec {
+        self.figure.detail = true;
+        self
     }
 
     /// The same figure, read against the machine's limits (see [`Figure::against_limits`]).
-    pub const fn against_limits(self) -> FigureSpec {
-        FigureSpec {
-            key: self.key,
-            figure: Figure {
-                against_limits: true,
-                ..self.figure
-            },
-        }
+    pub const fn against_limits(mut self) -> FigureSpec {
+        self.figure.against_limits = true;
+        self
     }
 }
 
@@ -184,26 +174,17 @@ mod tests {
 
     #[test]
     fn names_give_units_and_directions() {
-        let f = Figure::named;
-        assert_eq!(
-            f("parallel_speedup"),
-            Figure::new(Unit::Ratio, Better::Higher)
-        );
-        assert_eq!(f("a_gflops"), Figure::new(Unit::Gflops, Better::Higher));
-        assert_eq!(
-            f("overlap_efficiency"),
-            Figure::new(Unit::Number, Better::Higher)
-        );
-        assert_eq!(
-            f("copy_gbytes_per_s"),
-            Figure::new(Unit::GbytesPerSecond, Better::Higher)
-        );
-        assert_eq!(f("t1_s"), Figure::new(Unit::Seconds, Better::Neither));
-        assert_eq!(f("peak_bytes"), Figure::new(Unit::Bytes, Better::Neither));
-        assert_eq!(
-            f("sync_loss_curve"),
-            Figure::new(Unit::Series, Better::Neither)
-        );
+        for (key, unit, better) in [
+            ("parallel_speedup", Unit::Ratio, Better::Higher),
+            ("a_gflops", Unit::Gflops, Better::Higher),
+            ("overlap_efficiency", Unit::Number, Better::Higher),
+            ("copy_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher),
+            ("t1_s", Unit::Seconds, Better::Neither),
+            ("peak_bytes", Unit::Bytes, Better::Neither),
+            ("sync_loss_curve", Unit::Series, Better::Neither),
+        ] {
+            assert_eq!(Figure::named(key), Figure::new(unit, better), "{key}");
+        }
     }
 
     #[test]

@@ -228,13 +228,8 @@ impl Finding {
     /// finding, wherever it is shown.
     pub fn evidence(&self) -> String {
         match self.measure {
-            Measure::Checks { passed } => {
-                format!(
-                    "{} {}",
-                    self.figure,
-                    if passed { "passed" } else { "FAILED" }
-                )
-            }
+            Measure::Checks { passed: true } => format!("{} passed", self.figure),
+            Measure::Checks { passed: false } => format!("{} FAILED", self.figure),
             Measure::Bounded {
                 value,
                 ci95,
@@ -254,7 +249,12 @@ impl Finding {
                         scale.write(ci95[1])
                     ),
                 };
-                let side = side_words(self.side(), &scale.bound(bound));
+                let (side, bound) = (self.side(), scale.bound(bound));
+                let side = match side {
+                    Side::Unknown => "not measured".to_string(),
+                    Side::Within => format!("{} {bound}: indistinguishable", side_phrase(side)),
+                    _ => format!("{} {bound}", side_phrase(side)),
+                };
                 format!("{} = {figure}: {side}", self.figure)
             }
         }
@@ -296,16 +296,6 @@ impl Finding {
             }
             _ => None,
         }
-    }
-}
-
-/// How a side reads beside its bound: `wholly above 1`, `reaching across 1.25:
-/// indistinguishable`.
-fn side_words(side: Side, bound: &str) -> String {
-    match side {
-        Side::Unknown => "not measured".to_string(),
-        Side::Within => format!("{} {bound}: indistinguishable", side_phrase(side)),
-        _ => format!("{} {bound}", side_phrase(side)),
     }
 }
 

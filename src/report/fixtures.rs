@@ -20,6 +20,15 @@ pub(crate) fn run(scenario: &str, params: &[(&str, u64)], variants: &[&str]) -> 
     run
 }
 
+/// A run whose value is `v` and whose own interval is ±`half` (relative).
+pub(crate) fn observed(v: f64, half: f64) -> super::noise::Observation {
+    super::noise::Observation {
+        value: v,
+        low: v * (1.0 - half),
+        high: v * (1.0 + half),
+    }
+}
+
 /// A report of `runs` in this process's environment, without the machine's limits.
 pub(crate) fn report(runs: Vec<RunRecord>) -> Report {
     let env = Environment::capture_without_limits(
@@ -69,11 +78,8 @@ pub(crate) fn timed(
     for (v, t) in r.variants.iter_mut().zip([seq, par]) {
         v.summary = crate::harness::Summary::from_samples(&[t; 3]).expect("samples");
     }
-    r.derive_as(
-        "speedup",
-        seq / par,
-        Figure::new(Unit::Ratio, Better::Higher),
-    );
+    let ratio = Figure::new(Unit::Ratio, Better::Higher);
+    r.derive_as("speedup", seq / par, ratio);
     let against = FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher);
     r.record(against.against_limits(), fraction);
     if let Some(state) = state {
@@ -82,11 +88,29 @@ pub(crate) fn timed(
     report(vec![r])
 }
 
+/// Limits of which only the FMA peak was measured: `per_core` and `all_cores` GFLOP/s.
+pub(crate) fn fma_limits(per_core: f64, all_cores: f64) -> crate::machine::Limits {
+    use crate::machine::{FmaPeak, Limits, Probe, VectorUnit};
+    let mut limits = Limits::not_measured("test");
+    limits.fma = Probe::Measured(FmaPeak {
+        unit: VectorUnit::Avx512,
+        per_core_gflops: per_core,
+        all_cores_gflops: all_cores,
+        cores: 2,
+        pinned: true,
+        method: String::new(),
+    });
+    limits
+}
+
 /// A history of `n` reports of the CI suite's shape (5 runs, 4 variants and 2 derived figures
 /// each), two reruns per commit, a day per commit: every time wanders by ±`wander` from run
 /// to run (a fixed pattern, no randomness), and the machine's FMA probe by 1.3–1.8× as it does
 /// under load.
 pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
+    use super::{Better, Figure, Unit};
+    let ratio = Figure::new(Unit::Ratio, Better::Higher);
+    let seconds = Figure::new(Unit::Seconds, Better::Lower);
     let reports = (0..n)
         .map(|i| {
             let jitter = 1.0 + wander * (((i * 7919) % 13) as f64 / 6.0 - 1.0);
@@ -102,16 +126,8 @@ pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
                         v.summary = crate::harness::Summary::from_samples(&[t * 0.99, t, t * 1.01])
                             .expect("samples");
                     }
-                    r.derive_as(
-                        "speedup",
-                        2.0 * jitter,
-                        super::Figure::new(super::Unit::Ratio, super::Better::Higher),
-                    );
-                    r.derive_as(
-                        "per_op_s",
-                        1e-6 * jitter,
-                        super::Figure::new(super::Unit::Seconds, super::Better::Lower),
-                    );
+                    r.derive_as("speedup", 2.0 * jitter, ratio);
+                    r.derive_as("per_op_s", 1e-6 * jitter, seconds);
                     r
                 })
                 .collect();
@@ -119,16 +135,8 @@ pub(crate) fn history(n: usize, wander: f64) -> super::history::History {
             report.environment.started_at =
                 super::environment::rfc3339_from_unix(1_700_000_000 + 43_200 * i as i64);
             report.tool.git_commit = format!("{:07x}", 0xabc0000 + i / 2);
-            let mut limits = crate::machine::Limits::not_measured("test");
-            limits.fma = crate::machine::Probe::Measured(crate::machine::FmaPeak {
-                unit: crate::machine::VectorUnit::Avx512,
-                per_core_gflops: [100.0, 180.0, 130.0, 75.0][i % 4],
-                all_cores_gflops: 200.0,
-                cores: 2,
-                pinned: true,
-                method: String::new(),
-            });
-            report.environment.limits = Some(limits);
+            let per_core = [100.0, 180.0, 130.0, 75.0][i % 4];
+            report.environment.limits = Some(fma_limits(per_core, 200.0));
             super::history::Dated {
                 name: format!("r{i}.json"),
                 report,

@@ -66,11 +66,8 @@ impl Identity {
 
 /// Each report's probed limits, by name.
 fn probes(reports: &[&Report]) -> BTreeMap<&'static str, (Vec<Observation>, Words)> {
-    let mut out: BTreeMap<&'static str, (Vec<Observation>, Words)> = BTreeMap::new();
-    for r in reports {
-        let Some(limits) = &r.environment.limits else {
-            continue;
-        };
+    let mut out = BTreeMap::new();
+    for limits in reports.iter().filter_map(|r| r.environment.limits.as_ref()) {
         for ProbeFigure { what, value, words } in probe_figures(limits) {
             out.entry(what)
                 .or_insert_with(|| (Vec::new(), words))
@@ -138,21 +135,11 @@ pub fn probe_series(reports: &[&Report]) -> BTreeMap<&'static str, Vec<Option<f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::{FmaPeak, Limits, Probe, VectorUnit};
     use crate::report::fixtures;
 
     fn with_fma(per_core: f64) -> Report {
         let mut r = fixtures::report(vec![fixtures::run("s", &[], &["v"])]);
-        let mut l = Limits::not_measured("test");
-        l.fma = Probe::Measured(FmaPeak {
-            unit: VectorUnit::Avx512,
-            per_core_gflops: per_core,
-            all_cores_gflops: 2.0 * per_core,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        });
-        r.environment.limits = Some(l);
+        r.environment.limits = Some(fixtures::fma_limits(per_core, 2.0 * per_core));
         r
     }
 

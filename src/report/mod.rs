@@ -39,6 +39,19 @@ pub use lesson::{Decided, Held, Lesson};
 pub use run::{Check, RunRecord, VariantRecord};
 pub use timeline::Timeline;
 
+/// The first element of `v` that `is` picks, `new()` pushed first where none is.
+pub(crate) fn find_or_push<T>(
+    v: &mut Vec<T>,
+    is: impl FnMut(&T) -> bool,
+    new: impl FnOnce() -> T,
+) -> &mut T {
+    let i = v.iter().position(is).unwrap_or_else(|| {
+        v.push(new());
+        v.len() - 1
+    });
+    &mut v[i]
+}
+
 /// The ops of one traced repeat of one variant (what `--trace` and `--timeline` show).
 #[derive(Debug, Clone)]
 pub struct TracedRun {
@@ -87,7 +100,6 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// This binary.
     pub fn this() -> Tool {
         Tool {
             name: env!("CARGO_PKG_NAME").into(),

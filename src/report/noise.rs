@@ -83,15 +83,11 @@ impl Spread {
     pub fn within<'a>(groups: impl IntoIterator<Item = &'a [Observation]>) -> Spread {
         let mut s = Spread::default();
         for g in groups {
-            let logs: Vec<f64> = g
-                .iter()
-                .filter(|o| o.usable())
-                .map(|o| o.value.ln())
-                .collect();
+            let logs = logs(g);
             if logs.len() < 2 {
                 continue;
             }
-            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            let mean = mean(&logs);
             s.sum_sq += logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
             s.df += (logs.len() - 1) as f64;
         }
@@ -132,19 +128,9 @@ impl Spread {
 pub fn series_spread(points: &[&[Observation]]) -> Option<Spread> {
     let means: Vec<(f64, f64)> = points
         .iter()
-        .filter_map(|g| {
-            let logs: Vec<f64> = g
-                .iter()
-                .filter(|o| o.usable())
-                .map(|o| o.value.ln())
-                .collect();
-            (!logs.is_empty()).then(|| {
-                (
-                    logs.iter().sum::<f64>() / logs.len() as f64,
-                    1.0 / logs.len() as f64,
-                )
-            })
-        })
+        .map(|g| logs(g))
+        .filter(|logs| !logs.is_empty())
+        .map(|logs| (mean(&logs), 1.0 / logs.len() as f64))
         .collect();
     let diffs: Vec<f64> = means
         .windows(2)
@@ -210,7 +196,6 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         s.iter().copied().filter(Observation::usable).collect()
     };
     let (b, n) = (side(base), side(new));
-    let mean_ln = |s: &[Observation]| s.iter().map(|o| o.value.ln()).sum::<f64>() / s.len() as f64;
     if b.is_empty() || n.is_empty() || b.len() < base.len() || n.len() < new.len() {
         return Judged {
             base: f64::NAN,
@@ -220,10 +205,11 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
             call: Call::NotComparable,
         };
     }
-    let delta = mean_ln(&n) - mean_ln(&b);
+    let (mean_b, mean_n) = (mean(&logs(&b)), mean(&logs(&n)));
+    let delta = mean_n - mean_b;
     let mut judged = Judged {
-        base: mean_ln(&b).exp(),
-        new: mean_ln(&n).exp(),
+        base: mean_b.exp(),
+        new: mean_n.exp(),
         change: delta.exp_m1(),
         p: None,
         call: Call::Same,
@@ -237,10 +223,8 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         fold(&b, f64::min, |o| o.low).ln() - fold(&n, f64::max, |o| o.high).ln()
     };
     let spread = learned.and(Spread::within([b.as_slice(), n.as_slice()]));
-    let own = {
-        let all: Vec<f64> = b.iter().chain(&n).map(|o| o.own_sd().powi(2)).collect();
-        (all.iter().sum::<f64>() / all.len() as f64).sqrt()
-    };
+    let own_var: Vec<f64> = b.iter().chain(&n).map(|o| o.own_sd().powi(2)).collect();
+    let own = mean(&own_var).sqrt();
     if let Some(sigma) = spread.sigma() {
         let sigma = sigma.max(own);
         let se = sigma * (1.0 / b.len() as f64 + 1.0 / n.len() as f64).sqrt();
@@ -264,6 +248,18 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
     judged
 }
 
+/// ln(value) of each usable observation of `g`.
+fn logs(g: &[Observation]) -> Vec<f64> {
+    g.iter()
+        .filter(|o| o.usable())
+        .map(|o| o.value.ln())
+        .collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
 fn fold(s: &[Observation], f: fn(f64, f64) -> f64, pick: fn(&Observation) -> f64) -> f64 {
     s.iter().map(pick).reduce(f).unwrap_or(f64::NAN)
 }
@@ -271,15 +267,7 @@ fn fold(s: &[Observation], f: fn(f64, f64) -> f64, pick: fn(&Observation) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A run whose value is `v` and whose own interval is ±`half` (relative).
-    fn run(v: f64, half: f64) -> Observation {
-        Observation {
-            value: v,
-            low: v * (1.0 - half),
-            high: v * (1.0 + half),
-        }
-    }
+    use crate::report::fixtures::observed as run;
 
     /// A deterministic generator (SplitMix64), so the trials below never flake.
     struct Rng(u64);
@@ -333,12 +321,8 @@ mod tests {
     fn a_zero_or_broken_value_is_not_comparable() {
         let rule = Rule::new(0.05, 1);
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let j = judge(
-                &[run(1.0, 0.01)],
-                &[Observation::exact(bad)],
-                Spread::default(),
-                rule,
-            );
+            let (base, new) = ([run(1.0, 0.01)], [Observation::exact(bad)]);
+            let j = judge(&base, &new, Spread::default(), rule);
             assert_eq!(j.call, Call::NotComparable, "{bad}");
             assert!(j.change.is_nan());
         }
@@ -354,13 +338,8 @@ mod tests {
         assert!((s.sigma().unwrap() - expect).abs() < 1e-12);
         assert_eq!(Spread::default().sigma(), None);
         // Three identical runs a side but wide own intervals: not a regression at 10%.
-        let wide = [run(1.0, 0.2); 3];
-        let j = judge(
-            &wide,
-            &[run(1.1, 0.2); 3],
-            Spread::default(),
-            Rule::new(0.05, 1),
-        );
+        let (wide, wider) = ([run(1.0, 0.2); 3], [run(1.1, 0.2); 3]);
+        let j = judge(&wide, &wider, Spread::default(), Rule::new(0.05, 1));
         assert_eq!(j.call, Call::Noise, "{j:?}");
     }
 
@@ -387,23 +366,22 @@ mod tests {
         let (trials, figures) = (400, 20);
         let rule = Rule::new(0.05, figures);
         let (mut alarms1, mut alarms3, mut caught) = (0, 0, 0);
+        let none = Spread::default();
+        let moved =
+            |b: &[_], n: &[_]| matches!(judge(b, n, none, rule).call, Call::Up | Call::Down);
+        let three = |rng: &mut Rng, v: f64, loaded| -> Vec<Observation> {
+            (0..3).map(|_| rng.run(v, 0.03, loaded)).collect()
+        };
         for _ in 0..trials {
             let mut any1 = false;
             let mut any3 = false;
             for f in 0..figures {
                 let v = 1e-3 * (1.0 + f as f64);
-                let base: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.05)).collect();
-                let new: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.05)).collect();
-                let none = Spread::default();
-                any1 |= matches!(
-                    judge(&base[..1], &new[..1], none, rule).call,
-                    Call::Up | Call::Down
-                );
-                any3 |= matches!(judge(&base, &new, none, rule).call, Call::Up | Call::Down);
+                let (base, new) = (three(&mut rng, v, 0.05), three(&mut rng, v, 0.05));
+                any1 |= moved(&base[..1], &new[..1]);
+                any3 |= moved(&base, &new);
                 if f == 0 {
-                    let quiet: Vec<Observation> = (0..3).map(|_| rng.run(v, 0.03, 0.0)).collect();
-                    let slow: Vec<Observation> =
-                        (0..3).map(|_| rng.run(v * 1.3, 0.03, 0.0)).collect();
+                    let (quiet, slow) = (three(&mut rng, v, 0.0), three(&mut rng, v * 1.3, 0.0));
                     caught += usize::from(judge(&quiet, &slow, none, rule).call == Call::Up);
                 }
             }

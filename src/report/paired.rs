@@ -75,13 +75,8 @@ fn judge(
     let rose = p_adjusted < ALPHA && ci95[0] > 1.0 && median_ratio > up;
     let fell = p_adjusted < ALPHA && ci95[1] < 1.0 && median_ratio < down;
     let inside = ci95[0] >= down && ci95[1] <= up;
-    let verdict = match (better, rose, fell) {
-        (Better::Neither, _, _) if inside => Verdict::Same,
-        (Better::Neither, _, _) => Verdict::Noise,
-        (Better::Lower, true, _) if is_time => Verdict::Slower,
-        (Better::Lower, _, true) if is_time => Verdict::Faster,
-        (Better::Lower, true, _) | (Better::Higher, _, true) => Verdict::Worse,
-        (Better::Lower, _, true) | (Better::Higher, true, _) => Verdict::Better,
+    let verdict = match better {
+        Better::Lower | Better::Higher if rose || fell => Verdict::moved(rose, better, is_time),
         _ if inside => Verdict::Same,
         _ => Verdict::Noise,
     };
@@ -182,11 +177,6 @@ impl BusyPairs {
     pub fn both(&self) -> usize {
         self.base - self.base_alone
     }
-
-    /// True when the two sides' load differed in some pair.
-    pub fn differ(&self) -> bool {
-        self.base_alone + self.candidate_alone > 0
-    }
 }
 
 impl PairedEntry {
@@ -237,20 +227,17 @@ pub fn add_pair(
         let Some(c) = candidate.iter().find(|c| c.name == b.name) else {
             continue;
         };
-        let e = match entries.iter().position(|e| e.name == b.name) {
-            Some(i) => &mut entries[i],
-            None => {
-                entries.push(PairedEntry {
-                    name: b.name.clone(),
-                    is_time: b.is_time,
-                    better: b.better,
-                    pairs: Vec::new(),
-                    busy: BusyPairs::default(),
-                });
-                let last = entries.len() - 1;
-                &mut entries[last]
-            }
-        };
+        let e = super::find_or_push(
+            entries,
+            |e| e.name == b.name,
+            || PairedEntry {
+                name: b.name.clone(),
+                is_time: b.is_time,
+                better: b.better,
+                pairs: Vec::new(),
+                busy: BusyPairs::default(),
+            },
+        );
         let (b, c) = (b.observed.value, c.observed.value);
         if b.is_finite() && c.is_finite() {
             e.pairs.push((b, c));
@@ -273,39 +260,45 @@ mod tests {
     use super::*;
     use crate::report::fixtures::drifting;
 
-    /// The decision on `pairs` alone (no other entry to correct for).
-    fn decide(
-        pairs: &[(f64, f64)],
-        threshold: f64,
-        better: Better,
-        is_time: bool,
-    ) -> Option<Decision> {
-        let entry = PairedEntry {
-            name: String::new(),
+    /// An entry of `pairs`, which improve as `better` says.
+    fn entry(name: &str, pairs: Vec<(f64, f64)>, better: Better, is_time: bool) -> PairedEntry {
+        let (name, busy) = (name.into(), BusyPairs::default());
+        PairedEntry {
+            name,
             is_time,
             better,
-            pairs: pairs.to_vec(),
-            busy: BusyPairs::default(),
-        };
-        decide_all(&[entry], threshold).pop().flatten()
+            pairs,
+            busy,
+        }
+    }
+
+    /// The decision on `pairs` alone (no other entry to correct for), at 5%.
+    fn decide(pairs: &[(f64, f64)], better: Better, is_time: bool) -> Option<Decision> {
+        let entry = entry("", pairs.to_vec(), better, is_time);
+        decide_all(&[entry], 0.05).pop().flatten()
+    }
+
+    /// The decision on a time's `pairs` alone.
+    fn time(pairs: &[(f64, f64)]) -> Decision {
+        decide(pairs, Better::Lower, true).expect("a decision")
     }
 
     #[test]
     fn drift_between_pairs_cancels_and_a_real_slowdown_is_seen() {
-        let d = decide(&drifting(12, 1.10, 0.02), 0.05, Better::Lower, true).unwrap();
+        let d = time(&drifting(12, 1.10, 0.02));
         assert_eq!(d.verdict, Verdict::Slower, "{d:?}");
         assert!((d.median_ratio - 1.10).abs() < 0.03, "{d:?}");
         assert!(!d.settled, "a change never ends sampling early: {d:?}");
-        let d = decide(&drifting(12, 1.0, 0.02), 0.05, Better::Lower, true).unwrap();
+        let d = time(&drifting(12, 1.0, 0.02));
         assert_eq!(d.verdict, Verdict::Same, "{d:?}");
-        let d = decide(&drifting(12, 0.8, 0.02), 0.05, Better::Lower, true).unwrap();
+        let d = time(&drifting(12, 0.8, 0.02));
         assert_eq!(d.verdict, Verdict::Faster, "{d:?}");
     }
 
     #[test]
     fn a_change_inside_the_threshold_is_never_slower() {
         // A steady 3% slowdown: real (p small) but within 5%.
-        let d = decide(&drifting(20, 1.03, 0.005), 0.05, Better::Lower, true).unwrap();
+        let d = time(&drifting(20, 1.03, 0.005));
         assert!(d.p_value < 0.05, "{d:?}");
         assert_ne!(d.verdict, Verdict::Slower, "{d:?}");
     }
@@ -313,28 +306,28 @@ mod tests {
     #[test]
     fn too_few_or_mixed_pairs_are_noise_not_a_verdict() {
         // Three pairs can never reach p < 0.05 (2 / 2^3 = 0.25).
-        let d = decide(&drifting(3, 1.5, 0.0), 0.05, Better::Lower, true).unwrap();
+        let d = time(&drifting(3, 1.5, 0.0));
         assert_eq!(d.verdict, Verdict::Noise, "{d:?}");
         // Half the pairs 30% slower, half 30% faster.
         let mixed: Vec<(f64, f64)> = (0..10)
             .map(|i| (1.0, if i % 2 == 0 { 1.3 } else { 0.77 }))
             .collect();
-        let d = decide(&mixed, 0.05, Better::Lower, true).unwrap();
+        let d = time(&mixed);
         assert_eq!(d.verdict, Verdict::Noise, "{d:?}");
         assert!(!d.settled);
     }
 
     #[test]
     fn derived_figures_follow_their_direction() {
-        let higher = decide(&drifting(12, 0.8, 0.01), 0.05, Better::Higher, false).unwrap();
+        let higher = decide(&drifting(12, 0.8, 0.01), Better::Higher, false).unwrap();
         assert_eq!(higher.verdict, Verdict::Worse, "a speed-up that fell");
-        let lower = decide(&drifting(12, 0.8, 0.01), 0.05, Better::Lower, false).unwrap();
+        let lower = decide(&drifting(12, 0.8, 0.01), Better::Lower, false).unwrap();
         assert_eq!(
             lower.verdict,
             Verdict::Better,
             "a ratio to a bound that fell"
         );
-        let neither = decide(&drifting(12, 0.8, 0.01), 0.05, Better::Neither, false).unwrap();
+        let neither = decide(&drifting(12, 0.8, 0.01), Better::Neither, false).unwrap();
         assert_eq!(
             neither.verdict,
             Verdict::Noise,
@@ -344,26 +337,15 @@ mod tests {
 
     #[test]
     fn many_entries_at_once_need_stronger_evidence_each() {
-        let entry = |name: &str, n: usize| PairedEntry {
-            name: name.into(),
-            is_time: true,
-            better: Better::Lower,
-            pairs: drifting(n, 1.3, 0.0),
-            busy: BusyPairs::default(),
-        };
+        let time = |name: &str, pairs| entry(name, pairs, Better::Lower, true);
+        let slower = |name: &str, n| time(name, drifting(n, 1.3, 0.0));
         // 8 pairs all 30% slower: p = 2/2^8 = 0.0078, enough alone.
-        let alone = decide_all(&[entry("weak", 8)], 0.05);
+        let alone = decide_all(&[slower("weak", 8)], 0.05);
         assert_eq!(alone[0].as_ref().unwrap().verdict, Verdict::Slower);
         // Among 16 entries it is the second smallest p, so Holm multiplies it by 15 (0.117): no
         // longer a verdict. Twelve pairs (p = 2/2^12, the smallest) still are: 16 × 0.00049.
-        let mut suite = vec![entry("weak", 8), entry("strong", 12)];
-        suite.extend((0..14).map(|i| PairedEntry {
-            name: format!("same {i}"),
-            is_time: true,
-            better: Better::Lower,
-            pairs: drifting(12, 1.0, 0.01),
-            busy: BusyPairs::default(),
-        }));
+        let mut suite = vec![slower("weak", 8), slower("strong", 12)];
+        suite.extend((0..14).map(|i| time(&format!("same {i}"), drifting(12, 1.0, 0.01))));
         let d = decide_all(&suite, 0.05);
         let weak = d[0].as_ref().unwrap();
         assert_eq!(weak.verdict, Verdict::Noise, "{weak:?}");
@@ -383,7 +365,7 @@ mod tests {
             add_pair(&mut entries, &value(b), &value(c), *flags);
         }
         let e = entries.remove(0);
-        let d = decide(&e.pairs, 0.05, e.better, e.is_time).unwrap();
+        let d = decide(&e.pairs, e.better, e.is_time).unwrap();
         (e, d)
     }
 
@@ -392,7 +374,7 @@ mod tests {
         // Every pair busy on both sides (a shared runner): pairing answers it.
         let (e, d) = slower_with(&[[true, true]; 12]);
         assert_eq!(e.busy.both(), 12);
-        assert!(!e.busy.differ());
+        assert_eq!((e.busy.base_alone, e.busy.candidate_alone), (0, 0));
         assert_eq!(e.busy_marker(), None);
         assert_eq!(e.verdict_text(d.verdict), "slower");
         // Busy on both sides in some pairs, quiet on both in the others: still shared.
@@ -457,8 +439,8 @@ mod tests {
 
     #[test]
     fn values_that_cannot_be_compared_give_none() {
-        assert!(decide(&[(1.0, 1.0)], 0.05, Better::Lower, true).is_none());
-        assert!(decide(&[(1.0, 1.0), (0.0, 1.0)], 0.05, Better::Lower, true).is_none());
-        assert!(decide(&[(1.0, f64::NAN), (1.0, 1.0)], 0.05, Better::Lower, true).is_none());
+        assert!(decide(&[(1.0, 1.0)], Better::Lower, true).is_none());
+        assert!(decide(&[(1.0, 1.0), (0.0, 1.0)], Better::Lower, true).is_none());
+        assert!(decide(&[(1.0, f64::NAN), (1.0, 1.0)], Better::Lower, true).is_none());
     }
 }

@@ -50,15 +50,12 @@ impl Report {
             if added.is_empty() {
                 continue;
             }
-            match filled.iter_mut().find(|(s, _)| *s == run.scenario) {
-                Some((_, keys)) => {
-                    for k in added {
-                        if !keys.contains(&k) {
-                            keys.push(k);
-                        }
-                    }
+            let new = || (run.scenario.clone(), Vec::new());
+            let keys = &mut super::find_or_push(&mut filled, |(s, _)| *s == run.scenario, new).1;
+            for k in added {
+                if !keys.contains(&k) {
+                    keys.push(k);
                 }
-                None => filled.push((run.scenario.clone(), added)),
             }
         }
         filled

@@ -19,7 +19,7 @@ use crate::machine::{BusyReason, RunState};
 /// Written with `derived_display` beside `derived` (see [`RunRecord::derived_display`]): the
 /// text is computed as the record is serialized, from the figures it shows, so it can never
 /// disagree with them whoever built or changed the record; reading a report ignores it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct RunRecord {
     pub scenario: String,
     /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
@@ -165,18 +165,7 @@ impl RunRecord {
             parameters,
             devices: labels,
             device_records: records,
-            variants: Vec::new(),
-            derived: Map::new(),
-            figures: Default::default(),
-            unmeasured: BTreeMap::new(),
-            checks: Vec::new(),
-            notes: Vec::new(),
-            explanation: Vec::new(),
-            explanation_detail: Vec::new(),
-            book: Vec::new(),
-            lesson: None,
-            findings: Vec::new(),
-            state: None,
+            ..RunRecord::default()
         }
     }
 
@@ -190,18 +179,18 @@ impl RunRecord {
         format!("{}[{}]", self.scenario, params.join(","))
     }
 
-    /// The median of a variant, by name.
+    pub fn variant(&self, name: &str) -> Option<&VariantRecord> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
     pub fn median(&self, variant: &str) -> Option<f64> {
-        self.variants
-            .iter()
-            .find(|v| v.name == variant)
-            .map(|v| v.summary.median_s)
+        self.variant(variant).map(|v| v.summary.median_s)
     }
 
     /// How far the 95% confidence interval of a variant's median reaches from the median,
     /// relative to it (0.1 = ±10% at the wider side).
     pub fn median_uncertainty(&self, variant: &str) -> Option<f64> {
-        let s = &self.variants.iter().find(|v| v.name == variant)?.summary;
+        let s = &self.variant(variant)?.summary;
         let [lo, hi] = s.ci95_s;
         Some(((s.median_s - lo).max(hi - s.median_s)) / s.median_s)
     }
@@ -573,25 +562,20 @@ mod tests {
         let display = json["derived_display"]
             .as_object()
             .expect("derived_display");
-        let keys: Vec<&str> = display.keys().map(String::as_str).collect();
+        let display: Vec<(&str, &str)> = display
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str().expect("a string")))
+            .collect();
         // Numbers only, in the order of `derived`: no `null`, no series.
-        assert_eq!(
-            keys,
-            [
-                "async_speedup",
-                "t1_s",
-                "peak_bytes",
-                "gflops",
-                "ops_per_pass"
-            ]
-        );
-        assert_eq!(display["async_speedup"], "4.58×");
-        assert_eq!(display["t1_s"], "185.4 ns");
-        assert_eq!(display["peak_bytes"], "3.0 MiB");
-        assert_eq!(display["gflops"], "35.0 GFLOP/s");
-        assert_eq!(display["ops_per_pass"], "12");
-        for (key, shown) in display {
-            let shown = shown.as_str().expect("a string");
+        let want = [
+            ("async_speedup", "4.58×"),
+            ("t1_s", "185.4 ns"),
+            ("peak_bytes", "3.0 MiB"),
+            ("gflops", "35.0 GFLOP/s"),
+            ("ops_per_pass", "12"),
+        ];
+        assert_eq!(display, want);
+        for &(key, shown) in &display {
             assert_eq!(shown, run.figure(key).format(&run.derived[key]));
             let line = table
                 .lines()
@@ -599,13 +583,8 @@ mod tests {
                 .expect("the figure's line");
             assert!(line.trim_end().ends_with(shown), "{line:?} lacks {shown:?}");
         }
-        assert_eq!(
-            run.derived_display()
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect::<Vec<_>>(),
-            keys
-        );
+        let words = run.derived_display();
+        assert!(words.iter().map(|(k, w)| (*k, w.as_str())).eq(want));
     }
 
     #[test]
@@ -616,11 +595,8 @@ mod tests {
         // The fields skipped when empty stay skipped.
         assert!(json.get("figures").is_none(), "{json}");
         assert!(json.get("explanation").is_none(), "{json}");
-        run.derive_as(
-            "unknown_s",
-            f64::INFINITY,
-            Figure::new(Unit::Seconds, Better::Neither),
-        );
+        let seconds = Figure::new(Unit::Seconds, Better::Neither);
+        run.derive_as("unknown_s", f64::INFINITY, seconds);
         let json = serde_json::to_value(&run).expect("serializes");
         assert!(json.get("derived_display").is_none(), "{json}");
         assert_eq!(json["derived"]["unknown_s"], Value::Null);

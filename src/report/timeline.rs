@@ -34,13 +34,6 @@ pub struct LaneBusy {
     pub busy_ns: Vec<[u64; 2]>,
 }
 
-impl LaneBusy {
-    /// Time the lane was busy, nanoseconds.
-    pub fn busy_total_ns(&self) -> u64 {
-        self.busy_ns.iter().map(|[a, b]| b.saturating_sub(*a)).sum()
-    }
-}
-
 impl Timeline {
     /// The timeline of `trace`, the traced repeat of a variant of run `run`.
     pub fn of(run: usize, trace: &TracedRun) -> Timeline {
@@ -113,22 +106,18 @@ mod tests {
     use super::*;
     use crate::engine::TraceRecord;
 
-    fn record(lane: usize, start: u64, end: u64) -> TraceRecord {
-        traced_op(lane, start, end)
-    }
-
     #[test]
     fn busy_intervals_are_merged_per_lane_and_start_at_zero() {
         let trace = TracedRun {
             scenario: "deps".into(),
             variant: "parallel".into(),
             records: vec![
-                record(1, 5_000, 9_000),
-                record(0, 1_000, 2_000),
+                traced_op(1, 5_000, 9_000),
+                traced_op(0, 1_000, 2_000),
                 // Touches the previous op: one interval.
-                record(0, 2_000, 3_000),
+                traced_op(0, 2_000, 3_000),
                 // Far enough away to stay apart.
-                record(0, 6_000, 11_000),
+                traced_op(0, 6_000, 11_000),
             ],
         };
         let t = Timeline::of(3, &trace);
@@ -137,14 +126,13 @@ mod tests {
         assert_eq!(t.lanes[0].lane, "cpu:0");
         assert_eq!(t.lanes[0].ops, 3);
         assert_eq!(t.lanes[0].busy_ns, vec![[0, 2_000], [5_000, 10_000]]);
-        assert_eq!(t.lanes[0].busy_total_ns(), 7_000);
         assert_eq!(t.lanes[1].busy_ns, vec![[4_000, 8_000]]);
     }
 
     #[test]
     fn a_lane_of_many_ops_keeps_at_most_the_resolution_in_gaps() {
         let records: Vec<TraceRecord> = (0..100_000u64)
-            .map(|i| record(0, i * 10, i * 10 + 9))
+            .map(|i| traced_op(0, i * 10, i * 10 + 9))
             .collect();
         let trace = TracedRun {
             scenario: "async".into(),

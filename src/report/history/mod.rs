@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::compare::{self, entries};
 use super::identity::{probe_series, Identity};
-use super::noise::{series_spread, Observation, Spread};
-use super::{Better, Report, Unit};
+use super::noise::{Observation, Spread};
+use super::{find_or_push, Better, Report, Unit};
 use crate::machine::drift::LIMIT_TOLERANCE;
 pub use steps::{Detector, Step};
 
@@ -41,7 +41,6 @@ impl Dated {
         &self.report.environment.started_at
     }
 
-    /// The commit of the build that wrote it.
     pub fn commit(&self) -> &str {
         &self.report.tool.git_commit
     }
@@ -79,10 +78,14 @@ impl History {
             path: path.display().to_string(),
             reason: e.to_string(),
         };
-        let mut history = History {
-            reports: Vec::new(),
-            groups: Vec::new(),
-            skipped: Vec::new(),
+        let name_of = |p: &Path| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        };
+        let (mut reports, mut skipped) = (Vec::new(), Vec::new());
+        let mut add = |name: String, read: Result<Report, String>| match read {
+            Ok(report) => reports.push(Dated { name, report }),
+            Err(reason) => skipped.push(Skipped { name, reason }),
         };
         if path.is_dir() {
             let mut files: Vec<_> = std::fs::read_dir(path)
@@ -93,86 +96,59 @@ impl History {
                 .collect();
             files.sort();
             for file in files {
-                let name = file
-                    .file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-                if file.extension().and_then(|e| e.to_str()) != Some("json") {
-                    history.skip(name, "not a .json file".into());
-                    continue;
-                }
-                match compare::load(&file) {
-                    Ok(report) => history.reports.push(Dated { name, report }),
-                    Err(e) => history.skip(name, e.to_string()),
-                }
+                let read = match file.extension().and_then(|e| e.to_str()) {
+                    Some("json") => compare::load(&file).map_err(|e| e.to_string()),
+                    _ => Err("not a .json file".into()),
+                };
+                add(name_of(&file), read);
             }
         } else {
             let text = std::fs::read_to_string(path).map_err(fail)?;
-            let file = path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let file = name_of(path);
             // One report, as `-o` writes it (pretty-printed over many lines), is a history
             // of one.
-            let whole = parse_line(&text).ok();
-            let many = whole.is_none();
-            if let Some(report) = whole {
-                history.reports.push(Dated {
-                    name: file.clone(),
-                    report,
-                });
-            }
-            for (i, line) in text.lines().enumerate().filter(|_| many) {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let name = format!("{file}:{}", i + 1);
-                match parse_line(line) {
-                    Ok(report) => history.reports.push(Dated { name, report }),
-                    Err(reason) => history.skip(name, reason),
+            match parse_line(&text) {
+                Ok(report) => add(file, Ok(report)),
+                Err(_) => {
+                    for (i, line) in text.lines().enumerate() {
+                        if !line.trim().is_empty() {
+                            add(format!("{file}:{}", i + 1), parse_line(line));
+                        }
+                    }
                 }
             }
         }
-        if history.reports.is_empty() {
+        if reports.is_empty() {
             return Err(HistoryError::Empty {
                 path: path.display().to_string(),
             });
         }
-        Ok(History::new(history.reports, history.skipped))
+        Ok(History::new(reports, skipped))
     }
 
     /// A history of `reports`, ordered by `environment.started_at` (then by name) and
     /// grouped.
     pub fn new(mut reports: Vec<Dated>, skipped: Vec<Skipped>) -> History {
         reports.sort_by(|a, b| (a.started_at(), &a.name).cmp(&(b.started_at(), &b.name)));
-        let mut history = History {
-            reports,
-            groups: Vec::new(),
-            skipped,
-        };
-        history.group();
-        history
-    }
-
-    /// Gather the reports into [`Group`]s by commit and identity.
-    fn group(&mut self) {
-        self.groups.clear();
-        for (i, d) in self.reports.iter().enumerate() {
+        // Reruns of one commit on one machine are one group.
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, d) in reports.iter().enumerate() {
             let identity = Identity::of(&d.report.environment);
-            let commit = d.commit();
-            match self
-                .groups
-                .iter_mut()
-                .find(|g| g.identity == identity && self.reports[g.reports[0]].commit() == commit)
-            {
-                Some(g) => g.reports.push(i),
-                None => self.groups.push(Group {
-                    reports: vec![i],
-                    identity,
-                }),
-            }
+            let same =
+                |g: &Group| g.identity == identity && reports[g.reports[0]].commit() == d.commit();
+            let new = || Group {
+                reports: Vec::new(),
+                identity: identity.clone(),
+            };
+            find_or_push(&mut groups, same, new).reports.push(i);
+        }
+        History {
+            reports,
+            groups,
+            skipped,
         }
     }
 
-    /// The first report of group `g`.
     pub fn first(&self, g: usize) -> &Dated {
         &self.reports[self.groups[g].reports[0]]
     }
@@ -207,10 +183,6 @@ impl History {
         out
     }
 
-    fn skip(&mut self, name: String, reason: String) {
-        self.skipped.push(Skipped { name, reason });
-    }
-
     /// Where the machine changed: the group on the new one, and how it differs from the
     /// group before: its [`Identity`], or a probe that stepped beyond its own spread over the
     /// reruns and the series ([`Detector`] at [`LIMIT_TOLERANCE`]), as a figure would.
@@ -241,15 +213,13 @@ impl History {
                         .collect()
                 })
                 .collect();
-            for step in detector.steps(&points, learned(&points), probes.len()) {
+            for step in detector.steps(&points, probes.len()) {
                 let line = format!(
                     "{what} stepped {:.2}× beyond its spread",
                     step.after / step.before
                 );
-                match changes.iter_mut().find(|c| c.0 == step.at) {
-                    Some(c) => c.1.push(line),
-                    None => changes.push((step.at, vec![line])),
-                }
+                let at = find_or_push(&mut changes, |c| c.0 == step.at, || (step.at, vec![]));
+                at.1.push(line);
             }
         }
         changes.sort_by_key(|c| c.0);
@@ -263,19 +233,13 @@ impl History {
         for (g, group) in self.groups.iter().enumerate() {
             for &i in &group.reports {
                 for e in entries(&self.reports[i].report) {
-                    let k = match out.iter().position(|s| s.entry == e.name) {
-                        Some(k) => k,
-                        None => {
-                            out.push(Series {
-                                entry: e.name.clone(),
-                                unit: e.unit,
-                                better: e.better,
-                                points: Vec::new(),
-                            });
-                            out.len() - 1
-                        }
+                    let series = || Series {
+                        entry: e.name.clone(),
+                        unit: e.unit,
+                        better: e.better,
+                        points: Vec::new(),
                     };
-                    let points = &mut out[k].points;
+                    let points = &mut find_or_push(&mut out, |s| s.entry == e.name, series).points;
                     if points.last().is_none_or(|p| p.group != g) {
                         points.push(Point {
                             group: g,
@@ -290,14 +254,6 @@ impl History {
         }
         out
     }
-}
-
-/// What a series teaches about its own noise: the spread within its groups' reruns, pooled
-/// with the spread between consecutive groups ([`series_spread`]).
-fn learned(points: &[Vec<Observation>]) -> Spread {
-    let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
-    let within = Spread::within(refs.iter().copied());
-    series_spread(&refs).map_or(within, |s| within.and(s))
 }
 
 /// One line of a file of reports.
@@ -327,17 +283,10 @@ impl Point {
 
     /// The lowest and highest of the reruns' intervals: the band a chart draws.
     pub fn band(&self) -> (f64, f64) {
-        let low = self
-            .observed
-            .iter()
-            .map(|o| o.low)
-            .fold(f64::INFINITY, f64::min);
-        let high = self
-            .observed
-            .iter()
-            .map(|o| o.high)
-            .fold(f64::NEG_INFINITY, f64::max);
-        (low, high)
+        let ends = self.observed.iter().map(|o| (o.low, o.high));
+        ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (l, h)| {
+            (lo.min(l), hi.max(h))
+        })
     }
 }
 
@@ -381,7 +330,7 @@ impl Series {
         let points: Vec<Vec<Observation>> =
             self.points.iter().map(|p| p.observed.clone()).collect();
         detector
-            .steps(&points, learned(&points), family)
+            .steps(&points, family)
             .into_iter()
             .map(|step| Flagged {
                 from: self.points[step.at - 1].group,

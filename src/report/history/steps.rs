@@ -11,7 +11,7 @@
 //! no step is ever drawn between them. A step within the last `min_window - 1` reports is not
 //! flagged yet: one report alone is not a new level.
 
-use crate::report::noise::{judge, Call, Observation, Rule, Spread};
+use crate::report::noise::{judge, series_spread, Call, Observation, Rule, Spread};
 
 /// A flagged step: the series changes level between point `at - 1` and point `at`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,8 +48,13 @@ impl Default for Detector {
 
 impl Detector {
     /// The steps of `points` (oldest first, each a commit's reruns), in time order, judged
-    /// against the spread `learned` from the series; `family` series share the 5%.
-    pub fn steps(&self, points: &[Vec<Observation>], learned: Spread, family: usize) -> Vec<Step> {
+    /// against what the series teaches about its own noise: the spread within its points'
+    /// reruns, pooled with the spread between consecutive points ([`series_spread`]); `family`
+    /// series share the 5%.
+    pub fn steps(&self, points: &[Vec<Observation>], family: usize) -> Vec<Step> {
+        let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
+        let within = Spread::within(refs.iter().copied());
+        let learned = series_spread(&refs).map_or(within, |s| within.and(s));
         let mut out = Vec::new();
         self.segment(points, 0, points.len(), (learned, family), &mut out);
         out.sort_by_key(|s| s.at);
@@ -108,7 +113,6 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::noise::series_spread;
 
     /// A fixed ±5% wobble (no randomness: the tests never flake).
     const NOISE: [f64; 12] = [
@@ -117,24 +121,13 @@ mod tests {
 
     /// One report per point, each with a ±1% interval of its own.
     fn single(values: &[f64]) -> Vec<Vec<Observation>> {
-        values
-            .iter()
-            .map(|&v| {
-                vec![Observation {
-                    value: v,
-                    low: v * 0.99,
-                    high: v * 1.01,
-                }]
-            })
-            .collect()
+        let one = |v: &f64| vec![crate::report::fixtures::observed(*v, 0.01)];
+        values.iter().map(one).collect()
     }
 
     /// The detector as a history runs it: with the series' own spread.
     fn steps(points: &[Vec<Observation>]) -> Vec<Step> {
-        let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
-        let learned = Spread::within(refs.iter().copied());
-        let learned = series_spread(&refs).map_or(learned, |s| learned.and(s));
-        Detector::default().steps(points, learned, 1)
+        Detector::default().steps(points, 1)
     }
 
     #[test]
