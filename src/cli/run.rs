@@ -530,6 +530,7 @@ fn run_timed(
     let start = std::time::Instant::now();
     let mut run = sc.run(params, ctx)?;
     let took = start.elapsed();
+    run.drift_between_runs = sc.drift_between_runs();
     if let Some(recording) = recording {
         let used_gpu = crate::device::record::uses_gpu(&run.device_records);
         let undeclared = (!sc.may_use_gpu(params))

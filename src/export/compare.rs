@@ -111,8 +111,9 @@ fn noise_line(c: &Comparison) -> String {
     } else {
         format!(
             "{sides} and no history: the spread between runs is unknown, so a change past both \
-             runs' intervals is inconclusive unless it exceeds them by {:.0}% (and never a \
-             regression with a busy side). Compare reruns a side (BASE... -- NEW...), add \
+             runs' intervals is inconclusive unless it exceeds them by {:.0}%, or by the larger \
+             drift a scenario records in its runs (and never a regression with a busy side). \
+             Compare reruns a side (BASE... -- NEW...), add \
              --history, or gate with `parbench ab`.",
             crate::report::noise::UNLEARNED_DRIFT * 100.0
         )

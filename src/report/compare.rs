@@ -6,7 +6,8 @@
 //! where one is given, never less than each run's own interval. A change counts when it is
 //! larger than the threshold and beyond that noise at a family-wise 5% over the entries
 //! compared. One report a side has no spread to learn: a change past both runs' intervals is
-//! then `inconclusive` unless it clears them by [`super::noise::UNLEARNED_DRIFT`]. A zero or
+//! then `inconclusive` unless it clears them by [`super::noise::UNLEARNED_DRIFT`] (or the
+//! larger drift a scenario declares, recorded in its runs). A zero or
 //! non-finite value makes an entry "n/a", never faster or slower. Derived figures with a
 //! direction (speed-ups, GFLOP/s, efficiencies) are judged alike and reported, but only times
 //! fail the check. The gate that can tell a small change on a shared machine is `ab`, which
@@ -17,7 +18,7 @@
 
 use serde_json::Value;
 
-use super::noise::{judge, Call, Observation, Rule, Spread};
+use super::noise::{judge, Call, Observation, Rule, Spread, UNLEARNED_DRIFT};
 use super::provenance::{result_kind, AB_SCHEMA, COMPARE_SCHEMA};
 #[cfg(test)]
 use super::Figure;
@@ -341,6 +342,9 @@ pub struct Entry {
     /// A figure read against the machine's limits whose run was busy or whose limits were
     /// measured while the machine ran slower ([`Mark::LimitsUnderLoad`]).
     pub limits_under_load: bool,
+    /// The drift between runs its scenario declared, where more than the default
+    /// ([`RunRecord::drift_between_runs`]).
+    pub drift: Option<f64>,
 }
 
 /// Every measured figure of `report` with a direction ([`run_entries`] without the figures
@@ -378,6 +382,7 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
             better: Better::Lower,
             busy,
             limits_under_load: false,
+            drift: run.drift_between_runs,
         })
         .collect();
     for (k, value) in &run.derived {
@@ -399,6 +404,7 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
             better: figure.better,
             busy,
             limits_under_load: figure.against_limits && (busy || limits_slow),
+            drift: run.drift_between_runs,
         });
     }
     out
@@ -411,6 +417,19 @@ struct Matched {
     new: Vec<Observation>,
     busy: Busy,
     limits_under_load: bool,
+    /// The larger drift either side's scenario declared.
+    drift: Option<f64>,
+}
+
+impl Matched {
+    /// What one more report's entry adds beside its observation: its marks and its drift.
+    fn add(&mut self, e: &Entry) {
+        self.limits_under_load |= e.limits_under_load;
+        self.drift = match (self.drift, e.drift) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 /// Compare the `new` reports against the `base` reports (one or more a side, reruns of one
@@ -434,17 +453,18 @@ pub fn compare(
                 new: Vec::new(),
                 busy: Busy::default(),
                 limits_under_load: false,
+                drift: None,
             },
         );
         m.base.push(e.observed);
         m.busy.base += usize::from(e.busy);
-        m.limits_under_load |= e.limits_under_load;
+        m.add(&e);
     }
     for e in new.iter().flat_map(|r| entries(r)) {
         if let Some(m) = matched.iter_mut().find(|m| m.first.name == e.name) {
             m.new.push(e.observed);
             m.busy.new += usize::from(e.busy);
-            m.limits_under_load |= e.limits_under_load;
+            m.add(&e);
         }
     }
     matched.retain(|m| !m.new.is_empty());
@@ -456,12 +476,11 @@ pub fn compare(
     let mut rows: Vec<Row> = matched
         .into_iter()
         .map(|m| {
-            let j = judge(
-                &m.base,
-                &m.new,
-                learned(&m.first.name),
-                rule(m.first.is_time),
-            );
+            let rule = Rule {
+                drift: m.drift.unwrap_or(UNLEARNED_DRIFT),
+                ..rule(m.first.is_time)
+            };
+            let j = judge(&m.base, &m.new, learned(&m.first.name), rule);
             let verdict = match j.call {
                 // One report a side and no history: a busy machine's drift has no bound.
                 Call::Up | Call::Down if j.p.is_none() && m.busy.any() => Verdict::Inconclusive,
@@ -541,6 +560,33 @@ mod tests {
 
     fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
         rows.iter().find(|r| r.entry.ends_with(name)).expect(name)
+    }
+
+    /// One report a side: ×2 past both runs' intervals is slower by the default drift,
+    /// inconclusive where either side's scenario declared up to ×5 (as `async` does), and
+    /// slower again past that.
+    #[test]
+    fn a_declared_drift_between_runs_widens_what_one_report_a_side_leaves_open() {
+        let none = |_: &str| Spread::default();
+        let verdict = |drift: [Option<f64>; 2], par: f64| {
+            let (mut base, mut new) = (timed(1.0, 0.5, 0.5, None), timed(1.0, par, 0.5, None));
+            base.runs[0].drift_between_runs = drift[0];
+            new.runs[0].drift_between_runs = drift[1];
+            row(
+                &compare(&[&base], &[&new], &none, 0.05).expect("rows"),
+                " par",
+            )
+            .verdict
+        };
+        assert_eq!(verdict([None, None], 1.0), Verdict::Slower);
+        assert_eq!(verdict([None, Some(4.0)], 1.0), Verdict::Inconclusive);
+        assert_eq!(verdict([Some(4.0), None], 1.0), Verdict::Inconclusive);
+        assert_eq!(verdict([Some(4.0), Some(4.0)], 3.0), Verdict::Slower);
+        // Reruns a side learn the spread: the declared drift no longer decides.
+        let mut base = timed(1.0, 0.5, 0.5, None);
+        base.runs[0].drift_between_runs = Some(4.0);
+        let rows = compare(&[&base, &base], &[&timed(1.0, 1.0, 0.5, None)], &none, 0.05);
+        assert_eq!(row(&rows.expect("rows"), " par").verdict, Verdict::Slower);
     }
 
     #[test]

@@ -18,8 +18,10 @@
 //! Student's t with the spread's degrees of freedom, at a family-wise 5% over the figures of
 //! one comparison (Bonferroni: `alpha` is 0.05 / figures). Where no spread is known (one
 //! report a side, no history), the change must clear both runs' own intervals by
-//! [`UNLEARNED_DRIFT`], the drift two runs of one binary show on a shared machine; a smaller
-//! change past the intervals is `Inconclusive`, not a regression.
+//! [`UNLEARNED_DRIFT`], the drift two runs of one binary show on a shared machine, or by the
+//! larger drift a scenario declares for its figures (`async`'s engine latencies follow where
+//! the OS places its threads); a smaller change past the intervals is `Inconclusive`, not a
+//! regression.
 
 use crate::harness::stats::{median, student_t_p};
 
@@ -171,12 +173,15 @@ pub struct Judged {
     pub call: Call,
 }
 
-/// How a change is judged: the smallest change that counts, and the false-alarm rate for
-/// this one figure (the family's, divided among the figures judged together).
+/// How a change is judged: the smallest change that counts, the false-alarm rate for this one
+/// figure (the family's, divided among the figures judged together), and the drift between
+/// runs that a change must clear where no spread is known.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {
     pub threshold: f64,
     pub alpha: f64,
+    /// [`UNLEARNED_DRIFT`], or more where the figure's scenario declares it (`async`).
+    pub drift: f64,
 }
 
 impl Rule {
@@ -185,6 +190,7 @@ impl Rule {
         Rule {
             threshold,
             alpha: FAMILY_ALPHA / figures.max(1) as f64,
+            drift: UNLEARNED_DRIFT,
         }
     }
 }
@@ -242,7 +248,7 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
         Some(p) if p < FAMILY_ALPHA && gap > 0.0 => Call::Inconclusive,
         Some(_) => Call::Noise,
         None if gap <= 0.0 => Call::Noise,
-        None if gap > UNLEARNED_DRIFT.ln_1p() => moved,
+        None if gap > rule.drift.max(UNLEARNED_DRIFT).ln_1p() => moved,
         None => Call::Inconclusive,
     };
     judged

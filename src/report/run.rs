@@ -69,6 +69,12 @@ pub struct RunRecord {
     /// cores), where the command line recorded it; reports older than it have none.
     #[serde(default)]
     pub state: Option<RunState>,
+    /// How far two runs of this scenario by one binary may read apart beyond their own
+    /// intervals, where the scenario declares more than [`super::noise::UNLEARNED_DRIFT`]:
+    /// `compare` with one report a side judges by the larger of the two sides'. Reports older
+    /// than it, and scenarios that declare none, have none.
+    #[serde(default)]
+    pub drift_between_runs: Option<f64>,
 }
 
 /// A [`RunRecord`] as the JSON writes it: its fields, and `derived_display` computed from them.
@@ -101,6 +107,8 @@ struct RunRecordJson<'a> {
     findings: &'a [Finding],
     #[serde(skip_serializing_if = "Option::is_none")]
     state: &'a Option<RunState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drift_between_runs: &'a Option<f64>,
 }
 
 impl Serialize for RunRecord {
@@ -124,6 +132,7 @@ impl Serialize for RunRecord {
             lesson,
             findings,
             state,
+            drift_between_runs,
         } = self;
         let derived_display = self
             .derived_display()
@@ -148,6 +157,7 @@ impl Serialize for RunRecord {
             lesson,
             findings,
             state,
+            drift_between_runs,
         }
         .serialize(serializer)
     }

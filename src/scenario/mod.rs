@@ -268,6 +268,12 @@ pub trait Scenario: Send + Sync {
     fn distributed(&self, _params: &Params) -> bool {
         false
     }
+    /// How far two runs of one binary may read apart beyond their own intervals, where more
+    /// than `compare`'s default ([`crate::report::noise::UNLEARNED_DRIFT`]): recorded in each
+    /// run, so one report a side calls a smaller change inconclusive, not a regression.
+    fn drift_between_runs(&self) -> Option<f64> {
+        None
+    }
     /// Whether this run may use a GPU (`--device cuda` by default): only then is the GPU's
     /// state watched over it, so a CPU-only run on a GPU machine does not sample the GPU.
     fn may_use_gpu(&self, params: &Params) -> bool {
