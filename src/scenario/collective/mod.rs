@@ -13,6 +13,28 @@ use std::sync::Arc;
 
 pub use self::chunked::Chunked;
 use crate::engine::{Engine, LaneId, Var};
+use crate::scenario::backend::Backend;
+
+impl Backend {
+    /// What takes part, as the explanations count it ("device": "1 device", "2 devices").
+    pub fn noun(self) -> &'static str {
+        match self {
+            Backend::Engine => "device",
+            Backend::Mpi => "rank",
+        }
+    }
+
+    /// `scenario`'s refusal of `--backend mpi` in a build without the `mpi` feature.
+    pub fn check_built(self, scenario: &str) -> Result<(), crate::scenario::ScenarioError> {
+        if self == Backend::Mpi && !cfg!(feature = "mpi") {
+            return Err(crate::scenario::ScenarioError::Input(format!(
+                "{scenario}: --backend mpi needs a build with the mpi feature: {}",
+                crate::distributed::INSTALL
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// One device's side of an all-reduce: what it contributes (`send`) and where its result goes
 /// (`recv`), with a var per chunk of `recv`.
@@ -246,6 +268,42 @@ pub fn sample_ranks(
     crate::harness::Sampler::new(config)
         .with_progress(&progress)
         .run(variants)
+}
+
+/// A run's parameters under MPI, with `devices` the ranks the job has (`k`).
+#[cfg(feature = "mpi")]
+pub fn rank_parameters(
+    params: &crate::scenario::Params,
+    k: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut parameters = params.to_json();
+    parameters.insert("devices".into(), k.into());
+    parameters
+}
+
+/// `mine` gathered from every rank onto rank 0, each parsed (`null` where it is not JSON);
+/// `None` on the other ranks.
+#[cfg(feature = "mpi")]
+pub fn gather_json(
+    comm: &crate::distributed::Comm,
+    mine: &serde_json::Value,
+) -> Option<Vec<serde_json::Value>> {
+    let all = comm.gather_bytes(mine.to_string().as_bytes())?;
+    let parse = |b: &Vec<u8>| serde_json::from_slice(b).unwrap_or(serde_json::Value::Null);
+    Some(all.iter().map(parse).collect())
+}
+
+/// A note where the devices' `threads` outnumber the machine's cores, `consequence` after.
+pub fn note_shared_cores(run: &mut crate::report::RunRecord, threads: &[usize], consequence: &str) {
+    let (sum, cores) = (
+        threads.iter().sum::<usize>(),
+        crate::device::available_cores(),
+    );
+    if sum > cores {
+        run.notes.push(format!(
+            "the devices' {sum} threads share {cores} cores{consequence}"
+        ));
+    }
 }
 
 /// A rank started without `mpirun` says so in its run's notes: it is a world of one.

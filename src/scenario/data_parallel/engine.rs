@@ -43,15 +43,6 @@ struct Weights {
     data: Arc<RwLock<Vec<f32>>>,
 }
 
-impl Weights {
-    fn new(n: usize) -> Weights {
-        Weights {
-            var: Var::new(),
-            data: Arc::new(RwLock::new(vec![0.0; n])),
-        }
-    }
-}
-
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
 /// in the all-reduce's chunks, a var each. `ring-overlapped` keeps its gradient in `buckets`
 /// instead (a chunked buffer each, with its vars) and its forward pass between the ops of the
@@ -128,7 +119,10 @@ impl Setup {
             scheme,
             devices: (0..used)
                 .map(|_| DeviceBuffers {
-                    weights: Weights::new(n),
+                    weights: Weights {
+                        var: Var::new(),
+                        data: Arc::new(RwLock::new(vec![0.0; n])),
+                    },
                     grads: Arc::new(Chunked::new(if overlapped { 0 } else { n }, k)),
                     grad_vars: (0..k).map(|_| Var::new()).collect(),
                     buckets: plan

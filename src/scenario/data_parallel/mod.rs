@@ -147,33 +147,6 @@ impl Timed {
     }
 }
 
-/// What a run trains on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Participants {
-    /// CPU devices of one engine.
-    Devices,
-    /// MPI ranks.
-    Ranks,
-}
-
-impl Participants {
-    /// The noun the explanation counts them with ("device": "1 device", "2 devices").
-    pub fn noun(self) -> &'static str {
-        match self {
-            Participants::Devices => "device",
-            Participants::Ranks => "rank",
-        }
-    }
-
-    /// What communication's share is a share of.
-    pub fn share_of(self) -> &'static str {
-        match self {
-            Participants::Devices => "the devices' busy time",
-            Participants::Ranks => "rank 0's time, waits included",
-        }
-    }
-}
-
 crate::scenario::params::choice! {
     /// Where `ring-overlapped` runs its collectives.
     pub enum CollectiveLane {
@@ -229,15 +202,6 @@ impl Config {
             collective_lane: self.collective_lane,
         }
     }
-}
-
-/// The GPUs `--device cuda` could train on: those the driver lists when a GPU is usable, else
-/// `None` (the unusable GPU is refused, or replaced under `--fallback`, by the device check
-/// every `--device cuda` goes through).
-fn gpus_present() -> Option<usize> {
-    let gpu = crate::device::discovery::probe_gpu();
-    gpu.available
-        .then(|| crate::device::discovery::list_gpus().len().max(1))
 }
 
 /// What `--device cuda` accepts: the engine backend (`--backend mpi` is not offered on the
@@ -315,15 +279,14 @@ impl Scenario for DataParallel {
             ));
         }
         if cfg.device == DeviceChoice::Cuda {
-            check_gpu_count(cfg.backend, cfg.devices, gpus_present())?;
+            // The GPUs the driver lists when a GPU is usable, else `None` (the unusable GPU is
+            // refused, or replaced under `--fallback`, by the device check every `--device
+            // cuda` goes through).
+            use crate::device::discovery::{list_gpus, probe_gpu};
+            let present = probe_gpu().available.then(|| list_gpus().len().max(1));
+            check_gpu_count(cfg.backend, cfg.devices, present)?;
         }
-        if mpi && !cfg!(feature = "mpi") {
-            return Err(ScenarioError::Input(format!(
-                "data-parallel: --backend mpi needs a build with the mpi feature: {}",
-                crate::distributed::INSTALL
-            )));
-        }
-        Ok(())
+        cfg.backend.check_built("data-parallel")
     }
 
     fn distributed(&self, params: &Params) -> bool {

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use super::explain::{record_run, Communication};
 use super::mlp::{forward, gradient, sgd};
 use super::training::{buckets, shard, Bucket, LossEntry, Runs, Trained};
-use super::{Config, DataParallel, Participants, Setup, Timed};
+use super::{Config, DataParallel, Setup, Timed};
 use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Summary, Variant};
@@ -410,17 +410,11 @@ pub(super) fn run(
         "median_s": per_variant(|s| json!(s.median_s)),
         "samples_s": per_variant(|s| json!(s.samples_s)),
     });
-    let gathered = comm.gather_bytes(mine.to_string().as_bytes());
-    let mut parameters = params.to_json();
-    parameters.insert("devices".into(), json!(k));
-    let Some(all) = gathered else {
+    let parameters = collective::rank_parameters(params, k);
+    let Some(ranks) = collective::gather_json(&comm, &mine) else {
         // Not rank 0: the report is rank 0's to write.
         return Ok(RunRecord::new(scenario.name(), parameters, Vec::new()));
     };
-    let ranks: Vec<Value> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
-        .collect();
     let devices = Described::of(ranks.iter().map(|r| {
         let threads = r["threads"].as_u64().unwrap_or(0) as usize;
         let label = format!(
@@ -437,39 +431,32 @@ pub(super) fn run(
         (label, record)
     }));
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
-    let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
-    let (variant_names, labels): (Vec<String>, Vec<Option<String>>) = names
-        .iter()
-        .map(|(v, label)| (v.name().to_string(), Some(label.clone())))
-        .unzip();
-    run.add_variants(variant_names, summaries, labels);
     collective::note_unlaunched(&mut run, place.launched);
     if k == 1 {
         run.notes
             .push("async needs a server rank and a worker: run with 2 ranks or more".into());
     }
     run.derive_series("ranks", Value::Array(ranks));
-    let trained: Vec<(Timed, Trained)> = names
+    let trained = runs.trained(&summaries, |t| t);
+    let shares: Vec<(Timed, f64)> = names
         .iter()
-        .map(|n| n.0)
-        .zip(runs.trained(&medians, |t| t))
+        .zip(&trained)
+        .filter_map(|((v, _), t)| Some((*v, t.communication?)))
         .collect();
-    let shares: Vec<(Timed, f64)> = trained
-        .iter()
-        .filter_map(|(n, t)| Some((*n, t.communication?)))
-        .collect();
+    let communication = Communication {
+        shares: &shares,
+        overlaps: &[],
+        threads: &[],
+        untraced: "the engine's trace does not reach across MPI ranks",
+    };
     record_run(
         &mut run,
         cfg,
         &setup,
-        Participants::Ranks,
-        &trained,
-        &Communication {
-            shares: &shares,
-            overlaps: &[],
-            threads: &[],
-            untraced: "the engine's trace does not reach across MPI ranks",
-        },
+        &names,
+        summaries,
+        trained,
+        &communication,
     );
     Ok(run)
 }
