@@ -58,6 +58,12 @@ impl Replica {
         }
     }
 
+    /// `n` zeros in `k` chunks, reduced in place, with fresh vars.
+    pub fn zeros(n: usize, k: usize) -> Replica {
+        let vars = (0..k).map(|_| Var::new()).collect();
+        Replica::in_place(Arc::new(Chunked::new(n, k)), vars)
+    }
+
     /// `send` reduced into a `recv` of the same length and chunks, with fresh vars.
     pub fn out_of_place(send: Arc<Chunked>, recv: Arc<Chunked>) -> Replica {
         let vars = (0..recv.chunks()).map(|_| Var::new()).collect();
