@@ -339,10 +339,6 @@ mod tests {
         b
     }
 
-    fn whole(b: &Chunked) -> Vec<f32> {
-        b.write_all().expect("idle").to_vec()
-    }
-
     /// Small integers sum exactly in any order: both algorithms, in and out of place, give
     /// the exact sum on every device, for sizes that do not divide into the chunks.
     #[test]
@@ -376,7 +372,8 @@ mod tests {
                         }
                         rt.engine.wait_all().expect("ops run");
                         for r in &replicas {
-                            assert_eq!(whole(&r.recv), want, "k {k} n {n} {algorithm}");
+                            let got = r.recv.write_all().expect("idle").to_vec();
+                            assert_eq!(got, want, "k {k} n {n} {algorithm}");
                         }
                     }
                 }

@@ -45,10 +45,9 @@ pub(super) fn run(
         (
             Timed::RingOverlapped,
             format!(
-                "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as soon \
-                 as written, {k} updates",
-                plan.len(),
-                if plan.len() == 1 { "" } else { "s" },
+                "{k} shard gradients layer by layer, {} ({}) each on the ring as soon as \
+                 written, {k} updates",
+                crate::units::count(plan.len(), "bucket"),
                 plan.iter()
                     .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
                     .collect::<Vec<_>>()

@@ -418,9 +418,9 @@ pub(super) fn run(
     let devices = Described::of(ranks.iter().map(|r| {
         let threads = r["threads"].as_u64().unwrap_or(0) as usize;
         let label = format!(
-            "rank {} ({threads} thread{}, {})",
+            "rank {} ({}, {})",
             r["rank"],
-            if threads == 1 { "" } else { "s" },
+            crate::units::count(threads, "thread"),
             r["host"].as_str().unwrap_or("?")
         );
         let record = DeviceRecord {
