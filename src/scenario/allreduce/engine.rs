@@ -108,7 +108,7 @@ pub(super) fn run(
         let buffers = Buffers::new(elements, k, input);
         let mut checked = Vec::new();
         for &a in algorithms {
-            checked.push((a, buffers.verify(engine, &lanes, a)?));
+            checked.push(buffers.verify(engine, &lanes, a)?);
         }
         let (replicas, lanes) = (&buffers.replicas, &lanes);
         let mut variants: Vec<Variant<ScenarioError>> = algorithms
@@ -139,12 +139,8 @@ pub(super) fn run(
             }
             Algorithm::MpiAllreduce => format!("{size}: MPI_Allreduce"),
         };
-        run.add_variants(
-            algorithms.iter().map(|a| a.variant(bytes)).collect(),
-            summaries,
-            algorithms.iter().map(|&a| Some(label(a))),
-        );
-        tally.size(&mut run, bytes, &checked);
+        let labels = algorithms.iter().map(|&a| label(a)).collect();
+        tally.size(&mut run, bytes, summaries, labels, &checked);
     }
     collective::note_shared_cores(&mut run, &threads, "");
     tally.finish(&mut run);

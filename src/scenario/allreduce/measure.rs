@@ -4,6 +4,7 @@
 
 use super::explain::{conclude, explain, ring_faster_from, SizeTimes};
 use super::{size_label, Algorithm};
+use crate::harness::Summary;
 use crate::report::evidence::Estimate;
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::backend::Backend;
@@ -136,7 +137,8 @@ pub(super) struct Tally {
     pub devices: usize,
     pub copy: Option<f64>,
     times: Vec<SizeTimes>,
-    curves: Vec<(Algorithm, Vec<serde_json::Value>)>,
+    /// Each algorithm's, in the order of [`Algorithm::of`].
+    curves: Vec<Vec<serde_json::Value>>,
 }
 
 impl Tally {
@@ -146,18 +148,25 @@ impl Tally {
             devices,
             copy,
             times: Vec::new(),
-            curves: Algorithm::of(backend)
-                .iter()
-                .map(|&a| (a, Vec::new()))
-                .collect(),
+            curves: vec![Vec::new(); Algorithm::of(backend).len()],
         }
     }
 
-    /// Record one size, whose variants `run` holds already: each algorithm's bandwidths and
-    /// `wrong` count, and the check that every device's result equals the float64 sum.
-    pub fn size(&mut self, run: &mut RunRecord, bytes: u64, checked: &[(Algorithm, Checked)]) {
-        let k = self.devices;
-        for (a, c) in checked {
+    /// Record one size: its variants (a summary and a label an algorithm, in the order of
+    /// [`Algorithm::of`]), each algorithm's bandwidths and `wrong` count, and the check that
+    /// every device's result equals the float64 sum.
+    pub fn size(
+        &mut self,
+        run: &mut RunRecord,
+        bytes: u64,
+        summaries: Vec<Summary>,
+        labels: Vec<String>,
+        checked: &[Checked],
+    ) {
+        let (k, algorithms) = (self.devices, Algorithm::of(self.backend));
+        let names = algorithms.iter().map(|a| a.variant(bytes)).collect();
+        run.add_variants(names, summaries, labels.into_iter().map(Some));
+        for ((a, c), curve) in algorithms.iter().zip(checked).zip(&mut self.curves) {
             let stem = a.key(bytes);
             let median = Estimate::of(run, &a.variant(bytes)).median;
             let algbw = algbw_gbytes_per_s(bytes, median);
@@ -170,9 +179,7 @@ impl Tally {
                 None => run.unmeasured_as(&of_copy, BUSBW_OF_COPY, NO_COPY),
             }
             run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
-            if let Some((_, curve)) = self.curves.iter_mut().find(|(b, _)| b == a) {
-                curve.push(serde_json::json!([bytes, busbw]));
-            }
+            curve.push(serde_json::json!([bytes, busbw]));
         }
         run.check(
             &format!(
@@ -180,9 +187,10 @@ impl Tally {
                 self.backend.noun(),
                 size_label(bytes)
             ),
-            checked.iter().all(|(_, c)| c.passed()),
-            checked
+            checked.iter().all(Checked::passed),
+            algorithms
                 .iter()
+                .zip(checked)
                 .map(|(a, c)| {
                     format!(
                         "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
@@ -206,7 +214,7 @@ impl Tally {
     /// The curves, the crossover, the notes, the explanation and the lesson's verdict.
     pub fn finish(self, run: &mut RunRecord) {
         let (k, noun) = (self.devices, self.backend.noun());
-        for (a, points) in self.curves {
+        for (a, points) in Algorithm::of(self.backend).iter().zip(self.curves) {
             run.derive_detail_series(
                 &format!("{}_busbw_curve", a.name().replace('-', "_")),
                 serde_json::Value::Array(points),

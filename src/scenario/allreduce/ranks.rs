@@ -185,20 +185,10 @@ pub(super) fn run(
             };
             format!("{size} on {k} ranks: {how}{batch}")
         };
-        run.add_variants(
-            algorithms.iter().map(|a| a.variant(bytes)).collect(),
-            summaries,
-            algorithms
-                .iter()
-                .zip(&batches)
-                .map(|(&a, &reps)| Some(label(a, reps))),
-        );
-        let checks: Vec<(Algorithm, Checked)> = algorithms
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| (a, merged(&ranks, i)))
-            .collect();
-        tally.size(&mut run, bytes, &checks);
+        let labels = algorithms.iter().zip(&batches);
+        let labels = labels.map(|(&a, &reps)| label(a, reps)).collect();
+        let checks: Vec<Checked> = (0..algorithms.len()).map(|i| merged(&ranks, i)).collect();
+        tally.size(&mut run, bytes, summaries, labels, &checks);
         for (i, &a) in algorithms.iter().enumerate() {
             let per_rank: Vec<f64> = ranks
                 .iter()
