@@ -107,20 +107,10 @@ pub fn push_ring(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
                 let (src, dst) = (&replicas[i], &replicas[to]);
                 // Out of place, the first step sends the sender's own contribution.
                 let from_send = add && t == 0 && !src.is_in_place();
-                let (from, into) = (
-                    if from_send {
-                        src.send.clone()
-                    } else {
-                        src.recv.clone()
-                    },
-                    dst.recv.clone(),
-                );
+                let from = if from_send { &src.send } else { &src.recv }.clone();
+                let into = dst.recv.clone();
                 let own = (add && !dst.is_in_place()).then(|| dst.send.clone());
-                let reads: Vec<&Var> = if from_send {
-                    vec![]
-                } else {
-                    vec![&src.vars[c]]
-                };
+                let reads: Vec<&Var> = (!from_send).then_some(&src.vars[c]).into_iter().collect();
                 engine.push(name, lanes[to], &reads, &[&dst.vars[c]], move || {
                     let s = from.read(c)?;
                     let own = own.as_ref().map(|o| o.read(c)).transpose()?;
@@ -163,11 +153,8 @@ pub fn push_reduce(engine: &Engine, lane: LaneId, replicas: &[Replica]) {
     let sends: Vec<Arc<Chunked>> = replicas.iter().map(|r| r.send.clone()).collect();
     let sum = replicas[0].recv.clone();
     // In place the others' buffers are their results too: ordered by their vars.
-    let reads: Vec<&Var> = if in_place {
-        replicas[1..].iter().flat_map(|r| &r.vars).collect()
-    } else {
-        vec![]
-    };
+    let others = replicas[1..].iter().filter(|_| in_place);
+    let reads: Vec<&Var> = others.flat_map(|r| &r.vars).collect();
     let writes: Vec<&Var> = replicas[0].vars.iter().collect();
     engine.push("reduce", lane, &reads, &writes, move || {
         let mut out = sum.write_all()?;
@@ -220,11 +207,7 @@ pub fn push_tree(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
             let from = if partial[j] { &src.recv } else { &src.send }.clone();
             let own = (!partial[i]).then(|| dst.send.clone());
             let into = dst.recv.clone();
-            let reads: Vec<&Var> = if partial[j] {
-                src.vars.iter().collect()
-            } else {
-                vec![]
-            };
+            let reads: Vec<&Var> = src.vars.iter().filter(|_| partial[j]).collect();
             let writes: Vec<&Var> = dst.vars.iter().collect();
             engine.push("tree-reduce", lanes[i], &reads, &writes, move || {
                 let mut out = into.write_all()?;
