@@ -27,41 +27,38 @@ pub(super) fn run(
     let rt = Runtime::cpu(&ctx.runtime, &threads)?;
     let engine = &rt.engine;
     let (k, plan) = (cfg.devices, buckets(&cfg.layers, cfg.bucket_bytes));
-    let schemes = [
-        (
-            Timed::OneDevice,
-            format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
-        ),
-        (
-            Timed::ParameterServer,
-            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast"),
-        ),
-        (
-            Timed::Ring,
+    let (steps, batch) = (cfg.steps, cfg.batch);
+    let label = |v: Timed| match v {
+        Timed::OneDevice => format!("{steps} steps of {batch} rows on cpu:0"),
+        Timed::ParameterServer => {
+            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
+        }
+        Timed::Ring => {
             format!(
                 "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
-            ),
+            )
+        }
+        Timed::RingOverlapped => format!(
+            "{k} shard gradients layer by layer, {} ({}) each on the ring as soon as written, \
+             {k} updates",
+            crate::units::count(plan.len(), "bucket"),
+            plan.iter()
+                .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
+                .collect::<Vec<_>>()
+                .join(" + ")
         ),
-        (
-            Timed::RingOverlapped,
-            format!(
-                "{k} shard gradients layer by layer, {} ({}) each on the ring as soon as \
-                 written, {k} updates",
-                crate::units::count(plan.len(), "bucket"),
-                plan.iter()
-                    .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
-                    .collect::<Vec<_>>()
-                    .join(" + ")
-            ),
-        ),
-        (
-            Timed::Async,
-            format!(
-                "{k} devices × {} updates of their shard, stale reads allowed",
-                cfg.steps
-            ),
-        ),
-    ];
+        // Async: the engine times no other variant.
+        _ => format!("{k} devices × {steps} updates of their shard, stale reads allowed"),
+    };
+    let schemes: Vec<(Timed, String)> = [
+        Timed::OneDevice,
+        Timed::ParameterServer,
+        Timed::Ring,
+        Timed::RingOverlapped,
+        Timed::Async,
+    ]
+    .map(|v| (v, label(v)))
+    .into();
     let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.0)).collect();
     let runs = Runs::new(schemes.len());
     let train = |i: usize| {

@@ -335,40 +335,34 @@ pub(super) fn run(
 
     let (steps, batch) = (cfg.steps, cfg.batch);
     let bucketed = crate::units::count(buckets(&cfg.layers, cfg.bucket_bytes).len(), "bucket");
-    let mut names = vec![
-        (
-            Timed::OneDevice,
-            format!("{steps} steps of {batch} rows on rank 0 alone"),
+    let label = |v: Timed| match v {
+        Timed::OneDevice => format!("{steps} steps of {batch} rows on rank 0 alone"),
+        Timed::Allreduce => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+        Timed::Ring => format!(
+            "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
         ),
-        (
-            Timed::Allreduce,
-            format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+        Timed::AllreduceOverlapped => format!(
+            "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({bucketed}) posted as \
+             the backward pass writes it"
         ),
-        (
-            Timed::Ring,
-            format!(
-                "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point \
-                 messages"
-            ),
+        // Async: MPI times no other variant.
+        _ => format!(
+            "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
+            k - 1
         ),
-        (
-            Timed::AllreduceOverlapped,
-            format!(
-                "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({bucketed}) \
-                 posted as the backward pass writes it"
-            ),
-        ),
-    ];
-    if k > 1 {
-        names.push((
-            Timed::Async,
-            format!(
-                "rank 0 serves, {} workers × {steps} updates of their shard, stale reads \
-                 allowed",
-                k - 1
-            ),
-        ));
-    }
+    };
+    // Async needs a server rank and a worker.
+    let names: Vec<(Timed, String)> = [
+        Timed::OneDevice,
+        Timed::Allreduce,
+        Timed::Ring,
+        Timed::AllreduceOverlapped,
+        Timed::Async,
+    ]
+    .into_iter()
+    .filter(|&v| k > 1 || v != Timed::Async)
+    .map(|v| (v, label(v)))
+    .collect();
     let runs = Runs::new(names.len());
     let train = |i: usize| {
         let (rank, buffers, runs, name) = (&rank, &buffers, &runs, names[i].0);
