@@ -391,11 +391,8 @@ impl Setup {
         let k = self.devices;
         for (d, dev) in ws.devices.iter().enumerate() {
             for step in 0..self.steps {
-                let (server, local, g) = (
-                    ws.server.clone(),
-                    dev.weights.data.clone(),
-                    dev.buckets[0].recv.clone(),
-                );
+                let (server, local) = (ws.server.clone(), dev.weights.data.clone());
+                let g = dev.buckets[0].recv.clone();
                 let (layers, data) = (self.layers.clone(), self.data.clone());
                 let (log, staleness) = (ws.log.clone(), ws.staleness.clone());
                 let (batch, lr) = (self.batch, self.lr);

@@ -161,10 +161,8 @@ pub(super) fn record_run(
     }
     let staleness_mean = asynchronous.map(|(_, t)| {
         let s = &t.staleness;
-        run.record(
-            ASYNC_STALENESS_MAX,
-            s.iter().copied().max().unwrap_or(0) as f64,
-        );
+        let max = s.iter().copied().max().unwrap_or(0);
+        run.record(ASYNC_STALENESS_MAX, max as f64);
         s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
     });
     if let Some(m) = staleness_mean {

@@ -251,7 +251,6 @@ impl Scenario for DataParallel {
                     .into(),
             ));
         }
-        let mpi = cfg.backend == Backend::Mpi;
         // The data, the noise it is made from while it is built, and the class centroids.
         let (inputs, classes) = (cfg.layers.inputs() as u64, cfg.layers.classes() as u64);
         let data = (cfg.samples as u64)
@@ -273,7 +272,7 @@ impl Scenario for DataParallel {
             (cfg.batch as u64).checked_mul(widest.saturating_mul(cfg.layers.0.len() as u64)),
         )?;
         // Under MPI the ranks are the devices: the run checks the batch against their number.
-        if cfg.batch < cfg.devices && !mpi {
+        if cfg.batch < cfg.devices && cfg.backend != Backend::Mpi {
             return Err(ScenarioError::Input(
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),
             ));
