@@ -488,11 +488,7 @@ mod tests {
         p
     }
 
-    fn train(s: &Setup, scheme: Timed) -> Trained {
-        train_in(s, s.workspace(scheme))
-    }
-
-    fn train_in(s: &Setup, ws: Workspace) -> Trained {
+    fn train(s: &Setup, ws: Workspace) -> Trained {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; s.devices]).expect("devices");
         // Twice on one workspace: the second run starts afresh.
         s.push(&rt, &ws);
@@ -519,7 +515,7 @@ mod tests {
                 (Timed::RingOverlapped, 600.0, compute),
             ] {
                 (s.bucket_bytes, s.collective_lane) = (cap, lane);
-                let got = train(&s, scheme);
+                let got = train(&s, s.workspace(scheme));
                 let (ok, rel) = agrees(&want, &got.weights);
                 assert!(
                     ok,
@@ -533,7 +529,7 @@ mod tests {
         }
         // One device on whole batches is the same SGD.
         let s = setup(3, 6);
-        let one = train(&s, Timed::OneDevice);
+        let one = train(&s, s.workspace(Timed::OneDevice));
         assert!(agrees(&reference(&s), &one.weights).0);
     }
 
@@ -544,7 +540,7 @@ mod tests {
         let s = setup(2, 6);
         let mut ws = s.workspace(Timed::RingOverlapped);
         ws.reduce_early = true;
-        let got = train_in(&s, ws);
+        let got = train(&s, ws);
         let (ok, rel) = agrees(&reference(&s), &got.weights);
         assert!(!ok, "{rel:e}");
     }
@@ -562,7 +558,7 @@ mod tests {
     #[test]
     fn asynchronous_training_counts_every_update_and_its_staleness() {
         let s = setup(3, 5);
-        let t = train(&s, Timed::Async);
+        let t = train(&s, s.workspace(Timed::Async));
         assert_eq!(t.staleness.len(), 15);
         assert_eq!(t.log.len(), 15);
         // No update can be older than the other devices' updates since its pull.
