@@ -411,7 +411,7 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
     let base = Estimate::of(run, Timed::OneDevice.name());
     let fastest = trained
         .iter()
-        .filter(|v| v.is_synchronous() && **v != Timed::OneDevice)
+        .filter(|v| v.is_synchronous())
         .map(|v| (*v, Ratio::of(base, Estimate::of(run, v.name()))))
         .filter(|(_, r)| r.value.is_finite())
         .max_by(|a, b| a.1.value.total_cmp(&b.1.value));

@@ -128,16 +128,12 @@ super::variant::variants! {
 }
 
 impl Timed {
-    /// A synchronous data-parallel scheme, which must end where one-device SGD ends.
+    /// A synchronous data-parallel scheme, which must end where one-device SGD ends: all but
+    /// the one-device baselines and asynchronous updates.
     pub fn is_synchronous(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Timed::ParameterServer
-                | Timed::NcclAllreduce
-                | Timed::Allreduce
-                | Timed::Ring
-                | Timed::RingOverlapped
-                | Timed::AllreduceOverlapped
+            Timed::OneDevice | Timed::OneDeviceGraph | Timed::Async
         )
     }
 
