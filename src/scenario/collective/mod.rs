@@ -1,8 +1,10 @@
 //! All-reduce between the CPU devices of one engine, as engine ops: the ring (reduce-scatter,
 //! then all-gather, over k chunks), the parameter server's reduce onto one device with its
 //! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place;
-//! `allreduce` times them out of place on buffers of every size. Their MPI backends share
-//! [`sample_ranks`] and [`note_unlaunched`].
+//! `allreduce` times them out of place on buffers of every size. The two scenarios share what
+//! their backends word alike (`Backend::noun`, `Backend::check_built`, [`note_shared_cores`]),
+//! and their MPI backends [`sample_ranks`], `rank_parameters`, `gather_json` and
+//! [`note_unlaunched`].
 //!
 //! Each device's buffers are [`Chunked`]: k chunks, each ordered by a var of its own, so the
 //! ring's steps on different chunks run at once on different devices, as on real links.
