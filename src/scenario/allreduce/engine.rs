@@ -36,12 +36,13 @@ pub(super) struct Buffers {
 }
 
 impl Buffers {
-    fn new(elements: usize, devices: usize) -> Buffers {
+    /// `elements` on each of `devices`, element `i` of device `d`'s input `value(d, i)`.
+    pub fn new(elements: usize, devices: usize, value: impl Fn(usize, usize) -> f32) -> Buffers {
         let replicas = (0..devices)
             .map(|d| {
                 let send = Arc::new(Chunked::new(elements, devices));
                 if let Ok(mut s) = send.write_all() {
-                    s.iter_mut().enumerate().for_each(|(i, v)| *v = input(d, i));
+                    s.iter_mut().enumerate().for_each(|(i, v)| *v = value(d, i));
                 }
                 Replica::out_of_place(send, Arc::new(Chunked::new(elements, devices)))
             })
@@ -104,10 +105,10 @@ pub(super) fn run(
     let mut tally = Tally::new(Backend::Engine, k, copy);
     for &bytes in &cfg.sizes {
         let elements = (bytes / 4) as usize;
-        let buffers = Buffers::new(elements, k);
+        let buffers = Buffers::new(elements, k, input);
         let mut checked = Vec::new();
         for &a in algorithms {
-            checked.push((a, buffers.verify(engine, &lanes, a)?));
+            checked.push(buffers.verify(engine, &lanes, a)?);
         }
         let (replicas, lanes) = (&buffers.replicas, &lanes);
         let mut variants: Vec<Variant<ScenarioError>> = algorithms
@@ -138,20 +139,10 @@ pub(super) fn run(
             }
             Algorithm::MpiAllreduce => format!("{size}: MPI_Allreduce"),
         };
-        run.add_variants(
-            algorithms.iter().map(|a| a.variant(bytes)).collect(),
-            summaries,
-            algorithms.iter().map(|&a| Some(label(a))),
-        );
-        tally.size(&mut run, bytes, &checked);
+        let labels = algorithms.iter().map(|&a| label(a)).collect();
+        tally.size(&mut run, bytes, summaries, labels, &checked);
     }
-    let cores = crate::device::available_cores();
-    if threads.iter().sum::<usize>() > cores {
-        run.notes.push(format!(
-            "the devices' {} threads share {cores} cores",
-            threads.iter().sum::<usize>()
-        ));
-    }
+    collective::note_shared_cores(&mut run, &threads, "");
     tally.finish(&mut run);
     Ok(run)
 }

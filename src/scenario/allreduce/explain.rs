@@ -243,43 +243,33 @@ mod tests {
     /// 16 MiB; the crossover is 16 MiB, and every region is named.
     #[test]
     fn the_regions_and_the_crossover_are_read_as_measured() {
-        let kib = 1024;
-        let mut sizes: Vec<SizeTimes> = [8, 512 * kib].iter().map(|&b| size(b, 0.5, 1.0)).collect();
-        sizes.extend(
-            [kib * kib, 8 * kib * kib]
-                .iter()
-                .map(|&b| size(b, 2.0, 1.0)),
-        );
-        sizes.extend(
-            [16 * kib * kib, 64 * kib * kib]
-                .iter()
-                .map(|&b| size(b, 0.5, 1.0)),
-        );
+        let sizes: Vec<SizeTimes> = [8, 512 << 10, 1 << 20, 8 << 20, 16 << 20, 64 << 20]
+            .into_iter()
+            .zip([0.5, 0.5, 2.0, 2.0, 0.5, 0.5])
+            .map(|(b, ring)| size(b, ring, 1.0))
+            .collect();
         assert_eq!(ring_faster_from(&sizes), Some(16 << 20));
-        let e = explain(&sizes, 2, Backend::Engine, Some((3.5, 21.6)));
+        let text = |sizes: &[SizeTimes], busbw, sep| {
+            let e = explain(sizes, 2, Backend::Engine, busbw);
+            e.sentences.join(sep)
+        };
         // 21.6 / 5 = 4.32 GB/s: 3.5 is 81% of it (once "16% of … 21.6 GB/s").
-        assert_eq!(e.sentences.join("\n"), "The ring against the parameter server, size by size within the intervals: faster at 8B–512KiB; slower at 1MiB–8MiB; faster at 16MiB–64MiB.\nThe crossover as measured: from 16MiB on, the ring is faster at every larger size (at 64MiB, parameter-server / ring = 2.00×, 95% interval 1.81–2.21×).\nAt 64MiB the ring's bus bandwidth is 3.5 GB/s: on 2 devices sharing one memory it reads and writes 5 bytes for each byte of busbw, so the machine's all-thread STREAM copy bandwidth of 21.6 GB/s allows 4.3 GB/s if every byte comes from memory; it reached 81% of that.");
+        assert_eq!(text(&sizes, Some((3.5, 21.6)), "\n"), "The ring against the parameter server, size by size within the intervals: faster at 8B–512KiB; slower at 1MiB–8MiB; faster at 16MiB–64MiB.\nThe crossover as measured: from 16MiB on, the ring is faster at every larger size (at 64MiB, parameter-server / ring = 2.00×, 95% interval 1.81–2.21×).\nAt 64MiB the ring's bus bandwidth is 3.5 GB/s: on 2 devices sharing one memory it reads and writes 5 bytes for each byte of busbw, so the machine's all-thread STREAM copy bandwidth of 21.6 GB/s allows 4.3 GB/s if every byte comes from memory; it reached 81% of that.");
         // Above the bound: said, with why it can be.
-        let text = explain(&sizes, 2, Backend::Engine, Some((5.4, 20.3)))
-            .sentences
-            .join(" ");
+        let t = text(&sizes, Some((5.4, 20.3)), " ");
         assert!(
-            text.contains("it reached 133%, more than memory alone allows: part of its traffic"),
-            "{text}"
+            t.contains("it reached 133%, more than memory alone allows: part of its traffic"),
+            "{t}"
         );
         assert_eq!(ring_traffic_per_busbw_byte(2), 5.0);
 
         let slow_at_last = [size(8, 0.5, 1.0), size(1024, 1.02, 1.0)];
         assert_eq!(ring_faster_from(&slow_at_last), None);
-        let text = explain(&slow_at_last, 2, Backend::Engine, None)
-            .sentences
-            .join(" ");
-        assert!(text.contains("No crossover from 8B to 1KiB"), "{text}");
+        let t = text(&slow_at_last, None, " ");
+        assert!(t.contains("No crossover from 8B to 1KiB"), "{t}");
         let always = [size(8, 0.5, 1.0), size(1024, 0.5, 1.0)];
-        let text = explain(&always, 2, Backend::Engine, None)
-            .sentences
-            .join(" ");
-        assert!(text.contains("faster at every size measured"), "{text}");
+        let t = text(&always, None, " ");
+        assert!(t.contains("faster at every size measured"), "{t}");
         // The exercise's run (1KiB, 1MiB, 64MiB): slower at the smallest size, no crossover;
         // every sentence quotes parameter-server / ring, as the lesson does.
         let exercise = [
@@ -291,10 +281,7 @@ mod tests {
             size(1 << 20, 505.8e-6, 353.8e-6),
             size(64 << 20, 13.07e-3, 13.67e-3),
         ];
-        let text = explain(&exercise, 2, Backend::Engine, None)
-            .sentences
-            .join("\n");
-        assert_eq!(text, "The ring against the parameter server, size by size within the intervals: slower at 1KiB–1MiB; indistinguishable at 64MiB.\nNo crossover from 1KiB to 64MiB: the ring is not faster beyond the intervals at the largest size (at 64MiB, parameter-server / ring = 1.05×, 95% interval 0.95–1.16×).\nThe ring is slower at 1KiB, parameter-server / ring = 0.89×, 95% interval 0.85–0.94×: it pushes 2k(k − 1) = 4 ops, one per step and device, to the parameter server's k = 2, a fixed cost per op that a small message does not amortize.");
+        assert_eq!(text(&exercise, None, "\n"), "The ring against the parameter server, size by size within the intervals: slower at 1KiB–1MiB; indistinguishable at 64MiB.\nNo crossover from 1KiB to 64MiB: the ring is not faster beyond the intervals at the largest size (at 64MiB, parameter-server / ring = 1.05×, 95% interval 0.95–1.16×).\nThe ring is slower at 1KiB, parameter-server / ring = 0.89×, 95% interval 0.85–0.94×: it pushes 2k(k − 1) = 4 ops, one per step and device, to the parameter server's k = 2, a fixed cost per op that a small message does not amortize.");
     }
 
     proptest::proptest! {

@@ -4,6 +4,7 @@
 
 use super::explain::{conclude, explain, ring_faster_from, SizeTimes};
 use super::{size_label, Algorithm};
+use crate::harness::Summary;
 use crate::report::evidence::Estimate;
 use crate::report::{Better, Figure, RunRecord, Unit};
 use crate::scenario::backend::Backend;
@@ -58,41 +59,10 @@ pub(super) fn tolerance(k: usize, magnitude: f64) -> f64 {
     2.0 * k.max(2) as f64 * f32::EPSILON as f64 * magnitude
 }
 
-impl Checked {
-    /// Count one element: `got` against the float64 sum `want` of `k` inputs whose
-    /// magnitudes sum to `magnitude`.
-    fn count(&mut self, got: f32, want: f64, magnitude: f64, k: usize) {
-        self.checked += 1;
-        let error = (got as f64 - want).abs();
-        if !error.is_finite() || error > tolerance(k, magnitude) {
-            self.wrong += 1;
-        }
-        if magnitude > 0.0 && error.is_finite() {
-            self.max_error = self.max_error.max(error / magnitude);
-        }
-    }
-}
-
 /// Compare every device's `outputs` with the float64 sum of the `inputs`, element by element.
 pub(super) fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
     let n = inputs.first().map_or(0, |i| i.len());
-    let k = inputs.len();
-    let mut c = Checked::default();
-    for i in 0..n {
-        let (want, magnitude) = inputs.iter().fold((0f64, 0f64), |(s, m), x| {
-            (s + x[i] as f64, m + (x[i] as f64).abs())
-        });
-        for out in outputs {
-            match out.get(i) {
-                Some(&got) => c.count(got, want, magnitude, k),
-                None => {
-                    c.checked += 1;
-                    c.wrong += 1;
-                }
-            }
-        }
-    }
-    c
+    check_against(inputs.len(), n, |d, i| inputs[d][i], outputs)
 }
 
 /// Compare one rank's `output` with the float64 sum of every rank's seeded input ([`input`]
@@ -100,19 +70,40 @@ pub(super) fn check(inputs: &[&[f32]], outputs: &[&[f32]]) -> Checked {
 /// input, and the check must not trust the transport it checks.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(super) fn check_seeded(k: usize, output: &[f32]) -> Checked {
+    check_against(k, output.len(), input, &[output])
+}
+
+/// Compare `outputs` with the float64 sum of `k` inputs of `n` elements, `input(d, i)` the
+/// element `i` of input `d`; an output too short is wrong where it is missing.
+fn check_against(
+    k: usize,
+    n: usize,
+    input: impl Fn(usize, usize) -> f32,
+    outputs: &[&[f32]],
+) -> Checked {
     let mut c = Checked::default();
-    for (i, &got) in output.iter().enumerate() {
+    for i in 0..n {
         let (want, magnitude) = (0..k).fold((0f64, 0f64), |(s, m), d| {
             let x = input(d, i) as f64;
             (s + x, m + x.abs())
         });
-        c.count(got, want, magnitude, k);
+        for out in outputs {
+            // A missing element is as wrong as a NaN.
+            let error = (out.get(i).map_or(f64::NAN, |&got| got as f64) - want).abs();
+            c.checked += 1;
+            if !error.is_finite() || error > tolerance(k, magnitude) {
+                c.wrong += 1;
+            }
+            if magnitude > 0.0 && error.is_finite() {
+                c.max_error = c.max_error.max(error / magnitude);
+            }
+        }
     }
     c
 }
 
 /// A figure of the `--verbose` table and the JSON.
-const fn detail(unit: Unit, better: Better) -> Figure {
+pub(super) const fn detail(unit: Unit, better: Better) -> Figure {
     Figure {
         unit,
         better,
@@ -146,7 +137,8 @@ pub(super) struct Tally {
     pub devices: usize,
     pub copy: Option<f64>,
     times: Vec<SizeTimes>,
-    curves: Vec<(Algorithm, Vec<serde_json::Value>)>,
+    /// Each algorithm's, in the order of [`Algorithm::of`].
+    curves: Vec<Vec<serde_json::Value>>,
 }
 
 impl Tally {
@@ -156,26 +148,25 @@ impl Tally {
             devices,
             copy,
             times: Vec::new(),
-            curves: Algorithm::of(backend)
-                .iter()
-                .map(|&a| (a, Vec::new()))
-                .collect(),
+            curves: vec![Vec::new(); Algorithm::of(backend).len()],
         }
     }
 
-    /// What takes part: a device, or a rank.
-    fn noun(&self) -> &'static str {
-        match self.backend {
-            Backend::Engine => "device",
-            Backend::Mpi => "rank",
-        }
-    }
-
-    /// Record one size, whose variants `run` holds already: each algorithm's bandwidths and
-    /// `wrong` count, and the check that every device's result equals the float64 sum.
-    pub fn size(&mut self, run: &mut RunRecord, bytes: u64, checked: &[(Algorithm, Checked)]) {
-        let k = self.devices;
-        for (a, c) in checked {
+    /// Record one size: its variants (a summary and a label an algorithm, in the order of
+    /// [`Algorithm::of`]), each algorithm's bandwidths and `wrong` count, and the check that
+    /// every device's result equals the float64 sum.
+    pub fn size(
+        &mut self,
+        run: &mut RunRecord,
+        bytes: u64,
+        summaries: Vec<Summary>,
+        labels: Vec<String>,
+        checked: &[Checked],
+    ) {
+        let (k, algorithms) = (self.devices, Algorithm::of(self.backend));
+        let names = algorithms.iter().map(|a| a.variant(bytes)).collect();
+        run.add_variants(names, summaries, labels.into_iter().map(Some));
+        for ((a, c), curve) in algorithms.iter().zip(checked).zip(&mut self.curves) {
             let stem = a.key(bytes);
             let median = Estimate::of(run, &a.variant(bytes)).median;
             let algbw = algbw_gbytes_per_s(bytes, median);
@@ -188,19 +179,18 @@ impl Tally {
                 None => run.unmeasured_as(&of_copy, BUSBW_OF_COPY, NO_COPY),
             }
             run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
-            if let Some((_, curve)) = self.curves.iter_mut().find(|(b, _)| b == a) {
-                curve.push(serde_json::json!([bytes, busbw]));
-            }
+            curve.push(serde_json::json!([bytes, busbw]));
         }
         run.check(
             &format!(
                 "every {}'s result equals the float64 sum ({})",
-                self.noun(),
+                self.backend.noun(),
                 size_label(bytes)
             ),
-            checked.iter().all(|(_, c)| c.passed()),
-            checked
+            checked.iter().all(Checked::passed),
+            algorithms
                 .iter()
+                .zip(checked)
                 .map(|(a, c)| {
                     format!(
                         "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
@@ -223,8 +213,8 @@ impl Tally {
 
     /// The curves, the crossover, the notes, the explanation and the lesson's verdict.
     pub fn finish(self, run: &mut RunRecord) {
-        let (k, noun) = (self.devices, self.noun());
-        for (a, points) in self.curves {
+        let (k, noun) = (self.devices, self.backend.noun());
+        for (a, points) in Algorithm::of(self.backend).iter().zip(self.curves) {
             run.derive_detail_series(
                 &format!("{}_busbw_curve", a.name().replace('-', "_")),
                 serde_json::Value::Array(points),

@@ -143,12 +143,7 @@ impl Scenario for Allreduce {
                  multiple of 4 bytes)"
             )));
         }
-        if cfg.backend == Backend::Mpi && !cfg!(feature = "mpi") {
-            return Err(ScenarioError::Input(format!(
-                "allreduce: --backend mpi needs a build with the mpi feature: {}",
-                crate::distributed::INSTALL
-            )));
-        }
+        cfg.backend.check_built("allreduce")?;
         // Each device's input and result, 2·k·S, of one size at a time; but the allocator
         // may keep a size's freed buffers while the next is allocated, so all of them count.
         // A rank holds a third buffer (what it receives) and this host may run --devices of
@@ -246,14 +241,6 @@ mod tests {
     use super::measure::input;
     use crate::device::Runtime;
     use crate::engine::LaneId;
-    use crate::scenario::collective::{Chunked, Replica};
-    use std::sync::Arc;
-
-    fn sequential(inputs: &[Vec<f32>]) -> Vec<f64> {
-        (0..inputs[0].len())
-            .map(|i| inputs.iter().map(|x| x[i] as f64).sum())
-            .collect()
-    }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
@@ -268,19 +255,9 @@ mod tests {
         ) {
             let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; k]).expect("devices");
             let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
-            let inputs: Vec<Vec<f32>> = (0..k)
-                .map(|d| (0..n).map(|i| input(d + seed as usize * 7, i) * 100.0).collect())
-                .collect();
-            let want = sequential(&inputs);
-            let replicas: Vec<Replica> = inputs
-                .iter()
-                .map(|x| {
-                    let send = Arc::new(Chunked::new(n, k));
-                    send.write_all().expect("fresh").copy_from_slice(x);
-                    Replica::out_of_place(send, Arc::new(Chunked::new(n, k)))
-                })
-                .collect();
-            let buffers = Buffers { replicas };
+            let value = |d: usize, i: usize| input(d + seed as usize * 7, i) * 100.0;
+            let want: Vec<f64> = (0..n).map(|i| (0..k).map(|d| value(d, i) as f64).sum()).collect();
+            let buffers = Buffers::new(n, k, value);
             for &a in Algorithm::of(Backend::Engine) {
                 // Twice: a second run on the same buffers gives the same result.
                 a.push(&rt.engine, &lanes, &buffers.replicas);
@@ -301,15 +278,7 @@ mod tests {
     #[test]
     fn a_small_run_records_every_size_and_passes_its_checks() {
         let p = parse(&[("sizes", "8,4096,12"), ("devices", "3")]).expect("params");
-        let ctx = RunContext {
-            sampling: crate::scenario::SamplingOverrides {
-                warmup: Some(0),
-                min_samples: Some(3),
-                max_samples: Some(3),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let ctx = crate::scenario::gpu_clocks::few_samples();
         let run = Allreduce.execute(&p, &ctx).expect("runs");
         let names: Vec<&str> = run.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(

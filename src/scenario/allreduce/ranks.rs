@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::explain::library_against_ring;
-use super::measure::{check_seeded, copy_bandwidth, input, Checked, Tally};
+use super::measure::{check_seeded, copy_bandwidth, detail, input, Checked, Tally};
 use super::size_label;
 use super::{Algorithm, Allreduce, Config};
 use crate::device::record::{DeviceRecord, Kind};
@@ -37,12 +37,7 @@ const MAX_BATCH: usize = 10_000;
 /// Per-rank medians this far apart are named in a note.
 const STRAGGLER: f64 = 1.2;
 
-const PER_RANK: Figure = Figure {
-    unit: Unit::Seconds,
-    better: Better::Lower,
-    detail: true,
-    against_limits: false,
-};
+const PER_RANK: Figure = detail(Unit::Seconds, Better::Lower);
 
 /// One rank's buffers of one size.
 struct Buffers {
@@ -76,18 +71,6 @@ fn batch(seconds: f64) -> usize {
     ((SAMPLE_TARGET.as_secs_f64() / seconds).ceil() as usize).clamp(1, MAX_BATCH)
 }
 
-/// What a rank tells rank 0 about one size.
-fn rank_summary(comm: &Comm, medians: &[f64], checked: &[Checked]) -> Value {
-    json!({
-        "host": comm.host(),
-        "median_s": medians,
-        "checked": checked
-            .iter()
-            .map(|c| json!([c.wrong, c.checked, c.max_error]))
-            .collect::<Vec<_>>(),
-    })
-}
-
 /// Every rank's checks of one algorithm as one: the wrong and checked elements summed, the
 /// largest error; a rank whose summary is missing counts as wrong.
 fn merged(ranks: &[Value], i: usize) -> Checked {
@@ -118,8 +101,7 @@ pub(super) fn run(
     // Rank 0 measures the copy bandwidth while the others wait at the first barrier.
     let copy = if rank == 0 { copy_bandwidth() } else { None };
     let algorithms = Algorithm::of(Backend::Mpi);
-    let mut parameters = params.to_json();
-    parameters.insert("devices".into(), json!(k));
+    let parameters = collective::rank_parameters(params, k);
     let mut run = RunRecord::new(scenario.name(), parameters, Vec::new());
     let mut tally = Tally::new(Backend::Mpi, k, copy);
     let mut hosts: Vec<String> = Vec::new();
@@ -168,15 +150,18 @@ pub(super) fn run(
         let summaries = collective::sample_ranks(scenario, ctx, rank, &mut variants)?;
         drop(variants);
         drop(buffers);
-        let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
-        let mine = rank_summary(&comm, &medians, &checked);
-        let Some(all) = comm.gather_bytes(mine.to_string().as_bytes()) else {
+        // What this rank tells rank 0 about the size.
+        let mine = json!({
+            "host": comm.host(),
+            "median_s": summaries.iter().map(|s| s.median_s).collect::<Vec<_>>(),
+            "checked": checked
+                .iter()
+                .map(|c| json!([c.wrong, c.checked, c.max_error]))
+                .collect::<Vec<_>>(),
+        });
+        let Some(ranks) = collective::gather_json(&comm, &mine) else {
             continue;
         };
-        let ranks: Vec<Value> = all
-            .iter()
-            .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
-            .collect();
         if hosts.is_empty() {
             hosts = ranks
                 .iter()
@@ -200,20 +185,10 @@ pub(super) fn run(
             };
             format!("{size} on {k} ranks: {how}{batch}")
         };
-        run.add_variants(
-            algorithms.iter().map(|a| a.variant(bytes)).collect(),
-            summaries,
-            algorithms
-                .iter()
-                .zip(&batches)
-                .map(|(&a, &reps)| Some(label(a, reps))),
-        );
-        let checks: Vec<(Algorithm, Checked)> = algorithms
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| (a, merged(&ranks, i)))
-            .collect();
-        tally.size(&mut run, bytes, &checks);
+        let labels = algorithms.iter().zip(&batches);
+        let labels = labels.map(|(&a, &reps)| label(a, reps)).collect();
+        let checks: Vec<Checked> = (0..algorithms.len()).map(|i| merged(&ranks, i)).collect();
+        tally.size(&mut run, bytes, summaries, labels, &checks);
         for (i, &a) in algorithms.iter().enumerate() {
             let per_rank: Vec<f64> = ranks
                 .iter()

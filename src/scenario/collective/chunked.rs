@@ -61,32 +61,28 @@ impl Chunked {
 
     /// Chunk `c` to write.
     pub fn write(&self, c: usize) -> Result<Write<'_>, OpError> {
-        self.state[c]
-            .compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed)
-            .map_err(|_| Self::taken(c))?;
-        Ok(Write {
-            buf: self,
-            chunks: c..c + 1,
-        })
+        self.write_chunks(c..c + 1)
     }
 
     /// The whole buffer to write.
     pub fn write_all(&self) -> Result<Write<'_>, OpError> {
-        for c in 0..self.chunks() {
+        self.write_chunks(0..self.chunks())
+    }
+
+    /// `chunks` to write, all or none: a chunk found taken gives back those taken before it.
+    fn write_chunks(&self, chunks: Range<usize>) -> Result<Write<'_>, OpError> {
+        for c in chunks.clone() {
             if self.state[c]
                 .compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
             {
-                for taken in 0..c {
+                for taken in chunks.start..c {
                     self.state[taken].store(0, Ordering::Release);
                 }
                 return Err(Self::taken(c));
             }
         }
-        Ok(Write {
-            buf: self,
-            chunks: 0..self.chunks(),
-        })
+        Ok(Write { buf: self, chunks })
     }
 
     fn elements(&self, chunks: &Range<usize>) -> Range<usize> {

@@ -1,8 +1,10 @@
 //! All-reduce between the CPU devices of one engine, as engine ops: the ring (reduce-scatter,
 //! then all-gather, over k chunks), the parameter server's reduce onto one device with its
 //! broadcast back, and a binomial tree. `data-parallel` sums its gradients with them in place;
-//! `allreduce` times them out of place on buffers of every size. Their MPI backends share
-//! [`sample_ranks`] and [`note_unlaunched`].
+//! `allreduce` times them out of place on buffers of every size. The two scenarios share what
+//! their backends word alike (`Backend::noun`, `Backend::check_built`, [`note_shared_cores`]),
+//! and their MPI backends [`sample_ranks`], `rank_parameters`, `gather_json` and
+//! [`note_unlaunched`].
 //!
 //! Each device's buffers are [`Chunked`]: k chunks, each ordered by a var of its own, so the
 //! ring's steps on different chunks run at once on different devices, as on real links.
@@ -13,6 +15,28 @@ use std::sync::Arc;
 
 pub use self::chunked::Chunked;
 use crate::engine::{Engine, LaneId, Var};
+use crate::scenario::backend::Backend;
+
+impl Backend {
+    /// What takes part, as the explanations count it ("device": "1 device", "2 devices").
+    pub fn noun(self) -> &'static str {
+        match self {
+            Backend::Engine => "device",
+            Backend::Mpi => "rank",
+        }
+    }
+
+    /// `scenario`'s refusal of `--backend mpi` in a build without the `mpi` feature.
+    pub fn check_built(self, scenario: &str) -> Result<(), crate::scenario::ScenarioError> {
+        if self == Backend::Mpi && !cfg!(feature = "mpi") {
+            return Err(crate::scenario::ScenarioError::Input(format!(
+                "{scenario}: --backend mpi needs a build with the mpi feature: {}",
+                crate::distributed::INSTALL
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// One device's side of an all-reduce: what it contributes (`send`) and where its result goes
 /// (`recv`), with a var per chunk of `recv`.
@@ -34,6 +58,12 @@ impl Replica {
             recv: buf,
             vars,
         }
+    }
+
+    /// `n` zeros in `k` chunks, reduced in place, with fresh vars.
+    pub fn zeros(n: usize, k: usize) -> Replica {
+        let vars = (0..k).map(|_| Var::new()).collect();
+        Replica::in_place(Arc::new(Chunked::new(n, k)), vars)
     }
 
     /// `send` reduced into a `recv` of the same length and chunks, with fresh vars.
@@ -79,20 +109,10 @@ pub fn push_ring(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
                 let (src, dst) = (&replicas[i], &replicas[to]);
                 // Out of place, the first step sends the sender's own contribution.
                 let from_send = add && t == 0 && !src.is_in_place();
-                let (from, into) = (
-                    if from_send {
-                        src.send.clone()
-                    } else {
-                        src.recv.clone()
-                    },
-                    dst.recv.clone(),
-                );
+                let from = if from_send { &src.send } else { &src.recv }.clone();
+                let into = dst.recv.clone();
                 let own = (add && !dst.is_in_place()).then(|| dst.send.clone());
-                let reads: Vec<&Var> = if from_send {
-                    vec![]
-                } else {
-                    vec![&src.vars[c]]
-                };
+                let reads: Vec<&Var> = (!from_send).then_some(&src.vars[c]).into_iter().collect();
                 engine.push(name, lanes[to], &reads, &[&dst.vars[c]], move || {
                     let s = from.read(c)?;
                     let own = own.as_ref().map(|o| o.read(c)).transpose()?;
@@ -135,11 +155,8 @@ pub fn push_reduce(engine: &Engine, lane: LaneId, replicas: &[Replica]) {
     let sends: Vec<Arc<Chunked>> = replicas.iter().map(|r| r.send.clone()).collect();
     let sum = replicas[0].recv.clone();
     // In place the others' buffers are their results too: ordered by their vars.
-    let reads: Vec<&Var> = if in_place {
-        replicas[1..].iter().flat_map(|r| &r.vars).collect()
-    } else {
-        vec![]
-    };
+    let others = replicas[1..].iter().filter(|_| in_place);
+    let reads: Vec<&Var> = others.flat_map(|r| &r.vars).collect();
     let writes: Vec<&Var> = replicas[0].vars.iter().collect();
     engine.push("reduce", lane, &reads, &writes, move || {
         let mut out = sum.write_all()?;
@@ -192,11 +209,7 @@ pub fn push_tree(engine: &Engine, lanes: &[LaneId], replicas: &[Replica]) {
             let from = if partial[j] { &src.recv } else { &src.send }.clone();
             let own = (!partial[i]).then(|| dst.send.clone());
             let into = dst.recv.clone();
-            let reads: Vec<&Var> = if partial[j] {
-                src.vars.iter().collect()
-            } else {
-                vec![]
-            };
+            let reads: Vec<&Var> = src.vars.iter().filter(|_| partial[j]).collect();
             let writes: Vec<&Var> = dst.vars.iter().collect();
             engine.push("tree-reduce", lanes[i], &reads, &writes, move || {
                 let mut out = into.write_all()?;
@@ -248,6 +261,42 @@ pub fn sample_ranks(
         .run(variants)
 }
 
+/// A run's parameters under MPI, with `devices` the ranks the job has (`k`).
+#[cfg(feature = "mpi")]
+pub fn rank_parameters(
+    params: &crate::scenario::Params,
+    k: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut parameters = params.to_json();
+    parameters.insert("devices".into(), k.into());
+    parameters
+}
+
+/// `mine` gathered from every rank onto rank 0, each parsed (`null` where it is not JSON);
+/// `None` on the other ranks.
+#[cfg(feature = "mpi")]
+pub fn gather_json(
+    comm: &crate::distributed::Comm,
+    mine: &serde_json::Value,
+) -> Option<Vec<serde_json::Value>> {
+    let all = comm.gather_bytes(mine.to_string().as_bytes())?;
+    let parse = |b: &Vec<u8>| serde_json::from_slice(b).unwrap_or(serde_json::Value::Null);
+    Some(all.iter().map(parse).collect())
+}
+
+/// A note where the devices' `threads` outnumber the machine's cores, `consequence` after.
+pub fn note_shared_cores(run: &mut crate::report::RunRecord, threads: &[usize], consequence: &str) {
+    let (sum, cores) = (
+        threads.iter().sum::<usize>(),
+        crate::device::available_cores(),
+    );
+    if sum > cores {
+        run.notes.push(format!(
+            "the devices' {sum} threads share {cores} cores{consequence}"
+        ));
+    }
+}
+
 /// A rank started without `mpirun` says so in its run's notes: it is a world of one.
 #[cfg(feature = "mpi")]
 pub fn note_unlaunched(run: &mut crate::report::RunRecord, launched: bool) {
@@ -273,10 +322,6 @@ mod tests {
             .enumerate()
             .for_each(|(i, v)| *v = f(i));
         b
-    }
-
-    fn whole(b: &Chunked) -> Vec<f32> {
-        b.write_all().expect("idle").to_vec()
     }
 
     /// Small integers sum exactly in any order: both algorithms, in and out of place, give
@@ -312,7 +357,8 @@ mod tests {
                         }
                         rt.engine.wait_all().expect("ops run");
                         for r in &replicas {
-                            assert_eq!(whole(&r.recv), want, "k {k} n {n} {algorithm}");
+                            let got = r.recv.write_all().expect("idle").to_vec();
+                            assert_eq!(got, want, "k {k} n {n} {algorithm}");
                         }
                     }
                 }

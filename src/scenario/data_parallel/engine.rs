@@ -43,23 +43,12 @@ struct Weights {
     data: Arc<RwLock<Vec<f32>>>,
 }
 
-impl Weights {
-    fn new(n: usize) -> Weights {
-        Weights {
-            var: Var::new(),
-            data: Arc::new(RwLock::new(vec![0.0; n])),
-        }
-    }
-}
-
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
-/// in the all-reduce's chunks, a var each. `ring-overlapped` keeps its gradient in `buckets`
-/// instead (a chunked buffer each, with its vars) and its forward pass between the ops of the
-/// backward pass in `pass`.
+/// in the workspace's buckets (one but for `ring-overlapped`), each in the all-reduce's chunks,
+/// a var each; `ring-overlapped` keeps its forward pass between the ops of the backward pass
+/// in `pass`.
 struct DeviceBuffers {
     weights: Weights,
-    grads: Arc<Chunked>,
-    grad_vars: Vec<Var>,
     buckets: Vec<Replica>,
     pass: Arc<Mutex<Option<Forward>>>,
     pass_var: Var,
@@ -69,7 +58,8 @@ struct DeviceBuffers {
 pub struct Workspace {
     scheme: Timed,
     devices: Vec<DeviceBuffers>,
-    /// `ring-overlapped`: the buckets, in the backward order.
+    /// The gradient's buckets, in the backward order: the whole model in one but for
+    /// `ring-overlapped`.
     plan: Vec<Bucket>,
     /// A planted bug for the tests: each bucket's all-reduce pushed before its gradient.
     reduce_early: bool,
@@ -84,17 +74,13 @@ pub struct Workspace {
 impl Workspace {
     /// The loss log of the last run (call after `wait_all`, before the next run).
     pub fn log(&self) -> Vec<LossEntry> {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        cloned(&self.log)
     }
 
     /// The last run's parameters, loss log and staleness (as [`log`](Self::log)).
     pub fn trained(&self) -> Trained {
         let weights = match self.scheme {
-            Timed::Async => self
-                .server
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            Timed::Async => cloned(&self.server),
             _ => {
                 let weights = self.devices[0].weights.data.read();
                 weights.unwrap_or_else(|e| e.into_inner()).clone()
@@ -104,13 +90,14 @@ impl Workspace {
             weights,
             communication: None,
             log: self.log(),
-            staleness: self
-                .staleness
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            staleness: cloned(&self.staleness),
         }
     }
+}
+
+/// A copy of what `m` holds, poisoned or not (read once the ops are done).
+fn cloned<T: Clone>(m: &Mutex<T>) -> T {
+    m.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 impl Setup {
@@ -118,25 +105,22 @@ impl Setup {
     pub fn workspace(&self, scheme: Timed) -> Workspace {
         let (n, k) = (self.initial.len(), self.devices);
         let used = if scheme == Timed::OneDevice { 1 } else { k };
-        let overlapped = scheme == Timed::RingOverlapped;
-        let plan = if overlapped {
-            buckets(&self.layers, self.bucket_bytes)
-        } else {
-            Vec::new()
+        let cap = match scheme {
+            Timed::RingOverlapped => self.bucket_bytes,
+            _ => f64::INFINITY,
         };
+        let plan = buckets(&self.layers, cap);
         Workspace {
             scheme,
             devices: (0..used)
                 .map(|_| DeviceBuffers {
-                    weights: Weights::new(n),
-                    grads: Arc::new(Chunked::new(if overlapped { 0 } else { n }, k)),
-                    grad_vars: (0..k).map(|_| Var::new()).collect(),
+                    weights: Weights {
+                        var: Var::new(),
+                        data: Arc::new(RwLock::new(vec![0.0; n])),
+                    },
                     buckets: plan
                         .iter()
-                        .map(|b| {
-                            let vars = (0..k).map(|_| Var::new()).collect();
-                            Replica::in_place(Arc::new(Chunked::new(b.range.len(), k)), vars)
-                        })
+                        .map(|b| Replica::zeros(b.range.len(), k))
                         .collect(),
                     pass: Arc::new(Mutex::new(None)),
                     pass_var: Var::new(),
@@ -199,9 +183,9 @@ impl Setup {
     fn push_one_device(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
         let dev = &ws.devices[0];
         for step in 0..self.steps {
-            let (p, g, log) = (dev.weights.data.clone(), dev.grads.clone(), ws.log.clone());
+            let (p, log) = (dev.weights.data.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
-            let (batch, lr) = (self.batch, self.lr);
+            let (batch, lr, g) = (self.batch, self.lr, dev.buckets[0].recv.clone());
             rt.engine.push(
                 "step",
                 rt.devices[0].compute,
@@ -228,10 +212,7 @@ impl Setup {
             for d in 0..k {
                 self.push_gradient(rt, step, d, ws, start);
             }
-            let replicas: Vec<Replica> = devs
-                .iter()
-                .map(|d| Replica::in_place(d.grads.clone(), d.grad_vars.clone()))
-                .collect();
+            let replicas: Vec<Replica> = devs.iter().map(|d| d.buckets[0].clone()).collect();
             if ws.scheme == Timed::Ring {
                 collective::push_ring(&rt.engine, &lanes, &replicas);
                 for (d, dev) in devs.iter().enumerate() {
@@ -263,10 +244,10 @@ impl Setup {
     fn push_gradient(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
         let dev = &ws.devices[d];
         let (k, batch) = (self.devices, self.batch);
-        let (p, g) = (dev.weights.data.clone(), dev.grads.clone());
+        let (p, g) = (dev.weights.data.clone(), dev.buckets[0].recv.clone());
         let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
         let rows = shard(step, batch, k, d);
-        let writes: Vec<&Var> = dev.grad_vars.iter().collect();
+        let writes: Vec<&Var> = dev.buckets[0].vars.iter().collect();
         rt.engine.push(
             "gradient",
             rt.devices[d].compute,
@@ -384,19 +365,15 @@ impl Setup {
         );
     }
 
-    /// `weights -= lr · reduced gradient` on one replica: its gradient whole, or
-    /// (`ring-overlapped`) bucket by bucket, each at its offset in the parameters.
+    /// `weights -= lr · reduced gradient` on one replica, bucket by bucket (one but for
+    /// `ring-overlapped`), each at its offset in the parameters.
     fn push_update(&self, rt: &Runtime, lane: LaneId, ws: &Workspace, dev: &DeviceBuffers) {
         let (p, lr) = (dev.weights.data.clone(), self.lr);
-        let (parts, reads): (Vec<(usize, Arc<Chunked>)>, Vec<&Var>) = if ws.plan.is_empty() {
-            (vec![(0, dev.grads.clone())], dev.grad_vars.iter().collect())
-        } else {
-            let parts = ws.plan.iter().zip(&dev.buckets);
-            let parts = parts
-                .map(|(b, r)| (b.range.start, r.recv.clone()))
-                .collect();
-            (parts, dev.buckets.iter().flat_map(|r| &r.vars).collect())
-        };
+        let parts = ws.plan.iter().zip(&dev.buckets);
+        let parts: Vec<(usize, Arc<Chunked>)> = parts
+            .map(|(b, r)| (b.range.start, r.recv.clone()))
+            .collect();
+        let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
         rt.engine
             .push("update", lane, &reads, &[&dev.weights.var], move || {
                 let mut p = p.write().map_err(|_| poisoned())?;
@@ -414,11 +391,8 @@ impl Setup {
         let k = self.devices;
         for (d, dev) in ws.devices.iter().enumerate() {
             for step in 0..self.steps {
-                let (server, local, g) = (
-                    ws.server.clone(),
-                    dev.weights.data.clone(),
-                    dev.grads.clone(),
-                );
+                let (server, local) = (ws.server.clone(), dev.weights.data.clone());
+                let g = dev.buckets[0].recv.clone();
                 let (layers, data) = (self.layers.clone(), self.data.clone());
                 let (log, staleness) = (ws.log.clone(), ws.staleness.clone());
                 let (batch, lr) = (self.batch, self.lr);
@@ -514,11 +488,7 @@ mod tests {
         p
     }
 
-    fn train(s: &Setup, scheme: Timed) -> Trained {
-        train_in(s, s.workspace(scheme))
-    }
-
-    fn train_in(s: &Setup, ws: Workspace) -> Trained {
+    fn train(s: &Setup, ws: Workspace) -> Trained {
         let rt = Runtime::cpu(&RuntimeOptions::default(), &vec![1; s.devices]).expect("devices");
         // Twice on one workspace: the second run starts afresh.
         s.push(&rt, &ws);
@@ -545,7 +515,7 @@ mod tests {
                 (Timed::RingOverlapped, 600.0, compute),
             ] {
                 (s.bucket_bytes, s.collective_lane) = (cap, lane);
-                let got = train(&s, scheme);
+                let got = train(&s, s.workspace(scheme));
                 let (ok, rel) = agrees(&want, &got.weights);
                 assert!(
                     ok,
@@ -559,7 +529,7 @@ mod tests {
         }
         // One device on whole batches is the same SGD.
         let s = setup(3, 6);
-        let one = train(&s, Timed::OneDevice);
+        let one = train(&s, s.workspace(Timed::OneDevice));
         assert!(agrees(&reference(&s), &one.weights).0);
     }
 
@@ -570,7 +540,7 @@ mod tests {
         let s = setup(2, 6);
         let mut ws = s.workspace(Timed::RingOverlapped);
         ws.reduce_early = true;
-        let got = train_in(&s, ws);
+        let got = train(&s, ws);
         let (ok, rel) = agrees(&reference(&s), &got.weights);
         assert!(!ok, "{rel:e}");
     }
@@ -588,7 +558,7 @@ mod tests {
     #[test]
     fn asynchronous_training_counts_every_update_and_its_staleness() {
         let s = setup(3, 5);
-        let t = train(&s, Timed::Async);
+        let t = train(&s, s.workspace(Timed::Async));
         assert_eq!(t.staleness.len(), 15);
         assert_eq!(t.log.len(), 15);
         // No update can be older than the other devices' updates since its pull.

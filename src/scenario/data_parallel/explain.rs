@@ -10,9 +10,11 @@
 use serde_json::json;
 
 use super::training::{agrees, buckets, curve, thin, time_to_target, Overlap, Trained, AGREEMENT};
-use super::{mlp, CollectiveLane, Config, Participants, Setup, Timed, EVAL_ROWS};
+use super::Backend;
+use super::{mlp, CollectiveLane, Config, Setup, Timed, EVAL_ROWS};
 use super::{ALLREDUCE_BYTES, ASYNC_STALENESS_MAX, ASYNC_STALENESS_MEAN, INITIAL_LOSS, PARAMETERS};
 use super::{FINAL_LOSS, SAMPLES_PER_SECOND, SCALING_EFFICIENCY};
+use crate::harness::Summary;
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{side_phrase, Finding, Want};
 use crate::report::{Better, Figure, RunRecord, Unit};
@@ -43,15 +45,16 @@ pub(super) struct Communication<'a> {
     pub untraced: &'static str,
 }
 
-/// The checks, figures, lesson and explanation of a run from its variants' last trained runs.
-/// `variants` is in report order, the one-device baseline first and asynchronous last;
-/// `comm` is from the traced runs.
+/// The variants (`schemes`, each with its label, in report order: the one-device baseline
+/// first and asynchronous last) with their summaries, then the checks, figures, lesson and
+/// explanation of a run from their last trained runs; `comm` is from the traced runs.
 pub(super) fn record_run(
     run: &mut RunRecord,
     cfg: &Config,
     setup: &Setup,
-    participants: Participants,
-    trained: &[(Timed, Trained)],
+    schemes: &[(Timed, String)],
+    summaries: Vec<Summary>,
+    trained: Vec<Trained>,
     comm: &Communication,
 ) {
     let Communication {
@@ -60,6 +63,13 @@ pub(super) fn record_run(
         threads,
         untraced,
     } = *comm;
+    let names = schemes.iter().map(|(v, _)| v.name().to_string()).collect();
+    run.add_variants(
+        names,
+        summaries,
+        schemes.iter().map(|(_, l)| Some(l.clone())),
+    );
+    let trained: Vec<(Timed, Trained)> = schemes.iter().map(|s| s.0).zip(trained).collect();
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;
     let eval = (0, EVAL_ROWS.min(cfg.samples));
@@ -92,7 +102,7 @@ pub(super) fn record_run(
 
     let mut variants = Vec::new();
     let base_rate = run.median(reference.0.name()).map(|t| samples / t);
-    for &(v, ref t) in trained {
+    for &(v, ref t) in &trained {
         let rate = run.median(v.name()).map_or(f64::NAN, |s| samples / s);
         let full = curve(&t.log, cfg.batch);
         // The first crossing on every point; the stored curve is thinned.
@@ -151,10 +161,8 @@ pub(super) fn record_run(
     }
     let staleness_mean = asynchronous.map(|(_, t)| {
         let s = &t.staleness;
-        run.record(
-            ASYNC_STALENESS_MAX,
-            s.iter().copied().max().unwrap_or(0) as f64,
-        );
+        let max = s.iter().copied().max().unwrap_or(0);
+        run.record(ASYNC_STALENESS_MAX, max as f64);
         s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
     });
     if let Some(m) = staleness_mean {
@@ -192,7 +200,7 @@ pub(super) fn record_run(
     });
     explain(&Figures {
         devices: k,
-        participants,
+        backend: cfg.backend,
         parameters: setup.initial.len(),
         target_loss: cfg.target_loss,
         variants,
@@ -248,7 +256,7 @@ pub const EFFICIENCY_GOAL: f64 = 0.95;
 pub struct Figures {
     pub devices: usize,
     /// What the run trains on: devices of one engine, or MPI ranks.
-    pub participants: Participants,
+    pub backend: Backend,
     pub parameters: usize,
     pub target_loss: f64,
     pub variants: Vec<VariantFigures>,
@@ -268,7 +276,7 @@ pub fn explain(f: &Figures) -> Explained {
             s += &format!(
                 ", a scaling efficiency of {:.2} ({} against {} × {} on one)",
                 e,
-                crate::units::count(f.devices, f.participants.noun()),
+                crate::units::count(f.devices, f.backend.noun()),
                 f.devices,
                 rate(b.samples_per_second)
             );
@@ -277,7 +285,10 @@ pub fn explain(f: &Figures) -> Explained {
             s += &format!(
                 "; communication took {:.1}% of {} (all-reduce of {} a step)",
                 100.0 * c,
-                f.participants.share_of(),
+                match f.backend {
+                    Backend::Engine => "the devices' busy time",
+                    Backend::Mpi => "rank 0's time, waits included",
+                },
                 human_bytes(4 * f.parameters as u64)
             );
             if let (Some(e), Some(o)) = (v.exposed_communication, v.communication_overlap) {
@@ -400,7 +411,7 @@ pub(super) fn conclude(run: &mut RunRecord, trained: &[Timed], devices: usize) {
     let base = Estimate::of(run, Timed::OneDevice.name());
     let fastest = trained
         .iter()
-        .filter(|v| v.is_synchronous() && **v != Timed::OneDevice)
+        .filter(|v| v.is_synchronous())
         .map(|v| (*v, Ratio::of(base, Estimate::of(run, v.name()))))
         .filter(|(_, r)| r.value.is_finite())
         .max_by(|a, b| a.1.value.total_cmp(&b.1.value));
@@ -446,22 +457,24 @@ mod tests {
     }
     use super::*;
 
+    /// A variant's figures: its rate, scaling efficiency, communication share, time to target.
+    fn v(name: Timed, rate: f64, e: Option<f64>, c: Option<f64>, t: Option<f64>) -> VariantFigures {
+        VariantFigures {
+            name,
+            samples_per_second: rate,
+            final_loss: 0.1234,
+            time_to_target: t,
+            scaling_efficiency: e,
+            communication_share: c,
+            exposed_communication: None,
+            communication_overlap: None,
+        }
+    }
+
     fn figures() -> Figures {
-        let v = |name: Timed, rate: f64, e: Option<f64>, c: Option<f64>, t: Option<f64>| {
-            VariantFigures {
-                name,
-                samples_per_second: rate,
-                final_loss: 0.1234,
-                time_to_target: t,
-                scaling_efficiency: e,
-                communication_share: c,
-                exposed_communication: None,
-                communication_overlap: None,
-            }
-        };
         Figures {
             devices: 2,
-            participants: Participants::Devices,
+            backend: Backend::Engine,
             parameters: 1_000_000,
             target_loss: 0.5,
             variants: vec![
@@ -558,16 +571,7 @@ mod tests {
             proptest::option::of(0.0f64..1.0),
             proptest::option::of(1e-4f64..100.0),
         )
-            .prop_map(|(rate, e, c, t)| VariantFigures {
-                name: Timed::Ring,
-                samples_per_second: rate,
-                final_loss: 0.5,
-                time_to_target: t,
-                scaling_efficiency: e,
-                communication_share: c,
-                exposed_communication: None,
-                communication_overlap: None,
-            })
+            .prop_map(|(rate, e, c, t)| v(Timed::Ring, rate, e, c, t))
     }
 
     proptest::proptest! {

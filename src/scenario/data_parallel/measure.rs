@@ -5,11 +5,12 @@
 
 use super::engine::Workspace;
 use super::explain::{record_run, Communication};
-use super::training::{buckets, communication_overlap, communication_share, Runs, Trained};
-use super::{Config, DataParallel, Participants, Timed};
+use super::training::{buckets, communication_overlap, communication_share, Runs};
+use super::{Config, DataParallel, Timed};
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
+use crate::scenario::collective;
 use crate::scenario::kit::{traced, ALREADY_TRACING};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
@@ -26,42 +27,38 @@ pub(super) fn run(
     let rt = Runtime::cpu(&ctx.runtime, &threads)?;
     let engine = &rt.engine;
     let (k, plan) = (cfg.devices, buckets(&cfg.layers, cfg.bucket_bytes));
-    let schemes = [
-        (
-            Timed::OneDevice,
-            format!("{} steps of {} rows on cpu:0", cfg.steps, cfg.batch),
-        ),
-        (
-            Timed::ParameterServer,
-            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast"),
-        ),
-        (
-            Timed::Ring,
+    let (steps, batch) = (cfg.steps, cfg.batch);
+    let label = |v: Timed| match v {
+        Timed::OneDevice => format!("{steps} steps of {batch} rows on cpu:0"),
+        Timed::ParameterServer => {
+            format!("{k} shard gradients, reduce onto cpu:0, update, broadcast")
+        }
+        Timed::Ring => {
             format!(
                 "{k} shard gradients, ring reduce-scatter + all-gather in {k} chunks, {k} updates"
-            ),
+            )
+        }
+        Timed::RingOverlapped => format!(
+            "{k} shard gradients layer by layer, {} ({}) each on the ring as soon as written, \
+             {k} updates",
+            crate::units::count(plan.len(), "bucket"),
+            plan.iter()
+                .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
+                .collect::<Vec<_>>()
+                .join(" + ")
         ),
-        (
-            Timed::RingOverlapped,
-            format!(
-                "{k} shard gradients layer by layer, {} bucket{} ({}) each on the ring as soon \
-                 as written, {k} updates",
-                plan.len(),
-                if plan.len() == 1 { "" } else { "s" },
-                plan.iter()
-                    .map(|b| crate::units::human_bytes(4 * b.range.len() as u64))
-                    .collect::<Vec<_>>()
-                    .join(" + ")
-            ),
-        ),
-        (
-            Timed::Async,
-            format!(
-                "{k} devices × {} updates of their shard, stale reads allowed",
-                cfg.steps
-            ),
-        ),
-    ];
+        // Async: the engine times no other variant.
+        _ => format!("{k} devices × {steps} updates of their shard, stale reads allowed"),
+    };
+    let schemes: Vec<(Timed, String)> = [
+        Timed::OneDevice,
+        Timed::ParameterServer,
+        Timed::Ring,
+        Timed::RingOverlapped,
+        Timed::Async,
+    ]
+    .map(|v| (v, label(v)))
+    .into();
     let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.0)).collect();
     let runs = Runs::new(schemes.len());
     let train = |i: usize| {
@@ -82,38 +79,28 @@ pub(super) fn run(
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
     // The last timed run of each scheme, before the traced runs below reuse its buffers.
-    let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
-    let trained: Vec<(Timed, Trained)> = schemes
-        .iter()
-        .map(|s| s.0)
-        .zip(runs.trained(&medians, |i| workspaces[i].trained()))
-        .collect();
+    let trained = runs.trained(&summaries, |i| workspaces[i].trained());
 
     // Communication's share and how much of it ran beside computation, from one more
     // traced run of each synchronous scheme.
     let (mut shares, mut overlaps) = (Vec::new(), Vec::new());
-    for (i, _) in schemes
+    let synchronous = schemes
         .iter()
-        .enumerate()
-        .filter(|(_, s)| s.0.is_synchronous())
-    {
+        .zip(&workspaces)
+        .filter(|(s, _)| s.0.is_synchronous());
+    for (&(v, _), ws) in synchronous {
         let (_, records) = traced(engine, || -> Result<(), ScenarioError> {
-            setup.push(&rt, &workspaces[i]);
+            setup.push(&rt, ws);
             engine.wait_all()?;
             Ok(())
         })?;
         if let Some(records) = records {
-            shares.push((schemes[i].0, communication_share(&records)));
-            overlaps.push((schemes[i].0, communication_overlap(&records)));
+            shares.push((v, communication_share(&records)));
+            overlaps.push((v, communication_overlap(&records)));
         }
     }
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    let (names, labels): (Vec<String>, Vec<Option<String>>) = schemes
-        .into_iter()
-        .map(|(v, label)| (v.name().to_string(), Some(label)))
-        .unzip();
-    run.add_variants(names, summaries, labels);
     if threads.iter().any(|&t| t != threads[0]) {
         run.notes.push(format!(
             "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
@@ -127,26 +114,17 @@ pub(super) fn run(
             threads[0]
         ));
     }
-    let cores = crate::device::available_cores();
-    if threads.iter().sum::<usize>() > cores {
-        run.notes.push(format!(
-            "the devices' {} threads share {cores} cores: the scaling efficiency cannot \
-             reach 1",
-            threads.iter().sum::<usize>()
-        ));
-    }
-    record_run(
+    collective::note_shared_cores(
         &mut run,
-        cfg,
-        &setup,
-        Participants::Devices,
-        &trained,
-        &Communication {
-            shares: &shares,
-            overlaps: &overlaps,
-            threads: &threads,
-            untraced: ALREADY_TRACING,
-        },
+        &threads,
+        ": the scaling efficiency cannot reach 1",
     );
+    let comm = Communication {
+        shares: &shares,
+        overlaps: &overlaps,
+        threads: &threads,
+        untraced: ALREADY_TRACING,
+    };
+    record_run(&mut run, cfg, &setup, &schemes, summaries, trained, &comm);
     Ok(run)
 }

@@ -181,22 +181,14 @@ pub fn forward(
     let mut activations: Vec<Vec<f32>> = vec![x];
     for (l, &(w_at, b_at)) in offsets.iter().enumerate() {
         let (fan_in, fan_out) = (widths[l], widths[l + 1]);
+        let (w, b) = (&weights[w_at..b_at], &weights[b_at..b_at + fan_out]);
         let mut z = vec![0f32; len * fan_out];
         product(
             (&activations[l], len, fan_in, false),
-            (
-                &weights[w_at..w_at + fan_in * fan_out],
-                fan_in,
-                fan_out,
-                false,
-            ),
+            (w, fan_in, fan_out, false),
             &mut z,
         );
-        bias_act(
-            &mut z,
-            &weights[b_at..b_at + fan_out],
-            l + 1 < offsets.len(),
-        );
+        bias_act(&mut z, b, l + 1 < offsets.len());
         activations.push(z);
     }
     // Softmax cross-entropy; the output's gradient is (p - onehot) / scale.
@@ -239,7 +231,7 @@ impl Forward {
             Some(l),
             "backward steps go last layer first"
         );
-        let (w_at, _) = layers.offsets()[l];
+        let (w_at, b_at) = layers.offsets()[l];
         let (fan_in, fan_out) = (layers.0[l], layers.0[l + 1]);
         assert_eq!(
             grad.len(),
@@ -256,14 +248,10 @@ impl Forward {
         column_sum(&self.delta, db);
         if l > 0 {
             let mut prev = vec![0f32; len * fan_in];
+            let w = &weights[w_at..b_at];
             product(
                 (&self.delta, len, fan_out, false),
-                (
-                    &weights[w_at..w_at + fan_in * fan_out],
-                    fan_in,
-                    fan_out,
-                    true,
-                ),
+                (w, fan_in, fan_out, true),
                 &mut prev,
             );
             relu_backward(&mut prev, &self.activations[l]);

@@ -128,49 +128,18 @@ super::variant::variants! {
 }
 
 impl Timed {
-    /// A synchronous data-parallel scheme, which must end where one-device SGD ends.
+    /// A synchronous data-parallel scheme, which must end where one-device SGD ends: all but
+    /// the one-device baselines and asynchronous updates.
     pub fn is_synchronous(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Timed::ParameterServer
-                | Timed::NcclAllreduce
-                | Timed::Allreduce
-                | Timed::Ring
-                | Timed::RingOverlapped
-                | Timed::AllreduceOverlapped
+            Timed::OneDevice | Timed::OneDeviceGraph | Timed::Async
         )
     }
 
     /// The variant's name as a figure key prefix (`parameter-server` → `parameter_server`).
     fn key(self) -> String {
         self.name().replace('-', "_")
-    }
-}
-
-/// What a run trains on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Participants {
-    /// CPU devices of one engine.
-    Devices,
-    /// MPI ranks.
-    Ranks,
-}
-
-impl Participants {
-    /// The noun the explanation counts them with ("device": "1 device", "2 devices").
-    pub fn noun(self) -> &'static str {
-        match self {
-            Participants::Devices => "device",
-            Participants::Ranks => "rank",
-        }
-    }
-
-    /// What communication's share is a share of.
-    pub fn share_of(self) -> &'static str {
-        match self {
-            Participants::Devices => "the devices' busy time",
-            Participants::Ranks => "rank 0's time, waits included",
-        }
     }
 }
 
@@ -231,15 +200,6 @@ impl Config {
     }
 }
 
-/// The GPUs `--device cuda` could train on: those the driver lists when a GPU is usable, else
-/// `None` (the unusable GPU is refused, or replaced under `--fallback`, by the device check
-/// every `--device cuda` goes through).
-fn gpus_present() -> Option<usize> {
-    let gpu = crate::device::discovery::probe_gpu();
-    gpu.available
-        .then(|| crate::device::discovery::list_gpus().len().max(1))
-}
-
 /// What `--device cuda` accepts: the engine backend (`--backend mpi` is not offered on the
 /// GPU), and `--devices` no more than the GPUs present (`None`: no usable GPU, checked
 /// elsewhere). k GPUs train with NCCL's all-reduce (`nccl-allreduce`).
@@ -287,7 +247,6 @@ impl Scenario for DataParallel {
                     .into(),
             ));
         }
-        let mpi = cfg.backend == Backend::Mpi;
         // The data, the noise it is made from while it is built, and the class centroids.
         let (inputs, classes) = (cfg.layers.inputs() as u64, cfg.layers.classes() as u64);
         let data = (cfg.samples as u64)
@@ -309,21 +268,20 @@ impl Scenario for DataParallel {
             (cfg.batch as u64).checked_mul(widest.saturating_mul(cfg.layers.0.len() as u64)),
         )?;
         // Under MPI the ranks are the devices: the run checks the batch against their number.
-        if cfg.batch < cfg.devices && !mpi {
+        if cfg.batch < cfg.devices && cfg.backend != Backend::Mpi {
             return Err(ScenarioError::Input(
                 "data-parallel: --batch must be at least --devices (one row per device)".into(),
             ));
         }
         if cfg.device == DeviceChoice::Cuda {
-            check_gpu_count(cfg.backend, cfg.devices, gpus_present())?;
+            // The GPUs the driver lists when a GPU is usable, else `None` (the unusable GPU is
+            // refused, or replaced under `--fallback`, by the device check every `--device
+            // cuda` goes through).
+            use crate::device::discovery::{list_gpus, probe_gpu};
+            let present = probe_gpu().available.then(|| list_gpus().len().max(1));
+            check_gpu_count(cfg.backend, cfg.devices, present)?;
         }
-        if mpi && !cfg!(feature = "mpi") {
-            return Err(ScenarioError::Input(format!(
-                "data-parallel: --backend mpi needs a build with the mpi feature: {}",
-                crate::distributed::INSTALL
-            )));
-        }
-        Ok(())
+        cfg.backend.check_built("data-parallel")
     }
 
     fn distributed(&self, params: &Params) -> bool {

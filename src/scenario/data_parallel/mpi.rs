@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use super::explain::{record_run, Communication};
 use super::mlp::{forward, gradient, sgd};
 use super::training::{buckets, shard, Bucket, LossEntry, Runs, Trained};
-use super::{Config, DataParallel, Participants, Setup, Timed};
+use super::{Config, DataParallel, Setup, Timed};
 use crate::device::record::{Described, DeviceRecord, Kind};
 use crate::distributed::{self, Comm};
 use crate::harness::{Summary, Variant};
@@ -335,40 +335,34 @@ pub(super) fn run(
 
     let (steps, batch) = (cfg.steps, cfg.batch);
     let bucketed = crate::units::count(buckets(&cfg.layers, cfg.bucket_bytes).len(), "bucket");
-    let mut names = vec![
-        (
-            Timed::OneDevice,
-            format!("{steps} steps of {batch} rows on rank 0 alone"),
+    let label = |v: Timed| match v {
+        Timed::OneDevice => format!("{steps} steps of {batch} rows on rank 0 alone"),
+        Timed::Allreduce => format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+        Timed::Ring => format!(
+            "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point messages"
         ),
-        (
-            Timed::Allreduce,
-            format!("{k} shard gradients summed by MPI_Allreduce, {k} updates"),
+        Timed::AllreduceOverlapped => format!(
+            "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({bucketed}) posted as \
+             the backward pass writes it"
         ),
-        (
-            Timed::Ring,
-            format!(
-                "{k} shard gradients, ring reduce-scatter + all-gather over point-to-point \
-                 messages"
-            ),
+        // Async: MPI times no other variant.
+        _ => format!(
+            "rank 0 serves, {} workers × {steps} updates of their shard, stale reads allowed",
+            k - 1
         ),
-        (
-            Timed::AllreduceOverlapped,
-            format!(
-                "{k} shard gradients, an MPI_Iallreduce per bucket of layers ({bucketed}) \
-                 posted as the backward pass writes it"
-            ),
-        ),
-    ];
-    if k > 1 {
-        names.push((
-            Timed::Async,
-            format!(
-                "rank 0 serves, {} workers × {steps} updates of their shard, stale reads \
-                 allowed",
-                k - 1
-            ),
-        ));
-    }
+    };
+    // Async needs a server rank and a worker.
+    let names: Vec<(Timed, String)> = [
+        Timed::OneDevice,
+        Timed::Allreduce,
+        Timed::Ring,
+        Timed::AllreduceOverlapped,
+        Timed::Async,
+    ]
+    .into_iter()
+    .filter(|&v| k > 1 || v != Timed::Async)
+    .map(|v| (v, label(v)))
+    .collect();
     let runs = Runs::new(names.len());
     let train = |i: usize| {
         let (rank, buffers, runs, name) = (&rank, &buffers, &runs, names[i].0);
@@ -410,23 +404,17 @@ pub(super) fn run(
         "median_s": per_variant(|s| json!(s.median_s)),
         "samples_s": per_variant(|s| json!(s.samples_s)),
     });
-    let gathered = comm.gather_bytes(mine.to_string().as_bytes());
-    let mut parameters = params.to_json();
-    parameters.insert("devices".into(), json!(k));
-    let Some(all) = gathered else {
+    let parameters = collective::rank_parameters(params, k);
+    let Some(ranks) = collective::gather_json(&comm, &mine) else {
         // Not rank 0: the report is rank 0's to write.
         return Ok(RunRecord::new(scenario.name(), parameters, Vec::new()));
     };
-    let ranks: Vec<Value> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
-        .collect();
     let devices = Described::of(ranks.iter().map(|r| {
         let threads = r["threads"].as_u64().unwrap_or(0) as usize;
         let label = format!(
-            "rank {} ({threads} thread{}, {})",
+            "rank {} ({}, {})",
             r["rank"],
-            if threads == 1 { "" } else { "s" },
+            crate::units::count(threads, "thread"),
             r["host"].as_str().unwrap_or("?")
         );
         let record = DeviceRecord {
@@ -437,39 +425,32 @@ pub(super) fn run(
         (label, record)
     }));
     let mut run = RunRecord::new(scenario.name(), parameters, devices);
-    let medians: Vec<f64> = summaries.iter().map(|s| s.median_s).collect();
-    let (variant_names, labels): (Vec<String>, Vec<Option<String>>) = names
-        .iter()
-        .map(|(v, label)| (v.name().to_string(), Some(label.clone())))
-        .unzip();
-    run.add_variants(variant_names, summaries, labels);
     collective::note_unlaunched(&mut run, place.launched);
     if k == 1 {
         run.notes
             .push("async needs a server rank and a worker: run with 2 ranks or more".into());
     }
     run.derive_series("ranks", Value::Array(ranks));
-    let trained: Vec<(Timed, Trained)> = names
+    let trained = runs.trained(&summaries, |t| t);
+    let shares: Vec<(Timed, f64)> = names
         .iter()
-        .map(|n| n.0)
-        .zip(runs.trained(&medians, |t| t))
+        .zip(&trained)
+        .filter_map(|((v, _), t)| Some((*v, t.communication?)))
         .collect();
-    let shares: Vec<(Timed, f64)> = trained
-        .iter()
-        .filter_map(|(n, t)| Some((*n, t.communication?)))
-        .collect();
+    let communication = Communication {
+        shares: &shares,
+        overlaps: &[],
+        threads: &[],
+        untraced: "the engine's trace does not reach across MPI ranks",
+    };
     record_run(
         &mut run,
         cfg,
         &setup,
-        Participants::Ranks,
-        &trained,
-        &Communication {
-            shares: &shares,
-            overlaps: &[],
-            threads: &[],
-            untraced: "the engine's trace does not reach across MPI ranks",
-        },
+        &names,
+        summaries,
+        trained,
+        &communication,
     );
     Ok(run)
 }

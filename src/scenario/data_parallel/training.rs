@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::mlp::Layers;
 use crate::engine::trace::TraceRecord;
+use crate::harness::Summary;
 
 /// One loss measurement: the summed loss of `rows` rows at update `update`, `seconds` after
 /// the run started.
@@ -99,14 +100,8 @@ pub fn agrees(reference: &[f32], got: &[f32]) -> (bool, f64) {
     let relative = diff.sqrt() / norm.sqrt().max(1e-30);
     // NaN compares false: a diverged parameter fails.
     let ok = reference.len() == got.len() && relative <= AGREEMENT;
-    (
-        ok,
-        if relative.is_nan() {
-            f64::INFINITY
-        } else {
-            relative
-        },
-    )
+    // A NaN difference is reported as infinite (`min` returns the operand that is a number).
+    (ok, relative.min(f64::INFINITY))
 }
 
 /// The largest relative difference [`agrees`] accepts.
@@ -176,15 +171,15 @@ impl<T> Runs<T> {
     }
 
     /// What each variant's last run left, made [`Trained`] by `take`, with the loss log of
-    /// its run nearest `medians`' (one a variant, in order).
-    pub fn trained(self, medians: &[f64], take: impl Fn(T) -> Trained) -> Vec<Trained> {
+    /// its run nearest its median (`summaries`: one a variant, in order).
+    pub fn trained(self, summaries: &[Summary], take: impl Fn(T) -> Trained) -> Vec<Trained> {
         fn inner<U>(m: Mutex<U>) -> U {
             m.into_inner().unwrap_or_else(|e| e.into_inner())
         }
-        let runs = self.last.into_iter().zip(self.logs).zip(medians);
-        runs.map(|((last, logs), &median)| {
+        let runs = self.last.into_iter().zip(self.logs).zip(summaries);
+        runs.map(|((last, logs), summary)| {
             let mut t = inner(last).map(&take).unwrap_or_default();
-            if let Some(log) = nearest_to(median, inner(logs)) {
+            if let Some(log) = nearest_to(summary.median_s, inner(logs)) {
                 t.log = log;
             }
             t
@@ -369,9 +364,9 @@ mod tests {
         assert!(t.len() <= 4 && t.last() == Some(&[9.0, 0.0, 0.0]), "{t:?}");
     }
 
-    fn record(name: &str, duration: u64) -> TraceRecord {
+    fn span(name: &str, lane: usize, started_ns: u64, ended_ns: u64) -> TraceRecord {
         TraceRecord {
-            lane: 0,
+            lane,
             lane_name: "cpu:0".into(),
             name: name.into(),
             seq: 0,
@@ -379,18 +374,9 @@ mod tests {
             writes: vec![],
             worker: "w".into(),
             pushed_ns: 0,
-            started_ns: 0,
-            ended_ns: duration,
-            failed: false,
-        }
-    }
-
-    fn span(name: &str, lane: usize, started_ns: u64, ended_ns: u64) -> TraceRecord {
-        TraceRecord {
-            lane,
             started_ns,
             ended_ns,
-            ..record(name, 0)
+            failed: false,
         }
     }
 
@@ -425,10 +411,10 @@ mod tests {
     #[test]
     fn communication_share_counts_the_collectives_only() {
         let records = vec![
-            record("gradient", 70),
-            record("update", 10),
-            record("reduce-scatter", 10),
-            record("all-gather", 10),
+            span("gradient", 0, 0, 70),
+            span("update", 0, 0, 10),
+            span("reduce-scatter", 0, 0, 10),
+            span("all-gather", 0, 0, 10),
         ];
         assert_eq!(communication_share(&records), 0.2);
         assert_eq!(communication_share(&[]), 0.0);
