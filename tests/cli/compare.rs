@@ -205,13 +205,51 @@ fn a_threshold_without_percent_suggests_one() {
     );
 }
 
+/// One report a side of `async`, whose runs record a drift of ×5 between processes: twice as
+/// slow is inconclusive, not a regression, and the comparison passes.
+#[test]
+fn one_report_a_side_of_async_leaves_a_doubling_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report_with(dir.path(), "a.json", |d| {
+        assert_eq!(
+            d["runs"][0]["drift_between_runs"], 4.0,
+            "async records its drift"
+        );
+        scale_times(d, |_| 1.0);
+    });
+    let b = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 2.0));
+    let out = parbench()
+        .args(["compare", "--format", "json"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let times: Vec<&Value> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["is_time"] == true)
+        .collect();
+    assert!(!times.is_empty());
+    for row in times {
+        assert_eq!(row["verdict"], "inconclusive", "{row}");
+    }
+}
+
 #[test]
 fn compare_warns_of_other_environments_and_speaks_json() {
     let dir = tempfile::tempdir().unwrap();
     let a = report_with(dir.path(), "a.json", |d| scale_times(d, |_| 1.0));
-    // Twice as slow: past the drift one report a side allows.
+    // Six times as slow: past the ×5 drift `async` records for one report a side.
     let b = report_with(dir.path(), "b.json", |d| {
-        scale_times(d, |_| 2.0);
+        scale_times(d, |_| 6.0);
         d["environment"]["cpu_model"] = "Another CPU".into();
     });
     let out = parbench()
@@ -220,7 +258,7 @@ fn compare_warns_of_other_environments_and_speaks_json() {
         .arg(&b)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "a 2× slowdown is a regression");
+    assert_eq!(out.status.code(), Some(1), "a 6× slowdown is a regression");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("different environments") && stderr.contains("'Another CPU'"),
