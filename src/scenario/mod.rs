@@ -28,13 +28,11 @@ pub mod run_copy;
 pub mod suite;
 pub mod sweep;
 pub mod variant;
-pub mod warning;
 
 use std::sync::Arc;
 
 pub use params::{Choice, DeviceChoice, ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{declared_defaults, find, registry};
-pub use warning::Warning;
 
 use crate::device::{DeviceError, RuntimeOptions};
 use crate::engine::EngineError;

@@ -12,9 +12,8 @@ use crate::engine::{Engine, Mode};
 use crate::harness::stats::median;
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::RunRecord;
-use crate::scenario::kit::Explained;
+use crate::scenario::kit::{warnings, Explained, BETWEEN_ROUNDS};
 use crate::scenario::ScenarioError;
-use crate::scenario::Warning;
 use crate::tensor::Tensor;
 use crate::units::{faster_or_slower, human_time};
 
@@ -99,11 +98,24 @@ struct LoopMedians {
     push: Estimate,
 }
 
+warnings! {
+    enum Warning {
+        /// Push-only took longer than async beyond both medians' intervals, though async makes
+        /// the same pushes and then waits.
+        PushOnlyAboveAsync { push_s: f64, async_s: f64 } => (
+            "push-only ({}) took longer than async ({}), beyond both medians' 95% intervals, though async makes \
+             the same pushes and then waits: {BETWEEN_ROUNDS}.",
+            human_time(push_s),
+            human_time(async_s),
+        ),
+    }
+}
+
 /// What the figures show, and the figures outside their physical range: `push-only` slower
 /// than `async`, which makes the same pushes and then waits. Only beyond both medians'
 /// intervals: in naive mode, or for ops cheaper than their push, the two are equal up to
 /// noise, and that is a normal result.
-fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained {
+fn explain(mode: Mode, n: u64, f: &LoopMedians, p: &Phases) -> Explained<Warning> {
     let nf = n as f64;
     let (sync, async_time, push) = (f.sync.median, f.async_time.median, f.push.median);
     let speedup = Ratio::of(f.sync, f.async_time);
@@ -186,7 +198,7 @@ mod tests {
     use crate::scenario::kit::explained::testing::{around, spread, worded_within};
 
     /// 1000 ops; t1 = 1 µs, t2 = 2 µs, t3 = 3 µs: sync ≈ 6 ms, async ≈ 2.004 ms.
-    fn explained(mode: Mode, sync: f64, async_time: f64, push: f64) -> Explained {
+    fn explained(mode: Mode, sync: f64, async_time: f64, push: f64) -> Explained<Warning> {
         let f = LoopMedians {
             sync: around(sync, 0.02),
             async_time: around(async_time, 0.02),

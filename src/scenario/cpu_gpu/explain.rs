@@ -10,8 +10,7 @@ use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_CPU_GPU, TF2_CPU_PRODUCTS as CPU};
 use crate::scenario::kit::explained::compared;
-use crate::scenario::kit::{Explained, LessonSpec, Verdict};
-use crate::scenario::Warning;
+use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
 /// The medians the explanation quotes, with their 95% intervals.
@@ -84,12 +83,22 @@ impl DeviceTimes {
     }
 }
 
+warnings! {
+    pub(super) enum Warning {
+        /// max(a, b) / parallel above 1: both workloads finished before the slower one alone.
+        OverlapAboveOne { overlap: f64, speedup: f64 } => (
+            "overlap efficiency max(a, b)/parallel = {overlap:.2} is above 1.0 (parallel speed-up {speedup:.2}×): \
+             two devices cannot finish both workloads before the slower one alone; {BETWEEN_ROUNDS}."
+        ),
+    }
+}
+
 /// "About max(a, b)": the pair takes at most a quarter longer than the slower half alone.
 const ABOUT_MAX: f64 = 0.8;
 
 /// What the figures show, and the figures outside their physical range: an overlap
 /// efficiency max(a, b) / parallel above 1 beyond its interval.
-pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained {
+pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained<Warning> {
     let (speedup, overlap) = (f.speedup(), f.overlap());
     let mut out = Explained::default();
     let lead = format!(

@@ -18,8 +18,7 @@ use crate::harness::Summary;
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{side_phrase, Finding, Want};
 use crate::report::{Better, Figure, RunRecord, Unit};
-use crate::scenario::kit::{Explained, LessonSpec, Verdict};
-use crate::scenario::Warning;
+use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::{human_bytes, human_time, significant};
 
 pub(super) const LESSON: LessonSpec = LessonSpec {
@@ -265,8 +264,17 @@ pub struct Figures {
     pub overlapped: Option<Overlapped>,
 }
 
+warnings! {
+    pub enum Warning {
+        /// A scaling efficiency above 1.1.
+        ScalingEfficiencyAboveOne { variant: &'static str } => (
+            "{variant}'s scaling efficiency above 1.1: {BETWEEN_ROUNDS}"
+        ),
+    }
+}
+
 /// What a training run showed, each figure worded as the table prints it.
-pub fn explain(f: &Figures) -> Explained {
+pub fn explain(f: &Figures) -> Explained<Warning> {
     let rate = |v: f64| SAMPLES_PER_SECOND.format(&v.into());
     let mut sentences = Vec::new();
     let base = f.variants.first();

@@ -5,8 +5,7 @@ use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::RunRecord;
 use crate::scenario::book;
-use crate::scenario::kit::{Explained, LessonSpec, Verdict};
-use crate::scenario::Warning;
+use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::{faster_or_slower, human_time};
 
 /// The medians the explanation quotes, with their intervals, and the workload they ran.
@@ -37,12 +36,23 @@ impl Passes {
     }
 }
 
+warnings! {
+    pub(super) enum Warning {
+        /// A speed-up above the ops per pass that replaying saves.
+        AboveOpsPerPass { speedup: f64, ops_per_pass: usize } => (
+            "hybridize_speedup {speedup:.2}× is above the {ops_per_pass} ops per pass that replaying saves: one \
+             replayed pass, all its kernels in one engine op, would have cost less than one imperative op; \
+             {BETWEEN_ROUNDS}."
+        ),
+    }
+}
+
 /// What the figures show, and the figures outside their physical range: a speed-up above
 /// the ops per pass. Both variants run the same kernels; the imperative one pays
 /// `ops_per_pass` engine ops per pass where the replay pays one, so it can be at most that
 /// many times slower, unless a replayed pass (all its kernels in one op) cost less than one
 /// imperative op.
-pub(super) fn explain(f: &Passes) -> Explained {
+pub(super) fn explain(f: &Passes) -> Explained<Warning> {
     let ops_per_pass = f.ops_per_pass;
     let speedup = f.speedup();
     let mut out = Explained::default();
@@ -80,7 +90,7 @@ pub(super) fn explain(f: &Passes) -> Explained {
         ops_per_pass as f64,
         Want::Below,
     );
-    out.limit(limit, || Warning::HybridizeAboveOpsPerPass {
+    out.limit(limit, || Warning::AboveOpsPerPass {
         speedup: speedup.value,
         ops_per_pass,
     });

@@ -1,32 +1,50 @@
 //! What a run's figures show: sentences, the findings they are chosen by, and warnings, each
 //! computed by a scenario's pure `explain` from its typed summary and recorded on the run in
-//! one place ([`Explained::record`]).
+//! one place ([`Explained::record`]); a scenario declares its own warnings (`warnings!`).
+
+use std::convert::Infallible;
+use std::fmt::Display;
 
 use crate::report::evidence::{Ratio, Side};
 use crate::report::finding::Finding;
 use crate::report::RunRecord;
-use crate::scenario::Warning;
 use crate::units::faster_or_slower;
 
 /// What a run's figures show (sentences) and which figures lie outside their physical range
 /// (warnings, each with its likely cause). Scenarios compute it from plain numbers, so tests
 /// can feed synthetic medians and check every quoted number and claim.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Explained {
+///
+/// A warning is a value of `W`, the scenario's own `Warning` enum in its folder (`warnings!`,
+/// hyperfine's `Warnings` is the model): a test asks which warning a run raised, not only how
+/// it was worded, and adding one touches no shared file. A scenario that raises none keeps the
+/// default, [`Infallible`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained<W = Infallible> {
     pub sentences: Vec<String>,
     /// Sentences that quote detail figures (engine internals, machine probes), shown with
     /// `--verbose`.
     pub detail: Vec<String>,
-    pub warnings: Vec<Warning>,
+    pub warnings: Vec<W>,
     /// The physical limits the figures were held to ([`Finding::limit`]).
     pub limits: Vec<Finding>,
 }
 
-impl Explained {
+impl<W> Default for Explained<W> {
+    fn default() -> Self {
+        Explained {
+            sentences: Vec::new(),
+            detail: Vec::new(),
+            warnings: Vec::new(),
+            limits: Vec::new(),
+        }
+    }
+}
+
+impl<W: Display> Explained<W> {
     /// Hold a figure to a physical limit: the finding is kept, and `warning` is raised exactly
     /// when the figure lies wholly beyond the limit ([`Finding::breaks_limit`]), so the
     /// warning and the finding a surface shows cannot disagree. Returns whether it broke.
-    pub fn limit(&mut self, finding: Finding, warning: impl FnOnce() -> Warning) -> bool {
+    pub fn limit(&mut self, finding: Finding, warning: impl FnOnce() -> W) -> bool {
         let broke = finding.breaks_limit();
         if broke {
             self.warnings.push(warning());
@@ -46,6 +64,29 @@ impl Explained {
         }
     }
 }
+
+/// Declares a scenario's own `Warning` enum, in its folder: each variant with its fields and,
+/// after `=>`, its wording as `write!`'s arguments in parentheses, the fields bound by value.
+/// The enum derives `Debug`, `Clone` and `PartialEq`, so a test matches on which one a run
+/// raised; `run_copy/explain.rs` declares three.
+macro_rules! warnings {
+    ($vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident { $($field:ident: $ty:ty),* $(,)? }
+            => ($($words:tt)+)),+ $(,)?
+    }) => {
+        #[derive(Debug, Clone, PartialEq)]
+        $vis enum $name { $($(#[$vmeta])* $variant { $($field: $ty),* }),+ }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match *self {
+                    $($name::$variant { $($field),* } => write!(f, $($words)+)),+
+                }
+            }
+        }
+    };
+}
+pub(crate) use warnings;
 
 /// The sentence a comparison with 1 reads as, chosen by the side the ratio's interval lies on:
 /// `{lead}: `, the words for that side (`[above, within, below]`) with the verdict (`1.50×

@@ -21,6 +21,7 @@ pub use device::{
     accelerator, check_requested_device, chosen_device, host_ordered, note_fallback, on_gpu,
     ChosenDevice, OnGpu,
 };
+pub(crate) use explained::warnings;
 pub use explained::{Explained, BETWEEN_ROUNDS};
 pub use fits::{check_bytes, check_elements, check_matrices, check_threads};
 pub use lesson::{LessonSpec, Verdict};

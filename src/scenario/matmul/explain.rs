@@ -7,8 +7,21 @@ use crate::machine::{FmaPeak, Probe};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book;
-use crate::scenario::kit::{gflops, LessonSpec, Verdict};
-use crate::scenario::Warning;
+use crate::scenario::kit::{gflops, warnings, LessonSpec, Verdict};
+use crate::units::human_percent;
+
+warnings! {
+    enum Warning {
+        /// Products faster than the FMA peak measured before the run.
+        AboveFmaPeak { fraction: f64 } => (
+            "the products ran at {} of the FMA peak measured before the run: the machine was \
+             busier while the peak was measured (another process on its cores) than during the \
+             run, so the peak, and fraction_of_peak, read wrong; parbench devices --probe on a \
+             quiet machine measures it again",
+            human_percent(fraction)
+        ),
+    }
+}
 
 /// What the run showed: the rate of `ops` products of m×k · k×n taking `median` seconds in all,
 /// and the time of one product, both from that one median.
@@ -119,7 +132,7 @@ fn of_peak(rate: f64, threads: usize, peak: &FmaPeak) -> (f64, String) {
         "{} is {} of this machine's {} FMA peak on {cores} core{}: {} ({how}, measured by \
          parbench before the run).",
         crate::units::human_gflops(rate),
-        crate::units::human_percent(fraction),
+        human_percent(fraction),
         peak.unit.as_str(),
         if cores == 1 { "" } else { "s" },
         crate::units::human_gflops(against),

@@ -7,8 +7,7 @@ use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
-use crate::scenario::kit::{Explained, LessonSpec, Verdict};
-use crate::scenario::Warning;
+use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
 /// The medians with their intervals (and the trace's figures) the explanation quotes.
@@ -59,13 +58,37 @@ impl CopyOverlap {
     }
 }
 
+warnings! {
+    pub(super) enum Warning {
+        /// Overlapped below max(run, copy) + one copy.
+        OverlappedBelowIdeal { overlapped_s: f64, ideal_s: f64, efficiency: f64, perfect: f64 } => (
+            "overlapped ({}) is below max(run, copy) + one copy ({}), {:.2}× it, so the overlap \
+             efficiency {efficiency:.2} is above the {perfect:.2} that perfect overlap allows; {BETWEEN_ROUNDS}.",
+            human_time(overlapped_s),
+            human_time(ideal_s),
+            overlapped_s / ideal_s,
+        ),
+        /// Run-then-copy / overlapped above the lanes that share the work.
+        SpeedupAboveLanes { speedup: f64, lanes: f64 } => (
+            "run-then-copy / overlapped = {speedup:.2} is above {lanes}: two lanes can at most halve the time of \
+             the same work done one after the other; {BETWEEN_ROUNDS}."
+        ),
+        /// Samples shorter than their own busier lane's busy time, in the same trace.
+        BelowOwnBusyLane { ratio: f64 } => (
+            "the overlapped samples took {ratio:.2}× the busy time of their own busier lane, below 1: \
+             bound and time come from the same sample, so this is not noise but a clock or trace that \
+             disagree (a bug to report)."
+        ),
+    }
+}
+
 /// Two lanes (compute and copy) can at most halve the time of the same work done one after
 /// the other.
 const LANES: f64 = 2.0;
 
 /// What the figures show, and the figures outside their physical range, each judged within
 /// the interval its medians' intervals allow.
-pub(super) fn explain(f: &CopyOverlap) -> Explained {
+pub(super) fn explain(f: &CopyOverlap) -> Explained<Warning> {
     let (r, c, seq, ov) = (
         f.run.median,
         f.copy.median,
