@@ -300,11 +300,7 @@ fn chart(a: &Analysed, s: &Series, steps: &[Flagged]) -> Option<String> {
         .collect();
     let low = band.iter().map(|b| b.1).fold(f64::INFINITY, f64::min);
     let high = band.iter().map(|b| b.2).fold(0.0, f64::max);
-    let vertical = |label: String, at: f64| Line {
-        label,
-        points: vec![(at, low), (at, high)],
-        band: Vec::new(),
-    };
+    let vertical = |label: String, at: f64| Line::line(label, vec![(at, low), (at, high)]);
     let mut lines = vec![Line {
         label: if s.unit == Unit::Seconds {
             "median (band: the runs' 95% CIs)".into()
@@ -349,13 +345,12 @@ fn chart(a: &Analysed, s: &Series, steps: &[Flagged]) -> Option<String> {
         Better::Higher => "higher is better",
         Better::Neither => "no direction",
     };
-    LineChart {
-        marked: Vec::new(),
-        title: s.entry.clone(),
-        x: Axis::new("commit and date (MM-DD), oldest to newest", false, plain).named(names),
-        y: Axis::new(format!("{name} ({direction})"), false, format),
-        series: lines,
-    }
+    LineChart::new(
+        s.entry.clone(),
+        Axis::new("commit and date (MM-DD), oldest to newest", false, plain).named(names),
+        Axis::new(format!("{name} ({direction})"), false, format),
+        lines,
+    )
     .svg(WIDTH)
 }
 

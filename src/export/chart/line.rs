@@ -17,6 +17,17 @@ pub struct Series {
     pub band: Vec<(f64, f64, f64)>,
 }
 
+impl Series {
+    /// A line without a band.
+    pub fn line(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label: label.into(),
+            points,
+            band: Vec::new(),
+        }
+    }
+}
+
 /// The legend's words for the ringed points.
 const BUSY_LABEL: &str = "measured on a busy machine";
 
@@ -39,6 +50,17 @@ pub struct LineChart {
 }
 
 impl LineChart {
+    /// A chart of `series` with no point ringed.
+    pub fn new(title: String, x: Axis, y: Axis, series: Vec<Series>) -> LineChart {
+        LineChart {
+            title,
+            x,
+            y,
+            series,
+            marked: Vec::new(),
+        }
+    }
+
     /// The chart, `width` pixels wide; `None` when no series has a point to draw.
     pub fn svg(&self, width: f64) -> Option<String> {
         let xs = self.series.iter().flat_map(|s| {

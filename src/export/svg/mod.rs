@@ -157,8 +157,11 @@ pub fn describe_parameters(run: &RunRecord) -> String {
         .join(", ")
 }
 
-/// A series a run recorded in `derived`: `[[x, y], ...]` or `[[x, y, seconds], ...]`.
-type Curve = Vec<(f64, f64, Option<f64>)>;
+/// A point of a series a run recorded in `derived`: `[x, y]` or `[x, y, seconds]`.
+type Point = (f64, f64, Option<f64>);
+
+/// A series a run recorded in `derived`.
+type Curve = Vec<Point>;
 
 /// The run's series `<name><suffix>` (a loss curve, bus bandwidth, live bytes), each named as
 /// its variant is (`one_device` → `one-device`); those without a point are left out.
