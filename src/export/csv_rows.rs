@@ -36,17 +36,18 @@ pub const COLUMNS: [&str; 18] = [
 ];
 
 /// What a row describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// One timed variant of a run.
+    #[default]
     Variant,
     /// One derived figure of a run (a speed-up, GFLOP/s, an efficiency).
     Derived,
 }
 
 /// A number as the CSV writes it: rounded, plain, or an empty cell.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Number(pub Option<f64>);
 
 impl Serialize for Number {
@@ -58,7 +59,7 @@ impl Serialize for Number {
 }
 
 /// One row of the CSV; its fields are [`COLUMNS`], in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Row {
     pub scenario: String,
     /// The run's parameters as `key=value` pairs sorted by key, joined by `;`.
@@ -95,20 +96,11 @@ fn blank(report: &Report, run: &RunRecord, params: &str, kind: Kind, name: &str)
         parameters: params.to_string(),
         kind,
         name: name.to_string(),
-        value: Number(None),
-        unit: "",
-        better: "",
-        median_s: Number(None),
-        ci_low_s: Number(None),
-        ci_high_s: Number(None),
-        p50_s: Number(None),
-        p90_s: Number(None),
-        p99_s: Number(None),
-        n: None,
         commit: report.tool.git_commit.clone(),
         started_at: report.environment.started_at.clone(),
         host: report.environment.host.clone(),
         cpu_model: report.environment.cpu_model.clone(),
+        ..Row::default()
     }
 }
 

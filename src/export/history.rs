@@ -95,12 +95,20 @@ impl<'a> Analysed<'a> {
     }
 }
 
-fn verdict(series: &Series, f: &Flagged) -> &'static str {
-    if f.is_regression(series.better) {
-        "regression"
-    } else {
-        "improvement"
-    }
+/// A flagged step as both tables show it: entry, between, before, after, change, verdict.
+fn step_cells(a: &Analysed, s: &Series, f: &Flagged) -> [String; 6] {
+    let verdict = match f.is_regression(s.better) {
+        true => "regression",
+        false => "improvement",
+    };
+    [
+        s.entry.clone(),
+        format!("{} → {}", a.label(f.from), a.label(f.to)),
+        s.unit.word(f.step.before),
+        s.unit.word(f.step.after),
+        percent(f.step.change),
+        verdict.to_string(),
+    ]
 }
 
 /// The flagged steps as a Markdown table (or a line saying there are none).
@@ -118,17 +126,8 @@ pub fn markdown(a: &Analysed) -> String {
         out.push_str("| entry | between | before | after | change | verdict |\n");
         out.push_str("|---|---|---|---|---|---|\n");
         for (s, f) in &flagged {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} → {} | {} | {} | {} | {} |",
-                s.entry,
-                a.label(f.from),
-                a.label(f.to),
-                s.unit.word(f.step.before),
-                s.unit.word(f.step.after),
-                percent(f.step.change),
-                verdict(s, f)
-            );
+            let [entry, rest @ ..] = step_cells(a, s, f);
+            let _ = writeln!(out, "| `{entry}` | {} |", rest.join(" | "));
         }
     }
     for (i, diffs) in &a.environment {
@@ -168,6 +167,8 @@ pub fn page(a: &Analysed, title: &str) -> String {
              <th>after</th><th>change</th><th>verdict</th></tr>",
         );
         for (s, f) in &flagged {
+            let [entry, between, before, after, change, verdict] =
+                step_cells(a, s, f).map(|c| esc(&c));
             let class = if f.is_regression(s.better) {
                 "fail"
             } else {
@@ -175,16 +176,9 @@ pub fn page(a: &Analysed, title: &str) -> String {
             };
             let _ = write!(
                 out,
-                "<tr class=\"step\"><td><code>{}</code></td><td>{} → {}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td><span class=\"badge {class}\">{}</span></td></tr>",
-                esc(&s.entry),
-                esc(&a.label(f.from)),
-                esc(&a.label(f.to)),
-                esc(&s.unit.word(f.step.before)),
-                esc(&s.unit.word(f.step.after)),
-                percent(f.step.change),
-                verdict(s, f)
+                "<tr class=\"step\"><td><code>{entry}</code></td><td>{between}</td><td class=\"num\">{before}</td>\
+                 <td class=\"num\">{after}</td><td class=\"num\">{change}</td>\
+                 <td><span class=\"badge {class}\">{verdict}</span></td></tr>"
             );
         }
         out.push_str("</table>");
