@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::chart::esc;
-use super::html::{badge, close, environment_rows, figure, open, WIDTH};
+use super::html::{badge, close, environment_table, figure, open, WIDTH};
 use super::svg;
 use crate::report::compare::{self, Row};
 use crate::report::comparison::Learned;
@@ -35,23 +35,7 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         "<h2 id=\"environment\">Environments</h2><table class=\"env\"><tr><th></th>\
          <th>baseline</th><th>new</th></tr>",
     );
-    for ((k, a), (_, b)) in environment_rows(base)
-        .into_iter()
-        .zip(environment_rows(new))
-    {
-        let class = if a != b && !matches!(k, "started" | "command") {
-            " class=\"differs\""
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{class}><td>{k}</td><td>{}</td><td>{}</td></tr>",
-            esc(&a),
-            esc(&b)
-        );
-    }
-    out.push_str("</table>");
+    environment_table(&mut out, &[base, new]);
     let differences = crate::report::identity::environment_differences(&[base], &[new], none);
     if !differences.is_empty() {
         let _ = write!(
