@@ -147,14 +147,17 @@ pub fn sweep_of<'a>(report: &'a Report, scenario: &str) -> Option<(String, Vec<&
 
 /// `scenario[…]` without the brackets: the parameters as `k=v, …`.
 pub fn describe_parameters(run: &RunRecord) -> String {
-    run.parameters
-        .iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let pairs = run.parameters.iter().map(|(k, v)| parameter(k, Some(v)));
+    pairs.collect::<Vec<_>>().join(", ")
+}
+
+/// A parameter as `k=v`, a string without its quotes; `k=?` where the run has none.
+fn parameter(k: &str, v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => format!("{k}={s}"),
+        Some(v) => format!("{k}={v}"),
+        None => format!("{k}=?"),
+    }
 }
 
 /// A point of a series a run recorded in `derived`: `[x, y]` or `[x, y, seconds]`.

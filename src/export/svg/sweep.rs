@@ -110,14 +110,10 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
     // (matmul's `m` resolved to the swept `size`) or never changes does not split the lines.
     let keys = series_keys(&points, axis);
     let group_of = |r: &RunRecord| -> String {
-        keys.iter()
-            .map(|k| match r.parameters.get(*k) {
-                Some(Value::String(s)) => format!("{k}={s}"),
-                Some(v) => format!("{k}={v}"),
-                None => format!("{k}=?"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+        let pairs = keys
+            .iter()
+            .map(|k| super::parameter(k, r.parameters.get(*k)));
+        pairs.collect::<Vec<_>>().join(", ")
     };
     let mut groups: Vec<String> = Vec::new();
     for (_, r) in &points {
