@@ -164,7 +164,6 @@ fn runs_line(report: &Report) -> String {
 pub fn page(report: &Report) -> String {
     let mut out = String::new();
     open(&mut out, "parbench report");
-    let passed = report.all_checks_passed();
     let checks: usize = report.runs.iter().map(|r| r.checks.len()).sum();
     let failed: usize = report
         .runs
@@ -176,40 +175,36 @@ pub fn page(report: &Report) -> String {
         "<h1>parbench report</h1><p class=\"sub\">{}; {} check(s), {} {}</p>",
         runs_line(report),
         checks,
-        badge(passed),
+        badge(failed == 0),
         if failed > 0 {
             format!("{failed} failed")
         } else {
             "all passed".into()
         }
     );
-    if !report.runs.is_empty() {
-        out.push_str(&super::summary::html(report));
-    }
+    // Empty for a report without a run of the chapter's experiments.
+    out.push_str(&super::summary::html(report));
     out.push_str("<h2 id=\"environment\">Environment</h2><table class=\"env\">");
     environment_table(&mut out, &[report]);
     summary_table(&mut out, report);
-    let sweep_scenario = report.sweep.as_ref().map(|s| s.scenario.clone());
-    let sweep = sweep_scenario
-        .as_deref()
-        .and_then(|s| svg::sweep_of(report, s));
-    if let (Some(scenario), Some((axis, runs))) = (&sweep_scenario, &sweep) {
+    let sweep = report
+        .sweep
+        .as_ref()
+        .and_then(|s| Some((s, svg::sweep_of(report, &s.scenario)?)));
+    if let Some((s, (axis, runs))) = &sweep {
+        let scenario = &s.scenario;
         let _ = write!(
             out,
             "<h2 id=\"sweep\">Sweep of {} over {}</h2>",
             esc(scenario),
             esc(axis)
         );
-        if let Some(s) = &report.sweep {
-            out.push_str("<p>Axes: ");
-            let axes: Vec<String> = s
-                .axes
-                .iter()
-                .map(|(k, v)| format!("<code>{}</code> = {}", esc(k), esc(&v.join(", "))))
-                .collect();
-            out.push_str(&axes.join("; "));
-            out.push_str("</p>");
-        }
+        let axes: Vec<String> = s
+            .axes
+            .iter()
+            .map(|(k, v)| format!("<code>{}</code> = {}", esc(k), esc(&v.join(", "))))
+            .collect();
+        let _ = write!(out, "<p>Axes: {}</p>", axes.join("; "));
         for chart in svg::scaling_chart(runs, WIDTH)
             .into_iter()
             .chain(svg::sweep_charts(scenario, axis, runs, WIDTH))
