@@ -336,18 +336,14 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     if !run.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for n in &run.notes {
-            match n.strip_prefix(WARNING) {
-                Some(w) => {
-                    let _ = write!(
-                        out,
-                        "<li><span class=\"badge warn\">warning</span> {}</li>",
-                        esc(w)
-                    );
-                }
-                None => {
-                    let _ = write!(out, "<li>note: {}</li>", esc(n));
-                }
-            }
+            let _ = match n.strip_prefix(WARNING) {
+                Some(w) => write!(
+                    out,
+                    "<li><span class=\"badge warn\">warning</span> {}</li>",
+                    esc(w)
+                ),
+                None => write!(out, "<li>note: {}</li>", esc(n)),
+            };
         }
         if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
             let _ = write!(out, "<li>machine: {}</li>", esc(&state.to_string()));
