@@ -95,9 +95,7 @@ pub fn render(
     let w = lines
         .iter()
         .map(|l| l.cells[0].chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
+        .fold(5, usize::max);
     let mut out = String::new();
     let mut row = |first: &str, middle: Vec<&str>, last: &str| {
         let _ = write!(out, "{first:<w$}");

@@ -125,8 +125,7 @@ fn render_at(report: &Report, width: usize) -> String {
             table
                 .iter()
                 .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
+                .fold(0, usize::max)
         })
         .collect();
     // Scenario and verdict keep their width; section, lesson, book and here share what is

@@ -122,9 +122,7 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
         .variants
         .iter()
         .map(|v| v.name.len())
-        .max()
-        .unwrap_or(7)
-        .max(7);
+        .fold(7, usize::max);
     let folds = depth == Depth::Reader && run.variants.len() > FOLD_ROWS;
     if folds {
         let _ = writeln!(
