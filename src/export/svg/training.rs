@@ -15,7 +15,9 @@ pub fn loss_charts(run: &RunRecord, width: f64) -> Vec<String> {
         false,
         crate::units::human_time,
     );
-    let charts: [(&str, Axis, fn(&super::Point) -> f64); 2] = [
+    // Each chart: what it shows, its x axis, and a point's x on it.
+    type Against = (&'static str, Axis, fn(&super::Point) -> f64);
+    let charts: [Against; 2] = [
         ("loss during training", updates, |p| p.0),
         ("loss against time", time, |p| p.2.unwrap_or(0.0)),
     ];
