@@ -123,9 +123,9 @@ pub fn render_json(
                 "p_value": d.as_ref().map(|d| d.p_value),
                 "p_holm": d.as_ref().map(|d| d.p_adjusted),
                 "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
+                "median_base": side_median(e, |p| p.0),
+                "median_candidate": side_median(e, |p| p.1),
             });
-            row["median_base"] = serde_json::json!(side_median(e, |p| p.0));
-            row["median_candidate"] = serde_json::json!(side_median(e, |p| p.1));
             let b = e.busy;
             if b.base + b.candidate > 0 {
                 row["busy_pairs"] = serde_json::json!({

@@ -31,15 +31,6 @@ fn book_figures(run: &RunRecord) -> String {
     crate::report::book::cited(&run.book)
 }
 
-/// The reader's figure, with the device that stood in for the GPU named.
-fn here(run: &RunRecord, here: &str) -> String {
-    if run.device_records.iter().any(|d| d.standing_in) {
-        format!("{here} (a CPU device standing in for the GPU)")
-    } else {
-        here.to_string()
-    }
-}
-
 /// A row per run that tests a lesson of the book, its cells under [`HEADER`], with its place
 /// in the report (its section is `#run-N`) and its verdict: a program's own scenario, a
 /// command, and a run from a report written before lessons have none, and no row.
@@ -51,12 +42,17 @@ fn rows(report: &Report) -> Vec<(usize, [String; 6], Option<Held>)> {
         .filter_map(|(index, run)| {
             let l = run.lesson.as_ref()?;
             let held = run.lesson_held();
+            // The reader's figure, with the device that stood in for the GPU named.
+            let here = match run.device_records.iter().any(|d| d.standing_in) {
+                true => format!("{} (a CPU device standing in for the GPU)", l.here),
+                false => l.here.clone(),
+            };
             let cells = [
                 l.section.clone(),
                 run.scenario.clone(),
                 headline(&l.claim).to_string(),
                 book_figures(run),
-                here(run, &l.here),
+                here,
                 held.map_or("—", Held::word).to_string(),
             ];
             Some((index, cells, held))
