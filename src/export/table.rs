@@ -200,13 +200,12 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
         let _ = writeln!(out, "   machine: {state}");
     }
-    for line in &run.explanation {
+    let detail = match depth {
+        Depth::Verbose => &run.explanation_detail[..],
+        Depth::Reader => &[],
+    };
+    for line in run.explanation.iter().chain(detail) {
         let _ = writeln!(out, "   > {line}");
-    }
-    if depth == Depth::Verbose {
-        for line in &run.explanation_detail {
-            let _ = writeln!(out, "   > {line}");
-        }
     }
     if let Some(lesson) = super::lesson::view(run) {
         if let Some(book) = &lesson.book {
