@@ -249,11 +249,9 @@ pub fn render_sweep_summary(report: &Report) -> String {
     };
     let variants = variant_names(&report.runs);
     let axes: Vec<&str> = sweep.axes.iter().map(|(name, _)| name.as_str()).collect();
-    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
-    header.extend(variants.iter().map(|v| v.to_string()));
-    header.push("checks".into());
-    header.push("machine".into());
-    let mut rows = vec![header];
+    let last = ["checks", "machine"];
+    let header = axes.iter().chain(&variants).chain(&last);
+    let mut rows = vec![header.map(|h| h.to_string()).collect::<Vec<_>>()];
     for run in &report.runs {
         let mut row: Vec<String> = axes
             .iter()
