@@ -17,11 +17,10 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
     let mut out = String::new();
     open(&mut out, "parbench comparison");
     let none = Learned::NONE.spread;
-    let (rows, nothing) = match compare::compare(&[base], &[new], none, threshold) {
-        Ok(rows) => (rows, false),
-        Err(_) => (Vec::new(), true),
-    };
-    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
+    // An error here is that nothing is in both reports.
+    let rows = compare::compare(&[base], &[new], none, threshold).ok();
+    let regressions = rows.iter().flatten().filter(|r| r.verdict.is_regression());
+    let regressions = regressions.count();
     let _ = write!(
         out,
         "<h1>parbench comparison</h1><p class=\"sub\">baseline <code>{}</code> against new \
@@ -58,13 +57,12 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         out.push_str("</ul>");
     }
     out.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
-    if nothing {
-        out.push_str(
+    match &rows {
+        Some(rows) => verdict_table(&mut out, rows),
+        None => out.push_str(
             "<p class=\"missing\">Nothing to compare: no scenario, parameters and variant \
              appear in both reports.</p>",
-        );
-    } else {
-        verdict_table(&mut out, &rows);
+        ),
     }
     for run in &base.runs {
         let Some(other) = new.runs.iter().find(|r| r.key() == run.key()) else {
