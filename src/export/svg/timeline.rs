@@ -58,15 +58,7 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
                 lanes: t
                     .lanes
                     .iter()
-                    .map(|l| {
-                        (
-                            l.lane.clone(),
-                            l.busy_ns
-                                .iter()
-                                .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
-                                .collect(),
-                        )
-                    })
+                    .map(|l| (l.lane.clone(), seconds(&l.busy_ns)))
                     .collect(),
             }
         })
@@ -85,6 +77,12 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
         axis,
         width,
     )
+}
+
+/// Busy intervals in nanoseconds, in seconds.
+fn seconds(busy_ns: &[[u64; 2]]) -> Vec<(f64, f64)> {
+    let s = |ns: u64| ns as f64 * 1e-9;
+    busy_ns.iter().map(|&[a, b]| (s(a), s(b))).collect()
 }
 
 /// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
