@@ -121,13 +121,10 @@ impl BarChart {
                 );
                 let (lo, hi) = (xs.at(b.low.max(lo)), xs.at(b.high));
                 let ym = y + bar_h / 2.0;
+                let (y0, y1) = (ym - 4.0, ym + 4.0);
                 let _ = write!(
                     body,
-                    "<path d=\"M{lo:.1} {ym:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" stroke=\"black\" stroke-width=\"1.5\" fill=\"none\"/>",
-                    ym - 4.0,
-                    ym + 4.0,
-                    ym - 4.0,
-                    ym + 4.0
+                    "<path d=\"M{lo:.1} {ym:.1}H{hi:.1}M{lo:.1} {y0:.1}V{y1:.1}M{hi:.1} {y0:.1}V{y1:.1}\" stroke=\"black\" stroke-width=\"1.5\" fill=\"none\"/>"
                 );
                 text(
                     &mut body,
