@@ -260,7 +260,6 @@ mod tests {
         let c = Comparison::of((&a, "a.json"), (&b, "b.json"), 0.05).expect("comparison");
         assert!(c.busy.is_empty());
         assert_eq!(c.rows[0].verdict_text(), "slower", "2.7× clears the drift");
-        assert_eq!(c.rows[0].verdict_text(), "slower");
         let json: Value = serde_json::from_str(&render_json(&c, false)).expect("json");
         assert!(json["rows"][0].get("busy").is_none() && json.get("busy_states").is_none());
     }

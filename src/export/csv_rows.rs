@@ -12,41 +12,19 @@ use super::ExportError;
 use crate::report::{Report, RunRecord, VariantRecord};
 use serde::Serialize;
 
-/// The columns, in order (the header row). The last four say where and when the report was
-/// made, so rows of many reports concatenated still tell their runs apart.
-pub const COLUMNS: [&str; 18] = [
-    "scenario",
-    "parameters",
-    "kind",
-    "name",
-    "value",
-    "unit",
-    "better",
-    "median_s",
-    "ci_low_s",
-    "ci_high_s",
-    "p50_s",
-    "p90_s",
-    "p99_s",
-    "n",
-    "commit",
-    "started_at",
-    "host",
-    "cpu_model",
-];
-
 /// What a row describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// One timed variant of a run.
+    #[default]
     Variant,
     /// One derived figure of a run (a speed-up, GFLOP/s, an efficiency).
     Derived,
 }
 
 /// A number as the CSV writes it: rounded, plain, or an empty cell.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Number(pub Option<f64>);
 
 impl Serialize for Number {
@@ -57,34 +35,47 @@ impl Serialize for Number {
     }
 }
 
-/// One row of the CSV; its fields are [`COLUMNS`], in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    pub scenario: String,
+/// [`Row`] and [`COLUMNS`], its fields' names in order, from one list of the fields.
+macro_rules! rows {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty,)*) => {
+        /// One row of the CSV; its fields are [`COLUMNS`], in order.
+        #[derive(Debug, Clone, PartialEq, Serialize, Default)]
+        pub struct Row {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        /// The columns, in order (the header row). The last four say where and when the
+        /// report was made, so rows of many reports concatenated still tell their runs apart.
+        pub const COLUMNS: &[&str] = &[$(stringify!($field)),*];
+    };
+}
+
+rows! {
+    scenario: String,
     /// The run's parameters as `key=value` pairs sorted by key, joined by `;`.
-    pub parameters: String,
-    pub kind: Kind,
+    parameters: String,
+    kind: Kind,
     /// The variant's or the derived figure's name.
-    pub name: String,
+    name: String,
     /// The variant's median (seconds) or the figure's value (in `unit`).
-    pub value: Number,
-    pub unit: &'static str,
+    value: Number,
+    unit: &'static str,
     /// `higher`, `lower`, or empty for a figure with no better direction.
-    pub better: &'static str,
-    pub median_s: Number,
-    pub ci_low_s: Number,
-    pub ci_high_s: Number,
-    pub p50_s: Number,
-    pub p90_s: Number,
-    pub p99_s: Number,
+    better: &'static str,
+    median_s: Number,
+    ci_low_s: Number,
+    ci_high_s: Number,
+    p50_s: Number,
+    p90_s: Number,
+    p99_s: Number,
     /// The number of samples (a variant), empty for a derived figure.
-    pub n: Option<usize>,
+    n: Option<usize>,
     /// The parbench build's git commit.
-    pub commit: String,
+    commit: String,
     /// When the report's first run started (RFC 3339, UTC).
-    pub started_at: String,
-    pub host: String,
-    pub cpu_model: String,
+    started_at: String,
+    host: String,
+    cpu_model: String,
 }
 
 /// A row of `report`'s with the columns that say where and when it was made, and empty
@@ -95,20 +86,11 @@ fn blank(report: &Report, run: &RunRecord, params: &str, kind: Kind, name: &str)
         parameters: params.to_string(),
         kind,
         name: name.to_string(),
-        value: Number(None),
-        unit: "",
-        better: "",
-        median_s: Number(None),
-        ci_low_s: Number(None),
-        ci_high_s: Number(None),
-        p50_s: Number(None),
-        p90_s: Number(None),
-        p99_s: Number(None),
-        n: None,
         commit: report.tool.git_commit.clone(),
         started_at: report.environment.started_at.clone(),
         host: report.environment.host.clone(),
         cpu_model: report.environment.cpu_model.clone(),
+        ..Row::default()
     }
 }
 
@@ -213,7 +195,7 @@ mod tests {
     fn a_row_per_variant_and_per_numeric_figure_read_back_by_the_csv_crate() {
         let text = render(&report()).expect("csv");
         let mut reader = csv::Reader::from_reader(text.as_bytes());
-        assert_eq!(reader.headers().expect("header"), COLUMNS.as_slice());
+        assert_eq!(reader.headers().expect("header"), COLUMNS);
         let records: Vec<csv::StringRecord> =
             reader.records().collect::<Result<_, _>>().expect("rows");
         assert_eq!(records.len(), 3, "{text}");

@@ -37,12 +37,10 @@ pub fn bigger_entries(report: &Report) -> Value {
     for run in &report.runs {
         for (key, value) in &run.derived {
             let figure = run.figure(key);
-            let Some(v) = value.as_f64().filter(|v| v.is_finite()) else {
+            let upwards = figure.better == Better::Higher;
+            let Some(v) = value.as_f64().filter(|v| v.is_finite() && upwards) else {
                 continue;
             };
-            if figure.better != Better::Higher {
-                continue;
-            }
             entries.push(serde_json::json!({
                 "name": format!("{} {key}", run.key()),
                 "unit": unit_symbol(figure.unit),

@@ -95,12 +95,20 @@ impl<'a> Analysed<'a> {
     }
 }
 
-fn verdict(series: &Series, f: &Flagged) -> &'static str {
-    if f.is_regression(series.better) {
-        "regression"
-    } else {
-        "improvement"
-    }
+/// A flagged step as both tables show it: entry, between, before, after, change, verdict.
+fn step_cells(a: &Analysed, s: &Series, f: &Flagged) -> [String; 6] {
+    let verdict = match f.is_regression(s.better) {
+        true => "regression",
+        false => "improvement",
+    };
+    [
+        s.entry.clone(),
+        format!("{} → {}", a.label(f.from), a.label(f.to)),
+        s.unit.word(f.step.before),
+        s.unit.word(f.step.after),
+        percent(f.step.change),
+        verdict.to_string(),
+    ]
 }
 
 /// The flagged steps as a Markdown table (or a line saying there are none).
@@ -118,17 +126,8 @@ pub fn markdown(a: &Analysed) -> String {
         out.push_str("| entry | between | before | after | change | verdict |\n");
         out.push_str("|---|---|---|---|---|---|\n");
         for (s, f) in &flagged {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} → {} | {} | {} | {} | {} |",
-                s.entry,
-                a.label(f.from),
-                a.label(f.to),
-                s.unit.word(f.step.before),
-                s.unit.word(f.step.after),
-                percent(f.step.change),
-                verdict(s, f)
-            );
+            let [entry, rest @ ..] = step_cells(a, s, f);
+            let _ = writeln!(out, "| `{entry}` | {} |", rest.join(" | "));
         }
     }
     for (i, diffs) in &a.environment {
@@ -168,6 +167,8 @@ pub fn page(a: &Analysed, title: &str) -> String {
              <th>after</th><th>change</th><th>verdict</th></tr>",
         );
         for (s, f) in &flagged {
+            let [entry, between, before, after, change, verdict] =
+                step_cells(a, s, f).map(|c| esc(&c));
             let class = if f.is_regression(s.better) {
                 "fail"
             } else {
@@ -175,16 +176,9 @@ pub fn page(a: &Analysed, title: &str) -> String {
             };
             let _ = write!(
                 out,
-                "<tr class=\"step\"><td><code>{}</code></td><td>{} → {}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td><span class=\"badge {class}\">{}</span></td></tr>",
-                esc(&s.entry),
-                esc(&a.label(f.from)),
-                esc(&a.label(f.to)),
-                esc(&s.unit.word(f.step.before)),
-                esc(&s.unit.word(f.step.after)),
-                percent(f.step.change),
-                verdict(s, f)
+                "<tr class=\"step\"><td><code>{entry}</code></td><td>{between}</td><td class=\"num\">{before}</td>\
+                 <td class=\"num\">{after}</td><td class=\"num\">{change}</td>\
+                 <td><span class=\"badge {class}\">{verdict}</span></td></tr>"
             );
         }
         out.push_str("</table>");
@@ -300,11 +294,7 @@ fn chart(a: &Analysed, s: &Series, steps: &[Flagged]) -> Option<String> {
         .collect();
     let low = band.iter().map(|b| b.1).fold(f64::INFINITY, f64::min);
     let high = band.iter().map(|b| b.2).fold(0.0, f64::max);
-    let vertical = |label: String, at: f64| Line {
-        label,
-        points: vec![(at, low), (at, high)],
-        band: Vec::new(),
-    };
+    let vertical = |label: String, at: f64| Line::line(label, vec![(at, low), (at, high)]);
     let mut lines = vec![Line {
         label: if s.unit == Unit::Seconds {
             "median (band: the runs' 95% CIs)".into()
@@ -349,13 +339,12 @@ fn chart(a: &Analysed, s: &Series, steps: &[Flagged]) -> Option<String> {
         Better::Higher => "higher is better",
         Better::Neither => "no direction",
     };
-    LineChart {
-        marked: Vec::new(),
-        title: s.entry.clone(),
-        x: Axis::new("commit and date (MM-DD), oldest to newest", false, plain).named(names),
-        y: Axis::new(format!("{name} ({direction})"), false, format),
-        series: lines,
-    }
+    LineChart::new(
+        s.entry.clone(),
+        Axis::new("commit and date (MM-DD), oldest to newest", false, plain).named(names),
+        Axis::new(format!("{name} ({direction})"), false, format),
+        lines,
+    )
     .svg(WIDTH)
 }
 

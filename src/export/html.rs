@@ -86,7 +86,7 @@ pub(super) fn badge(passed: bool) -> &'static str {
 }
 
 /// The environment rows: what, value.
-pub(super) fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
+fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
     let e: &Environment = &report.environment;
     let gpu = if e.gpu.available {
         let mut s = e.gpu.name.clone().unwrap_or_else(|| "available".into());
@@ -103,7 +103,7 @@ pub(super) fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
             e.gpu.reason.as_deref().unwrap_or("unknown reason")
         )
     };
-    let mut rows = vec![
+    vec![
         (
             "parbench",
             format!("{} ({})", report.tool.version, report.tool.git_commit),
@@ -117,26 +117,39 @@ pub(super) fn environment_rows(report: &Report) -> Vec<(&'static str, String)> {
         ),
         ("memory", human_bytes(e.memory_bytes)),
         ("GPU", gpu),
-    ];
-    // The machine's limits, as `parbench devices --probe` words them; a row in every report,
-    // so two reports' rows line up side by side (those written before parbench measured them
-    // have none).
-    rows.push((
-        "limits",
-        e.limits.as_ref().map_or_else(
-            || "not recorded".to_string(),
-            |limits| limits.lines().join("; "),
+        // The machine's limits, as `parbench devices --probe` words them; a row in every
+        // report, so two reports' rows line up side by side (those written before parbench
+        // measured them have none).
+        (
+            "limits",
+            e.limits.as_ref().map_or_else(
+                || "not recorded".to_string(),
+                |limits| limits.lines().join("; "),
+            ),
         ),
-    ));
-    rows.extend([
         ("engine", e.engine.clone()),
         ("rustc", e.rustc.clone()),
         ("command", e.argv.join(" ")),
-    ]);
-    rows
+    ]
 }
 
-/// The page of one report.
+/// The environment rows of `reports` side by side, after the header row the caller wrote;
+/// with several, a row that differs (but for when and how each started) is marked.
+pub(super) fn environment_table(out: &mut String, reports: &[&Report]) {
+    let columns: Vec<_> = reports.iter().map(|r| environment_rows(r)).collect();
+    for (i, (k, first)) in columns[0].iter().enumerate() {
+        let values: Vec<&String> = columns.iter().map(|c| &c[i].1).collect();
+        let differs = values.iter().any(|v| *v != first) && !matches!(*k, "started" | "command");
+        let class = if differs { " class=\"differs\"" } else { "" };
+        let _ = write!(out, "<tr{class}><td>{k}</td>");
+        for v in values {
+            let _ = write!(out, "<td>{}</td>", esc(v));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
 /// `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
 fn runs_line(report: &Report) -> String {
     let n = report.runs.len();
@@ -147,10 +160,10 @@ fn runs_line(report: &Report) -> String {
     }
 }
 
+/// The page of one report.
 pub fn page(report: &Report) -> String {
     let mut out = String::new();
     open(&mut out, "parbench report");
-    let passed = report.all_checks_passed();
     let checks: usize = report.runs.iter().map(|r| r.checks.len()).sum();
     let failed: usize = report
         .runs
@@ -162,43 +175,36 @@ pub fn page(report: &Report) -> String {
         "<h1>parbench report</h1><p class=\"sub\">{}; {} check(s), {} {}</p>",
         runs_line(report),
         checks,
-        badge(passed),
+        badge(failed == 0),
         if failed > 0 {
             format!("{failed} failed")
         } else {
             "all passed".into()
         }
     );
-    if !report.runs.is_empty() {
-        out.push_str(&super::summary::html(report));
-    }
+    // Empty for a report without a run of the chapter's experiments.
+    out.push_str(&super::summary::html(report));
     out.push_str("<h2 id=\"environment\">Environment</h2><table class=\"env\">");
-    for (k, v) in environment_rows(report) {
-        let _ = write!(out, "<tr><td>{k}</td><td>{}</td></tr>", esc(&v));
-    }
-    out.push_str("</table>");
+    environment_table(&mut out, &[report]);
     summary_table(&mut out, report);
-    let sweep_scenario = report.sweep.as_ref().map(|s| s.scenario.clone());
-    let sweep = sweep_scenario
-        .as_deref()
-        .and_then(|s| svg::sweep_of(report, s));
-    if let (Some(scenario), Some((axis, runs))) = (&sweep_scenario, &sweep) {
+    let sweep = report
+        .sweep
+        .as_ref()
+        .and_then(|s| Some((s, svg::sweep_of(report, &s.scenario)?)));
+    if let Some((s, (axis, runs))) = &sweep {
+        let scenario = &s.scenario;
         let _ = write!(
             out,
             "<h2 id=\"sweep\">Sweep of {} over {}</h2>",
             esc(scenario),
             esc(axis)
         );
-        if let Some(s) = &report.sweep {
-            out.push_str("<p>Axes: ");
-            let axes: Vec<String> = s
-                .axes
-                .iter()
-                .map(|(k, v)| format!("<code>{}</code> = {}", esc(k), esc(&v.join(", "))))
-                .collect();
-            out.push_str(&axes.join("; "));
-            out.push_str("</p>");
-        }
+        let axes: Vec<String> = s
+            .axes
+            .iter()
+            .map(|(k, v)| format!("<code>{}</code> = {}", esc(k), esc(&v.join(", "))))
+            .collect();
+        let _ = write!(out, "<p>Axes: {}</p>", axes.join("; "));
         for chart in svg::scaling_chart(runs, WIDTH)
             .into_iter()
             .chain(svg::sweep_charts(scenario, axis, runs, WIDTH))
@@ -330,18 +336,14 @@ fn run_section(out: &mut String, report: &Report, index: usize, run: &RunRecord)
     if !run.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for n in &run.notes {
-            match n.strip_prefix(WARNING) {
-                Some(w) => {
-                    let _ = write!(
-                        out,
-                        "<li><span class=\"badge warn\">warning</span> {}</li>",
-                        esc(w)
-                    );
-                }
-                None => {
-                    let _ = write!(out, "<li>note: {}</li>", esc(n));
-                }
-            }
+            let _ = match n.strip_prefix(WARNING) {
+                Some(w) => write!(
+                    out,
+                    "<li><span class=\"badge warn\">warning</span> {}</li>",
+                    esc(w)
+                ),
+                None => write!(out, "<li>note: {}</li>", esc(n)),
+            };
         }
         if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
             let _ = write!(out, "<li>machine: {}</li>", esc(&state.to_string()));
@@ -490,6 +492,7 @@ fn derived_table(out: &mut String, run: &RunRecord) {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::engine::TraceRecord;
     use crate::harness::Summary;
     use crate::report::{Timeline, TracedRun};
     use serde_json::Map;
@@ -517,15 +520,18 @@ pub(super) mod tests {
         run.explanation.push("pushing is cheap".into());
         let mut r = crate::report::fixtures::report(vec![run]);
         let rec = crate::report::timeline::traced_op;
-        r.timelines.push(Timeline::of(
-            0,
-            &TracedRun {
-                scenario: "async".into(),
-                variant: "sync".into(),
-                records: vec![rec(0, 0, 500), rec(1, 200, 1000)],
-            },
-        ));
+        trace(&mut r, "sync", vec![rec(0, 0, 500), rec(1, 200, 1000)]);
         r
+    }
+
+    /// `report`'s first run traced: `variant`'s extra repeat recorded `records`.
+    pub(in crate::export) fn trace(report: &mut Report, variant: &str, records: Vec<TraceRecord>) {
+        let traced = TracedRun {
+            scenario: report.runs[0].scenario.clone(),
+            variant: variant.into(),
+            records,
+        };
+        report.timelines.push(Timeline::of(0, &traced));
     }
 
     /// Fails the test unless `html` is well-formed XML.

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::chart::esc;
-use super::html::{badge, close, environment_rows, figure, open, WIDTH};
+use super::html::{badge, close, environment_table, figure, open, WIDTH};
 use super::svg;
 use crate::report::compare::{self, Row};
 use crate::report::comparison::Learned;
@@ -17,11 +17,10 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
     let mut out = String::new();
     open(&mut out, "parbench comparison");
     let none = Learned::NONE.spread;
-    let (rows, nothing) = match compare::compare(&[base], &[new], none, threshold) {
-        Ok(rows) => (rows, false),
-        Err(_) => (Vec::new(), true),
-    };
-    let regressions = rows.iter().filter(|r| r.verdict.is_regression()).count();
+    // An error here is that nothing is in both reports.
+    let rows = compare::compare(&[base], &[new], none, threshold).ok();
+    let regressions = rows.iter().flatten().filter(|r| r.verdict.is_regression());
+    let regressions = regressions.count();
     let _ = write!(
         out,
         "<h1>parbench comparison</h1><p class=\"sub\">baseline <code>{}</code> against new \
@@ -35,23 +34,7 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         "<h2 id=\"environment\">Environments</h2><table class=\"env\"><tr><th></th>\
          <th>baseline</th><th>new</th></tr>",
     );
-    for ((k, a), (_, b)) in environment_rows(base)
-        .into_iter()
-        .zip(environment_rows(new))
-    {
-        let class = if a != b && !matches!(k, "started" | "command") {
-            " class=\"differs\""
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{class}><td>{k}</td><td>{}</td><td>{}</td></tr>",
-            esc(&a),
-            esc(&b)
-        );
-    }
-    out.push_str("</table>");
+    environment_table(&mut out, &[base, new]);
     let differences = crate::report::identity::environment_differences(&[base], &[new], none);
     if !differences.is_empty() {
         let _ = write!(
@@ -74,13 +57,12 @@ pub fn comparison_page(base: &Report, new: &Report, names: [&str; 2], threshold:
         out.push_str("</ul>");
     }
     out.push_str("<h2 id=\"verdicts\">Verdicts</h2>");
-    if nothing {
-        out.push_str(
+    match &rows {
+        Some(rows) => verdict_table(&mut out, rows),
+        None => out.push_str(
             "<p class=\"missing\">Nothing to compare: no scenario, parameters and variant \
              appear in both reports.</p>",
-        );
-    } else {
-        verdict_table(&mut out, &rows);
+        ),
     }
     for run in &base.runs {
         let Some(other) = new.runs.iter().find(|r| r.key() == run.key()) else {

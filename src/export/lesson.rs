@@ -109,6 +109,10 @@ mod tests {
     use crate::report::Lesson;
     use serde_json::Map;
 
+    fn ratio(value: f64, lo: f64, hi: f64) -> Ratio {
+        Ratio { value, lo, hi }
+    }
+
     fn run_with(findings: Vec<Finding>, recorded: Held) -> RunRecord {
         let mut run = RunRecord::new("x", Map::new(), vec![]);
         run.lesson = Some(Lesson {
@@ -172,14 +176,11 @@ mod tests {
                 any_no |= no;
                 all_yes &= yes;
             }
-            let verdict = if busy {
-                Held::Inconclusive
-            } else if any_no {
-                Held::No
-            } else if all_yes {
-                Held::Yes
-            } else {
-                Held::Inconclusive
+            // A busy machine decides nothing; else one criterion against decides, or all for.
+            let verdict = match (busy, any_no, all_yes) {
+                (false, true, _) => Held::No,
+                (false, false, true) => Held::Yes,
+                _ => Held::Inconclusive,
             };
             proptest::prop_assert_eq!(v.held, verdict);
             proptest::prop_assert_eq!(v.busy.is_some(), busy);
@@ -188,11 +189,7 @@ mod tests {
 
     #[test]
     fn the_view_reads_its_verdict_and_reasons_from_the_findings() {
-        let r = Ratio {
-            value: 1.2,
-            lo: 1.1,
-            hi: 1.3,
-        };
+        let r = ratio(1.2, 1.1, 1.3);
         let run = run_with(
             vec![
                 Finding::criterion("a / b", r, 1.0, Want::Above),
@@ -211,19 +208,8 @@ mod tests {
 
         assert!(v.more.is_empty(), "{:?}", v.more);
         // Undecided after 5 samples a variant: about how many would decide it.
-        let mut undecided = run_with(
-            vec![Finding::criterion(
-                "a / b",
-                Ratio {
-                    value: 1.1,
-                    lo: 0.9,
-                    hi: 1.3,
-                },
-                1.0,
-                Want::Above,
-            )],
-            Held::Inconclusive,
-        );
+        let wide = Finding::criterion("a / b", ratio(1.1, 0.9, 1.3), 1.0, Want::Above);
+        let mut undecided = run_with(vec![wide], Held::Inconclusive);
         let mut too_few = undecided.clone();
         let s = crate::harness::Summary::from_samples(&[1.0; 6]).expect("samples");
         undecided.add_variants(vec!["a".into()], vec![s], [None]);
@@ -234,16 +220,7 @@ mod tests {
         // nothing, whatever side they lie on.
         let s = crate::harness::Summary::from_samples(&[1.0; 3]).expect("samples");
         too_few.add_variants(vec!["a".into()], vec![s], [None]);
-        too_few.findings = vec![Finding::criterion(
-            "a / b",
-            Ratio {
-                value: 1.2,
-                lo: 1.1,
-                hi: 1.3,
-            },
-            1.0,
-            Want::Above,
-        )];
+        too_few.findings = vec![Finding::criterion("a / b", r, 1.0, Want::Above)];
         let v = view(&too_few).expect("a lesson");
         assert_eq!(v.held, Held::Inconclusive);
         assert!(

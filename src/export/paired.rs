@@ -5,7 +5,7 @@ use super::pr_markdown::{self, Line};
 use super::ComparisonFormat;
 use crate::harness::stats::median;
 use crate::report::compare::Verdict;
-use crate::report::paired::{decide_all, regressions, Decision, PairedEntry};
+use crate::report::paired::{decide_all, regressions, PairedEntry};
 use crate::report::provenance::{AbSides, AB_SCHEMA};
 use crate::report::Unit;
 
@@ -21,31 +21,6 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
     use std::fmt::Write as _;
     let mut out = String::new();
     let decisions = decide_all(entries, threshold);
-    let cells = |e: &PairedEntry, d: &Option<Decision>| -> [String; 5] {
-        match d {
-            Some(d) => [
-                e.pairs.len().to_string(),
-                format!("{:+.1}%", (d.median_ratio - 1.0) * 100.0),
-                format!(
-                    "[{:+.1}%, {:+.1}%]",
-                    (d.ci95[0] - 1.0) * 100.0,
-                    (d.ci95[1] - 1.0) * 100.0
-                ),
-                format!("{:.3}", d.p_adjusted),
-                e.verdict_text(d.verdict),
-            ],
-            None => [
-                e.pairs.len().to_string(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                match e.pairs.is_empty() {
-                    true => "not measured".into(),
-                    false => Verdict::NotComparable.as_str().into(),
-                },
-            ],
-        }
-    };
     let lines = entries.iter().zip(&decisions).map(|(e, d)| {
         // The median of each side's values over the pairs, in the entry's units (times in
         // seconds, ns, ms; derived figures as plain numbers): what a reviewer reads beside
@@ -56,14 +31,29 @@ pub fn render(entries: &[PairedEntry], threshold: f64, format: ComparisonFormat)
             Unit::Number
         };
         let side = |pick| side_median(e, pick).map_or("-".to_string(), |m| unit.word(m));
-        let [n, change, ci, p, verdict] = cells(e, d);
+        let percent = |r: f64| format!("{:+.1}%", (r - 1.0) * 100.0);
+        let [change, ci, p, verdict] = match d {
+            Some(d) => [
+                percent(d.median_ratio),
+                format!("[{}, {}]", percent(d.ci95[0]), percent(d.ci95[1])),
+                format!("{:.3}", d.p_adjusted),
+                e.verdict_text(d.verdict),
+            ],
+            None => {
+                let verdict = match e.pairs.is_empty() {
+                    true => "not measured",
+                    false => Verdict::NotComparable.as_str(),
+                };
+                ["-", "-", "-", verdict].map(String::from)
+            }
+        };
         Line {
             verdict: d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict),
             cells: vec![
                 e.name.clone(),
                 side(|p| p.0),
                 side(|p| p.1),
-                n,
+                e.pairs.len().to_string(),
                 change,
                 ci,
                 p,
@@ -133,9 +123,9 @@ pub fn render_json(
                 "p_value": d.as_ref().map(|d| d.p_value),
                 "p_holm": d.as_ref().map(|d| d.p_adjusted),
                 "verdict": d.as_ref().map_or(Verdict::NotComparable, |d| d.verdict).as_str(),
+                "median_base": side_median(e, |p| p.0),
+                "median_candidate": side_median(e, |p| p.1),
             });
-            row["median_base"] = serde_json::json!(side_median(e, |p| p.0));
-            row["median_candidate"] = serde_json::json!(side_median(e, |p| p.1));
             let b = e.busy;
             if b.base + b.candidate > 0 {
                 row["busy_pairs"] = serde_json::json!({

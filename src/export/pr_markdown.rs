@@ -95,25 +95,22 @@ pub fn render(
     let w = lines
         .iter()
         .map(|l| l.cells[0].chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let names = std::iter::once("entry")
-        .chain(text.iter().map(|t| t.1))
-        .chain(["verdict"]);
-    let mut rows = vec![names.map(String::from).collect::<Vec<_>>()];
-    for l in lines {
-        let middle = text.iter().map(|t| l.cells[t.0].clone());
-        let cells = std::iter::once(l.cells[0].clone()).chain(middle);
-        rows.push(cells.chain([l.cells[last].clone()]).collect());
-    }
+        .fold(5, usize::max);
     let mut out = String::new();
-    for row in rows {
-        let _ = write!(out, "{:<w$}", row[0]);
-        for (cell, (_, _, width)) in row[1..].iter().zip(text) {
+    let mut row = |first: &str, middle: Vec<&str>, last: &str| {
+        let _ = write!(out, "{first:<w$}");
+        for (cell, (_, _, width)) in middle.iter().zip(text) {
             let _ = write!(out, "  {cell:>width$}");
         }
-        let _ = writeln!(out, "  {}", row[row.len() - 1]);
+        let _ = writeln!(out, "  {last}");
+    };
+    row("entry", text.iter().map(|t| t.1).collect(), "verdict");
+    for l in &lines {
+        row(
+            &l.cells[0],
+            text.iter().map(|t| l.cells[t.0].as_str()).collect(),
+            &l.cells[last],
+        );
     }
     out
 }

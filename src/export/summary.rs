@@ -14,17 +14,8 @@ const DEFAULT_WIDTH: usize = 120;
 /// The narrowest a wrapped column gets, however narrow the terminal.
 const MIN_COLUMN: usize = 16;
 
-/// One row of the summary.
-struct Row {
-    /// The run's place in the report (its section is `#run-N`).
-    index: usize,
-    section: String,
-    scenario: String,
-    lesson: String,
-    book: String,
-    here: String,
-    held: Option<Held>,
-}
+/// The summary's columns.
+const HEADER: [&str; 6] = ["section", "scenario", "lesson", "book", "here", "held?"];
 
 /// The claim's first clause: what it says, before its criterion.
 fn headline(claim: &str) -> &str {
@@ -40,39 +31,33 @@ fn book_figures(run: &RunRecord) -> String {
     crate::report::book::cited(&run.book)
 }
 
-/// The reader's figure, with the device that stood in for the GPU named.
-fn here(run: &RunRecord, here: &str) -> String {
-    if run.device_records.iter().any(|d| d.standing_in) {
-        format!("{here} (a CPU device standing in for the GPU)")
-    } else {
-        here.to_string()
-    }
-}
-
-/// A row per run that tests a lesson of the book: a program's own scenario, a command, and a
-/// run from a report written before lessons have none, and no row.
-fn rows(report: &Report) -> Vec<Row> {
+/// A row per run that tests a lesson of the book, its cells under [`HEADER`], with its place
+/// in the report (its section is `#run-N`) and its verdict: a program's own scenario, a
+/// command, and a run from a report written before lessons have none, and no row.
+fn rows(report: &Report) -> Vec<(usize, [String; 6], Option<Held>)> {
     report
         .runs
         .iter()
         .enumerate()
         .filter_map(|(index, run)| {
             let l = run.lesson.as_ref()?;
-            Some(Row {
-                index,
-                section: l.section.clone(),
-                scenario: run.scenario.clone(),
-                lesson: headline(&l.claim).to_string(),
-                book: book_figures(run),
-                here: here(run, &l.here),
-                held: run.lesson_held(),
-            })
+            let held = run.lesson_held();
+            // The reader's figure, with the device that stood in for the GPU named.
+            let here = match run.device_records.iter().any(|d| d.standing_in) {
+                true => format!("{} (a CPU device standing in for the GPU)", l.here),
+                false => l.here.clone(),
+            };
+            let cells = [
+                l.section.clone(),
+                run.scenario.clone(),
+                headline(&l.claim).to_string(),
+                book_figures(run),
+                here,
+                held.map_or("—", Held::word).to_string(),
+            ];
+            Some((index, cells, held))
         })
         .collect()
-}
-
-fn held_word(held: Option<Held>) -> &'static str {
-    held.map_or("—", Held::word)
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces (a word longer than the
@@ -129,25 +114,14 @@ fn render_at(report: &Report, width: usize) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let header = ["section", "scenario", "lesson", "book", "here", "held?"].map(String::from);
-    let mut table = vec![header];
-    for r in rows {
-        table.push([
-            r.section,
-            r.scenario,
-            r.lesson,
-            r.book,
-            r.here,
-            held_word(r.held).to_string(),
-        ]);
-    }
+    let mut table = vec![HEADER.map(String::from)];
+    table.extend(rows.into_iter().map(|r| r.1));
     let natural: Vec<usize> = (0..6)
         .map(|c| {
             table
                 .iter()
                 .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
+                .fold(0, usize::max)
         })
         .collect();
     // Scenario and verdict keep their width; section, lesson, book and here share what is
@@ -197,30 +171,29 @@ pub fn html(report: &Report) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "<h2 id=\"chapter\">The chapter on this machine</h2><table class=\"chapter\"><tr>\
-         <th>section</th><th>scenario</th><th>lesson</th><th>book</th><th>here</th>\
-         <th>held?</th></tr>",
+        "<h2 id=\"chapter\">The chapter on this machine</h2><table class=\"chapter\"><tr>",
     );
-    for r in rows {
-        let i = r.index;
-        let class = match r.held {
+    for h in HEADER {
+        let _ = write!(out, "<th>{h}</th>");
+    }
+    out.push_str("</tr>");
+    for (i, cells, held) in rows {
+        let class = match held {
             Some(Held::Yes) => "pass",
             Some(Held::No) => "fail",
             Some(Held::Inconclusive) => "warn",
             None => "neutral",
         };
-        let _ = write!(
-            out,
-            "<tr><td data-label=\"section\">{}</td><td data-label=\"scenario\"><a href=\"#run-{i}\">{}</a></td>\
-             <td data-label=\"lesson\">{}</td><td data-label=\"book\">{}</td><td data-label=\"here\">{}</td>\
-             <td data-label=\"held?\"><span class=\"badge {class}\">{}</span></td></tr>",
-            esc(&r.section),
-            esc(&r.scenario),
-            esc(&r.lesson),
-            esc(&r.book),
-            esc(&r.here),
-            held_word(r.held)
-        );
+        out.push_str("<tr>");
+        for (label, cell) in HEADER.iter().zip(&cells) {
+            let cell = match *label {
+                "scenario" => format!("<a href=\"#run-{i}\">{}</a>", esc(cell)),
+                "held?" => format!("<span class=\"badge {class}\">{cell}</span>"),
+                _ => esc(cell),
+            };
+            let _ = write!(out, "<td data-label=\"{label}\">{cell}</td>");
+        }
+        out.push_str("</tr>");
     }
     out.push_str("</table>");
     out

@@ -122,9 +122,7 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
         .variants
         .iter()
         .map(|v| v.name.len())
-        .max()
-        .unwrap_or(7)
-        .max(7);
+        .fold(7, usize::max);
     let folds = depth == Depth::Reader && run.variants.len() > FOLD_ROWS;
     if folds {
         let _ = writeln!(
@@ -202,13 +200,12 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     if let Some(state) = run.state.as_ref().filter(|s| s.is_busy()) {
         let _ = writeln!(out, "   machine: {state}");
     }
-    for line in &run.explanation {
+    let detail = match depth {
+        Depth::Verbose => &run.explanation_detail[..],
+        Depth::Reader => &[],
+    };
+    for line in run.explanation.iter().chain(detail) {
         let _ = writeln!(out, "   > {line}");
-    }
-    if depth == Depth::Verbose {
-        for line in &run.explanation_detail {
-            let _ = writeln!(out, "   > {line}");
-        }
     }
     if let Some(lesson) = super::lesson::view(run) {
         if let Some(book) = &lesson.book {
@@ -252,11 +249,9 @@ pub fn render_sweep_summary(report: &Report) -> String {
     };
     let variants = variant_names(&report.runs);
     let axes: Vec<&str> = sweep.axes.iter().map(|(name, _)| name.as_str()).collect();
-    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
-    header.extend(variants.iter().map(|v| v.to_string()));
-    header.push("checks".into());
-    header.push("machine".into());
-    let mut rows = vec![header];
+    let last = ["checks", "machine"];
+    let header = axes.iter().chain(&variants).chain(&last);
+    let mut rows = vec![header.map(|h| h.to_string()).collect::<Vec<_>>()];
     for run in &report.runs {
         let mut row: Vec<String> = axes
             .iter()

@@ -96,19 +96,26 @@ pub(super) fn thin_x_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64
 
 /// `ticks`, every k-th so that none overlaps the next.
 fn thin_x(scale: &Scale, ticks: Vec<(f64, String)>) -> Vec<(f64, String)> {
+    thin(ticks, |a, b| {
+        let gap = scale.at(b.0) - scale.at(a.0);
+        gap > (text_width(&a.1, TICK_PX) + text_width(&b.1, TICK_PX)) / 2.0 + 10.0
+    })
+}
+
+/// `ticks`, every k-th for the smallest k at which each kept tick `fits` beside the next.
+fn thin(ticks: Vec<(f64, String)>, fits: impl Fn(&Tick, &Tick) -> bool) -> Vec<Tick> {
     let mut k = 1;
     loop {
-        let kept: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
-        let fits = kept.windows(2).all(|w| {
-            let gap = scale.at(w[1].0) - scale.at(w[0].0);
-            gap > (text_width(&w[0].1, TICK_PX) + text_width(&w[1].1, TICK_PX)) / 2.0 + 10.0
-        });
-        if fits || kept.len() <= 2 {
+        let kept: Vec<Tick> = ticks.iter().step_by(k).cloned().collect();
+        if kept.windows(2).all(|w| fits(&w[0], &w[1])) || kept.len() <= 2 {
             return kept;
         }
         k += 1;
     }
 }
+
+/// A tick: where, and its label.
+type Tick = (f64, String);
 
 /// Vertical grid lines from `top` to `bottom` at the x ticks (`axis`'s names, or numbers),
 /// labelled under `bottom`.
@@ -130,18 +137,9 @@ pub(super) fn x_grid(out: &mut String, xs: &Scale, axis: &Axis, top: f64, bottom
 
 /// The y axis's ticks, thinned so labels keep a line between them.
 pub(super) fn thin_y_ticks(scale: &Scale, format: fn(f64) -> String) -> Vec<(f64, String)> {
-    let ticks = labelled_ticks(scale, format);
-    let mut k = 1;
-    loop {
-        let kept: Vec<(f64, String)> = ticks.iter().step_by(k).cloned().collect();
-        let fits = kept
-            .windows(2)
-            .all(|w| (scale.at(w[0].0) - scale.at(w[1].0)).abs() > TICK_PX + 6.0);
-        if fits || kept.len() <= 2 {
-            return kept;
-        }
-        k += 1;
-    }
+    thin(labelled_ticks(scale, format), |a, b| {
+        (scale.at(a.0) - scale.at(b.0)).abs() > TICK_PX + 6.0
+    })
 }
 
 #[cfg(test)]

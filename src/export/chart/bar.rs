@@ -121,13 +121,10 @@ impl BarChart {
                 );
                 let (lo, hi) = (xs.at(b.low.max(lo)), xs.at(b.high));
                 let ym = y + bar_h / 2.0;
+                let (y0, y1) = (ym - 4.0, ym + 4.0);
                 let _ = write!(
                     body,
-                    "<path d=\"M{lo:.1} {ym:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" stroke=\"black\" stroke-width=\"1.5\" fill=\"none\"/>",
-                    ym - 4.0,
-                    ym + 4.0,
-                    ym - 4.0,
-                    ym + 4.0
+                    "<path d=\"M{lo:.1} {ym:.1}H{hi:.1}M{lo:.1} {y0:.1}V{y1:.1}M{hi:.1} {y0:.1}V{y1:.1}\" stroke=\"black\" stroke-width=\"1.5\" fill=\"none\"/>"
                 );
                 text(
                     &mut body,
@@ -144,20 +141,17 @@ impl BarChart {
             "<line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>\
              <line x1=\"{left:.1}\" y1=\"{bottom:.1}\" x2=\"{right:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>"
         );
-        let caption = if self.axis.log {
-            let decades = thin_x_ticks(&xs, self.axis.format)
-                .windows(2)
-                .all(|w| (w[1].0 / w[0].0 - 10.0).abs() < 1e-6);
-            let scale = if decades {
-                "on a log scale: each gridline is 10× the one before"
-            } else {
-                "on a log scale"
-            };
-            format!("{} {scale}; whiskers: {}", self.axis.label, self.whisker)
-        } else {
-            format!("{}; whiskers: {}", self.axis.label, self.whisker)
+        let decades = thin_x_ticks(&xs, self.axis.format)
+            .windows(2)
+            .all(|w| (w[1].0 / w[0].0 - 10.0).abs() < 1e-6);
+        let scale = match (self.axis.log, decades) {
+            (false, _) => "",
+            (true, true) => " on a log scale: each gridline is 10× the one before",
+            (true, false) => " on a log scale",
         };
-        for (i, line) in wrap(&caption, LABEL_PX, width - 32.0).iter().enumerate() {
+        let caption = format!("{}{scale}; whiskers: {}", self.axis.label, self.whisker);
+        let caption = wrap(&caption, LABEL_PX, width - 32.0);
+        for (i, line) in caption.iter().enumerate() {
             text(
                 &mut body,
                 (left + right) / 2.0,
@@ -167,7 +161,7 @@ impl BarChart {
                 line,
             );
         }
-        let lines = wrap(&caption, LABEL_PX, width - 32.0).len().max(1);
+        let lines = caption.len().max(1);
         for ((g, label), (row, x)) in self.groups.iter().enumerate().zip(legend_at) {
             let y = bottom + 62.0 + (lines - 1) as f64 * 16.0 + row as f64 * 22.0;
             let x = left + x;

@@ -17,6 +17,17 @@ pub struct Series {
     pub band: Vec<(f64, f64, f64)>,
 }
 
+impl Series {
+    /// A line without a band.
+    pub fn line(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label: label.into(),
+            points,
+            band: Vec::new(),
+        }
+    }
+}
+
 /// The legend's words for the ringed points.
 const BUSY_LABEL: &str = "measured on a busy machine";
 
@@ -39,6 +50,17 @@ pub struct LineChart {
 }
 
 impl LineChart {
+    /// A chart of `series` with no point ringed.
+    pub fn new(title: String, x: Axis, y: Axis, series: Vec<Series>) -> LineChart {
+        LineChart {
+            title,
+            x,
+            y,
+            series,
+            marked: Vec::new(),
+        }
+    }
+
     /// The chart, `width` pixels wide; `None` when no series has a point to draw.
     pub fn svg(&self, width: f64) -> Option<String> {
         let xs = self.series.iter().flat_map(|s| {
@@ -147,21 +169,18 @@ impl LineChart {
         }
         // The legend, below the x label.
         for ((i, label), (row, x)) in labels.iter().enumerate().zip(legend_at) {
+            let (x, y) = (left + x, bottom + 60.0 + row as f64 * 22.0);
             if i == self.series.len() {
-                let (x, y) = (left + x, bottom + 60.0 + row as f64 * 22.0);
                 ring(&mut body, x + 14.0, y);
-                text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
-                continue;
+            } else {
+                let (c, dash, m) = STYLES[i % STYLES.len()];
+                let _ = write!(
+                    body,
+                    "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{c}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"/>",
+                    x + 28.0
+                );
+                marker(&mut body, m, x + 14.0, y, c);
             }
-            let (c, dash, m) = STYLES[i % STYLES.len()];
-            let y = bottom + 60.0 + row as f64 * 22.0;
-            let x = left + x;
-            let _ = write!(
-                body,
-                "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{c}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"/>",
-                x + 28.0
-            );
-            marker(&mut body, m, x + 14.0, y, c);
             text(&mut body, x + 34.0, y + 4.5, LABEL_PX, "start", label);
         }
         Some(svg_doc(width, height, &self.title, &body))

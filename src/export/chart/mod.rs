@@ -32,40 +32,33 @@ mod tests {
 
     #[test]
     fn a_chart_is_well_formed_svg_with_a_polyline_per_series() {
-        let chart = LineChart {
-            marked: Vec::new(),
-            title: "t <x>".into(),
-            x: Axis::new("size", false, plain),
-            y: Axis::new("time", true, crate::units::human_time),
-            series: (0..3)
-                .map(|i| Series {
-                    label: format!("variant {i}"),
-                    points: vec![(1.0, 1e-3 * (i + 1) as f64), (2.0, 2e-3), (3.0, 5e-3)],
-                    band: vec![(1.0, 5e-4, 2e-3), (3.0, 4e-3, 6e-3)],
-                })
-                .collect(),
-        };
-        let svg = chart.svg(800.0).expect("drawn");
+        let series = (0..3)
+            .map(|i| Series {
+                label: format!("variant {i}"),
+                points: vec![(1.0, 1e-3 * (i + 1) as f64), (2.0, 2e-3), (3.0, 5e-3)],
+                band: vec![(1.0, 5e-4, 2e-3), (3.0, 4e-3, 6e-3)],
+            })
+            .collect();
+        let x = Axis::new("size", false, plain);
+        let y = Axis::new("time", true, crate::units::human_time);
+        let svg = LineChart::new("t <x>".into(), x, y, series)
+            .svg(800.0)
+            .expect("drawn");
         let doc = roxmltree::Document::parse(&svg).expect("well-formed");
-        let lines = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("polyline"))
-            .count();
-        assert_eq!(lines, 3);
+        let lines = doc.descendants().filter(|n| n.has_tag_name("polyline"));
+        assert_eq!(lines.count(), 3);
         assert!(svg.contains("t &lt;x&gt;"));
+        let bar = Bar {
+            value: 1.0,
+            low: 0.9,
+            high: 1.1,
+        };
         let bars = BarChart {
             title: "bars".into(),
             axis: Axis::new("median time", false, crate::units::human_time),
             whisker: "95% CI".into(),
             groups: vec![],
-            rows: vec![(
-                "a".into(),
-                vec![Some(Bar {
-                    value: 1.0,
-                    low: 0.9,
-                    high: 1.1,
-                })],
-            )],
+            rows: vec![("a".into(), vec![Some(bar)])],
             notes: Vec::new(),
         };
         roxmltree::Document::parse(&bars.svg(600.0).unwrap()).expect("well-formed");

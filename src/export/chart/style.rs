@@ -30,6 +30,16 @@ pub(super) enum Marker {
 }
 
 pub(super) fn marker(out: &mut String, m: Marker, x: f64, y: f64, color: &str) {
+    // A polygon of these corners, offsets from (x, y).
+    let polygon = |out: &mut String, corners: &[(f64, f64)]| {
+        let at = |&(dx, dy): &(f64, f64)| format!("{:.1},{:.1}", x + dx, y + dy);
+        let points: Vec<String> = corners.iter().map(at).collect();
+        write!(
+            out,
+            "<polygon points=\"{}\" fill=\"{color}\"/>",
+            points.join(" ")
+        )
+    };
     let _ = match m {
         Marker::Circle => write!(
             out,
@@ -41,27 +51,7 @@ pub(super) fn marker(out: &mut String, m: Marker, x: f64, y: f64, color: &str) {
             x - 3.5,
             y - 3.5
         ),
-        Marker::Triangle => write!(
-            out,
-            "<polygon points=\"{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"{color}\"/>",
-            x,
-            y - 4.5,
-            x - 4.5,
-            y + 3.5,
-            x + 4.5,
-            y + 3.5
-        ),
-        Marker::Diamond => write!(
-            out,
-            "<polygon points=\"{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"{color}\"/>",
-            x,
-            y - 4.5,
-            x + 4.5,
-            y,
-            x,
-            y + 4.5,
-            x - 4.5,
-            y
-        ),
+        Marker::Triangle => polygon(out, &[(0.0, -4.5), (-4.5, 3.5), (4.5, 3.5)]),
+        Marker::Diamond => polygon(out, &[(0.0, -4.5), (4.5, 0.0), (0.0, 4.5), (-4.5, 0.0)]),
     };
 }

@@ -7,24 +7,17 @@ use crate::report::RunRecord;
 /// axes logarithmic where every point is positive; `None` where the run has none.
 pub fn busbw_chart(run: &RunRecord, width: f64) -> Option<String> {
     let curves = super::curves(run, "_busbw_curve");
-    if curves.is_empty() {
-        return None;
-    }
     let positive = curves.iter().all(|(_, c)| c.iter().all(|p| p.1 > 0.0));
-    LineChart {
-        marked: Vec::new(),
-        title: format!("{}: bus bandwidth against message size", run.scenario),
-        x: Axis::new("message size", true, decimal_bytes),
-        y: Axis::new("busbw", positive, |v| format!("{} GB/s", chart::plain(v))),
-        series: curves
-            .into_iter()
-            .map(|(label, c)| Series {
-                label,
-                points: c.iter().map(|p| (p.0, p.1)).collect(),
-                band: Vec::new(),
-            })
-            .collect(),
-    }
+    let series = curves
+        .into_iter()
+        .map(|(label, c)| Series::line(label, c.iter().map(|p| (p.0, p.1)).collect()))
+        .collect();
+    LineChart::new(
+        format!("{}: bus bandwidth against message size", run.scenario),
+        Axis::new("message size", true, decimal_bytes),
+        Axis::new("busbw", positive, |v| format!("{} GB/s", chart::plain(v))),
+        series,
+    )
     .svg(width)
 }
 

@@ -25,23 +25,19 @@ pub fn memory_chart(run: &RunRecord, width: f64) -> Option<String> {
         .map(|(u, shift)| (u, (1u64 << shift) as f64))
         .find(|(_, per)| most >= *per)
         .unwrap_or(("bytes", 1.0));
-    LineChart {
-        marked: Vec::new(),
-        title: format!("{}: live bytes over one epoch, per variant", run.scenario),
-        x: Axis::new(
+    let series = series
+        .into_iter()
+        .map(|(label, c)| Series::line(label, c.iter().map(|p| (p.0, p.1 / per)).collect()))
+        .collect();
+    LineChart::new(
+        format!("{}: live bytes over one epoch, per variant", run.scenario),
+        Axis::new(
             "time since the epoch started (one more, untimed epoch of each variant)",
             false,
             crate::units::human_time,
         ),
-        y: Axis::new(format!("live memory ({unit})"), false, chart::plain),
-        series: series
-            .into_iter()
-            .map(|(label, points)| Series {
-                label,
-                points: points.into_iter().map(|(t, b, _)| (t, b / per)).collect(),
-                band: Vec::new(),
-            })
-            .collect(),
-    }
+        Axis::new(format!("live memory ({unit})"), false, chart::plain),
+        series,
+    )
     .svg(width)
 }

@@ -24,10 +24,11 @@ pub enum PlotError {
 /// between the runs and is a number.
 fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
     let first = runs.first()?;
-    let numeric = |k: &String| {
-        runs.iter()
-            .all(|r| r.parameters.get(k).and_then(Value::as_f64).is_some())
+    let values = |k: &String| -> Vec<Option<f64>> {
+        let value = |r: &&RunRecord| r.parameters.get(k).and_then(Value::as_f64);
+        runs.iter().map(value).collect()
     };
+    let numeric = |k: &String| values(k).iter().all(Option::is_some);
     if let Some(sweep) = &report.sweep {
         let axis = sweep
             .axes
@@ -37,15 +38,12 @@ fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
             return Some(name.clone());
         }
     }
-    first.parameters.keys().find_map(|k| {
-        let values: Vec<Option<f64>> = runs
-            .iter()
-            .map(|r| r.parameters.get(k).and_then(Value::as_f64))
-            .collect();
-        let all_numeric = values.iter().all(Option::is_some);
-        let varies = values.windows(2).any(|w| w[0] != w[1]);
-        (all_numeric && varies).then(|| k.clone())
-    })
+    let varies = |k: &String| values(k).windows(2).any(|w| w[0] != w[1]);
+    first
+        .parameters
+        .keys()
+        .find(|k| numeric(k) && varies(k))
+        .cloned()
 }
 
 /// The scenarios of `report` that a chart of it leaves out (it draws one scenario).
@@ -147,18 +145,24 @@ pub fn sweep_of<'a>(report: &'a Report, scenario: &str) -> Option<(String, Vec<&
 
 /// `scenario[…]` without the brackets: the parameters as `k=v, …`.
 pub fn describe_parameters(run: &RunRecord) -> String {
-    run.parameters
-        .iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let pairs = run.parameters.iter().map(|(k, v)| parameter(k, Some(v)));
+    pairs.collect::<Vec<_>>().join(", ")
 }
 
-/// A series a run recorded in `derived`: `[[x, y], ...]` or `[[x, y, seconds], ...]`.
-type Curve = Vec<(f64, f64, Option<f64>)>;
+/// A parameter as `k=v`, a string without its quotes; `k=?` where the run has none.
+fn parameter(k: &str, v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => format!("{k}={s}"),
+        Some(v) => format!("{k}={v}"),
+        None => format!("{k}=?"),
+    }
+}
+
+/// A point of a series a run recorded in `derived`: `[x, y]` or `[x, y, seconds]`.
+type Point = (f64, f64, Option<f64>);
+
+/// A series a run recorded in `derived`.
+type Curve = Vec<Point>;
 
 /// The run's series `<name><suffix>` (a loss curve, bus bandwidth, live bytes), each named as
 /// its variant is (`one_device` → `one-device`); those without a point are left out.

@@ -30,11 +30,8 @@ pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
     ks.dedup();
     // In the order of the loss charts' lines (one-device first), so a variant keeps its
     // colour and marker across the charts; the ideal line last.
-    let mut series = vec![Series {
-        label: "one-device".into(),
-        points: runs.iter().map(|r| (1.0, r.1)).collect(),
-        band: Vec::new(),
-    }];
+    let one: Vec<(f64, f64)> = runs.iter().map(|r| (1.0, r.1)).collect();
+    let mut series = vec![Series::line("one-device", one)];
     let mut names: Vec<&str> = Vec::new();
     for (_, _, r) in &runs {
         for key in r.derived.keys() {
@@ -53,28 +50,20 @@ pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
             .filter(|p| p.1.is_finite())
             .collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        series.push(Series {
-            label: name.replace('_', "-"),
-            points,
-            band: Vec::new(),
-        });
+        series.push(Series::line(name.replace('_', "-"), points));
     }
-    series.push(Series {
-        label: "ideal: k × one device".into(),
-        points: ks.iter().map(|&k| (k, k * base)).collect(),
-        band: Vec::new(),
-    });
+    let ideal = ks.iter().map(|&k| (k, k * base)).collect();
+    series.push(Series::line("ideal: k × one device", ideal));
     let what = match runs[0].2.parameters.get("backend").and_then(Value::as_str) {
         Some("mpi") => "ranks",
         _ => "devices",
     };
-    LineChart {
-        marked: Vec::new(),
-        title: format!("{}: throughput vs {what}", runs[0].2.scenario),
-        x: Axis::new(what, false, whole),
-        y: Axis::new("samples/s (higher is better)", false, chart::plain),
+    LineChart::new(
+        format!("{}: throughput vs {what}", runs[0].2.scenario),
+        Axis::new(what, false, whole),
+        Axis::new("samples/s (higher is better)", false, chart::plain),
         series,
-    }
+    )
     .svg(width)
 }
 
@@ -121,14 +110,10 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
     // (matmul's `m` resolved to the swept `size`) or never changes does not split the lines.
     let keys = series_keys(&points, axis);
     let group_of = |r: &RunRecord| -> String {
-        keys.iter()
-            .map(|k| match r.parameters.get(*k) {
-                Some(Value::String(s)) => format!("{k}={s}"),
-                Some(v) => format!("{k}={v}"),
-                None => format!("{k}=?"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+        let pairs = keys
+            .iter()
+            .map(|k| super::parameter(k, r.parameters.get(*k)));
+        pairs.collect::<Vec<_>>().join(", ")
     };
     let mut groups: Vec<String> = Vec::new();
     for (_, r) in &points {
@@ -144,43 +129,6 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             format!("{name} ({g})")
         }
     };
-    // Each variant any point has draws its own line.
-    let variants = crate::export::table::variant_names(points.iter().map(|(_, r)| *r));
-    let mut time = Vec::new();
-    // The points of runs measured on a busy machine, ringed on every chart.
-    let busy = |r: &RunRecord| r.state.as_ref().is_some_and(|s| s.is_busy());
-    let mut time_marked: Vec<(f64, f64)> = Vec::new();
-    for g in &groups {
-        for name in &variants {
-            let stats: Vec<(f64, &crate::harness::Summary)> = points
-                .iter()
-                .filter(|(_, r)| &group_of(r) == g)
-                .filter_map(|(x, r)| {
-                    Some((*x, &r.variants.iter().find(|v| v.name == *name)?.summary))
-                })
-                .collect();
-            if stats.is_empty() {
-                continue;
-            }
-            time_marked.extend(
-                points
-                    .iter()
-                    .filter(|(_, r)| &group_of(r) == g && busy(r))
-                    .filter_map(|(x, r)| {
-                        let v = r.variants.iter().find(|v| v.name == *name)?;
-                        Some((*x, v.summary.median_s))
-                    }),
-            );
-            time.push(Series {
-                label: label(name, g),
-                points: stats.iter().map(|(x, s)| (*x, s.median_s)).collect(),
-                band: stats
-                    .iter()
-                    .map(|(x, s)| (*x, s.ci95_s[0], s.ci95_s[1]))
-                    .collect(),
-            });
-        }
-    }
     // An axis of whole numbers (devices, threads) ticks at whole numbers.
     let x_axis = || {
         let x = Axis::new(axis, false, chart::plain);
@@ -189,75 +137,77 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             false => x,
         }
     };
-    let mut charts: Vec<String> = LineChart {
-        marked: time_marked,
-        title: format!("{scenario}: median time vs {axis}"),
-        x: x_axis(),
-        y: Axis::new(
+    // The points of runs measured on a busy machine, ringed on every chart.
+    let busy = |r: &RunRecord| r.state.as_ref().is_some_and(|s| s.is_busy());
+    // A line per group and item (a variant, a rate's figure) that some point has: `at` reads
+    // a run's value of the item and its band.
+    type At<'a> = &'a dyn Fn(&RunRecord, &str) -> Option<(f64, Option<[f64; 2]>)>;
+    let draw = |title: String, y: Axis, items: &[&str], at: At| {
+        let mut chart = LineChart::new(title, x_axis(), y, Vec::new());
+        for g in &groups {
+            for item in items {
+                let values: Vec<(f64, bool, f64, Option<[f64; 2]>)> = points
+                    .iter()
+                    .filter(|(_, r)| &group_of(r) == g)
+                    .filter_map(|(x, r)| at(r, item).map(|(y, band)| (*x, busy(r), y, band)))
+                    .collect();
+                if values.is_empty() {
+                    continue;
+                }
+                chart
+                    .marked
+                    .extend(values.iter().filter(|v| v.1).map(|v| (v.0, v.2)));
+                chart.series.push(Series {
+                    label: label(item, g),
+                    points: values.iter().map(|v| (v.0, v.2)).collect(),
+                    band: values
+                        .iter()
+                        .filter_map(|v| Some((v.0, v.3?[0], v.3?[1])))
+                        .collect(),
+                });
+            }
+        }
+        chart.svg(width)
+    };
+    // Each variant any point has draws its own line.
+    let variants = crate::export::table::variant_names(points.iter().map(|(_, r)| *r));
+    let mut charts: Vec<String> = draw(
+        format!("{scenario}: median time vs {axis}"),
+        Axis::new(
             "time per round (median; band: 95% CI)",
             true,
             crate::units::human_time,
         ),
-        series: time,
-    }
-    .svg(width)
+        &variants,
+        &|r, name| {
+            let s = &r.variants.iter().find(|v| v.name == name)?.summary;
+            Some((s.median_s, Some(s.ci95_s)))
+        },
+    )
     .into_iter()
     .collect();
-    for (unit, name, format) in RATES {
-        let mut keys: Vec<&String> = Vec::new();
+    for (unit, name) in RATES {
+        let mut keys: Vec<&str> = Vec::new();
         for (_, r) in &points {
             for k in r.derived.keys().filter(|k| r.figure(k).unit == unit) {
-                if !keys.contains(&k) {
+                if !keys.contains(&k.as_str()) {
                     keys.push(k);
                 }
             }
         }
-        let mut series = Vec::new();
-        let mut marked = Vec::new();
-        for g in &groups {
-            for key in &keys {
-                let pts: Vec<(f64, f64)> = points
-                    .iter()
-                    .filter(|(_, r)| &group_of(r) == g)
-                    .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?)))
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                marked.extend(
-                    points
-                        .iter()
-                        .filter(|(_, r)| &group_of(r) == g && busy(r))
-                        .filter_map(|(x, r)| Some((*x, r.derived.get(key.as_str())?.as_f64()?))),
-                );
-                series.push(Series {
-                    label: label(key, g),
-                    points: pts,
-                    band: Vec::new(),
-                });
-            }
-        }
-        if let Some(svg) = (LineChart {
-            marked,
-            title: format!("{scenario}: {name} vs {axis}"),
-            x: x_axis(),
-            y: Axis::new(format!("{name} (higher is better)"), false, format),
-            series,
-        })
-        .svg(width)
-        {
-            charts.push(svg);
-        }
+        charts.extend(draw(
+            format!("{scenario}: {name} vs {axis}"),
+            Axis::new(format!("{name} (higher is better)"), false, chart::plain),
+            &keys,
+            &|r, key| Some((r.derived.get(key)?.as_f64()?, None)),
+        ));
     }
     charts
 }
 
-/// A rate a sweep charts against its axis: unit, axis name, tick format.
-type Rate = (Unit, &'static str, fn(f64) -> String);
-
-/// The rates a sweep charts against its axis.
-const RATES: [Rate; 3] = [
-    (Unit::Gflops, "GFLOP/s", chart::plain),
-    (Unit::GbytesPerSecond, "GB/s", chart::plain),
-    (Unit::SamplesPerSecond, "samples/s", chart::plain),
+/// The rates a sweep charts against its axis: unit and axis name.
+const RATES: [(Unit, &str); 3] = [
+    (Unit::Gflops, "GFLOP/s"),
+    (Unit::GbytesPerSecond, "GB/s"),
+    (Unit::SamplesPerSecond, "samples/s"),
 ];

@@ -1,6 +1,7 @@
 use super::*;
+use crate::export::html::tests::trace;
 use crate::harness::Summary;
-use crate::report::{Timeline, TracedRun};
+use crate::report::timeline::traced_op as rec;
 use serde_json::Map;
 
 /// A run of `scenario` whose variants take the given medians (seconds).
@@ -42,21 +43,13 @@ fn an_async_report_draws_its_bars_on_a_marked_log_axis() {
 
 #[test]
 fn timelines_name_their_repeat_and_share_an_axis_where_the_lesson_needs_it() {
-    let rec = crate::report::timeline::traced_op;
     let report = |scenario: &str| {
         let mut r = crate::report::fixtures::report(vec![run(
             scenario,
             &[("a-alone", 1.36e-3), ("parallel", 2e-3)],
         )]);
         for (variant, end) in [("a-alone", 1_000), ("parallel", 7_360_000)] {
-            r.timelines.push(Timeline::of(
-                0,
-                &TracedRun {
-                    scenario: scenario.into(),
-                    variant: variant.into(),
-                    records: vec![rec(0, 0, end)],
-                },
-            ));
+            trace(&mut r, variant, vec![rec(0, 0, end)]);
         }
         r
     };
@@ -84,16 +77,8 @@ fn variants_without_engine_ops_are_left_out_of_the_timeline_with_the_reason() {
         "memory",
         &[("unbounded", 0.04), ("bounded", 0.04)],
     )]);
-    let rec = crate::report::timeline::traced_op;
     for (variant, records) in [("unbounded", vec![rec(0, 0, 500)]), ("bounded", vec![])] {
-        r.timelines.push(Timeline::of(
-            0,
-            &TracedRun {
-                scenario: "memory".into(),
-                variant: variant.into(),
-                records,
-            },
-        ));
+        trace(&mut r, variant, records);
     }
     let svg = timeline_chart(&r, 0, 880.0).expect("drawn");
     assert!(
@@ -162,17 +147,9 @@ fn a_sweep_draws_every_series_it_holds_on_a_counting_axis() {
 /// is far from every timed sample, and one within them says nothing of the kind.
 #[test]
 fn a_traced_repeat_far_from_the_samples_is_flagged() {
-    let rec = crate::report::timeline::traced_op;
     let chart_for = |span_ns: u64| {
         let mut r = crate::report::fixtures::report(vec![run("cpu-gpu", &[("parallel", 1.085)])]);
-        r.timelines.push(Timeline::of(
-            0,
-            &TracedRun {
-                scenario: "cpu-gpu".into(),
-                variant: "parallel".into(),
-                records: vec![rec(0, 0, span_ns)],
-            },
-        ));
+        trace(&mut r, "parallel", vec![rec(0, 0, span_ns)]);
         timeline_chart(&r, 0, 880.0).expect("drawn")
     };
     let far = chart_for(1_849_000_000);

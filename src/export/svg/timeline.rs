@@ -2,6 +2,7 @@
 
 use crate::export::chart::{self, GanttGroup};
 use crate::report::Report;
+use crate::units::human_time;
 
 /// Scenarios whose lesson is how long variants take side by side (parallel ≈ max(a, b), copy
 /// hidden behind compute, a graph's lanes against one): their timelines share one time axis.
@@ -34,42 +35,30 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
                 let s = &v.summary;
                 // A repeat outside every timed sample, by more than tracing's own cost, is
                 // not a typical run: said, so the picture is not read as one.
-                let far =
-                    span_s > s.max_s * FAR_FROM_SAMPLES || span_s < s.min_s / FAR_FROM_SAMPLES;
-                format!(
-                    "the table's median: {}{} · ",
-                    crate::units::human_time(s.median_s),
-                    if far {
+                let far = (span_s > s.max_s * FAR_FROM_SAMPLES
+                    || span_s < s.min_s / FAR_FROM_SAMPLES)
+                    .then(|| {
                         format!(
                             " — this repeat is far from every timed sample ({}–{}): not a \
                              typical run",
-                            crate::units::human_time(s.min_s),
-                            crate::units::human_time(s.max_s)
+                            human_time(s.min_s),
+                            human_time(s.max_s)
                         )
-                    } else {
-                        String::new()
-                    }
-                )
+                    });
+                let median = human_time(s.median_s);
+                format!("the table's median: {median}{} · ", far.unwrap_or_default())
             });
             GanttGroup {
                 title: t.variant.clone(),
                 detail: format!(
                     "one extra traced repeat{timed} (tracing adds overhead): {}\n{median}{}",
-                    crate::units::human_time(span_s),
+                    human_time(span_s),
                     crate::units::count(t.ops, "op")
                 ),
                 lanes: t
                     .lanes
                     .iter()
-                    .map(|l| {
-                        (
-                            l.lane.clone(),
-                            l.busy_ns
-                                .iter()
-                                .map(|[a, b]| (*a as f64 * 1e-9, *b as f64 * 1e-9))
-                                .collect(),
-                        )
-                    })
+                    .map(|l| (l.lane.clone(), seconds(&l.busy_ns)))
                     .collect(),
             }
         })
@@ -88,6 +77,12 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
         axis,
         width,
     )
+}
+
+/// Busy intervals in nanoseconds, in seconds.
+fn seconds(busy_ns: &[[u64; 2]]) -> Vec<(f64, f64)> {
+    let s = |ns: u64| ns as f64 * 1e-9;
+    busy_ns.iter().map(|&[a, b]| (s(a), s(b))).collect()
 }
 
 /// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
