@@ -563,7 +563,7 @@ mod tests {
     }
 
     /// One report a side: ×2 past both runs' intervals is slower by the default drift,
-    /// inconclusive where either side's scenario declared up to ×5 (as `async` does), and
+    /// inconclusive where either side's scenario declared a drift up to ×5, and
     /// slower again past that.
     #[test]
     fn a_declared_drift_between_runs_widens_what_one_report_a_side_leaves_open() {
