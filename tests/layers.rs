@@ -31,9 +31,27 @@ fn is_unit_test_file(file: &Path) -> bool {
         .is_some_and(|n| n == "tests.rs" || n.ends_with("_tests.rs"))
 }
 
-/// The code of a file without its unit tests (they may reach across layers to build inputs).
-fn without_tests(text: &str) -> &str {
-    text.split("#[cfg(test)]\nmod ").next().unwrap_or(text)
+/// The code of a file without its unit tests (they may reach across layers to build inputs):
+/// a test module declared as a file of its own (`#[cfg(test)] mod tests;`) drops that line
+/// only, so the code after it is still checked; an inline one (`mod tests {`), which ends the
+/// file, drops the rest.
+fn without_tests(text: &str) -> String {
+    let mut code = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]\nmod ") {
+        code.push_str(&rest[..at]);
+        let declaration = &rest[at..];
+        let line_end = declaration
+            .match_indices('\n')
+            .nth(1)
+            .map_or(declaration.len(), |(i, _)| i);
+        if !declaration[..line_end].trim_end().ends_with(';') {
+            return code;
+        }
+        rest = &declaration[line_end..];
+    }
+    code.push_str(rest);
+    code
 }
 
 /// `crate::<module>` names in `code`.
@@ -57,7 +75,7 @@ fn violations(module: &str, code: &str) -> Vec<String> {
     let Some(own) = layer(module) else {
         return vec![format!("{module}: not in the layer table")];
     };
-    crate_modules(without_tests(code))
+    crate_modules(&without_tests(code))
         .into_iter()
         .filter(|target| target != module)
         .filter(|target| layer(target).is_none_or(|l| l >= own))
@@ -128,6 +146,14 @@ fn the_check_sees_a_back_reference() {
         "#[cfg(test)]\nmod tests { use crate::tensor::T; }"
     )
     .is_empty());
+    // A test module in a file of its own hides only its declaration, not the code after it.
+    assert_eq!(
+        violations(
+            "engine",
+            "#[cfg(test)]\nmod tests;\nmod lane;\nuse crate::tensor::T;"
+        ),
+        ["engine -> tensor"]
+    );
     assert_eq!(violations("newmod", ""), ["newmod: not in the layer table"]);
 }
 
@@ -267,7 +293,7 @@ fn encloses(a: &str, b: &str) -> bool {
 
 /// The counted edges of module `own` with code `code`.
 fn edges(own: &str, code: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
-    named_modules(own, &without_comments(without_tests(code)), known)
+    named_modules(own, &without_comments(&without_tests(code)), known)
         .into_iter()
         .filter(|to| !encloses(to, own) && !encloses(own, to))
         .filter(|to| {
