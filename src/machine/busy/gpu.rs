@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::machine::state::gpu::{ClockLimit, GpuProcess, GpuRunState};
+use crate::machine::state::gpu::{not_ours, ClockLimit, GpuProcess, GpuRunState};
 use crate::units::human_bytes;
 
 /// One reason the GPU was not fit to measure on.
@@ -36,7 +36,7 @@ impl GpuReason {
     pub fn of(gpu: &GpuRunState, t: &super::BusyThresholds) -> Vec<GpuReason> {
         let mut reasons = Vec::new();
         let (others, own_among_them) = gpu.other_processes();
-        if others.len() > usize::from(own_among_them) {
+        if not_ours(&others, own_among_them) > 0 {
             reasons.push(GpuReason::OtherProcesses {
                 others,
                 own_among_them,
@@ -86,7 +86,7 @@ impl fmt::Display for GpuReason {
                 own_among_them,
             } => {
                 let listed: Vec<String> = others.iter().map(describe).collect();
-                let n = others.len() - usize::from(*own_among_them);
+                let n = not_ours(others, *own_among_them);
                 if *own_among_them {
                     write!(
                         f,

@@ -330,6 +330,12 @@ impl GpuRunState {
     }
 }
 
+/// How many of `others` are not this process: one fewer than listed where `own_among_them`
+/// (the pids are from another namespace, one of them this process's).
+pub fn not_ours(others: &[GpuProcess], own_among_them: bool) -> usize {
+    others.len().saturating_sub(usize::from(own_among_them))
+}
+
 /// The GPU's state in a few words: `GPU 1980 → 1755 MHz SM (min 1410 during), 61 °C, 412 W of
 /// 700 W, limits sw-power-cap, 1 other compute process`.
 impl fmt::Display for GpuRunState {
@@ -359,7 +365,7 @@ impl fmt::Display for GpuRunState {
             parts.push(format!("clock limits {}", names.join(", ")));
         }
         let (others, foreign) = self.other_processes();
-        let n = others.len().saturating_sub(usize::from(foreign));
+        let n = not_ours(&others, foreign);
         if n > 0 {
             let s = if n == 1 { "" } else { "es" };
             parts.push(format!("{n} other compute process{s}"));
