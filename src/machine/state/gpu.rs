@@ -375,10 +375,10 @@ impl fmt::Display for GpuRunState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn p(pid: u32, gib: Option<f64>) -> GpuProcess {
+    pub(crate) fn p(pid: u32, gib: Option<f64>) -> GpuProcess {
         GpuProcess {
             pid,
             used_bytes: gib.map(|g| (g * (1u64 << 30) as f64) as u64),
@@ -413,7 +413,7 @@ mod tests {
         assert_eq!(GpuProcesses::split(&[], 7, true), GpuProcesses::default());
     }
 
-    fn sample(sm: u32, util: u32, limits: &[ClockLimit]) -> GpuSample {
+    pub(crate) fn sample(sm: u32, util: u32, limits: &[ClockLimit]) -> GpuSample {
         GpuSample {
             sm_mhz: Some(sm),
             utilization_gpu_pct: Some(util),
