@@ -298,11 +298,8 @@ impl Comm {
                 .enumerate()
                 .skip(1)
                 .map(|(r, flag)| {
-                    let rx = self
-                        .world
-                        .process_at_rank(r as i32)
-                        .immediate_receive_into_with_tag(scope, flag, TAG_BARRIER);
-                    Some(rx)
+                    let from = self.world.process_at_rank(r as i32);
+                    Some(from.immediate_receive_into_with_tag(scope, flag, TAG_BARRIER))
                 })
                 .collect();
             let mut polls = 0u32;
