@@ -113,6 +113,22 @@ pub(super) fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<
     })
 }
 
+/// A run's journal at its [`path`], opened as `start` says under a [`header`] of `sampling`
+/// and `plan`: the path, whether the user named it (kept once finished), and what it holds.
+pub(super) fn open_at_path(
+    named: Option<PathBuf>,
+    common: &CommonArgs,
+    (what, key): (&str, &str),
+    sampling: SamplingConditions,
+    plan: JournalPlan,
+    start: Start,
+) -> Result<(PathBuf, bool, Opened), CliError> {
+    let keep = named.is_some();
+    let path = path(named, common, what, key)?;
+    let opened = open(&path, start, &header(common, sampling, plan))?;
+    Ok((path, keep, opened))
+}
+
 /// The default journal of a run without `-o` or `--journal`: `parbench-<what>-<hash>.jsonl`
 /// in the working directory, the hash of `key` (a sweep's scenario and axes, a suite's runs)
 /// so that two different runs never share one.

@@ -96,30 +96,24 @@ pub(super) fn run_sweep(
             )));
         }
     }
-    let named = resume.clone().flatten().or(journal);
-    let keep_journal = named.is_some();
-    let journal_path = journaling::path(
-        named,
+    let (journal_path, keep_journal, opened) = journaling::open_at_path(
+        resume.clone().flatten().or(journal),
         common,
-        &format!("sweep-{name}"),
-        &format!("{axes:?}"),
-    )?;
-    let header = journaling::header(
-        common,
+        (&format!("sweep-{name}"), &format!("{axes:?}")),
         (&sampling).into(),
         JournalPlan::Sweep {
             scenario: name.to_string(),
             axes: axes.clone(),
         },
-    );
-    let start = journaling::Start::of(fresh, resume.is_some());
-    // Points as their reports record them (`m=0` resolved to the size it stands for).
-    let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
+        journaling::Start::of(fresh, resume.is_some()),
+    )?;
     let journaling::Opened {
         mut journal,
         done,
         lock,
-    } = journaling::open(&journal_path, start, &header)?;
+    } = opened;
+    // Points as their reports record them (`m=0` resolved to the size it stands for).
+    let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
     if let Some(foreign) = done
         .iter()
         .find(|r| !resolved.iter().any(|p| sweep::same_point(r, name, p)))
@@ -248,9 +242,7 @@ pub(super) fn run_sweep(
     }
     drop(journal);
     let outcome = finish_report(&report, common, &ctx);
-    retire_journal(&journal_path, keep_journal, &outcome, common)?;
-    drop(lock);
-    outcome
+    retire_journal(Some(&journal_path), keep_journal, outcome, lock, common)
 }
 
 /// How many new points a test asks a sweep to stop after ([`SWEEP_STOP_AFTER`]).
@@ -262,21 +254,23 @@ fn stop_after() -> Option<usize> {
 
 /// Once the report is written (its checks passed or not), the journal is removed, or kept as
 /// `<name>.done.jsonl` when the user named it: either way it no longer blocks the next run.
+/// Its lock is released after that; returns the report's `outcome`.
 fn retire_journal(
-    path: &std::path::Path,
+    path: Option<&std::path::Path>,
     keep: bool,
-    outcome: &Result<(), CliError>,
+    outcome: Result<(), CliError>,
+    lock: Option<crate::scenario::journal_lock::JournalLock>,
     common: &CommonArgs,
 ) -> Result<(), CliError> {
-    if !matches!(outcome, Ok(()) | Err(CliError::CheckFailed)) {
-        return Ok(());
-    }
-    if let Some(done) = journaling::finish(path, keep)? {
-        if !common.quiet {
-            note!("journal kept as {}", done.display());
+    if let (Some(path), Ok(()) | Err(CliError::CheckFailed)) = (path, &outcome) {
+        if let Some(done) = journaling::finish(path, keep)? {
+            if !common.quiet {
+                note!("journal kept as {}", done.display());
+            }
         }
     }
-    Ok(())
+    drop(lock);
+    outcome
 }
 
 /// A suite's journal: the options, and the command that runs the suite (for the resume hint).
@@ -424,11 +418,7 @@ pub(super) fn run_plan(
     }
     drop(journal);
     let outcome = finish_report(&report, common, ctx);
-    if let Some(path) = journal_path {
-        retire_journal(&path, keep_journal, &outcome, common)?;
-    }
-    drop(lock);
-    outcome
+    retire_journal(journal_path.as_deref(), keep_journal, outcome, lock, common)
 }
 
 /// A suite's journal, opened as its options say: its path, the journal with the runs it holds
@@ -441,19 +431,18 @@ fn open_suite_journal(
     resolved: &[serde_json::Map<String, serde_json::Value>],
     described: &[String],
 ) -> Result<(PathBuf, journaling::Opened, bool), CliError> {
-    let keep = j.args.journal.is_some();
     let what = j.command.split_whitespace().next().unwrap_or("run");
-    let path = journaling::path(j.args.journal.clone(), common, what, &described.join("\n"))?;
-    let header = journaling::header(
+    let (path, keep, opened) = journaling::open_at_path(
+        j.args.journal.clone(),
         common,
+        (what, &described.join("\n")),
         SamplingConditions::from(sampling),
         JournalPlan::Suite {
             suite: j.suite.clone(),
             runs: described.to_vec(),
         },
-    );
-    let start = journaling::Start::of(j.args.fresh, j.args.resume);
-    let opened = journaling::open(&path, start, &header)?;
+        journaling::Start::of(j.args.fresh, j.args.resume),
+    )?;
     if opened.done.len() > plan.len() {
         return Err(CliError::Usage(format!(
             "journal {} holds {} runs, more than this suite's {}: resume it with the suite it \

@@ -8,31 +8,25 @@ use std::time::Duration;
 use super::error::CliError;
 use crate::scenario::Params;
 
-/// What rank 0 sends for a point: the journal holds it, run it, or stop the sweep.
+/// What rank 0 sends for a point: the journal holds it, run it, or stop the sweep. The
+/// broadcast carries each as its discriminant, a float.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Order {
-    Held,
-    Run,
-    Stop,
+    Held = 1,
+    Run = 0,
+    Stop = -1,
 }
 
 impl Order {
-    /// As the broadcast carries it (it moves floats).
     fn wire(self) -> f64 {
-        match self {
-            Order::Held => 1.0,
-            Order::Run => 0.0,
-            Order::Stop => -1.0,
-        }
+        f64::from(self as i8)
     }
 
     fn read(v: f64) -> Order {
-        if v > 0.5 {
-            Order::Held
-        } else if v < -0.5 {
-            Order::Stop
-        } else {
-            Order::Run
+        match v {
+            v if v > 0.5 => Order::Held,
+            v if v < -0.5 => Order::Stop,
+            _ => Order::Run,
         }
     }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
-use mpi::request::{Request, Scope};
+use mpi::request::{LocalScope, Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Count;
@@ -169,15 +169,13 @@ impl Comm {
         let n = host.len().min(HOST_BYTES);
         mine[..n].copy_from_slice(&host.as_bytes()[..n]);
         let mut all = vec![0u8; HOST_BYTES * k];
-        let deadline = self.deadline();
-        mpi::request::scope(|scope| {
-            let r = self
-                .world
-                .immediate_all_gather_into(scope, &mine[..], &mut all[..]);
-            self.wait(r, deadline, &|| {
-                "the other ranks (their host names)".to_string()
-            });
-        });
+        self.post_and_wait(
+            |scope| {
+                self.world
+                    .immediate_all_gather_into(scope, &mine[..], &mut all[..])
+            },
+            &|| "the other ranks (their host names)".to_string(),
+        );
         all.chunks(HOST_BYTES)
             .map(|name| {
                 let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
@@ -259,6 +257,16 @@ impl Comm {
         Instant::now() + self.timeout
     }
 
+    /// Post one request in a scope of its own and [`Comm::wait`] for it within one timeout.
+    fn post_and_wait<'a, D: ?Sized + 'a>(
+        &self,
+        post: impl for<'s> FnOnce(&'s LocalScope<'a>) -> Request<'a, D, &'s LocalScope<'a>>,
+        what: &dyn Fn() -> String,
+    ) -> mpi::point_to_point::Status {
+        let deadline = self.deadline();
+        mpi::request::scope(|scope| self.wait(post(scope), deadline, what))
+    }
+
     /// Wait until every rank is here. Point-to-point, not `MPI_Ibarrier`, so that a timeout
     /// can name the ranks that did not come: each rank tells rank 0 it arrived, and rank 0
     /// tells them all to go on.
@@ -284,30 +292,22 @@ impl Comm {
             return;
         }
         mpi::request::scope(|scope| {
-            let mut pending: Vec<(usize, Option<Request<'_, [u8], _>>)> = flags
+            // Rank r's request at r - 1.
+            let mut pending: Vec<_> = flags
                 .chunks_mut(1)
                 .enumerate()
                 .skip(1)
                 .map(|(r, flag)| {
-                    let rx = self
-                        .world
-                        .process_at_rank(r as i32)
-                        .immediate_receive_into_with_tag(scope, flag, TAG_BARRIER);
-                    (r, Some(rx))
+                    let from = self.world.process_at_rank(r as i32);
+                    Some(from.immediate_receive_into_with_tag(scope, flag, TAG_BARRIER))
                 })
                 .collect();
             let mut polls = 0u32;
-            while pending.iter().any(|(_, r)| r.is_some()) {
-                for (_, slot) in pending.iter_mut() {
-                    if let Some(r) = slot.take() {
-                        *slot = r.test().err();
-                    }
-                }
+            while test_all(&mut pending) {
                 if Instant::now() >= deadline {
-                    let missing: Vec<String> = pending
-                        .iter()
-                        .filter(|(_, r)| r.is_some())
-                        .map(|(r, _)| self.who(*r))
+                    let missing: Vec<String> = (1..k)
+                        .filter(|r| pending[r - 1].is_some())
+                        .map(|r| self.who(r))
                         .collect();
                     self.abort(&format!(
                         "{} did not reach {what} within {} s: it failed, died or hangs",
@@ -326,13 +326,13 @@ impl Comm {
 
     /// `recv = Σ over ranks of send` (`MPI_Allreduce`, non-blocking and polled).
     pub fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32], what: &str) {
-        let deadline = self.deadline();
-        mpi::request::scope(|scope| {
-            let r = self
-                .world
-                .immediate_all_reduce_into(scope, send, recv, SystemOperation::sum());
-            self.wait(r, deadline, &|| format!("the other ranks ({what})"));
-        });
+        self.post_and_wait(
+            |scope| {
+                self.world
+                    .immediate_all_reduce_into(scope, send, recv, SystemOperation::sum())
+            },
+            &|| format!("the other ranks ({what})"),
+        );
     }
 
     /// `recvs[i] = Σ over ranks of sends[i]` for buckets made ready one after another:
@@ -361,11 +361,7 @@ impl Comm {
                     recv,
                     SystemOperation::sum(),
                 )));
-                for slot in pending.iter_mut() {
-                    if let Some(r) = slot.take() {
-                        *slot = r.test().err();
-                    }
-                }
+                test_all(&mut pending);
                 in_mpi += posting.elapsed();
             }
             let waiting = Instant::now();
@@ -505,38 +501,33 @@ impl Comm {
 
     /// Send `data` to rank `to` with `tag`.
     pub fn send<T: Equivalence>(&self, to: usize, tag: i32, data: &[T], what: &str) {
-        let deadline = self.deadline();
-        mpi::request::scope(|scope| {
-            let tx = self
-                .world
-                .process_at_rank(to as i32)
-                .immediate_send_with_tag(scope, data, tag);
-            self.wait(tx, deadline, &|| {
-                format!("{} to receive ({what})", self.who(to))
-            });
-        });
+        let to_rank = self.world.process_at_rank(to as i32);
+        self.post_and_wait(
+            |scope| to_rank.immediate_send_with_tag(scope, data, tag),
+            &|| format!("{} to receive ({what})", self.who(to)),
+        );
     }
 
     /// Receive exactly `buf.len()` values with `tag` from rank `from`, or from any rank when
     /// `from` is `None`; returns the sender.
     pub fn receive(&self, from: Option<usize>, tag: i32, buf: &mut [f32], what: &str) -> usize {
-        let deadline = self.deadline();
-        let status = mpi::request::scope(|scope| match from {
+        let status = match from {
             Some(f) => {
-                let rx = self
-                    .world
-                    .process_at_rank(f as i32)
-                    .immediate_receive_into_with_tag(scope, buf, tag);
-                self.wait(rx, deadline, &|| format!("{} ({what})", self.who(f)))
+                let peer = self.world.process_at_rank(f as i32);
+                self.post_and_wait(
+                    |scope| peer.immediate_receive_into_with_tag(scope, buf, tag),
+                    &|| format!("{} ({what})", self.who(f)),
+                )
             }
-            None => {
-                let rx = self
-                    .world
-                    .any_process()
-                    .immediate_receive_into_with_tag(scope, buf, tag);
-                self.wait(rx, deadline, &|| format!("any other rank ({what})"))
-            }
-        });
+            None => self.post_and_wait(
+                |scope| {
+                    self.world
+                        .any_process()
+                        .immediate_receive_into_with_tag(scope, buf, tag)
+                },
+                &|| format!("any other rank ({what})"),
+            ),
+        };
         status.source_rank().max(0) as usize
     }
 
@@ -589,14 +580,11 @@ impl Comm {
 
     /// Rank 0's `values`, on every rank.
     pub fn broadcast(&self, values: &mut [f64], what: &str) {
-        let deadline = self.deadline();
-        mpi::request::scope(|scope| {
-            let r = self
-                .world
-                .process_at_rank(0)
-                .immediate_broadcast_into(scope, values);
-            self.wait(r, deadline, &|| format!("{} ({what})", self.who(0)));
-        });
+        let root = self.world.process_at_rank(0);
+        self.post_and_wait(
+            |scope| root.immediate_broadcast_into(scope, values),
+            &|| format!("{} ({what})", self.who(0)),
+        );
     }
 }
 
@@ -617,6 +605,16 @@ fn back_off(polls: &mut u32) {
     } else {
         std::hint::spin_loop();
     }
+}
+
+/// Test each pending request once, emptying the slots of those complete; whether any is left.
+fn test_all<'a, D: ?Sized, S: Scope<'a>>(pending: &mut [Option<Request<'a, D, S>>]) -> bool {
+    for slot in pending.iter_mut() {
+        if let Some(r) = slot.take() {
+            *slot = r.test().err();
+        }
+    }
+    pending.iter().any(Option::is_some)
 }
 
 /// `send` to read and `recv` to write of one buffer (disjoint ranges).

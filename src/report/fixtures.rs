@@ -90,16 +90,9 @@ pub(crate) fn timed(
 
 /// Limits of which only the FMA peak was measured: `per_core` and `all_cores` GFLOP/s.
 pub(crate) fn fma_limits(per_core: f64, all_cores: f64) -> crate::machine::Limits {
-    use crate::machine::{FmaPeak, Limits, Probe, VectorUnit};
+    use crate::machine::{FmaPeak, Limits, Probe};
     let mut limits = Limits::not_measured("test");
-    limits.fma = Probe::Measured(FmaPeak {
-        unit: VectorUnit::Avx512,
-        per_core_gflops: per_core,
-        all_cores_gflops: all_cores,
-        cores: 2,
-        pinned: true,
-        method: String::new(),
-    });
+    limits.fma = Probe::Measured(FmaPeak::of_two_cores(per_core, all_cores));
     limits
 }
 

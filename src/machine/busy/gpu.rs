@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::machine::state::gpu::{ClockLimit, GpuProcess, GpuRunState};
+use crate::machine::state::gpu::{not_ours, ClockLimit, GpuProcess, GpuRunState};
 use crate::units::human_bytes;
 
 /// One reason the GPU was not fit to measure on.
@@ -36,7 +36,7 @@ impl GpuReason {
     pub fn of(gpu: &GpuRunState, t: &super::BusyThresholds) -> Vec<GpuReason> {
         let mut reasons = Vec::new();
         let (others, own_among_them) = gpu.other_processes();
-        if others.len() > usize::from(own_among_them) {
+        if not_ours(&others, own_among_them) > 0 {
             reasons.push(GpuReason::OtherProcesses {
                 others,
                 own_among_them,
@@ -86,7 +86,7 @@ impl fmt::Display for GpuReason {
                 own_among_them,
             } => {
                 let listed: Vec<String> = others.iter().map(describe).collect();
-                let n = others.len() - usize::from(*own_among_them);
+                let n = not_ours(others, *own_among_them);
                 if *own_among_them {
                     write!(
                         f,
@@ -141,35 +141,17 @@ impl fmt::Display for GpuReason {
 mod tests {
     use super::super::tests::says;
     use super::*;
-    use crate::machine::state::gpu::{GpuDuring, GpuProcesses, GpuSample, GpuState};
+    use crate::machine::state::gpu::tests::{full, p as process, sample};
+    use crate::machine::state::gpu::{GpuDuring, GpuProcesses};
     use crate::machine::thresholds::{MIN_BUSY_SAMPLES, SM_CLOCK_LOW_FRACTION};
 
-    /// A quiet GPU run: only parbench on it, full clocks while busy, the power cap seen (a
-    /// dense kernel's normal state), no other limit.
+    /// A quiet GPU run: only parbench (pid 4242) on it, full clocks while busy (1980 MHz, three
+    /// busy samples), the power cap seen (a dense kernel's normal state), no other limit.
     fn quiet() -> GpuRunState {
-        let state = GpuState {
-            sm_mhz: Some(1980),
-            sm_mhz_max: Some(1980),
-            clock_limits: vec![ClockLimit::SwPowerCap],
-            processes: Some(GpuProcesses {
-                own: Some(GpuProcess {
-                    pid: 4242,
-                    used_bytes: Some(1 << 29),
-                }),
-                ..GpuProcesses::default()
-            }),
-            ..GpuState::default()
-        };
-        let busy = |mhz| GpuSample {
-            sm_mhz: Some(mhz),
-            utilization_gpu_pct: Some(90),
-            clock_limits: Vec::new(),
-        };
+        let busy = |mhz| sample(mhz, 90, &[]);
         GpuRunState {
-            uuid: None,
-            before: state.clone(),
-            after: state,
             during: GpuDuring::of(&[busy(1980), busy(1755), busy(1900)]),
+            ..full()
         }
     }
 
@@ -179,13 +161,6 @@ mod tests {
 
     fn kinds(gpu: &GpuRunState) -> Vec<&'static str> {
         reasons(gpu).iter().map(GpuReason::kind).collect()
-    }
-
-    fn process(pid: u32, bytes: Option<u64>) -> GpuProcess {
-        GpuProcess {
-            pid,
-            used_bytes: bytes,
-        }
     }
 
     #[test]
@@ -198,7 +173,7 @@ mod tests {
     fn each_reason_alone() {
         let mut other = quiet();
         other.after.processes = Some(GpuProcesses::split(
-            &[process(4242, None), process(1234, Some(2_254_857_830))],
+            &[process(4242, None), process(1234, Some(2.1))],
             4242,
             true,
         ));
@@ -263,7 +238,7 @@ mod tests {
         gpu.before.processes = Some(GpuProcesses::split(&[process(900, None)], 4242, true));
         assert_eq!(kinds(&gpu), Vec::<&str>::new());
         gpu.after.processes = Some(GpuProcesses::split(
-            &[process(900, None), process(901, Some(1 << 30))],
+            &[process(900, None), process(901, Some(1.0))],
             4242,
             true,
         ));
@@ -281,7 +256,7 @@ mod tests {
     #[test]
     fn reasons_say_what_they_do_to_the_figures() {
         let other = GpuReason::OtherProcesses {
-            others: vec![process(1234, Some(2_254_857_830))],
+            others: vec![process(1234, Some(2.1))],
             own_among_them: false,
         };
         let text = other.to_string();

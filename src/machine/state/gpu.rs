@@ -330,6 +330,12 @@ impl GpuRunState {
     }
 }
 
+/// How many of `others` are not this process: one fewer than listed where `own_among_them`
+/// (the pids are from another namespace, one of them this process's).
+pub fn not_ours(others: &[GpuProcess], own_among_them: bool) -> usize {
+    others.len().saturating_sub(usize::from(own_among_them))
+}
+
 /// The GPU's state in a few words: `GPU 1980 → 1755 MHz SM (min 1410 during), 61 °C, 412 W of
 /// 700 W, limits sw-power-cap, 1 other compute process`.
 impl fmt::Display for GpuRunState {
@@ -359,7 +365,7 @@ impl fmt::Display for GpuRunState {
             parts.push(format!("clock limits {}", names.join(", ")));
         }
         let (others, foreign) = self.other_processes();
-        let n = others.len().saturating_sub(usize::from(foreign));
+        let n = not_ours(&others, foreign);
         if n > 0 {
             let s = if n == 1 { "" } else { "es" };
             parts.push(format!("{n} other compute process{s}"));
@@ -369,10 +375,10 @@ impl fmt::Display for GpuRunState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn p(pid: u32, gib: Option<f64>) -> GpuProcess {
+    pub(crate) fn p(pid: u32, gib: Option<f64>) -> GpuProcess {
         GpuProcess {
             pid,
             used_bytes: gib.map(|g| (g * (1u64 << 30) as f64) as u64),
@@ -407,7 +413,7 @@ mod tests {
         assert_eq!(GpuProcesses::split(&[], 7, true), GpuProcesses::default());
     }
 
-    fn sample(sm: u32, util: u32, limits: &[ClockLimit]) -> GpuSample {
+    pub(crate) fn sample(sm: u32, util: u32, limits: &[ClockLimit]) -> GpuSample {
         GpuSample {
             sm_mhz: Some(sm),
             utilization_gpu_pct: Some(util),

@@ -161,14 +161,7 @@ mod tests {
     #[test]
     fn the_fraction_of_peak_is_over_the_peak_for_the_threads() {
         // All cores at once read less than twice one core (as a VM's host often gives).
-        let peak = FmaPeak {
-            unit: crate::machine::VectorUnit::Avx512,
-            per_core_gflops: 199.2,
-            all_cores_gflops: 354.6,
-            cores: 2,
-            pinned: true,
-            method: String::new(),
-        };
+        let peak = FmaPeak::of_two_cores(199.2, 354.6);
         let (fraction, sentence) = of_peak(354.6, 2, &peak);
         assert_eq!(fraction, 1.0);
         assert_eq!(
@@ -181,11 +174,7 @@ mod tests {
         assert_eq!(sentence, "99.6 GFLOP/s is 50% of this machine's AVX-512 FMA peak on 1 core: 199.2 GFLOP/s (199.2 GFLOP/s per core × 1, measured by parbench before the run).");
         // The issue's run: 177.3 GFLOP/s per core, all cores at once 199.2 — the
         // sentence quotes the peak it divides by (once "139% … (177.3 GFLOP/s per core)").
-        let issue = FmaPeak {
-            per_core_gflops: 177.3,
-            all_cores_gflops: 199.2,
-            ..peak.clone()
-        };
+        let issue = FmaPeak::of_two_cores(177.3, 199.2);
         assert_eq!(of_peak(277.0, 2, &issue).1, "277.0 GFLOP/s is 139% of this machine's AVX-512 FMA peak on 2 cores: 199.2 GFLOP/s (its 2 cores at once, measured by parbench before the run).");
         // More threads than cores: the peak of all cores.
         assert_eq!(of_peak(354.6, 8, &peak).0, 1.0);
