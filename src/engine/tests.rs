@@ -39,6 +39,32 @@ pub(super) fn on_engine<T: Send + 'static>(
     })
 }
 
+/// A flag that held ops spin on until it opens. Dropping it opens it, so a failed assertion
+/// cannot leave the engine's drop waiting on a held op.
+pub(crate) struct Gate(Arc<AtomicBool>);
+
+impl Gate {
+    pub(crate) fn closed() -> Gate {
+        Gate(Arc::new(AtomicBool::new(false)))
+    }
+
+    /// What a held op calls: returns once the gate is open.
+    pub(crate) fn waiter(&self) -> impl Fn() + Clone + Send + 'static {
+        let open = self.0.clone();
+        move || {
+            while !open.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// An op body that adds one to `ran`.
 pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpError> {
     let ran = ran.clone();
@@ -208,21 +234,14 @@ fn max_inflight_bounds_pending_ops() {
         b.max_inflight(Some(MAX));
         let e = b.build().unwrap();
         // Ops block on a gate, so nothing completes until the test opens it.
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Gate::closed();
         let pushed = Arc::new(AtomicUsize::new(0));
         let pusher = {
-            let (e, gate, pushed) = (e.clone(), gate.clone(), pushed.clone());
+            let (e, wait, pushed) = (e.clone(), gate.waiter(), pushed.clone());
             std::thread::spawn(move || {
                 for _ in 0..MAX + 5 {
-                    let gate = gate.clone();
-                    e.push("gated", lane, &[], &[&Var::new()], move || {
-                        let (m, cv) = &*gate;
-                        let mut open = m.lock().unwrap();
-                        while !*open {
-                            open = cv.wait(open).unwrap();
-                        }
-                        Ok(())
-                    });
+                    let wait = wait.clone();
+                    e.push("gated", lane, &[], &[&Var::new()], move || Ok(wait()));
                     pushed.fetch_add(1, Ordering::SeqCst);
                 }
             })
@@ -234,11 +253,7 @@ fn max_inflight_bounds_pending_ops() {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(pushed.load(Ordering::SeqCst), MAX);
         assert_eq!(e.pending(), MAX);
-        {
-            let (m, cv) = &*gate;
-            *m.lock().unwrap() = true;
-            cv.notify_all();
-        }
+        drop(gate);
         pusher.join().unwrap();
         e.wait_all().unwrap();
         assert_eq!(pushed.load(Ordering::SeqCst), MAX + 5);
