@@ -46,7 +46,7 @@ fn data_outlives_its_owners_until_the_last_pending_access_completes() {
         let seen = Arc::new(AtomicU64::new(0));
         let (wait, seen2, key) = (go.waiter(), seen.clone(), var.var().key());
         e.push_with("reader", l[0], &[var.var()], &[], move |vars| {
-            wait();
+            wait()?;
             let data = vars.data::<Counted>(key).ok_or(OpError::msg("no data"))?;
             seen2.store(data.value, Ordering::SeqCst);
             Ok(())

@@ -48,13 +48,14 @@ impl Gate {
         Gate(Arc::new(AtomicBool::new(false)))
     }
 
-    /// What a held op calls: returns once the gate is open.
-    pub(crate) fn waiter(&self) -> impl Fn() + Clone + Send + 'static {
+    /// The body of a held op: returns once the gate is open.
+    pub(crate) fn waiter(&self) -> impl Fn() -> Result<(), OpError> + Clone + Send + 'static {
         let open = self.0.clone();
         move || {
             while !open.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
+            Ok(())
         }
     }
 }
@@ -240,8 +241,7 @@ fn max_inflight_bounds_pending_ops() {
             let (e, wait, pushed) = (e.clone(), gate.waiter(), pushed.clone());
             std::thread::spawn(move || {
                 for _ in 0..MAX + 5 {
-                    let wait = wait.clone();
-                    e.push("gated", lane, &[], &[&Var::new()], move || Ok(wait()));
+                    e.push("gated", lane, &[], &[&Var::new()], wait.clone());
                     pushed.fetch_add(1, Ordering::SeqCst);
                 }
             })

@@ -124,9 +124,7 @@ fn values_are_freed_once_the_last_handle_and_the_last_op_using_them_are_gone() {
     assert_eq!(memory.live(), base + 4000, "x counts once written");
     // Hold the lane, so that every op below is still pending when its tensors are dropped.
     let go = Gate::closed();
-    let wait = go.waiter();
-    rt.engine
-        .push("hold", d.compute, &[], &[], move || Ok(wait()));
+    rt.engine.push("hold", d.compute, &[], &[], go.waiter());
     let y = x.add_scalar(1.0);
     let z = y.scale(2.0);
     drop(x);
