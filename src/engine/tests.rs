@@ -78,10 +78,6 @@ pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpErr
 /// A shared log the ops append to, to observe execution order.
 type Log = Arc<Mutex<Vec<&'static str>>>;
 
-fn log() -> Log {
-    Arc::new(Mutex::new(Vec::new()))
-}
-
 fn note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
     let log = log.clone();
     move || {
@@ -103,7 +99,7 @@ fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpErr
 /// slow, must still run first. The order they ran in.
 fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
     on_engine(2, move |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         let access = |reads: bool| {
             if reads {
                 (vec![&v], vec![])
@@ -139,7 +135,7 @@ fn write_after_write_keeps_push_order() {
 #[test]
 fn a_var_in_reads_and_writes_is_a_write() {
     on_engine(2, |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         e.push("rw", l[0], &[&v], &[&v, &v], slow_note(&log, "rw"));
         e.push("r", l[1], &[&v], &[], note(&log, "read"));
         e.wait_all().unwrap();
@@ -210,7 +206,7 @@ fn wait_to_read_sees_the_value_written_before_it() {
 #[test]
 fn async_completion_from_another_thread() {
     on_engine(1, |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         let log2 = log.clone();
         e.push_async("device op", l[0], &[], &[&v], move |done| {
             std::thread::spawn(move || {
