@@ -332,42 +332,36 @@ pub(super) mod tests {
         all
     }
 
+    /// Every kernel's product of `a` and `b` within `tol` of the naive one.
+    fn assert_kernels_match(a: ArrayView2<f32>, b: ArrayView2<f32>, tol: f64) {
+        let want = naive(a, b);
+        for kernel in kernels() {
+            assert_close(matmul_with(kernel, a, b), &want, tol);
+        }
+    }
+
     #[test]
     fn matmul_matches_a_naive_reference_on_odd_sizes() {
         let pool = pool(2);
-        for kernel in kernels() {
-            for &(m, k, n) in &[
-                (1, 1, 1),
-                (3, 5, 7),
-                (63, 63, 63),
-                (129, 129, 129),
-                (17, 300, 9),
-            ] {
-                let a = random(m, k, 11);
-                let b = random(k, n, 12);
-                let want = naive(a.view(), b.view());
-                assert_close(
-                    matmul_with(kernel, a.view(), b.view()),
-                    &want,
-                    1e-5 * k as f64,
-                );
-                // The same inside a two-thread pool (parallel kernel).
-                let parallel = pool.install(|| matmul_with(kernel, a.view(), b.view()));
-                assert_close(parallel, &want, 1e-5 * k as f64);
-            }
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 5, 7),
+            (63, 63, 63),
+            (129, 129, 129),
+            (17, 300, 9),
+        ] {
+            let (a, b, tol) = (random(m, k, 11), random(k, n, 12), 1e-5 * k as f64);
+            assert_kernels_match(a.view(), b.view(), tol);
+            // The same inside a two-thread pool (parallel kernel).
+            pool.install(|| assert_kernels_match(a.view(), b.view(), tol));
         }
     }
 
     #[test]
     fn matmul_handles_transposed_views() {
-        let a = random(5, 4, 1);
-        let b = random(5, 6, 2);
+        let (a, b) = (random(5, 4, 1), random(5, 6, 2));
         // aᵀ · b with aᵀ a non-contiguous view.
-        let at = a.t();
-        let want = naive(at, b.view());
-        for kernel in kernels() {
-            assert_close(matmul_with(kernel, at, b.view()), &want, 5e-5);
-        }
+        assert_kernels_match(a.t(), b.view(), 5e-5);
     }
 
     #[test]
@@ -375,16 +369,8 @@ pub(super) mod tests {
         // Just past the kernel's threshold (2^24 multiply-adds), with edge tiles.
         let (m, k, n) = (257, 256, 256);
         assert!(m * k * n >= 1 << 24);
-        let a = random(m, k, 13);
-        let b = random(k, n, 14);
-        let want = naive(a.view(), b.view());
-        for kernel in kernels() {
-            assert_close(
-                matmul_with(kernel, a.view(), b.view()),
-                &want,
-                1e-5 * k as f64,
-            );
-        }
+        let (a, b) = (random(m, k, 13), random(k, n, 14));
+        assert_kernels_match(a.view(), b.view(), 1e-5 * k as f64);
     }
 
     #[test]

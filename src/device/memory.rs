@@ -121,7 +121,7 @@ pub struct Room {
 /// is known.
 pub fn host_room() -> Option<Room> {
     [
-        (Bound::Available, mem_available()),
+        (Bound::Available, proc_kib("/proc/meminfo", "MemAvailable:")),
         (Bound::Cgroup, cgroup_room()),
         (Bound::AddressSpace, address_space().map(|r| r.bytes)),
     ]
@@ -157,10 +157,6 @@ pub fn proc_bytes(text: &str, key: &str) -> Option<u64> {
 /// [`proc_bytes`] of the file at `path`.
 fn proc_kib(path: &str, key: &str) -> Option<u64> {
     proc_bytes(&std::fs::read_to_string(path).ok()?, key)
-}
-
-fn mem_available() -> Option<u64> {
-    proc_kib("/proc/meminfo", "MemAvailable:")
 }
 
 /// The control group's limit less its use, v2 or v1, at the group's own path or at the

@@ -385,6 +385,13 @@ mod tests {
         unsafe { sgemm(a, b, c.as_mut_ptr(), sc) };
     }
 
+    /// The kernel's product written over `c`, a NaN-filled m×n array of any layout (the product
+    /// must overwrite, never read, what was there), within 1e-4 of the naive one.
+    fn assert_product(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: Array2<f32>) {
+        product(a, b, c.view_mut());
+        assert_close(c, &naive(a, b), 1e-4);
+    }
+
     /// Sizes that end mid-tile, mid-block and past one block of each loop (KC, MC, NC).
     const SIZES: &[(usize, usize, usize)] = &[
         (1, 1, 1),
@@ -410,10 +417,7 @@ mod tests {
         needs_avx2_and_fma();
         for &(m, k, n) in SIZES {
             let (a, b) = (random(m, k, 1), random(k, n, 2));
-            // Garbage in C first: the product must overwrite, never read, what was there.
-            let mut c = Array2::from_elem((m, n), f32::NAN);
-            product(a.view(), b.view(), c.view_mut());
-            assert_close(c, &naive(a.view(), b.view()), 1e-4);
+            assert_product(a.view(), b.view(), Array2::from_elem((m, n), f32::NAN));
         }
     }
 
@@ -424,17 +428,13 @@ mod tests {
         // Aᵀ and Bᵀ stored transposed, C column-major (every tile through the scratch path).
         let at = random(k, m, 3);
         let bt = random(n, k, 4);
-        let mut c = Array2::from_elem((m, n).f(), f32::NAN);
-        product(at.t(), bt.t(), c.view_mut());
-        assert_close(c, &naive(at.t(), bt.t()), 1e-4);
+        assert_product(at.t(), bt.t(), Array2::from_elem((m, n).f(), f32::NAN));
         // Every other row and column of larger matrices, reversed rows of B.
         let big_a = random(2 * m, 2 * k, 5);
         let big_b = random(k, 3 * n, 6);
         let a = big_a.slice(ndarray::s![..;2, ..;2]);
         let b = big_b.slice(ndarray::s![..;-1, ..;3]);
-        let mut c = Array2::from_elem((m, n), f32::NAN);
-        product(a, b, c.view_mut());
-        assert_close(c, &naive(a, b), 1e-4);
+        assert_product(a, b, Array2::from_elem((m, n), f32::NAN));
     }
 
     #[test]
@@ -453,9 +453,8 @@ mod tests {
         // Tall (split by rows) and wide (split by columns), neither a whole number of bands.
         for &(m, k, n) in &[(301, 70, 50), (20, 70, 401)] {
             let (a, b) = (random(m, k, 7), random(k, n, 8));
-            let mut c = Array2::from_elem((m, n), f32::NAN);
-            pool.install(|| product(a.view(), b.view(), c.view_mut()));
-            assert_close(c, &naive(a.view(), b.view()), 1e-4);
+            let c = Array2::from_elem((m, n), f32::NAN);
+            pool.install(|| assert_product(a.view(), b.view(), c));
         }
     }
 

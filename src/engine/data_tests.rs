@@ -1,7 +1,7 @@
 //! Engine tests of a var's data: released once, when the last owner and the last pending
 //! access are gone, and found only by the ops that name the var.
 
-use super::tests::{engine, on_engine, within};
+use super::tests::{engine, on_engine, within, Gate};
 use super::*;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -42,21 +42,11 @@ fn data_is_released_when_the_last_owner_goes_and_nothing_is_pending() {
 fn data_outlives_its_owners_until_the_last_pending_access_completes() {
     on_engine(1, |e, l| {
         let (var, released) = counted(3);
-        // Opened on the way out too, so a failed assertion cannot leave the engine's drop
-        // waiting on the held op.
-        struct Gate(Arc<AtomicBool>);
-        impl Drop for Gate {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Release);
-            }
-        }
-        let go = Gate(Arc::new(AtomicBool::new(false)));
+        let go = Gate::closed();
         let seen = Arc::new(AtomicU64::new(0));
-        let (go2, seen2, key) = (go.0.clone(), seen.clone(), var.var().key());
+        let (wait, seen2, key) = (go.waiter(), seen.clone(), var.var().key());
         e.push_with("reader", l[0], &[var.var()], &[], move |vars| {
-            while !go2.load(Ordering::Acquire) {
-                std::thread::yield_now();
-            }
+            wait()?;
             let data = vars.data::<Counted>(key).ok_or(OpError::msg("no data"))?;
             seen2.store(data.value, Ordering::SeqCst);
             Ok(())

@@ -664,6 +664,6 @@ mod data_tests;
 #[cfg(test)]
 mod failure_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod torture;

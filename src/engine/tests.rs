@@ -39,6 +39,33 @@ pub(super) fn on_engine<T: Send + 'static>(
     })
 }
 
+/// A flag that held ops spin on until it opens. Dropping it opens it, so a failed assertion
+/// cannot leave the engine's drop waiting on a held op.
+pub(crate) struct Gate(Arc<AtomicBool>);
+
+impl Gate {
+    pub(crate) fn closed() -> Gate {
+        Gate(Arc::new(AtomicBool::new(false)))
+    }
+
+    /// The body of a held op: returns once the gate is open.
+    pub(crate) fn waiter(&self) -> impl Fn() -> Result<(), OpError> + Clone + Send + 'static {
+        let open = self.0.clone();
+        move || {
+            while !open.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// An op body that adds one to `ran`.
 pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpError> {
     let ran = ran.clone();
@@ -50,10 +77,6 @@ pub(super) fn count(ran: &Arc<AtomicUsize>) -> impl FnOnce() -> Result<(), OpErr
 
 /// A shared log the ops append to, to observe execution order.
 type Log = Arc<Mutex<Vec<&'static str>>>;
-
-fn log() -> Log {
-    Arc::new(Mutex::new(Vec::new()))
-}
 
 fn note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpError> {
     let log = log.clone();
@@ -76,7 +99,7 @@ fn slow_note(log: &Log, what: &'static str) -> impl FnOnce() -> Result<(), OpErr
 /// slow, must still run first. The order they ran in.
 fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
     on_engine(2, move |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         let access = |reads: bool| {
             if reads {
                 (vec![&v], vec![])
@@ -112,7 +135,7 @@ fn write_after_write_keeps_push_order() {
 #[test]
 fn a_var_in_reads_and_writes_is_a_write() {
     on_engine(2, |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         e.push("rw", l[0], &[&v], &[&v, &v], slow_note(&log, "rw"));
         e.push("r", l[1], &[&v], &[], note(&log, "read"));
         e.wait_all().unwrap();
@@ -183,7 +206,7 @@ fn wait_to_read_sees_the_value_written_before_it() {
 #[test]
 fn async_completion_from_another_thread() {
     on_engine(1, |e, l| {
-        let (v, log) = (Var::new(), log());
+        let (v, log) = (Var::new(), Log::default());
         let log2 = log.clone();
         e.push_async("device op", l[0], &[], &[&v], move |done| {
             std::thread::spawn(move || {
@@ -208,21 +231,13 @@ fn max_inflight_bounds_pending_ops() {
         b.max_inflight(Some(MAX));
         let e = b.build().unwrap();
         // Ops block on a gate, so nothing completes until the test opens it.
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Gate::closed();
         let pushed = Arc::new(AtomicUsize::new(0));
         let pusher = {
-            let (e, gate, pushed) = (e.clone(), gate.clone(), pushed.clone());
+            let (e, wait, pushed) = (e.clone(), gate.waiter(), pushed.clone());
             std::thread::spawn(move || {
                 for _ in 0..MAX + 5 {
-                    let gate = gate.clone();
-                    e.push("gated", lane, &[], &[&Var::new()], move || {
-                        let (m, cv) = &*gate;
-                        let mut open = m.lock().unwrap();
-                        while !*open {
-                            open = cv.wait(open).unwrap();
-                        }
-                        Ok(())
-                    });
+                    e.push("gated", lane, &[], &[&Var::new()], wait.clone());
                     pushed.fetch_add(1, Ordering::SeqCst);
                 }
             })
@@ -234,11 +249,7 @@ fn max_inflight_bounds_pending_ops() {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(pushed.load(Ordering::SeqCst), MAX);
         assert_eq!(e.pending(), MAX);
-        {
-            let (m, cv) = &*gate;
-            *m.lock().unwrap() = true;
-            cv.notify_all();
-        }
+        drop(gate);
         pusher.join().unwrap();
         e.wait_all().unwrap();
         assert_eq!(pushed.load(Ordering::SeqCst), MAX + 5);

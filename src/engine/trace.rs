@@ -89,12 +89,6 @@ pub fn dependencies(records: &[TraceRecord]) -> Vec<Vec<usize>> {
     deps
 }
 
-/// Sort records into push order (what [`dependencies`], [`check_order`] and
-/// [`critical_path`] expect).
-pub fn sort_by_push(records: &mut [TraceRecord]) {
-    records.sort_by_key(|r| r.seq);
-}
-
 /// An op that started before an op it depends on had completed, seen in a trace.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("op #{op} '{op_name}' started {early_ns} ns before op #{dependency} '{dependency_name}' it depends on had completed")]

@@ -127,6 +127,8 @@ fn hop_off() -> Hop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_os = "linux")]
+    use crate::machine::affinity::allowed;
 
     #[test]
     fn spin_until_returns_as_soon_as_the_condition_holds_and_false_when_it_never_does() {
@@ -138,19 +140,6 @@ mod tests {
             calls.get() == 50
         }));
         assert_eq!(calls.get(), 50);
-    }
-
-    #[cfg(target_os = "linux")]
-    fn affinity() -> Vec<usize> {
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: as in `hop_off`.
-        unsafe {
-            let mut mask: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(libc::sched_getaffinity(0, size, &mut mask), 0);
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &mask))
-                .collect()
-        }
     }
 
     #[cfg(target_os = "linux")]
@@ -171,16 +160,16 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn a_hop_moves_the_thread_when_its_mask_allows_and_leaves_the_mask_as_it_was() {
         std::thread::spawn(|| {
-            let mask = affinity();
+            let mask = allowed();
             if mask.len() < 2 {
                 assert_eq!(hop_off(), Hop::Stayed);
-                assert_eq!(affinity(), mask);
+                assert_eq!(allowed(), mask);
                 return;
             }
             // Pinned to one CPU: no hop, mask unchanged.
             pin_to(&mask[..1]);
             assert_eq!(hop_off(), Hop::Stayed);
-            assert_eq!(affinity(), &mask[..1]);
+            assert_eq!(allowed(), &mask[..1]);
             // Two CPUs: the hop lands on the other one.
             pin_to(&mask[..2]);
             match hop_off() {
@@ -190,7 +179,7 @@ mod tests {
                 }
                 Hop::Stayed => panic!("a thread free to run on two CPUs did not hop"),
             }
-            assert_eq!(affinity(), &mask[..2], "the mask was not restored");
+            assert_eq!(allowed(), &mask[..2], "the mask was not restored");
             pin_to(&mask);
         })
         .join()

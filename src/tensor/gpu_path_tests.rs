@@ -368,8 +368,8 @@ fn gpu_copies_into_reused_pinned_buffers_are_complete() {
 /// A CUDA graph of a host tensor is refused at push time as a device error, not a shape one.
 #[test]
 fn a_cuda_graph_of_a_host_tensor_is_a_device_error() {
-    let rt = rt();
-    let x = Tensor::ones(&rt.engine, &rt.devices[0], &[2, 2]);
+    let (rt, d) = &rt();
+    let x = Tensor::ones(&rt.engine, d, &[2, 2]);
     match x.capture_dense_relu(&[]) {
         Err(TensorError::Device(message)) => assert!(message.contains("cpu:0"), "{message}"),
         Err(other) => panic!("wrong error: {other}"),

@@ -254,13 +254,7 @@ impl Tensor {
 
     /// `a · self + b · other`, element-wise (host tensors of one shape), on `self`'s device.
     pub fn axpby(&self, a: f32, other: &Tensor, b: f32) -> Result<Tensor, TensorError> {
-        if self.place.shape != other.place.shape {
-            return Err(TensorError::Shape(format!(
-                "cannot add {:?} and {:?}",
-                &self.place.shape[..],
-                &other.place.shape[..]
-            )));
-        }
+        self.same_shape(other, |s, o| format!("cannot add {s:?} and {o:?}"))?;
         Ok(self.axpby_host(a, other, b))
     }
 
@@ -269,15 +263,21 @@ impl Tensor {
     /// earlier reader of `self` (write after read) and every earlier write (write after write).
     /// `other` may be `self` itself.
     pub fn axpby_assign(&self, a: f32, other: &Tensor, b: f32) -> Result<(), TensorError> {
-        if self.place.shape != other.place.shape {
-            return Err(TensorError::Shape(format!(
-                "cannot add {:?} into {:?}",
-                &other.place.shape[..],
-                &self.place.shape[..]
-            )));
-        }
+        self.same_shape(other, |s, o| format!("cannot add {o:?} into {s:?}"))?;
         self.axpby_assign_host(a, other, b);
         Ok(())
+    }
+
+    /// A shape error worded by `message` of `self`'s shape and `other`'s, unless they are one.
+    fn same_shape(
+        &self,
+        other: &Tensor,
+        message: fn(&[usize], &[usize]) -> String,
+    ) -> Result<(), TensorError> {
+        let (s, o) = (self.shape(), other.shape());
+        (s == o)
+            .then_some(())
+            .ok_or_else(|| TensorError::Shape(message(s, o)))
     }
 
     /// A new tensor with the same values, computed by an op on the device's compute lane.

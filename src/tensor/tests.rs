@@ -2,16 +2,19 @@ use super::storage::{into_flat, read, read_both, CellShape};
 use super::*;
 use crate::device::memory::MemTracker;
 use crate::device::{Runtime, RuntimeOptions};
+use crate::engine::tests::Gate;
 use ndarray::IxDyn;
 
-pub(super) fn rt() -> Runtime {
-    Runtime::cpu(&RuntimeOptions::default(), &[2]).unwrap()
+/// A runtime of one CPU device of two threads, and that device.
+pub(super) fn rt() -> (Runtime, Arc<Device>) {
+    let rt = Runtime::cpu(&RuntimeOptions::default(), &[2]).unwrap();
+    let d = rt.devices[0].clone();
+    (rt, d)
 }
 
 #[test]
 fn add_scalar_chain_computes_in_order() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let mut y = Tensor::ones(&rt.engine, d, &[1, 2]);
     for _ in 0..100 {
         y = y.add_scalar(1.0);
@@ -21,8 +24,7 @@ fn add_scalar_chain_computes_in_order() {
 
 #[test]
 fn matmul_matches_a_naive_product() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let a = Tensor::uniform(&rt.engine, d, &[3, 5], 1);
     let b = Tensor::uniform(&rt.engine, d, &[5, 7], 2);
     let c = a.matmul(&b).unwrap();
@@ -42,16 +44,14 @@ fn matmul_matches_a_naive_product() {
 
 #[test]
 fn matmul_rejects_bad_shapes_at_push() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let a = Tensor::ones(&rt.engine, d, &[3, 5]);
     assert!(matches!(a.matmul(&a), Err(TensorError::Shape(_))));
 }
 
 #[test]
 fn relu_and_add_row_compute_a_dense_layer() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let x = Tensor::from_host(
         &rt.engine,
         d,
@@ -77,8 +77,7 @@ fn reading_one_buffer_twice_takes_one_lock() {
 
 #[test]
 fn axpby_assign_updates_in_place_after_earlier_readers() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let x = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
     let y = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[10.0f32, 20.0]).into_dyn());
     // A reader of x pushed before the in-place write must see the old values (WAR)...
@@ -96,8 +95,7 @@ fn axpby_assign_updates_in_place_after_earlier_readers() {
 
 #[test]
 fn a_host_copy_is_usable_by_host_ops() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let x = Tensor::from_host(&rt.engine, d, ndarray::arr1(&[-1.0f32, 2.0]).into_dyn());
     let h = x.copy_to_host();
     assert!(Arc::ptr_eq(h.device(), d), "a CPU device is its own host");
@@ -106,8 +104,7 @@ fn a_host_copy_is_usable_by_host_ops() {
 
 #[test]
 fn copy_to_host_runs_on_the_copy_lane_and_copies() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     rt.engine.set_tracing(true);
     let x = Tensor::uniform(&rt.engine, d, &[4, 4], 9);
     let y = x.copy_to_host();
@@ -119,30 +116,15 @@ fn copy_to_host_runs_on_the_copy_lane_and_copies() {
 
 #[test]
 fn values_are_freed_once_the_last_handle_and_the_last_op_using_them_are_gone() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let memory = d.memory.clone();
     let base = memory.live();
     let x = Tensor::ones(&rt.engine, d, &[1000]);
     x.wait_to_read().unwrap();
     assert_eq!(memory.live(), base + 4000, "x counts once written");
     // Hold the lane, so that every op below is still pending when its tensors are dropped.
-    // Released on the way out too, so a failed assertion cannot leave the engine's drop
-    // waiting on the held op.
-    struct Release(Arc<std::sync::atomic::AtomicBool>);
-    impl Drop for Release {
-        fn drop(&mut self) {
-            self.0.store(true, std::sync::atomic::Ordering::Release);
-        }
-    }
-    let go = Release(Arc::new(std::sync::atomic::AtomicBool::new(false)));
-    let go2 = go.0.clone();
-    rt.engine.push("hold", d.compute, &[], &[], move || {
-        while !go2.load(std::sync::atomic::Ordering::Acquire) {
-            std::thread::yield_now();
-        }
-        Ok(())
-    });
+    let go = Gate::closed();
+    rt.engine.push("hold", d.compute, &[], &[], go.waiter());
     let y = x.add_scalar(1.0);
     let z = y.scale(2.0);
     drop(x);
@@ -199,8 +181,7 @@ fn a_cell_refuses_values_of_another_shape() {
 
 #[test]
 fn views_and_in_place_ops_see_the_values_in_their_shape() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let a = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]]);
     // A transposed array uploads in its own row order.
     let x = Tensor::from_host(&rt.engine, d, a.clone().reversed_axes().into_dyn());
@@ -239,8 +220,7 @@ fn a_cell_keeps_its_shape_inline_up_to_four_dimensions_and_on_the_heap_beyond() 
 
 #[test]
 fn tensors_of_five_dimensions_compute_and_read_back() {
-    let rt = rt();
-    let d = &rt.devices[0];
+    let (rt, d) = &rt();
     let x = ndarray::ArrayD::from_shape_fn(IxDyn(&[2, 1, 2, 1, 2]), |i| i[0] as f32 - i[4] as f32);
     // `apply` reads its input as an array of the cell's shape and stores one of that shape.
     let y = Tensor::from_host(&rt.engine, d, x.clone())

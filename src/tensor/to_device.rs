@@ -6,17 +6,13 @@
 
 use std::sync::Arc;
 
-use super::{Placement, Tensor};
+use super::Tensor;
 use crate::device::{Device, DeviceKind};
 
 impl Tensor {
     /// This host tensor's values, copied to `device` by an op of its own.
     pub fn copy_to_device(&self, device: &Arc<Device>) -> Tensor {
-        let out = Tensor::pending_at(Placement::new(
-            &self.place.engine,
-            device,
-            &self.place.shape,
-        ));
+        let out = Tensor::pending(&self.place.engine, device, &self.place.shape);
         match &device.kind {
             DeviceKind::Cpu { .. } => self.copy_host("copy to device", device.copy, &out),
             #[cfg(feature = "cuda")]

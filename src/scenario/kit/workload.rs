@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::engine::{trace, Engine, EngineError, TraceRecord};
+use crate::engine::{Engine, EngineError, TraceRecord};
 use crate::harness::SamplerConfig;
 use crate::tensor::{Tensor, TensorError};
 
@@ -51,7 +51,7 @@ pub fn traced<T, E: From<EngineError>>(
     let outcome = work();
     engine.set_tracing(false);
     let mut records = engine.take_trace();
-    trace::sort_by_push(&mut records);
+    records.sort_by_key(|r| r.seq);
     Ok((outcome?, Some(records)))
 }
 
