@@ -487,7 +487,7 @@ mod tests {
         });
         let others = others.map(|(text, line, needle)| (text.to_string(), line, needle));
         for (text, line, needle) in on_async.into_iter().chain(others) {
-            let e = parse("suite.toml", text)
+            let e = parse("suite.toml", &text)
                 .err()
                 .unwrap_or_else(|| panic!("accepted: {text}"));
             let msg = e.to_string();
