@@ -97,27 +97,25 @@ impl SamplingOverrides {
         if let Some(v) = self.warmup {
             c.warmup = v;
         }
-        if let Some(v) = self.min_samples {
-            c.min_samples = v;
-            c.max_samples = c.max_samples.max(v);
-        }
-        if let Some(v) = self.max_samples {
-            c.max_samples = v;
-            if self.min_samples.is_none() {
-                c.min_samples = c.min_samples.min(v);
-            }
-        }
-        if let Some(v) = self.min_time {
-            c.min_time = v;
-            c.max_time = c.max_time.max(v);
-        }
-        if let Some(v) = self.max_time {
-            c.max_time = v;
-            if self.min_time.is_none() {
-                c.min_time = c.min_time.min(v);
-            }
-        }
+        let samples = (self.min_samples, self.max_samples);
+        let time = (self.min_time, self.max_time);
+        overridden(&mut c.min_samples, &mut c.max_samples, samples);
+        overridden(&mut c.min_time, &mut c.max_time, time);
         c
+    }
+}
+
+/// A range's bounds with `given`'s applied: a raised minimum raises the maximum with it, and a
+/// lowered maximum lowers the minimum unless that was given too.
+fn overridden<T: Ord + Copy>(min: &mut T, max: &mut T, given: (Option<T>, Option<T>)) {
+    if let Some(v) = given.0 {
+        (*min, *max) = (v, (*max).max(v));
+    }
+    if let Some(v) = given.1 {
+        *max = v;
+        if given.0.is_none() {
+            *min = (*min).min(v);
+        }
     }
 }
 

@@ -9,13 +9,11 @@
 use super::explain::{conclude, explain_gpu, OpCounts, Schedules};
 use super::plan::{Plan, StepKind};
 use super::program::{input, product_affine, program, Node};
-use super::{Config, Deps, Timed, ASYNCHRONY_SPEEDUP, PARALLELISM_SPEEDUP};
-use super::{PARALLEL_SPEEDUP, PROGRAM_OPS_WAITING};
+use super::{Config, Deps, Timed, PROGRAM_OPS_WAITING};
 use crate::device::cuda::stream_lanes::{GpuMatrix, StreamRuntime};
 use crate::device::cuda::streams::{StreamError, StreamOp};
 use crate::device::{DeviceError, GpuOrder};
 use crate::harness::{synced, Variant};
-use crate::report::evidence::Estimate;
 use crate::report::RunRecord;
 use crate::scenario::kit::check_matrices;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
@@ -199,22 +197,7 @@ pub(super) fn run(
         ),
     );
 
-    let f = Schedules {
-        op_by_op: Estimate::of(&run, Timed::OpByOp.name()),
-        one_device: Estimate::of(&run, Timed::OneDevice.name()),
-        parallel: Estimate::of(&run, Timed::Parallel.name()),
-        work: f64::NAN,
-        path: f64::NAN,
-        bound: f64::NAN,
-        ratio: f64::NAN,
-        lowest: f64::NAN,
-        ops,
-        devices: k,
-        cores: 0,
-    };
-    run.record(ASYNCHRONY_SPEEDUP, f.asynchrony().value);
-    run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
-    run.record(PARALLEL_SPEEDUP, f.op_by_op.median / f.parallel.median);
+    let f = Schedules::of(&mut run, ops, k, 0);
     run.record(PROGRAM_OPS_WAITING, waiting as f64);
     explain_gpu(&f, k, n, waiting).record(&mut run);
     conclude(&mut run, &f);

@@ -131,25 +131,41 @@ pub(super) fn run_cpu(
         median(&bounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
     };
     let f = Schedules {
-        op_by_op: Estimate::of(&run, Timed::OpByOp.name()),
-        one_device: Estimate::of(&run, Timed::OneDevice.name()),
-        parallel: Estimate::of(&run, Timed::Parallel.name()),
         work: med(|b| b.work_s),
         path: med(|b| b.path_s),
         bound: med(|b| b.bound_s),
         ratio: median(&ratios).unwrap_or(f64::NAN),
         lowest,
-        ops,
-        devices,
-        cores,
+        ..Schedules::of(&mut run, ops, devices, cores)
     };
-    run.record(ASYNCHRONY_SPEEDUP, f.asynchrony().value);
-    run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
-    run.record(PARALLEL_SPEEDUP, f.op_by_op.median / f.parallel.median);
     run.record(WORK_S, f.work);
     run.record(CRITICAL_PATH_S, f.path);
     run.record(LOWER_BOUND_S, f.bound);
     run.record(PARALLEL_OVER_BOUND_RATIO, f.ratio);
     run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
     Ok((run, f))
+}
+
+impl Schedules {
+    /// The three timed schedules' medians from `run`, with their speedups recorded there; the
+    /// traced bounds are NaN (the GPU traces none).
+    pub(super) fn of(run: &mut RunRecord, ops: OpCounts, devices: usize, cores: usize) -> Self {
+        let f = Schedules {
+            op_by_op: Estimate::of(run, Timed::OpByOp.name()),
+            one_device: Estimate::of(run, Timed::OneDevice.name()),
+            parallel: Estimate::of(run, Timed::Parallel.name()),
+            work: f64::NAN,
+            path: f64::NAN,
+            bound: f64::NAN,
+            ratio: f64::NAN,
+            lowest: f64::NAN,
+            ops,
+            devices,
+            cores,
+        };
+        run.record(ASYNCHRONY_SPEEDUP, f.asynchrony().value);
+        run.record(PARALLELISM_SPEEDUP, f.parallelism().value);
+        run.record(PARALLEL_SPEEDUP, f.op_by_op.median / f.parallel.median);
+        f
+    }
 }

@@ -278,6 +278,20 @@ fn undeclared(name: &str, wanted: &'static str) -> ParamError {
     }
 }
 
+/// `Params`' typed getters: each reads one `ParamValue` variant; a parameter of another type
+/// is as undeclared as a missing one, and the error says what was wanted.
+macro_rules! getters {
+    ($($(#[$doc:meta])* $get:ident -> $ty:ty = $variant:ident($v:ident) => $out:expr, $wanted:literal;)*) => {$(
+        $(#[$doc])*
+        pub fn $get(&self, name: &str) -> Result<$ty, ParamError> {
+            match self.get(name, $wanted)? {
+                ParamValue::$variant($v) => Ok($out),
+                _ => Err(undeclared(name, $wanted)),
+            }
+        }
+    )*};
+}
+
 /// The values of every parameter of a scenario, in declaration order. A scenario reads them
 /// once, into a configuration struct of its own (`Config::of`), through the typed getters
 /// below; everything after that reads the struct.
@@ -339,12 +353,15 @@ impl Params {
             .product()
     }
 
-    /// An `Int` parameter.
-    pub fn int(&self, name: &str) -> Result<u64, ParamError> {
-        match self.get(name, "a whole number")? {
-            ParamValue::Int(v) => Ok(*v),
-            _ => Err(undeclared(name, "a whole number")),
-        }
+    getters! {
+        /// An `Int` parameter.
+        int -> u64 = Int(v) => *v, "a whole number";
+        /// A `Sizes` parameter, in bytes.
+        sizes -> &[u64] = Sizes(v) => v, "a list of sizes";
+        /// A `Shape` parameter.
+        shape -> &[usize] = Shape(v) => v, "a shape";
+        /// A `Float` parameter.
+        float -> f64 = Float(v) => *v, "a number";
     }
 
     /// An `Int` parameter as a count or size in memory (`usize`).
@@ -355,30 +372,6 @@ impl Params {
             value: v.to_string(),
             reason: "too large for this machine's address space".into(),
         })
-    }
-
-    /// A `Sizes` parameter, in bytes.
-    pub fn sizes(&self, name: &str) -> Result<&[u64], ParamError> {
-        match self.get(name, "a list of sizes")? {
-            ParamValue::Sizes(v) => Ok(v),
-            _ => Err(undeclared(name, "a list of sizes")),
-        }
-    }
-
-    /// A `Shape` parameter.
-    pub fn shape(&self, name: &str) -> Result<&[usize], ParamError> {
-        match self.get(name, "a shape")? {
-            ParamValue::Shape(v) => Ok(v),
-            _ => Err(undeclared(name, "a shape")),
-        }
-    }
-
-    /// A `Float` parameter.
-    pub fn float(&self, name: &str) -> Result<f64, ParamError> {
-        match self.get(name, "a number")? {
-            ParamValue::Float(v) => Ok(*v),
-            _ => Err(undeclared(name, "a number")),
-        }
     }
 
     /// A `Choice` parameter, as the enum of its words.
