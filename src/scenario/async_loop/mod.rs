@@ -198,8 +198,8 @@ impl Scenario for AsyncLoop {
     }
 
     /// Its microsecond figures follow where the OS places the engine's threads: eight back-to-
-    /// back reruns of `scenarios/ci.toml` by one binary on a 2-core VM read `chain` from 164 to
-    /// 872 µs (×5.3) with no change of code (results/compare-detection.md); a change between
+    /// back reruns of `scenarios/ci.toml` by one binary on a 2-core VM read `chain` from 163 to
+    /// 927 µs (×5.7) with no change of code (results/compare-detection.md); a change between
     /// single runs counts past ×6.
     fn drift_between_runs(&self) -> Option<f64> {
         Some(5.0)

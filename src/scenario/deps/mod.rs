@@ -128,7 +128,7 @@ impl Scenario for Deps {
 
     /// Its samples are a few hundred microseconds of engine hand-offs between threads, which
     /// follow where the OS places them: eight reruns of `scenarios/ci.toml` by one binary on a
-    /// quiet 2-core VM read `one-device` from 137 to 231 µs (×1.7; results/compare-detection.md);
+    /// quiet 2-core VM read `one-device` from 140 to 237 µs (×1.7; results/compare-detection.md);
     /// a change between single runs counts past ×2.
     fn drift_between_runs(&self) -> Option<f64> {
         Some(1.0)
