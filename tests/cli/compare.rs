@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, compare, parbench, report_with, scale_times};
 
 #[test]
 fn compare_identical_reports_is_all_same() {
@@ -218,12 +218,7 @@ fn one_report_a_side_of_async_leaves_a_doubling_inconclusive() {
         scale_times(d, |_| 1.0);
     });
     let b = report_with(dir.path(), "b.json", |d| scale_times(d, |_| 2.0));
-    let out = parbench()
-        .args(["compare", "--format", "json"])
-        .arg(&a)
-        .arg(&b)
-        .output()
-        .unwrap();
+    let out = compare(&["--format", "json"], &a, &b);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli::util::{assert_usage_error, parbench, report_with, scale_times};
+use crate::cli::util::{assert_usage_error, compare, report_with, scale_times};
 
 /// The base: the async report with a second run, a `deps` scenario (the async run renamed).
 fn two_scenarios(dir: &Path) -> PathBuf {
@@ -26,16 +26,6 @@ fn one_scenario_one_variant_less(dir: &Path) -> (PathBuf, String) {
         *lost.borrow_mut() = variants.remove(0)["name"].as_str().unwrap().to_string();
     });
     (path, lost.into_inner())
-}
-
-fn compare(args: &[&str], base: &Path, new: &Path) -> std::process::Output {
-    parbench()
-        .arg("compare")
-        .args(args)
-        .arg(base)
-        .arg(new)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -15,6 +15,21 @@ pub fn parbench() -> Command {
 
 /// `parbench` with every GPU hidden (`CUDA_VISIBLE_DEVICES` empty), so a test of the path
 /// without a GPU runs the same on a machine that has one.
+/// `parbench compare ARGS BASE NEW`, run to completion.
+pub fn compare(
+    args: &[&str],
+    base: &std::path::Path,
+    new: &std::path::Path,
+) -> std::process::Output {
+    parbench()
+        .arg("compare")
+        .args(args)
+        .arg(base)
+        .arg(new)
+        .output()
+        .unwrap()
+}
+
 pub fn parbench_without_gpu() -> Command {
     let mut c = parbench();
     c.env("CUDA_VISIBLE_DEVICES", "");
