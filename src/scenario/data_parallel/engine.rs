@@ -265,9 +265,8 @@ impl Setup {
     /// `ring-overlapped`: per step, each device's forward op, then bucket by bucket (in the
     /// backward order) every device's backward ops of the bucket's layers followed at once by
     /// the bucket's ring on the copy lanes (or the compute lanes, `--collective-lane`), then
-    /// each device's update. The engine runs a
-    /// bucket's ring as soon as its layers' gradients are written, while the compute lanes go
-    /// on with the next bucket's layers.
+    /// each device's update. The engine runs a bucket's ring as soon as its layers' gradients
+    /// are written, while the compute lanes go on with the next bucket's layers.
     fn push_overlapped(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
         let k = self.devices;
         let lanes: Vec<LaneId> = rt.devices[..k]
