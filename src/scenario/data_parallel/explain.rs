@@ -103,13 +103,10 @@ pub(super) fn record_run(
         let c = thin(full, 200);
         let final_loss = loss_of(&t.weights);
         let kp = v.key();
-        run.derive_as(
-            &format!("{kp}_samples_per_second"),
-            rate,
-            SAMPLES_PER_SECOND,
-        );
-        run.derive_as(&format!("{kp}_final_loss"), final_loss, FINAL_LOSS);
-        let to_target = format!("{kp}_time_to_target_s");
+        let key = |name: &str| format!("{kp}_{name}");
+        run.derive_as(&key("samples_per_second"), rate, SAMPLES_PER_SECOND);
+        run.derive_as(&key("final_loss"), final_loss, FINAL_LOSS);
+        let to_target = key("time_to_target_s");
         match reached {
             Some(t) => run.derive_as(&to_target, t, SECONDS_LOWER),
             None => run.unmeasured_as(
@@ -118,12 +115,12 @@ pub(super) fn record_run(
                 "the loss never reached the target",
             ),
         }
-        run.derive_series(&format!("{kp}_loss_curve"), json!(c));
+        run.derive_series(&key("loss_curve"), json!(c));
         let efficiency = base_rate
             .filter(|_| v.is_synchronous())
             .map(|b| rate / (k as f64 * b));
         if let Some(e) = efficiency {
-            run.derive_as(&format!("{kp}_scaling_efficiency"), e, SCALING_EFFICIENCY);
+            run.derive_as(&key("scaling_efficiency"), e, SCALING_EFFICIENCY);
         }
         let share = comm.shares.iter().find(|(s, _)| *s == v).map(|(_, s)| *s);
         let overlap = comm.overlaps.iter().find(|(s, _)| *s == v).map(|(_, o)| *o);
@@ -134,10 +131,9 @@ pub(super) fn record_run(
             ("communication_overlap", overlap.map(|o| o.share()), SHARE),
         ];
         for (name, value, figure) in traced {
-            let key = format!("{kp}_{name}");
             match value {
-                Some(x) => run.derive_as(&key, x, figure),
-                None if v.is_synchronous() => run.unmeasured_as(&key, figure, comm.untraced),
+                Some(x) => run.derive_as(&key(name), x, figure),
+                None if v.is_synchronous() => run.unmeasured_as(&key(name), figure, comm.untraced),
                 None => {}
             }
         }

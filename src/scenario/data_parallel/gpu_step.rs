@@ -443,16 +443,10 @@ pub fn host_sgd(
     let mut p = initial.to_vec();
     let mut g = vec![0f32; p.len()];
     let mut losses = Vec::with_capacity(steps);
+    let scale = shape.batch as f32;
     for step in 0..steps {
         let rows = (step * shape.batch, shape.batch);
-        losses.push(mlp::gradient(
-            &shape.layers,
-            &p,
-            data,
-            rows,
-            shape.batch as f32,
-            &mut g,
-        ));
+        losses.push(mlp::gradient(&shape.layers, &p, data, rows, scale, &mut g));
         mlp::sgd(&mut p, &g, shape.lr);
     }
     (p, losses)

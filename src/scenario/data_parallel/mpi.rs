@@ -79,16 +79,10 @@ impl Rank<'_> {
     /// threads.
     fn gradient(&self, weights: &[f32], rows: (usize, usize), out: &mut [f32]) {
         let (s, n) = (self.setup, self.n());
-        let loss = self.pool.install(|| {
-            gradient(
-                &s.layers,
-                weights,
-                &s.data,
-                rows,
-                s.batch as f32,
-                &mut out[..n],
-            )
-        });
+        let scale = s.batch as f32;
+        let loss = self
+            .pool
+            .install(|| gradient(&s.layers, weights, &s.data, rows, scale, &mut out[..n]));
         out[n] = (loss * s.batch as f64) as f32;
     }
 
