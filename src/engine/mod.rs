@@ -313,10 +313,7 @@ impl Engine {
                 sync_error.get_or_insert(EngineError::DeviceSync(e));
             }
         }
-        match first.or(sync_error) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        first.or(sync_error).map_or(Ok(()), Err)
     }
 
     /// Ops pushed and not yet completed.

@@ -240,12 +240,8 @@ impl Var {
         lock(&self.0.pushed)
     }
 
-    /// Register an access by `op`. Returns true when it is granted at once.
-    fn append(&self, access: Access, op: &OpRef) -> bool {
-        self.append_locked(&mut self.lock(), access, op)
-    }
-
-    /// [`append`](Self::append) with this var's pushing side already locked (`p`).
+    /// Register an access by `op`, with this var's pushing side locked (`p`). Returns true
+    /// when it is granted at once.
     fn append_locked(&self, p: &mut Pushed, access: Access, op: &OpRef) -> bool {
         let done = &self.0.done;
         let (reads_before, writes_before) = (p.reads, p.writes);
@@ -421,7 +417,7 @@ pub(crate) fn append_all(op: &OpRef, n: usize) -> usize {
     };
     match deps {
         [] => return 0,
-        [v] => return usize::from(v.append(access(0), op)),
+        [v] => return usize::from(v.append_locked(&mut v.lock(), access(0), op)),
         [a, b] => {
             // The common case (an input and an output), without the general case's vectors.
             let (mut pa, mut pb) = if a.key().0 < b.key().0 {
