@@ -25,8 +25,7 @@ const BLOCK: u32 = 256;
 /// Most blocks per launch: the kernels loop over the rest (grid stride).
 const MAX_BLOCKS: u64 = 1 << 16;
 
-/// The module of `ptx` loaded into `ctx` (the driver compiles it for the GPU at hand), and a
-/// lookup of its kernels by name.
+/// The module of `ptx` loaded into `ctx`, and a lookup of its kernels by name.
 pub(super) fn load_ptx(
     ctx: &Arc<CudaContext>,
     ptx: &str,
