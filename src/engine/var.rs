@@ -375,20 +375,10 @@ impl Var {
         let done = &self.0.done;
         let target = self.lock().writes;
         if !spin_until(|| done.writes.load(Ordering::Acquire) >= target) {
-            let mut p = self.lock();
-            // SeqCst with `complete_write`'s increment-then-load: it sees this sleeper, or
-            // this check sees its write.
-            done.sleepers.fetch_add(1, Ordering::SeqCst);
-            let mut slept = false;
-            while done.writes.load(Ordering::SeqCst) < target {
-                p = self.0.written.wait(p).unwrap_or_else(|p| p.into_inner());
-                slept = true;
-            }
-            done.sleepers.fetch_sub(1, Ordering::SeqCst);
-            drop(p);
-            if slept {
-                waiting::leave_wakers_cpu();
-            }
+            // Paired with `complete_write`'s increment-then-load of `sleepers`.
+            waiting::sleep_until(self.lock(), &self.0.written, &done.sleepers, || {
+                done.writes.load(Ordering::SeqCst) >= target
+            });
         }
         self.error().map_or(Ok(()), Err)
     }
