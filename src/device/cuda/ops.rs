@@ -16,6 +16,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::{CudaDevice, GpuError};
+use crate::device::Map;
 
 /// The PTX of `kernels/elementwise.cu` (ISA 7.5, sm_75: CUDA 12 and 13 drivers load it).
 pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");
@@ -67,14 +68,6 @@ impl Kernels {
     pub(super) fn add_scalar(&self) -> &CudaFunction {
         &self.add_scalar
     }
-}
-
-/// An element-wise map `y = f(x)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Map {
-    AddScalar(f32),
-    Scale(f32),
-    Relu,
 }
 
 /// Grid for `n` elements: one thread per element up to [`MAX_BLOCKS`] blocks.
