@@ -52,6 +52,26 @@ pub(crate) fn find_or_push<T>(
     &mut v[i]
 }
 
+/// A record's derived fields (`remote = "Self"`) as JSON, the fields computed from it
+/// (`extra`) inserted after the field `after` (at the end without one), written by `serializer`.
+pub(crate) fn with_fields<S: serde::Serializer>(
+    json: Result<serde_json::Value, serde_json::Error>,
+    after: Option<&str>,
+    extra: impl IntoIterator<Item = (String, serde_json::Value)>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut json = json.map_err(serde::ser::Error::custom)?;
+    if let serde_json::Value::Object(fields) = &mut json {
+        let after = after.and_then(|a| fields.keys().position(|k| k == a));
+        let mut at = after.map_or(fields.len(), |i| i + 1);
+        for (k, v) in extra {
+            fields.shift_insert(at, k, v);
+            at += 1;
+        }
+    }
+    json.serialize(serializer)
+}
+
 /// The ops of one traced repeat of one variant (what `--trace` and `--timeline` show).
 #[derive(Debug, Clone)]
 pub struct TracedRun {

@@ -85,28 +85,8 @@ impl Serialize for RunRecord {
         let display: Map<String, Value> = display.map(|(k, t)| (k.into(), t.into())).collect();
         let extra = (!display.is_empty()).then(|| ("derived_display".into(), display.into()));
         let json = RunRecord::serialize(self, serde_json::value::Serializer);
-        with_fields(json, Some("derived"), extra, serializer)
+        super::with_fields(json, Some("derived"), extra, serializer)
     }
-}
-
-/// A record's derived fields (`remote = "Self"`) as JSON, the fields computed from it
-/// (`extra`) inserted after the field `after` (at the end without one), written by `serializer`.
-fn with_fields<S: Serializer>(
-    json: Result<Value, serde_json::Error>,
-    after: Option<&str>,
-    extra: impl IntoIterator<Item = (String, Value)>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let mut json = json.map_err(Error::custom)?;
-    if let Value::Object(fields) = &mut json {
-        let after = after.and_then(|a| fields.keys().position(|k| k == a));
-        let mut at = after.map_or(fields.len(), |i| i + 1);
-        for (k, v) in extra {
-            fields.shift_insert(at, k, v);
-            at += 1;
-        }
-    }
-    json.serialize(serializer)
 }
 
 impl<'de> Deserialize<'de> for RunRecord {
@@ -370,7 +350,7 @@ impl Serialize for VariantRecord {
         };
         let extra = [("median_display".into(), self.median_display().into())];
         let json = VariantRecord::serialize(self, serde_json::value::Serializer);
-        with_fields(json, None, extra.into_iter().chain(percentiles), serializer)
+        super::with_fields(json, None, extra.into_iter().chain(percentiles), serializer)
     }
 }
 
