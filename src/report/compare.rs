@@ -374,8 +374,8 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
             run: key.clone(),
             observed: Observation {
                 value: v.summary.median_s,
-                low: v.summary.ci95_s[0],
-                high: v.summary.ci95_s[1],
+                lo: v.summary.ci95_s[0],
+                hi: v.summary.ci95_s[1],
             },
             is_time: true,
             unit: Unit::Seconds,

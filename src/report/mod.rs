@@ -147,9 +147,4 @@ impl Report {
         s.push('\n');
         s
     }
-
-    /// True when every check of every run passed.
-    pub fn all_checks_passed(&self) -> bool {
-        self.runs.iter().all(|r| r.checks_passed())
-    }
 }
