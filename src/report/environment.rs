@@ -87,17 +87,6 @@ impl Environment {
         }
     }
 
-    /// [`Environment::capture`] with the machine's limits but not yet the GPU's: for a report
-    /// of runs, which gets the GPU's limits from [`Environment::note_gpu_run`] once one of its
-    /// runs has used the GPU. Measuring them opens a device and takes up to a GiB of its memory
-    /// for about a second, which a CPU-only run has no use for.
-    pub fn capture_for_runs(engine: Mode, gpu: GpuInfo) -> Environment {
-        Environment {
-            limits: Some(crate::machine::limits().clone()),
-            ..Environment::capture_without_limits(engine, gpu)
-        }
-    }
-
     /// A run of this report used the GPU: record the GPU's limits, measured now if this
     /// process has not measured them yet (after the run, so they never disturb its timings).
     pub fn note_gpu_run(&mut self) {
