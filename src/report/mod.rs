@@ -63,10 +63,9 @@ pub(crate) fn with_fields<S: serde::Serializer>(
     let mut json = json.map_err(serde::ser::Error::custom)?;
     if let serde_json::Value::Object(fields) = &mut json {
         let after = after.and_then(|a| fields.keys().position(|k| k == a));
-        let mut at = after.map_or(fields.len(), |i| i + 1);
-        for (k, v) in extra {
+        let from = after.map_or(fields.len(), |i| i + 1);
+        for (at, (k, v)) in (from..).zip(extra) {
             fields.shift_insert(at, k, v);
-            at += 1;
         }
     }
     json.serialize(serializer)
