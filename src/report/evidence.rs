@@ -56,6 +56,16 @@ impl Ratio {
         }
     }
 
+    /// A sample's median with its 95% interval.
+    pub fn median_of(s: &crate::harness::Summary) -> Ratio {
+        let [lo, hi] = s.ci95_s;
+        Ratio {
+            value: s.median_s,
+            lo,
+            hi,
+        }
+    }
+
     /// `a / b`, from the smallest `a` over the largest `b` to the largest `a` over the
     /// smallest `b`.
     pub fn of(a: Estimate, b: Estimate) -> Ratio {
