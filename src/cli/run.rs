@@ -601,8 +601,13 @@ impl CommonArgs {
     /// A report of no runs yet, in the environment the runs will have.
     fn empty_report(&self) -> Report {
         let gpu = device::discovery::probe_gpu();
-        let mut environment = Environment::capture_for_runs(self.mode(), gpu);
-        environment.machine = self.machine.clone();
+        // The machine's limits, not yet the GPU's: those come with the first run that uses
+        // the GPU (`note_gpu_run`), as measuring them takes a device and up to a GiB of it.
+        let environment = Environment {
+            limits: Some(crate::machine::limits().clone()),
+            machine: self.machine.clone(),
+            ..Environment::capture_without_limits(self.mode(), gpu)
+        };
         Report::new(environment, Vec::new())
     }
 
