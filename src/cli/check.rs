@@ -90,12 +90,7 @@ pub fn check_command_line(
     let outcome =
         clap_parse(Cli::command(), args, Cli::from_arg_matches).and_then(|cli| match cli.command {
             Command::Scenario(raw) => scenario_args(raw).map(drop),
-            Command::Sweep {
-                scenario,
-                set,
-                max_points,
-                ..
-            } => sweep_plan(&scenario, &set, max_points).map(drop),
+            Command::Sweep(a) => sweep_plan(&a.scenario, &a.set, a.max_points).map(drop),
             Command::Help { topic } => help_command(topic.as_deref()).map(drop),
             _ => Ok(()),
         });

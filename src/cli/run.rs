@@ -2,9 +2,8 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
-use super::args::{CommonArgs, SuiteJournalArgs};
+use super::args::{CommonArgs, SuiteJournalArgs, SweepArgs};
 use super::check;
 use super::error::{parsed, CliError, SWEEP_STOP_AFTER};
 use super::eta;
@@ -39,22 +38,14 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
     )
 }
 
-/// `parbench sweep`: `journal`, `resume` and `fresh` are how it was asked to use its journal
-/// (`--journal`, `--resume [FILE]`, `--fresh`).
-pub(super) fn run_sweep(
-    name: &str,
-    set: &[String],
-    journal: Option<PathBuf>,
-    resume: Option<Option<PathBuf>>,
-    fresh: bool,
-    max_points: u64,
-    common: &CommonArgs,
-) -> Result<(), CliError> {
+/// `parbench sweep`.
+pub(super) fn run_sweep(args: SweepArgs) -> Result<(), CliError> {
+    let (name, common) = (args.scenario.as_str(), &args.common);
     let check::SweepPlan {
         scenario: sc,
         axes,
         points,
-    } = match parsed(check::sweep_plan(name, set, max_points))? {
+    } = match parsed(check::sweep_plan(name, &args.set, args.max_points))? {
         Some(plan) => plan,
         None => return Ok(()),
     };
@@ -87,7 +78,7 @@ pub(super) fn run_sweep(
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
     let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
     check_common(common)?;
-    if let (Some(Some(r)), Some(j)) = (&resume, &journal) {
+    if let (Some(Some(r)), Some(j)) = (&args.resume, &args.journal) {
         if r != j {
             return Err(CliError::Usage(format!(
                 "--resume {} and --journal {} name two journals: give one",
@@ -97,7 +88,7 @@ pub(super) fn run_sweep(
         }
     }
     let mut opened = journaling::open_at_path(
-        resume.clone().flatten().or(journal),
+        args.resume.clone().flatten().or(args.journal.clone()),
         common,
         (&format!("sweep-{name}"), &format!("{axes:?}")),
         (&sampling).into(),
@@ -105,7 +96,7 @@ pub(super) fn run_sweep(
             scenario: name.to_string(),
             axes: axes.clone(),
         },
-        journaling::Start::of(fresh, resume.is_some()),
+        journaling::Start::of(args.fresh, args.resume.is_some()),
     )?;
     let (journal_path, done) = (&opened.path, &opened.done);
     // Points as their reports record them (`m=0` resolved to the size it stands for).
