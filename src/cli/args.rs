@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::values::{parse_budget, parse_machine, parse_mode, parse_seconds, parse_threshold};
+use super::values::{parse_budget, parse_machine, parse_seconds, parse_threshold};
 use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
 use crate::export::{self, ComparisonFormat};
@@ -167,7 +167,7 @@ pub struct CommonArgs {
     #[arg(short, long)]
     pub verbose: bool,
     /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
-    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = Mode::from_setting)]
     pub engine: Option<Mode>,
     /// Bound the ops pending in the engine (push blocks at the bound).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
@@ -179,7 +179,7 @@ pub struct CommonArgs {
     /// Cap parbench's GPU allocations at this fraction of the GPU's total memory, in (0, 1]
     /// (TensorFlow's per_process_gpu_memory_fraction): an allocation past it fails with a
     /// one-line error naming what is live, reserved and free.
-    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse_memory_fraction)]
+    #[arg(long, value_name = "F", allow_hyphen_values = true)]
     pub gpu_memory_fraction: Option<MemoryFraction>,
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -237,12 +237,6 @@ pub struct SuiteJournalArgs {
     /// Start over: replace an unfinished journal instead of refusing it.
     #[arg(long, conflicts_with = "resume")]
     pub fresh: bool,
-}
-
-/// `--gpu-memory-fraction`'s value (see [`MemoryFraction`]).
-fn parse_memory_fraction(s: &str) -> Result<MemoryFraction, String> {
-    s.parse()
-        .map_err(|e: crate::device::memory_fraction::FractionError| e.to_string())
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).
