@@ -119,17 +119,7 @@ pub enum Command {
     History(HistoryArgs),
     /// Write a report as one self-contained HTML page (tables, checks, figures), or two
     /// reports side by side with `compare`'s verdicts.
-    Report {
-        /// The JSON report; a second one is compared against the first (the baseline).
-        #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
-        reports: Vec<PathBuf>,
-        /// The page to write (default: the last report's path with .html).
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// With two reports: the smallest change that counts, as for `compare`.
-        #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
-        threshold: f64,
-    },
+    Report(ReportArgs),
     /// Print a shell completion script: `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
     Completions {
         /// The shell.
@@ -357,6 +347,20 @@ pub struct CompareArgs {
     /// entries are listed and warned about.
     #[arg(long)]
     pub(super) require_all: bool,
+}
+
+/// What `parbench report` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// The JSON report; a second one is compared against the first (the baseline).
+    #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
+    pub(super) reports: Vec<PathBuf>,
+    /// The page to write (default: the last report's path with .html).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// With two reports: the smallest change that counts, as for `compare`.
+    #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
+    pub(super) threshold: f64,
 }
 
 /// What `parbench ab` was asked to do.

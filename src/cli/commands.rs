@@ -65,11 +65,7 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             run_plan(vec![run], &common, None)
         }
         Command::Help { topic } => help(topic.as_deref()),
-        Command::Report {
-            reports,
-            output,
-            threshold,
-        } => run_report(&reports, output, threshold),
+        Command::Report(args) => run_report(args),
         Command::Completions { shell } => completions(shell),
         Command::Ab(args) => run_ab(args),
         Command::History(args) => super::history::run_history(args),
