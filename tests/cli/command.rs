@@ -61,6 +61,13 @@ fn commands_become_a_run_with_the_samples_asked_and_compare_pairs_them() {
         stdout.contains("2 entries compared, 0 only in base, 0 only in new"),
         "{stdout}"
     );
+    // history: the folder's two reports charted, an entry per command.
+    let out = parbench().arg("history").arg(dir.path()).output().unwrap();
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    for command in ["nap", "quick"] {
+        assert!(page.contains(&format!("] {command}")), "no {command} entry");
+    }
 }
 
 #[test]
