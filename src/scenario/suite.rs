@@ -261,13 +261,16 @@ fn planned(commands: Commands) -> &'static dyn Scenario {
     Box::leak(Box::new(commands))
 }
 
-/// `parbench command [--name NAME] -- PROGRAM ARGS` as a plan's one run.
+/// `parbench command [--name NAME] -- PROGRAM ARGS` as a plan's one run: the variant
+/// `command`, named by its line unless `name` is given.
 pub fn command_line(
     name: Option<String>,
     argv: Vec<String>,
 ) -> Result<PlannedRun, command::EntryError> {
+    let name = name.unwrap_or_else(|| command::line(&argv));
+    let value = toml::Value::Array(argv.into_iter().map(toml::Value::String).collect());
     Ok(PlannedRun {
-        scenario: planned(Commands::of_argv(name, argv)?),
+        scenario: planned(Commands::new(&name, [(command::SCENARIO, &value)])?),
         params: Params::none(),
         sampling: SamplingOverrides::default(),
         at: None,

@@ -61,26 +61,6 @@ impl DeviceTimes {
     pub(super) fn parallelism(&self) -> Ratio {
         Ratio::of(self.one, self.par)
     }
-
-    /// The lesson's first criterion: the pair beats one after the other.
-    pub(super) fn beats_sequential(&self) -> Finding {
-        Finding::faster("(a + b) / parallel", self.speedup())
-    }
-
-    /// The lesson's second criterion: the pair takes about max(a, b).
-    pub(super) fn about_max(&self) -> Finding {
-        Finding::criterion(
-            "max(a, b) / parallel",
-            self.overlap(),
-            ABOUT_MAX,
-            Want::Above,
-        )
-    }
-
-    /// The physical limit: two devices cannot finish both before the slower one alone.
-    fn overlap_limit(&self) -> Finding {
-        Finding::limit("max(a, b) / parallel", self.overlap(), 1.0, Want::Below)
-    }
 }
 
 warnings! {
@@ -117,7 +97,8 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained<Warning> {
     let same = format!("indistinguishable from one after the other here{tail}");
     out.sentences
         .push(compared(&lead, speedup, [&verdict, &same, &verdict]));
-    let limit = f.overlap_limit();
+    // The physical limit: two devices cannot finish both before the slower one alone.
+    let limit = Finding::limit("max(a, b) / parallel", overlap, 1.0, Want::Below);
     let side = limit.side();
     if out.limit(limit.clone(), || Warning::OverlapAboveOne {
         overlap: overlap.value,
@@ -249,7 +230,11 @@ pub(super) fn conclude(
         sizes.1,
         sizes.0,
     );
-    let findings = vec![f.beats_sequential(), f.about_max()];
+    // The pair beats one after the other, and takes about max(a, b).
+    let findings = vec![
+        Finding::faster("(a + b) / parallel", f.speedup()),
+        Finding::criterion("max(a, b) / parallel", f.overlap(), ABOUT_MAX, Want::Above),
+    ];
     LESSON.conclude(run, BOOK, Verdict::new(findings, here).beside(book));
 }
 

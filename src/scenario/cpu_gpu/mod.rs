@@ -15,7 +15,6 @@ use super::kit::{check_matrices, SECONDS_PER_ROUND};
 use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 const SEQUENTIAL_S: FigureSpec = FigureSpec::new("sequential_s", Unit::Seconds, Better::Neither);
 const PARALLEL_SPEEDUP: FigureSpec =
     FigureSpec::new("parallel_speedup", Unit::Ratio, Better::Higher);

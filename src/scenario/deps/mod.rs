@@ -34,7 +34,6 @@ use super::kit::{self, check_matrices};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 const ASYNCHRONY_SPEEDUP: FigureSpec =
     FigureSpec::new("asynchrony_speedup", Unit::Ratio, Better::Higher);
 const PARALLELISM_SPEEDUP: FigureSpec =

@@ -25,7 +25,6 @@ use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 const HYBRIDIZE_SPEEDUP: FigureSpec =
     FigureSpec::new("hybridize_speedup", Unit::Ratio, Better::Higher);
 const OPS_PER_PASS: FigureSpec = FigureSpec::new("ops_per_pass", Unit::Number, Better::Neither);

@@ -26,7 +26,6 @@ const DIM: ParamKind = ParamKind::Int {
     max: 100_000,
 };
 
-/// The derived figures this scenario records, each with its unit and direction.
 const GFLOPS: FigureSpec = FigureSpec::new("gflops", Unit::Gflops, Better::Higher);
 const GFLOPS_PER_THREAD: FigureSpec =
     FigureSpec::new("gflops_per_thread", Unit::Gflops, Better::Higher);

@@ -22,7 +22,6 @@ use super::kit::{check_elements, check_matrices, sampling_to_95};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 /// `<variant>_peak_bytes`: each variant's peak of live bytes.
 const PEAK_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
 const MINIBATCH_BYTES: FigureSpec =

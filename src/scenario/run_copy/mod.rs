@@ -15,7 +15,6 @@ use super::kit::{check_matrices, SECONDS_PER_ROUND};
 use super::{Choice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
 const IDEAL_S: FigureSpec = FigureSpec::new("ideal_s", Unit::Seconds, Better::Neither);
 const OVERLAP_EFFICIENCY: FigureSpec =
