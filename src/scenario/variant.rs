@@ -26,6 +26,14 @@ macro_rules! variants {
                 }
             }
 
+            /// What `each` gives for every variant, in the order of [`ALL`](Self::ALL): the
+            /// variants a scenario samples.
+            $vis fn each<'a, E>(
+                each: impl FnMut(Self) -> $crate::harness::Variant<'a, E>,
+            ) -> Vec<$crate::harness::Variant<'a, E>> {
+                Self::ALL.iter().copied().map(each).collect()
+            }
+
             /// Every variant's name, in the order of [`ALL`](Self::ALL).
             $vis fn names() -> Vec<String> {
                 Self::ALL.iter().map(|v| v.name().to_string()).collect()

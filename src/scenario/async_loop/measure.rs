@@ -121,48 +121,39 @@ pub(super) fn loops(
     };
     let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
     let (waited, pushed_only) = (&waited, &pushed_only);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Sync => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let t = Instant::now();
-                    let mut y = None;
-                    for _ in 0..n {
-                        let out = x.add_scalar(1.0);
-                        out.wait_to_read()?;
-                        y = Some(out);
-                    }
-                    let elapsed = t.elapsed();
-                    // The last op is done: the stop follows it on the idle stream.
-                    clocks.stop_now(v.name());
-                    clocks.read(v.name());
-                    last.keep(v, y);
-                    Ok(elapsed)
-                }),
-                Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
-                Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
-                Timed::Chain => {
-                    Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n)))))
-                }
-                Timed::PingPong => Variant::new(v.name(), move || {
-                    let mut counter = None;
-                    let elapsed = synced(engine, || {
-                        counter = Some(ping_pong(engine, ping_pong_lanes, n));
-                        Ok::<_, ScenarioError>(())
-                    })?;
-                    last.keep_counter(counter);
-                    Ok(elapsed)
-                }),
-                Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
-                Timed::ProductsPushOnly => {
-                    Variant::new(v.name(), move || pushed_only(v, push_products))
-                }
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Sync => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let t = Instant::now();
+            let mut y = None;
+            for _ in 0..n {
+                let out = x.add_scalar(1.0);
+                out.wait_to_read()?;
+                y = Some(out);
             }
-        })
-        .collect();
+            let elapsed = t.elapsed();
+            // The last op is done: the stop follows it on the idle stream.
+            clocks.stop_now(v.name());
+            clocks.read(v.name());
+            last.keep(v, y);
+            Ok(elapsed)
+        }),
+        Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
+        Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
+        Timed::Chain => Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n))))),
+        Timed::PingPong => Variant::new(v.name(), move || {
+            let mut counter = None;
+            let elapsed = synced(engine, || {
+                counter = Some(ping_pong(engine, ping_pong_lanes, n));
+                Ok::<_, ScenarioError>(())
+            })?;
+            last.keep_counter(counter);
+            Ok(elapsed)
+        }),
+        Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
+        Timed::ProductsPushOnly => Variant::new(v.name(), move || pushed_only(v, push_products)),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 

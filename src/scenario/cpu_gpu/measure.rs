@@ -98,27 +98,24 @@ pub(super) fn devices(
         ys.extend(run_matmuls(second, ops)?);
         Ok(ys)
     };
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| match v {
-            Timed::AAlone => Variant::new(v.name(), || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
-            }),
-            Timed::BAlone => Variant::new(v.name(), || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
-            }),
-            Timed::Parallel => Variant::new(v.name(), || {
-                let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
-                if let Some(records) = records {
-                    *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
-                }
-                Ok(wall)
-            }),
-            Timed::OneDevice => Variant::new(v.name(), || {
-                synced(engine, || both(&x_a_on_one, &x_b_on_one))
-            }),
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::AAlone => Variant::new(v.name(), || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
+        }),
+        Timed::BAlone => Variant::new(v.name(), || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
+        }),
+        Timed::Parallel => Variant::new(v.name(), || {
+            let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
+            if let Some(records) = records {
+                *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
+            }
+            Ok(wall)
+        }),
+        Timed::OneDevice => Variant::new(v.name(), || {
+            synced(engine, || both(&x_a_on_one, &x_b_on_one))
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 

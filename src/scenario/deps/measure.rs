@@ -52,24 +52,19 @@ pub(super) fn run_cpu(
     let bounds: RefCell<Vec<SampleBound>> = RefCell::new(Vec::new());
     let (nodes, on_whole, bounds) = (&nodes, &on_whole, &bounds);
     let (whole_inputs, part_inputs) = (&whole_inputs, &part_inputs);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::OpByOp => Variant::new(v.name(), move || {
-                    synced(engine, || execute(on_whole, whole_inputs, whole, n, true))
-                }),
-                Timed::OneDevice => Variant::new(v.name(), move || {
-                    synced(engine, || execute(on_whole, whole_inputs, whole, n, false))
-                }),
-                Timed::Parallel => Variant::new(v.name(), move || {
-                    let (wall, bound) = parallel_sample(engine, nodes, part_inputs, parts, n)?;
-                    bounds.borrow_mut().extend(bound);
-                    Ok(wall)
-                }),
-            }
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::OpByOp => Variant::new(v.name(), move || {
+            synced(engine, || execute(on_whole, whole_inputs, whole, n, true))
+        }),
+        Timed::OneDevice => Variant::new(v.name(), move || {
+            synced(engine, || execute(on_whole, whole_inputs, whole, n, false))
+        }),
+        Timed::Parallel => Variant::new(v.name(), move || {
+            let (wall, bound) = parallel_sample(engine, nodes, part_inputs, parts, n)?;
+            bounds.borrow_mut().extend(bound);
+            Ok(wall)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
     let bounds = bounds.take();

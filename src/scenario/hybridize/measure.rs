@@ -110,41 +110,36 @@ pub(super) fn passes(
     let owned_clocks = Clocks::default();
     let clocks = &owned_clocks;
     let (imperative, hybrid) = (&imperative, &hybrid);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Imperative => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let elapsed = synced(engine, || {
-                        let outs = (0..passes)
-                            .map(|_| imperative())
-                            .collect::<Result<Vec<_>, _>>()?;
-                        // The passes are independent: the stop follows every one's output.
-                        let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
-                        clocks.stop_after(v.name(), engine, &after);
-                        Ok::<_, ScenarioError>(outs)
-                    })?;
-                    clocks.read(v.name());
-                    Ok(elapsed)
-                }),
-                Timed::Hybridized => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let elapsed = synced(engine, || {
-                        let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
-                        // Every replay writes the graph's one output: the last follows all.
-                        let after: Vec<&Var> = outs.last().map(Tensor::var).into_iter().collect();
-                        clocks.stop_after(v.name(), engine, &after);
-                        Ok::<_, ScenarioError>(outs)
-                    })?;
-                    clocks.read(v.name());
-                    Ok(elapsed)
-                }),
-            }
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Imperative => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let elapsed = synced(engine, || {
+                let outs = (0..passes)
+                    .map(|_| imperative())
+                    .collect::<Result<Vec<_>, _>>()?;
+                // The passes are independent: the stop follows every one's output.
+                let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
+                clocks.stop_after(v.name(), engine, &after);
+                Ok::<_, ScenarioError>(outs)
+            })?;
+            clocks.read(v.name());
+            Ok(elapsed)
+        }),
+        Timed::Hybridized => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let elapsed = synced(engine, || {
+                let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
+                // Every replay writes the graph's one output: the last follows all.
+                let after: Vec<&Var> = outs.last().map(Tensor::var).into_iter().collect();
+                clocks.stop_after(v.name(), engine, &after);
+                Ok::<_, ScenarioError>(outs)
+            })?;
+            clocks.read(v.name());
+            Ok(elapsed)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 

@@ -108,13 +108,10 @@ pub(super) fn epochs(
         Timed::Bounded => (bounded_rt, w_bounded, batches, false),
         Timed::BoundedHalf => (bounded_rt, w_bounded, half, false),
     };
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| {
-            let (rt, w, n, sync_each) = setup(v);
-            Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| {
+        let (rt, w, n, sync_each) = setup(v);
+        Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
+    });
     let summaries = ctx.sample(scenario, &free.engine, &mut variants)?;
     drop(variants);
     let peaks = peaks.into_inner();

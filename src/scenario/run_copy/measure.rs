@@ -65,47 +65,42 @@ pub(super) fn run_and_copy(
     let bounds: RefCell<Vec<(f64, f64)>> = RefCell::new(Vec::new());
     let copy_all = |ys: &[Tensor]| ys.iter().map(Tensor::copy_to_host).collect::<Vec<_>>();
     let (x, kept, bounds, copy_all) = (&x, &kept, &bounds, &copy_all);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Run => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
-                }),
-                Timed::Copy => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(copy_all(kept)))
-                }),
-                Timed::RunThenCopy => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        let ys = run_matmuls(x, ops)?;
-                        engine.wait_all()?;
-                        let mut all = copy_all(&ys);
-                        all.extend(ys);
-                        Ok(all)
-                    })
-                }),
-                Timed::Overlapped => Variant::new(v.name(), move || {
-                    let (wall, records) = traced(engine, || {
-                        synced(engine, || {
-                            let mut all = Vec::new();
-                            for _ in 0..ops {
-                                let y = x.matmul(x)?;
-                                all.push(y.copy_to_host());
-                                all.push(y);
-                            }
-                            Ok::<_, ScenarioError>(all)
-                        })
-                    })?;
-                    if let Some(records) = records {
-                        let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
-                        let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
-                        bounds.borrow_mut().push((wall.as_secs_f64(), bound));
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Run => Variant::new(v.name(), move || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
+        }),
+        Timed::Copy => Variant::new(v.name(), move || {
+            synced(engine, || Ok::<_, ScenarioError>(copy_all(kept)))
+        }),
+        Timed::RunThenCopy => Variant::new(v.name(), move || {
+            synced(engine, || {
+                let ys = run_matmuls(x, ops)?;
+                engine.wait_all()?;
+                let mut all = copy_all(&ys);
+                all.extend(ys);
+                Ok(all)
+            })
+        }),
+        Timed::Overlapped => Variant::new(v.name(), move || {
+            let (wall, records) = traced(engine, || {
+                synced(engine, || {
+                    let mut all = Vec::new();
+                    for _ in 0..ops {
+                        let y = x.matmul(x)?;
+                        all.push(y.copy_to_host());
+                        all.push(y);
                     }
-                    Ok(wall)
-                }),
+                    Ok::<_, ScenarioError>(all)
+                })
+            })?;
+            if let Some(records) = records {
+                let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
+                let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
+                bounds.borrow_mut().push((wall.as_secs_f64(), bound));
             }
-        })
-        .collect();
+            Ok(wall)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 
