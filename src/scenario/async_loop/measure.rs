@@ -21,7 +21,6 @@ use crate::scenario::kit::{chosen_device, ChosenDevice};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
 pub(super) struct Measured {
     pub run: RunRecord,
     /// The engine's mode, for the book's model.

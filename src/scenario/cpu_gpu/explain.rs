@@ -38,15 +38,6 @@ impl DeviceTimes {
         }
     }
 
-    /// The slower workload alone: max(a, b).
-    fn slower_alone(&self) -> Estimate {
-        Estimate {
-            median: self.a.median.max(self.b.median),
-            lo: self.a.lo.max(self.b.lo),
-            hi: self.a.hi.max(self.b.hi),
-        }
-    }
-
     /// (a + b) / parallel.
     pub(super) fn speedup(&self) -> Ratio {
         Ratio::of(self.sequential(), self.par)
@@ -54,7 +45,12 @@ impl DeviceTimes {
 
     /// max(a, b) / parallel: 1.0 is perfect overlap.
     pub(super) fn overlap(&self) -> Ratio {
-        Ratio::of(self.slower_alone(), self.par)
+        let slower_alone = Estimate {
+            median: self.a.median.max(self.b.median),
+            lo: self.a.lo.max(self.b.lo),
+            hi: self.a.hi.max(self.b.hi),
+        };
+        Ratio::of(slower_alone, self.par)
     }
 
     /// one-device / parallel: what splitting the same cores into two devices gained.

@@ -9,8 +9,6 @@ mod checks;
 mod explain;
 mod measure;
 
-use explain::explain;
-
 use super::kit::{check_matrices, SECONDS_PER_ROUND};
 use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
@@ -94,9 +92,6 @@ impl Scenario for CpuGpu {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let mut m = measure::devices(self, params, ctx, Config::of(params)?)?;
-        explain(&m.times, &m.one_device).record(&mut m.run);
-        explain::conclude(&mut m.run, &m.times, m.gpu, m.sizes);
-        Ok(m.run)
+        measure::devices(self, params, ctx, Config::of(params)?)
     }
 }

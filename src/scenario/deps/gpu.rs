@@ -100,7 +100,6 @@ pub(super) fn run_and_read(
     finals(sr, plan, bufs)
 }
 
-/// `deps` on the GPU.
 pub(super) fn run(
     deps: &Deps,
     cfg: &Config,

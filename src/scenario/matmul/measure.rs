@@ -12,7 +12,6 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
 pub(super) struct Measured {
     pub run: RunRecord,
     /// The device, described.

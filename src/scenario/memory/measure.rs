@@ -26,7 +26,6 @@ const OPS_PER_BATCH: usize = 2;
 /// that the report stays small however many minibatches ran.
 pub(super) const LIVE_POINTS: usize = 240;
 
-/// A measured run, and what its explanation reads.
 pub(super) struct Measured {
     pub run: RunRecord,
     /// Peak live bytes of each variant in order (unbounded, unbounded-half, sync-per-batch,

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use super::explain::CopyOverlap;
+use super::explain::{conclude, explain, CopyOverlap};
 use super::{
     Config, RunCopy, Timed, COPY_GBYTES_PER_S, IDEAL_S, LOWER_BOUND_S, OVERLAPPED_OVER_BOUND_RATIO,
     OVERLAPPED_OVER_IDEAL_RATIO, OVERLAP_EFFICIENCY, SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP,
@@ -22,14 +22,6 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    pub overlap: CopyOverlap,
-    /// Whether the accelerator is the GPU.
-    pub gpu: bool,
-}
-
 /// The accelerator `run-copy` runs on: on the CPU fallback the copy lane is a thread of its
 /// own, so leave it a core.
 pub(super) fn accelerator_for(ctx: &RunContext) -> ChosenDevice {
@@ -42,13 +34,14 @@ pub(super) fn accelerator_for(ctx: &RunContext) -> ChosenDevice {
     )
 }
 
-/// Time the products and the copies, apart and together; record the figures and the check.
+/// Time the products and the copies, apart and together; record the figures and the check,
+/// then the explanation and the lesson.
 pub(super) fn run_and_copy(
     scenario: &RunCopy,
     params: &Params,
     ctx: &RunContext,
     cfg: &Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let &Config { ops, size, .. } = cfg;
     let acc = accelerator_for(ctx);
     // Host order: the trace-derived bound reads each GPU op's span as its GPU time.
@@ -167,11 +160,9 @@ pub(super) fn run_and_copy(
              input at 16 positions (max relative error {worst:.2e}, tolerance {tol:.1e})"
         ),
     );
-    Ok(Measured {
-        run,
-        overlap: f,
-        gpu: device.is_gpu(),
-    })
+    explain(&f).record(&mut run);
+    conclude(&mut run, &f, device.is_gpu(), size);
+    Ok(run)
 }
 
 /// The largest relative error of a host copy `h` of `x · x` (n×n) against float64, at 16

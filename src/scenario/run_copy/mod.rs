@@ -8,7 +8,7 @@ mod explain;
 mod measure;
 mod upload;
 
-use explain::{conclude, explain, BOOK, LESSON};
+use explain::{BOOK, LESSON};
 use upload::{Direction, HostMemory};
 
 use super::kit::{check_matrices, SECONDS_PER_ROUND};
@@ -116,9 +116,6 @@ impl Scenario for RunCopy {
         if cfg.direction != Direction::D2h {
             return upload::run(self, &cfg, params.to_json(), ctx);
         }
-        let mut m = measure::run_and_copy(self, params, ctx, &cfg)?;
-        explain(&m.overlap).record(&mut m.run);
-        conclude(&mut m.run, &m.overlap, m.gpu, cfg.size);
-        Ok(m.run)
+        measure::run_and_copy(self, params, ctx, &cfg)
     }
 }

@@ -82,7 +82,6 @@ impl Stages {
     }
 }
 
-/// The sentences of the upload path.
 pub(super) fn explain(
     s: &Stages,
     direction: Direction,
@@ -129,7 +128,6 @@ pub(super) fn explain(
     out
 }
 
-/// Run the upload directions.
 pub(super) fn run(
     sc: &dyn Scenario,
     cfg: &Config,
