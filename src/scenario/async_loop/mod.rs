@@ -37,8 +37,6 @@ mod model;
 
 use std::time::Duration;
 
-use measure::Measured;
-
 use super::kit::{check_bytes, check_matrices};
 use super::variant::variants;
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
@@ -228,28 +226,7 @@ impl Scenario for AsyncLoop {
         )
     }
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let cfg = Config::of(params)?;
-        let n = cfg.iterations;
-        // The machine's limits, measured once per process: before the devices' threads exist,
-        // so the probes have the cores to themselves (the CLI has measured them already).
-        let limits = crate::machine::limits();
-        let Measured {
-            mut run,
-            mode,
-            phases,
-            hops,
-            gpu_order,
-            is_cpu,
-        } = measure::loops(self, params, ctx, &cfg)?;
-        model::derive(&mut run, mode, n, &phases);
-        explain::derive_handoffs(&mut run, n, &hops);
-        explain::derive_chain(&mut run, gpu_order, n);
-        if is_cpu {
-            explain::derive_against_limits(&mut run, n, limits);
-        }
-        explain::derive_pitfall(&mut run, cfg.products, cfg.product_size);
-        explain::conclude(&mut run, n, cfg.products, cfg.product_size);
-        Ok(run)
+        measure::loops(self, params, ctx, &Config::of(params)?)
     }
 }
 

@@ -28,7 +28,7 @@ mod measure;
 mod plan;
 mod program;
 
-use explain::{conclude, explain, LESSON};
+use explain::LESSON;
 
 use super::kit::{self, check_matrices};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
@@ -156,13 +156,13 @@ impl Scenario for Deps {
         let cfg = Config::of(params)?;
         cfg.check_streams()?;
         if cfg.device == DeviceChoice::Cpu {
-            return self.run_cpu(&cfg, params, ctx);
+            return measure::run_cpu(self, &cfg, params, ctx);
         }
         match kit::on_gpu(ctx)? {
             #[cfg(feature = "cuda")]
             kit::OnGpu::Gpu => gpu::run(self, &cfg, params, ctx),
             kit::OnGpu::Fallback(note) => {
-                let mut run = self.run_cpu(&cfg, params, ctx)?;
+                let mut run = measure::run_cpu(self, &cfg, params, ctx)?;
                 let instead = format!(
                     "the DAG runs on --devices {} CPU devices as with --device cpu, not on \
                      --streams {} GPU streams",
@@ -172,21 +172,5 @@ impl Scenario for Deps {
                 Ok(run)
             }
         }
-    }
-}
-
-impl Deps {
-    /// The run on CPU devices, measured and explained: `--device cpu`, or `--device cuda
-    /// --fallback` without a GPU.
-    fn run_cpu(
-        &self,
-        cfg: &Config,
-        params: &Params,
-        ctx: &RunContext,
-    ) -> Result<RunRecord, ScenarioError> {
-        let (mut run, f) = measure::run_cpu(self, cfg, params, ctx)?;
-        explain(&f).record(&mut run);
-        conclude(&mut run, &f);
-        Ok(run)
     }
 }

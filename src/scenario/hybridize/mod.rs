@@ -17,8 +17,7 @@ mod measure;
 
 use std::time::Duration;
 
-use explain::{conclude, explain, LESSON};
-use measure::Measured;
+use explain::LESSON;
 
 use super::kit::check_elements;
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
@@ -106,25 +105,7 @@ impl Scenario for Hybridize {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let Measured {
-            mut run,
-            passes,
-            clocks,
-        } = measure::passes(self, params, ctx, Config::of(params)?)?;
-        explain(&passes).record(&mut run);
-        let recorded = clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
-        #[cfg(feature = "cuda")]
-        match gpu_clock::hybridized_host_over_gpu(&recorded) {
-            Some(ratio) => run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio),
-            None if passes.gpu => run.unmeasured(
-                gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO,
-                "hybridized's GPU time was not measured",
-            ),
-            None => {}
-        }
-        let _ = recorded;
-        conclude(&mut run, &passes);
-        Ok(run)
+        measure::passes(self, params, ctx, Config::of(params)?)
     }
 }
 
