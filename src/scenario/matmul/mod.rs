@@ -7,7 +7,6 @@ use self::explain::{BOOK, LESSON};
 use super::kit::{check_elements, check_threads, sampling_to_95};
 use super::{Choice, DeviceChoice, ParamKind, Params, RunContext, Scenario, ScenarioError};
 use crate::device::available_cores;
-use crate::machine::limits;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use serde_json::{Map, Value};
 
@@ -126,12 +125,6 @@ impl Scenario for Matmul {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let cfg = Config::of(params)?;
-        // The machine's FMA peak, measured once per process: before the device's threads
-        // exist, so the probe has the cores to itself (the CLI has measured it already).
-        let fma = &limits().fma;
-        let mut measured = measure::products(self, params, ctx, &cfg)?;
-        explain::explain_run(&mut measured, fma);
-        Ok(measured.run)
+        measure::products(self, params, ctx, &Config::of(params)?)
     }
 }

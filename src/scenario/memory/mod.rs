@@ -98,9 +98,7 @@ impl Scenario for Memory {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let mut measured = measure::epochs(self, params, ctx, Config::of(params)?)?;
-        explain::explain_run(&mut measured);
-        Ok(measured.run)
+        measure::epochs(self, params, ctx, Config::of(params)?)
     }
 }
 
