@@ -37,12 +37,12 @@ mod model;
 
 use std::time::Duration;
 
-use super::kit::{check_bytes, check_matrices};
+use super::kit::{check_bytes, check_matrices, ratio, seconds};
 use super::variant::variants;
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
 use crate::harness::SamplerConfig;
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord};
 use crate::tensor::Tensor;
 
 variants! {
@@ -110,14 +110,6 @@ pub struct AsyncLoop;
 // default table leaves them to `--verbose`, the JSON keeps them. The machine's own figures
 // (the cache line between cores, the channel hand-off, the driver's floor) are not here: they
 // are the process's limits, which `devices --probe` prints and the report's environment keeps.
-
-const fn seconds(key: &'static str, better: Better) -> FigureSpec {
-    FigureSpec::new(key, Unit::Seconds, better)
-}
-
-const fn ratio(key: &'static str, better: Better) -> FigureSpec {
-    FigureSpec::new(key, Unit::Ratio, better)
-}
 
 // The book's model and the loops it describes.
 const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::Higher);

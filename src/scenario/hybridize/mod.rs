@@ -19,16 +19,14 @@ use std::time::Duration;
 
 use explain::LESSON;
 
-use super::kit::check_elements;
+use super::kit::{check_elements, number, ratio, seconds};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord};
 
-const HYBRIDIZE_SPEEDUP: FigureSpec =
-    FigureSpec::new("hybridize_speedup", Unit::Ratio, Better::Higher);
-const OPS_PER_PASS: FigureSpec = FigureSpec::new("ops_per_pass", Unit::Number, Better::Neither);
-const OVERHEAD_PER_OP_S: FigureSpec =
-    FigureSpec::new("overhead_per_op_s", Unit::Seconds, Better::Neither);
+const HYBRIDIZE_SPEEDUP: FigureSpec = ratio("hybridize_speedup", Better::Higher);
+const OPS_PER_PASS: FigureSpec = number("ops_per_pass", Better::Neither);
+const OVERHEAD_PER_OP_S: FigureSpec = seconds("overhead_per_op_s", Better::Neither);
 
 super::variant::variants! {
     /// What `hybridize` times.

@@ -4,7 +4,7 @@ mod explain;
 mod measure;
 
 use self::explain::{BOOK, LESSON};
-use super::kit::{check_elements, check_threads, sampling_to_95};
+use super::kit::{check_elements, check_threads, number, sampling_to_95};
 use super::{Choice, DeviceChoice, ParamKind, Params, RunContext, Scenario, ScenarioError};
 use crate::device::available_cores;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
@@ -28,10 +28,9 @@ const DIM: ParamKind = ParamKind::Int {
 const GFLOPS: FigureSpec = FigureSpec::new("gflops", Unit::Gflops, Better::Higher);
 const GFLOPS_PER_THREAD: FigureSpec =
     FigureSpec::new("gflops_per_thread", Unit::Gflops, Better::Higher);
-const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Neither);
+const THREADS: FigureSpec = number("threads", Better::Neither);
 /// GFLOP/s over the machine's f32 FMA peak for the device's threads (CPU devices only).
-const FRACTION_OF_PEAK: FigureSpec =
-    FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
+const FRACTION_OF_PEAK: FigureSpec = number("fraction_of_peak", Better::Higher).against_limits();
 
 super::params::params! {
     struct Config {

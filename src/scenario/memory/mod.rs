@@ -18,7 +18,7 @@ mod explain;
 mod measure;
 
 use self::explain::LESSON;
-use super::kit::{check_elements, check_matrices, sampling_to_95};
+use super::kit::{check_elements, check_matrices, ratio, sampling_to_95};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
@@ -30,9 +30,8 @@ const MINIBATCH_BYTES: FigureSpec =
 /// `<variant>_gpu_used_bytes`): what the driver mapped for parbench vs what its live buffers
 /// took at most.
 const GPU_POOL_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
-const MEMORY_RATIO: FigureSpec = FigureSpec::new("memory_ratio", Unit::Ratio, Better::Neither);
-const BOUNDED_TIME_RATIO: FigureSpec =
-    FigureSpec::new("bounded_time_ratio", Unit::Ratio, Better::Neither);
+const MEMORY_RATIO: FigureSpec = ratio("memory_ratio", Better::Neither);
+const BOUNDED_TIME_RATIO: FigureSpec = ratio("bounded_time_ratio", Better::Neither);
 
 super::variant::variants! {
     /// What `memory` times, and whose peak live bytes it records.

@@ -12,7 +12,7 @@ use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
-use crate::scenario::kit::{host_ordered, matmul_tolerance, run_matmuls, Explained};
+use crate::scenario::kit::{host_ordered, matmul_tolerance, number, run_matmuls, Explained};
 use crate::scenario::{Choice, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 use crate::units::{human_gbytes_per_s, human_time};
@@ -22,7 +22,7 @@ pub(super) const H2D_GBYTES_PER_S: FigureSpec =
     FigureSpec::new("h2d_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher);
 /// (the stages measured alone, summed) / pipeline.
 pub(super) const PIPELINE_OVERLAP_EFFICIENCY: FigureSpec =
-    FigureSpec::new("pipeline_overlap_efficiency", Unit::Number, Better::Higher);
+    number("pipeline_overlap_efficiency", Better::Higher);
 
 crate::scenario::params::choice! {
     /// Which way `run-copy` copies.
