@@ -276,7 +276,7 @@ pub(super) mod tests {
     use super::*;
 
     #[test]
-    fn uniform_is_seeded_and_in_range() {
+    fn uniform_is_seeded_and_in_range_whatever_the_thread_count() {
         let a = uniform(&[3, 1000], 7);
         let b = uniform(&[3, 1000], 7);
         let c = uniform(&[3, 1000], 8);
@@ -285,6 +285,12 @@ pub(super) mod tests {
         assert!(a.iter().all(|&x| (0.0..1.0).contains(&x)));
         let mean = a.iter().sum::<f32>() / a.len() as f32;
         assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
+        let shape = [100_000];
+        let (one, two) = (pool(1), pool(2));
+        assert_eq!(
+            one.install(|| uniform(&shape, 3)),
+            two.install(|| uniform(&shape, 3))
+        );
     }
 
     /// Straightforward triple loop in f64: the reference the fast kernels must match.
@@ -341,7 +347,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn matmul_matches_a_naive_reference_on_odd_sizes() {
+    fn matmul_matches_a_naive_reference_on_odd_sizes_and_transposed_views() {
         let pool = pool(2);
         for &(m, k, n) in &[
             (1, 1, 1),
@@ -355,10 +361,6 @@ pub(super) mod tests {
             // The same inside a two-thread pool (parallel kernel).
             pool.install(|| assert_kernels_match(a.view(), b.view(), tol));
         }
-    }
-
-    #[test]
-    fn matmul_handles_transposed_views() {
         let (a, b) = (random(5, 4, 1), random(5, 6, 2));
         // aᵀ · b with aᵀ a non-contiguous view.
         assert_kernels_match(a.t(), b.view(), 5e-5);
@@ -391,16 +393,5 @@ pub(super) mod tests {
         let avx2 = choose_kernel(Some(" avx2 "));
         let runs = kernels().contains(&MatmulKernel::Avx2);
         assert_eq!(avx2.kernel == MatmulKernel::Avx2, runs, "{}", avx2.why);
-    }
-
-    #[test]
-    fn uniform_does_not_depend_on_thread_count() {
-        let one = pool(1);
-        let two = pool(2);
-        let shape = [100_000];
-        assert_eq!(
-            one.install(|| uniform(&shape, 3)),
-            two.install(|| uniform(&shape, 3))
-        );
     }
 }

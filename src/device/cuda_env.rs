@@ -65,7 +65,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_variables_set_are_recorded() {
+    fn only_the_variables_set_are_recorded_and_none_reads_as_none_set() {
         let set = BTreeMap::from([
             ("CUDA_VISIBLE_DEVICES", ""),
             ("CUDA_LAUNCH_BLOCKING", "1"),
@@ -90,10 +90,6 @@ mod tests {
         );
         let back: CudaEnv = serde_json::from_value(json).expect("parse");
         assert_eq!(back, env);
-    }
-
-    #[test]
-    fn nothing_set_reads_as_none_set() {
         let env = CudaEnv::from_lookup(0, |_| None);
         assert!(env.variables.is_empty());
         assert_eq!(env.variables_line(), "none set");

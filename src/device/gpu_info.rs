@@ -291,16 +291,12 @@ mod tests {
     }
 
     #[test]
-    fn gpu_unavailable_json_shape() {
+    fn gpu_info_json_shapes_and_round_trip() {
         let v = serde_json::to_value(GpuInfo::unavailable("no CUDA driver found")).expect("json");
         assert_eq!(
             v,
             serde_json::json!({"available": false, "reason": "no CUDA driver found"})
         );
-    }
-
-    #[test]
-    fn gpu_available_json_shape_and_round_trip() {
         let gpu = GpuInfo::detected("NVIDIA H100", "550.54.15", "12.4", 85_520_809_984, "9.0");
         let v = serde_json::to_value(&gpu).expect("json");
         assert_eq!(

@@ -252,7 +252,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn estimates_are_checked_against_what_is_available() {
+    fn estimates_overflow_to_none_and_are_checked_against_what_is_available() {
         let room = |bytes, bound| Some(Room { bytes, bound });
         assert!(check_fits("x", Some(100), room(1000, Bound::Available)).is_ok());
         let e = check_fits(
@@ -281,6 +281,8 @@ mod tests {
             check_fits("x", Some(1 << 40), None).is_ok(),
             "unknown availability is not an error"
         );
+        assert_eq!(f32_bytes(10, 3), Some(120));
+        assert_eq!(f32_bytes(u64::MAX / 2, 3), None);
     }
 
     #[test]
@@ -295,12 +297,6 @@ mod tests {
         assert_eq!(t.peak(), 50);
         drop(b);
         assert_eq!(t.live(), 0);
-    }
-
-    #[test]
-    fn byte_counts_overflow_to_none() {
-        assert_eq!(f32_bytes(10, 3), Some(120));
-        assert_eq!(f32_bytes(u64::MAX / 2, 3), None);
     }
 
     #[test]

@@ -175,6 +175,15 @@ pub enum DeviceError {
     Cuda(#[from] cuda::GpuError),
 }
 
+/// An element-wise map `y = f(x)`: the kernel a GPU runs for a tensor op whose host twin is a
+/// closure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Map {
+    AddScalar(f32),
+    Scale(f32),
+    Relu,
+}
+
 /// A device a scenario asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceRequest {

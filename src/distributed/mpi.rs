@@ -378,34 +378,21 @@ impl Comm {
         in_mpi
     }
 
-    /// `data = Σ over ranks of data`, by a ring over point-to-point messages: reduce-scatter
-    /// (k − 1 steps: send chunk (r − s) mod k right, add chunk (r − s − 1) mod k from the left)
-    /// then all-gather (k − 1 steps passing the reduced chunks on). Every rank ends with the
-    /// same sums, added in the same order.
-    pub fn ring_all_reduce_sum(&self, data: &mut [f32], tmp: &mut Vec<f32>, what: &str) {
-        self.ring(None, data, tmp, what);
-    }
-
-    /// `recv = Σ over ranks of send`, the same ring out of place (as nccl-tests times it):
-    /// the first step sends from `send`, each received chunk is added to `send`'s, so `send`
-    /// stays as it is and every run reduces the same data.
+    /// `data = Σ over ranks of send`, by a ring over point-to-point messages, out of place (as
+    /// nccl-tests times it): reduce-scatter (k − 1 steps: send chunk (r − s) mod k right, add
+    /// chunk (r − s − 1) mod k from the left to `send`'s) then all-gather (k − 1 steps passing
+    /// the reduced chunks on). `send` stays as it is, and every rank ends with the same sums,
+    /// added in the same order.
     pub fn ring_all_reduce_sum_into(
         &self,
         send: &[f32],
-        recv: &mut [f32],
+        data: &mut [f32],
         tmp: &mut Vec<f32>,
         what: &str,
     ) {
-        self.ring(Some(send), recv, tmp, what);
-    }
-
-    /// The ring of [`Comm::ring_all_reduce_sum`], in place or from `source`.
-    fn ring(&self, source: Option<&[f32]>, data: &mut [f32], tmp: &mut Vec<f32>, what: &str) {
         let k = self.size();
         if k == 1 {
-            if let Some(source) = source {
-                data.copy_from_slice(source);
-            }
+            data.copy_from_slice(send);
             return;
         }
         let (r, n) = (self.rank(), data.len());
@@ -419,20 +406,17 @@ impl Comm {
         for (phase, shift, tags) in [("reduce-scatter", 0, 100), ("all-gather", 1, 200)] {
             let add = shift == 0;
             for s in 0..k - 1 {
-                let send = chunk(n, k, (r + shift + k - s) % k);
+                let out_at = chunk(n, k, (r + shift + k - s) % k);
                 let recv = chunk(n, k, (r + shift + 2 * k - s - 1) % k);
                 let deadline = self.deadline();
                 let tag = tags + s as i32;
                 let (out, into) = if add {
                     // The first step sends this rank's own contribution; later ones a
                     // partial sum.
-                    let out = match source {
-                        Some(source) if s == 0 => &source[send],
-                        _ => &data[send],
-                    };
+                    let out = if s == 0 { &send[out_at] } else { &data[out_at] };
                     (out, &mut tmp[..recv.len()])
                 } else {
-                    disjoint(data, send, recv.clone())
+                    disjoint(data, out_at, recv.clone())
                 };
                 mpi::request::scope(|scope| {
                     let rx = from.immediate_receive_into_with_tag(scope, into, tag);
@@ -446,18 +430,10 @@ impl Comm {
                     self.wait(rx, deadline, &step("receive", left));
                     self.wait(tx, deadline, &step("send", right));
                 });
-                match source {
-                    _ if !add => {}
-                    Some(source) => {
-                        let into = data[recv.clone()].iter_mut();
-                        for ((d, t), x) in into.zip(tmp.iter()).zip(&source[recv]) {
-                            *d = *x + *t;
-                        }
-                    }
-                    None => {
-                        for (d, t) in data[recv].iter_mut().zip(tmp.iter()) {
-                            *d += *t;
-                        }
+                if add {
+                    let into = data[recv.clone()].iter_mut();
+                    for ((d, t), x) in into.zip(tmp.iter()).zip(&send[recv]) {
+                        *d = *x + *t;
                     }
                 }
             }

@@ -306,20 +306,12 @@ impl LaneQueue {
 
     /// Sleep until there is work or the lane stops.
     fn park(&self) {
-        let mut g = lock(&self.park.lock);
-        // SeqCst, paired with `submit`: after this increment a submitter sees a sleeper, or
-        // the re-check below sees its op.
-        self.park.sleepers.fetch_add(1, Ordering::SeqCst);
-        let mut slept = false;
-        while !self.has_work() && !self.park.stopping.load(Ordering::SeqCst) {
-            g = self.park.wake.wait(g).unwrap_or_else(|p| p.into_inner());
-            slept = true;
-        }
-        self.park.sleepers.fetch_sub(1, Ordering::SeqCst);
-        drop(g);
-        if slept {
-            waiting::leave_wakers_cpu();
-        }
+        // Paired with `submit`: after the increment a submitter sees a sleeper, or the
+        // re-check sees its op.
+        let (g, park) = (lock(&self.park.lock), &self.park);
+        waiting::sleep_until(g, &park.wake, &park.sleepers, || {
+            self.has_work() || park.stopping.load(Ordering::SeqCst)
+        });
     }
 
     /// A worker leaves (returns false). The last one closes the intake, so later hand-offs

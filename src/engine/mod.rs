@@ -313,10 +313,7 @@ impl Engine {
                 sync_error.get_or_insert(EngineError::DeviceSync(e));
             }
         }
-        match first.or(sync_error) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        first.or(sync_error).map_or(Ok(()), Err)
     }
 
     /// Ops pushed and not yet completed.
@@ -641,20 +638,9 @@ impl Shared {
     /// sleepers, so no wake-up is lost: a sleeper registers, re-checks under the lock, and
     /// `op_finished` takes the same lock before notifying.
     fn block_until(&self, done: impl Fn() -> bool) {
-        if spin_until(&done) {
-            return;
-        }
-        let mut g = lock(&self.idle_lock);
-        self.idle_waiters.fetch_add(1, Ordering::SeqCst);
-        let mut slept = false;
-        while !done() {
-            g = self.idle_cv.wait(g).unwrap_or_else(|p| p.into_inner());
-            slept = true;
-        }
-        self.idle_waiters.fetch_sub(1, Ordering::SeqCst);
-        drop(g);
-        if slept {
-            waiting::leave_wakers_cpu();
+        if !spin_until(&done) {
+            let g = lock(&self.idle_lock);
+            waiting::sleep_until(g, &self.idle_cv, &self.idle_waiters, done);
         }
     }
 }

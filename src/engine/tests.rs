@@ -118,18 +118,12 @@ fn run_order(first_reads: bool, second_reads: bool) -> Vec<&'static str> {
 }
 
 #[test]
-fn read_after_write_waits_for_the_write() {
-    assert_eq!(run_order(false, true), ["first", "second"]);
-}
-
-#[test]
-fn write_after_read_waits_for_the_read() {
-    assert_eq!(run_order(true, false), ["first", "second"]);
-}
-
-#[test]
-fn write_after_write_keeps_push_order() {
-    assert_eq!(run_order(false, false), ["first", "second"]);
+fn conflicting_accesses_keep_push_order() {
+    // Read after write, write after read, write after write.
+    for (first_reads, second_reads) in [(false, true), (true, false), (false, false)] {
+        let order = run_order(first_reads, second_reads);
+        assert_eq!(order, ["first", "second"], "{first_reads} {second_reads}");
+    }
 }
 
 #[test]
@@ -166,21 +160,14 @@ fn meet_at_a_barrier(e: &Engine, l: &[LaneId], vars: [&Var; 2], reads: bool) -> 
 }
 
 #[test]
-fn independent_ops_meeting_at_a_barrier_do_not_hang() {
+fn independent_ops_and_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
     on_engine(2, |e, l| {
         let (a, b) = (Var::new(), Var::new());
         // Both ops got past the barrier, as one meeting of two.
         assert_eq!(meet_at_a_barrier(&e, &l, [&a, &b], false), (2, 1));
         assert_eq!((a.pushed_writes(), b.pushed_writes()), (1, 1));
-    });
-}
-
-#[test]
-fn concurrent_readers_of_one_var_meeting_at_a_barrier_do_not_hang() {
-    // Readers run one at a time would never get past the barrier.
-    on_engine(2, |e, l| {
+        // Readers run one at a time would never get past it; neither was a write.
         let v = Var::new();
-        // Both readers got past the barrier, as one meeting of two; neither was a write.
         assert_eq!(meet_at_a_barrier(&e, &l, [&v, &v], true), (2, 1));
         assert_eq!(v.pushed_writes(), 0);
     });

@@ -240,12 +240,8 @@ impl Var {
         lock(&self.0.pushed)
     }
 
-    /// Register an access by `op`. Returns true when it is granted at once.
-    fn append(&self, access: Access, op: &OpRef) -> bool {
-        self.append_locked(&mut self.lock(), access, op)
-    }
-
-    /// [`append`](Self::append) with this var's pushing side already locked (`p`).
+    /// Register an access by `op`, with this var's pushing side locked (`p`). Returns true
+    /// when it is granted at once.
     fn append_locked(&self, p: &mut Pushed, access: Access, op: &OpRef) -> bool {
         let done = &self.0.done;
         let (reads_before, writes_before) = (p.reads, p.writes);
@@ -379,20 +375,10 @@ impl Var {
         let done = &self.0.done;
         let target = self.lock().writes;
         if !spin_until(|| done.writes.load(Ordering::Acquire) >= target) {
-            let mut p = self.lock();
-            // SeqCst with `complete_write`'s increment-then-load: it sees this sleeper, or
-            // this check sees its write.
-            done.sleepers.fetch_add(1, Ordering::SeqCst);
-            let mut slept = false;
-            while done.writes.load(Ordering::SeqCst) < target {
-                p = self.0.written.wait(p).unwrap_or_else(|p| p.into_inner());
-                slept = true;
-            }
-            done.sleepers.fetch_sub(1, Ordering::SeqCst);
-            drop(p);
-            if slept {
-                waiting::leave_wakers_cpu();
-            }
+            // Paired with `complete_write`'s increment-then-load of `sleepers`.
+            waiting::sleep_until(self.lock(), &self.0.written, &done.sleepers, || {
+                done.writes.load(Ordering::SeqCst) >= target
+            });
         }
         self.error().map_or(Ok(()), Err)
     }
@@ -421,7 +407,7 @@ pub(crate) fn append_all(op: &OpRef, n: usize) -> usize {
     };
     match deps {
         [] => return 0,
-        [v] => return usize::from(v.append(access(0), op)),
+        [v] => return usize::from(v.append_locked(&mut v.lock(), access(0), op)),
         [a, b] => {
             // The common case (an input and an output), without the general case's vectors.
             let (mut pa, mut pb) = if a.key().0 < b.key().0 {

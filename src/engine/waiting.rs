@@ -17,6 +17,7 @@
 //! src/engine/README.md).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, MutexGuard};
 
 /// Busy-wait iterations before yielding, then sleeping. Tuned so a synchronous round trip
 /// stays in the microsecond range without burning a core for long.
@@ -38,6 +39,28 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
         }
     }
     done()
+}
+
+/// Sleep on `cv` (its mutex held by `guard`) until `done()`, counted in `sleepers` (SeqCst: a
+/// waker that changes what `done` reads, then reads `sleepers`, sees this sleeper, or the
+/// re-check sees its change); then leave the waker's CPU if this thread slept.
+pub(crate) fn sleep_until<T>(
+    mut guard: MutexGuard<'_, T>,
+    cv: &Condvar,
+    sleepers: &AtomicUsize,
+    done: impl Fn() -> bool,
+) {
+    sleepers.fetch_add(1, Ordering::SeqCst);
+    let mut slept = false;
+    while !done() {
+        guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+        slept = true;
+    }
+    sleepers.fetch_sub(1, Ordering::SeqCst);
+    drop(guard);
+    if slept {
+        leave_wakers_cpu();
+    }
 }
 
 /// The CPU of the last engine thread to wake a sleeping one, or `usize::MAX`. One for the

@@ -11,22 +11,11 @@ use ndarray::ArrayD;
 use super::gpu_buffer::GpuBuffer;
 use super::storage::{read, write, Buffer, Storage};
 use super::{Fill, Map, Placement, Tensor};
-use crate::device::cuda::ops::Map as Kernel;
 pub(super) use crate::device::cuda::{CudaDevice, GpuOrder, Stream};
 use crate::device::cuda::{DeviceBuffer, GpuError};
 use crate::device::memory::{Allocation, MemTracker};
 use crate::device::Device;
 use crate::engine::{Engine, LaneId, OpError, Var};
-
-impl From<Map> for Kernel {
-    fn from(m: Map) -> Kernel {
-        match m {
-            Map::AddScalar(s) => Kernel::AddScalar(s),
-            Map::Scale(s) => Kernel::Scale(s),
-            Map::Relu => Kernel::Relu,
-        }
-    }
-}
 
 /// The GPU buffers of `x` and `y`, one lock at a time: `x · x` must not hold two reads of one
 /// buffer.
@@ -197,7 +186,7 @@ impl Tensor {
             &[self.var()],
             dev,
             move || read(&src).and_then(|s| s.cuda()),
-            move |d, x, y| Ok(d.map(kernel.into(), &x.slice, y)?),
+            move |d, x, y| Ok(d.map(kernel, &x.slice, y)?),
         );
         out
     }

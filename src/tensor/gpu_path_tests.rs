@@ -191,11 +191,9 @@ fn gpu_random_programs_equal_a_sequential_interpretation() {
         for seed in 1..=4u64 {
             let mut state = seed;
             let mut next = move || {
+                let z = cpu::splitmix64(state);
                 state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^ (z >> 31)
+                z
             };
             let (rows, cols, slots) = (8, 16, 6);
             let arr = |v: &[f32], r: usize| {

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use super::storage::{read, write, Storage};
-use super::{gpu, Tensor, TensorError};
-use crate::device::cuda::ops::Map as Kernel;
+use super::{gpu, Map, Tensor, TensorError};
 use crate::device::cuda::GpuError;
 use crate::device::DeviceKind;
 use crate::engine::Var;
@@ -104,7 +103,7 @@ impl Tensor {
                         let [z, a, y] = &mut rest[0];
                         d.matmul(h, &w.slice, &mut z.0, (m, k, n))?;
                         d.add_row(&z.0, &b.slice, &mut a.0, (m, n))?;
-                        d.map(Kernel::Relu, &a.0, &mut y.0)?;
+                        d.map(Map::Relu, &a.0, &mut y.0)?;
                     }
                     Ok(())
                 };

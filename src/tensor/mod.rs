@@ -22,7 +22,7 @@ use ndarray::{ArrayD, ArrayViewD};
 
 #[cfg(feature = "cuda")]
 use crate::device::cuda::GpuError;
-use crate::device::{Device, DeviceKind};
+use crate::device::{Device, DeviceKind, Map};
 use crate::engine::{DataVar, Engine, EngineError, OpError, Var};
 use storage::{into_flat, Buffer, BufferCell, Storage};
 
@@ -71,15 +71,6 @@ pub enum ReadError {
     #[cfg(feature = "cuda")]
     #[error(transparent)]
     Gpu(#[from] GpuError),
-}
-
-/// Which element-wise kernel an op runs on a GPU (the host closure's twin).
-#[derive(Clone, Copy)]
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-enum Map {
-    AddScalar(f32),
-    Scale(f32),
-    Relu,
 }
 
 /// How `Tensor::filled` generates values.

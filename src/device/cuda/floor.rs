@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, PushKernelArg};
 
-use super::ops::{grid, Map};
+use super::ops::grid;
 use super::timing::GpuTimer;
 use super::{CudaDevice, GpuError};
+use crate::device::Map;
 
 /// Elements of the floor's buffers: the smallest op, so the kernel itself costs next to nothing.
 const ELEMENTS: usize = 2;

@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, DevicePtr, LaunchConfig};
-use cudarc::nvrtc::Ptx;
 
-use super::ops::grid;
+use super::ops::{grid, load_ptx};
 use super::{CudaDevice, GpuError};
 
 /// The PTX of `kernels/mlp.cu` (ISA 7.5, sm_75, as `elementwise.ptx`).
@@ -63,17 +62,7 @@ impl MlpKernels {
     pub fn load(ctx: &Arc<CudaContext>) -> Result<MlpKernels, GpuError> {
         // Loading a module breaks a capture in progress on another thread.
         let _outside = super::capture_guard::outside_captures();
-        let module = ctx
-            .load_module(Ptx::from_src(MLP_PTX))
-            .map_err(GpuError::LoadKernels)?;
-        let get = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|source| GpuError::MissingKernel {
-                    name: name.into(),
-                    source,
-                })
-        };
+        let get = load_ptx(ctx, MLP_PTX)?;
         let functions = MlpFunctions {
             gather_batch: get("gather_batch")?,
             bias_act: get("bias_act")?,

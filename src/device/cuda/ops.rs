@@ -16,6 +16,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::{CudaDevice, GpuError};
+use crate::device::Map;
 
 /// The PTX of `kernels/elementwise.cu` (ISA 7.5, sm_75: CUDA 12 and 13 drivers load it).
 pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");
@@ -24,6 +25,24 @@ pub const ELEMENTWISE_PTX: &str = include_str!("kernels/elementwise.ptx");
 const BLOCK: u32 = 256;
 /// Most blocks per launch: the kernels loop over the rest (grid stride).
 const MAX_BLOCKS: u64 = 1 << 16;
+
+/// The module of `ptx` loaded into `ctx`, and a lookup of its kernels by name.
+pub(super) fn load_ptx(
+    ctx: &Arc<CudaContext>,
+    ptx: &str,
+) -> Result<impl Fn(&str) -> Result<CudaFunction, GpuError>, GpuError> {
+    let module = ctx
+        .load_module(Ptx::from_src(ptx))
+        .map_err(GpuError::LoadKernels)?;
+    Ok(move |name: &str| {
+        module
+            .load_function(name)
+            .map_err(|source| GpuError::MissingKernel {
+                name: name.into(),
+                source,
+            })
+    })
+}
 
 /// The loaded element-wise kernels of one context.
 pub(crate) struct Kernels {
@@ -36,17 +55,7 @@ pub(crate) struct Kernels {
 impl Kernels {
     /// Load the PTX into `ctx` (the driver compiles it for the GPU at hand).
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, GpuError> {
-        let module = ctx
-            .load_module(Ptx::from_src(ELEMENTWISE_PTX))
-            .map_err(GpuError::LoadKernels)?;
-        let get = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|source| GpuError::MissingKernel {
-                    name: name.into(),
-                    source,
-                })
-        };
+        let get = load_ptx(ctx, ELEMENTWISE_PTX)?;
         Ok(Kernels {
             add_scalar: get("add_scalar")?,
             scale: get("scale")?,
@@ -59,14 +68,6 @@ impl Kernels {
     pub(super) fn add_scalar(&self) -> &CudaFunction {
         &self.add_scalar
     }
-}
-
-/// An element-wise map `y = f(x)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Map {
-    AddScalar(f32),
-    Scale(f32),
-    Relu,
 }
 
 /// Grid for `n` elements: one thread per element up to [`MAX_BLOCKS`] blocks.

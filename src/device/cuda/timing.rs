@@ -109,7 +109,7 @@ pub(super) fn test_gpu() -> CudaDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::cuda::ops::Map;
+    use crate::device::Map;
 
     /// 1,000 launches of `y = x + 1` on 16 Mi elements (128 MiB moved per launch): work the
     /// GPU cannot finish as fast as the host enqueues it, so its clock must read most of the

@@ -161,17 +161,14 @@ pub(super) fn explain(
             crate::units::human_gbytes_per_s(bound),
         );
         let of_bound = busbw / bound;
+        let reached = crate::units::human_percent(of_bound);
         out.sentences.push(if of_bound <= 1.0 {
-            format!(
-                "{lead}; it reached {} of that.",
-                crate::units::human_percent(of_bound)
-            )
+            format!("{lead}; it reached {reached} of that.")
         } else {
             format!(
-                "{lead}; it reached {}, more than memory alone allows: part of its traffic \
-                 came from the caches (the gather reads back the chunks the reduce has just \
-                 written), or the copy bandwidth was measured low.",
-                crate::units::human_percent(of_bound)
+                "{lead}; it reached {reached}, more than memory alone allows: part of its \
+                 traffic came from the caches (the gather reads back the chunks the reduce has \
+                 just written), or the copy bandwidth was measured low."
             )
         });
     }

@@ -224,19 +224,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn validate_refuses_odd_and_huge_sizes_as_usage_errors() {
-        let v = |s: &str| Allreduce.validate(&parse(&[("sizes", s)]).expect("parses"));
-        assert!(v("8,4096").is_ok());
-        let odd = v("6").expect_err("not float32");
-        assert!(
-            odd.is_usage() && odd.to_string().contains("multiple of 4"),
-            "{odd}"
-        );
-        let huge = v("64GiB").expect_err("does not fit");
-        assert!(huge.is_usage(), "{huge}");
-    }
-
     use super::engine::Buffers;
     use super::measure::input;
     use crate::device::Runtime;

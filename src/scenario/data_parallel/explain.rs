@@ -56,12 +56,6 @@ pub(super) fn record_run(
     trained: Vec<Trained>,
     comm: &Communication,
 ) {
-    let Communication {
-        shares,
-        overlaps,
-        threads,
-        untraced,
-    } = *comm;
     let names = schemes.iter().map(|(v, _)| v.name().to_string()).collect();
     run.add_variants(
         names,
@@ -109,13 +103,10 @@ pub(super) fn record_run(
         let c = thin(full, 200);
         let final_loss = loss_of(&t.weights);
         let kp = v.key();
-        run.derive_as(
-            &format!("{kp}_samples_per_second"),
-            rate,
-            SAMPLES_PER_SECOND,
-        );
-        run.derive_as(&format!("{kp}_final_loss"), final_loss, FINAL_LOSS);
-        let to_target = format!("{kp}_time_to_target_s");
+        let key = |name: &str| format!("{kp}_{name}");
+        run.derive_as(&key("samples_per_second"), rate, SAMPLES_PER_SECOND);
+        run.derive_as(&key("final_loss"), final_loss, FINAL_LOSS);
+        let to_target = key("time_to_target_s");
         match reached {
             Some(t) => run.derive_as(&to_target, t, SECONDS_LOWER),
             None => run.unmeasured_as(
@@ -124,15 +115,15 @@ pub(super) fn record_run(
                 "the loss never reached the target",
             ),
         }
-        run.derive_series(&format!("{kp}_loss_curve"), json!(c));
+        run.derive_series(&key("loss_curve"), json!(c));
         let efficiency = base_rate
             .filter(|_| v.is_synchronous())
             .map(|b| rate / (k as f64 * b));
         if let Some(e) = efficiency {
-            run.derive_as(&format!("{kp}_scaling_efficiency"), e, SCALING_EFFICIENCY);
+            run.derive_as(&key("scaling_efficiency"), e, SCALING_EFFICIENCY);
         }
-        let share = shares.iter().find(|(s, _)| *s == v).map(|(_, s)| *s);
-        let overlap = overlaps.iter().find(|(s, _)| *s == v).map(|(_, o)| *o);
+        let share = comm.shares.iter().find(|(s, _)| *s == v).map(|(_, s)| *s);
+        let overlap = comm.overlaps.iter().find(|(s, _)| *s == v).map(|(_, o)| *o);
         let exposed = overlap.map(|o| o.exposed_ns as f64 * 1e-9 / cfg.steps as f64);
         let traced = [
             ("communication_share", share, SHARE),
@@ -140,10 +131,9 @@ pub(super) fn record_run(
             ("communication_overlap", overlap.map(|o| o.share()), SHARE),
         ];
         for (name, value, figure) in traced {
-            let key = format!("{kp}_{name}");
             match value {
-                Some(x) => run.derive_as(&key, x, figure),
-                None if v.is_synchronous() => run.unmeasured_as(&key, figure, untraced),
+                Some(x) => run.derive_as(&key(name), x, figure),
+                None if v.is_synchronous() => run.unmeasured_as(&key(name), figure, comm.untraced),
                 None => {}
             }
         }
@@ -192,7 +182,7 @@ pub(super) fn record_run(
                 hi: e.hi / kf,
             },
             cores: crate::device::available_cores(),
-            threads: threads.iter().sum(),
+            threads: comm.threads.iter().sum(),
             on_copy_lanes: variant == Timed::RingOverlapped
                 && setup.collective_lane == CollectiveLane::Copy,
         }
@@ -392,22 +382,19 @@ fn overlapped(o: &Overlapped, parameters: usize) -> String {
             human_bytes(4 * parameters as u64)
         );
     } else if o.threads >= o.cores && o.efficiency.against(EFFICIENCY_GOAL) != Side::Above {
+        let (threads, cores) = (o.threads, crate::units::count(o.cores, "core"));
         s += &if o.on_copy_lanes {
             format!(
-                ". The devices' {} compute threads take all of the machine's {}, so its \
-                 collectives, on the copy lanes' own threads, run beside the backward pass in \
-                 time but take their cores from it (--collective-lane compute runs them after \
-                 the backward ops instead)",
-                o.threads,
-                crate::units::count(o.cores, "core")
+                ". The devices' {threads} compute threads take all of the machine's {cores}, so \
+                 its collectives, on the copy lanes' own threads, run beside the backward pass \
+                 in time but take their cores from it (--collective-lane compute runs them \
+                 after the backward ops instead)"
             )
         } else {
             format!(
                 ". Its collectives run on the compute lanes, after each device's backward ops: \
-                 with the devices' {} compute threads on all of the machine's {}, a bucket's \
-                 all-reduce overlaps only the other devices' computation",
-                o.threads,
-                crate::units::count(o.cores, "core")
+                 with the devices' {threads} compute threads on all of the machine's {cores}, a \
+                 bucket's all-reduce overlaps only the other devices' computation"
             )
         };
     }

@@ -169,14 +169,8 @@ impl Plan {
     /// `shape.batch`: a shard's step, whose gradients summed over the shards (the global
     /// batch's `scale`) make the whole batch's.
     pub fn scaled(shape: &StepShape, scale: f32, planted: Option<Planted>) -> Plan {
-        let StepShape {
-            layers,
-            samples,
-            batch,
-            lr,
-            steps,
-        } = shape;
-        let (samples, batch, steps) = (*samples, *batch, *steps);
+        let (layers, lr) = (&shape.layers, shape.lr);
+        let (samples, batch, steps) = (shape.samples, shape.batch, shape.steps);
         let widths = &layers.0;
         let count = layers.count();
         let n = layers.parameters();
@@ -276,12 +270,12 @@ impl Plan {
             None => ops.push(Op::Sgd {
                 w: At::whole(Buf::Params, n),
                 g: At::whole(Buf::Grad, n),
-                lr: *lr,
+                lr,
             }),
             Some(Planted::SkipBiasUpdate) => ops.extend((0..count).map(|l| Op::Sgd {
                 w: weights(Buf::Params, l),
                 g: weights(Buf::Grad, l),
-                lr: *lr,
+                lr,
             })),
         }
         Plan { ops, buffers }
@@ -449,16 +443,10 @@ pub fn host_sgd(
     let mut p = initial.to_vec();
     let mut g = vec![0f32; p.len()];
     let mut losses = Vec::with_capacity(steps);
+    let scale = shape.batch as f32;
     for step in 0..steps {
         let rows = (step * shape.batch, shape.batch);
-        losses.push(mlp::gradient(
-            &shape.layers,
-            &p,
-            data,
-            rows,
-            shape.batch as f32,
-            &mut g,
-        ));
+        losses.push(mlp::gradient(&shape.layers, &p, data, rows, scale, &mut g));
         mlp::sgd(&mut p, &g, shape.lr);
     }
     (p, losses)

@@ -1,13 +1,8 @@
 //! The host reference of every kernel of `src/device/cuda/kernels/mlp.cu` (five are the host
-//! MLP's own steps, in [`super::mlp`]), and [`HostStep`], which runs a [`Plan`] of `gpu_step`
-//! with them and the host's products: what the GPU computes (`data-parallel --device cuda`),
-//! on any machine.
-//!
-//! The references compute the same values in the same order of operations as the kernels (the
-//! GPU's expf and logf may differ from the host's by an ulp; the rest is bit for bit), so the
-//! plan itself — which buffer each op reads and writes, the transposes of the backward pass,
-//! the order — is checked here against the host MLP ([`super::mlp`]) without a GPU, and the
-//! GPU's kernels are checked against the references on a GPU (the `gpu` module's tests).
+//! MLP's own steps, in [`super::mlp`]), computing the same values in the same order of
+//! operations (the GPU's expf and logf may differ by an ulp; the rest is bit for bit), and
+//! [`HostStep`], which runs a [`Plan`] with them and the host's products: what the GPU computes
+//! (`data-parallel --device cuda`), on any machine, for the checks `gpu_step` describes.
 //! Compiled for the tests alone: the GPU run checks itself against
 //! [`host_sgd`](super::gpu_step::host_sgd).
 
@@ -276,55 +271,41 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_run_on_the_host_is_host_sgd_bit_for_bit() {
+    fn the_plan_run_on_the_host_is_host_sgd_bit_for_bit_and_a_planted_error_is_caught() {
         // Batches that wrap around the samples, three hidden layers, classes narrower and
         // wider than the hidden layers.
-        for (widths, samples, batch) in [
-            (&[6, 5, 4, 3][..], 40, 16),
-            (&[7, 9, 12][..], 23, 10),
-            (&[5, 3][..], 11, 4),
+        for (widths, samples, batch, steps, seed) in [
+            (&[6, 5, 4, 3][..], 40, 16, 9, 5),
+            (&[7, 9, 12][..], 23, 10, 9, 5),
+            (&[5, 3][..], 11, 4, 9, 5),
+            (&[8, 16, 4][..], 64, 32, 20, 2),
         ] {
-            let s = shape(widths, samples, batch, 9);
-            let data = Dataset::new(samples, widths[0], *widths.last().unwrap(), 5);
-            let initial = s.layers.initial_parameters(5);
+            let s = shape(widths, samples, batch, steps);
+            let data = Dataset::new(samples, widths[0], *widths.last().unwrap(), seed);
+            let initial = s.layers.initial_parameters(seed);
             let (want, losses) = host_sgd(&s, &data, &initial, s.steps);
             let plan = Plan::new(&s, None);
             plan.check().unwrap();
             let mut host = HostStep::new(plan, &data, &initial);
+            let planted = Plan::new(&s, Some(Planted::SkipBiasUpdate));
+            let mut wrong = HostStep::new(planted, &data, &initial);
             for _ in 0..s.steps {
                 host.step();
+                wrong.step();
             }
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(host.get(Buf::Params)), bits(&want), "{widths:?}");
-            assert_eq!(counter(host.get(Buf::Step)[0]), 9);
+            assert_eq!(counter(host.get(Buf::Step)[0]) as usize, steps);
             for (got, want) in host.get(Buf::Losses).iter().zip(&losses) {
                 assert!(
                     (f64::from(*got) - want).abs() <= 1e-6 * want.abs(),
                     "{got} {want}"
                 );
             }
+            assert!(agrees(&want, host.get(Buf::Params)).0);
+            let (ok, rel) = agrees(&want, wrong.get(Buf::Params));
+            assert!(!ok, "skipping the bias update differs by only {rel:.2e}");
         }
-    }
-
-    #[test]
-    fn a_planted_error_fails_the_agreement_check() {
-        let s = shape(&[8, 16, 4], 64, 32, 20);
-        let data = Dataset::new(64, 8, 4, 2);
-        let initial = s.layers.initial_parameters(2);
-        let (want, _) = host_sgd(&s, &data, &initial, s.steps);
-        let mut right = HostStep::new(Plan::new(&s, None), &data, &initial);
-        let mut wrong = HostStep::new(
-            Plan::new(&s, Some(Planted::SkipBiasUpdate)),
-            &data,
-            &initial,
-        );
-        for _ in 0..s.steps {
-            right.step();
-            wrong.step();
-        }
-        assert!(agrees(&want, right.get(Buf::Params)).0);
-        let (ok, rel) = agrees(&want, wrong.get(Buf::Params));
-        assert!(!ok, "skipping the bias update differs by only {rel:.2e}");
     }
 
     #[test]

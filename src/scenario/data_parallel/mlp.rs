@@ -15,12 +15,10 @@ use crate::device::cpu::{matmul_into, uniform};
 pub struct Layers(pub Vec<usize>);
 
 impl Layers {
-    /// Input features.
     pub fn inputs(&self) -> usize {
         self.0[0]
     }
 
-    /// Output classes.
     pub fn classes(&self) -> usize {
         self.0[self.0.len() - 1]
     }
@@ -123,14 +121,10 @@ impl Dataset {
 
 /// The gradient of the summed cross-entropy over rows `start..start + len`, divided by `scale`
 /// (the global batch size, so the gradients of a batch's shards add up to the batch's), written
-/// into `grad`. Returns the shard's summed loss divided by `scale` (the shards' losses also add
-/// up to the batch's mean loss).
-///
-/// The same steps as [`forward`] and then [`Forward::backward`] on every layer, last first:
-/// the overlapped ring runs them as separate ops and gets the same bits.
-///
-/// # Panics
-/// If `weights` or `grad` is not [`Layers::parameters`] long (a programming error).
+/// into `grad`: [`forward`], then [`Forward::backward`] on every layer, last first (the steps
+/// the overlapped ring runs as separate ops). Returns the shard's summed loss divided by
+/// `scale` (the shards' losses add up to the batch's mean loss). Panics if `weights` or `grad`
+/// is not [`Layers::parameters`] long (a programming error).
 pub fn gradient(
     layers: &Layers,
     weights: &[f32],
@@ -162,10 +156,8 @@ pub struct Forward {
 }
 
 /// The forward pass over rows `start..start + len` and the softmax cross-entropy's gradient by
-/// the logits, divided by `scale` (see [`gradient`]).
-///
-/// # Panics
-/// If `weights` is not [`Layers::parameters`] long (a programming error).
+/// the logits, divided by `scale` (see [`gradient`]). Panics if `weights` is not
+/// [`Layers::parameters`] long (a programming error).
 pub fn forward(
     layers: &Layers,
     weights: &[f32],
@@ -221,10 +213,8 @@ impl Forward {
 
     /// One backward step, on layer `l` (which must be [`next_layer`](Self::next_layer)): its
     /// weights' and bias's gradient into `grad` ([`Layers::range`] of it: `dW = Aᵀ·δ`,
-    /// `db = Σ_rows δ`), then `δ_prev = (δ·Wᵀ) ⊙ [A_prev > 0]` for the layer below.
-    ///
-    /// # Panics
-    /// If `l` is not the next layer or `grad` is not the layer's length (a programming error).
+    /// `db = Σ_rows δ`), then `δ_prev = (δ·Wᵀ) ⊙ [A_prev > 0]` for the layer below. Panics if
+    /// `l` is not the next layer or `grad` is not the layer's length (a programming error).
     pub fn backward(&mut self, layers: &Layers, weights: &[f32], l: usize, grad: &mut [f32]) {
         assert_eq!(
             self.next_layer(),

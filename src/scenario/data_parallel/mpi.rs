@@ -79,16 +79,10 @@ impl Rank<'_> {
     /// threads.
     fn gradient(&self, weights: &[f32], rows: (usize, usize), out: &mut [f32]) {
         let (s, n) = (self.setup, self.n());
-        let loss = self.pool.install(|| {
-            gradient(
-                &s.layers,
-                weights,
-                &s.data,
-                rows,
-                s.batch as f32,
-                &mut out[..n],
-            )
-        });
+        let scale = s.batch as f32;
+        let loss = self
+            .pool
+            .install(|| gradient(&s.layers, weights, &s.data, rows, scale, &mut out[..n]));
         out[n] = (loss * s.batch as f64) as f32;
     }
 
@@ -99,18 +93,11 @@ impl Rank<'_> {
         let start = Instant::now();
         if self.comm.rank() == 0 {
             for step in 0..s.steps {
-                self.gradient(
-                    &b.weights,
-                    (step as usize * s.batch, s.batch),
-                    &mut b.gradient,
-                );
+                let rows = (step as usize * s.batch, s.batch);
+                self.gradient(&b.weights, rows, &mut b.gradient);
                 sgd(&mut b.weights, &b.gradient[..n], s.lr);
-                log.push(LossEntry::since(
-                    start,
-                    step,
-                    f64::from(b.gradient[n]),
-                    s.batch,
-                ));
+                let loss = f64::from(b.gradient[n]);
+                log.push(LossEntry::since(start, step, loss, s.batch));
                 for r in 1..self.comm.size() {
                     self.comm
                         .send(r, TAG_ALIVE, &[step as f32], "one-device's progress");
@@ -261,12 +248,8 @@ impl Rank<'_> {
             sgd(&mut b.weights, &b.gradient[..n], s.lr);
             staleness.push(version - seen[from]);
             let rows = shard(s.steps - left[from], s.batch, workers, from - 1).1;
-            log.push(LossEntry::since(
-                start,
-                version,
-                f64::from(b.gradient[n]),
-                rows,
-            ));
+            let loss = f64::from(b.gradient[n]);
+            log.push(LossEntry::since(start, version, loss, rows));
             version += 1;
             left[from] -= 1;
             if left[from] > 0 {

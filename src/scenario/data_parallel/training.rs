@@ -108,8 +108,8 @@ pub fn agrees(reference: &[f32], got: &[f32]) -> (bool, f64) {
 pub const AGREEMENT: f64 = 2e-5;
 
 /// A loss curve from a run's log: a point per update that closes a global batch's worth of
-/// rows, `[update, mean loss over the latest batch rows, seconds]`. For synchronous runs each
-/// step's shards are one batch; for an asynchronous run the last k updates are.
+/// rows, `[update, mean loss over the latest batch rows, seconds]` (a synchronous step's
+/// shards, or an asynchronous run's last k updates).
 pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
     let mut entries = log.to_vec();
     entries.sort_by(|a, b| {
@@ -324,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn a_synchronous_curve_has_a_point_per_step() {
+    fn a_curve_has_a_point_per_batch_of_updates() {
         // Two devices, batch 4: each step's two shards make its point.
         let log = vec![
             entry(0, 4.0, 2, 0.1),
@@ -344,11 +344,8 @@ mod tests {
         ];
         assert_eq!(nearest_to(0.392, runs), Some("median"));
         assert_eq!(nearest_to::<()>(1.0, vec![]), None);
-    }
-
-    #[test]
-    fn an_asynchronous_curve_averages_the_last_batch_of_updates() {
-        // Batch 4 in shards of 2: each point is the mean over the last two updates.
+        // Asynchronous, batch 4 in shards of 2: each point is the mean over the last two
+        // updates.
         let log = vec![
             entry(0, 4.0, 2, 0.1),
             entry(1, 2.0, 2, 0.2),
