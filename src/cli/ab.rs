@@ -1,6 +1,7 @@
 //! `parbench ab`: two parbench executables measured side by side over a suite, in ABBA order,
 //! one short process per side and pair, so a burst of drift hits both sides of a pair (see
-//! `report::paired` for the decision).
+//! `report::paired` for the decision). A command entry's sides are its `base` and `new`
+//! commands instead: a pair is one process of the candidate, timing both in interleaved rounds.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use super::error::CliError;
 use super::output::{check_output_path, stdout, write_output};
 use crate::export::paired as render;
 use crate::export::ComparisonFormat;
-use crate::report::compare::run_entries;
+use crate::report::compare::{run_entries, Entry};
 use crate::report::paired::{self, BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, Provenance};
 use crate::report::Report;
@@ -63,7 +64,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     let mut unmeasured: Vec<String> = Vec::new();
     let mut stopped_at_budget = false;
     let mut sides = AbSides::default();
-    for (i, (label, entry_text)) in entries.iter().enumerate() {
+    for (i, (label, entry_text, entry_sides)) in entries.iter().enumerate() {
         if Instant::now() >= end {
             unmeasured.push(label.clone());
             continue;
@@ -73,6 +74,13 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", entry_file.display())))?;
         // The budget is shared out evenly; what an entry leaves unused goes to the next ones.
         let deadline = start + args.budget.mul_f64((i + 1) as f64 / entries.len() as f64);
+        // A command entry's rounds rotate which command runs first: an even count has each
+        // lead in half of them (with 5, `base` led in 3 and two copies of one grep read 8% and
+        // 14% apart over 40 pairs; with 6, 0.6% and 0.5%).
+        let samples = match entry_sides {
+            Sides::Builds => args.samples,
+            Sides::Commands => args.samples.next_multiple_of(2),
+        };
         let mut these: Vec<PairedEntry> = Vec::new();
         let mut pairs = 0u64;
         let mut busy_pairs = BusyPairs::default();
@@ -95,9 +103,14 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             };
             let mut values = [Vec::new(), Vec::new()];
             let mut busy = [false, false];
-            for side in order {
+            // A command entry's pair is one process of the candidate's, timing both commands.
+            let order: &[Side] = match entry_sides {
+                Sides::Builds => &order,
+                Sides::Commands => &[Side::Candidate],
+            };
+            for &side in order {
                 let bin = [&base, &candidate][side as usize];
-                let report = match run_side(side, bin, &entry_file, args.samples, label, end) {
+                let report = match run_side(side, bin, &entry_file, samples, label, end) {
                     Ok(report) => report,
                     Err(SideError::OutOfBudget) => {
                         out_of_budget = true;
@@ -115,8 +128,13 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 };
                 record_side(&mut sides, side, bin, &report, label)?;
                 not_measured.extend(report.runs.iter().flat_map(paired::not_measured));
-                values[side as usize] = report.runs.iter().flat_map(run_entries).collect();
-                busy[side as usize] = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
+                let is_busy = report.runs.iter().any(|r| !r.busy_reasons().is_empty());
+                if *entry_sides == Sides::Commands {
+                    (values, busy) = (command_pair(&report), [is_busy; 2]);
+                } else {
+                    values[side as usize] = report.runs.iter().flat_map(run_entries).collect();
+                    busy[side as usize] = is_busy;
+                }
             }
             paired::add_pair(&mut these, &values[0], &values[1], busy);
             busy_pairs.add(busy);
@@ -257,9 +275,19 @@ impl Side {
     }
 }
 
+/// What the two sides of a suite entry are.
+#[derive(Clone, Copy, PartialEq)]
+enum Sides {
+    /// The base and the candidate build, each running the entry.
+    Builds,
+    /// A command entry's `base` and `new` commands, timed in interleaved rounds by one process
+    /// of the candidate build.
+    Commands,
+}
+
 /// Each `[[run]]` of a suite as a suite of its own (the text a child process reads), with a
-/// label (`2: matmul`).
-fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, CliError> {
+/// label (`2: matmul`) and what its sides are.
+fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String, Sides)>, CliError> {
     let table: toml::Table = text
         .parse()
         .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
@@ -271,25 +299,69 @@ fn split_suite(name: &str, text: &str) -> Result<Vec<(String, String)>, CliError
     runs.iter()
         .enumerate()
         .map(|(i, run)| {
-            if run.get("command").is_some() || run.get("commands").is_some() {
-                return Err(CliError::Usage(format!(
-                    "{name}: entry {} times a command, which both builds would run alike: ab \
-                     pairs two parbench builds; two builds of a program are timed side by side \
-                     by `commands = {{ base = [...], new = [...] }}` in `parbench run`",
+            let sides = command_sides(run).map_err(|why| {
+                CliError::Usage(format!(
+                    "{name}: entry {} {why}: ab pairs two parbench builds, or a command \
+                     entry's `commands = {{ base = [...], new = [...] }}`",
                     i + 1
-                )));
-            }
-            let scenario = run
-                .get("scenario")
+                ))
+            })?;
+            let title = run
+                .get(if sides == Sides::Commands {
+                    "name"
+                } else {
+                    "scenario"
+                })
                 .and_then(toml::Value::as_str)
                 .unwrap_or("?");
             let mut one = toml::Table::new();
             one.insert("run".into(), toml::Value::Array(vec![run.clone()]));
             let text = toml::to_string(&one)
                 .map_err(|e| CliError::Usage(format!("{name}: entry {}: {e}", i + 1)))?;
-            Ok((format!("{}: {scenario}", i + 1), text))
+            Ok((format!("{}: {title}", i + 1), text, sides))
         })
         .collect()
+}
+
+/// An entry's sides, or why `ab` cannot pair it: one command would run alike in both builds.
+fn command_sides(run: &toml::Value) -> Result<Sides, String> {
+    if run.get("command").is_some() {
+        return Err("times one command, which both builds would run alike".into());
+    }
+    let Some(commands) = run.get("commands").and_then(toml::Value::as_table) else {
+        return Ok(Sides::Builds);
+    };
+    let mut names: Vec<&str> = commands.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    if names == ["base", "new"] {
+        Ok(Sides::Commands)
+    } else {
+        Err(format!("times the commands {}", names.join(", ")))
+    }
+}
+
+/// A command entry's report as one pair: its `base` command's time against its `new` one's,
+/// each under the entry's name (`command[…] new vs base`).
+fn command_pair(report: &Report) -> [Vec<Entry>; 2] {
+    let times: Vec<Entry> = report
+        .runs
+        .iter()
+        .flat_map(run_entries)
+        .filter(|e| e.is_time)
+        .collect();
+    ["base", "new"].map(|command| {
+        let suffix = format!(" {command}");
+        times
+            .iter()
+            .filter_map(|e| {
+                let key = e.name.strip_suffix(&suffix)?;
+                Some(Entry {
+                    name: format!("{key} new vs base"),
+                    ..e.clone()
+                })
+            })
+            .collect()
+    })
 }
 
 /// Fail fast, in one line, when a side is not a parbench that runs here.

@@ -52,11 +52,6 @@ pub(super) fn built_from(version: &str) -> Option<&str> {
     Some(rest[..rest.find(')')?].trim()).filter(|c| !c.is_empty())
 }
 
-/// Whether a build that names `commit` is a clean build of the full hash `sha`.
-fn is_build_of(commit: &str, sha: &str) -> bool {
-    commit.len() >= 7 && !commit.ends_with("-dirty") && sha.starts_with(commit)
-}
-
 /// How to get the executable of revision `sha`. `builds` are existing builds of the working
 /// tree with the commit each names; `cached` is `target/ab/<sha>/parbench` if it exists.
 pub(super) fn decide(
@@ -82,7 +77,9 @@ pub(super) fn decide(
             ))
         };
     }
-    if let Some((path, _)) = builds.iter().find(|(_, c)| is_build_of(c, sha)) {
+    // A build that names a commit is reused when it is a clean build of the full hash `sha`.
+    let clean_build_of_sha = |c: &str| c.len() >= 7 && !c.ends_with("-dirty") && sha.starts_with(c);
+    if let Some((path, _)) = builds.iter().find(|(_, c)| clean_build_of_sha(c)) {
         return Ok(Plan::Reuse(path.clone()));
     }
     Ok(cached.map_or(Plan::BuildTree { dirty: false }, Plan::Cached))

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::values::{parse_budget, parse_machine, parse_mode, parse_seconds, parse_threshold};
+use super::values::{parse_budget, parse_machine, parse_seconds, parse_threshold};
 use crate::device::{GpuOrder, MemoryFraction};
 use crate::engine::Mode;
 use crate::export::{self, ComparisonFormat};
@@ -96,33 +96,7 @@ pub enum Command {
     },
     /// Run one scenario over the cartesian product of parameter axes, into one report; each
     /// finished point is appended to a JSON Lines journal, so an interrupted sweep can resume.
-    Sweep {
-        /// The scenario to sweep.
-        scenario: String,
-        /// An axis: NAME=V1,V2,... with START:STOP:STEP ranges for whole numbers
-        /// (e.g. --set cpu_size=500:2000:500 --set ops=5,10). Repeat for more axes.
-        #[arg(long = "set", value_name = "NAME=VALUES")]
-        set: Vec<String>,
-        /// The journal to append finished points to (default: the -o file with .jsonl, or
-        /// parbench-sweep-<scenario>-<hash of the axes>.jsonl without -o or when -o is a device
-        /// or pipe). Once the report is written it is kept as <name>.done.jsonl.
-        #[arg(long, value_name = "FILE")]
-        journal: Option<PathBuf>,
-        /// Continue the sweep recorded in the journal (this FILE, or --journal's, or the
-        /// default): its finished points are not run again. Refused when the engine, sampling
-        /// or build differ from the journal's.
-        #[arg(long, value_name = "FILE", num_args = 0..=1)]
-        resume: Option<Option<PathBuf>>,
-        /// Start over: replace an unfinished journal instead of refusing it.
-        #[arg(long, conflicts_with = "resume")]
-        fresh: bool,
-        /// Refuse a sweep of more points than this (counted before any is built).
-        #[arg(long, value_name = "N", default_value_t = crate::scenario::sweep::MAX_POINTS,
-              value_parser = clap::value_parser!(u64).range(1..))]
-        max_points: u64,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
+    Sweep(SweepArgs),
     /// Draw a report as SVG: time against the swept parameter (a line per variant, 95% CI
     /// band), a training run's loss curves, or the variants' medians as bars.
     Plot {
@@ -135,29 +109,7 @@ pub enum Command {
     /// Compare stored reports, each change judged against the figure's run-to-run noise:
     /// `compare BASE NEW`, or reruns a side, `compare BASE... -- NEW...`. Exit 1 for a time
     /// slower beyond its noise, 2 if they cannot be compared. The gate for CI is `ab`.
-    Compare {
-        /// The baseline report and the report to judge; with `--`, the baseline's reports
-        /// (reruns of one build).
-        #[arg(required = true, value_name = "REPORT")]
-        reports: Vec<PathBuf>,
-        /// After `--`: the reports to judge (reruns of one build).
-        #[arg(last = true, value_name = "NEW")]
-        new: Vec<PathBuf>,
-        /// Earlier reports (a folder, or a file as `history` reads it): each figure's spread
-        /// over their reruns of one commit, on the baseline's machine, is learned from them.
-        #[arg(long, value_name = "DIR")]
-        history: Option<PathBuf>,
-        /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
-        #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
-        threshold: f64,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]
-        format: ComparisonFormat,
-        /// Fail (exit 1) when an entry is on one side only or looks renamed; without it such
-        /// entries are listed and warned about.
-        #[arg(long)]
-        require_all: bool,
-    },
+    Compare(CompareArgs),
     /// Paired A/B run of two parbench builds over a suite (default scenarios/ci.toml):
     /// ABBA order, one short process per side and pair, decided on the pairs' ratios; exit 1 if
     /// the candidate is slower, 2 on bad input.
@@ -167,17 +119,7 @@ pub enum Command {
     History(HistoryArgs),
     /// Write a report as one self-contained HTML page (tables, checks, figures), or two
     /// reports side by side with `compare`'s verdicts.
-    Report {
-        /// The JSON report; a second one is compared against the first (the baseline).
-        #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
-        reports: Vec<PathBuf>,
-        /// The page to write (default: the last report's path with .html).
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// With two reports: the smallest change that counts, as for `compare`.
-        #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
-        threshold: f64,
-    },
+    Report(ReportArgs),
     /// Print a shell completion script: `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
     Completions {
         /// The shell.
@@ -215,7 +157,7 @@ pub struct CommonArgs {
     #[arg(short, long)]
     pub verbose: bool,
     /// Execution engine: threaded (asynchronous, the default) or naive (push returns once its op completed).
-    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", env = Mode::ENV, value_parser = Mode::from_setting)]
     pub engine: Option<Mode>,
     /// Bound the ops pending in the engine (push blocks at the bound).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
@@ -227,7 +169,7 @@ pub struct CommonArgs {
     /// Cap parbench's GPU allocations at this fraction of the GPU's total memory, in (0, 1]
     /// (TensorFlow's per_process_gpu_memory_fraction): an allocation past it fails with a
     /// one-line error naming what is live, reserved and free.
-    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse_memory_fraction)]
+    #[arg(long, value_name = "F", allow_hyphen_values = true)]
     pub gpu_memory_fraction: Option<MemoryFraction>,
     /// Threads per CPU device (default: the machine's cores split between the devices).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -285,12 +227,6 @@ pub struct SuiteJournalArgs {
     /// Start over: replace an unfinished journal instead of refusing it.
     #[arg(long, conflicts_with = "resume")]
     pub fresh: bool,
-}
-
-/// `--gpu-memory-fraction`'s value (see [`MemoryFraction`]).
-fn parse_memory_fraction(s: &str) -> Result<MemoryFraction, String> {
-    s.parse()
-        .map_err(|e: crate::device::memory_fraction::FractionError| e.to_string())
 }
 
 /// `--gpu-order` (see [`GpuOrder`]).
@@ -355,6 +291,76 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
     }
     // After the shared options: their struct's doc would otherwise become the about line.
     CommonArgs::augment_args(cmd).about(sc.about())
+}
+
+/// What `parbench sweep` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// The scenario to sweep.
+    pub(super) scenario: String,
+    /// An axis: NAME=V1,V2,... with START:STOP:STEP ranges for whole numbers
+    /// (e.g. --set cpu_size=500:2000:500 --set ops=5,10). Repeat for more axes.
+    #[arg(long = "set", value_name = "NAME=VALUES")]
+    pub(super) set: Vec<String>,
+    /// The journal to append finished points to (default: the -o file with .jsonl, or
+    /// parbench-sweep-<scenario>-<hash of the axes>.jsonl without -o or when -o is a device
+    /// or pipe). Once the report is written it is kept as <name>.done.jsonl.
+    #[arg(long, value_name = "FILE")]
+    pub(super) journal: Option<PathBuf>,
+    /// Continue the sweep recorded in the journal (this FILE, or --journal's, or the
+    /// default): its finished points are not run again. Refused when the engine, sampling
+    /// or build differ from the journal's.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub(super) resume: Option<Option<PathBuf>>,
+    /// Start over: replace an unfinished journal instead of refusing it.
+    #[arg(long, conflicts_with = "resume")]
+    pub(super) fresh: bool,
+    /// Refuse a sweep of more points than this (counted before any is built).
+    #[arg(long, value_name = "N", default_value_t = crate::scenario::sweep::MAX_POINTS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) max_points: u64,
+    #[command(flatten)]
+    pub(super) common: CommonArgs,
+}
+
+/// What `parbench compare` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline report and the report to judge; with `--`, the baseline's reports
+    /// (reruns of one build).
+    #[arg(required = true, value_name = "REPORT")]
+    pub(super) reports: Vec<PathBuf>,
+    /// After `--`: the reports to judge (reruns of one build).
+    #[arg(last = true, value_name = "NEW")]
+    pub(super) new: Vec<PathBuf>,
+    /// Earlier reports (a folder, or a file as `history` reads it): each figure's spread
+    /// over their reruns of one commit, on the baseline's machine, is learned from them.
+    #[arg(long, value_name = "DIR")]
+    pub(super) history: Option<PathBuf>,
+    /// Smallest change that counts: a percentage (5%) or a fraction (0.05).
+    #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
+    pub(super) threshold: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ComparisonFormat::Table)]
+    pub(super) format: ComparisonFormat,
+    /// Fail (exit 1) when an entry is on one side only or looks renamed; without it such
+    /// entries are listed and warned about.
+    #[arg(long)]
+    pub(super) require_all: bool,
+}
+
+/// What `parbench report` was asked to do.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// The JSON report; a second one is compared against the first (the baseline).
+    #[arg(required = true, num_args = 1..=2, value_name = "REPORT")]
+    pub(super) reports: Vec<PathBuf>,
+    /// The page to write (default: the last report's path with .html).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// With two reports: the smallest change that counts, as for `compare`.
+    #[arg(long, default_value = "5%", value_parser = parse_threshold, allow_hyphen_values = true)]
+    pub(super) threshold: f64,
 }
 
 /// What `parbench ab` was asked to do.

@@ -69,10 +69,7 @@ mod tests {
         );
         let err = distinct(&[axis("size", &["100", "200", "100"])]).unwrap_err();
         assert_eq!(err.to_string(), "--set 'size' lists the value '100' twice");
-    }
-
-    #[test]
-    fn a_long_axis_is_quoted_by_its_ends() {
+        // A long axis is quoted by its ends.
         let long: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
         let err = distinct(&[("size".into(), long.clone()), ("size".into(), long)]).unwrap_err();
         assert_eq!(

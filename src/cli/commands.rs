@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{CommandFactory, FromArgMatches};
 
 use super::ab::run_ab;
-use super::args::{Cli, Command};
+use super::args::{Cli, Command, CompareArgs};
 use super::check::{clap_parse, help_command};
 use super::error::{parsed, CliError};
 use super::help::scenarios_help;
@@ -65,44 +65,19 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
             run_plan(vec![run], &common, None)
         }
         Command::Help { topic } => help(topic.as_deref()),
-        Command::Report {
-            reports,
-            output,
-            threshold,
-        } => run_report(&reports, output, threshold),
+        Command::Report(args) => run_report(args),
         Command::Completions { shell } => completions(shell),
         Command::Ab(args) => run_ab(args),
         Command::History(args) => super::history::run_history(args),
         Command::Scenario(raw) => run_scenario_command(raw),
-        Command::Sweep {
-            scenario: name,
-            set,
-            journal,
-            resume,
-            fresh,
-            max_points,
-            common,
-        } => run_sweep(&name, &set, journal, resume, fresh, max_points, &common),
+        Command::Sweep(args) => run_sweep(args),
         Command::Plot { report, output } => plot(&report, output),
         Command::Export {
             report,
             format,
             output,
         } => export(&report, format, output),
-        Command::Compare {
-            reports,
-            new,
-            history,
-            threshold,
-            format,
-            require_all,
-        } => compare(
-            sides(reports, new)?,
-            history.as_deref(),
-            threshold,
-            format,
-            require_all,
-        ),
+        Command::Compare(args) => compare(args),
     }
 }
 
@@ -186,13 +161,15 @@ fn sides(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<[Vec<PathBuf>; 2], 
 
 /// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
 /// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
-fn compare(
-    [base, new]: [Vec<PathBuf>; 2],
-    history: Option<&Path>,
-    threshold: f64,
-    format: ComparisonFormat,
-    require_all: bool,
-) -> Result<(), CliError> {
+fn compare(args: CompareArgs) -> Result<(), CliError> {
+    let CompareArgs {
+        history,
+        threshold,
+        format,
+        require_all,
+        ..
+    } = args;
+    let [base, new] = sides(args.reports, args.new)?;
     let load = |paths: &[PathBuf]| -> Result<Vec<(Report, String)>, CliError> {
         paths
             .iter()
@@ -203,7 +180,7 @@ fn compare(
     fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
         s.iter().map(|(r, p)| (r, p.as_str())).collect()
     }
-    let spreads = match (history, base.first()) {
+    let spreads = match (&history, base.first()) {
         (Some(dir), Some((first, _))) => {
             let h = super::history::load(dir)?;
             let identity = Identity::of(&first.environment);

@@ -144,7 +144,8 @@ impl CliError {
     }
 
     /// The line stderr shows (without `error: `): the message and its causes, joined with
-    /// `: ` into one line. `None` where the output already said it.
+    /// `: ` into one line, its lines trimmed and joined by spaces (clap's and some OS messages
+    /// span lines). `None` where the output already said it.
     pub fn line(&self) -> Option<String> {
         if matches!(self, CliError::NoCommand | CliError::Regression(_)) {
             return None;
@@ -155,17 +156,13 @@ impl CliError {
             let _ = write!(text, ": {e}");
             cause = e.source();
         }
-        Some(one_line(&text))
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        Some(lines.join(" "))
     }
-}
-
-/// `s` with its lines trimmed and joined by spaces (clap's and some OS messages span lines).
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

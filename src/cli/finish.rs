@@ -40,7 +40,7 @@ pub(super) fn finish_report(
         let perfetto = " (open it in https://ui.perfetto.dev or chrome://tracing)";
         write(path, &text, perfetto)?;
     }
-    if report.all_checks_passed() {
+    if report.runs.iter().all(|r| r.checks_passed()) {
         Ok(())
     } else {
         Err(CliError::CheckFailed)

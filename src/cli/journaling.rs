@@ -38,20 +38,37 @@ impl Start {
     }
 }
 
-/// A journal open for appending, the points it already holds, and this process's lock on it
-/// (none on a device), to hold until the journal is retired.
+/// A journal open for appending: its path, whether the user named it (kept once finished),
+/// the points it already holds, and this process's lock on it (none on a device), to hold
+/// until the journal is [retired](Opened::retire).
 pub(super) struct Opened {
+    pub path: PathBuf,
+    pub keep: bool,
     pub journal: Journal,
     pub done: Vec<RunRecord>,
-    pub lock: Option<JournalLock>,
+    lock: Option<JournalLock>,
+}
+
+impl Opened {
+    /// Once the report is written (its checks passed or not), the journal is removed, or kept
+    /// as `<name>.done.jsonl` when the user named it: either way it no longer blocks the next
+    /// run. Its lock is released after that; returns the report's `outcome`.
+    pub(super) fn retire(self, outcome: Result<(), CliError>, quiet: bool) -> Result<(), CliError> {
+        drop(self.journal);
+        if let Ok(()) | Err(CliError::CheckFailed) = &outcome {
+            if let Some(done) = finish(&self.path, self.keep)? {
+                if !quiet {
+                    note!("journal kept as {}", done.display());
+                }
+            }
+        }
+        drop(self.lock);
+        outcome
+    }
 }
 
 /// The header of a journal started now, under `common`'s options.
-pub(super) fn header(
-    common: &CommonArgs,
-    sampling: SamplingConditions,
-    plan: JournalPlan,
-) -> JournalHeader {
+fn header(common: &CommonArgs, sampling: SamplingConditions, plan: JournalPlan) -> JournalHeader {
     JournalHeader {
         journal: JOURNAL_FORMAT.to_string(),
         parbench: env!("CARGO_PKG_VERSION").to_string(),
@@ -73,7 +90,7 @@ pub(super) fn header(
 /// Open the journal at `path` as `start` says, locked first: a journal another process is
 /// writing is refused, naming that process. Resuming reads it, and refuses a journal without a
 /// header or one whose conditions differ from `header`'s, naming each difference.
-pub(super) fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<Opened, CliError> {
+fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<Opened, CliError> {
     let shown = || path.display().to_string();
     // A device (`--journal /dev/null`) is written, never resumed: it may exist.
     let device = writes_in_place(path);
@@ -107,14 +124,17 @@ pub(super) fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<
         Start::New | Start::Fresh => (Journal::create(path, header)?, Vec::new()),
     };
     Ok(Opened {
+        path: path.to_path_buf(),
+        keep: false,
         journal,
         done,
         lock,
     })
 }
 
-/// A run's journal at its [`path`], opened as `start` says under a [`header`] of `sampling`
-/// and `plan`: the path, whether the user named it (kept once finished), and what it holds.
+/// A run's journal, opened as `start` says under a [`header`] of `sampling` and `plan`: the
+/// one `named` (`--journal`, `--resume FILE`), else beside the report (its path with
+/// `.jsonl`), else [`default_path`]; refused where it is the report.
 pub(super) fn open_at_path(
     named: Option<PathBuf>,
     common: &CommonArgs,
@@ -122,28 +142,8 @@ pub(super) fn open_at_path(
     sampling: SamplingConditions,
     plan: JournalPlan,
     start: Start,
-) -> Result<(PathBuf, bool, Opened), CliError> {
+) -> Result<Opened, CliError> {
     let keep = named.is_some();
-    let path = path(named, common, what, key)?;
-    let opened = open(&path, start, &header(common, sampling, plan))?;
-    Ok((path, keep, opened))
-}
-
-/// The default journal of a run without `-o` or `--journal`: `parbench-<what>-<hash>.jsonl`
-/// in the working directory, the hash of `key` (a sweep's scenario and axes, a suite's runs)
-/// so that two different runs never share one.
-pub(super) fn default_path(what: &str, key: &str) -> PathBuf {
-    PathBuf::from(format!("parbench-{what}-{:08x}.jsonl", short_hash(key)))
-}
-
-/// The journal of a run: the one `named` (`--journal`, `--resume FILE`), else beside the
-/// report (its path with `.jsonl`), else [`default_path`]; refused where it is the report.
-pub(super) fn path(
-    named: Option<PathBuf>,
-    common: &CommonArgs,
-    what: &str,
-    key: &str,
-) -> Result<PathBuf, CliError> {
     let path = named.unwrap_or_else(|| match &common.output {
         // Beside a report on a device (`-o /dev/null`) would be a stray file in /dev.
         Some(o) if !writes_in_place(o) => o.with_extension("jsonl"),
@@ -155,7 +155,15 @@ pub(super) fn path(
             path.display()
         )));
     }
-    Ok(path)
+    let opened = open(&path, start, &header(common, sampling, plan))?;
+    Ok(Opened { keep, ..opened })
+}
+
+/// The default journal of a run without `-o` or `--journal`: `parbench-<what>-<hash>.jsonl`
+/// in the working directory, the hash of `key` (a sweep's scenario and axes, a suite's runs)
+/// so that two different runs never share one.
+fn default_path(what: &str, key: &str) -> PathBuf {
+    PathBuf::from(format!("parbench-{what}-{:08x}.jsonl", short_hash(key)))
 }
 
 /// 32 bits of FNV-1a: stable across builds and platforms, unlike std's hasher.
@@ -167,7 +175,7 @@ fn short_hash(key: &str) -> u32 {
 }
 
 /// Where a finished journal named with `--journal` is kept: `s.jsonl` → `s.done.jsonl`.
-pub(super) fn done_path(path: &Path) -> PathBuf {
+fn done_path(path: &Path) -> PathBuf {
     let stem = path
         .file_stem()
         .map_or_else(|| "journal".into(), |s| s.to_string_lossy().into_owned());
@@ -177,7 +185,7 @@ pub(super) fn done_path(path: &Path) -> PathBuf {
 /// Once the report is written, the journal is no longer needed to go on: remove it, or, when
 /// the user named it (`keep`), rename it to [`done_path`], so the next run with the same
 /// options starts afresh. A device is left alone. Returns where a kept journal now is.
-pub(super) fn finish(path: &Path, keep: bool) -> Result<Option<PathBuf>, CliError> {
+fn finish(path: &Path, keep: bool) -> Result<Option<PathBuf>, CliError> {
     if writes_in_place(path) {
         return Ok(None);
     }

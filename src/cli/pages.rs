@@ -1,11 +1,9 @@
 //! Pages and scripts for a reader: `parbench report` (a saved report, or two compared, as one
 //! HTML page), the `--html` page of a run, and `parbench completions`.
 
-use std::path::PathBuf;
-
 use clap::CommandFactory;
 
-use super::args::{scenario_command, Cli};
+use super::args::{scenario_command, Cli, ReportArgs};
 use super::error::CliError;
 use super::output::{check_output_path, output_name, stdout, write_output};
 use crate::export;
@@ -13,11 +11,8 @@ use crate::report::compare;
 use crate::scenario;
 
 /// `parbench report RUN.json [NEW.json] [-o FILE]`: one report's page, or two side by side.
-pub(super) fn run_report(
-    reports: &[PathBuf],
-    output: Option<PathBuf>,
-    threshold: f64,
-) -> Result<(), CliError> {
+pub(super) fn run_report(args: ReportArgs) -> Result<(), CliError> {
+    let reports = &args.reports[..];
     let html = match reports {
         [one] => export::html::page(&compare::load(one)?),
         [base, new] => {
@@ -26,12 +21,14 @@ pub(super) fn run_report(
                 &super::reports::load_comparable(base)?,
                 &super::reports::load_comparable(new)?,
                 [&names[0], &names[1]],
-                threshold,
+                args.threshold,
             )
         }
         _ => return Err(CliError::Usage("give one report, or two to compare".into())),
     };
-    let out = output.unwrap_or_else(|| reports[reports.len() - 1].with_extension("html"));
+    let out = args
+        .output
+        .unwrap_or_else(|| reports[reports.len() - 1].with_extension("html"));
     if reports.contains(&out) {
         return Err(CliError::Usage(format!(
             "the page would overwrite the report {}: choose another -o",

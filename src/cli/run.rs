@@ -2,9 +2,8 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
-use super::args::{CommonArgs, SuiteJournalArgs};
+use super::args::{CommonArgs, SuiteJournalArgs, SweepArgs};
 use super::check;
 use super::error::{parsed, CliError, SWEEP_STOP_AFTER};
 use super::eta;
@@ -39,22 +38,14 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
     )
 }
 
-/// `parbench sweep`: `journal`, `resume` and `fresh` are how it was asked to use its journal
-/// (`--journal`, `--resume [FILE]`, `--fresh`).
-pub(super) fn run_sweep(
-    name: &str,
-    set: &[String],
-    journal: Option<PathBuf>,
-    resume: Option<Option<PathBuf>>,
-    fresh: bool,
-    max_points: u64,
-    common: &CommonArgs,
-) -> Result<(), CliError> {
+/// `parbench sweep`.
+pub(super) fn run_sweep(args: SweepArgs) -> Result<(), CliError> {
+    let (name, common) = (args.scenario.as_str(), &args.common);
     let check::SweepPlan {
         scenario: sc,
         axes,
         points,
-    } = match parsed(check::sweep_plan(name, set, max_points))? {
+    } = match parsed(check::sweep_plan(name, &args.set, args.max_points))? {
         Some(plan) => plan,
         None => return Ok(()),
     };
@@ -87,7 +78,7 @@ pub(super) fn run_sweep(
     // Until the points are shared, a refusal on rank 0 tells the other ranks to stop.
     let mut pending = distributed.then(|| sweep_ranks::PendingShare::new(points.len(), timeout));
     check_common(common)?;
-    if let (Some(Some(r)), Some(j)) = (&resume, &journal) {
+    if let (Some(Some(r)), Some(j)) = (&args.resume, &args.journal) {
         if r != j {
             return Err(CliError::Usage(format!(
                 "--resume {} and --journal {} name two journals: give one",
@@ -96,8 +87,8 @@ pub(super) fn run_sweep(
             )));
         }
     }
-    let (journal_path, keep_journal, opened) = journaling::open_at_path(
-        resume.clone().flatten().or(journal),
+    let mut opened = journaling::open_at_path(
+        args.resume.clone().flatten().or(args.journal.clone()),
         common,
         (&format!("sweep-{name}"), &format!("{axes:?}")),
         (&sampling).into(),
@@ -105,13 +96,9 @@ pub(super) fn run_sweep(
             scenario: name.to_string(),
             axes: axes.clone(),
         },
-        journaling::Start::of(fresh, resume.is_some()),
+        journaling::Start::of(args.fresh, args.resume.is_some()),
     )?;
-    let journaling::Opened {
-        mut journal,
-        done,
-        lock,
-    } = opened;
+    let (journal_path, done) = (&opened.path, &opened.done);
     // Points as their reports record them (`m=0` resolved to the size it stands for).
     let resolved: Vec<_> = points.iter().map(|p| sc.resolved_params(p, &ctx)).collect();
     if let Some(foreign) = done
@@ -201,7 +188,7 @@ pub(super) fn run_sweep(
                 let began = std::time::Instant::now();
                 let run = run_timed(sc, params, &point_ctx)?;
                 let first = began.elapsed().as_secs_f64();
-                journal.append(&run)?;
+                opened.journal.append(&run)?;
                 newly += 1;
                 if newly == 1 && !common.quiet {
                     let round: f64 = run.variants.iter().map(|v| v.summary.median_s).sum();
@@ -240,9 +227,7 @@ pub(super) fn run_sweep(
             points.len()
         );
     }
-    drop(journal);
-    let outcome = finish_report(&report, common, &ctx);
-    retire_journal(Some(&journal_path), keep_journal, outcome, lock, common)
+    opened.retire(finish_report(&report, common, &ctx), common.quiet)
 }
 
 /// How many new points a test asks a sweep to stop after ([`SWEEP_STOP_AFTER`]).
@@ -250,27 +235,6 @@ fn stop_after() -> Option<usize> {
     std::env::var(SWEEP_STOP_AFTER)
         .ok()
         .and_then(|v| v.parse().ok())
-}
-
-/// Once the report is written (its checks passed or not), the journal is removed, or kept as
-/// `<name>.done.jsonl` when the user named it: either way it no longer blocks the next run.
-/// Its lock is released after that; returns the report's `outcome`.
-fn retire_journal(
-    path: Option<&std::path::Path>,
-    keep: bool,
-    outcome: Result<(), CliError>,
-    lock: Option<crate::scenario::journal_lock::JournalLock>,
-    common: &CommonArgs,
-) -> Result<(), CliError> {
-    if let (Some(path), Ok(()) | Err(CliError::CheckFailed)) = (path, &outcome) {
-        if let Some(done) = journaling::finish(path, keep)? {
-            if !common.quiet {
-                note!("journal kept as {}", done.display());
-            }
-        }
-    }
-    drop(lock);
-    outcome
 }
 
 /// A suite's journal: the options, and the command that runs the suite (for the resume hint).
@@ -340,40 +304,34 @@ pub(super) fn run_plan(
         .zip(&resolved)
         .map(|(r, p)| sweep::describe_params(r.scenario.name(), p))
         .collect();
-    let journaled = (suite_journal.as_ref())
+    let mut journaled = (suite_journal.as_ref())
         .map(|j| open_suite_journal(j, common, &base.sampling, &plan, &resolved, &described))
         .transpose()?;
     let mut report = common.empty_report();
-    let partial = suite_journal
-        .zip(journaled.as_ref())
-        .map(|(j, (path, ..))| {
-            Shared::arm(
-                &report,
-                described.clone(),
-                common.output.clone(),
-                format!(
-                    "interrupted: the finished runs are in {}; 'parbench {} --resume' (with the \
+    let partial = suite_journal.zip(journaled.as_ref()).map(|(j, opened)| {
+        Shared::arm(
+            &report,
+            described.clone(),
+            common.output.clone(),
+            format!(
+                "interrupted: the finished runs are in {}; 'parbench {} --resume' (with the \
                  same options) runs the rest",
-                    path.display(),
-                    j.command
-                ),
-            )
-        });
-    let (mut journal, done, keep_journal, journal_path, lock) = match journaled {
-        Some((path, o, keep)) => (Some(o.journal), o.done, keep, Some(path), o.lock),
-        None => (None, Vec::new(), false, None, None),
-    };
+                opened.path.display(),
+                j.command
+            ),
+        )
+    });
     if !json_on_stdout(common) {
         stdout(&table::render_environment(&report))?;
     }
     let stop_after = stop_after();
-    let from_journal = done.len();
+    let from_journal = journaled.as_ref().map_or(0, |o| o.done.len());
     let total = plan.len();
     let mut newly = 0;
     let mut shown = 0;
     let mut traced = 0;
     for (i, planned) in plan.into_iter().enumerate() {
-        let run = match done.get(i) {
+        let run = match journaled.as_ref().and_then(|o| o.done.get(i)) {
             Some(r) => r.clone(),
             None => run_timed(planned.scenario, &planned.params, &context_of(&planned))?,
         };
@@ -381,8 +339,8 @@ pub(super) fn run_plan(
         if let Some(partial) = &partial {
             partial.finished(&run);
         }
-        if let (Some(journal), true) = (&mut journal, i >= from_journal) {
-            journal.append(&run)?;
+        if let (Some(opened), true) = (&mut journaled, i >= from_journal) {
+            opened.journal.append(&run)?;
             newly += 1;
             if stop_after == Some(newly) {
                 return Err(CliError::Stopped(newly));
@@ -416,13 +374,15 @@ pub(super) fn run_plan(
     if !json_on_stdout(common) && report.runs.len() > 1 && lessons > 0 {
         stdout(&export::summary::render(&report))?;
     }
-    drop(journal);
     let outcome = finish_report(&report, common, ctx);
-    retire_journal(journal_path.as_deref(), keep_journal, outcome, lock, common)
+    match journaled {
+        Some(opened) => opened.retire(outcome, common.quiet),
+        None => outcome,
+    }
 }
 
-/// A suite's journal, opened as its options say: its path, the journal with the runs it holds
-/// (a prefix of the plan: a suite runs in order), and whether the user named it.
+/// A suite's journal, opened as its options say, with the runs it holds (a prefix of the plan:
+/// a suite runs in order).
 fn open_suite_journal(
     j: &SuiteJournal,
     common: &CommonArgs,
@@ -430,9 +390,9 @@ fn open_suite_journal(
     plan: &[suite::PlannedRun],
     resolved: &[serde_json::Map<String, serde_json::Value>],
     described: &[String],
-) -> Result<(PathBuf, journaling::Opened, bool), CliError> {
+) -> Result<journaling::Opened, CliError> {
     let what = j.command.split_whitespace().next().unwrap_or("run");
-    let (path, keep, opened) = journaling::open_at_path(
+    let opened = journaling::open_at_path(
         j.args.journal.clone(),
         common,
         (what, &described.join("\n")),
@@ -447,7 +407,7 @@ fn open_suite_journal(
         return Err(CliError::Usage(format!(
             "journal {} holds {} runs, more than this suite's {}: resume it with the suite it \
              was started with, or start over with --fresh",
-            path.display(),
+            opened.path.display(),
             opened.done.len(),
             plan.len()
         )));
@@ -462,14 +422,14 @@ fn open_suite_journal(
             return Err(CliError::Usage(format!(
                 "journal {}'s run {} ({}) is not this suite's ({}): resume it with the suite \
                  it was started with, or start over with --fresh",
-                path.display(),
+                opened.path.display(),
                 i + 1,
                 sweep::describe_params(&record.scenario, &record.parameters),
                 described[i]
             )));
         }
     }
-    Ok((path, opened, keep))
+    Ok(opened)
 }
 
 /// The one-thread FMA probe repeated before and after each run (a fall of more than 10% says a
@@ -601,8 +561,13 @@ impl CommonArgs {
     /// A report of no runs yet, in the environment the runs will have.
     fn empty_report(&self) -> Report {
         let gpu = device::discovery::probe_gpu();
-        let mut environment = Environment::capture_for_runs(self.mode(), gpu);
-        environment.machine = self.machine.clone();
+        // The machine's limits, not yet the GPU's: those come with the first run that uses
+        // the GPU (`note_gpu_run`), as measuring them takes a device and up to a GiB of it.
+        let environment = Environment {
+            limits: Some(crate::machine::limits().clone()),
+            machine: self.machine.clone(),
+            ..Environment::capture_without_limits(self.mode(), gpu)
+        };
         Report::new(environment, Vec::new())
     }
 

@@ -1,9 +1,7 @@
 //! Option values clap cannot type by itself: a threshold (`5%` or `0.05`), a number of seconds,
-//! an engine mode. Each parser's error is the reason clap prints after `invalid value ...`.
+//! a machine name. Each parser's error is the reason clap prints after `invalid value ...`.
 
 use std::time::Duration;
-
-use crate::engine::Mode;
 
 /// Why an option's value was refused.
 #[derive(Debug, thiserror::Error)]
@@ -19,8 +17,6 @@ pub enum ValueError {
     NotAMachineName(String),
     #[error("expected seconds above 0 and at most 86400, got '{0}'")]
     NotABudget(String),
-    #[error(transparent)]
-    Mode(#[from] crate::engine::UnknownMode),
     #[error(transparent)]
     Seconds(#[from] crate::harness::sampler::SamplingError),
 }
@@ -59,11 +55,6 @@ pub(super) fn parse_machine(s: &str) -> Result<String, ValueError> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     ok.then(|| s.to_string())
         .ok_or_else(|| ValueError::NotAMachineName(s.to_string()))
-}
-
-/// `--engine`: `threaded` or `naive`.
-pub(super) fn parse_mode(s: &str) -> Result<Mode, ValueError> {
-    Ok(Mode::from_setting(s)?)
 }
 
 /// A number of seconds (`--min-time`, `--max-time`).

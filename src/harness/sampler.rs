@@ -226,22 +226,20 @@ mod tests {
     }
 
     #[test]
-    fn min_time_extends_and_max_samples_caps() {
-        let mut cfg = quick(2, 7);
-        cfg.min_time = Duration::from_secs(3600);
-        let mut vs = vec![Variant::new("x", || Ok::<_, ()>(Duration::from_micros(1)))];
-        let s = Sampler::new(cfg).run(&mut vs).unwrap();
-        assert_eq!(s[0].samples_s.len(), 7);
-    }
-
-    #[test]
-    fn max_time_caps_but_keeps_three_samples() {
-        let mut cfg = quick(50, 100);
-        cfg.min_time = Duration::ZERO;
-        cfg.max_time = Duration::ZERO;
-        let mut vs = vec![Variant::new("x", || Ok::<_, ()>(Duration::from_micros(1)))];
-        let s = Sampler::new(cfg).run(&mut vs).unwrap();
-        assert_eq!(s[0].samples_s.len(), 3);
+    fn min_time_extends_max_samples_caps_and_max_time_keeps_three_samples() {
+        let long = SamplerConfig {
+            min_time: Duration::from_secs(3600),
+            ..quick(2, 7)
+        };
+        let short = SamplerConfig {
+            max_time: Duration::ZERO,
+            ..quick(50, 100)
+        };
+        for (cfg, samples) in [(long, 7), (short, 3)] {
+            let mut vs = vec![Variant::new("x", || Ok::<_, ()>(Duration::from_micros(1)))];
+            let s = Sampler::new(cfg).run(&mut vs).unwrap();
+            assert_eq!(s[0].samples_s.len(), samples);
+        }
     }
 
     #[test]

@@ -452,21 +452,7 @@ mod tests {
     }
 
     #[test]
-    fn an_mpi_rank_does_not_judge_its_probes_against_the_peak() {
-        let state = RunState {
-            peak_per_core: Some(60.0),
-            mpi: true,
-            ..quiet()
-        };
-        assert!(
-            state.busy_reasons().is_empty(),
-            "{:?}",
-            state.busy_reasons()
-        );
-    }
-
-    #[test]
-    fn probe_reasons_say_which_way_and_what_it_does() {
+    fn reasons_say_what_they_do_to_the_figures() {
         let rose = BusyReason::ProbeRose {
             before: 183.0,
             after: 241.0,
@@ -482,21 +468,11 @@ mod tests {
             "read 180.0 and 170.0 GFLOP/s around this run, 25% below",
         );
         says(&slowed, "times are inflated");
-    }
-
-    #[test]
-    fn an_mpi_rank_does_not_judge_other_processes() {
-        let state = RunState {
-            other_cpu_fraction: Some(0.5),
-            mpi: true,
-            ..quiet()
+        let fell = BusyReason::ProbeFell {
+            before: 30.0,
+            after: 24.0,
         };
-        assert!(state.busy_reasons().is_empty());
-        says(&state, "other ranks");
-    }
-
-    #[test]
-    fn reasons_say_what_they_do_to_the_figures() {
+        says(&fell, "(-20%)");
         let reason = BusyReason::OtherProcesses {
             fraction: 0.48,
             runnable_mean: None,
@@ -506,10 +482,22 @@ mod tests {
             "other processes used 48% of the machine's CPU time during this run: times are \
              inflated and ratios between variants may move"
         );
-        let fell = BusyReason::ProbeFell {
-            before: 30.0,
-            after: 24.0,
+    }
+
+    #[test]
+    fn an_mpi_rank_judges_neither_other_processes_nor_its_probes_against_the_peak() {
+        let others = RunState {
+            other_cpu_fraction: Some(0.5),
+            mpi: true,
+            ..quiet()
         };
-        says(&fell, "(-20%)");
+        assert!(others.busy_reasons().is_empty());
+        says(&others, "other ranks");
+        let slow = RunState {
+            peak_per_core: Some(60.0),
+            mpi: true,
+            ..quiet()
+        };
+        assert!(slow.busy_reasons().is_empty(), "{:?}", slow.busy_reasons());
     }
 }

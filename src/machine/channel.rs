@@ -12,8 +12,23 @@ use serde::{Deserialize, Serialize};
 
 use super::probe::Probe;
 
-/// Spins on the counter before the waiting thread yields its CPU.
+/// Spins before a waiting thread yields its CPU: on a machine with one CPU the other thread
+/// cannot move on until this one gives the CPU up.
 const SPINS: u32 = 10_000;
+
+/// Spin until `done()`, yielding the CPU every [`SPINS`] spins, so that a machine with fewer
+/// CPUs than threads still finishes (slowly) instead of hanging a time slice per wait.
+pub(super) fn spin_until(mut done: impl FnMut() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(SPINS) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
 
 /// One round: `n` boxed closures sent through a crossbeam channel to one other thread, which
 /// calls each (it bumps a counter) and frees it, timed until the counter shows all `n` ran.
@@ -30,9 +45,8 @@ pub fn channel_round(n: u64) -> std::io::Result<Duration> {
                     job();
                 }
             })?;
-        // Send `k` closures, then spin until the counter reaches `total`, yielding now and then
-        // so that on a machine with one CPU the worker gets it. A send fails only if the
-        // worker is gone, and it lives until `tx` is dropped.
+        // Send `k` closures, then spin until the counter reaches `total`. A send fails only if
+        // the worker is gone, and it lives until `tx` is dropped.
         let run = |k: u64, total: u64| {
             for _ in 0..k {
                 let d = &done;
@@ -40,15 +54,7 @@ pub fn channel_round(n: u64) -> std::io::Result<Duration> {
                     d.fetch_add(1, Ordering::Release);
                 }));
             }
-            let mut spins = 0u32;
-            while done.load(Ordering::Acquire) < total {
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(SPINS) {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
+            spin_until(|| done.load(Ordering::Acquire) >= total);
         };
         // Warm the thread and the channel: the first message pays the thread's start.
         run(1, 1);

@@ -56,48 +56,30 @@ impl VectorUnit {
         VectorUnit::Scalar
     }
 
+    /// As a reader knows it, the f32 lanes of one register, the instruction (the intrinsic) the
+    /// probe chains, and the independent chains of the probe's loop.
+    fn facts(self) -> (&'static str, u64, &'static str, u64) {
+        match self {
+            VectorUnit::Avx512 => ("AVX-512", 16, "_mm512_fmadd_ps", 16),
+            VectorUnit::Avx2Fma => ("AVX2+FMA", 8, "_mm256_fmadd_ps", 12),
+            VectorUnit::Neon => ("NEON", 4, "vfmaq_f32", 16),
+            VectorUnit::Scalar => ("scalar", 1, "f32::mul_add", 8),
+        }
+    }
+
     /// As a reader knows it: "AVX-512", "AVX2+FMA", "NEON", "scalar".
     pub fn as_str(self) -> &'static str {
-        match self {
-            VectorUnit::Avx512 => "AVX-512",
-            VectorUnit::Avx2Fma => "AVX2+FMA",
-            VectorUnit::Neon => "NEON",
-            VectorUnit::Scalar => "scalar",
-        }
+        self.facts().0
     }
 
     /// f32 lanes of one register.
     pub fn lanes(self) -> u64 {
-        match self {
-            VectorUnit::Avx512 => 16,
-            VectorUnit::Avx2Fma => 8,
-            VectorUnit::Neon => 4,
-            VectorUnit::Scalar => 1,
-        }
-    }
-
-    /// The instruction (the intrinsic) the probe chains.
-    fn instruction(self) -> &'static str {
-        match self {
-            VectorUnit::Avx512 => "_mm512_fmadd_ps",
-            VectorUnit::Avx2Fma => "_mm256_fmadd_ps",
-            VectorUnit::Neon => "vfmaq_f32",
-            VectorUnit::Scalar => "f32::mul_add",
-        }
-    }
-
-    /// Independent chains of the probe's loop.
-    fn chains(self) -> u64 {
-        match self {
-            VectorUnit::Avx512 | VectorUnit::Neon => 16,
-            VectorUnit::Avx2Fma => 12,
-            VectorUnit::Scalar => 8,
-        }
+        self.facts().1
     }
 
     /// FLOPs of one trip of the probe's loop: one FMA (2 FLOPs) per lane per chain.
     fn flops_per_iteration(self) -> u64 {
-        2 * self.lanes() * self.chains()
+        2 * self.lanes() * self.facts().3
     }
 
     /// Runs `iterations` trips of the chains on this unit; returns seconds. A unit this core
@@ -207,6 +189,7 @@ fn measure_on(
     cores: usize,
 ) -> std::io::Result<FmaPeak> {
     let cores = cores.max(1);
+    let (_, lanes, instruction, chains) = unit.facts();
     let flops = unit.flops_per_iteration() as f64;
     // One thread: the calling one, unpinned, so the scheduler gives it an idle CPU (a pin
     // cannot know which one another process leaves free).
@@ -232,11 +215,9 @@ fn measure_on(
         cores,
         pinned,
         method: format!(
-            "{} independent chains of {} ({} f32 lanes, {} FLOPs a trip), best of {repeats} \
-             loops of about {:.0} ms; all cores: one thread per CPU{}, started together",
-            unit.chains(),
-            unit.instruction(),
-            unit.lanes(),
+            "{chains} independent chains of {instruction} ({lanes} f32 lanes, {} FLOPs a trip), \
+             best of {repeats} loops of about {:.0} ms; all cores: one thread per CPU{}, started \
+             together",
             unit.flops_per_iteration(),
             target_s * 1e3,
             if pinned { ", each pinned" } else { "" },
@@ -347,11 +328,7 @@ mod tests {
             assert!(v.is_finite() && v > 0.0, "{peak:?}");
         }
         assert_eq!(peak.cores, cores);
-        assert!(
-            peak.method.contains(peak.unit.instruction()),
-            "{}",
-            peak.method
-        );
+        assert!(peak.method.contains(peak.unit.facts().2), "{}", peak.method);
         // The scalar chains run everywhere.
         let scalar = measure_on(VectorUnit::Scalar, 1e-3, 1, 1).unwrap();
         assert!(scalar.per_core_gflops > 0.0 && scalar.all_cores_gflops == scalar.per_core_gflops);

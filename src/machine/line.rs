@@ -14,10 +14,6 @@ use super::probe::Probe;
 /// Hops of a cache line in one [`line_round`].
 pub const LINE_HOPS: u64 = 20_000;
 
-/// Spins on the line before a waiting thread yields its CPU: on a machine with one CPU the
-/// other thread cannot move the line until this one gives the CPU up.
-const LINE_SPINS: u32 = 10_000;
-
 /// The line probe's counter value that tells the answering thread to stop.
 const ABORT: u64 = u64::MAX;
 
@@ -40,23 +36,15 @@ pub fn line_round(hops: u64) -> std::io::Result<f64> {
     let line = Line(AtomicU64::new(0));
     let cpus = affinity::allowed();
     let cpu = |i: usize| affinity::cpu_for(&cpus, i, 2);
-    // Wait until the counter reaches `want` and return it: spin, yielding now and then so that
-    // a machine with fewer CPUs than threads still finishes (slowly) instead of hanging a time
-    // slice per hop. The counter only grows; `ABORT` passes every wait.
+    // Wait until the counter reaches `want` and return it. The counter only grows; `ABORT`
+    // passes every wait.
     let wait_for = |want: u64| {
-        let mut spins = 0u32;
-        loop {
-            let now = line.0.load(Ordering::Acquire);
-            if now >= want {
-                return now;
-            }
-            spins += 1;
-            if spins.is_multiple_of(LINE_SPINS) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        let mut now = 0;
+        super::channel::spin_until(|| {
+            now = line.0.load(Ordering::Acquire);
+            now >= want
+        });
+        now
     };
     std::thread::scope(|s| {
         let answering = std::thread::Builder::new()

@@ -74,13 +74,6 @@ enum Kernel {
 }
 
 impl Kernel {
-    fn bytes_per_element(self) -> u64 {
-        match self {
-            Kernel::Copy => COPY_BYTES_PER_ELEMENT,
-            Kernel::Triad => TRIAD_BYTES_PER_ELEMENT,
-        }
-    }
-
     /// One pass over the arrays (or a thread's share of them).
     fn pass(self, a: &mut [f32], b: &[f32], c: &mut [f32]) {
         match self {
@@ -97,7 +90,11 @@ impl Kernel {
 
 /// GB/s of a pass of `kernel` over arrays of `elements` that took `seconds`.
 fn gbytes_per_s(kernel: Kernel, elements: usize, seconds: f64) -> f64 {
-    (elements as u64 * kernel.bytes_per_element()) as f64 / seconds.max(1e-12) / 1e9
+    let bytes_per_element = match kernel {
+        Kernel::Copy => COPY_BYTES_PER_ELEMENT,
+        Kernel::Triad => TRIAD_BYTES_PER_ELEMENT,
+    };
+    (elements as u64 * bytes_per_element) as f64 / seconds.max(1e-12) / 1e9
 }
 
 /// The bandwidth over three arrays of `elements` f32 ([`ARRAY_BYTES`] in every process),

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use serde::ser::Error;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::units::{grouped, significant};
@@ -88,7 +89,8 @@ pub enum Plausibility {
 }
 
 /// One figure the book printed.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct BookFigure {
     /// What was timed, as the book's code did it (`synchronous: 1000 × y = x + 1`).
     pub what: Cow<'static, str>,
@@ -96,13 +98,13 @@ pub struct BookFigure {
     pub unit: BookUnit,
     pub source: Source,
     /// The hardware, as far as the text states it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<Cow<'static, str>>,
     /// How many ops the figure covers, for a time per op.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops: Option<u64>,
     /// The floating-point operations of the matrix products it timed, for a rate.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flop: Option<f64>,
 }
 
@@ -195,52 +197,26 @@ impl BookFigure {
     }
 }
 
-/// A [`BookFigure`] as the JSON writes it: its fields, and what they imply.
-#[derive(Serialize)]
-struct BookFigureJson<'a> {
-    what: &'a str,
-    value: f64,
-    unit: BookUnit,
-    source: &'a Source,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hardware: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ops: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    flop: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    per_op_s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    implied_gflops: Option<f64>,
-    plausibility: Plausibility,
-}
-
 impl Serialize for BookFigure {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Every field by name: a field added to `BookFigure` does not compile until it is
-        // written here too.
-        let BookFigure {
-            what,
-            value,
-            unit,
-            source,
-            hardware,
-            ops,
-            flop,
-        } = self;
-        BookFigureJson {
-            what,
-            value: *value,
-            unit: *unit,
-            source,
-            hardware: hardware.as_deref(),
-            ops: *ops,
-            flop: *flop,
-            per_op_s: self.per_op_s(),
-            implied_gflops: self.implied_flops().map(|r| r / 1e9),
-            plausibility: self.plausibility(),
-        }
-        .serialize(serializer)
+        // Its fields (`remote = "Self"`), then what they imply.
+        let implied = [
+            ("per_op_s", self.per_op_s()),
+            ("implied_gflops", self.implied_flops().map(|r| r / 1e9)),
+        ];
+        let implied = implied
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.into(), v?.into())));
+        let plausibility = serde_json::to_value(self.plausibility()).map_err(Error::custom)?;
+        let extra = implied.chain([("plausibility".into(), plausibility)]);
+        let json = BookFigure::serialize(self, serde_json::value::Serializer);
+        super::with_fields(json, None, extra, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for BookFigure {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        BookFigure::deserialize(deserializer)
     }
 }
 

@@ -372,11 +372,7 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
         .map(|v| Entry {
             name: format!("{key} {}", v.name),
             run: key.clone(),
-            observed: Observation {
-                value: v.summary.median_s,
-                low: v.summary.ci95_s[0],
-                high: v.summary.ci95_s[1],
-            },
+            observed: Observation::median_of(&v.summary),
             is_time: true,
             unit: Unit::Seconds,
             better: Better::Lower,

@@ -87,17 +87,6 @@ impl Environment {
         }
     }
 
-    /// [`Environment::capture`] with the machine's limits but not yet the GPU's: for a report
-    /// of runs, which gets the GPU's limits from [`Environment::note_gpu_run`] once one of its
-    /// runs has used the GPU. Measuring them opens a device and takes up to a GiB of its memory
-    /// for about a second, which a CPU-only run has no use for.
-    pub fn capture_for_runs(engine: Mode, gpu: GpuInfo) -> Environment {
-        Environment {
-            limits: Some(crate::machine::limits().clone()),
-            ..Environment::capture_without_limits(engine, gpu)
-        }
-    }
-
     /// A run of this report used the GPU: record the GPU's limits, measured now if this
     /// process has not measured them yet (after the run, so they never disturb its timings).
     pub fn note_gpu_run(&mut self) {
@@ -220,7 +209,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn rfc3339_known_dates() {
+    fn rfc3339_known_dates_and_system_times() {
         assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_from_unix(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
@@ -230,10 +219,7 @@ mod tests {
         assert_eq!(rfc3339_from_unix(-1), "1969-12-31T23:59:59Z");
         assert_eq!(rfc3339_from_unix(-86_400 * 365), "1969-01-01T00:00:00Z");
         assert_eq!(rfc3339_from_unix(253_402_300_799), "9999-12-31T23:59:59Z");
-    }
-
-    #[test]
-    fn rfc3339_from_system_time() {
+        // From a system time: truncated toward the past, before 1970 too.
         let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_999);
         assert_eq!(rfc3339_utc(t), "2023-11-14T22:13:20Z");
         let before = UNIX_EPOCH - Duration::from_millis(500);

@@ -35,8 +35,9 @@ impl Estimate {
     }
 }
 
-/// `a / b` and the interval the two estimates' intervals allow for it: from the smallest
-/// `a` over the largest `b` to the largest `a` over the smallest `b`.
+/// A figure with its 95% interval: a ratio `a / b` with the interval the two estimates'
+/// intervals allow for it ([`Ratio::of`]), or one run's value of a figure
+/// ([`super::noise::Observation`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratio {
     pub value: f64,
@@ -45,7 +46,8 @@ pub struct Ratio {
 }
 
 impl Ratio {
-    /// A ratio known exactly (a count, or a figure of one sample): an interval of width zero.
+    /// A figure known exactly (a count, a derived ratio, a probe, a figure of one sample): an
+    /// interval of width zero.
     pub const fn exact(value: f64) -> Ratio {
         Ratio {
             value,
@@ -54,6 +56,18 @@ impl Ratio {
         }
     }
 
+    /// A sample's median with its 95% interval.
+    pub fn median_of(s: &crate::harness::Summary) -> Ratio {
+        let [lo, hi] = s.ci95_s;
+        Ratio {
+            value: s.median_s,
+            lo,
+            hi,
+        }
+    }
+
+    /// `a / b`, from the smallest `a` over the largest `b` to the largest `a` over the
+    /// smallest `b`.
     pub fn of(a: Estimate, b: Estimate) -> Ratio {
         Ratio {
             value: a.median / b.median,

@@ -24,8 +24,8 @@ pub(crate) fn run(scenario: &str, params: &[(&str, u64)], variants: &[&str]) -> 
 pub(crate) fn observed(v: f64, half: f64) -> super::noise::Observation {
     super::noise::Observation {
         value: v,
-        low: v * (1.0 - half),
-        high: v * (1.0 + half),
+        lo: v * (1.0 - half),
+        hi: v * (1.0 + half),
     }
 }
 

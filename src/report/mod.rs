@@ -52,6 +52,25 @@ pub(crate) fn find_or_push<T>(
     &mut v[i]
 }
 
+/// A record's derived fields (`remote = "Self"`) as JSON, the fields computed from it
+/// (`extra`) inserted after the field `after` (at the end without one), written by `serializer`.
+pub(crate) fn with_fields<S: serde::Serializer>(
+    json: Result<serde_json::Value, serde_json::Error>,
+    after: Option<&str>,
+    extra: impl IntoIterator<Item = (String, serde_json::Value)>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut json = json.map_err(serde::ser::Error::custom)?;
+    if let serde_json::Value::Object(fields) = &mut json {
+        let after = after.and_then(|a| fields.keys().position(|k| k == a));
+        let from = after.map_or(fields.len(), |i| i + 1);
+        for (at, (k, v)) in (from..).zip(extra) {
+            fields.shift_insert(at, k, v);
+        }
+    }
+    json.serialize(serializer)
+}
+
 /// The ops of one traced repeat of one variant (what `--trace` and `--timeline` show).
 #[derive(Debug, Clone)]
 pub struct TracedRun {
@@ -126,10 +145,5 @@ impl Report {
         let mut s = serde_json::to_string_pretty(self).expect("a report always serializes");
         s.push('\n');
         s
-    }
-
-    /// True when every check of every run passed.
-    pub fn all_checks_passed(&self) -> bool {
-        self.runs.iter().all(|r| r.checks_passed())
     }
 }

@@ -39,24 +39,10 @@ pub const FAMILY_ALPHA: f64 = 0.05;
 const Z95: f64 = 1.959_964;
 
 /// One run's value of a figure, with that run's own 95% interval of it (the value itself for
-/// a figure without one).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Observation {
-    pub value: f64,
-    pub low: f64,
-    pub high: f64,
-}
+/// a figure without one, [`Observation::exact`]).
+pub use super::evidence::Ratio as Observation;
 
 impl Observation {
-    /// A figure with no interval of its own (a derived ratio, a probe).
-    pub fn exact(value: f64) -> Observation {
-        Observation {
-            value,
-            low: value,
-            high: value,
-        }
-    }
-
     /// Positive and finite, so its logarithm means something.
     fn usable(&self) -> bool {
         self.value > 0.0 && self.value.is_finite()
@@ -64,8 +50,8 @@ impl Observation {
 
     /// The standard error of ln(value) that its own interval implies (0 without one).
     fn own_sd(&self) -> f64 {
-        if self.low > 0.0 && self.high >= self.low && self.high.is_finite() {
-            (self.high / self.low).ln() / (2.0 * Z95)
+        if self.lo > 0.0 && self.hi >= self.lo && self.hi.is_finite() {
+            (self.hi / self.lo).ln() / (2.0 * Z95)
         } else {
             0.0
         }
@@ -224,9 +210,9 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
     // How far the two sides' own intervals lie apart, in ln: positive when every interval of
     // one side lies beyond every one of the other, in the direction of the change.
     let gap = if delta > 0.0 {
-        fold(&n, f64::min, |o| o.low).ln() - fold(&b, f64::max, |o| o.high).ln()
+        fold(&n, f64::min, |o| o.lo).ln() - fold(&b, f64::max, |o| o.hi).ln()
     } else {
-        fold(&b, f64::min, |o| o.low).ln() - fold(&n, f64::max, |o| o.high).ln()
+        fold(&b, f64::min, |o| o.lo).ln() - fold(&n, f64::max, |o| o.hi).ln()
     };
     let spread = learned.and(Spread::within([b.as_slice(), n.as_slice()]));
     let own_var: Vec<f64> = b.iter().chain(&n).map(|o| o.own_sd().powi(2)).collect();
@@ -410,7 +396,7 @@ mod tests {
         for _ in 0..100 {
             let any = (0..40).any(|_| {
                 let (a, b) = (rng.run(1.0, 0.03, 0.05), rng.run(1.0, 0.03, 0.05));
-                (b.value / a.value - 1.0).abs() >= 0.05 && (b.low > a.high || a.low > b.high)
+                (b.value / a.value - 1.0).abs() >= 0.05 && (b.lo > a.hi || a.lo > b.hi)
             });
             alarms += usize::from(any);
         }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::ser::Error;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -19,7 +20,8 @@ use crate::machine::{BusyReason, RunState};
 /// Written with `derived_display` beside `derived` (see [`RunRecord::derived_display`]): the
 /// text is computed as the record is serialized, from the figures it shows, so it can never
 /// disagree with them whoever built or changed the record; reading a report ignores it.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunRecord {
     pub scenario: String,
     /// Parameter values by their option names with underscores (`iterations`, `cpu_size`).
@@ -28,138 +30,68 @@ pub struct RunRecord {
     pub devices: Vec<String>,
     /// The same devices as records (kind, threads, standing in), in the same order: for code;
     /// reports older than them have none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_records: Vec<DeviceRecord>,
     pub variants: Vec<VariantRecord>,
     /// Figures computed from the variants (speed-ups, model predictions, GFLOP/s).
     pub derived: Map<String, Value>,
     /// The unit and direction of each derived figure (absent in reports older than it: then
     /// [`RunRecord::figure`] reads them from the key, see [`Figure::named`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, Figure>,
     /// Why each derived figure that is `null` was not measured in this run (no trace, no
     /// probe of the machine, a ratio of a zero time): a run records the same figures whatever
     /// it measured, so two runs of a scenario with the same parameters compare whole.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unmeasured: BTreeMap<String, String>,
     pub checks: Vec<Check>,
     /// Conditions of the run a reader must know (fallback devices, mode); a figure outside its
     /// physical range is a note that starts with [`WARNING`] ([`RunRecord::warn`]).
     pub notes: Vec<String>,
     /// What the numbers show, in a sentence or three (printed under the table).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explanation: Vec<String>,
     /// Sentences that quote detail figures (engine internals, machine probes): in the JSON
     /// always, in the table with `--verbose`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explanation_detail: Vec<String>,
     /// The figures the book printed for this experiment, with their sources; none where its
     /// section printed none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub book: Vec<BookFigure>,
     /// The chapter's lesson and whether it held here; reports older than it have none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lesson: Option<Lesson>,
     /// Each judgment of the run — the lesson's criteria, the figures it quotes beside them and
     /// the physical limits its figures were held to — as one value that every surface
     /// renders; reports older than it have none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
     /// The machine's state while the run ran (other processes, steal, clocks, threads against
     /// cores), where the command line recorded it; reports older than it have none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<RunState>,
     /// How far two runs of this scenario by one binary may read apart beyond their own
     /// intervals, where the scenario declares more than [`super::noise::UNLEARNED_DRIFT`]:
     /// `compare` with one report a side judges by the larger of the two sides'. Reports older
     /// than it, and scenarios that declare none, have none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_between_runs: Option<f64>,
-}
-
-/// A [`RunRecord`] as the JSON writes it: its fields, and `derived_display` computed from them.
-#[derive(Serialize)]
-struct RunRecordJson<'a> {
-    scenario: &'a str,
-    parameters: &'a Map<String, Value>,
-    devices: &'a [String],
-    #[serde(skip_serializing_if = "<[DeviceRecord]>::is_empty")]
-    device_records: &'a [DeviceRecord],
-    variants: &'a [VariantRecord],
-    derived: &'a Map<String, Value>,
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    derived_display: Map<String, Value>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    figures: &'a BTreeMap<String, Figure>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    unmeasured: &'a BTreeMap<String, String>,
-    checks: &'a [Check],
-    notes: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    explanation: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    explanation_detail: &'a [String],
-    #[serde(skip_serializing_if = "<[BookFigure]>::is_empty")]
-    book: &'a [BookFigure],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lesson: &'a Option<Lesson>,
-    #[serde(skip_serializing_if = "<[Finding]>::is_empty")]
-    findings: &'a [Finding],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    state: &'a Option<RunState>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    drift_between_runs: &'a Option<f64>,
 }
 
 impl Serialize for RunRecord {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Every field by name (no `..`): a field added to `RunRecord` does not compile until
-        // it is written here too.
-        let RunRecord {
-            scenario,
-            parameters,
-            devices,
-            device_records,
-            variants,
-            derived,
-            figures,
-            unmeasured,
-            checks,
-            notes,
-            explanation,
-            explanation_detail,
-            book,
-            lesson,
-            findings,
-            state,
-            drift_between_runs,
-        } = self;
-        let derived_display = self
-            .derived_display()
-            .into_iter()
-            .map(|(k, text)| (k.to_string(), Value::String(text)))
-            .collect();
-        RunRecordJson {
-            scenario,
-            parameters,
-            devices,
-            device_records,
-            variants,
-            derived,
-            derived_display,
-            figures,
-            unmeasured,
-            checks,
-            notes,
-            explanation,
-            explanation_detail,
-            book,
-            lesson,
-            findings,
-            state,
-            drift_between_runs,
-        }
-        .serialize(serializer)
+        let display = self.derived_display().into_iter();
+        let display: Map<String, Value> = display.map(|(k, t)| (k.into(), t.into())).collect();
+        let extra = (!display.is_empty()).then(|| ("derived_display".into(), display.into()));
+        let json = RunRecord::serialize(self, serde_json::value::Serializer);
+        super::with_fields(json, Some("derived"), extra, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        RunRecord::deserialize(deserializer)
     }
 }
 
@@ -384,11 +316,12 @@ impl RunRecord {
 ///
 /// Written with `median_display` (see [`VariantRecord::median_display`]), computed as the
 /// record is serialized; reading a report ignores it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct VariantRecord {
     pub name: String,
     /// A warning or gloss shown next to the variant (e.g. that `push-only` is not the cost).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(flatten)]
     pub summary: Summary,
@@ -408,35 +341,22 @@ impl VariantRecord {
     }
 }
 
-/// A [`VariantRecord`] as the JSON writes it: its fields, and `median_display`.
-#[derive(Serialize)]
-struct VariantRecordJson<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    label: Option<&'a str>,
-    #[serde(flatten)]
-    summary: &'a Summary,
-    median_display: String,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    percentiles: Option<Percentiles>,
-}
-
 impl Serialize for VariantRecord {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Every field by name, as for `RunRecord`.
-        let VariantRecord {
-            name,
-            label,
-            summary,
-        } = self;
-        VariantRecordJson {
-            name,
-            label: label.as_deref(),
-            summary,
-            median_display: self.median_display(),
-            percentiles: self.percentiles(),
-        }
-        .serialize(serializer)
+        let percentiles = serde_json::to_value(self.percentiles()).map_err(Error::custom)?;
+        let percentiles = match percentiles {
+            Value::Object(p) => p,
+            _ => Map::new(),
+        };
+        let extra = [("median_display".into(), self.median_display().into())];
+        let json = VariantRecord::serialize(self, serde_json::value::Serializer);
+        super::with_fields(json, None, extra.into_iter().chain(percentiles), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for VariantRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        VariantRecord::deserialize(deserializer)
     }
 }
 

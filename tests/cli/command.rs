@@ -149,16 +149,54 @@ fn a_missing_program_and_malformed_entries_are_usage_errors() {
     }
 }
 
-/// `ab` pairs two parbench builds: a command entry would time the same program in both, so a
-/// suite with one is refused before anything runs.
+/// `ab` pairs a command entry's `base` and `new` commands, timed by one process of the
+/// candidate a pair: a slower `new` is a regression (exit 1). One command, which both builds
+/// would run alike, or commands of other names are refused before anything runs.
 #[test]
-fn ab_refuses_a_suite_with_a_command_entry() {
+fn ab_pairs_a_command_entrys_base_and_new() {
     let dir = tempfile::tempdir().unwrap();
-    let path = suite(dir.path(), "two.toml", TWO);
     let me = assert_cmd::cargo::cargo_bin("parbench");
     let me = me.to_str().unwrap();
+    let two = suite(dir.path(), "two.toml", TWO);
     assert_usage_error(
-        &["ab", me, me, path.to_str().unwrap()],
-        "entry 1 times a command, which both builds would run alike",
+        &["ab", me, me, two.to_str().unwrap()],
+        "entry 1 times the commands nap, quick: ab pairs two parbench builds, or a command \
+         entry's `commands = { base = [...], new = [...] }`",
     );
+    let one = suite(
+        dir.path(),
+        "one.toml",
+        "[[run]]\nname = \"nap\"\ncommand = [\"sleep\", \"0.001\"]\n",
+    );
+    assert_usage_error(
+        &["ab", me, me, one.to_str().unwrap()],
+        "entry 1 times one command, which both builds would run alike",
+    );
+    let pair = suite(
+        dir.path(),
+        "pair.toml",
+        "[[run]]\nname = \"nap\"\n\
+         commands = { base = [\"true\"], new = [\"sleep\", \"0.02\"] }\n",
+    );
+    let out = parbench()
+        .args(["ab", me, me, pair.to_str().unwrap()])
+        .args(["--samples", "3", "--min-pairs", "8", "--max-pairs", "8"])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("ab: 1: nap: 8 pairs"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = doc["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{doc}");
+    let entry = &entries[0];
+    assert!(
+        entry["entry"].as_str().unwrap().ends_with(" new vs base"),
+        "{entry}"
+    );
+    assert_eq!(entry["verdict"], "slower", "{entry}");
+    assert_eq!(entry["pairs"].as_array().unwrap().len(), 8);
+    assert_eq!(doc["base"], Value::Null, "no entry ran the base build");
+    crate::cli::result_schemas::assert_valid("ab of a command entry", "parbench-ab-1", &doc);
 }

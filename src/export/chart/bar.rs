@@ -13,12 +13,7 @@ use super::text::{esc, text, widest, wrap, LABEL_PX, TICK_PX};
 const NOTE_PX: f64 = 11.5;
 
 /// One bar: a value and its interval (whisker).
-#[derive(Clone, Copy, Debug)]
-pub struct Bar {
-    pub value: f64,
-    pub low: f64,
-    pub high: f64,
-}
+pub use crate::report::evidence::Ratio as Bar;
 
 /// Horizontal bars, a row per category (its name on the left), a bar per group in each row
 /// (one group: no legend), each with a whisker and its value written after it. On a log axis
@@ -44,7 +39,7 @@ impl BarChart {
             .collect();
         let max = bars
             .iter()
-            .flat_map(|b| [b.value, b.high])
+            .flat_map(|b| [b.value, b.hi])
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         if bars.is_empty() || max <= 0.0 {
@@ -52,7 +47,7 @@ impl BarChart {
         }
         let least = bars
             .iter()
-            .flat_map(|b| [b.value, b.low])
+            .flat_map(|b| [b.value, b.lo])
             .filter(|v| v.is_finite() && *v > 0.0)
             .fold(max, f64::min);
         // Bars start at the power of ten below the smallest value on a log axis.
@@ -119,7 +114,7 @@ impl BarChart {
                     y + 1.0,
                     bar_h - 2.0
                 );
-                let (lo, hi) = (xs.at(b.low.max(lo)), xs.at(b.high));
+                let (lo, hi) = (xs.at(b.lo.max(lo)), xs.at(b.hi));
                 let ym = y + bar_h / 2.0;
                 let (y0, y1) = (ym - 4.0, ym + 4.0);
                 let _ = write!(

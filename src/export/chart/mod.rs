@@ -50,8 +50,8 @@ mod tests {
         assert!(svg.contains("t &lt;x&gt;"));
         let bar = Bar {
             value: 1.0,
-            low: 0.9,
-            high: 1.1,
+            lo: 0.9,
+            hi: 1.1,
         };
         let bars = BarChart {
             title: "bars".into(),

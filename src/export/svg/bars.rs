@@ -18,7 +18,7 @@ pub fn variant_bars(run: &RunRecord, width: f64) -> Option<String> {
         rows: run
             .variants
             .iter()
-            .map(|v| (v.name.clone(), vec![Some(bar(&v.summary))]))
+            .map(|v| (v.name.clone(), vec![Some(Bar::median_of(&v.summary))]))
             .collect(),
         notes: run
             .variants
@@ -48,14 +48,6 @@ fn time_axis(medians: &[f64]) -> Axis {
     Axis::new("time per round (median)", log, crate::units::human_time)
 }
 
-fn bar(s: &crate::harness::Summary) -> Bar {
-    Bar {
-        value: s.median_s,
-        low: s.ci95_s[0],
-        high: s.ci95_s[1],
-    }
-}
-
 /// What the whiskers show; with 5 samples or fewer the interval is min–max (see `Summary`).
 fn ci_caption(run: &RunRecord) -> String {
     let few = run.variants.iter().any(|v| v.summary.samples_s.len() <= 5);
@@ -78,7 +70,7 @@ pub fn comparison_bars(
         run.variants
             .iter()
             .find(|v| v.name == name)
-            .map(|v| bar(&v.summary))
+            .map(|v| Bar::median_of(&v.summary))
     };
     let rows: Vec<(String, Vec<Option<Bar>>)> = variants
         .into_iter()

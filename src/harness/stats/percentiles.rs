@@ -42,10 +42,7 @@ mod tests {
         assert!((p.p99_s - 9.91).abs() < 1e-12, "{p:?}");
         let one = Percentiles::of(&[0.25]).expect("one sample");
         assert_eq!((one.p50_s, one.p90_s, one.p99_s), (0.25, 0.25, 0.25));
-    }
-
-    #[test]
-    fn no_percentiles_of_nothing_or_of_a_non_finite_sample() {
+        // None of nothing, or of a non-finite sample.
         assert_eq!(Percentiles::of(&[]), None);
         assert_eq!(Percentiles::of(&[1.0, f64::NAN]), None);
         assert_eq!(Percentiles::of(&[1.0, f64::INFINITY]), None);

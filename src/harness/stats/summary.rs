@@ -237,14 +237,10 @@ mod tests {
     }
 
     #[test]
-    fn empty_or_non_finite_is_none() {
+    fn empty_or_non_finite_is_none_and_a_single_sample_is_fine() {
         assert_eq!(Summary::from_samples(&[]), None);
         assert_eq!(Summary::from_samples(&[1.0, f64::NAN]), None);
         assert_eq!(Summary::from_samples(&[f64::NEG_INFINITY, 1.0]), None);
-    }
-
-    #[test]
-    fn single_sample() {
         let s = Summary::from_samples(&[0.25]).expect("one sample is fine");
         assert_eq!(s.median_s, 0.25);
         assert_eq!(s.mean_s, 0.25);

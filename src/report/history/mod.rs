@@ -283,7 +283,7 @@ impl Point {
 
     /// The lowest and highest of the reruns' intervals: the band a chart draws.
     pub fn band(&self) -> (f64, f64) {
-        let ends = self.observed.iter().map(|o| (o.low, o.high));
+        let ends = self.observed.iter().map(|o| (o.lo, o.hi));
         ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (l, h)| {
             (lo.min(l), hi.max(h))
         })
