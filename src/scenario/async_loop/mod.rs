@@ -35,9 +35,7 @@ mod explain;
 mod measure;
 mod model;
 
-use std::time::Duration;
-
-use super::kit::{check_bytes, check_matrices, ratio, seconds};
+use super::kit::{check_bytes, check_matrices, ratio, sampling_to_95, seconds};
 use super::variant::variants;
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
@@ -174,12 +172,10 @@ static SPEC: super::Spec = super::Spec {
     lesson: Some(explain::LESSON),
     book: explain::BOOK,
     sampling: SamplerConfig {
-            warmup: 3,
-            min_samples: 15,
-            max_samples: 300,
-            min_time: Duration::from_secs(1),
-            max_time: Duration::from_secs(30),
-        },
+        warmup: 3,
+        min_samples: 15,
+        ..sampling_to_95(300, 1)
+    },
 };
 
 impl Scenario for AsyncLoop {

@@ -15,11 +15,9 @@ mod explain;
 mod gpu_clock;
 mod measure;
 
-use std::time::Duration;
-
 use explain::LESSON;
 
-use super::kit::{check_elements, number, ratio, seconds};
+use super::kit::{check_elements, number, ratio, sampling_to_95, seconds};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::{Better, FigureSpec, RunRecord};
@@ -63,12 +61,10 @@ static SPEC: super::Spec = super::Spec {
     lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
-            warmup: 2,
-            min_samples: 10,
-            max_samples: 100,
-            min_time: Duration::from_secs(1),
-            max_time: Duration::from_secs(30),
-        },
+        warmup: 2,
+        min_samples: 10,
+        ..sampling_to_95(100, 1)
+    },
 };
 
 impl Scenario for Hybridize {
