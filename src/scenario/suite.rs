@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::harness::sampler::seconds;
 use toml::Spanned;
@@ -294,11 +295,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     let mut plan = Vec::new();
     // Each entry's scenario, parameters (defaults filled in) and line: a report holds each
     // scenario and parameters once, so a repeat would be paired wrongly by `compare`.
-    let mut seen: Vec<(
-        &'static str,
-        serde_json::Map<String, serde_json::Value>,
-        usize,
-    )> = Vec::new();
+    let mut seen: Vec<(&'static str, Map<String, Value>, usize)> = Vec::new();
     for entry in suite.run {
         let entry_at = entry.span().start;
         let entry = entry.into_inner();

@@ -389,16 +389,13 @@ impl Journal {
             path: path.to_path_buf(),
             sync: !special,
         };
-        journal.append_line(header)?;
+        journal.append(header)?;
         Ok(journal)
     }
 
-    /// Append one finished point. The error names the journal (a full disk, `/dev/full`).
-    pub fn append(&mut self, record: &RunRecord) -> Result<(), JournalError> {
-        self.append_line(record)
-    }
-
-    fn append_line(&mut self, value: &impl serde::Serialize) -> Result<(), JournalError> {
+    /// Append one line: a finished point (or the header). The error names the journal (a full
+    /// disk, `/dev/full`).
+    pub fn append(&mut self, value: &impl serde::Serialize) -> Result<(), JournalError> {
         let mut line =
             serde_json::to_string(value).map_err(|e| JournalError::Encode(e.to_string()))?;
         line.push('\n');
