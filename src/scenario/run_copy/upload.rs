@@ -181,44 +181,42 @@ pub(super) fn run(
     let (x, kept, sources) = (&x, &kept, &sources);
     let mut variants: Vec<Variant<ScenarioError>> = chosen
         .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Staged::Run => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
-                }),
-                Staged::Upload => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        Ok::<_, ScenarioError>(
-                            sources
-                                .iter()
-                                .map(|s| s.copy_to_device(device))
-                                .collect::<Vec<_>>(),
-                        )
-                    })
-                }),
-                Staged::Copy => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        Ok::<_, ScenarioError>(
-                            kept.iter().map(Tensor::copy_to_host).collect::<Vec<_>>(),
-                        )
-                    })
-                }),
-                Staged::Pipeline => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        let mut all = Vec::new();
-                        for s in sources {
-                            let x = s.copy_to_device(device);
-                            let y = x.matmul(&x)?;
-                            if with_download {
-                                all.push(y.copy_to_host());
-                            }
-                            all.push(x);
-                            all.push(y);
+        .map(|&v| match v {
+            Staged::Run => Variant::new(v.name(), move || {
+                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
+            }),
+            Staged::Upload => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    Ok::<_, ScenarioError>(
+                        sources
+                            .iter()
+                            .map(|s| s.copy_to_device(device))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+            }),
+            Staged::Copy => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    Ok::<_, ScenarioError>(
+                        kept.iter().map(Tensor::copy_to_host).collect::<Vec<_>>(),
+                    )
+                })
+            }),
+            Staged::Pipeline => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    let mut all = Vec::new();
+                    for s in sources {
+                        let x = s.copy_to_device(device);
+                        let y = x.matmul(&x)?;
+                        if with_download {
+                            all.push(y.copy_to_host());
                         }
-                        Ok::<_, ScenarioError>(all)
-                    })
-                }),
-            }
+                        all.push(x);
+                        all.push(y);
+                    }
+                    Ok::<_, ScenarioError>(all)
+                })
+            }),
         })
         .collect();
     let summaries = ctx.sample(sc, engine, &mut variants)?;
