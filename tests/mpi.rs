@@ -187,6 +187,31 @@ const ALLREDUCE: &[&str] = &[
 ];
 
 /// The all-reduce across 2 and 4 ranks: every algorithm's result is right on every rank, each
+/// The derived figures of a report's first run: their keys, and each `null`'s reason checked.
+fn figure_keys(doc: &Value) -> Vec<String> {
+    let run = &doc["runs"][0];
+    let derived = run["derived"].as_object().unwrap();
+    assert!(!derived.is_empty(), "{run}");
+    for (key, value) in derived {
+        let reason = run["unmeasured"][key].as_str();
+        assert_eq!(value.is_null(), reason.is_some(), "{key} in {run}");
+    }
+    derived.keys().cloned().collect()
+}
+
+/// Two runs of one MPI scenario with the same parameters record the same figures, a `null`
+/// with its reason where one was not measured, so reruns compare whole.
+#[test]
+fn runs_across_ranks_record_a_fixed_set_of_figures() {
+    assert_eq!(figure_keys(&report_of(2)), figure_keys(&report_of(2)));
+    let allreduce = || {
+        let (code, stdout, stderr, _) = run(mpirun(2, ALLREDUCE, &[]), 300);
+        assert_eq!(code, Some(0), "stderr: {stderr}");
+        figure_keys(&serde_json::from_str(&stdout).unwrap())
+    };
+    assert_eq!(allreduce(), allreduce());
+}
+
 /// size carries nccl-tests' bandwidths and the per-rank spread of its median, and rank 0
 /// names every rank's host.
 #[test]
