@@ -99,7 +99,7 @@ impl Timed {
 }
 
 /// `argv` as a shell would read it back (`sh -c 'sleep 0.01'`).
-fn line(argv: &[String]) -> String {
+pub(super) fn line(argv: &[String]) -> String {
     argv.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
 }
 
@@ -121,14 +121,6 @@ pub struct Commands {
 }
 
 impl Commands {
-    /// `parbench command [--name NAME] -- PROGRAM ARGS`: the variant `command`, named by its
-    /// line unless `name` is given.
-    pub fn of_argv(name: Option<String>, argv: Vec<String>) -> Result<Commands, EntryError> {
-        let name = name.unwrap_or_else(|| line(&argv));
-        let value = toml::Value::Array(argv.into_iter().map(toml::Value::String).collect());
-        Commands::new(&name, [(SCENARIO, &value)])
-    }
-
     /// The entry `name` with its commands: `(variant, value)` pairs, a value an argv list or a
     /// shell line. A lone `command = ...` is the variant `command`.
     pub fn new<'a>(
@@ -282,18 +274,17 @@ mod tests {
 
     #[test]
     fn malformed_commands_are_refused() {
-        assert_eq!(entry("a = []").unwrap_err(), EntryError::Empty("a".into()));
-        assert_eq!(
-            entry("a = [\"\"]").unwrap_err(),
-            EntryError::Empty("a".into())
-        );
-        assert_eq!(
-            entry("a = [1]").unwrap_err(),
-            EntryError::NotArgv("integer")
-        );
-        assert_eq!(entry("a = 3").unwrap_err(), EntryError::NotArgv("integer"));
-        assert_eq!(entry("name = \"x\"").unwrap_err(), EntryError::ReservedName);
-        assert_eq!(entry("").unwrap_err(), EntryError::NoCommands);
+        let empty = || EntryError::Empty("a".into());
+        for (text, want) in [
+            ("a = []", empty()),
+            ("a = [\"\"]", empty()),
+            ("a = [1]", EntryError::NotArgv("integer")),
+            ("a = 3", EntryError::NotArgv("integer")),
+            ("name = \"x\"", EntryError::ReservedName),
+            ("", EntryError::NoCommands),
+        ] {
+            assert_eq!(entry(text).unwrap_err(), want, "{text}");
+        }
     }
 
     #[test]

@@ -152,10 +152,11 @@ fn seconds(s: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn header() -> JournalHeader {
+    /// A sweep's header, for tests.
+    pub(crate) fn header() -> JournalHeader {
         JournalHeader {
             journal: JOURNAL_FORMAT.into(),
             parbench: "0.1.0".into(),

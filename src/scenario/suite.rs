@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::harness::sampler::seconds;
 use toml::Spanned;
@@ -261,13 +262,16 @@ fn planned(commands: Commands) -> &'static dyn Scenario {
     Box::leak(Box::new(commands))
 }
 
-/// `parbench command [--name NAME] -- PROGRAM ARGS` as a plan's one run.
+/// `parbench command [--name NAME] -- PROGRAM ARGS` as a plan's one run: the variant
+/// `command`, named by its line unless `name` is given.
 pub fn command_line(
     name: Option<String>,
     argv: Vec<String>,
 ) -> Result<PlannedRun, command::EntryError> {
+    let name = name.unwrap_or_else(|| command::line(&argv));
+    let value = toml::Value::Array(argv.into_iter().map(toml::Value::String).collect());
     Ok(PlannedRun {
-        scenario: planned(Commands::of_argv(name, argv)?),
+        scenario: planned(Commands::new(&name, [(command::SCENARIO, &value)])?),
         params: Params::none(),
         sampling: SamplingOverrides::default(),
         at: None,
@@ -291,11 +295,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     let mut plan = Vec::new();
     // Each entry's scenario, parameters (defaults filled in) and line: a report holds each
     // scenario and parameters once, so a repeat would be paired wrongly by `compare`.
-    let mut seen: Vec<(
-        &'static str,
-        serde_json::Map<String, serde_json::Value>,
-        usize,
-    )> = Vec::new();
+    let mut seen: Vec<(&'static str, Map<String, Value>, usize)> = Vec::new();
     for entry in suite.run {
         let entry_at = entry.span().start;
         let entry = entry.into_inner();

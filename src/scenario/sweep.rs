@@ -389,16 +389,13 @@ impl Journal {
             path: path.to_path_buf(),
             sync: !special,
         };
-        journal.append_line(header)?;
+        journal.append(header)?;
         Ok(journal)
     }
 
-    /// Append one finished point. The error names the journal (a full disk, `/dev/full`).
-    pub fn append(&mut self, record: &RunRecord) -> Result<(), JournalError> {
-        self.append_line(record)
-    }
-
-    fn append_line(&mut self, value: &impl serde::Serialize) -> Result<(), JournalError> {
+    /// Append one line: a finished point (or the header). The error names the journal (a full
+    /// disk, `/dev/full`).
+    pub fn append(&mut self, value: &impl serde::Serialize) -> Result<(), JournalError> {
         let mut line =
             serde_json::to_string(value).map_err(|e| JournalError::Encode(e.to_string()))?;
         line.push('\n');
@@ -538,21 +535,8 @@ mod tests {
 
     #[test]
     fn a_journal_starts_with_its_header_and_reads_it_back() {
-        use crate::scenario::journal_header::*;
         let (_dir, path) = journal_path();
-        let header = JournalHeader {
-            journal: JOURNAL_FORMAT.into(),
-            parbench: "0".into(),
-            commit: "c".into(),
-            engine: "naive".into(),
-            sampling: SamplingConditions::default(),
-            options: RunOptions::default(),
-            plan: JournalPlan::Suite {
-                suite: "s".into(),
-                runs: vec![],
-            },
-            started_at: "t".into(),
-        };
+        let header = crate::scenario::journal_header::tests::header();
         let rec = record();
         Journal::create(&path, &header)
             .unwrap()
@@ -570,34 +554,36 @@ mod tests {
         assert!(e.contains("does not read"), "{e}");
     }
 
+    /// An unterminated last line: a whole record (a write cut just before its newline) is
+    /// counted by reading and kept by appending, or a second resume would lose it; a torn one,
+    /// even cut inside a character, is ignored and cut off, so the next record starts a line.
     #[test]
-    fn a_whole_record_without_its_newline_is_kept_by_reading_and_by_appending() {
-        // A write cut just before the newline: the record is whole. Reading counts it, so
-        // opening to append must keep it too (not cut it off), or a second resume loses it.
-        let (_dir, path) = journal_path();
-        let rec = record();
-        Journal::open(&path).unwrap().append(&rec).unwrap();
-        let line = serde_json::to_string(&rec).unwrap();
-        append_raw(&path, line.as_bytes());
-        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
-        Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().records.len(), 3);
-        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
-    }
-
-    #[test]
-    fn a_torn_line_inside_a_character_is_ignored() {
-        let (_dir, path) = journal_path();
+    fn an_unterminated_last_line_is_kept_when_whole_and_ignored_when_torn() {
         let mut params = serde_json::Map::new();
         params.insert("size".into(), Value::from(1));
         let rec = RunRecord::new("matmul", params, vec![]);
-        Journal::open(&path).unwrap().append(&rec).unwrap();
-        let mut torn = b"{\"scenario\": \"matmul\", \"x\": \"3.4".to_vec();
-        torn.push("×".as_bytes()[0]);
-        append_raw(&path, &torn);
-        assert_eq!(read_journal(&path).unwrap().records.len(), 1);
-        Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
+        let mut in_a_char = b"{\"scenario\": \"matmul\", \"x\": \"3.4".to_vec();
+        in_a_char.push("×".as_bytes()[0]);
+        let tails = [
+            (serde_json::to_vec(&rec).unwrap(), 1),
+            (in_a_char, 0),
+            (b"{\"scenario\": \"mat".to_vec(), 0),
+        ];
+        for (tail, kept) in tails {
+            let (_dir, path) = journal_path();
+            let mut j = Journal::open(&path).unwrap();
+            j.append(&rec).unwrap();
+            j.append(&rec).unwrap();
+            append_raw(&path, &tail);
+            assert_eq!(read_journal(&path).unwrap().records.len(), 2 + kept);
+            Journal::open(&path).unwrap().append(&rec).unwrap();
+            assert_eq!(read_journal(&path).unwrap().records.len(), 3 + kept);
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(text.lines().count(), 3 + kept);
+            // A broken line in the middle is not silently dropped.
+            std::fs::write(&path, format!("garbage\n{text}")).unwrap();
+            assert!(read_journal(&path).unwrap_err().to_string().contains(":1:"));
+        }
     }
 
     #[cfg(unix)]
@@ -617,23 +603,5 @@ mod tests {
             // Opening must not read it (that would never end).
             let _ = Journal::open(zero);
         }
-    }
-
-    #[test]
-    fn a_torn_last_journal_line_is_ignored() {
-        let (_dir, path) = journal_path();
-        let rec = record();
-        let mut j = Journal::open(&path).unwrap();
-        j.append(&rec).unwrap();
-        j.append(&rec).unwrap();
-        append_raw(&path, b"{\"scenario\": \"mat");
-        assert_eq!(read_journal(&path).unwrap().records.len(), 2);
-        // Appending after a torn line starts a fresh line: the journal stays readable.
-        Journal::open(&path).unwrap().append(&rec).unwrap();
-        assert_eq!(read_journal(&path).unwrap().records.len(), 3);
-        // A broken line in the middle is not silently dropped.
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
-        assert!(read_journal(&path).unwrap_err().to_string().contains(":1:"));
     }
 }

@@ -4,15 +4,15 @@
 //! forgotten in another.
 
 /// Declares a scenario's variants: `variants! { enum Timed { Sync = "sync", Async = "async" } }`
-/// gives the enum, `Timed::ALL` in the order they are timed and reported, `name()` (the name in
+/// gives the enum (a [`Choice`](super::Choice) of its names), `Timed::ALL` in the order they are timed and reported, `name()` (the name in
 /// the report), `names()` (all of them) and `add_to` (their summaries added to a run, labelled).
 macro_rules! variants {
     ($(#[$meta:meta])* $vis:vis enum $name:ident {
         $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)?
     }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        $vis enum $name { $($(#[$vmeta])* $variant),+ }
+        $crate::scenario::params::choice! {
+            $(#[$meta])* $vis enum $name { $($(#[$vmeta])* $variant = $word),+ }
+        }
 
         #[allow(dead_code)]
         impl $name {
@@ -21,9 +21,15 @@ macro_rules! variants {
 
             /// The variant's name in the report.
             $vis fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $word),+
-                }
+                <Self as $crate::scenario::Choice>::word(self)
+            }
+
+            /// What `each` gives for every variant, in the order of [`ALL`](Self::ALL): the
+            /// variants a scenario samples.
+            $vis fn each<'a, E>(
+                each: impl FnMut(Self) -> $crate::harness::Variant<'a, E>,
+            ) -> Vec<$crate::harness::Variant<'a, E>> {
+                Self::ALL.iter().copied().map(each).collect()
             }
 
             /// Every variant's name, in the order of [`ALL`](Self::ALL).

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::checks::LastOutputs;
-use super::model::{self, Phases};
 use super::{add_chain, AsyncLoop, Config, Timed, MODEL_OPS};
+use super::{explain, model};
 #[cfg(feature = "cuda")]
 use super::{ASYNC_GPU_S, CHAIN_GPU_S, SYNC_GPU_S};
-use crate::device::{available_cores, DeviceRequest, GpuOrder, Runtime};
-use crate::engine::{Engine, LaneId, Mode, OpError, Var};
+use crate::device::{available_cores, DeviceRequest, Runtime};
+use crate::engine::{Engine, LaneId, OpError, Var};
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
 use crate::scenario::gpu_clocks::Clocks;
@@ -21,30 +21,18 @@ use crate::scenario::kit::{chosen_device, ChosenDevice};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    /// The engine's mode, for the book's model.
-    pub mode: Mode,
-    /// The phases t1, t2, t3 of the instrumented run.
-    pub phases: Phases,
-    /// Each hop's latency in the traced ping-pong chain, sorted.
-    pub hops: Vec<f64>,
-    /// The device's GPU order; `None` on a CPU device.
-    pub gpu_order: Option<GpuOrder>,
-    /// Whether the device is a CPU device.
-    pub is_cpu: bool,
-}
-
 /// Time every variant, check what the timed work computed, and run the model's and the
-/// hand-offs' untimed extra runs.
+/// hand-offs' untimed extra runs; then the figures and sentences they all give.
 pub(super) fn loops(
     scenario: &AsyncLoop,
     params: &Params,
     ctx: &RunContext,
     cfg: &Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let n = cfg.iterations;
+    // The machine's limits, measured once per process: before the devices' threads exist,
+    // so the probes have the cores to themselves (the CLI has measured them already).
+    let limits = crate::machine::limits();
     let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
     let ChosenDevice {
         request,
@@ -121,48 +109,39 @@ pub(super) fn loops(
     };
     let (x, last, add_one, push_products) = (&x, &last, &add_one, &push_products);
     let (waited, pushed_only) = (&waited, &pushed_only);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Sync => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let t = Instant::now();
-                    let mut y = None;
-                    for _ in 0..n {
-                        let out = x.add_scalar(1.0);
-                        out.wait_to_read()?;
-                        y = Some(out);
-                    }
-                    let elapsed = t.elapsed();
-                    // The last op is done: the stop follows it on the idle stream.
-                    clocks.stop_now(v.name());
-                    clocks.read(v.name());
-                    last.keep(v, y);
-                    Ok(elapsed)
-                }),
-                Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
-                Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
-                Timed::Chain => {
-                    Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n)))))
-                }
-                Timed::PingPong => Variant::new(v.name(), move || {
-                    let mut counter = None;
-                    let elapsed = synced(engine, || {
-                        counter = Some(ping_pong(engine, ping_pong_lanes, n));
-                        Ok::<_, ScenarioError>(())
-                    })?;
-                    last.keep_counter(counter);
-                    Ok(elapsed)
-                }),
-                Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
-                Timed::ProductsPushOnly => {
-                    Variant::new(v.name(), move || pushed_only(v, push_products))
-                }
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Sync => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let t = Instant::now();
+            let mut y = None;
+            for _ in 0..n {
+                let out = x.add_scalar(1.0);
+                out.wait_to_read()?;
+                y = Some(out);
             }
-        })
-        .collect();
+            let elapsed = t.elapsed();
+            // The last op is done: the stop follows it on the idle stream.
+            clocks.stop_now(v.name());
+            clocks.read(v.name());
+            last.keep(v, y);
+            Ok(elapsed)
+        }),
+        Timed::Async => Variant::new(v.name(), move || waited(v, add_one)),
+        Timed::PushOnly => Variant::new(v.name(), move || pushed_only(v, add_one)),
+        Timed::Chain => Variant::new(v.name(), move || waited(v, &|| Ok(Some(add_chain(x, n))))),
+        Timed::PingPong => Variant::new(v.name(), move || {
+            let mut counter = None;
+            let elapsed = synced(engine, || {
+                counter = Some(ping_pong(engine, ping_pong_lanes, n));
+                Ok::<_, ScenarioError>(())
+            })?;
+            last.keep_counter(counter);
+            Ok(elapsed)
+        }),
+        Timed::Products => Variant::new(v.name(), move || waited(v, push_products)),
+        Timed::ProductsPushOnly => Variant::new(v.name(), move || pushed_only(v, push_products)),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 
@@ -175,14 +154,15 @@ pub(super) fn loops(
 
     let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
     let hops = handoffs(engine, ping_pong_lanes, n.min(MODEL_OPS))?;
-    Ok(Measured {
-        run,
-        mode: engine.mode(),
-        phases,
-        hops,
-        gpu_order: device.gpu_order(),
-        is_cpu,
-    })
+    model::derive(&mut run, engine.mode(), n, &phases);
+    explain::derive_handoffs(&mut run, n, &hops);
+    explain::derive_chain(&mut run, device.gpu_order(), n);
+    if is_cpu {
+        explain::derive_against_limits(&mut run, n, limits);
+    }
+    explain::derive_pitfall(&mut run, cfg.products, cfg.product_size);
+    explain::conclude(&mut run, n, cfg.products, cfg.product_size);
+    Ok(run)
 }
 
 /// The name of every op of the chain: the traced repeat keeps only these.

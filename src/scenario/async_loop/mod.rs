@@ -35,16 +35,12 @@ mod explain;
 mod measure;
 mod model;
 
-use std::time::Duration;
-
-use measure::Measured;
-
-use super::kit::{check_bytes, check_matrices};
+use super::kit::{check_bytes, check_matrices, ratio, sampling_to_95, seconds};
 use super::variant::variants;
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::device::memory::f32_bytes;
 use crate::harness::SamplerConfig;
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord};
 use crate::tensor::Tensor;
 
 variants! {
@@ -113,14 +109,6 @@ pub struct AsyncLoop;
 // (the cache line between cores, the channel hand-off, the driver's floor) are not here: they
 // are the process's limits, which `devices --probe` prints and the report's environment keeps.
 
-const fn seconds(key: &'static str, better: Better) -> FigureSpec {
-    FigureSpec::new(key, Unit::Seconds, better)
-}
-
-const fn ratio(key: &'static str, better: Better) -> FigureSpec {
-    FigureSpec::new(key, Unit::Ratio, better)
-}
-
 // The book's model and the loops it describes.
 const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::Higher);
 const SYNC_PER_OP_S: FigureSpec = seconds("sync_per_op_s", Better::Neither);
@@ -184,12 +172,10 @@ static SPEC: super::Spec = super::Spec {
     lesson: Some(explain::LESSON),
     book: explain::BOOK,
     sampling: SamplerConfig {
-            warmup: 3,
-            min_samples: 15,
-            max_samples: 300,
-            min_time: Duration::from_secs(1),
-            max_time: Duration::from_secs(30),
-        },
+        warmup: 3,
+        min_samples: 15,
+        ..sampling_to_95(300, 1)
+    },
 };
 
 impl Scenario for AsyncLoop {
@@ -228,28 +214,7 @@ impl Scenario for AsyncLoop {
         )
     }
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let cfg = Config::of(params)?;
-        let n = cfg.iterations;
-        // The machine's limits, measured once per process: before the devices' threads exist,
-        // so the probes have the cores to themselves (the CLI has measured them already).
-        let limits = crate::machine::limits();
-        let Measured {
-            mut run,
-            mode,
-            phases,
-            hops,
-            gpu_order,
-            is_cpu,
-        } = measure::loops(self, params, ctx, &cfg)?;
-        model::derive(&mut run, mode, n, &phases);
-        explain::derive_handoffs(&mut run, n, &hops);
-        explain::derive_chain(&mut run, gpu_order, n);
-        if is_cpu {
-            explain::derive_against_limits(&mut run, n, limits);
-        }
-        explain::derive_pitfall(&mut run, cfg.products, cfg.product_size);
-        explain::conclude(&mut run, n, cfg.products, cfg.product_size);
-        Ok(run)
+        measure::loops(self, params, ctx, &Config::of(params)?)
     }
 }
 

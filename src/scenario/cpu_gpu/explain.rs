@@ -38,15 +38,6 @@ impl DeviceTimes {
         }
     }
 
-    /// The slower workload alone: max(a, b).
-    fn slower_alone(&self) -> Estimate {
-        Estimate {
-            median: self.a.median.max(self.b.median),
-            lo: self.a.lo.max(self.b.lo),
-            hi: self.a.hi.max(self.b.hi),
-        }
-    }
-
     /// (a + b) / parallel.
     pub(super) fn speedup(&self) -> Ratio {
         Ratio::of(self.sequential(), self.par)
@@ -54,32 +45,17 @@ impl DeviceTimes {
 
     /// max(a, b) / parallel: 1.0 is perfect overlap.
     pub(super) fn overlap(&self) -> Ratio {
-        Ratio::of(self.slower_alone(), self.par)
+        let slower_alone = Estimate {
+            median: self.a.median.max(self.b.median),
+            lo: self.a.lo.max(self.b.lo),
+            hi: self.a.hi.max(self.b.hi),
+        };
+        Ratio::of(slower_alone, self.par)
     }
 
     /// one-device / parallel: what splitting the same cores into two devices gained.
     pub(super) fn parallelism(&self) -> Ratio {
         Ratio::of(self.one, self.par)
-    }
-
-    /// The lesson's first criterion: the pair beats one after the other.
-    pub(super) fn beats_sequential(&self) -> Finding {
-        Finding::faster("(a + b) / parallel", self.speedup())
-    }
-
-    /// The lesson's second criterion: the pair takes about max(a, b).
-    pub(super) fn about_max(&self) -> Finding {
-        Finding::criterion(
-            "max(a, b) / parallel",
-            self.overlap(),
-            ABOUT_MAX,
-            Want::Above,
-        )
-    }
-
-    /// The physical limit: two devices cannot finish both before the slower one alone.
-    fn overlap_limit(&self) -> Finding {
-        Finding::limit("max(a, b) / parallel", self.overlap(), 1.0, Want::Below)
     }
 }
 
@@ -117,7 +93,8 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained<Warning> {
     let same = format!("indistinguishable from one after the other here{tail}");
     out.sentences
         .push(compared(&lead, speedup, [&verdict, &same, &verdict]));
-    let limit = f.overlap_limit();
+    // The physical limit: two devices cannot finish both before the slower one alone.
+    let limit = Finding::limit("max(a, b) / parallel", overlap, 1.0, Want::Below);
     let side = limit.side();
     if out.limit(limit.clone(), || Warning::OverlapAboveOne {
         overlap: overlap.value,
@@ -249,7 +226,11 @@ pub(super) fn conclude(
         sizes.1,
         sizes.0,
     );
-    let findings = vec![f.beats_sequential(), f.about_max()];
+    // The pair beats one after the other, and takes about max(a, b).
+    let findings = vec![
+        Finding::faster("(a + b) / parallel", f.speedup()),
+        Finding::criterion("max(a, b) / parallel", f.overlap(), ABOUT_MAX, Want::Above),
+    ];
     LESSON.conclude(run, BOOK, Verdict::new(findings, here).beside(book));
 }
 

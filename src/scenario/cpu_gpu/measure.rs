@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use super::checks::{check_placement, check_products};
-use super::explain::DeviceTimes;
+use super::explain::{conclude, explain, DeviceTimes};
 use super::{
     Config, CpuGpu, Timed, A_GFLOPS, BARE_THREADS_OVERLAP_EFFICIENCY, B_GFLOPS, ONE_DEVICE_SPEEDUP,
     OVERLAP_EFFICIENCY, PARALLELISM_SPEEDUP, PARALLEL_SPEEDUP, SEQUENTIAL_S, TRACED_OVERLAP_S,
@@ -23,26 +23,14 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    pub times: DeviceTimes,
-    /// The name of the device that ran both workloads alone.
-    pub one_device: String,
-    /// Whether device B is the GPU.
-    pub gpu: bool,
-    /// The sizes of A's and B's matrices.
-    pub sizes: (usize, usize),
-}
-
 /// Time `run(x)` on each device alone, both pushed together and both on one device; record
-/// the figures, the checks and the bare threads' reference.
+/// the figures, the checks and the bare threads' reference, then the explanation and lesson.
 pub(super) fn devices(
     scenario: &CpuGpu,
     params: &Params,
     ctx: &RunContext,
     cfg: Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let Config {
         ops,
         cpu_size,
@@ -98,27 +86,24 @@ pub(super) fn devices(
         ys.extend(run_matmuls(second, ops)?);
         Ok(ys)
     };
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| match v {
-            Timed::AAlone => Variant::new(v.name(), || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
-            }),
-            Timed::BAlone => Variant::new(v.name(), || {
-                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
-            }),
-            Timed::Parallel => Variant::new(v.name(), || {
-                let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
-                if let Some(records) = records {
-                    *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
-                }
-                Ok(wall)
-            }),
-            Timed::OneDevice => Variant::new(v.name(), || {
-                synced(engine, || both(&x_a_on_one, &x_b_on_one))
-            }),
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::AAlone => Variant::new(v.name(), || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_a, ops)?))
+        }),
+        Timed::BAlone => Variant::new(v.name(), || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(&x_b, ops)?))
+        }),
+        Timed::Parallel => Variant::new(v.name(), || {
+            let (wall, records) = traced(engine, || synced(engine, || both(&x_a, &x_b)))?;
+            if let Some(records) = records {
+                *timed_trace.borrow_mut() = Some((wall.as_secs_f64(), records));
+            }
+            Ok(wall)
+        }),
+        Timed::OneDevice => Variant::new(v.name(), || {
+            synced(engine, || both(&x_a_on_one, &x_b_on_one))
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 
@@ -203,13 +188,9 @@ pub(super) fn devices(
             "measured on the CPU fallback only",
         );
     }
-    Ok(Measured {
-        run,
-        times: f,
-        one_device: one_device.name.clone(),
-        gpu: dev_b.is_gpu(),
-        sizes: (cpu_size, b_size),
-    })
+    explain(&f, &one_device.name).record(&mut run);
+    conclude(&mut run, &f, dev_b.is_gpu(), (cpu_size, b_size));
+    Ok(run)
 }
 
 /// Seconds during which both devices' compute lanes were busy in a traced run.

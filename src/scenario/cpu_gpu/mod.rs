@@ -9,33 +9,21 @@ mod checks;
 mod explain;
 mod measure;
 
-use explain::explain;
-
-use super::kit::{check_matrices, SECONDS_PER_ROUND};
+use super::kit::{check_matrices, number, ratio, seconds, SECONDS_PER_ROUND};
 use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
-const SEQUENTIAL_S: FigureSpec = FigureSpec::new("sequential_s", Unit::Seconds, Better::Neither);
-const PARALLEL_SPEEDUP: FigureSpec =
-    FigureSpec::new("parallel_speedup", Unit::Ratio, Better::Higher);
-const OVERLAP_EFFICIENCY: FigureSpec =
-    FigureSpec::new("overlap_efficiency", Unit::Number, Better::Higher);
-const ONE_DEVICE_SPEEDUP: FigureSpec =
-    FigureSpec::new("one_device_speedup", Unit::Ratio, Better::Higher);
-const PARALLELISM_SPEEDUP: FigureSpec =
-    FigureSpec::new("parallelism_speedup", Unit::Ratio, Better::Higher);
+const SEQUENTIAL_S: FigureSpec = seconds("sequential_s", Better::Neither);
+const PARALLEL_SPEEDUP: FigureSpec = ratio("parallel_speedup", Better::Higher);
+const OVERLAP_EFFICIENCY: FigureSpec = number("overlap_efficiency", Better::Higher);
+const ONE_DEVICE_SPEEDUP: FigureSpec = ratio("one_device_speedup", Better::Higher);
+const PARALLELISM_SPEEDUP: FigureSpec = ratio("parallelism_speedup", Better::Higher);
 const A_GFLOPS: FigureSpec = FigureSpec::new("a_gflops", Unit::Gflops, Better::Higher);
 const B_GFLOPS: FigureSpec = FigureSpec::new("b_gflops", Unit::Gflops, Better::Higher);
-const TRACED_PARALLEL_S: FigureSpec =
-    FigureSpec::new("traced_parallel_s", Unit::Seconds, Better::Neither);
-const TRACED_OVERLAP_S: FigureSpec =
-    FigureSpec::new("traced_overlap_s", Unit::Seconds, Better::Neither);
-const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec = FigureSpec::new(
-    "bare_threads_overlap_efficiency",
-    Unit::Number,
-    Better::Higher,
-);
+const TRACED_PARALLEL_S: FigureSpec = seconds("traced_parallel_s", Better::Neither);
+const TRACED_OVERLAP_S: FigureSpec = seconds("traced_overlap_s", Better::Neither);
+const BARE_THREADS_OVERLAP_EFFICIENCY: FigureSpec =
+    number("bare_threads_overlap_efficiency", Better::Higher);
 
 pub struct CpuGpu;
 
@@ -95,9 +83,6 @@ impl Scenario for CpuGpu {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let mut m = measure::devices(self, params, ctx, Config::of(params)?)?;
-        explain(&m.times, &m.one_device).record(&mut m.run);
-        explain::conclude(&mut m.run, &m.times, m.gpu, m.sizes);
-        Ok(m.run)
+        measure::devices(self, params, ctx, Config::of(params)?)
     }
 }

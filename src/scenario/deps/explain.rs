@@ -32,14 +32,9 @@ impl OpCounts {
         }
     }
 
-    /// The DAG's ops.
-    pub(super) fn dag(&self) -> usize {
-        self.products + self.mixes + self.updates
-    }
-
     /// Every op a run pushes: the DAG's and the copies.
     pub(super) fn total(&self) -> usize {
-        self.dag() + self.copies
+        self.products + self.mixes + self.updates + self.copies
     }
 }
 

@@ -100,7 +100,6 @@ pub(super) fn run_and_read(
     finals(sr, plan, bufs)
 }
 
-/// `deps` on the GPU.
 pub(super) fn run(
     deps: &Deps,
     cfg: &Config,
@@ -131,19 +130,16 @@ pub(super) fn run(
     let bufs = buffers(&sr, &spread, width, n, cfg.seed)?;
 
     let (sr, bufs, one_plan, spread_plan) = (&sr, &bufs, &one, &spread);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            let (plan, wait_each) = match v {
-                Timed::OpByOp => (one_plan, true),
-                Timed::OneDevice => (one_plan, false),
-                Timed::Parallel => (spread_plan, false),
-            };
-            Variant::new(v.name(), move || {
-                synced(engine, || execute(sr, plan, bufs, n, wait_each))
-            })
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| {
+        let (plan, wait_each) = match v {
+            Timed::OpByOp => (one_plan, true),
+            Timed::OneDevice => (one_plan, false),
+            Timed::Parallel => (spread_plan, false),
+        };
+        Variant::new(v.name(), move || {
+            synced(engine, || execute(sr, plan, bufs, n, wait_each))
         })
-        .collect();
+    });
     let summaries = ctx.sample(deps, engine, &mut variants)?;
     drop(variants);
 

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use super::bound::{parallel_sample, SampleBound};
-use super::explain::{OpCounts, Schedules};
+use super::explain::{conclude, explain, OpCounts, Schedules};
 use super::program::{self, execute, program, same_values, Node};
 use super::{
     Config, Deps, Timed, ASYNCHRONY_SPEEDUP, CRITICAL_PATH_S, LOWER_BOUND_S, PARALLELISM_SPEEDUP,
@@ -20,13 +20,13 @@ use crate::report::RunRecord;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The run on CPU devices (`--device cpu`, or `--device cuda --fallback` without a GPU): the
-/// record with its checks and figures, and the schedules its explanation reads.
+/// record with its checks, figures, explanation and lesson.
 pub(super) fn run_cpu(
     scenario: &Deps,
     cfg: &Config,
     params: &Params,
     ctx: &RunContext,
-) -> Result<(RunRecord, Schedules), ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let &Config {
         width,
         depth,
@@ -52,24 +52,19 @@ pub(super) fn run_cpu(
     let bounds: RefCell<Vec<SampleBound>> = RefCell::new(Vec::new());
     let (nodes, on_whole, bounds) = (&nodes, &on_whole, &bounds);
     let (whole_inputs, part_inputs) = (&whole_inputs, &part_inputs);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::OpByOp => Variant::new(v.name(), move || {
-                    synced(engine, || execute(on_whole, whole_inputs, whole, n, true))
-                }),
-                Timed::OneDevice => Variant::new(v.name(), move || {
-                    synced(engine, || execute(on_whole, whole_inputs, whole, n, false))
-                }),
-                Timed::Parallel => Variant::new(v.name(), move || {
-                    let (wall, bound) = parallel_sample(engine, nodes, part_inputs, parts, n)?;
-                    bounds.borrow_mut().extend(bound);
-                    Ok(wall)
-                }),
-            }
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::OpByOp => Variant::new(v.name(), move || {
+            synced(engine, || execute(on_whole, whole_inputs, whole, n, true))
+        }),
+        Timed::OneDevice => Variant::new(v.name(), move || {
+            synced(engine, || execute(on_whole, whole_inputs, whole, n, false))
+        }),
+        Timed::Parallel => Variant::new(v.name(), move || {
+            let (wall, bound) = parallel_sample(engine, nodes, part_inputs, parts, n)?;
+            bounds.borrow_mut().extend(bound);
+            Ok(wall)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
     let bounds = bounds.take();
@@ -143,7 +138,9 @@ pub(super) fn run_cpu(
     run.record(LOWER_BOUND_S, f.bound);
     run.record(PARALLEL_OVER_BOUND_RATIO, f.ratio);
     run.record(PARALLEL_OVER_BOUND_RATIO_MIN, lowest);
-    Ok((run, f))
+    explain(&f).record(&mut run);
+    conclude(&mut run, &f);
+    Ok(run)
 }
 
 impl Schedules {

@@ -28,35 +28,25 @@ mod measure;
 mod plan;
 mod program;
 
-use explain::{conclude, explain, LESSON};
+use explain::LESSON;
 
-use super::kit::{self, check_matrices};
+use super::kit::{self, check_matrices, number, ratio, seconds};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord};
 
-/// The derived figures this scenario records, each with its unit and direction.
-const ASYNCHRONY_SPEEDUP: FigureSpec =
-    FigureSpec::new("asynchrony_speedup", Unit::Ratio, Better::Higher);
-const PARALLELISM_SPEEDUP: FigureSpec =
-    FigureSpec::new("parallelism_speedup", Unit::Ratio, Better::Higher);
-const PARALLEL_SPEEDUP: FigureSpec =
-    FigureSpec::new("parallel_speedup", Unit::Ratio, Better::Higher);
-const WORK_S: FigureSpec = FigureSpec::new("work_s", Unit::Seconds, Better::Neither);
-const CRITICAL_PATH_S: FigureSpec =
-    FigureSpec::new("critical_path_s", Unit::Seconds, Better::Neither);
-const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
-const PARALLEL_OVER_BOUND_RATIO: FigureSpec =
-    FigureSpec::new("parallel_over_bound_ratio", Unit::Ratio, Better::Lower);
-const PARALLEL_OVER_BOUND_RATIO_MIN: FigureSpec = FigureSpec::new(
-    "parallel_over_bound_ratio_min",
-    Unit::Number,
-    Better::Neither,
-);
+const ASYNCHRONY_SPEEDUP: FigureSpec = ratio("asynchrony_speedup", Better::Higher);
+const PARALLELISM_SPEEDUP: FigureSpec = ratio("parallelism_speedup", Better::Higher);
+const PARALLEL_SPEEDUP: FigureSpec = ratio("parallel_speedup", Better::Higher);
+const WORK_S: FigureSpec = seconds("work_s", Better::Neither);
+const CRITICAL_PATH_S: FigureSpec = seconds("critical_path_s", Better::Neither);
+const LOWER_BOUND_S: FigureSpec = seconds("lower_bound_s", Better::Neither);
+const PARALLEL_OVER_BOUND_RATIO: FigureSpec = ratio("parallel_over_bound_ratio", Better::Lower);
+const PARALLEL_OVER_BOUND_RATIO_MIN: FigureSpec =
+    number("parallel_over_bound_ratio_min", Better::Neither);
 /// On the GPU: the ops of the program (copies included) that wait for an event of another
 /// stream, by the plan.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-const PROGRAM_OPS_WAITING: FigureSpec =
-    FigureSpec::new("cross_stream_ops", Unit::Number, Better::Neither);
+const PROGRAM_OPS_WAITING: FigureSpec = number("cross_stream_ops", Better::Neither);
 
 /// The most compute streams `--streams` takes: CUDA's default of hardware work queues per
 /// device (`CUDA_DEVICE_MAX_CONNECTIONS`) is 8; more streams share them.
@@ -157,13 +147,13 @@ impl Scenario for Deps {
         let cfg = Config::of(params)?;
         cfg.check_streams()?;
         if cfg.device == DeviceChoice::Cpu {
-            return self.run_cpu(&cfg, params, ctx);
+            return measure::run_cpu(self, &cfg, params, ctx);
         }
         match kit::on_gpu(ctx)? {
             #[cfg(feature = "cuda")]
             kit::OnGpu::Gpu => gpu::run(self, &cfg, params, ctx),
             kit::OnGpu::Fallback(note) => {
-                let mut run = self.run_cpu(&cfg, params, ctx)?;
+                let mut run = measure::run_cpu(self, &cfg, params, ctx)?;
                 let instead = format!(
                     "the DAG runs on --devices {} CPU devices as with --device cpu, not on \
                      --streams {} GPU streams",
@@ -173,21 +163,5 @@ impl Scenario for Deps {
                 Ok(run)
             }
         }
-    }
-}
-
-impl Deps {
-    /// The run on CPU devices, measured and explained: `--device cpu`, or `--device cuda
-    /// --fallback` without a GPU.
-    fn run_cpu(
-        &self,
-        cfg: &Config,
-        params: &Params,
-        ctx: &RunContext,
-    ) -> Result<RunRecord, ScenarioError> {
-        let (mut run, f) = measure::run_cpu(self, cfg, params, ctx)?;
-        explain(&f).record(&mut run);
-        conclude(&mut run, &f);
-        Ok(run)
     }
 }

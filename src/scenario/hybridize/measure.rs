@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ndarray::{Array2, Axis, Ix2};
 
-use super::explain::Passes;
+use super::explain::{conclude, explain, Passes};
 #[cfg(feature = "cuda")]
 use super::gpu_clock;
 use super::{Config, Hybridize, Timed, HYBRIDIZE_SPEEDUP, OPS_PER_PASS, OVERHEAD_PER_OP_S};
@@ -20,14 +20,6 @@ use crate::scenario::gpu_clocks::Clocks;
 use crate::scenario::kit::{chosen_device, matmul_tolerance, ChosenDevice};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
-
-/// A measured run, and what its explanation and the GPU's clock read.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    pub passes: Passes,
-    /// The GPU's clock around each sample (nothing on a CPU device).
-    pub clocks: Clocks,
-}
 
 /// One layer's kernels on host arrays: exactly what the imperative ops run, in the same order.
 fn layer(h: &Array2<f32>, w: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
@@ -52,13 +44,14 @@ impl Graph {
     }
 }
 
-/// Time the imperative and the hybridized passes; record the checks and the figures.
+/// Time the imperative and the hybridized passes; record the checks, the figures (the GPU's
+/// clock's too), the explanation and the lesson.
 pub(super) fn passes(
     scenario: &Hybridize,
     params: &Params,
     ctx: &RunContext,
     cfg: Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let Config {
         layers,
         width,
@@ -110,41 +103,36 @@ pub(super) fn passes(
     let owned_clocks = Clocks::default();
     let clocks = &owned_clocks;
     let (imperative, hybrid) = (&imperative, &hybrid);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Imperative => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let elapsed = synced(engine, || {
-                        let outs = (0..passes)
-                            .map(|_| imperative())
-                            .collect::<Result<Vec<_>, _>>()?;
-                        // The passes are independent: the stop follows every one's output.
-                        let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
-                        clocks.stop_after(v.name(), engine, &after);
-                        Ok::<_, ScenarioError>(outs)
-                    })?;
-                    clocks.read(v.name());
-                    Ok(elapsed)
-                }),
-                Timed::Hybridized => Variant::new(v.name(), move || {
-                    engine.wait_all()?;
-                    clocks.start(v.name());
-                    let elapsed = synced(engine, || {
-                        let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
-                        // Every replay writes the graph's one output: the last follows all.
-                        let after: Vec<&Var> = outs.last().map(Tensor::var).into_iter().collect();
-                        clocks.stop_after(v.name(), engine, &after);
-                        Ok::<_, ScenarioError>(outs)
-                    })?;
-                    clocks.read(v.name());
-                    Ok(elapsed)
-                }),
-            }
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Imperative => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let elapsed = synced(engine, || {
+                let outs = (0..passes)
+                    .map(|_| imperative())
+                    .collect::<Result<Vec<_>, _>>()?;
+                // The passes are independent: the stop follows every one's output.
+                let after: Vec<&Var> = outs.iter().map(Tensor::var).collect();
+                clocks.stop_after(v.name(), engine, &after);
+                Ok::<_, ScenarioError>(outs)
+            })?;
+            clocks.read(v.name());
+            Ok(elapsed)
+        }),
+        Timed::Hybridized => Variant::new(v.name(), move || {
+            engine.wait_all()?;
+            clocks.start(v.name());
+            let elapsed = synced(engine, || {
+                let outs = (0..passes).map(|_| hybrid()).collect::<Vec<_>>();
+                // Every replay writes the graph's one output: the last follows all.
+                let after: Vec<&Var> = outs.last().map(Tensor::var).into_iter().collect();
+                clocks.stop_after(v.name(), engine, &after);
+                Ok::<_, ScenarioError>(outs)
+            })?;
+            clocks.read(v.name());
+            Ok(elapsed)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 
@@ -198,11 +186,20 @@ pub(super) fn passes(
     run.record(HYBRIDIZE_SPEEDUP, f.speedup().value);
     run.record(OPS_PER_PASS, ops_per_pass as f64);
     run.record(OVERHEAD_PER_OP_S, f.overhead_per_op());
-    Ok(Measured {
-        run,
-        passes: f,
-        clocks: owned_clocks,
-    })
+    explain(&f).record(&mut run);
+    let recorded = owned_clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
+    #[cfg(feature = "cuda")]
+    match gpu_clock::hybridized_host_over_gpu(&recorded) {
+        Some(ratio) => run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio),
+        None if f.gpu => run.unmeasured(
+            gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO,
+            "hybridized's GPU time was not measured",
+        ),
+        None => {}
+    }
+    let _ = recorded;
+    conclude(&mut run, &f);
+    Ok(run)
 }
 
 /// max |got − want| / max |want| (at least 1e-30), infinite when any value is NaN or the

@@ -15,22 +15,16 @@ mod explain;
 mod gpu_clock;
 mod measure;
 
-use std::time::Duration;
+use explain::LESSON;
 
-use explain::{conclude, explain, LESSON};
-use measure::Measured;
-
-use super::kit::check_elements;
+use super::kit::{check_elements, number, ratio, sampling_to_95, seconds};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
-use crate::report::{Better, FigureSpec, RunRecord, Unit};
+use crate::report::{Better, FigureSpec, RunRecord};
 
-/// The derived figures this scenario records, each with its unit and direction.
-const HYBRIDIZE_SPEEDUP: FigureSpec =
-    FigureSpec::new("hybridize_speedup", Unit::Ratio, Better::Higher);
-const OPS_PER_PASS: FigureSpec = FigureSpec::new("ops_per_pass", Unit::Number, Better::Neither);
-const OVERHEAD_PER_OP_S: FigureSpec =
-    FigureSpec::new("overhead_per_op_s", Unit::Seconds, Better::Neither);
+const HYBRIDIZE_SPEEDUP: FigureSpec = ratio("hybridize_speedup", Better::Higher);
+const OPS_PER_PASS: FigureSpec = number("ops_per_pass", Better::Neither);
+const OVERHEAD_PER_OP_S: FigureSpec = seconds("overhead_per_op_s", Better::Neither);
 
 super::variant::variants! {
     /// What `hybridize` times.
@@ -67,12 +61,10 @@ static SPEC: super::Spec = super::Spec {
     lesson: Some(LESSON),
     book: &[],
     sampling: SamplerConfig {
-            warmup: 2,
-            min_samples: 10,
-            max_samples: 100,
-            min_time: Duration::from_secs(1),
-            max_time: Duration::from_secs(30),
-        },
+        warmup: 2,
+        min_samples: 10,
+        ..sampling_to_95(100, 1)
+    },
 };
 
 impl Scenario for Hybridize {
@@ -107,25 +99,7 @@ impl Scenario for Hybridize {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let Measured {
-            mut run,
-            passes,
-            clocks,
-        } = measure::passes(self, params, ctx, Config::of(params)?)?;
-        explain(&passes).record(&mut run);
-        let recorded = clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
-        #[cfg(feature = "cuda")]
-        match gpu_clock::hybridized_host_over_gpu(&recorded) {
-            Some(ratio) => run.record(gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO, ratio),
-            None if passes.gpu => run.unmeasured(
-                gpu_clock::HYBRIDIZED_HOST_OVER_GPU_RATIO,
-                "hybridized's GPU time was not measured",
-            ),
-            None => {}
-        }
-        let _ = recorded;
-        conclude(&mut run, &passes);
-        Ok(run)
+        measure::passes(self, params, ctx, Config::of(params)?)
     }
 }
 

@@ -17,6 +17,8 @@ pub mod fits;
 pub mod lesson;
 pub mod workload;
 
+use crate::report::{Better, FigureSpec, Unit};
+
 pub use device::{
     accelerator, check_requested_device, chosen_device, host_ordered, note_fallback, on_gpu,
     ChosenDevice, OnGpu,
@@ -29,3 +31,18 @@ pub use workload::{
     gflops, matmul_error, matmul_tolerance, run_matmuls, sampling_to_95, traced, ALREADY_TRACING,
     SECONDS_PER_ROUND,
 };
+
+/// A derived figure in seconds, declared with its key in the report and its direction.
+pub const fn seconds(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Seconds, better)
+}
+
+/// A derived ratio, declared with its key in the report and its direction.
+pub const fn ratio(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Ratio, better)
+}
+
+/// A derived plain number (an efficiency, a count), declared with its key and its direction.
+pub const fn number(key: &'static str, better: Better) -> FigureSpec {
+    FigureSpec::new(key, Unit::Number, better)
+}

@@ -1,7 +1,6 @@
 //! What a `matmul` run showed: its rate and time per product, its fraction of the machine's FMA
 //! peak, and the lesson (the yardstick the other scenarios measure against).
 
-use super::measure::Measured;
 use super::{Timed, FRACTION_OF_PEAK};
 use crate::machine::{FmaPeak, Probe};
 use crate::report::finding::{Finding, Want};
@@ -33,21 +32,23 @@ fn explain(device: &str, median: f64, ops: u64, (m, k, n): (usize, usize, usize)
     )
 }
 
-/// The explanation of a measured run, its fraction of the FMA peak (CPU devices) and its lesson.
-pub(super) fn explain_run(measured: &mut Measured, fma: &Probe<FmaPeak>) {
-    let Measured {
-        run,
-        device,
-        median,
-        rate,
-        ops,
-        dims,
-        cpu_threads,
-    } = measured;
-    run.explanation.push(explain(device, *median, *ops, *dims));
-    match (*cpu_threads, fma) {
+/// The explanation of a run of `ops` products of `dims` on `device` (its CPU threads; `None`
+/// on a GPU) taking `median` seconds, its fraction of the FMA peak (CPU devices) and its
+/// lesson.
+pub(super) fn explain_run(
+    run: &mut RunRecord,
+    device: &str,
+    median: f64,
+    ops: u64,
+    dims: (usize, usize, usize),
+    cpu_threads: Option<usize>,
+    fma: &Probe<FmaPeak>,
+) {
+    let rate = gflops(ops, dims, median);
+    run.explanation.push(explain(device, median, ops, dims));
+    match (cpu_threads, fma) {
         (Some(threads), Probe::Measured(peak)) => {
-            let (fraction, sentence) = of_peak(*rate, threads, peak);
+            let (fraction, sentence) = of_peak(rate, threads, peak);
             run.record(FRACTION_OF_PEAK, fraction);
             run.explanation.push(sentence);
             if fraction > ABOVE_PEAK {
@@ -60,7 +61,7 @@ pub(super) fn explain_run(measured: &mut Measured, fma: &Probe<FmaPeak>) {
         ),
         (None, _) => run.unmeasured(FRACTION_OF_PEAK, "the FMA peak is the CPU's, not the GPU's"),
     }
-    conclude(run, *rate, *dims, device);
+    conclude(run, rate, dims, device);
 }
 
 /// The lesson: the chapter's workload measured alone, the yardstick of the other scenarios.

@@ -1,6 +1,7 @@
 //! The timed products of `matmul`: the device, its inputs, `--ops` products pushed with one
 //! wait, the figures of their median, and the check against a float64 reference.
 
+use super::explain::explain_run;
 use super::{Config, Matmul, Timed, GFLOPS, GFLOPS_PER_THREAD, THREADS};
 use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MIN_MULTIPLY_ADDS};
 use crate::device::Runtime;
@@ -12,28 +13,17 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    /// The device, described.
-    pub device: String,
-    /// Median seconds of `ops` products.
-    pub median: f64,
-    /// GFLOP/s of that median.
-    pub rate: f64,
-    pub ops: u64,
-    pub dims: (usize, usize, usize),
-    /// The CPU device's threads; `None` on a GPU.
-    pub cpu_threads: Option<usize>,
-}
-
-/// Run `--ops` products on the chosen device, record their figures and check one product.
+/// Run `--ops` products on the chosen device, record their figures, check one product, and
+/// explain the run and conclude its lesson.
 pub(super) fn products(
     scenario: &Matmul,
     params: &Params,
     ctx: &RunContext,
     cfg: &Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
+    // The machine's FMA peak, measured once per process: before the device's threads
+    // exist, so the probe has the cores to itself (the CLI has measured it already).
+    let fma = &crate::machine::limits().fma;
     let ((m, k, n), ops) = (cfg.dims(), cfg.ops);
     let threads = cfg.threads(ctx);
     let ChosenDevice {
@@ -107,13 +97,16 @@ pub(super) fn products(
         err <= tol,
         format!("32 entries, max relative error {err:.2e} (tolerance {tol:.1e})"),
     );
-    Ok(Measured {
-        run,
-        device: device.describe(),
+    let cpu_threads = (!device.is_gpu()).then_some(device.threads);
+    let described = device.describe();
+    explain_run(
+        &mut run,
+        &described,
         median,
-        rate,
         ops,
-        dims: (m, k, n),
-        cpu_threads: (!device.is_gpu()).then_some(device.threads),
-    })
+        (m, k, n),
+        cpu_threads,
+        fma,
+    );
+    Ok(run)
 }

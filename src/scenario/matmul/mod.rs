@@ -4,10 +4,9 @@ mod explain;
 mod measure;
 
 use self::explain::{BOOK, LESSON};
-use super::kit::{check_elements, check_threads, sampling_to_95};
+use super::kit::{check_elements, check_threads, number, sampling_to_95};
 use super::{Choice, DeviceChoice, ParamKind, Params, RunContext, Scenario, ScenarioError};
 use crate::device::available_cores;
-use crate::machine::limits;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use serde_json::{Map, Value};
 
@@ -26,14 +25,12 @@ const DIM: ParamKind = ParamKind::Int {
     max: 100_000,
 };
 
-/// The derived figures this scenario records, each with its unit and direction.
 const GFLOPS: FigureSpec = FigureSpec::new("gflops", Unit::Gflops, Better::Higher);
 const GFLOPS_PER_THREAD: FigureSpec =
     FigureSpec::new("gflops_per_thread", Unit::Gflops, Better::Higher);
-const THREADS: FigureSpec = FigureSpec::new("threads", Unit::Number, Better::Neither);
+const THREADS: FigureSpec = number("threads", Better::Neither);
 /// GFLOP/s over the machine's f32 FMA peak for the device's threads (CPU devices only).
-const FRACTION_OF_PEAK: FigureSpec =
-    FigureSpec::new("fraction_of_peak", Unit::Number, Better::Higher).against_limits();
+const FRACTION_OF_PEAK: FigureSpec = number("fraction_of_peak", Better::Higher).against_limits();
 
 super::params::params! {
     struct Config {
@@ -127,12 +124,6 @@ impl Scenario for Matmul {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let cfg = Config::of(params)?;
-        // The machine's FMA peak, measured once per process: before the device's threads
-        // exist, so the probe has the cores to itself (the CLI has measured it already).
-        let fma = &limits().fma;
-        let mut measured = measure::products(self, params, ctx, &cfg)?;
-        explain::explain_run(&mut measured, fma);
-        Ok(measured.run)
+        measure::products(self, params, ctx, &Config::of(params)?)
     }
 }

@@ -1,7 +1,6 @@
 //! What a `memory` run showed: the peaks of each variant in words, the GPU pool's marks, and
 //! the lesson of §8.2.4 (a bounded queue holds far less memory for about the same time).
 
-use super::measure::Measured;
 use super::{Timed, MEMORY_RATIO};
 use crate::report::evidence::{Estimate, Ratio};
 use crate::report::finding::{Finding, Want};
@@ -11,19 +10,20 @@ use crate::scenario::kit::{LessonSpec, Verdict};
 use crate::units::human_bytes;
 
 /// The explanation of a measured run (the GPU pool's marks first, then the peaks) and its
-/// lesson.
-pub(super) fn explain_run(measured: &mut Measured) {
-    let Measured {
-        run,
-        peaks,
-        inflight,
-        time_ratio,
-        pool,
-    } = measured;
-    if let Some((r, u)) = *pool {
+/// lesson, from its peak live bytes of each variant in order (unbounded, unbounded-half,
+/// sync-per-batch, bounded, bounded-half), bounded / unbounded median time and, on a GPU, the
+/// pool's (reserved, used) high-water marks unbounded and bounded.
+pub(super) fn explain_run(
+    run: &mut RunRecord,
+    peaks: &[u64; 5],
+    inflight: usize,
+    time_ratio: f64,
+    pool: Option<((u64, u64), (u64, u64))>,
+) {
+    if let Some((r, u)) = pool {
         run.explanation.push(pool_sentence(r, u));
     }
-    run.explanation.push(explain(peaks, *inflight, *time_ratio));
+    run.explanation.push(explain(peaks, inflight, time_ratio));
     let memory_ratio = run.derived.get(MEMORY_RATIO.key).and_then(|v| v.as_f64());
     conclude(run, memory_ratio.unwrap_or(f64::NAN));
 }

@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 use super::{
-    Config, Memory, Timed, BOUNDED_TIME_RATIO, GPU_POOL_BYTES, MEMORY_RATIO, MINIBATCH_BYTES,
-    PEAK_BYTES,
+    explain, Config, Memory, Timed, BOUNDED_TIME_RATIO, GPU_POOL_BYTES, MEMORY_RATIO,
+    MINIBATCH_BYTES, PEAK_BYTES,
 };
 use crate::device::memory::MemTracker;
 use crate::device::{available_cores, Runtime, RuntimeOptions};
@@ -26,26 +26,14 @@ const OPS_PER_BATCH: usize = 2;
 /// that the report stays small however many minibatches ran.
 pub(super) const LIVE_POINTS: usize = 240;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    /// Peak live bytes of each variant in order (unbounded, unbounded-half, sync-per-batch,
-    /// bounded, bounded-half).
-    pub peaks: [u64; 5],
-    pub inflight: usize,
-    /// Bounded / unbounded median time.
-    pub time_ratio: f64,
-    /// On a GPU, the pool's (reserved, used) high-water marks unbounded and bounded.
-    pub pool: Option<((u64, u64), (u64, u64))>,
-}
-
-/// Time every variant's epochs, sample their live bytes, record the figures and the check.
+/// Time every variant's epochs, sample their live bytes, record the figures and the check,
+/// then the explanation and the lesson.
 pub(super) fn epochs(
     scenario: &Memory,
     params: &Params,
     ctx: &RunContext,
     cfg: Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let Config {
         batches,
         inflight,
@@ -108,13 +96,10 @@ pub(super) fn epochs(
         Timed::Bounded => (bounded_rt, w_bounded, batches, false),
         Timed::BoundedHalf => (bounded_rt, w_bounded, half, false),
     };
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| {
-            let (rt, w, n, sync_each) = setup(v);
-            Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
-        })
-        .collect();
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| {
+        let (rt, w, n, sync_each) = setup(v);
+        Variant::new(v.name(), move || measured(v, rt, w, n, sync_each))
+    });
     let summaries = ctx.sample(scenario, &free.engine, &mut variants)?;
     drop(variants);
     let peaks = peaks.into_inner();
@@ -204,13 +189,8 @@ pub(super) fn epochs(
         ),
     );
     let peaks = std::array::from_fn(|i| peak(Timed::ALL[i]));
-    Ok(Measured {
-        run,
-        peaks,
-        inflight,
-        time_ratio,
-        pool,
-    })
+    explain::explain_run(&mut run, &peaks, inflight, time_ratio, pool);
+    Ok(run)
 }
 
 /// Live bytes over one epoch as the front end sees them: `[seconds since the epoch started,

@@ -18,11 +18,10 @@ mod explain;
 mod measure;
 
 use self::explain::LESSON;
-use super::kit::{check_elements, check_matrices, sampling_to_95};
+use super::kit::{check_elements, check_matrices, ratio, sampling_to_95};
 use super::{Choice, DeviceChoice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
 /// `<variant>_peak_bytes`: each variant's peak of live bytes.
 const PEAK_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
 const MINIBATCH_BYTES: FigureSpec =
@@ -31,9 +30,8 @@ const MINIBATCH_BYTES: FigureSpec =
 /// `<variant>_gpu_used_bytes`): what the driver mapped for parbench vs what its live buffers
 /// took at most.
 const GPU_POOL_BYTES: Figure = Figure::new(Unit::Bytes, Better::Neither);
-const MEMORY_RATIO: FigureSpec = FigureSpec::new("memory_ratio", Unit::Ratio, Better::Neither);
-const BOUNDED_TIME_RATIO: FigureSpec =
-    FigureSpec::new("bounded_time_ratio", Unit::Ratio, Better::Neither);
+const MEMORY_RATIO: FigureSpec = ratio("memory_ratio", Better::Neither);
+const BOUNDED_TIME_RATIO: FigureSpec = ratio("bounded_time_ratio", Better::Neither);
 
 super::variant::variants! {
     /// What `memory` times, and whose peak live bytes it records.
@@ -99,9 +97,7 @@ impl Scenario for Memory {
     }
 
     fn run(&self, params: &Params, ctx: &RunContext) -> Result<RunRecord, ScenarioError> {
-        let mut measured = measure::epochs(self, params, ctx, Config::of(params)?)?;
-        explain::explain_run(&mut measured);
-        Ok(measured.run)
+        measure::epochs(self, params, ctx, Config::of(params)?)
     }
 }
 

@@ -464,8 +464,14 @@ mod tests {
             e.to_string(),
             "invalid value '0' for --iterations: must be from 1 to 100"
         );
-        assert!(parse(&[("iterations", "-3")]).is_err());
-        assert!(parse(&[("iterations", "abc")]).is_err());
+        for bad in [
+            ("iterations", "-3"),
+            ("iterations", "abc"),
+            ("lr", "NaN"),
+            ("lr", "2"),
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad:?}");
+        }
         for bad in ["-3", "abc", "0,2", "", "1,2,3,4", "99999999999x99999999999"] {
             let e = parse(&[("shape", bad)]).unwrap_err().to_string();
             assert!(
@@ -473,7 +479,6 @@ mod tests {
                 "{e}"
             );
         }
-        assert!(parse(&[("lr", "NaN")]).is_err());
         assert_eq!(
             parse(&[("device", "CUDA")]).unwrap().device(),
             Ok(Some(DeviceChoice::Cuda))
@@ -482,7 +487,6 @@ mod tests {
             parse(&[("device", "tpu")]).unwrap_err().to_string(),
             "invalid value 'tpu' for --device: expected one of: cpu, cuda"
         );
-        assert!(parse(&[("lr", "2")]).is_err());
     }
 
     #[test]
@@ -497,10 +501,6 @@ mod tests {
     #[test]
     fn a_lookup_of_an_undeclared_or_mistyped_parameter_is_an_error_not_a_panic() {
         let p = parse(&[]).unwrap();
-        let undeclared = |name: &str, wanted| ParamError::Undeclared {
-            name: name.into(),
-            wanted,
-        };
         assert_eq!(
             p.int("iteration"),
             Err(undeclared("iteration", "a whole number"))

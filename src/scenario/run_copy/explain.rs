@@ -47,11 +47,6 @@ impl CopyOverlap {
         Ratio::of(self.seq, self.overlapped)
     }
 
-    /// The lesson's criterion: copies overlap compute.
-    pub(super) fn copies_overlap(&self) -> Finding {
-        Finding::faster("run-then-copy / overlapped", self.speedup())
-    }
-
     /// (run + copy) / overlapped: its ceiling is (run + copy) / ideal, not 1.
     pub(super) fn efficiency(&self) -> f64 {
         (self.run.median + self.copy.median) / self.overlapped.median
@@ -213,7 +208,11 @@ pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: us
             "a CPU device standing in"
         },
     );
-    let verdict = Verdict::new(vec![f.copies_overlap()], here).beside(book);
+    let verdict = Verdict::new(
+        vec![Finding::faster("run-then-copy / overlapped", f.speedup())],
+        here,
+    )
+    .beside(book);
     LESSON.conclude(run, BOOK, verdict);
 }
 

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use super::explain::CopyOverlap;
+use super::explain::{conclude, explain, CopyOverlap};
 use super::{
     Config, RunCopy, Timed, COPY_GBYTES_PER_S, IDEAL_S, LOWER_BOUND_S, OVERLAPPED_OVER_BOUND_RATIO,
     OVERLAPPED_OVER_IDEAL_RATIO, OVERLAP_EFFICIENCY, SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP,
@@ -22,14 +22,6 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// A measured run, and what its explanation reads.
-pub(super) struct Measured {
-    pub run: RunRecord,
-    pub overlap: CopyOverlap,
-    /// Whether the accelerator is the GPU.
-    pub gpu: bool,
-}
-
 /// The accelerator `run-copy` runs on: on the CPU fallback the copy lane is a thread of its
 /// own, so leave it a core.
 pub(super) fn accelerator_for(ctx: &RunContext) -> ChosenDevice {
@@ -42,13 +34,14 @@ pub(super) fn accelerator_for(ctx: &RunContext) -> ChosenDevice {
     )
 }
 
-/// Time the products and the copies, apart and together; record the figures and the check.
+/// Time the products and the copies, apart and together; record the figures and the check,
+/// then the explanation and the lesson.
 pub(super) fn run_and_copy(
     scenario: &RunCopy,
     params: &Params,
     ctx: &RunContext,
     cfg: &Config,
-) -> Result<Measured, ScenarioError> {
+) -> Result<RunRecord, ScenarioError> {
     let &Config { ops, size, .. } = cfg;
     let acc = accelerator_for(ctx);
     // Host order: the trace-derived bound reads each GPU op's span as its GPU time.
@@ -65,47 +58,42 @@ pub(super) fn run_and_copy(
     let bounds: RefCell<Vec<(f64, f64)>> = RefCell::new(Vec::new());
     let copy_all = |ys: &[Tensor]| ys.iter().map(Tensor::copy_to_host).collect::<Vec<_>>();
     let (x, kept, bounds, copy_all) = (&x, &kept, &bounds, &copy_all);
-    let mut variants: Vec<Variant<ScenarioError>> = Timed::ALL
-        .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Timed::Run => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
-                }),
-                Timed::Copy => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(copy_all(kept)))
-                }),
-                Timed::RunThenCopy => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        let ys = run_matmuls(x, ops)?;
-                        engine.wait_all()?;
-                        let mut all = copy_all(&ys);
-                        all.extend(ys);
-                        Ok(all)
-                    })
-                }),
-                Timed::Overlapped => Variant::new(v.name(), move || {
-                    let (wall, records) = traced(engine, || {
-                        synced(engine, || {
-                            let mut all = Vec::new();
-                            for _ in 0..ops {
-                                let y = x.matmul(x)?;
-                                all.push(y.copy_to_host());
-                                all.push(y);
-                            }
-                            Ok::<_, ScenarioError>(all)
-                        })
-                    })?;
-                    if let Some(records) = records {
-                        let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
-                        let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
-                        bounds.borrow_mut().push((wall.as_secs_f64(), bound));
+    let mut variants: Vec<Variant<ScenarioError>> = Timed::each(|v| match v {
+        Timed::Run => Variant::new(v.name(), move || {
+            synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
+        }),
+        Timed::Copy => Variant::new(v.name(), move || {
+            synced(engine, || Ok::<_, ScenarioError>(copy_all(kept)))
+        }),
+        Timed::RunThenCopy => Variant::new(v.name(), move || {
+            synced(engine, || {
+                let ys = run_matmuls(x, ops)?;
+                engine.wait_all()?;
+                let mut all = copy_all(&ys);
+                all.extend(ys);
+                Ok(all)
+            })
+        }),
+        Timed::Overlapped => Variant::new(v.name(), move || {
+            let (wall, records) = traced(engine, || {
+                synced(engine, || {
+                    let mut all = Vec::new();
+                    for _ in 0..ops {
+                        let y = x.matmul(x)?;
+                        all.push(y.copy_to_host());
+                        all.push(y);
                     }
-                    Ok(wall)
-                }),
+                    Ok::<_, ScenarioError>(all)
+                })
+            })?;
+            if let Some(records) = records {
+                let busy = |lane: LaneId| trace::lane_busy_ns(&records, lane.index());
+                let bound = busy(device.compute).max(busy(device.copy)) as f64 * 1e-9;
+                bounds.borrow_mut().push((wall.as_secs_f64(), bound));
             }
-        })
-        .collect();
+            Ok(wall)
+        }),
+    });
     let summaries = ctx.sample(scenario, engine, &mut variants)?;
     drop(variants);
 
@@ -172,11 +160,9 @@ pub(super) fn run_and_copy(
              input at 16 positions (max relative error {worst:.2e}, tolerance {tol:.1e})"
         ),
     );
-    Ok(Measured {
-        run,
-        overlap: f,
-        gpu: device.is_gpu(),
-    })
+    explain(&f).record(&mut run);
+    conclude(&mut run, &f, device.is_gpu(), size);
+    Ok(run)
 }
 
 /// The largest relative error of a host copy `h` of `x · x` (n×n) against float64, at 16

@@ -8,29 +8,22 @@ mod explain;
 mod measure;
 mod upload;
 
-use explain::{conclude, explain, BOOK, LESSON};
+use explain::{BOOK, LESSON};
 use upload::{Direction, HostMemory};
 
-use super::kit::{check_matrices, SECONDS_PER_ROUND};
+use super::kit::{check_matrices, number, ratio, seconds, SECONDS_PER_ROUND};
 use super::{Choice, Params, RunContext, Scenario, ScenarioError};
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
 
-/// The derived figures this scenario records, each with its unit and direction.
-const LOWER_BOUND_S: FigureSpec = FigureSpec::new("lower_bound_s", Unit::Seconds, Better::Neither);
-const IDEAL_S: FigureSpec = FigureSpec::new("ideal_s", Unit::Seconds, Better::Neither);
-const OVERLAP_EFFICIENCY: FigureSpec =
-    FigureSpec::new("overlap_efficiency", Unit::Number, Better::Higher);
-const SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP: FigureSpec = FigureSpec::new(
-    "sequential_over_overlapped_speedup",
-    Unit::Ratio,
-    Better::Higher,
-);
+const LOWER_BOUND_S: FigureSpec = seconds("lower_bound_s", Better::Neither);
+const IDEAL_S: FigureSpec = seconds("ideal_s", Better::Neither);
+const OVERLAP_EFFICIENCY: FigureSpec = number("overlap_efficiency", Better::Higher);
+const SEQUENTIAL_OVER_OVERLAPPED_SPEEDUP: FigureSpec =
+    ratio("sequential_over_overlapped_speedup", Better::Higher);
 const COPY_GBYTES_PER_S: FigureSpec =
     FigureSpec::new("copy_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher);
-const OVERLAPPED_OVER_BOUND_RATIO: FigureSpec =
-    FigureSpec::new("overlapped_over_bound_ratio", Unit::Ratio, Better::Lower);
-const OVERLAPPED_OVER_IDEAL_RATIO: FigureSpec =
-    FigureSpec::new("overlapped_over_ideal_ratio", Unit::Ratio, Better::Lower);
+const OVERLAPPED_OVER_BOUND_RATIO: FigureSpec = ratio("overlapped_over_bound_ratio", Better::Lower);
+const OVERLAPPED_OVER_IDEAL_RATIO: FigureSpec = ratio("overlapped_over_ideal_ratio", Better::Lower);
 
 super::variant::variants! {
     /// What `run-copy` times.
@@ -117,9 +110,6 @@ impl Scenario for RunCopy {
         if cfg.direction != Direction::D2h {
             return upload::run(self, &cfg, params.to_json(), ctx);
         }
-        let mut m = measure::run_and_copy(self, params, ctx, &cfg)?;
-        explain(&m.overlap).record(&mut m.run);
-        conclude(&mut m.run, &m.overlap, m.gpu, cfg.size);
-        Ok(m.run)
+        measure::run_and_copy(self, params, ctx, &cfg)
     }
 }

@@ -12,7 +12,7 @@ use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
 use crate::report::{Better, FigureSpec, RunRecord, Unit};
-use crate::scenario::kit::{host_ordered, matmul_tolerance, run_matmuls, Explained};
+use crate::scenario::kit::{host_ordered, matmul_tolerance, number, run_matmuls, Explained};
 use crate::scenario::{Choice, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 use crate::units::{human_gbytes_per_s, human_time};
@@ -22,7 +22,7 @@ pub(super) const H2D_GBYTES_PER_S: FigureSpec =
     FigureSpec::new("h2d_gbytes_per_s", Unit::GbytesPerSecond, Better::Higher);
 /// (the stages measured alone, summed) / pipeline.
 pub(super) const PIPELINE_OVERLAP_EFFICIENCY: FigureSpec =
-    FigureSpec::new("pipeline_overlap_efficiency", Unit::Number, Better::Higher);
+    number("pipeline_overlap_efficiency", Better::Higher);
 
 crate::scenario::params::choice! {
     /// Which way `run-copy` copies.
@@ -82,7 +82,6 @@ impl Stages {
     }
 }
 
-/// The sentences of the upload path.
 pub(super) fn explain(
     s: &Stages,
     direction: Direction,
@@ -129,7 +128,6 @@ pub(super) fn explain(
     out
 }
 
-/// Run the upload directions.
 pub(super) fn run(
     sc: &dyn Scenario,
     cfg: &Config,
@@ -183,44 +181,42 @@ pub(super) fn run(
     let (x, kept, sources) = (&x, &kept, &sources);
     let mut variants: Vec<Variant<ScenarioError>> = chosen
         .iter()
-        .map(|&v| -> Variant<ScenarioError> {
-            match v {
-                Staged::Run => Variant::new(v.name(), move || {
-                    synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
-                }),
-                Staged::Upload => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        Ok::<_, ScenarioError>(
-                            sources
-                                .iter()
-                                .map(|s| s.copy_to_device(device))
-                                .collect::<Vec<_>>(),
-                        )
-                    })
-                }),
-                Staged::Copy => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        Ok::<_, ScenarioError>(
-                            kept.iter().map(Tensor::copy_to_host).collect::<Vec<_>>(),
-                        )
-                    })
-                }),
-                Staged::Pipeline => Variant::new(v.name(), move || {
-                    synced(engine, || {
-                        let mut all = Vec::new();
-                        for s in sources {
-                            let x = s.copy_to_device(device);
-                            let y = x.matmul(&x)?;
-                            if with_download {
-                                all.push(y.copy_to_host());
-                            }
-                            all.push(x);
-                            all.push(y);
+        .map(|&v| match v {
+            Staged::Run => Variant::new(v.name(), move || {
+                synced(engine, || Ok::<_, ScenarioError>(run_matmuls(x, ops)?))
+            }),
+            Staged::Upload => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    Ok::<_, ScenarioError>(
+                        sources
+                            .iter()
+                            .map(|s| s.copy_to_device(device))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+            }),
+            Staged::Copy => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    Ok::<_, ScenarioError>(
+                        kept.iter().map(Tensor::copy_to_host).collect::<Vec<_>>(),
+                    )
+                })
+            }),
+            Staged::Pipeline => Variant::new(v.name(), move || {
+                synced(engine, || {
+                    let mut all = Vec::new();
+                    for s in sources {
+                        let x = s.copy_to_device(device);
+                        let y = x.matmul(&x)?;
+                        if with_download {
+                            all.push(y.copy_to_host());
                         }
-                        Ok::<_, ScenarioError>(all)
-                    })
-                }),
-            }
+                        all.push(x);
+                        all.push(y);
+                    }
+                    Ok::<_, ScenarioError>(all)
+                })
+            }),
         })
         .collect();
     let summaries = ctx.sample(sc, engine, &mut variants)?;
