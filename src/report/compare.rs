@@ -421,10 +421,7 @@ impl Matched {
     /// What one more report's entry adds beside its observation: its marks and its drift.
     fn add(&mut self, e: &Entry) {
         self.limits_under_load |= e.limits_under_load;
-        self.drift = match (self.drift, e.drift) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        self.drift = super::noise::larger_drift(self.drift, e.drift);
     }
 }
 
@@ -578,9 +575,19 @@ mod tests {
         assert_eq!(verdict([None, Some(4.0)], 1.0), Verdict::Inconclusive);
         assert_eq!(verdict([Some(4.0), None], 1.0), Verdict::Inconclusive);
         assert_eq!(verdict([Some(4.0), Some(4.0)], 3.0), Verdict::Slower);
-        // Reruns a side learn the spread: the declared drift no longer decides.
+        // Reruns a side learn a tight spread, but a change within the declared drift is still
+        // inconclusive (reruns minutes apart can share one thread placement); past it, slower.
+        let reruns = |par: f64| {
+            let mut base = timed(1.0, 0.5, 0.5, None);
+            base.runs[0].drift_between_runs = Some(4.0);
+            let new = timed(1.0, par, 0.5, None);
+            let rows = compare(&[&base, &base], &[&new, &new], &none, 0.05);
+            row(&rows.expect("rows"), " par").verdict
+        };
+        assert_eq!(reruns(1.0), Verdict::Inconclusive);
+        assert_eq!(reruns(3.0), Verdict::Slower);
         let mut base = timed(1.0, 0.5, 0.5, None);
-        base.runs[0].drift_between_runs = Some(4.0);
+        base.runs[0].drift_between_runs = None;
         let rows = compare(&[&base, &base], &[&timed(1.0, 1.0, 0.5, None)], &none, 0.05);
         assert_eq!(row(&rows.expect("rows"), " par").verdict, Verdict::Slower);
     }

@@ -21,7 +21,9 @@
 //! [`UNLEARNED_DRIFT`], the drift two runs of one binary show on a shared machine, or by the
 //! larger drift a scenario declares for its figures (`async`'s engine latencies follow where
 //! the OS places its threads); a smaller change past the intervals is `Inconclusive`, not a
-//! regression.
+//! regression. A declared drift also bounds what a learned spread decides: three reruns a side
+//! of `deps`, each side drawn from one of the VM's two thread placements (×1.7 apart), exited
+//! 1 in 2 of 10 splits of unchanged code (results/compare-detection.md).
 
 use crate::harness::stats::{median, student_t_p};
 
@@ -31,6 +33,14 @@ use crate::harness::stats::{median, student_t_p};
 /// both runs' intervals by half again to be the code's. (Under heavier load some figures read
 /// 5× apart: such a run is busy, and a busy side is never judged by this margin.)
 pub const UNLEARNED_DRIFT: f64 = 0.50;
+
+/// The larger of two declared drifts ([`Rule::drift`]), either absent.
+pub fn larger_drift(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// The family-wise false-alarm rate of one comparison or one history chart.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -229,8 +239,13 @@ pub fn judge(base: &[Observation], new: &[Observation], learned: Spread, rule: R
     if judged.change.abs() < rule.threshold {
         return judged;
     }
+    // A declared drift bounds what reruns can learn: reruns minutes apart can share the
+    // thread placement the next process leaves, so a change within it is inconclusive however
+    // tight they read.
+    let declared = rule.drift > UNLEARNED_DRIFT && delta.abs() <= rule.drift.ln_1p();
     judged.call = match judged.p {
-        Some(p) if p < rule.alpha => moved,
+        Some(p) if p < rule.alpha && !declared => moved,
+        Some(p) if p < rule.alpha => Call::Inconclusive,
         Some(p) if p < FAMILY_ALPHA && gap > 0.0 => Call::Inconclusive,
         Some(_) => Call::Noise,
         None if gap <= 0.0 => Call::Noise,

@@ -73,7 +73,7 @@ pub struct RunRecord {
     pub state: Option<RunState>,
     /// How far two runs of this scenario by one binary may read apart beyond their own
     /// intervals, where the scenario declares more than [`super::noise::UNLEARNED_DRIFT`]:
-    /// `compare` with one report a side judges by the larger of the two sides'. Reports older
+    /// `compare` and `history` judge by the larger of the two sides'. Reports older
     /// than it, and scenarios that declare none, have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_between_runs: Option<f64>,

@@ -266,7 +266,7 @@ pub trait Scenario: Send + Sync {
     }
     /// How far two runs of one binary may read apart beyond their own intervals, where more
     /// than `compare`'s default ([`crate::report::noise::UNLEARNED_DRIFT`]): recorded in each
-    /// run, so one report a side calls a smaller change inconclusive, not a regression.
+    /// run, so `compare` and `history` call a smaller change inconclusive, not a regression.
     fn drift_between_runs(&self) -> Option<f64> {
         None
     }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::compare::{self, entries};
 use super::identity::{probe_series, Identity};
-use super::noise::{Observation, Spread};
+use super::noise::{larger_drift, Observation, Spread, UNLEARNED_DRIFT};
 use super::{find_or_push, Better, Report, Unit};
 use crate::machine::drift::LIMIT_TOLERANCE;
 pub use steps::{Detector, Step};
@@ -213,7 +213,7 @@ impl History {
                         .collect()
                 })
                 .collect();
-            for step in detector.steps(&points, probes.len()) {
+            for step in detector.steps(&points, probes.len(), UNLEARNED_DRIFT) {
                 let line = format!(
                     "{what} stepped {:.2}× beyond its spread",
                     step.after / step.before
@@ -237,9 +237,12 @@ impl History {
                         entry: e.name.clone(),
                         unit: e.unit,
                         better: e.better,
+                        drift: None,
                         points: Vec::new(),
                     };
-                    let points = &mut find_or_push(&mut out, |s| s.entry == e.name, series).points;
+                    let series = find_or_push(&mut out, |s| s.entry == e.name, series);
+                    series.drift = larger_drift(series.drift, e.drift);
+                    let points = &mut series.points;
                     if points.last().is_none_or(|p| p.group != g) {
                         points.push(Point {
                             group: g,
@@ -298,6 +301,9 @@ pub struct Series {
     pub entry: String,
     pub unit: Unit,
     pub better: Better,
+    /// The larger drift between runs its runs' scenario declared
+    /// ([`RunRecord::drift_between_runs`](crate::report::RunRecord)).
+    pub drift: Option<f64>,
     pub points: Vec<Point>,
 }
 
@@ -330,7 +336,7 @@ impl Series {
         let points: Vec<Vec<Observation>> =
             self.points.iter().map(|p| p.observed.clone()).collect();
         detector
-            .steps(&points, family)
+            .steps(&points, family, self.drift.unwrap_or(UNLEARNED_DRIFT))
             .into_iter()
             .map(|step| Flagged {
                 from: self.points[step.at - 1].group,

@@ -11,6 +11,8 @@
 //! no step is ever drawn between them. A step within the last `min_window - 1` reports is not
 //! flagged yet: one report alone is not a new level.
 
+#[cfg(test)]
+use crate::report::noise::UNLEARNED_DRIFT;
 use crate::report::noise::{judge, series_spread, Call, Observation, Rule, Spread};
 
 /// A flagged step: the series changes level between point `at - 1` and point `at`.
@@ -50,13 +52,18 @@ impl Detector {
     /// The steps of `points` (oldest first, each a commit's reruns), in time order, judged
     /// against what the series teaches about its own noise: the spread within its points'
     /// reruns, pooled with the spread between consecutive points ([`series_spread`]); `family`
-    /// series share the 5%.
-    pub fn steps(&self, points: &[Vec<Observation>], family: usize) -> Vec<Step> {
+    /// series share the 5%, and a step must clear the `drift` its scenario declared
+    /// ([`Rule::drift`]).
+    pub fn steps(&self, points: &[Vec<Observation>], family: usize, drift: f64) -> Vec<Step> {
         let refs: Vec<&[Observation]> = points.iter().map(Vec::as_slice).collect();
         let within = Spread::within(refs.iter().copied());
         let learned = series_spread(&refs).map_or(within, |s| within.and(s));
         let mut out = Vec::new();
-        self.segment(points, 0, points.len(), (learned, family), &mut out);
+        let rule = Rule {
+            drift,
+            ..Rule::new(self.threshold, family)
+        };
+        self.segment(points, 0, points.len(), (learned, rule), &mut out);
         out.sort_by_key(|s| s.at);
         out
     }
@@ -66,7 +73,7 @@ impl Detector {
         points: &[Vec<Observation>],
         lo: usize,
         hi: usize,
-        noise: (Spread, usize),
+        noise: (Spread, Rule),
         out: &mut Vec<Step>,
     ) {
         let w = self.min_window.max(1);
@@ -79,11 +86,11 @@ impl Detector {
         }
         // The family is the series judged together; the candidates of one segment are not
         // counted into it, since neighbouring splits share almost all their reports.
-        let rule = Rule::new(self.threshold, noise.1);
+        let (learned, rule) = noise;
         let mut best: Option<Step> = None;
         for at in candidates {
             let (before, after) = (points[lo..at].concat(), points[at..hi].concat());
-            let j = judge(&before, &after, noise.0, rule);
+            let j = judge(&before, &after, learned, rule);
             if !matches!(j.call, Call::Up | Call::Down) {
                 continue;
             }
@@ -125,9 +132,22 @@ mod tests {
         values.iter().map(one).collect()
     }
 
+    /// A level change within the drift its scenario declared is no step, however tight the
+    /// reruns on each side read; past it, a step.
+    #[test]
+    fn a_step_within_the_declared_drift_is_not_flagged() {
+        let commit = |v: f64| vec![crate::report::fixtures::observed(v, 0.01); 2];
+        let d = Detector::default();
+        let within = [commit(1.0), commit(1.0), commit(1.7), commit(1.7)];
+        assert_eq!(d.steps(&within, 1, UNLEARNED_DRIFT).len(), 1);
+        assert_eq!(d.steps(&within, 1, 1.0), []);
+        let past = [commit(1.0), commit(1.0), commit(2.5), commit(2.5)];
+        assert_eq!(d.steps(&past, 1, 1.0).len(), 1);
+    }
+
     /// The detector as a history runs it: with the series' own spread.
     fn steps(points: &[Vec<Observation>]) -> Vec<Step> {
-        Detector::default().steps(points, 1)
+        Detector::default().steps(points, 1, UNLEARNED_DRIFT)
     }
 
     #[test]
