@@ -211,6 +211,12 @@ fn a_threshold_without_percent_suggests_one() {
     );
 }
 
+/// The rows of a JSON comparison that judge a time.
+fn time_rows(doc: &Value) -> Vec<&Value> {
+    let rows = doc["rows"].as_array().unwrap();
+    rows.iter().filter(|r| r["is_time"] == true).collect()
+}
+
 /// `async`, whose runs record a drift of ×6 between processes: twice as slow is inconclusive,
 /// not a regression, with one report a side and with three reruns a side however tight they
 /// read, and the comparison passes.
@@ -238,12 +244,7 @@ fn async_leaves_a_doubling_inconclusive() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
-        let times: Vec<&Value> = doc["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["is_time"] == true)
-            .collect();
+        let times = time_rows(&doc);
         assert!(!times.is_empty());
         for row in times {
             assert_eq!(row["verdict"], "inconclusive", "{row}");
@@ -275,12 +276,7 @@ fn compare_warns_of_other_environments_and_speaks_json() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     assert_eq!(doc["environment_differences"].as_array().unwrap().len(), 1);
     assert_eq!(doc["threshold"], 0.05);
-    let times: Vec<&Value> = doc["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["is_time"] == true)
-        .collect();
+    let times = time_rows(&doc);
     assert_eq!(times.len(), 7, "a row per variant: {doc}");
     assert!(times.iter().all(|r| r["verdict"] == "slower"), "{doc}");
     assert!(doc["regressions"].as_u64().unwrap() >= 6, "{doc}");
