@@ -11,8 +11,6 @@
 //! no step is ever drawn between them. A step within the last `min_window - 1` reports is not
 //! flagged yet: one report alone is not a new level.
 
-#[cfg(test)]
-use crate::report::noise::UNLEARNED_DRIFT;
 use crate::report::noise::{judge, series_spread, Call, Observation, Rule, Spread};
 
 /// A flagged step: the series changes level between point `at - 1` and point `at`.
@@ -120,6 +118,7 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::noise::UNLEARNED_DRIFT;
 
     /// A fixed ±5% wobble (no randomness: the tests never flake).
     const NOISE: [f64; 12] = [
