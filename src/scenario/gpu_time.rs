@@ -16,7 +16,7 @@ use crate::device::cuda::{CudaDevice, GpuError, GpuTimer};
 use crate::engine::{Engine, LaneId, Var};
 use crate::harness::stats::median;
 use crate::report::RunRecord;
-use crate::report::{Better, FigureSpec, Unit};
+use crate::report::{Better, FigureSpec};
 use crate::units::human_time;
 
 /// The key of a variant's GPU time: its name with `-` as `_`, then `_gpu_s` (what each
@@ -29,7 +29,7 @@ pub(crate) fn gpu_key(variant: &str) -> String {
 /// A variant's GPU time per sample: it describes what the GPU did, so a detail figure with no
 /// direction.
 pub(crate) const fn gpu_seconds(key: &'static str) -> FigureSpec {
-    FigureSpec::new(key, Unit::Seconds, Better::Neither).detail()
+    super::kit::seconds(key, Better::Neither).detail()
 }
 
 /// host / GPU at or below this: the host adds little around the GPU's span.
@@ -201,6 +201,7 @@ fn sampled_median(times: &[f64], sampled: usize, traced: usize) -> Result<f64, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Unit;
 
     #[test]
     fn keys_follow_the_variant_names() {

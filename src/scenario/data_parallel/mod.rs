@@ -43,14 +43,12 @@ use crate::report::{Better, Figure, FigureSpec, RunRecord, Unit};
 const SAMPLES_PER_SECOND: Figure = Figure::new(Unit::SamplesPerSecond, Better::Higher);
 const FINAL_LOSS: Figure = Figure::new(Unit::Number, Better::Neither);
 const SCALING_EFFICIENCY: Figure = Figure::new(Unit::Number, Better::Higher);
-const INITIAL_LOSS: FigureSpec = FigureSpec::new("initial_loss", Unit::Number, Better::Neither);
-const PARAMETERS: FigureSpec = FigureSpec::new("parameters", Unit::Number, Better::Neither);
+const INITIAL_LOSS: FigureSpec = kit::number("initial_loss", Better::Neither);
+const PARAMETERS: FigureSpec = kit::number("parameters", Better::Neither);
 const ALLREDUCE_BYTES: FigureSpec =
     FigureSpec::new("allreduce_bytes", Unit::Bytes, Better::Neither);
-const ASYNC_STALENESS_MAX: FigureSpec =
-    FigureSpec::new("async_staleness_max", Unit::Number, Better::Neither);
-const ASYNC_STALENESS_MEAN: FigureSpec =
-    FigureSpec::new("async_staleness_mean", Unit::Number, Better::Neither);
+const ASYNC_STALENESS_MAX: FigureSpec = kit::number("async_staleness_max", Better::Neither);
+const ASYNC_STALENESS_MEAN: FigureSpec = kit::number("async_staleness_mean", Better::Neither);
 
 /// The `data-parallel` scenario.
 pub struct DataParallel;

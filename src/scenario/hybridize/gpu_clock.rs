@@ -3,7 +3,7 @@
 //! graphs (launch, the engine op, waking up when they are done).
 
 use super::Timed;
-use crate::report::{Better, FigureSpec, Unit};
+use crate::report::{Better, FigureSpec};
 use crate::scenario::gpu_clocks::HostAndGpu;
 use crate::scenario::gpu_time::gpu_seconds;
 
@@ -12,7 +12,7 @@ pub(super) const HYBRIDIZED_GPU_S: FigureSpec = gpu_seconds("hybridized_gpu_s");
 /// The hybridized variant's host median over its GPU median: 1 when the host adds nothing
 /// around the replays.
 pub(super) const HYBRIDIZED_HOST_OVER_GPU_RATIO: FigureSpec =
-    FigureSpec::new("hybridized_host_over_gpu_ratio", Unit::Ratio, Better::Lower).detail();
+    crate::scenario::kit::ratio("hybridized_host_over_gpu_ratio", Better::Lower).detail();
 
 /// The variants timed on the GPU's clock, with their figures.
 pub(super) fn timed() -> [(&'static str, FigureSpec); 2] {
