@@ -398,12 +398,18 @@ fn broken_reports_are_rejected_where_they_break() {
         ("/schema", json!("parbench/2")),
         ("/timelines/0/lanes/0/busy_ns/0", json!([1, 2, 3])),
         ("/runs/0/state/cores", json!("two")),
-        ("/runs/0/state/other_cpu_fraction", json!(1.5)),
     ];
     for (at, value) in cases {
         let doc = changed(good, at, |v| *v = value.clone());
         assert_rejected(&format!("{at} = {value}"), &doc, at);
     }
+    // A measured share, absent where the kernel's counters gave none (`Shares::between`): set,
+    // not changed, so the case does not depend on the run (it once found the field absent).
+    let at = "/runs/0/state/other_cpu_fraction";
+    let doc = changed(good, "/runs/0/state", |s| {
+        s["other_cpu_fraction"] = json!(1.5)
+    });
+    assert_rejected("other_cpu_fraction = 1.5", &doc, at);
     let figure = good["runs"][0]["figures"]
         .as_object()
         .and_then(|f| f.keys().next())
