@@ -51,7 +51,6 @@ impl MemTracker {
         }
     }
 
-    /// Bytes live now.
     pub fn live(&self) -> u64 {
         self.counts.live.load(Ordering::Acquire)
     }

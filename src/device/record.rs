@@ -47,7 +47,7 @@ impl From<Vec<String>> for Described {
     fn from(labels: Vec<String>) -> Described {
         Described {
             labels,
-            records: Vec::new(),
+            ..Described::default()
         }
     }
 }

@@ -7,6 +7,14 @@ use super::*;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+/// The error of an op named `op` that panicked with `message`.
+fn panicked(op: &str, message: &str) -> EngineError {
+    EngineError::OpPanicked {
+        op: op.into(),
+        message: message.into(),
+    }
+}
+
 /// One lane of each kind on `b`: a thread of its own, and a one-thread rayon pool.
 fn thread_and_pool_lanes(b: &mut EngineBuilder) -> [LaneId; 2] {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
@@ -63,14 +71,7 @@ fn a_panicking_op_is_an_error_not_a_crash() {
         let (a, b) = (Var::new(), Var::new());
         e.push("boom", l[0], &[], &[&a], || panic!("kaboom"));
         e.push("after", l[0], &[&a], &[&b], || Ok(()));
-        let err = e.wait_to_read(&b).unwrap_err();
-        assert_eq!(
-            err,
-            EngineError::OpPanicked {
-                op: "boom".into(),
-                message: "kaboom".into()
-            }
-        );
+        assert_eq!(e.wait_to_read(&b), Err(panicked("boom", "kaboom")));
         assert!(e.wait_all().is_err());
         let c = Var::new();
         e.push("still alive", l[0], &[], &[&c], || Ok(()));
@@ -85,10 +86,7 @@ fn a_panicking_async_op_reports_its_message() {
         e.push_async("async boom", l[0], &[], &[&a], |_done| {
             panic!("async kaboom")
         });
-        let want = Err(EngineError::OpPanicked {
-            op: "async boom".into(),
-            message: "async kaboom".into(),
-        });
+        let want = Err(panicked("async boom", "async kaboom"));
         assert_eq!(e.wait_to_read(&a), want);
         // wait_all reports the same first error.
         assert_eq!(e.wait_all(), want);
@@ -332,12 +330,10 @@ fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its
             let _held = p.lock().unwrap().take();
             std::panic::panic_any(())
         });
+        let message = "panicked while holding its completion handle";
         assert_eq!(
             e.wait_to_read(&a),
-            Err(EngineError::OpPanicked {
-                op: "parks its completion".into(),
-                message: "panicked while holding its completion handle".into()
-            })
+            Err(panicked("parks its completion", message))
         );
         assert!(e.wait_to_read(&b).is_err());
         assert!(matches!(

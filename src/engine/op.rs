@@ -361,11 +361,6 @@ impl OpHead {
         &self.deps[self.n_reads..]
     }
 
-    /// Take one dependency off; true when this was the last one and the op is ready.
-    pub(crate) fn decrement_wait(&self) -> bool {
-        self.release_wait(1)
-    }
-
     /// Take `n` off the wait count at once; true when they were the last.
     pub(crate) fn release_wait(&self, n: usize) -> bool {
         self.wait.fetch_sub(n, Ordering::AcqRel) == n
@@ -549,7 +544,8 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
         v.complete_write(error.as_ref(), &mut granted);
     }
     for next in granted {
-        if next.decrement_wait() {
+        // One dependency off: ready when it was the last.
+        if next.release_wait(1) {
             shared.dispatch(next);
         }
     }

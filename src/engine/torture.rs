@@ -21,16 +21,15 @@ use std::time::Duration;
 /// Random ops in total when `PARBENCH_TORTURE` is not set: a few seconds in a debug build.
 const DEFAULT_OPS: u64 = 20_000;
 
-/// SplitMix64: small, seedable, good enough to draw programs.
+/// SplitMix64 as a sequence ([`splitmix64`](crate::device::cpu::splitmix64) of each state,
+/// which it advances by its increment): small, seedable, good enough to draw programs.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
+        let z = crate::device::cpu::splitmix64(self.0);
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        z
     }
 
     fn below(&mut self, n: usize) -> usize {

@@ -159,7 +159,6 @@ impl Tensor {
         }
     }
 
-    /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
         Tensor::filled(engine, device, shape, Fill::Ones)
     }
@@ -363,7 +362,6 @@ impl Tensor {
         }
     }
 
-    /// The tensor's shape.
     pub fn shape(&self) -> &[usize] {
         &self.place.shape
     }
@@ -373,7 +371,6 @@ impl Tensor {
         self.data.var()
     }
 
-    /// The device the tensor lives on.
     pub fn device(&self) -> &Arc<Device> {
         &self.place.device
     }
