@@ -93,7 +93,6 @@ pub enum Bound {
     Cgroup,
     /// The process's address-space limit (`ulimit -v`) less what it has mapped (`VmSize`).
     AddressSpace,
-    /// The GPU's free memory.
     GpuFree,
 }
 

@@ -153,7 +153,6 @@ impl Device {
     }
 }
 
-/// Errors setting up devices.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
     #[error("cannot start a thread pool for {device}: {reason}")]

@@ -57,6 +57,14 @@ pub enum EngineError {
     DeviceSync(String),
 }
 
+impl EngineError {
+    /// [`OpPanicked`](Self::OpPanicked) for the op named `op`.
+    pub(crate) fn panicked(op: &str, message: impl Into<String>) -> EngineError {
+        let (op, message) = (op.to_string(), message.into());
+        EngineError::OpPanicked { op, message }
+    }
+}
+
 /// Turn a caught panic payload into a message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     let text = payload.downcast_ref::<&str>().copied();

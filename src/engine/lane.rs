@@ -432,13 +432,9 @@ fn worker_loop(shared: Arc<Shared>, index: usize) {
 /// job panics; a dead thread lane would leave every wait hanging).
 pub(crate) fn run_guarded(shared: &Arc<Shared>, op: &OpRef) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, op))) {
-        let error = EngineError::OpPanicked {
-            op: op.name.to_string(),
-            message: format!(
-                "engine error around the op: {}",
-                panic_message(payload.as_ref())
-            ),
-        };
+        let message = panic_message(payload.as_ref());
+        let error =
+            EngineError::panicked(&op.name, format!("engine error around the op: {message}"));
         // A no-op if the op had completed before the panic (exactly once).
         complete(shared, op, Some(error));
     }

@@ -426,10 +426,7 @@ impl Drop for Completion {
             return;
         }
         let error = if std::thread::panicking() {
-            EngineError::OpPanicked {
-                op: op.name.to_string(),
-                message: "panicked while holding its completion handle".into(),
-            }
+            EngineError::panicked(&op.name, "panicked while holding its completion handle")
         } else {
             EngineError::CompletionDropped {
                 op: op.name.to_string(),
@@ -486,10 +483,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                     op: op.name.to_string(),
                     message: e.to_string(),
                 }),
-                Err(payload) => Some(EngineError::OpPanicked {
-                    op: op.name.to_string(),
-                    message: panic_message(payload.as_ref()),
-                }),
+                Err(p) => Some(EngineError::panicked(&op.name, panic_message(p.as_ref()))),
             }
         }
         BodyKind::Async => {
@@ -514,10 +508,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                 Ok(()) => return,
             };
             // A no-op if the completion fired before the panic (exactly once).
-            Some(EngineError::OpPanicked {
-                op: op.name.to_string(),
-                message,
-            })
+            Some(EngineError::panicked(&op.name, message))
         }
         BodyKind::ClearErrors => None,
     };

@@ -21,15 +21,16 @@ use std::time::Duration;
 /// Random ops in total when `PARBENCH_TORTURE` is not set: a few seconds in a debug build.
 const DEFAULT_OPS: u64 = 20_000;
 
-/// SplitMix64 as a sequence ([`splitmix64`](crate::device::cpu::splitmix64) of each state,
-/// which it advances by its increment): small, seedable, good enough to draw programs.
+/// SplitMix64: small, seedable, good enough to draw programs.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        let z = crate::device::cpu::splitmix64(self.0);
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -71,7 +72,6 @@ impl Outcome {
     }
 }
 
-/// One op of a program.
 #[derive(Clone, Debug)]
 struct Op {
     name: String,
@@ -96,19 +96,17 @@ enum Step {
 
 /// The engine's registration rule: reads not also written, then writes, each once, in order.
 fn dedupe(reads: &[usize], writes: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let mut r: Vec<usize> = Vec::new();
-    for v in reads {
-        if !writes.contains(v) && !r.contains(v) {
-            r.push(*v);
+    // The vars of `vars` not in `but`, each once, in order.
+    let once = |vars: &[usize], but: &[usize]| {
+        let mut out: Vec<usize> = Vec::new();
+        for v in vars.iter().filter(|v| !but.contains(v)) {
+            if !out.contains(v) {
+                out.push(*v);
+            }
         }
-    }
-    let mut w: Vec<usize> = Vec::new();
-    for v in writes {
-        if !w.contains(v) {
-            w.push(*v);
-        }
-    }
-    (r, w)
+        out
+    };
+    (once(reads, writes), once(writes, &[]))
 }
 
 /// The new value of a written var: not commutative, so any reordering shows.

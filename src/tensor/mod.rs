@@ -39,7 +39,6 @@ mod to_device;
 #[cfg(feature = "cuda")]
 pub use graph::CapturedGraph;
 
-/// Errors of the tensor front end.
 #[derive(Debug, thiserror::Error)]
 pub enum TensorError {
     /// Shapes that cannot be combined; caught at push time, before anything runs.
