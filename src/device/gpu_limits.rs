@@ -38,7 +38,6 @@ pub struct GpuLimits {
     pub h2d_pinned_gbytes_per_s: f64,
     /// Device→host copy into pinned memory, in GB/s.
     pub d2h_pinned_gbytes_per_s: f64,
-    /// Bytes of each copy.
     pub copy_bytes: u64,
     /// cuBLAS fp32 matrix product (TF32 off), in GFLOP/s.
     pub sgemm_gflops: f64,

@@ -51,7 +51,6 @@ impl MemTracker {
         }
     }
 
-    /// Bytes live now.
     pub fn live(&self) -> u64 {
         self.counts.live.load(Ordering::Acquire)
     }
@@ -94,7 +93,6 @@ pub enum Bound {
     Cgroup,
     /// The process's address-space limit (`ulimit -v`) less what it has mapped (`VmSize`).
     AddressSpace,
-    /// The GPU's free memory.
     GpuFree,
 }
 

@@ -30,7 +30,6 @@ impl MemoryFraction {
         }
     }
 
-    /// The fraction itself.
     pub fn get(self) -> f64 {
         self.0
     }

@@ -45,7 +45,6 @@ pub struct Device {
     pub name: String,
     /// Threads the device computes with.
     pub threads: usize,
-    /// Lane for compute ops.
     pub compute: LaneId,
     /// Lane for copies off the device (a separate worker, so copies overlap compute).
     pub copy: LaneId,
@@ -78,25 +77,20 @@ impl Device {
 
     /// The device as a report records it beside its label.
     pub fn record(&self, standing_in: bool) -> record::DeviceRecord {
+        use record::Kind;
+        let gpu = self.is_gpu();
         record::DeviceRecord {
-            kind: if self.is_gpu() {
-                record::Kind::Cuda
-            } else {
-                record::Kind::Cpu
-            },
+            kind: if gpu { Kind::Cuda } else { Kind::Cpu },
             threads: self.threads,
-            standing_in: standing_in && !self.is_gpu(),
+            standing_in: standing_in && !gpu,
         }
     }
 
     /// A CPU device's description, `cpu:1 (1 thread)`, or with `stand_in`
     /// `cpu:1 (1 thread, standing in for the GPU)`: the device a run asked for as its GPU.
     pub fn describe_cpu(&self, stand_in: bool) -> String {
-        let role = if stand_in {
-            ", standing in for the GPU"
-        } else {
-            ""
-        };
+        let role = stand_in.then_some(", standing in for the GPU");
+        let role = role.unwrap_or_default();
         let threads = crate::units::count(self.threads, "thread");
         format!("{} ({threads}{role})", self.name)
     }
@@ -144,7 +138,6 @@ impl Device {
         self.host.clone().unwrap_or_else(|| this.clone())
     }
 
-    /// True for a GPU.
     pub fn is_gpu(&self) -> bool {
         !matches!(self.kind, DeviceKind::Cpu { .. })
     }
@@ -160,7 +153,6 @@ impl Device {
     }
 }
 
-/// Errors setting up devices.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
     #[error("cannot start a thread pool for {device}: {reason}")]
@@ -267,11 +259,8 @@ impl Runtime {
 
     /// One CPU device per entry of `threads`, each with that many threads.
     pub fn cpu(options: &RuntimeOptions, threads: &[usize]) -> Result<Runtime, DeviceError> {
-        let requests: Vec<DeviceRequest> = threads
-            .iter()
-            .map(|&t| DeviceRequest::Cpu { threads: t })
-            .collect();
-        Runtime::new(options, &requests)
+        let cpu = |&threads: &usize| DeviceRequest::Cpu { threads };
+        Runtime::new(options, &threads.iter().map(cpu).collect::<Vec<_>>())
     }
 
     /// The devices as reports list them: labels and records.
@@ -417,14 +406,8 @@ mod tests {
             described.labels,
             vec!["cpu:0 (1 thread)", "cpu:1 (2 threads)"]
         );
-        assert_eq!(
-            described
-                .records
-                .iter()
-                .map(|r| r.threads)
-                .collect::<Vec<_>>(),
-            vec![1, 2]
-        );
+        let threads: Vec<usize> = described.records.iter().map(|r| r.threads).collect();
+        assert_eq!(threads, vec![1, 2]);
         let standing_in = rt.describe_devices_standing_in(Some(1));
         assert_eq!(
             standing_in.labels[1],

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 pub enum Kind {
     /// Host cores of this process.
     Cpu,
-    /// A CUDA GPU.
     Cuda,
     /// An MPI rank: a process of its own, on this host or another.
     Rank,
@@ -47,7 +46,7 @@ impl From<Vec<String>> for Described {
     fn from(labels: Vec<String>) -> Described {
         Described {
             labels,
-            records: Vec::new(),
+            ..Described::default()
         }
     }
 }

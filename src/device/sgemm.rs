@@ -53,6 +53,11 @@ impl<T> Mat<T> {
             cs: strides[1],
         }
     }
+
+    /// The offset of element (i, j) from `ptr`, in elements.
+    fn off(&self, i: usize, j: usize) -> isize {
+        i as isize * self.rs + j as isize * self.cs
+    }
 }
 
 /// One product, `c = a · b` with `a` m×k and `b` k×n.
@@ -149,7 +154,7 @@ unsafe fn sgemm_band(p: Product) {
         for i in 0..m {
             for j in 0..n {
                 // SAFETY: inside C, by the caller's contract.
-                unsafe { *c.ptr.offset(i as isize * c.rs + j as isize * c.cs) = 0.0 };
+                unsafe { *c.ptr.offset(c.off(i, j)) = 0.0 };
             }
         }
         return;
@@ -194,12 +199,12 @@ unsafe fn blocks(p: Product, a_pack: &mut [f32], b_pack: &mut [f32]) {
         let nc = NC.min(n - jc);
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
-            // SAFETY: the block is inside B.
-            unsafe { pack_b(kc, nc, b, pc, jc, b_pack) };
+            // SAFETY: the block (nc columns of kc from (pc, jc)) is inside B.
+            unsafe { pack::<NR>(nc, kc, b.ptr.offset(b.off(pc, jc)), (b.cs, b.rs), b_pack) };
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
-                // SAFETY: the block is inside A.
-                unsafe { pack_a(mc, kc, a, ic, pc, a_pack) };
+                // SAFETY: the block (mc rows of kc from (ic, pc)) is inside A.
+                unsafe { pack::<MR>(mc, kc, a.ptr.offset(a.off(ic, pc)), (a.rs, a.cs), a_pack) };
                 for jr in (0..nc).step_by(NR) {
                     let nr = NR.min(nc - jr);
                     for ir in (0..mc).step_by(MR) {
@@ -207,9 +212,7 @@ unsafe fn blocks(p: Product, a_pack: &mut [f32], b_pack: &mut [f32]) {
                         // SAFETY: the slivers are inside the packed buffers (padded to whole
                         // tiles), the tile inside C.
                         unsafe {
-                            let tile = c
-                                .ptr
-                                .offset((ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs);
+                            let tile = c.ptr.offset(c.off(ic + ir, jc + jr));
                             tile_update(
                                 kc,
                                 a_pack.as_ptr().add(ir * kc),
@@ -234,45 +237,31 @@ fn aligned(buf: &mut [f32]) -> &mut [f32] {
     &mut buf[skip..]
 }
 
-/// Pack the mc×kc block of A at (ic, pc) into slivers of MR rows, k-major, zero-padded.
-unsafe fn pack_a(mc: usize, kc: usize, a: Mat<*const f32>, ic: usize, pc: usize, out: &mut [f32]) {
-    for (s, i0) in (0..mc).step_by(MR).enumerate() {
-        let rows = MR.min(mc - i0);
-        let sliver = &mut out[s * MR * kc..(s + 1) * MR * kc];
+/// Pack a block of `len` lines of `kc` into slivers of `U` lines, k-major, zero-padded: element
+/// `p` of line `i` is at `at + i·si + p·sk`. A's mc×kc block goes in slivers of MR rows, B's
+/// kc×nc block in slivers of NR columns.
+unsafe fn pack<const U: usize>(
+    len: usize,
+    kc: usize,
+    at: *const f32,
+    (si, sk): (isize, isize),
+    out: &mut [f32],
+) {
+    for (s, i0) in (0..len).step_by(U).enumerate() {
+        let lines = U.min(len - i0);
+        let sliver = &mut out[s * U * kc..(s + 1) * U * kc];
         for p in 0..kc {
-            let col = (pc + p) as isize * a.cs;
-            for r in 0..MR {
-                sliver[p * MR + r] = if r < rows {
-                    // SAFETY: inside A.
-                    unsafe { *a.ptr.offset((ic + i0 + r) as isize * a.rs + col) }
-                } else {
-                    0.0
-                };
-            }
-        }
-    }
-}
-
-/// Pack the kc×nc block of B at (pc, jc) into slivers of NR columns, k-major, zero-padded.
-unsafe fn pack_b(kc: usize, nc: usize, b: Mat<*const f32>, pc: usize, jc: usize, out: &mut [f32]) {
-    for (s, j0) in (0..nc).step_by(NR).enumerate() {
-        let cols = NR.min(nc - j0);
-        let sliver = &mut out[s * NR * kc..(s + 1) * NR * kc];
-        for p in 0..kc {
-            // SAFETY: inside B.
-            let row = unsafe {
-                b.ptr
-                    .offset((pc + p) as isize * b.rs + (jc + j0) as isize * b.cs)
-            };
-            let dst = &mut sliver[p * NR..(p + 1) * NR];
-            if b.cs == 1 && cols == NR {
-                // SAFETY: NR contiguous elements of one row of B.
-                dst.copy_from_slice(unsafe { std::slice::from_raw_parts(row, NR) });
+            // SAFETY: inside the block.
+            let first = unsafe { at.offset(i0 as isize * si + p as isize * sk) };
+            let dst = &mut sliver[p * U..(p + 1) * U];
+            if si == 1 && lines == U {
+                // SAFETY: U contiguous elements of the block.
+                dst.copy_from_slice(unsafe { std::slice::from_raw_parts(first, U) });
             } else {
-                for (j, d) in dst.iter_mut().enumerate() {
-                    // SAFETY: inside B.
-                    *d = if j < cols {
-                        unsafe { *row.offset(j as isize * b.cs) }
+                for (i, d) in dst.iter_mut().enumerate() {
+                    // SAFETY: inside the block.
+                    *d = if i < lines {
+                        unsafe { *first.offset(i as isize * si) }
                     } else {
                         0.0
                     };
@@ -304,7 +293,7 @@ unsafe fn tile_update(
     for i in 0..mr {
         for j in 0..nr {
             // SAFETY: (i, j) is inside the tile, inside C.
-            let dst = unsafe { c.ptr.offset(i as isize * c.rs + j as isize * c.cs) };
+            let dst = unsafe { c.ptr.offset(c.off(i, j)) };
             let v = scratch[i * NR + j];
             // SAFETY: as above.
             unsafe { *dst = if accumulate { *dst + v } else { v } };

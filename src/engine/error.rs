@@ -13,7 +13,6 @@ pub struct OpError {
 }
 
 impl OpError {
-    /// An error from a plain message.
     pub fn msg(message: impl fmt::Display) -> Self {
         OpError {
             message: message.to_string(),
@@ -58,15 +57,19 @@ pub enum EngineError {
     DeviceSync(String),
 }
 
+impl EngineError {
+    /// [`OpPanicked`](Self::OpPanicked) for the op named `op`.
+    pub(crate) fn panicked(op: &str, message: impl Into<String>) -> EngineError {
+        let (op, message) = (op.to_string(), message.into());
+        EngineError::OpPanicked { op, message }
+    }
+}
+
 /// Turn a caught panic payload into a message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
-    }
+    let text = payload.downcast_ref::<&str>().copied();
+    let text = text.or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    text.unwrap_or("non-string panic payload").to_string()
 }
 
 #[cfg(test)]

@@ -63,14 +63,8 @@ fn a_panicking_op_is_an_error_not_a_crash() {
         let (a, b) = (Var::new(), Var::new());
         e.push("boom", l[0], &[], &[&a], || panic!("kaboom"));
         e.push("after", l[0], &[&a], &[&b], || Ok(()));
-        let err = e.wait_to_read(&b).unwrap_err();
-        assert_eq!(
-            err,
-            EngineError::OpPanicked {
-                op: "boom".into(),
-                message: "kaboom".into()
-            }
-        );
+        let want = Err(EngineError::panicked("boom", "kaboom"));
+        assert_eq!(e.wait_to_read(&b), want);
         assert!(e.wait_all().is_err());
         let c = Var::new();
         e.push("still alive", l[0], &[], &[&c], || Ok(()));
@@ -79,33 +73,28 @@ fn a_panicking_op_is_an_error_not_a_crash() {
 }
 
 #[test]
-fn a_panicking_async_op_reports_its_message() {
-    on_engine(1, |e, l| {
-        let a = Var::new();
-        e.push_async("async boom", l[0], &[], &[&a], |_done| {
-            panic!("async kaboom")
+fn a_panicking_async_op_reports_its_message_and_a_dropped_completion_is_an_error() {
+    type Body = Box<dyn FnOnce(Completion) + Send>;
+    let dropped = EngineError::CompletionDropped {
+        op: "forgetful".into(),
+    };
+    let cases: [(&str, Body, EngineError); 2] = [
+        (
+            "async boom",
+            Box::new(|_done| panic!("async kaboom")),
+            EngineError::panicked("async boom", "async kaboom"),
+        ),
+        ("forgetful", Box::new(drop), dropped),
+    ];
+    for (name, body, want) in cases {
+        on_engine(1, move |e, l| {
+            let a = Var::new();
+            e.push_async(name, l[0], &[], &[&a], body);
+            assert_eq!(e.wait_to_read(&a), Err(want.clone()), "{name}");
+            // wait_all reports the same first error.
+            assert_eq!(e.wait_all(), Err(want), "{name}");
         });
-        let want = Err(EngineError::OpPanicked {
-            op: "async boom".into(),
-            message: "async kaboom".into(),
-        });
-        assert_eq!(e.wait_to_read(&a), want);
-        // wait_all reports the same first error.
-        assert_eq!(e.wait_all(), want);
-    });
-}
-
-#[test]
-fn a_dropped_completion_completes_with_an_error() {
-    on_engine(1, |e, l| {
-        let a = Var::new();
-        e.push_async("forgetful", l[0], &[], &[&a], drop);
-        let want = Err(EngineError::CompletionDropped {
-            op: "forgetful".into(),
-        });
-        assert_eq!(e.wait_to_read(&a), want);
-        assert_eq!(e.wait_all(), want);
-    });
+    }
 }
 
 #[test]
@@ -332,12 +321,10 @@ fn a_completion_dropped_by_a_later_op_panicking_on_the_same_worker_completes_its
             let _held = p.lock().unwrap().take();
             std::panic::panic_any(())
         });
+        let message = "panicked while holding its completion handle";
         assert_eq!(
             e.wait_to_read(&a),
-            Err(EngineError::OpPanicked {
-                op: "parks its completion".into(),
-                message: "panicked while holding its completion handle".into()
-            })
+            Err(EngineError::panicked("parks its completion", message))
         );
         assert!(e.wait_to_read(&b).is_err());
         assert!(matches!(

@@ -15,6 +15,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -38,7 +39,6 @@ impl LaneId {
     }
 }
 
-/// How to build a lane.
 #[derive(Clone)]
 pub struct LaneSpec {
     pub(crate) name: String,
@@ -112,6 +112,7 @@ pub(crate) struct LaneQueue {
     park: Padded<Park>,
 }
 
+#[derive(Default)]
 struct Park {
     /// Workers parked (or about to) on `wake`.
     sleepers: AtomicUsize,
@@ -139,15 +140,12 @@ fn closed() -> *mut OpHead {
 impl LaneQueue {
     fn new(workers: usize) -> LaneQueue {
         LaneQueue {
-            intake: Padded(AtomicPtr::new(std::ptr::null_mut())),
+            intake: Padded(AtomicPtr::new(null_mut())),
             ready: Mutex::new(VecDeque::new()),
             ready_len: AtomicUsize::new(0),
             park: Padded(Park {
-                sleepers: AtomicUsize::new(0),
                 live: AtomicUsize::new(workers),
-                stopping: AtomicBool::new(false),
-                lock: Mutex::new(()),
-                wake: Condvar::new(),
+                ..Park::default()
             }),
         }
     }
@@ -202,18 +200,14 @@ impl LaneQueue {
     /// Everything in the intake, oldest first, appended to `batch`; the intake is left empty
     /// (or closed, with `close`).
     fn take_intake(&self, batch: &mut VecDeque<OpRef>, close: bool) {
-        let mark = if close {
-            closed()
-        } else {
-            std::ptr::null_mut()
-        };
+        let mark = if close { closed() } else { null_mut() };
         let mut node = self.intake.swap(mark, Ordering::Acquire);
         if node == closed() {
             return;
         }
         // The stack is newest first: reverse its links, then hand the ops out oldest first
         // (in place, so taking a batch allocates nothing).
-        let mut oldest = std::ptr::null_mut();
+        let mut oldest = null_mut();
         while !node.is_null() {
             // SAFETY: the nodes of a swapped-out list are live (each owns a reference) and
             // reachable by this thread only.
@@ -438,13 +432,9 @@ fn worker_loop(shared: Arc<Shared>, index: usize) {
 /// job panics; a dead thread lane would leave every wait hanging).
 pub(crate) fn run_guarded(shared: &Arc<Shared>, op: &OpRef) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| execute(shared, op))) {
-        let error = EngineError::OpPanicked {
-            op: op.name.to_string(),
-            message: format!(
-                "engine error around the op: {}",
-                panic_message(payload.as_ref())
-            ),
-        };
+        let message = panic_message(payload.as_ref());
+        let error =
+            EngineError::panicked(&op.name, format!("engine error around the op: {message}"));
         // A no-op if the op had completed before the panic (exactly once).
         complete(shared, op, Some(error));
     }

@@ -103,7 +103,6 @@ impl Engine {
         &self.owner.shared
     }
 
-    /// Start building an engine in the given mode.
     pub fn builder(mode: Mode) -> EngineBuilder {
         EngineBuilder::new(mode)
     }
@@ -121,7 +120,6 @@ impl Engine {
         Ok((b.build()?, lanes))
     }
 
-    /// The execution mode.
     pub fn mode(&self) -> Mode {
         self.shared().mode
     }
@@ -341,7 +339,6 @@ impl Engine {
         self.shared().tracing.store(on, Ordering::Release);
     }
 
-    /// True while trace records are being gathered.
     pub fn is_tracing(&self) -> bool {
         self.shared().tracing()
     }

@@ -361,11 +361,6 @@ impl OpHead {
         &self.deps[self.n_reads..]
     }
 
-    /// Take one dependency off; true when this was the last one and the op is ready.
-    pub(crate) fn decrement_wait(&self) -> bool {
-        self.release_wait(1)
-    }
-
     /// Take `n` off the wait count at once; true when they were the last.
     pub(crate) fn release_wait(&self, n: usize) -> bool {
         self.wait.fetch_sub(n, Ordering::AcqRel) == n
@@ -431,10 +426,7 @@ impl Drop for Completion {
             return;
         }
         let error = if std::thread::panicking() {
-            EngineError::OpPanicked {
-                op: op.name.to_string(),
-                message: "panicked while holding its completion handle".into(),
-            }
+            EngineError::panicked(&op.name, "panicked while holding its completion handle")
         } else {
             EngineError::CompletionDropped {
                 op: op.name.to_string(),
@@ -491,10 +483,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                     op: op.name.to_string(),
                     message: e.to_string(),
                 }),
-                Err(payload) => Some(EngineError::OpPanicked {
-                    op: op.name.to_string(),
-                    message: panic_message(payload.as_ref()),
-                }),
+                Err(p) => Some(EngineError::panicked(&op.name, panic_message(p.as_ref()))),
             }
         }
         BodyKind::Async => {
@@ -519,10 +508,7 @@ pub(crate) fn execute(shared: &Arc<Shared>, op: &OpRef) {
                 Ok(()) => return,
             };
             // A no-op if the completion fired before the panic (exactly once).
-            Some(EngineError::OpPanicked {
-                op: op.name.to_string(),
-                message,
-            })
+            Some(EngineError::panicked(&op.name, message))
         }
         BodyKind::ClearErrors => None,
     };
@@ -549,7 +535,8 @@ pub(crate) fn complete(shared: &Arc<Shared>, op: &OpRef, error: Option<EngineErr
         v.complete_write(error.as_ref(), &mut granted);
     }
     for next in granted {
-        if next.decrement_wait() {
+        // One dependency off: ready when it was the last.
+        if next.release_wait(1) {
             shared.dispatch(next);
         }
     }

@@ -72,7 +72,6 @@ impl Outcome {
     }
 }
 
-/// One op of a program.
 #[derive(Clone, Debug)]
 struct Op {
     name: String,
@@ -97,19 +96,17 @@ enum Step {
 
 /// The engine's registration rule: reads not also written, then writes, each once, in order.
 fn dedupe(reads: &[usize], writes: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let mut r: Vec<usize> = Vec::new();
-    for v in reads {
-        if !writes.contains(v) && !r.contains(v) {
-            r.push(*v);
+    // The vars of `vars` not in `but`, each once, in order.
+    let once = |vars: &[usize], but: &[usize]| {
+        let mut out: Vec<usize> = Vec::new();
+        for v in vars.iter().filter(|v| !but.contains(v)) {
+            if !out.contains(v) {
+                out.push(*v);
+            }
         }
-    }
-    let mut w: Vec<usize> = Vec::new();
-    for v in writes {
-        if !w.contains(v) {
-            w.push(*v);
-        }
-    }
-    (r, w)
+        out
+    };
+    (once(reads, writes), once(writes, &[]))
 }
 
 /// The new value of a written var: not commutative, so any reordering shows.

@@ -150,7 +150,6 @@ impl Done {
 }
 
 impl Var {
-    /// A fresh variable with no pending accesses.
     pub fn new() -> Var {
         Var::with(None, 0, 0)
     }
@@ -481,7 +480,6 @@ impl DataVar {
         &self.0
     }
 
-    /// The data, if it is a `T`.
     pub fn data<T: VarData>(&self) -> Option<&T> {
         self.0.data()
     }

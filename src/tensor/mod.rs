@@ -39,7 +39,6 @@ mod to_device;
 #[cfg(feature = "cuda")]
 pub use graph::CapturedGraph;
 
-/// Errors of the tensor front end.
 #[derive(Debug, thiserror::Error)]
 pub enum TensorError {
     /// Shapes that cannot be combined; caught at push time, before anything runs.
@@ -159,7 +158,6 @@ impl Tensor {
         }
     }
 
-    /// All ones.
     pub fn ones(engine: &Engine, device: &Arc<Device>, shape: &[usize]) -> Tensor {
         Tensor::filled(engine, device, shape, Fill::Ones)
     }
@@ -363,7 +361,6 @@ impl Tensor {
         }
     }
 
-    /// The tensor's shape.
     pub fn shape(&self) -> &[usize] {
         &self.place.shape
     }
@@ -373,7 +370,6 @@ impl Tensor {
         self.data.var()
     }
 
-    /// The device the tensor lives on.
     pub fn device(&self) -> &Arc<Device> {
         &self.place.device
     }

@@ -108,7 +108,6 @@ impl CellShape {
         }
     }
 
-    /// The number of values.
     pub(super) fn size(&self) -> usize {
         self.dims().iter().product()
     }
