@@ -69,7 +69,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let temp = dir.join(format!(".pb-{}-{counter}.tmp", std::process::id()));
 
     replace_via_temp(&temp, path, bytes).map_err(io)?;
-    sync_dir(dir);
+    // Persist the directory entry the rename created (best effort, see above).
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
 }
 
@@ -125,16 +129,6 @@ fn fill_and_rename(mut file: File, temp: &Path, target: &Path, bytes: &[u8]) -> 
     file.sync_all()?;
     drop(file);
     fs::rename(temp, target)
-}
-
-/// Persists the directory entry created by the rename. Best effort, see [`write_atomic`].
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
 }
 
 #[cfg(test)]

@@ -114,7 +114,6 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     })
 }
 
-/// The outcome for one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Faster,
@@ -182,7 +181,6 @@ impl Verdict {
     }
 }
 
-/// One compared entry.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// `scenario[params] variant` or `scenario[params] derived:key`.
@@ -197,7 +195,6 @@ pub struct Row {
     pub verdict: Verdict,
     /// True for times (seconds), false for derived figures (their own units).
     pub is_time: bool,
-    /// The unit the two values are printed in.
     pub unit: Unit,
     /// How many reports of each side measured it on a busy machine.
     pub busy: Busy,
@@ -406,22 +403,26 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
     out
 }
 
-/// What the reports of one side hold of one entry.
+/// What the reports of each side hold of one entry; `first` gathers every report's
+/// `limits_under_load` mark and the larger drift either side's scenario declared.
 struct Matched {
     first: Entry,
     base: Vec<Observation>,
     new: Vec<Observation>,
     busy: Busy,
-    limits_under_load: bool,
-    /// The larger drift either side's scenario declared.
-    drift: Option<f64>,
 }
 
 impl Matched {
-    /// What one more report's entry adds beside its observation: its marks and its drift.
-    fn add(&mut self, e: &Entry) {
-        self.limits_under_load |= e.limits_under_load;
-        self.drift = super::noise::larger_drift(self.drift, e.drift);
+    /// One more report's entry: its observation and busy count on its side, its mark and drift.
+    fn add(&mut self, e: &Entry, new: bool) {
+        let (side, busy) = match new {
+            true => (&mut self.new, &mut self.busy.new),
+            false => (&mut self.base, &mut self.busy.base),
+        };
+        side.push(e.observed);
+        *busy += usize::from(e.busy);
+        self.first.limits_under_load |= e.limits_under_load;
+        self.first.drift = super::noise::larger_drift(self.first.drift, e.drift);
     }
 }
 
@@ -445,19 +446,13 @@ pub fn compare(
                 base: Vec::new(),
                 new: Vec::new(),
                 busy: Busy::default(),
-                limits_under_load: false,
-                drift: None,
             },
         );
-        m.base.push(e.observed);
-        m.busy.base += usize::from(e.busy);
-        m.add(&e);
+        m.add(&e, false);
     }
     for e in new.iter().flat_map(|r| entries(r)) {
         if let Some(m) = matched.iter_mut().find(|m| m.first.name == e.name) {
-            m.new.push(e.observed);
-            m.busy.new += usize::from(e.busy);
-            m.add(&e);
+            m.add(&e, true);
         }
     }
     matched.retain(|m| !m.new.is_empty());
@@ -470,7 +465,7 @@ pub fn compare(
         .into_iter()
         .map(|m| {
             let rule = Rule {
-                drift: m.drift.unwrap_or(UNLEARNED_DRIFT),
+                drift: m.first.drift.unwrap_or(UNLEARNED_DRIFT),
                 ..rule(m.first.is_time)
             };
             let j = judge(&m.base, &m.new, learned(&m.first.name), rule);
@@ -486,7 +481,8 @@ pub fn compare(
                 }
             };
             let claims_a_change = matches!(verdict, Verdict::Better | Verdict::Worse);
-            let mark = (claims_a_change && m.limits_under_load).then_some(Mark::LimitsUnderLoad);
+            let mark =
+                (claims_a_change && m.first.limits_under_load).then_some(Mark::LimitsUnderLoad);
             Row {
                 entry: m.first.name,
                 base: j.base,

@@ -56,21 +56,20 @@ impl Coverage {
     /// One line per entry, as the text format prints them on stderr: `missing in new: …`,
     /// `new in new: …`, `renamed? … → …`.
     pub fn lines(&self) -> Vec<String> {
-        let missing = self
-            .only_in_base
-            .iter()
-            .map(|e| format!("missing in new: {e}"));
-        let added = self.only_in_new.iter().map(|e| format!("new in new: {e}"));
-        let renamed = self
-            .renamed
-            .iter()
-            .map(|r| format!("renamed? {} → {}", r.base, r.new));
-        let unmeasured = self.not_measured.iter().cloned();
-        missing
-            .chain(added)
-            .chain(renamed)
-            .chain(unmeasured)
-            .collect()
+        let mut out: Vec<String> = Vec::new();
+        out.extend(
+            self.only_in_base
+                .iter()
+                .map(|e| format!("missing in new: {e}")),
+        );
+        out.extend(self.only_in_new.iter().map(|e| format!("new in new: {e}")));
+        out.extend(
+            self.renamed
+                .iter()
+                .map(|r| format!("renamed? {} → {}", r.base, r.new)),
+        );
+        out.extend(self.not_measured.iter().cloned());
+        out
     }
 
     /// `4 only in base, 0 only in new` (and `, 1 renamed?` when any).

@@ -19,7 +19,6 @@ pub struct Timeline {
     /// Index of the run in `Report::runs`.
     pub run: usize,
     pub variant: String,
-    /// Ops traced.
     pub ops: usize,
     /// From the first op's start to the last op's end, nanoseconds.
     pub span_ns: u64,
