@@ -307,20 +307,16 @@ mod tests {
 
     #[test]
     fn derived_figures_follow_their_direction() {
-        let higher = decide(&drifting(12, 0.8, 0.01), Better::Higher, false).unwrap();
-        assert_eq!(higher.verdict, Verdict::Worse, "a speed-up that fell");
-        let lower = decide(&drifting(12, 0.8, 0.01), Better::Lower, false).unwrap();
-        assert_eq!(
-            lower.verdict,
-            Verdict::Better,
-            "a ratio to a bound that fell"
-        );
-        let neither = decide(&drifting(12, 0.8, 0.01), Better::Neither, false).unwrap();
-        assert_eq!(
-            neither.verdict,
-            Verdict::Noise,
-            "a description has no better or worse"
-        );
+        // A speed-up that fell is worse, a ratio to a bound that fell is better, and a
+        // description has no better or worse.
+        for (better, want) in [
+            (Better::Higher, Verdict::Worse),
+            (Better::Lower, Verdict::Better),
+            (Better::Neither, Verdict::Noise),
+        ] {
+            let d = decide(&drifting(12, 0.8, 0.01), better, false).unwrap();
+            assert_eq!(d.verdict, want, "{better:?}");
+        }
     }
 
     #[test]

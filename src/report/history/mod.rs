@@ -242,15 +242,12 @@ impl History {
                     };
                     let series = find_or_push(&mut out, |s| s.entry == e.name, series);
                     series.drift = larger_drift(series.drift, e.drift);
-                    let points = &mut series.points;
-                    if points.last().is_none_or(|p| p.group != g) {
-                        points.push(Point {
+                    match series.points.last_mut() {
+                        Some(p) if p.group == g => p.observed.push(e.observed),
+                        _ => series.points.push(Point {
                             group: g,
-                            observed: Vec::new(),
-                        });
-                    }
-                    if let Some(p) = points.last_mut() {
-                        p.observed.push(e.observed);
+                            observed: vec![e.observed],
+                        }),
                     }
                 }
             }
