@@ -20,9 +20,7 @@ use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread, UNLEARNED_DRIFT};
 use super::provenance::{result_kind, AB_SCHEMA, COMPARE_SCHEMA};
-#[cfg(test)]
-use super::Figure;
-use super::{find_or_push, Better, Report, RunRecord, Unit, SCHEMA};
+use super::{find_or_push, Better, Figure, Report, RunRecord, Unit, SCHEMA};
 use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
@@ -363,41 +361,33 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
         .state
         .as_ref()
         .is_some_and(|s| s.limits_measured_slow().is_some());
+    let entry = |item: &str, observed, figure: Figure| Entry {
+        name: format!("{key} {item}"),
+        run: key.clone(),
+        observed,
+        is_time: true,
+        unit: figure.unit,
+        better: figure.better,
+        busy,
+        limits_under_load: false,
+        drift: run.drift_between_runs,
+    };
+    let seconds = Figure::new(Unit::Seconds, Better::Lower);
     let mut out: Vec<Entry> = run
         .variants
         .iter()
-        .map(|v| Entry {
-            name: format!("{key} {}", v.name),
-            run: key.clone(),
-            observed: Observation::median_of(&v.summary),
-            is_time: true,
-            unit: Unit::Seconds,
-            better: Better::Lower,
-            busy,
-            limits_under_load: false,
-            drift: run.drift_between_runs,
-        })
+        .map(|v| entry(&v.name, Observation::median_of(&v.summary), seconds))
         .collect();
     for (k, value) in &run.derived {
         let figure = run.figure(k);
-        let x = if value.is_null() {
-            Some(f64::NAN)
-        } else {
-            value.as_f64()
-        };
+        let x = value.as_f64().or(value.is_null().then_some(f64::NAN));
         let Some(x) = x.filter(|_| figure.better != Better::Neither) else {
             continue;
         };
         out.push(Entry {
-            name: format!("{key} derived:{k}"),
-            run: key.clone(),
-            observed: Observation::exact(x),
             is_time: false,
-            unit: figure.unit,
-            better: figure.better,
-            busy,
             limits_under_load: figure.against_limits && (busy || limits_slow),
-            drift: run.drift_between_runs,
+            ..entry(&format!("derived:{k}"), Observation::exact(x), figure)
         });
     }
     out

@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Better, Report, RunRecord};
 
@@ -86,11 +85,10 @@ impl Coverage {
     }
 }
 
-/// A run as coverage sees it: its key, scenario, parameters and comparable items.
+/// A run as coverage sees it: its key and comparable items.
 struct Entries<'a> {
     key: String,
-    scenario: &'a str,
-    params: &'a serde_json::Map<String, Value>,
+    run: &'a RunRecord,
     /// Variant names, then `derived:key` for each derived figure with a direction.
     items: Vec<String>,
     /// Why each of those derived figures that is `null` was not measured.
@@ -116,8 +114,7 @@ impl<'a> Entries<'a> {
         }
         Entries {
             key: run.key(),
-            scenario: &run.scenario,
-            params: &run.parameters,
+            run,
             items,
             unmeasured,
         }
@@ -130,15 +127,12 @@ impl<'a> Entries<'a> {
     /// True when `other` is the same scenario with parameters that differ in exactly one key
     /// (a value changed, or a key added or removed).
     fn one_parameter_apart(&self, other: &Entries) -> bool {
-        if self.scenario != other.scenario {
+        let (a, b) = (&self.run.parameters, &other.run.parameters);
+        if self.run.scenario != other.run.scenario {
             return false;
         }
-        let keys: std::collections::BTreeSet<&String> =
-            self.params.keys().chain(other.params.keys()).collect();
-        keys.into_iter()
-            .filter(|k| self.params.get(*k) != other.params.get(*k))
-            .count()
-            == 1
+        let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).count() == 1
     }
 }
 
@@ -251,20 +245,14 @@ fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
         out.not_measured
             .push(format!("{}: not measured in {sides}", b.name(item)));
     }
-    for derived in [false, true] {
+    // The items of `x` of one kind (variants, or derived figures) that `y` lacks.
+    fn only<'a>(x: &'a [String], y: &[String], derived: bool) -> Vec<&'a String> {
         let kind = |i: &&String| i.starts_with("derived:") == derived;
-        let lost: Vec<&String> = b
-            .items
-            .iter()
-            .filter(kind)
-            .filter(|i| !n.items.contains(i))
-            .collect();
-        let added: Vec<&String> = n
-            .items
-            .iter()
-            .filter(kind)
-            .filter(|i| !b.items.contains(i))
-            .collect();
+        x.iter().filter(kind).filter(|i| !y.contains(i)).collect()
+    }
+    for derived in [false, true] {
+        let lost = only(&b.items, &n.items, derived);
+        let added = only(&n.items, &b.items, derived);
         if let ([lost], [added]) = (lost.as_slice(), added.as_slice()) {
             out.renamed.push(Renamed {
                 base: b.name(lost),
