@@ -547,35 +547,27 @@ mod tests {
     #[test]
     fn a_declared_drift_between_runs_widens_what_one_report_a_side_leaves_open() {
         let none = |_: &str| Spread::default();
-        let verdict = |drift: [Option<f64>; 2], par: f64| {
+        let d = Some(4.0);
+        // Each side's declared drift, the new `par` time, the reports a side, the verdict.
+        for (drift, par, n, want) in [
+            ([None, None], 1.0, [1, 1], Verdict::Slower),
+            ([None, d], 1.0, [1, 1], Verdict::Inconclusive),
+            ([d, None], 1.0, [1, 1], Verdict::Inconclusive),
+            ([d, d], 3.0, [1, 1], Verdict::Slower),
+            // Reruns a side learn a tight spread, but a change within the declared drift is
+            // still inconclusive (reruns minutes apart can share one thread placement); past
+            // it, slower.
+            ([d, None], 1.0, [2, 2], Verdict::Inconclusive),
+            ([d, None], 3.0, [2, 2], Verdict::Slower),
+            ([None, None], 1.0, [2, 1], Verdict::Slower),
+        ] {
             let (mut base, mut new) = (timed(1.0, 0.5, 0.5, None), timed(1.0, par, 0.5, None));
             base.runs[0].drift_between_runs = drift[0];
             new.runs[0].drift_between_runs = drift[1];
-            row(
-                &compare(&[&base], &[&new], &none, 0.05).expect("rows"),
-                " par",
-            )
-            .verdict
-        };
-        assert_eq!(verdict([None, None], 1.0), Verdict::Slower);
-        assert_eq!(verdict([None, Some(4.0)], 1.0), Verdict::Inconclusive);
-        assert_eq!(verdict([Some(4.0), None], 1.0), Verdict::Inconclusive);
-        assert_eq!(verdict([Some(4.0), Some(4.0)], 3.0), Verdict::Slower);
-        // Reruns a side learn a tight spread, but a change within the declared drift is still
-        // inconclusive (reruns minutes apart can share one thread placement); past it, slower.
-        let reruns = |par: f64| {
-            let mut base = timed(1.0, 0.5, 0.5, None);
-            base.runs[0].drift_between_runs = Some(4.0);
-            let new = timed(1.0, par, 0.5, None);
-            let rows = compare(&[&base, &base], &[&new, &new], &none, 0.05);
-            row(&rows.expect("rows"), " par").verdict
-        };
-        assert_eq!(reruns(1.0), Verdict::Inconclusive);
-        assert_eq!(reruns(3.0), Verdict::Slower);
-        let mut base = timed(1.0, 0.5, 0.5, None);
-        base.runs[0].drift_between_runs = None;
-        let rows = compare(&[&base, &base], &[&timed(1.0, 1.0, 0.5, None)], &none, 0.05);
-        assert_eq!(row(&rows.expect("rows"), " par").verdict, Verdict::Slower);
+            let rows = compare(&vec![&base; n[0]], &vec![&new; n[1]], &none, 0.05);
+            let got = row(&rows.expect("rows"), " par").verdict;
+            assert_eq!(got, want, "{drift:?} {par} {n:?}");
+        }
     }
 
     #[test]
