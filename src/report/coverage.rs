@@ -56,17 +56,11 @@ impl Coverage {
     /// `new in new: …`, `renamed? … → …`.
     pub fn lines(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        out.extend(
-            self.only_in_base
-                .iter()
-                .map(|e| format!("missing in new: {e}")),
-        );
-        out.extend(self.only_in_new.iter().map(|e| format!("new in new: {e}")));
-        out.extend(
-            self.renamed
-                .iter()
-                .map(|r| format!("renamed? {} → {}", r.base, r.new)),
-        );
+        let (gone, added) = (&self.only_in_base, &self.only_in_new);
+        out.extend(gone.iter().map(|e| format!("missing in new: {e}")));
+        out.extend(added.iter().map(|e| format!("new in new: {e}")));
+        let renamed = self.renamed.iter();
+        out.extend(renamed.map(|r| format!("renamed? {} → {}", r.base, r.new)));
         out.extend(self.not_measured.iter().cloned());
         out
     }
