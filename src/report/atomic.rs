@@ -22,12 +22,10 @@ pub enum AtomicWriteError {
     /// The OS refused an operation (creating, writing, syncing or renaming the file).
     #[error("cannot write {}: {reason}", path.display())]
     Io { path: PathBuf, reason: io::Error },
-    /// The target is an existing directory; it is left untouched.
-    #[error("cannot write {}: it is a directory", path.display())]
-    IsDirectory { path: PathBuf },
-    /// The path names no file (it ends in `..` or is empty).
-    #[error("cannot write {}: the path does not name a file", path.display())]
-    NoFileName { path: PathBuf },
+    /// The path cannot be written as a file: it is an existing directory (left untouched), or
+    /// it names no file (it ends in `..` or is empty).
+    #[error("cannot write {}: {reason}", path.display())]
+    Refused { path: PathBuf, reason: &'static str },
 }
 
 /// Makes temporary names unique among the writes of this process (the pid separates processes).
@@ -44,10 +42,12 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// written in place instead, never replaced. After the rename the directory is fsynced too (on Unix, best
 /// effort: some filesystems refuse to sync directories), so the new name survives a power loss.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    let refused = |reason| AtomicWriteError::Refused {
+        path: path.to_path_buf(),
+        reason,
+    };
     if path.is_dir() {
-        return Err(AtomicWriteError::IsDirectory {
-            path: path.to_path_buf(),
-        });
+        return Err(refused("it is a directory"));
     }
     let io = |reason| AtomicWriteError::Io {
         path: path.to_path_buf(),
@@ -57,9 +57,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
         return write_in_place(path, bytes).map_err(io);
     }
     if path.file_name().is_none() {
-        return Err(AtomicWriteError::NoFileName {
-            path: path.to_path_buf(),
-        });
+        return Err(refused("the path does not name a file"));
     }
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -69,7 +67,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let temp = dir.join(format!(".pb-{}-{counter}.tmp", std::process::id()));
 
     replace_via_temp(&temp, path, bytes).map_err(io)?;
-    sync_dir(dir);
+    // Persist the directory entry the rename created (best effort, see above).
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
 }
 
@@ -125,16 +127,6 @@ fn fill_and_rename(mut file: File, temp: &Path, target: &Path, bytes: &[u8]) -> 
     file.sync_all()?;
     drop(file);
     fs::rename(temp, target)
-}
-
-/// Persists the directory entry created by the rename. Best effort, see [`write_atomic`].
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
 }
 
 #[cfg(test)]
@@ -219,10 +211,7 @@ mod tests {
         fs::create_dir(&target).expect("mkdir");
         fs::write(target.join("keep"), b"k").expect("write");
         let err = write_atomic(&target, b"data").expect_err("is a directory");
-        assert!(
-            matches!(err, AtomicWriteError::IsDirectory { .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, AtomicWriteError::Refused { .. }), "{err:?}");
         assert_eq!(
             err.to_string(),
             format!("cannot write {}: it is a directory", target.display())
@@ -237,9 +226,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("missing").join("..");
         let err = write_atomic(&path, b"data").expect_err("no file name");
-        assert!(
-            matches!(err, AtomicWriteError::NoFileName { .. }),
-            "{err:?}"
+        assert!(matches!(err, AtomicWriteError::Refused { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot write {}: the path does not name a file",
+                path.display()
+            )
         );
         assert!(entries(dir.path()).is_empty());
     }

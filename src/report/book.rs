@@ -33,7 +33,6 @@ pub enum Edition {
     Tf2,
     /// The original MXNet edition.
     Mxnet,
-    /// The PyTorch edition.
     Pytorch,
     /// A TensorFlow 1 text on devices and data-parallel training.
     Tf1,
@@ -58,7 +57,6 @@ pub struct Source {
     pub edition: Edition,
     /// `§8.2`, or the section's title where the edition numbers none.
     pub section: Cow<'static, str>,
-    /// The seed file the figure was read from.
     pub seed: Cow<'static, str>,
 }
 
@@ -88,7 +86,6 @@ pub enum Plausibility {
     Impossible,
 }
 
-/// One figure the book printed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct BookFigure {

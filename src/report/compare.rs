@@ -20,9 +20,7 @@ use serde_json::Value;
 
 use super::noise::{judge, Call, Observation, Rule, Spread, UNLEARNED_DRIFT};
 use super::provenance::{result_kind, AB_SCHEMA, COMPARE_SCHEMA};
-#[cfg(test)]
-use super::Figure;
-use super::{find_or_push, Better, Report, RunRecord, Unit, SCHEMA};
+use super::{find_or_push, Better, Figure, Report, RunRecord, Unit, SCHEMA};
 use crate::units::count;
 
 /// Why two reports cannot be compared (a usage error).
@@ -114,7 +112,6 @@ pub fn load(path: &std::path::Path) -> Result<Report, CompareError> {
     })
 }
 
-/// The outcome for one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Faster,
@@ -182,7 +179,6 @@ impl Verdict {
     }
 }
 
-/// One compared entry.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// `scenario[params] variant` or `scenario[params] derived:key`.
@@ -197,7 +193,6 @@ pub struct Row {
     pub verdict: Verdict,
     /// True for times (seconds), false for derived figures (their own units).
     pub is_time: bool,
-    /// The unit the two values are printed in.
     pub unit: Unit,
     /// How many reports of each side measured it on a busy machine.
     pub busy: Busy,
@@ -366,62 +361,58 @@ pub fn run_entries(run: &RunRecord) -> Vec<Entry> {
         .state
         .as_ref()
         .is_some_and(|s| s.limits_measured_slow().is_some());
+    let entry = |item: &str, observed, figure: Figure| Entry {
+        name: format!("{key} {item}"),
+        run: key.clone(),
+        observed,
+        is_time: true,
+        unit: figure.unit,
+        better: figure.better,
+        busy,
+        limits_under_load: false,
+        drift: run.drift_between_runs,
+    };
+    let seconds = Figure::new(Unit::Seconds, Better::Lower);
     let mut out: Vec<Entry> = run
         .variants
         .iter()
-        .map(|v| Entry {
-            name: format!("{key} {}", v.name),
-            run: key.clone(),
-            observed: Observation::median_of(&v.summary),
-            is_time: true,
-            unit: Unit::Seconds,
-            better: Better::Lower,
-            busy,
-            limits_under_load: false,
-            drift: run.drift_between_runs,
-        })
+        .map(|v| entry(&v.name, Observation::median_of(&v.summary), seconds))
         .collect();
     for (k, value) in &run.derived {
         let figure = run.figure(k);
-        let x = if value.is_null() {
-            Some(f64::NAN)
-        } else {
-            value.as_f64()
-        };
+        let x = value.as_f64().or(value.is_null().then_some(f64::NAN));
         let Some(x) = x.filter(|_| figure.better != Better::Neither) else {
             continue;
         };
         out.push(Entry {
-            name: format!("{key} derived:{k}"),
-            run: key.clone(),
-            observed: Observation::exact(x),
             is_time: false,
-            unit: figure.unit,
-            better: figure.better,
-            busy,
             limits_under_load: figure.against_limits && (busy || limits_slow),
-            drift: run.drift_between_runs,
+            ..entry(&format!("derived:{k}"), Observation::exact(x), figure)
         });
     }
     out
 }
 
-/// What the reports of one side hold of one entry.
+/// What the reports of each side hold of one entry; `first` gathers every report's
+/// `limits_under_load` mark and the larger drift either side's scenario declared.
 struct Matched {
     first: Entry,
     base: Vec<Observation>,
     new: Vec<Observation>,
     busy: Busy,
-    limits_under_load: bool,
-    /// The larger drift either side's scenario declared.
-    drift: Option<f64>,
 }
 
 impl Matched {
-    /// What one more report's entry adds beside its observation: its marks and its drift.
-    fn add(&mut self, e: &Entry) {
-        self.limits_under_load |= e.limits_under_load;
-        self.drift = super::noise::larger_drift(self.drift, e.drift);
+    /// One more report's entry: its observation and busy count on its side, its mark and drift.
+    fn add(&mut self, e: &Entry, new: bool) {
+        let (side, busy) = match new {
+            true => (&mut self.new, &mut self.busy.new),
+            false => (&mut self.base, &mut self.busy.base),
+        };
+        side.push(e.observed);
+        *busy += usize::from(e.busy);
+        self.first.limits_under_load |= e.limits_under_load;
+        self.first.drift = super::noise::larger_drift(self.first.drift, e.drift);
     }
 }
 
@@ -445,19 +436,13 @@ pub fn compare(
                 base: Vec::new(),
                 new: Vec::new(),
                 busy: Busy::default(),
-                limits_under_load: false,
-                drift: None,
             },
         );
-        m.base.push(e.observed);
-        m.busy.base += usize::from(e.busy);
-        m.add(&e);
+        m.add(&e, false);
     }
     for e in new.iter().flat_map(|r| entries(r)) {
         if let Some(m) = matched.iter_mut().find(|m| m.first.name == e.name) {
-            m.new.push(e.observed);
-            m.busy.new += usize::from(e.busy);
-            m.add(&e);
+            m.add(&e, true);
         }
     }
     matched.retain(|m| !m.new.is_empty());
@@ -470,7 +455,7 @@ pub fn compare(
         .into_iter()
         .map(|m| {
             let rule = Rule {
-                drift: m.drift.unwrap_or(UNLEARNED_DRIFT),
+                drift: m.first.drift.unwrap_or(UNLEARNED_DRIFT),
                 ..rule(m.first.is_time)
             };
             let j = judge(&m.base, &m.new, learned(&m.first.name), rule);
@@ -486,7 +471,8 @@ pub fn compare(
                 }
             };
             let claims_a_change = matches!(verdict, Verdict::Better | Verdict::Worse);
-            let mark = (claims_a_change && m.limits_under_load).then_some(Mark::LimitsUnderLoad);
+            let mark =
+                (claims_a_change && m.first.limits_under_load).then_some(Mark::LimitsUnderLoad);
             Row {
                 entry: m.first.name,
                 base: j.base,
@@ -561,35 +547,27 @@ mod tests {
     #[test]
     fn a_declared_drift_between_runs_widens_what_one_report_a_side_leaves_open() {
         let none = |_: &str| Spread::default();
-        let verdict = |drift: [Option<f64>; 2], par: f64| {
+        let d = Some(4.0);
+        // Each side's declared drift, the new `par` time, the reports a side, the verdict.
+        for (drift, par, n, want) in [
+            ([None, None], 1.0, [1, 1], Verdict::Slower),
+            ([None, d], 1.0, [1, 1], Verdict::Inconclusive),
+            ([d, None], 1.0, [1, 1], Verdict::Inconclusive),
+            ([d, d], 3.0, [1, 1], Verdict::Slower),
+            // Reruns a side learn a tight spread, but a change within the declared drift is
+            // still inconclusive (reruns minutes apart can share one thread placement); past
+            // it, slower.
+            ([d, None], 1.0, [2, 2], Verdict::Inconclusive),
+            ([d, None], 3.0, [2, 2], Verdict::Slower),
+            ([None, None], 1.0, [2, 1], Verdict::Slower),
+        ] {
             let (mut base, mut new) = (timed(1.0, 0.5, 0.5, None), timed(1.0, par, 0.5, None));
             base.runs[0].drift_between_runs = drift[0];
             new.runs[0].drift_between_runs = drift[1];
-            row(
-                &compare(&[&base], &[&new], &none, 0.05).expect("rows"),
-                " par",
-            )
-            .verdict
-        };
-        assert_eq!(verdict([None, None], 1.0), Verdict::Slower);
-        assert_eq!(verdict([None, Some(4.0)], 1.0), Verdict::Inconclusive);
-        assert_eq!(verdict([Some(4.0), None], 1.0), Verdict::Inconclusive);
-        assert_eq!(verdict([Some(4.0), Some(4.0)], 3.0), Verdict::Slower);
-        // Reruns a side learn a tight spread, but a change within the declared drift is still
-        // inconclusive (reruns minutes apart can share one thread placement); past it, slower.
-        let reruns = |par: f64| {
-            let mut base = timed(1.0, 0.5, 0.5, None);
-            base.runs[0].drift_between_runs = Some(4.0);
-            let new = timed(1.0, par, 0.5, None);
-            let rows = compare(&[&base, &base], &[&new, &new], &none, 0.05);
-            row(&rows.expect("rows"), " par").verdict
-        };
-        assert_eq!(reruns(1.0), Verdict::Inconclusive);
-        assert_eq!(reruns(3.0), Verdict::Slower);
-        let mut base = timed(1.0, 0.5, 0.5, None);
-        base.runs[0].drift_between_runs = None;
-        let rows = compare(&[&base, &base], &[&timed(1.0, 1.0, 0.5, None)], &none, 0.05);
-        assert_eq!(row(&rows.expect("rows"), " par").verdict, Verdict::Slower);
+            let rows = compare(&vec![&base; n[0]], &vec![&new; n[1]], &none, 0.05);
+            let got = row(&rows.expect("rows"), " par").verdict;
+            assert_eq!(got, want, "{drift:?} {par} {n:?}");
+        }
     }
 
     #[test]

@@ -12,7 +12,6 @@ use super::noise::Spread;
 use super::provenance::Provenance;
 use super::Report;
 
-/// Two sides compared.
 #[derive(Debug, Clone)]
 pub struct Comparison {
     pub rows: Vec<Row>,
@@ -43,7 +42,6 @@ pub struct Learned<'a> {
 }
 
 impl Learned<'static> {
-    /// Nothing learned: no history.
     pub const NONE: Learned<'static> = Learned {
         spread: &|_| Spread::default(),
         reports: 0,

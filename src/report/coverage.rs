@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Better, Report, RunRecord};
 
@@ -56,21 +55,14 @@ impl Coverage {
     /// One line per entry, as the text format prints them on stderr: `missing in new: …`,
     /// `new in new: …`, `renamed? … → …`.
     pub fn lines(&self) -> Vec<String> {
-        let missing = self
-            .only_in_base
-            .iter()
-            .map(|e| format!("missing in new: {e}"));
-        let added = self.only_in_new.iter().map(|e| format!("new in new: {e}"));
-        let renamed = self
-            .renamed
-            .iter()
-            .map(|r| format!("renamed? {} → {}", r.base, r.new));
-        let unmeasured = self.not_measured.iter().cloned();
-        missing
-            .chain(added)
-            .chain(renamed)
-            .chain(unmeasured)
-            .collect()
+        let mut out: Vec<String> = Vec::new();
+        let (gone, added) = (&self.only_in_base, &self.only_in_new);
+        out.extend(gone.iter().map(|e| format!("missing in new: {e}")));
+        out.extend(added.iter().map(|e| format!("new in new: {e}")));
+        let renamed = self.renamed.iter();
+        out.extend(renamed.map(|r| format!("renamed? {} → {}", r.base, r.new)));
+        out.extend(self.not_measured.iter().cloned());
+        out
     }
 
     /// `4 only in base, 0 only in new` (and `, 1 renamed?` when any).
@@ -87,11 +79,10 @@ impl Coverage {
     }
 }
 
-/// A run as coverage sees it: its key, scenario, parameters and comparable items.
+/// A run as coverage sees it: its key and comparable items.
 struct Entries<'a> {
     key: String,
-    scenario: &'a str,
-    params: &'a serde_json::Map<String, Value>,
+    run: &'a RunRecord,
     /// Variant names, then `derived:key` for each derived figure with a direction.
     items: Vec<String>,
     /// Why each of those derived figures that is `null` was not measured.
@@ -117,8 +108,7 @@ impl<'a> Entries<'a> {
         }
         Entries {
             key: run.key(),
-            scenario: &run.scenario,
-            params: &run.parameters,
+            run,
             items,
             unmeasured,
         }
@@ -131,15 +121,12 @@ impl<'a> Entries<'a> {
     /// True when `other` is the same scenario with parameters that differ in exactly one key
     /// (a value changed, or a key added or removed).
     fn one_parameter_apart(&self, other: &Entries) -> bool {
-        if self.scenario != other.scenario {
+        let (a, b) = (&self.run.parameters, &other.run.parameters);
+        if self.run.scenario != other.run.scenario {
             return false;
         }
-        let keys: std::collections::BTreeSet<&String> =
-            self.params.keys().chain(other.params.keys()).collect();
-        keys.into_iter()
-            .filter(|k| self.params.get(*k) != other.params.get(*k))
-            .count()
-            == 1
+        let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).count() == 1
     }
 }
 
@@ -252,20 +239,14 @@ fn within_run(b: &Entries, n: &Entries, out: &mut Coverage) {
         out.not_measured
             .push(format!("{}: not measured in {sides}", b.name(item)));
     }
-    for derived in [false, true] {
+    // The items of `x` of one kind (variants, or derived figures) that `y` lacks.
+    fn only<'a>(x: &'a [String], y: &[String], derived: bool) -> Vec<&'a String> {
         let kind = |i: &&String| i.starts_with("derived:") == derived;
-        let lost: Vec<&String> = b
-            .items
-            .iter()
-            .filter(kind)
-            .filter(|i| !n.items.contains(i))
-            .collect();
-        let added: Vec<&String> = n
-            .items
-            .iter()
-            .filter(kind)
-            .filter(|i| !b.items.contains(i))
-            .collect();
+        x.iter().filter(kind).filter(|i| !y.contains(i)).collect()
+    }
+    for derived in [false, true] {
+        let lost = only(&b.items, &n.items, derived);
+        let added = only(&n.items, &b.items, derived);
         if let ([lost], [added]) = (lost.as_slice(), added.as_slice()) {
             out.renamed.push(Renamed {
                 base: b.name(lost),

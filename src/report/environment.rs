@@ -55,7 +55,6 @@ pub struct Environment {
     pub cuda_env: Option<CudaEnv>,
     /// Compiler that built the binary ([`RUSTC`]).
     pub rustc: String,
-    /// Execution engine the benchmarks ran on.
     pub engine: String,
     /// Command line of this run, so it can be repeated.
     pub argv: Vec<String>,

@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use crate::units::{grouped, human_bytes, human_time, significant};
 
-/// The unit of a derived figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
@@ -16,7 +15,6 @@ pub enum Unit {
     Bytes,
     /// Billions of floating-point operations per second.
     Gflops,
-    /// Gigabytes per second.
     GbytesPerSecond,
     /// A ratio of two like quantities, shown as `1.23×`.
     Ratio,
@@ -112,38 +110,32 @@ impl Figure {
     /// bytes, `speedup` and `_ratio` ratios; speed-ups, rates and efficiencies are better
     /// higher; everything else has no direction.
     pub fn named(key: &str) -> Figure {
-        let unit = if key.contains("gflops") {
-            Unit::Gflops
-        } else if key.contains("gbytes_per_s") {
-            Unit::GbytesPerSecond
-        } else if key.ends_with("samples_per_second") {
-            Unit::SamplesPerSecond
-        } else if key.ends_with("_s") {
-            Unit::Seconds
-        } else if key.ends_with("_bytes") {
-            Unit::Bytes
-        } else if key.contains("speedup") || key.ends_with("_ratio") {
-            Unit::Ratio
-        } else if key.ends_with("_curve") {
-            Unit::Series
-        } else {
-            Unit::Number
-        };
-        let better = if [
+        // (pattern, whether it must end the key rather than appear in it, unit): the first
+        // that matches decides.
+        let unit = [
+            ("gflops", false, Unit::Gflops),
+            ("gbytes_per_s", false, Unit::GbytesPerSecond),
+            ("samples_per_second", true, Unit::SamplesPerSecond),
+            ("_s", true, Unit::Seconds),
+            ("_bytes", true, Unit::Bytes),
+            ("speedup", false, Unit::Ratio),
+            ("_ratio", true, Unit::Ratio),
+            ("_curve", true, Unit::Series),
+        ]
+        .into_iter()
+        .find(|&(p, end, _)| key.ends_with(p) || (!end && key.contains(p)))
+        .map_or(Unit::Number, |(_, _, unit)| unit);
+        let higher = [
             "speedup",
             "gflops",
             "efficiency",
             "gbytes_per_s",
             "per_second",
-        ]
-        .iter()
-        .any(|k| key.contains(k))
-        {
-            Better::Higher
-        } else {
-            Better::Neither
-        };
-        Figure::new(unit, better)
+        ];
+        match higher.iter().any(|k| key.contains(k)) {
+            true => Figure::new(unit, Better::Higher),
+            false => Figure::new(unit, Better::Neither),
+        }
     }
 
     /// The value in this figure's unit, for a reader.

@@ -19,11 +19,9 @@ pub struct Finding {
     pub figure: String,
     #[serde(flatten)]
     pub measure: Measure,
-    /// What the judgment decides.
     pub role: Role,
 }
 
-/// What was measured for a finding.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "measure", rename_all = "snake_case")]
 pub enum Measure {

@@ -110,7 +110,6 @@ pub struct Report {
     pub timelines: Vec<Timeline>,
 }
 
-/// The program that produced the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub name: String,

@@ -36,10 +36,7 @@ pub const UNLEARNED_DRIFT: f64 = 0.50;
 
 /// The larger of two declared drifts ([`Rule::drift`]), either absent.
 pub fn larger_drift(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
+    a.zip(b).map(|(a, b)| a.max(b)).or(a).or(b)
 }
 
 /// The family-wise false-alarm rate of one comparison or one history chart.

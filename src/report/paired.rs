@@ -25,7 +25,6 @@ const SEED: u64 = 0x005e_edab;
 /// slower build did (results/ab-gate.md).
 const ALPHA: f64 = 0.01;
 
-/// The decision on one entry's pairs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// Median of the per-pair ratios candidate / base.
@@ -39,7 +38,7 @@ pub struct Decision {
     pub p_adjusted: f64,
     pub verdict: Verdict,
     /// True when sampling may stop: `same`, an interval inside the threshold band (see
-    /// [`judge`] for why a change never stops it early).
+    /// [`decide_all`] for why a change never stops it early).
     pub settled: bool,
 }
 
@@ -58,40 +57,6 @@ fn measure(pairs: &[(f64, f64)]) -> Option<(f64, [f64; 2], f64)> {
     let ci95 = bootstrap_median_ci95(&ratios, RESAMPLES, SEED)?;
     let p_value = wilcoxon_signed_rank_p(&logs)?;
     Some((median_ratio, ci95, p_value))
-}
-
-/// The verdict from the figures, with `p_adjusted` (the p-value corrected for the other entries
-/// tested alongside) as the test's evidence.
-fn judge(
-    median_ratio: f64,
-    ci95: [f64; 2],
-    p_value: f64,
-    p_adjusted: f64,
-    threshold: f64,
-    better: Better,
-    is_time: bool,
-) -> Decision {
-    let (up, down) = (1.0 + threshold, 1.0 / (1.0 + threshold));
-    let rose = p_adjusted < ALPHA && ci95[0] > 1.0 && median_ratio > up;
-    let fell = p_adjusted < ALPHA && ci95[1] < 1.0 && median_ratio < down;
-    let inside = ci95[0] >= down && ci95[1] <= up;
-    let verdict = match better {
-        Better::Lower | Better::Higher if rose || fell => Verdict::moved(rose, better, is_time),
-        _ if inside => Verdict::Same,
-        _ => Verdict::Noise,
-    };
-    // Only `same` ends sampling early. Stopping at the first significant change would test
-    // after every pair and keep the luckiest look (optional stopping): its false alarms would
-    // far exceed the 5% the test promises. A change is judged on all the pairs the budget buys.
-    let settled = verdict == Verdict::Same;
-    Decision {
-        median_ratio,
-        ci95,
-        p_value,
-        p_adjusted,
-        verdict,
-        settled,
-    }
 }
 
 /// Every entry's decision, the test corrected for multiplicity: a suite has dozens of entries,
@@ -126,8 +91,33 @@ pub fn decide_all(entries: &[PairedEntry], threshold: f64) -> Vec<Option<Decisio
         .iter()
         .zip(measured)
         .zip(adjusted)
-        .map(|((e, m), p_adj)| {
-            m.map(|(ratio, ci, p)| judge(ratio, ci, p, p_adj, threshold, e.better, e.is_time))
+        .map(|((e, m), p_adjusted)| {
+            let (median_ratio, ci95, p_value) = m?;
+            // The verdict, with `p_adjusted` as the test's evidence.
+            let (up, down) = (1.0 + threshold, 1.0 / (1.0 + threshold));
+            let rose = p_adjusted < ALPHA && ci95[0] > 1.0 && median_ratio > up;
+            let fell = p_adjusted < ALPHA && ci95[1] < 1.0 && median_ratio < down;
+            let inside = ci95[0] >= down && ci95[1] <= up;
+            let verdict = match e.better {
+                Better::Lower | Better::Higher if rose || fell => {
+                    Verdict::moved(rose, e.better, e.is_time)
+                }
+                _ if inside => Verdict::Same,
+                _ => Verdict::Noise,
+            };
+            // Only `same` ends sampling early. Stopping at the first significant change would
+            // test after every pair and keep the luckiest look (optional stopping): its false
+            // alarms would far exceed the 5% the test promises. A change is judged on all the
+            // pairs the budget buys.
+            let settled = verdict == Verdict::Same;
+            Some(Decision {
+                median_ratio,
+                ci95,
+                p_value,
+                p_adjusted,
+                verdict,
+                settled,
+            })
         })
         .collect()
 }
@@ -158,9 +148,7 @@ pub struct BusyPairs {
     pub base: usize,
     /// Pairs whose candidate run was busy, whatever the base's.
     pub candidate: usize,
-    /// Pairs whose base run alone was busy.
     pub base_alone: usize,
-    /// Pairs whose candidate run alone was busy.
     pub candidate_alone: usize,
 }
 
@@ -319,20 +307,16 @@ mod tests {
 
     #[test]
     fn derived_figures_follow_their_direction() {
-        let higher = decide(&drifting(12, 0.8, 0.01), Better::Higher, false).unwrap();
-        assert_eq!(higher.verdict, Verdict::Worse, "a speed-up that fell");
-        let lower = decide(&drifting(12, 0.8, 0.01), Better::Lower, false).unwrap();
-        assert_eq!(
-            lower.verdict,
-            Verdict::Better,
-            "a ratio to a bound that fell"
-        );
-        let neither = decide(&drifting(12, 0.8, 0.01), Better::Neither, false).unwrap();
-        assert_eq!(
-            neither.verdict,
-            Verdict::Noise,
-            "a description has no better or worse"
-        );
+        // A speed-up that fell is worse, a ratio to a bound that fell is better, and a
+        // description has no better or worse.
+        for (better, want) in [
+            (Better::Higher, Verdict::Worse),
+            (Better::Lower, Verdict::Better),
+            (Better::Neither, Verdict::Noise),
+        ] {
+            let d = decide(&drifting(12, 0.8, 0.01), better, false).unwrap();
+            assert_eq!(d.verdict, want, "{better:?}");
+        }
     }
 
     #[test]

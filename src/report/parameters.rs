@@ -71,17 +71,11 @@ mod tests {
     use serde_json::json;
 
     fn declared() -> Map<String, Value> {
-        let Value::Object(m) = json!({"width": 8, "device": "cpu", "streams": 1}) else {
-            unreachable!()
-        };
-        m
+        serde_json::from_value(json!({"width": 8, "device": "cpu", "streams": 1})).unwrap()
     }
 
     fn run(params: Value) -> RunRecord {
-        let Value::Object(p) = params else {
-            unreachable!()
-        };
-        RunRecord::new("deps", p, Vec::new())
+        RunRecord::new("deps", serde_json::from_value(params).unwrap(), Vec::new())
     }
 
     #[test]

@@ -19,7 +19,6 @@ pub struct Provenance {
     /// The git commit of the build that measured it (`-dirty` with uncommitted changes,
     /// "unknown" outside a checkout).
     pub commit: String,
-    /// The program and version that measured it.
     pub tool: Tool,
     /// When the measurement started: RFC 3339 UTC.
     pub started_at: String,
@@ -28,7 +27,6 @@ pub struct Provenance {
 }
 
 impl Provenance {
-    /// `report`'s provenance, read from `path`.
     pub fn of(report: &Report, path: &str) -> Provenance {
         Provenance {
             path: path.to_string(),

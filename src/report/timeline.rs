@@ -19,7 +19,6 @@ pub struct Timeline {
     /// Index of the run in `Report::runs`.
     pub run: usize,
     pub variant: String,
-    /// Ops traced.
     pub ops: usize,
     /// From the first op's start to the last op's end, nanoseconds.
     pub span_ns: u64,
@@ -37,17 +36,13 @@ pub struct LaneBusy {
 impl Timeline {
     /// The timeline of `trace`, the traced repeat of a variant of run `run`.
     pub fn of(run: usize, trace: &TracedRun) -> Timeline {
-        let start = trace
-            .records
-            .iter()
-            .map(|r| r.started_ns)
-            .min()
-            .unwrap_or(0);
-        let end = trace.records.iter().map(|r| r.ended_ns).max().unwrap_or(0);
+        let records = &trace.records;
+        let start = records.iter().map(|r| r.started_ns).min().unwrap_or(0);
+        let end = records.iter().map(|r| r.ended_ns).max().unwrap_or(0);
         let span_ns = end.saturating_sub(start);
         let gap = span_ns / RESOLUTION;
         let mut lanes: BTreeMap<usize, (String, Vec<[u64; 2]>)> = BTreeMap::new();
-        for r in &trace.records {
+        for r in records {
             lanes
                 .entry(r.lane)
                 .or_insert_with(|| (r.lane_name.clone(), Vec::new()))
@@ -76,7 +71,7 @@ impl Timeline {
         Timeline {
             run,
             variant: trace.variant.clone(),
-            ops: trace.records.len(),
+            ops: records.len(),
             span_ns,
             lanes,
         }

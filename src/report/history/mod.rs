@@ -187,15 +187,11 @@ impl History {
     /// group before: its [`Identity`], or a probe that stepped beyond its own spread over the
     /// reruns and the series ([`Detector`] at [`LIMIT_TOLERANCE`]), as a figure would.
     pub fn environment_changes(&self) -> Vec<(usize, Vec<String>)> {
-        let mut changes: Vec<(usize, Vec<String>)> = Vec::new();
-        for g in 1..self.groups.len() {
-            let d = self.groups[g - 1]
-                .identity
-                .differences(&self.groups[g].identity);
-            if !d.is_empty() {
-                changes.push((g, d));
-            }
-        }
+        let pairs = self.groups.windows(2).enumerate();
+        let mut changes: Vec<(usize, Vec<String>)> = pairs
+            .map(|(i, w)| (i + 1, w[0].identity.differences(&w[1].identity)))
+            .filter(|(_, d)| !d.is_empty())
+            .collect();
         let all: Vec<&Report> = self.reports.iter().map(|d| &d.report).collect();
         let probes = probe_series(&all);
         let detector = Detector {
@@ -242,15 +238,12 @@ impl History {
                     };
                     let series = find_or_push(&mut out, |s| s.entry == e.name, series);
                     series.drift = larger_drift(series.drift, e.drift);
-                    let points = &mut series.points;
-                    if points.last().is_none_or(|p| p.group != g) {
-                        points.push(Point {
+                    match series.points.last_mut() {
+                        Some(p) if p.group == g => p.observed.push(e.observed),
+                        _ => series.points.push(Point {
                             group: g,
-                            observed: Vec::new(),
-                        });
-                    }
-                    if let Some(p) = points.last_mut() {
-                        p.observed.push(e.observed);
+                            observed: vec![e.observed],
+                        }),
                     }
                 }
             }
