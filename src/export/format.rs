@@ -67,7 +67,6 @@ impl Format {
         self.spec().0
     }
 
-    /// `report` in this format.
     pub fn render(self, report: &Report) -> Result<String, ExportError> {
         Ok(match self {
             Format::GithubActionBenchmark => pretty(&github_bench::entries(report)),

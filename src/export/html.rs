@@ -150,20 +150,16 @@ pub(super) fn environment_table(out: &mut String, reports: &[&Report]) {
     out.push_str("</table>");
 }
 
-/// `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
-fn runs_line(report: &Report) -> String {
-    let n = report.runs.len();
-    match report.runs.iter().filter(|r| r.lesson.is_some()).count() {
-        k if k == n => format!("{n} run(s) of the chapter's experiments"),
-        0 => format!("{n} run(s)"),
-        k => format!("{n} run(s), {k} of them the chapter's experiments"),
-    }
-}
-
-/// The page of one report.
 pub fn page(report: &Report) -> String {
     let mut out = String::new();
     open(&mut out, "parbench report");
+    // `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
+    let n = report.runs.len();
+    let runs = match report.runs.iter().filter(|r| r.lesson.is_some()).count() {
+        k if k == n => format!("{n} run(s) of the chapter's experiments"),
+        0 => format!("{n} run(s)"),
+        k => format!("{n} run(s), {k} of them the chapter's experiments"),
+    };
     let checks: usize = report.runs.iter().map(|r| r.checks.len()).sum();
     let failed: usize = report
         .runs
@@ -172,9 +168,7 @@ pub fn page(report: &Report) -> String {
         .sum();
     let _ = write!(
         out,
-        "<h1>parbench report</h1><p class=\"sub\">{}; {} check(s), {} {}</p>",
-        runs_line(report),
-        checks,
+        "<h1>parbench report</h1><p class=\"sub\">{runs}; {checks} check(s), {} {}</p>",
         badge(failed == 0),
         if failed > 0 {
             format!("{failed} failed")

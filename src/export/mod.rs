@@ -41,6 +41,17 @@ pub fn pretty(value: &serde_json::Value) -> String {
     text
 }
 
+/// `items` without repeats, in the order first seen.
+pub(crate) fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,7 +112,6 @@ pub fn render_run(run: &RunRecord) -> String {
     render_run_at(run, Depth::Reader)
 }
 
-/// One run as a table at the depth asked for.
 pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     let mut out = String::new();
     let params = parameters(run).join(", ");
@@ -297,13 +296,11 @@ pub fn render_sweep_summary(report: &Report) -> String {
 /// Every variant any of `runs` has, in the order first seen (a sweep's points can differ:
 /// allreduce's are named by size).
 pub(super) fn variant_names<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Vec<&'a str> {
-    let mut names: Vec<&str> = Vec::new();
-    for v in runs.into_iter().flat_map(|r| &r.variants) {
-        if !names.contains(&v.name.as_str()) {
-            names.push(&v.name);
-        }
-    }
-    names
+    super::unique(
+        runs.into_iter()
+            .flat_map(|r| &r.variants)
+            .map(|v| v.name.as_str()),
+    )
 }
 
 /// One point of a sweep in one line (`sweep -q`), as the summary's row says it: the swept

@@ -7,7 +7,7 @@ use super::axis::thin_x_ticks;
 use super::frame::{svg_doc, title_block};
 use super::scale::Scale;
 use super::style::color;
-use super::text::{esc, text, text_width, widest, wrap, LABEL_PX, TICK_PX};
+use super::text::{centred, esc, text, text_width, widest, wrap, LABEL_PX, TICK_PX};
 
 /// One traced variant in a Gantt chart: its name, what its block shows (the repeat it comes
 /// from, its length; a line each, wrapped when long), and per lane the busy intervals
@@ -186,16 +186,7 @@ pub fn gantt(title: &str, groups: &[GanttGroup], axis: TimeAxis, width: f64) -> 
         }
     };
     let caption = wrap(caption, LABEL_PX, right - left);
-    for (i, line) in caption.iter().enumerate() {
-        text(
-            &mut body,
-            (left + right) / 2.0,
-            y + 8.0 + i as f64 * line_h,
-            LABEL_PX,
-            "middle",
-            line,
-        );
-    }
+    centred(&mut body, &caption, (left + right) / 2.0, y + 8.0, line_h);
     let height = y + 22.0 + (caption.len().max(1) - 1) as f64 * line_h;
     Some(svg_doc(width, height, title, &body))
 }
