@@ -249,10 +249,11 @@ fn summary_table(out: &mut String, report: &Report) {
 
 /// The run's lesson: its claim, the verdict, and each finding behind it.
 fn lesson_block(out: &mut String, run: &RunRecord) {
-    let Some(lesson) = super::lesson::view(run) else {
+    let Some(view) = super::lesson::view(run) else {
         return;
     };
-    let class = match lesson.held {
+    let lesson = view.lesson;
+    let class = match view.held {
         crate::report::Held::Yes => "pass",
         crate::report::Held::No => "fail",
         crate::report::Held::Inconclusive => "neutral",
@@ -262,10 +263,10 @@ fn lesson_block(out: &mut String, run: &RunRecord) {
         "<div class=\"lesson\"><h3>Lesson ({}) <span class=\"badge {class}\">{}</span></h3>\
          <p>{}</p><ul>",
         esc(&lesson.section),
-        lesson.held.word(),
+        view.held.word(),
         esc(&lesson.claim)
     );
-    for (held, line) in &lesson.why {
+    for (held, line) in &view.why {
         let _ = write!(
             out,
             "<li><span class=\"mark\">{}</span>{}</li>",
@@ -273,14 +274,14 @@ fn lesson_block(out: &mut String, run: &RunRecord) {
             esc(line)
         );
     }
-    if let Some(busy) = &lesson.busy {
+    if let Some(busy) = &view.busy {
         let _ = write!(
             out,
             "<li><span class=\"badge warn\">busy</span> {}</li>",
             esc(busy)
         );
     }
-    for more in &lesson.more {
+    for more in &view.more {
         let _ = write!(out, "<li><span class=\"mark\">+</span>{}</li>", esc(more));
     }
     out.push_str("</ul>");

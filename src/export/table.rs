@@ -206,7 +206,8 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     for line in run.explanation.iter().chain(detail) {
         let _ = writeln!(out, "   > {line}");
     }
-    if let Some(lesson) = super::lesson::view(run) {
+    if let Some(view) = super::lesson::view(run) {
+        let lesson = view.lesson;
         if let Some(book) = &lesson.book {
             let _ = writeln!(out, "   the book, {book}\n   here: {}", lesson.here);
         }
@@ -215,15 +216,15 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
             "   lesson ({}): {} — held: {}",
             lesson.section,
             lesson.claim,
-            lesson.held.word(),
+            view.held.word(),
         );
-        for (held, line) in &lesson.why {
+        for (held, line) in &view.why {
             let _ = writeln!(out, "     {} {line}", super::lesson::mark(*held));
         }
-        if let Some(busy) = &lesson.busy {
+        if let Some(busy) = &view.busy {
             let _ = writeln!(out, "     ! {busy}");
         }
-        for more in &lesson.more {
+        for more in &view.more {
             let _ = writeln!(out, "     + {more}");
         }
     }
