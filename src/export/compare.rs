@@ -91,19 +91,14 @@ pub fn render(c: &Comparison, format: ComparisonFormat) -> String {
         busy.count(),
         "a busy side",
     ));
-    let _ = writeln!(out, "\n{}", noise_line(c));
-    out
-}
-
-/// What the comparison could learn of the noise, in a sentence.
-fn noise_line(c: &Comparison) -> String {
+    // What the comparison could learn of the noise, in a sentence.
     let (b, n) = c.sides;
     let learned = match c.learned_from {
         0 => String::new(),
         k => format!(", and the reruns among {k} earlier reports"),
     };
     let sides = format!("{} against {n}", crate::units::count(b, "report"));
-    if b + n > 2 || c.learned_from > 0 {
+    let noise = if b + n > 2 || c.learned_from > 0 {
         format!(
             "Each change is judged against its spread over the runs ({sides}{learned}), 5% false \
              alarms over the entries."
@@ -117,7 +112,9 @@ fn noise_line(c: &Comparison) -> String {
              --history, or gate with `parbench ab`.",
             crate::report::noise::UNLEARNED_DRIFT * 100.0
         )
-    }
+    };
+    let _ = writeln!(out, "\n{noise}");
+    out
 }
 
 /// The comparison as JSON (`"schema": "parbench-compare/1"`): both sides' provenance (file,

@@ -9,10 +9,9 @@
 use super::significant;
 use super::unit_symbol::{better_word, unit_symbol};
 use super::ExportError;
-use crate::report::{Report, RunRecord, VariantRecord};
+use crate::report::{Report, RunRecord};
 use serde::Serialize;
 
-/// What a row describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -94,43 +93,32 @@ fn blank(report: &Report, run: &RunRecord, params: &str, kind: Kind, name: &str)
     }
 }
 
-/// The run's parameters as one stable cell: `key=value` sorted by key, joined by `;`; each
-/// value as the table shows it (a string without quotes, a shape as `1000x1000`).
-pub fn parameters(run: &RunRecord) -> String {
-    let mut pairs = super::table::parameters(run);
-    pairs.sort();
-    pairs.join(";")
-}
-
-fn variant_row(report: &Report, run: &RunRecord, params: &str, v: &VariantRecord) -> Row {
-    let s = &v.summary;
-    let p = v.percentiles();
-    Row {
-        value: Number(Some(s.median_s)),
-        unit: "s",
-        better: "lower",
-        median_s: Number(Some(s.median_s)),
-        ci_low_s: Number(Some(s.ci95_s[0])),
-        ci_high_s: Number(Some(s.ci95_s[1])),
-        p50_s: Number(p.map(|p| p.p50_s)),
-        p90_s: Number(p.map(|p| p.p90_s)),
-        p99_s: Number(p.map(|p| p.p99_s)),
-        n: Some(s.samples_s.len()),
-        ..blank(report, run, params, Kind::Variant, &v.name)
-    }
-}
-
 /// The rows of a report: each run's variants, then its derived figures that are finite
 /// numbers (a series, such as a loss curve, stays in the JSON).
 pub fn rows(report: &Report) -> Vec<Row> {
     let mut out = Vec::new();
     for run in &report.runs {
-        let params = parameters(run);
-        out.extend(
-            run.variants
-                .iter()
-                .map(|v| variant_row(report, run, &params, v)),
-        );
+        // The run's parameters as one stable cell: `key=value` sorted by key, joined by `;`;
+        // each value as the table shows it (a string without quotes, a shape as `1000x1000`).
+        let mut params = super::table::parameters(run);
+        params.sort();
+        let params = params.join(";");
+        for v in &run.variants {
+            let (s, p) = (&v.summary, v.percentiles());
+            out.push(Row {
+                value: Number(Some(s.median_s)),
+                unit: "s",
+                better: "lower",
+                median_s: Number(Some(s.median_s)),
+                ci_low_s: Number(Some(s.ci95_s[0])),
+                ci_high_s: Number(Some(s.ci95_s[1])),
+                p50_s: Number(p.map(|p| p.p50_s)),
+                p90_s: Number(p.map(|p| p.p90_s)),
+                p99_s: Number(p.map(|p| p.p99_s)),
+                n: Some(s.samples_s.len()),
+                ..blank(report, run, &params, Kind::Variant, &v.name)
+            });
+        }
         for (key, value) in &run.derived {
             let Some(v) = value.as_f64().filter(|v| v.is_finite()) else {
                 continue;

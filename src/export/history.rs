@@ -56,12 +56,10 @@ impl<'a> Analysed<'a> {
         }
     }
 
-    /// The first group a chart shows.
     fn shown_from(&self) -> usize {
         self.history.groups.len().saturating_sub(self.max_items)
     }
 
-    /// Every flagged step with its series.
     pub fn flagged(&self) -> impl Iterator<Item = (&Series, &Flagged)> {
         self.series
             .iter()
@@ -142,7 +140,6 @@ pub fn markdown(a: &Analysed) -> String {
     out
 }
 
-/// The whole page.
 pub fn page(a: &Analysed, title: &str) -> String {
     let h = a.history;
     let n = h.reports.len();
@@ -341,7 +338,10 @@ fn chart(a: &Analysed, s: &Series, steps: &[Flagged]) -> Option<String> {
     };
     LineChart::new(
         s.entry.clone(),
-        Axis::new("commit and date (MM-DD), oldest to newest", false, plain).named(names),
+        Axis {
+            names,
+            ..Axis::new("commit and date (MM-DD), oldest to newest", false, plain)
+        },
         Axis::new(format!("{name} ({direction})"), false, format),
         lines,
     )

@@ -150,20 +150,16 @@ pub(super) fn environment_table(out: &mut String, reports: &[&Report]) {
     out.push_str("</table>");
 }
 
-/// `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
-fn runs_line(report: &Report) -> String {
-    let n = report.runs.len();
-    match report.runs.iter().filter(|r| r.lesson.is_some()).count() {
-        k if k == n => format!("{n} run(s) of the chapter's experiments"),
-        0 => format!("{n} run(s)"),
-        k => format!("{n} run(s), {k} of them the chapter's experiments"),
-    }
-}
-
-/// The page of one report.
 pub fn page(report: &Report) -> String {
     let mut out = String::new();
     open(&mut out, "parbench report");
+    // `3 run(s) of the chapter's experiments`, or how many of them are where others are not.
+    let n = report.runs.len();
+    let runs = match report.runs.iter().filter(|r| r.lesson.is_some()).count() {
+        k if k == n => format!("{n} run(s) of the chapter's experiments"),
+        0 => format!("{n} run(s)"),
+        k => format!("{n} run(s), {k} of them the chapter's experiments"),
+    };
     let checks: usize = report.runs.iter().map(|r| r.checks.len()).sum();
     let failed: usize = report
         .runs
@@ -172,9 +168,7 @@ pub fn page(report: &Report) -> String {
         .sum();
     let _ = write!(
         out,
-        "<h1>parbench report</h1><p class=\"sub\">{}; {} check(s), {} {}</p>",
-        runs_line(report),
-        checks,
+        "<h1>parbench report</h1><p class=\"sub\">{runs}; {checks} check(s), {} {}</p>",
         badge(failed == 0),
         if failed > 0 {
             format!("{failed} failed")
@@ -255,10 +249,11 @@ fn summary_table(out: &mut String, report: &Report) {
 
 /// The run's lesson: its claim, the verdict, and each finding behind it.
 fn lesson_block(out: &mut String, run: &RunRecord) {
-    let Some(lesson) = super::lesson::view(run) else {
+    let Some(view) = super::lesson::view(run) else {
         return;
     };
-    let class = match lesson.held {
+    let lesson = view.lesson;
+    let class = match view.held {
         crate::report::Held::Yes => "pass",
         crate::report::Held::No => "fail",
         crate::report::Held::Inconclusive => "neutral",
@@ -268,10 +263,10 @@ fn lesson_block(out: &mut String, run: &RunRecord) {
         "<div class=\"lesson\"><h3>Lesson ({}) <span class=\"badge {class}\">{}</span></h3>\
          <p>{}</p><ul>",
         esc(&lesson.section),
-        lesson.held.word(),
+        view.held.word(),
         esc(&lesson.claim)
     );
-    for (held, line) in &lesson.why {
+    for (held, line) in &view.why {
         let _ = write!(
             out,
             "<li><span class=\"mark\">{}</span>{}</li>",
@@ -279,14 +274,14 @@ fn lesson_block(out: &mut String, run: &RunRecord) {
             esc(line)
         );
     }
-    if let Some(busy) = &lesson.busy {
+    if let Some(busy) = &view.busy {
         let _ = write!(
             out,
             "<li><span class=\"badge warn\">busy</span> {}</li>",
             esc(busy)
         );
     }
-    for more in &lesson.more {
+    for more in &view.more {
         let _ = write!(out, "<li><span class=\"mark\">+</span>{}</li>", esc(more));
     }
     out.push_str("</ul>");

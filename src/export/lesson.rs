@@ -4,13 +4,14 @@
 //! one. One view, so no surface can tell the reader something the others do not.
 
 use crate::report::finding::{Finding, Role};
-use crate::report::{Held, RunRecord};
+use crate::report::{Held, Lesson, RunRecord};
 
 /// What a reader is told of a run's lesson.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LessonView {
-    pub section: String,
-    pub claim: String,
+pub struct LessonView<'a> {
+    /// The lesson as recorded: its section, claim, the book's figure and the reader's.
+    pub lesson: &'a Lesson,
+    /// The verdict as every surface shows it ([`RunRecord::lesson_held`]), not as recorded.
     pub held: Held,
     /// Why: each criterion with its own verdict, then each quoted figure (no verdict of its
     /// own); a report from before findings has one line, its recorded evidence, with none.
@@ -20,12 +21,10 @@ pub struct LessonView {
     /// For each criterion the run's samples left undecided on a quiet machine, about how many
     /// would decide it.
     pub more: Vec<String>,
-    pub book: Option<String>,
-    pub here: String,
 }
 
 /// The view of `run`'s lesson; `None` for a report from before lessons.
-pub fn view(run: &RunRecord) -> Option<LessonView> {
+pub fn view(run: &RunRecord) -> Option<LessonView<'_>> {
     let lesson = run.lesson.as_ref()?;
     let held = run.lesson_held()?;
     let shown: Vec<&Finding> = run
@@ -80,14 +79,11 @@ pub fn view(run: &RunRecord) -> Option<LessonView> {
             .collect(),
     };
     Some(LessonView {
-        section: lesson.section.clone(),
-        claim: lesson.claim.clone(),
+        lesson,
         held,
         why,
         busy,
         more,
-        book: lesson.book.clone(),
-        here: lesson.here.clone(),
     })
 }
 
@@ -106,7 +102,6 @@ mod tests {
     use super::*;
     use crate::report::evidence::Ratio;
     use crate::report::finding::Want;
-    use crate::report::Lesson;
     use serde_json::Map;
 
     fn ratio(value: f64, lo: f64, hi: f64) -> Ratio {

@@ -41,6 +41,17 @@ pub fn pretty(value: &serde_json::Value) -> String {
     text
 }
 
+/// `items` without repeats, in the order first seen.
+pub(crate) fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,9 +59,23 @@ mod tests {
     #[test]
     fn every_format_but_svg_renders_an_empty_report() {
         let report = crate::report::fixtures::report(vec![]);
-        for f in Format::ALL {
+        for f in <Format as clap::ValueEnum>::value_variants() {
             // An SVG of nothing is an error, not an empty picture.
-            assert_eq!(f.render(&report).is_ok(), f != Format::Svg, "{}", f.name());
+            assert_eq!(f.render(&report).is_ok(), *f != Format::Svg, "{f:?}");
+        }
+    }
+
+    /// A comparison's formats are named as the report formats of the same name.
+    #[test]
+    fn comparison_formats_are_named_as_report_formats() {
+        use clap::ValueEnum;
+        let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+        let names: Vec<_> = Format::value_variants()
+            .iter()
+            .map(|f| name(f.to_possible_value()))
+            .collect();
+        for c in ComparisonFormat::value_variants() {
+            assert!(names.contains(&name(c.to_possible_value())), "{c:?}");
         }
     }
 }

@@ -14,13 +14,7 @@ const DEFAULT_WIDTH: usize = 120;
 /// The narrowest a wrapped column gets, however narrow the terminal.
 const MIN_COLUMN: usize = 16;
 
-/// The summary's columns.
 const HEADER: [&str; 6] = ["section", "scenario", "lesson", "book", "here", "held?"];
-
-/// The claim's first clause: what it says, before its criterion.
-fn headline(claim: &str) -> &str {
-    claim.split([':', '(']).next().unwrap_or(claim).trim()
-}
 
 /// The book's figures as printed, each group cited by its own edition and section, or a dash
 /// where the section printed none.
@@ -50,7 +44,13 @@ fn rows(report: &Report) -> Vec<(usize, [String; 6], Option<Held>)> {
             let cells = [
                 l.section.clone(),
                 run.scenario.clone(),
-                headline(&l.claim).to_string(),
+                // The claim's first clause: what it says, before its criterion.
+                l.claim
+                    .split([':', '('])
+                    .next()
+                    .unwrap_or(&l.claim)
+                    .trim()
+                    .to_string(),
                 book_figures(run),
                 here,
                 held.map_or("—", Held::word).to_string(),
@@ -93,18 +93,18 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The terminal's width: `COLUMNS` where the shell exports it, else [`DEFAULT_WIDTH`].
-fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
-        .filter(|&c: &usize| c >= 40)
-        .unwrap_or(DEFAULT_WIDTH)
-}
-
-/// The summary as a terminal table; empty for a report without runs.
+/// The summary as a terminal table, as wide as `COLUMNS` where the shell exports it, else
+/// [`DEFAULT_WIDTH`]; empty for a report without runs.
 pub fn render(report: &Report) -> String {
-    render_at(report, terminal_width())
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    render_at(
+        report,
+        columns
+            .filter(|&c: &usize| c >= 40)
+            .unwrap_or(DEFAULT_WIDTH),
+    )
 }
 
 /// The summary as a terminal table `width` characters wide: the lesson, book and here columns

@@ -112,7 +112,6 @@ pub fn render_run(run: &RunRecord) -> String {
     render_run_at(run, Depth::Reader)
 }
 
-/// One run as a table at the depth asked for.
 pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     let mut out = String::new();
     let params = parameters(run).join(", ");
@@ -207,7 +206,8 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
     for line in run.explanation.iter().chain(detail) {
         let _ = writeln!(out, "   > {line}");
     }
-    if let Some(lesson) = super::lesson::view(run) {
+    if let Some(view) = super::lesson::view(run) {
+        let lesson = view.lesson;
         if let Some(book) = &lesson.book {
             let _ = writeln!(out, "   the book, {book}\n   here: {}", lesson.here);
         }
@@ -216,15 +216,15 @@ pub fn render_run_at(run: &RunRecord, depth: Depth) -> String {
             "   lesson ({}): {} — held: {}",
             lesson.section,
             lesson.claim,
-            lesson.held.word(),
+            view.held.word(),
         );
-        for (held, line) in &lesson.why {
+        for (held, line) in &view.why {
             let _ = writeln!(out, "     {} {line}", super::lesson::mark(*held));
         }
-        if let Some(busy) = &lesson.busy {
+        if let Some(busy) = &view.busy {
             let _ = writeln!(out, "     ! {busy}");
         }
-        for more in &lesson.more {
+        for more in &view.more {
             let _ = writeln!(out, "     + {more}");
         }
     }
@@ -297,13 +297,11 @@ pub fn render_sweep_summary(report: &Report) -> String {
 /// Every variant any of `runs` has, in the order first seen (a sweep's points can differ:
 /// allreduce's are named by size).
 pub(super) fn variant_names<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Vec<&'a str> {
-    let mut names: Vec<&str> = Vec::new();
-    for v in runs.into_iter().flat_map(|r| &r.variants) {
-        if !names.contains(&v.name.as_str()) {
-            names.push(&v.name);
-        }
-    }
-    names
+    super::unique(
+        runs.into_iter()
+            .flat_map(|r| &r.variants)
+            .map(|v| v.name.as_str()),
+    )
 }
 
 /// One point of a sweep in one line (`sweep -q`), as the summary's row says it: the swept

@@ -27,19 +27,6 @@ impl Axis {
             names: Vec::new(),
         }
     }
-
-    /// The same axis with these named ticks instead of numbers.
-    pub fn named(self, names: Vec<(f64, String)>) -> Axis {
-        Axis { names, ..self }
-    }
-
-    /// The same axis with ticks at whole numbers only.
-    pub fn counting(self) -> Axis {
-        Axis {
-            counts: true,
-            ..self
-        }
-    }
 }
 
 /// A plain number with up to 3 significant digits (`1500`, `0.25`, `2e-7`).

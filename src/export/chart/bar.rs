@@ -7,7 +7,7 @@ use super::frame::{svg_doc, title_block};
 use super::legend::legend_layout;
 use super::scale::Scale;
 use super::style::color;
-use super::text::{esc, text, widest, wrap, LABEL_PX, TICK_PX};
+use super::text::{centred, esc, text, widest, wrap, LABEL_PX, TICK_PX};
 
 /// Size of the line under a row's bars.
 const NOTE_PX: f64 = 11.5;
@@ -146,16 +146,13 @@ impl BarChart {
         };
         let caption = format!("{}{scale}; whiskers: {}", self.axis.label, self.whisker);
         let caption = wrap(&caption, LABEL_PX, width - 32.0);
-        for (i, line) in caption.iter().enumerate() {
-            text(
-                &mut body,
-                (left + right) / 2.0,
-                bottom + 36.0 + i as f64 * 16.0,
-                LABEL_PX,
-                "middle",
-                line,
-            );
-        }
+        centred(
+            &mut body,
+            &caption,
+            (left + right) / 2.0,
+            bottom + 36.0,
+            16.0,
+        );
         let lines = caption.len().max(1);
         for ((g, label), (row, x)) in self.groups.iter().enumerate().zip(legend_at) {
             let y = bottom + 62.0 + (lines - 1) as f64 * 16.0 + row as f64 * 22.0;

@@ -7,7 +7,7 @@ use super::axis::thin_x_ticks;
 use super::frame::{svg_doc, title_block};
 use super::scale::Scale;
 use super::style::color;
-use super::text::{esc, text, text_width, widest, wrap, LABEL_PX, TICK_PX};
+use super::text::{centred, esc, text, text_width, widest, wrap, LABEL_PX, TICK_PX};
 
 /// One traced variant in a Gantt chart: its name, what its block shows (the repeat it comes
 /// from, its length; a line each, wrapped when long), and per lane the busy intervals
@@ -77,7 +77,9 @@ pub fn gantt(title: &str, groups: &[GanttGroup], axis: TimeAxis, width: f64) -> 
     let (lane_h, line_h, axis_h) = (16.0, 17.0, 30.0);
     let scales = block_scales(groups, axis, left, right);
     let mut y = top;
-    let mut lane_index: Vec<String> = Vec::new();
+    // A lane keeps one colour in every block: its place among the lanes of blocks that ran.
+    let ran = groups.iter().filter(|g| g.end() > 0.0);
+    let lane_index = crate::export::unique(ran.flat_map(|g| g.lanes.iter().map(|l| &l.0)));
     for (g, xs) in groups.iter().zip(&scales) {
         // The variant's name in bold (wider than the estimate of plain text), then what the
         // block shows, wrapped within the plot.
@@ -116,14 +118,7 @@ pub fn gantt(title: &str, groups: &[GanttGroup], axis: TimeAxis, width: f64) -> 
             );
         }
         for (lane, busy) in &g.lanes {
-            let li = lane_index
-                .iter()
-                .position(|l| l == lane)
-                .unwrap_or_else(|| {
-                    lane_index.push(lane.clone());
-                    lane_index.len() - 1
-                });
-            let c = color(li);
+            let c = color(lane_index.iter().position(|l| *l == lane).unwrap_or(0));
             let _ = write!(
                 body,
                 "<rect x=\"{left:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ececec\" fill-opacity=\"0.7\"/>",
@@ -186,16 +181,7 @@ pub fn gantt(title: &str, groups: &[GanttGroup], axis: TimeAxis, width: f64) -> 
         }
     };
     let caption = wrap(caption, LABEL_PX, right - left);
-    for (i, line) in caption.iter().enumerate() {
-        text(
-            &mut body,
-            (left + right) / 2.0,
-            y + 8.0 + i as f64 * line_h,
-            LABEL_PX,
-            "middle",
-            line,
-        );
-    }
+    centred(&mut body, &caption, (left + right) / 2.0, y + 8.0, line_h);
     let height = y + 22.0 + (caption.len().max(1) - 1) as f64 * line_h;
     Some(svg_doc(width, height, title, &body))
 }

@@ -8,7 +8,7 @@ use super::frame::{svg_doc, title_block};
 use super::legend::legend_layout;
 use super::scale::{range, Scale};
 use super::style::{color, marker, STYLES};
-use super::text::{esc, text, widest, LABEL_PX, TICK_PX};
+use super::text::{centred, esc, text, widest, LABEL_PX, TICK_PX};
 
 /// A line of a chart: its points, and optionally a band `(x, low, high)` around them.
 pub struct Series {
@@ -27,9 +27,6 @@ impl Series {
         }
     }
 }
-
-/// The legend's words for the ringed points.
-const BUSY_LABEL: &str = "measured on a busy machine";
 
 /// A ring around a point measured on a busy machine.
 fn ring(out: &mut String, x: f64, y: f64) {
@@ -85,7 +82,7 @@ impl LineChart {
         let right = width - 24.0;
         let mut labels: Vec<String> = self.series.iter().map(|s| s.label.clone()).collect();
         if !self.marked.is_empty() {
-            labels.push(BUSY_LABEL.to_string());
+            labels.push("measured on a busy machine".to_string());
         }
         let (legend_at, legend_rows) = legend_layout(&labels, right - left);
         let plot_h = 300.0;
@@ -108,14 +105,8 @@ impl LineChart {
             "<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{plot_h:.1}\" fill=\"none\" stroke=\"#333333\"/>",
             right - left
         );
-        text(
-            &mut body,
-            (left + right) / 2.0,
-            bottom + 36.0,
-            LABEL_PX,
-            "middle",
-            &self.x.label,
-        );
+        let x_label = std::slice::from_ref(&self.x.label);
+        centred(&mut body, x_label, (left + right) / 2.0, bottom + 36.0, 0.0);
         let _ = write!(
             body,
             "<text transform=\"translate(16 {:.1}) rotate(-90)\" font-size=\"{LABEL_PX}\" text-anchor=\"middle\">{}</text>",

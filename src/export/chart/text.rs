@@ -69,7 +69,13 @@ pub(super) fn text(out: &mut String, x: f64, y: f64, px: f64, anchor: &str, s: &
     );
 }
 
-/// The widest of `labels` at `px`.
+/// `lines` of a caption centred on `x`, the first at `y`, each `step` below the last.
+pub(super) fn centred(out: &mut String, lines: &[String], x: f64, y: f64, step: f64) {
+    for (i, line) in lines.iter().enumerate() {
+        text(out, x, y + i as f64 * step, LABEL_PX, "middle", line);
+    }
+}
+
 pub(super) fn widest<'a>(labels: impl IntoIterator<Item = &'a String>, px: f64) -> f64 {
     labels
         .into_iter()

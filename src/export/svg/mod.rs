@@ -49,13 +49,8 @@ fn numeric_axis(report: &Report, runs: &[&RunRecord]) -> Option<String> {
 /// The scenarios of `report` that a chart of it leaves out (it draws one scenario).
 pub fn left_out(report: &Report) -> Vec<String> {
     let main = main_scenario(report);
-    let mut out: Vec<String> = Vec::new();
-    for run in &report.runs {
-        if Some(run.scenario.as_str()) != main && !out.contains(&run.scenario) {
-            out.push(run.scenario.clone());
-        }
-    }
-    out
+    let others = report.runs.iter().map(|r| &r.scenario);
+    super::unique(others.filter(|s| Some(s.as_str()) != main).cloned())
 }
 
 /// The scenario a chart of `report` draws: the swept one, or the first run's.
@@ -73,11 +68,7 @@ const PLOT_WIDTH: f64 = 900.0;
 /// bars.
 pub fn svg(report: &Report) -> Result<String, PlotError> {
     let scenario = main_scenario(report).ok_or(PlotError::Empty)?;
-    let runs: Vec<&RunRecord> = report
-        .runs
-        .iter()
-        .filter(|r| r.scenario == scenario)
-        .collect();
+    let runs = runs_of(report, scenario);
     let first = runs.first().copied().ok_or(PlotError::Empty)?;
     if let Some(scaling) = scaling_chart(&runs, PLOT_WIDTH) {
         let mut charts = vec![scaling];
@@ -132,15 +123,19 @@ fn stack(charts: &[String]) -> String {
 /// The swept axis of `report`'s runs of `scenario`, and those runs, when the report is a sweep
 /// (or its runs differ in a numeric parameter).
 pub fn sweep_of<'a>(report: &'a Report, scenario: &str) -> Option<(String, Vec<&'a RunRecord>)> {
-    let runs: Vec<&RunRecord> = report
-        .runs
-        .iter()
-        .filter(|r| r.scenario == scenario)
-        .collect();
+    let runs = runs_of(report, scenario);
     if runs.len() < 2 {
         return None;
     }
     numeric_axis(report, &runs).map(|axis| (axis, runs))
+}
+
+fn runs_of<'a>(report: &'a Report, scenario: &str) -> Vec<&'a RunRecord> {
+    report
+        .runs
+        .iter()
+        .filter(|r| r.scenario == scenario)
+        .collect()
 }
 
 /// `scenario[…]` without the brackets: the parameters as `k=v, …`.

@@ -32,17 +32,9 @@ pub fn scaling_chart(runs: &[&RunRecord], width: f64) -> Option<String> {
     // colour and marker across the charts; the ideal line last.
     let one: Vec<(f64, f64)> = runs.iter().map(|r| (1.0, r.1)).collect();
     let mut series = vec![Series::line("one-device", one)];
-    let mut names: Vec<&str> = Vec::new();
-    for (_, _, r) in &runs {
-        for key in r.derived.keys() {
-            if let Some(name) = key.strip_suffix("_samples_per_second") {
-                if key != BASE && !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-    }
-    for name in names {
+    let keys = runs.iter().flat_map(|r| r.2.derived.keys());
+    let keys = keys.filter(|k| *k != BASE);
+    for name in crate::export::unique(keys.filter_map(|k| k.strip_suffix("_samples_per_second"))) {
         let key = format!("{name}_samples_per_second");
         let mut points: Vec<(f64, f64)> = runs
             .iter()
@@ -115,13 +107,7 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
             .map(|k| super::parameter(k, r.parameters.get(*k)));
         pairs.collect::<Vec<_>>().join(", ")
     };
-    let mut groups: Vec<String> = Vec::new();
-    for (_, r) in &points {
-        let g = group_of(r);
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
+    let groups = crate::export::unique(points.iter().map(|(_, r)| group_of(r)));
     let label = |name: &str, g: &str| {
         if g.is_empty() {
             name.to_string()
@@ -130,12 +116,9 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
         }
     };
     // An axis of whole numbers (devices, threads) ticks at whole numbers.
-    let x_axis = || {
-        let x = Axis::new(axis, false, chart::plain);
-        match points.iter().all(|(v, _)| v.fract() == 0.0) {
-            true => x.counting(),
-            false => x,
-        }
+    let x_axis = || Axis {
+        counts: points.iter().all(|(v, _)| v.fract() == 0.0),
+        ..Axis::new(axis, false, chart::plain)
     };
     // The points of runs measured on a busy machine, ringed on every chart.
     let busy = |r: &RunRecord| r.state.as_ref().is_some_and(|s| s.is_busy());
@@ -187,14 +170,11 @@ pub fn sweep_charts(scenario: &str, axis: &str, runs: &[&RunRecord], width: f64)
     .into_iter()
     .collect();
     for (unit, name) in RATES {
-        let mut keys: Vec<&str> = Vec::new();
-        for (_, r) in &points {
-            for k in r.derived.keys().filter(|k| r.figure(k).unit == unit) {
-                if !keys.contains(&k.as_str()) {
-                    keys.push(k);
-                }
-            }
-        }
+        let keys = points.iter().flat_map(|(_, r)| {
+            let of_unit = r.derived.keys().filter(move |k| r.figure(k).unit == unit);
+            of_unit.map(String::as_str)
+        });
+        let keys = crate::export::unique(keys);
         charts.extend(draw(
             format!("{scenario}: {name} vs {axis}"),
             Axis::new(format!("{name} (higher is better)"), false, chart::plain),

@@ -58,7 +58,13 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
                 lanes: t
                     .lanes
                     .iter()
-                    .map(|l| (l.lane.clone(), seconds(&l.busy_ns)))
+                    .map(|l| {
+                        let busy = l.busy_ns.iter().map(|&[a, b]| (a as f64, b as f64));
+                        (
+                            l.lane.clone(),
+                            busy.map(|(a, b)| (a * 1e-9, b * 1e-9)).collect(),
+                        )
+                    })
                     .collect(),
             }
         })
@@ -77,12 +83,6 @@ pub fn timeline_chart(report: &Report, index: usize, width: f64) -> Option<Strin
         axis,
         width,
     )
-}
-
-/// Busy intervals in nanoseconds, in seconds.
-fn seconds(busy_ns: &[[u64; 2]]) -> Vec<(f64, f64)> {
-    let s = |ns: u64| ns as f64 * 1e-9;
-    busy_ns.iter().map(|&[a, b]| (s(a), s(b))).collect()
 }
 
 /// Why some variants of run `index` have no lane timeline: their traced repeat recorded no
