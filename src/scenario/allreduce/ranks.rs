@@ -32,7 +32,6 @@ use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The least time one timed sample takes: shorter all-reduces are timed in batches.
 const SAMPLE_TARGET: Duration = Duration::from_millis(2);
-/// The largest batch.
 const MAX_BATCH: usize = 10_000;
 /// Per-rank medians this far apart are named in a note.
 const STRAGGLER: f64 = 1.2;

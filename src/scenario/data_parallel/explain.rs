@@ -57,11 +57,8 @@ pub(super) fn record_run(
     comm: &Communication,
 ) {
     let names = schemes.iter().map(|(v, _)| v.name().to_string()).collect();
-    run.add_variants(
-        names,
-        summaries,
-        schemes.iter().map(|(_, l)| Some(l.clone())),
-    );
+    let labels = schemes.iter().map(|(_, l)| Some(l.clone()));
+    run.add_variants(names, summaries, labels);
     let trained: Vec<(Timed, Trained)> = schemes.iter().map(|s| s.0).zip(trained).collect();
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;

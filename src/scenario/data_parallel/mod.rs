@@ -50,7 +50,6 @@ const ALLREDUCE_BYTES: FigureSpec =
 const ASYNC_STALENESS_MAX: FigureSpec = kit::number("async_staleness_max", Better::Neither);
 const ASYNC_STALENESS_MEAN: FigureSpec = kit::number("async_staleness_mean", Better::Neither);
 
-/// The `data-parallel` scenario.
 pub struct DataParallel;
 
 super::params::params! {
@@ -154,16 +153,6 @@ crate::scenario::params::choice! {
     }
 }
 
-/// Parameters of an MLP of these widths, `None` if the count overflows.
-fn parameter_count(widths: &[usize]) -> Option<u64> {
-    widths.windows(2).try_fold(0u64, |sum, w| {
-        (w[0] as u64)
-            .checked_mul(w[1] as u64)?
-            .checked_add(w[1] as u64)?
-            .checked_add(sum)
-    })
-}
-
 /// What every variant trains with.
 pub struct Setup {
     pub layers: Layers,
@@ -224,7 +213,6 @@ fn check_gpu_count(
     }
 }
 
-/// What `data-parallel` declares.
 static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
@@ -258,7 +246,13 @@ impl Scenario for DataParallel {
         // ring and ring-overlapped 2kn each, async 2kn + n; plus the initial parameters and
         // each variant's trained copy (5n). Under MPI a rank holds about 8n, and every rank on
         // the host as much: the check counts --devices of them.
-        let n = parameter_count(&cfg.layers.0);
+        let n = cfg.layers.0.windows(2).try_fold(0u64, |sum, w| {
+            let (fan_in, fan_out) = (w[0] as u64, w[1] as u64);
+            fan_in
+                .checked_mul(fan_out)?
+                .checked_add(fan_out)?
+                .checked_add(sum)
+        });
         let k = cfg.devices as u64;
         let floats = n.and_then(|n| n.checked_mul(8 * k + 9));
         check_elements("data-parallel's parameters and gradients", floats)?;
