@@ -181,28 +181,20 @@ impl Tally {
             run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
             curve.push(serde_json::json!([bytes, busbw]));
         }
+        let detail = algorithms.iter().zip(checked).map(|(a, c)| {
+            format!(
+                "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' magnitude",
+                a.name(),
+                c.wrong,
+                c.checked,
+                c.max_error
+            )
+        });
+        let (noun, size) = (self.backend.noun(), size_label(bytes));
         run.check(
-            &format!(
-                "every {}'s result equals the float64 sum ({})",
-                self.backend.noun(),
-                size_label(bytes)
-            ),
+            &format!("every {noun}'s result equals the float64 sum ({size})"),
             checked.iter().all(Checked::passed),
-            algorithms
-                .iter()
-                .zip(checked)
-                .map(|(a, c)| {
-                    format!(
-                        "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
-                         magnitude",
-                        a.name(),
-                        c.wrong,
-                        c.checked,
-                        c.max_error
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
+            detail.collect::<Vec<_>>().join("; "),
         );
         self.times.push(SizeTimes {
             bytes,

@@ -84,7 +84,6 @@ impl HostStep {
         step
     }
 
-    /// A buffer's values.
     pub fn get(&self, buf: Buf) -> &[f32] {
         self.plan.index(buf).map_or(&[], |i| &self.bufs[i])
     }

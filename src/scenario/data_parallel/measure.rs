@@ -102,15 +102,12 @@ pub(super) fn run(
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
     if threads.iter().any(|&t| t != threads[0]) {
+        let each: Vec<String> = threads.iter().map(usize::to_string).collect();
         run.notes.push(format!(
             "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
              scaling efficiency compares with the largest device; --cpu-threads N gives \
              each N",
-            threads
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
+            each.join(", "),
             threads[0]
         ));
     }
