@@ -112,8 +112,7 @@ pub(super) const fn detail(unit: Unit, better: Better) -> Figure {
     }
 }
 
-const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
-const BUSBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
+const BANDWIDTH: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
 const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
 const WRONG: Figure = detail(Unit::Number, Better::Lower);
 /// Why a run has no `busbw_of_copy` figures.
@@ -171,8 +170,8 @@ impl Tally {
             let median = Estimate::of(run, &a.variant(bytes)).median;
             let algbw = algbw_gbytes_per_s(bytes, median);
             let busbw = busbw_gbytes_per_s(algbw, k);
-            run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
-            run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
+            run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, BANDWIDTH);
+            run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BANDWIDTH);
             let of_copy = format!("{stem}_busbw_of_copy");
             match self.copy {
                 Some(copy) => run.derive_as(&of_copy, busbw / copy, BUSBW_OF_COPY),

@@ -149,11 +149,10 @@ pub(super) fn record_run(
         let s = &t.staleness;
         let max = s.iter().copied().max().unwrap_or(0);
         run.record(ASYNC_STALENESS_MAX, max as f64);
-        s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
+        let mean = s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+        run.record(ASYNC_STALENESS_MEAN, mean);
+        mean
     });
-    if let Some(m) = staleness_mean {
-        run.record(ASYNC_STALENESS_MEAN, m);
-    }
     let timed: Vec<Timed> = trained.iter().map(|(v, _)| *v).collect();
     conclude(run, &timed, k);
     // The overlapped variant of each backend, and the same all-reduce after the whole pass.

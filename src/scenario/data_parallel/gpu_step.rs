@@ -37,9 +37,7 @@ pub enum Buf {
     Params,
     /// The gradient, laid out as the parameters.
     Grad,
-    /// The batch's labels.
     BatchLabels,
-    /// Each row's loss.
     RowLoss,
     /// `A_l`: the batch (`l = 0`), a hidden layer's output, the logits (`l = L`).
     Act(usize),
