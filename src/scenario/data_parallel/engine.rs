@@ -178,29 +178,29 @@ impl Setup {
     }
 
     fn push_one_device(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let engine = &rt.engine;
         let (dev, lane) = (&ws.devices[0], rt.devices[0].compute);
         for step in 0..self.steps {
             let (p, log) = (dev.weights.data.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
             let (batch, lr, g) = (self.batch, self.lr, dev.buckets[0].recv.clone());
-            rt.engine
-                .push("step", lane, &[], &[&dev.weights.var], move || {
-                    let mut p = p.write().map_err(|_| poisoned())?;
-                    let mut g = g.write_all()?;
-                    let rows = (step as usize * batch, batch);
-                    let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
-                    sgd(&mut p, &g, lr);
-                    record(
-                        &log,
-                        LossEntry::since(start, step, loss * batch as f64, batch),
-                    )
-                });
+            let writes = [&dev.weights.var];
+            engine.push("step", lane, &[], &writes, move || {
+                let mut p = p.write().map_err(|_| poisoned())?;
+                let mut g = g.write_all()?;
+                let rows = (step as usize * batch, batch);
+                let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
+                sgd(&mut p, &g, lr);
+                let entry = LossEntry::since(start, step, loss * batch as f64, batch);
+                record(&log, entry)
+            });
         }
     }
 
     /// `parameter-server` and `ring`: per step, each device's shard gradient, written in place
     /// into its chunked buffer, then the all-reduce and the update(s).
     fn push_synchronous(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let engine = &rt.engine;
         let (k, batch) = (self.devices, self.batch);
         let devs = &ws.devices;
         let lane = |d: usize| rt.devices[d].compute;
@@ -212,36 +212,32 @@ impl Setup {
                 let rows = shard(step, batch, k, d);
                 let writes: Vec<&Var> = dev.buckets[0].vars.iter().collect();
                 let reads = [&dev.weights.var];
-                rt.engine
-                    .push("gradient", lane(d), &reads, &writes, move || {
-                        let p = p.read().map_err(|_| poisoned())?;
-                        let mut g = g.write_all()?;
-                        let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
-                        record(
-                            &log,
-                            LossEntry::since(start, step, loss * batch as f64, rows.1),
-                        )
-                    });
+                engine.push("gradient", lane(d), &reads, &writes, move || {
+                    let p = p.read().map_err(|_| poisoned())?;
+                    let mut g = g.write_all()?;
+                    let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
+                    let entry = LossEntry::since(start, step, loss * batch as f64, rows.1);
+                    record(&log, entry)
+                });
             }
             let replicas: Vec<Replica> = devs.iter().map(|d| d.buckets[0].clone()).collect();
             if ws.scheme == Timed::Ring {
-                collective::push_ring(&rt.engine, &lanes, &replicas);
+                collective::push_ring(engine, &lanes, &replicas);
                 for (d, dev) in devs.iter().enumerate() {
                     self.push_update(rt, lane(d), ws, dev);
                 }
             } else {
                 // Reduce every device's gradient onto device 0, update there, broadcast.
-                collective::push_reduce(&rt.engine, lane(0), &replicas);
+                collective::push_reduce(engine, lane(0), &replicas);
                 self.push_update(rt, lane(0), ws, &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
                     let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());
                     let (reads, writes) = ([&devs[0].weights.var], [&dev.weights.var]);
-                    rt.engine
-                        .push("broadcast", lane(d), &reads, &writes, move || {
-                            let src = src.read().map_err(|_| poisoned())?;
-                            dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
-                            Ok(())
-                        });
+                    engine.push("broadcast", lane(d), &reads, &writes, move || {
+                        let src = src.read().map_err(|_| poisoned())?;
+                        dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
+                        Ok(())
+                    });
                 }
             }
         }
@@ -254,6 +250,7 @@ impl Setup {
     /// device's update. The engine runs a bucket's ring as soon as its layers' gradients are
     /// written, while the compute lanes go on with the next bucket's layers.
     fn push_overlapped(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let engine = &rt.engine;
         let (k, batch) = (self.devices, self.batch);
         let lane = |d: usize| rt.devices[d].compute;
         let lanes: Vec<LaneId> = rt.devices[..k]
@@ -265,7 +262,7 @@ impl Setup {
             .collect();
         let ring = |b: usize| {
             let replicas: Vec<Replica> = ws.devices.iter().map(|d| d.buckets[b].clone()).collect();
-            collective::push_ring(&rt.engine, &lanes, &replicas);
+            collective::push_ring(engine, &lanes, &replicas);
         };
         for step in 0..self.steps {
             for (d, dev) in ws.devices.iter().enumerate() {
@@ -273,17 +270,13 @@ impl Setup {
                 let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
                 let rows = shard(step, batch, k, d);
                 let (reads, writes) = ([&dev.weights.var], [&dev.pass_var]);
-                rt.engine
-                    .push("forward", lane(d), &reads, &writes, move || {
-                        let p = p.read().map_err(|_| poisoned())?;
-                        let f = forward(&layers, &p, &data, rows, batch as f32);
-                        let loss = f.loss;
-                        *pass.lock().map_err(|_| poisoned())? = Some(f);
-                        record(
-                            &log,
-                            LossEntry::since(start, step, loss * batch as f64, rows.1),
-                        )
-                    });
+                engine.push("forward", lane(d), &reads, &writes, move || {
+                    let p = p.read().map_err(|_| poisoned())?;
+                    let f = forward(&layers, &p, &data, rows, batch as f32);
+                    let entry = LossEntry::since(start, step, f.loss * batch as f64, rows.1);
+                    *pass.lock().map_err(|_| poisoned())? = Some(f);
+                    record(&log, entry)
+                });
             }
             if ws.reduce_early {
                 (0..ws.plan.len()).for_each(ring);
@@ -298,28 +291,25 @@ impl Setup {
                         let mut writes: Vec<&Var> = vec![&dev.pass_var];
                         writes.extend(&dev.buckets[b].vars);
                         let reads = [&dev.weights.var];
-                        rt.engine
-                            .push("backward", lane(d), &reads, &writes, move || {
-                                let p = p.read().map_err(|_| poisoned())?;
-                                let mut pass = pass.lock().map_err(|_| poisoned())?;
-                                let f = pass
-                                    .as_mut()
-                                    .filter(|f| f.next_layer() == Some(l))
-                                    .ok_or_else(|| {
-                                        OpError::msg(format!(
-                                            "backward step on layer {l} out of order: the ops' \
-                                         vars do not order them"
-                                        ))
-                                    })?;
-                                let mut g = g.write_all()?;
-                                f.backward(&layers, &p, l, &mut g[at.clone()]);
-                                if f.next_layer().is_none() {
-                                    // Freed now, as `gradient` frees its pass, so the next step's
-                                    // forward reuses the memory rather than fault in fresh pages.
-                                    *pass = None;
-                                }
-                                Ok(())
-                            });
+                        engine.push("backward", lane(d), &reads, &writes, move || {
+                            let p = p.read().map_err(|_| poisoned())?;
+                            let mut pass = pass.lock().map_err(|_| poisoned())?;
+                            let Some(f) = pass.as_mut().filter(|f| f.next_layer() == Some(l))
+                            else {
+                                return Err(OpError::msg(format!(
+                                    "backward step on layer {l} out of order: the ops' vars do \
+                                     not order them"
+                                )));
+                            };
+                            let mut g = g.write_all()?;
+                            f.backward(&layers, &p, l, &mut g[at.clone()]);
+                            if f.next_layer().is_none() {
+                                // Freed now, as `gradient` frees its pass, so the next step's
+                                // forward reuses the memory rather than fault in fresh pages.
+                                *pass = None;
+                            }
+                            Ok(())
+                        });
                     }
                 }
                 if !ws.reduce_early {
@@ -335,26 +325,28 @@ impl Setup {
     /// `weights -= lr · reduced gradient` on one replica, bucket by bucket (one but for
     /// `ring-overlapped`), each at its offset in the parameters.
     fn push_update(&self, rt: &Runtime, lane: LaneId, ws: &Workspace, dev: &DeviceBuffers) {
+        let engine = &rt.engine;
         let (p, lr) = (dev.weights.data.clone(), self.lr);
         let parts = ws.plan.iter().zip(&dev.buckets);
         let parts: Vec<(usize, Arc<Chunked>)> = parts
             .map(|(b, r)| (b.range.start, r.recv.clone()))
             .collect();
         let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
-        rt.engine
-            .push("update", lane, &reads, &[&dev.weights.var], move || {
-                let mut p = p.write().map_err(|_| poisoned())?;
-                for (at, g) in &parts {
-                    for c in 0..g.chunks() {
-                        let r = g.range(c);
-                        sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
-                    }
+        let writes = [&dev.weights.var];
+        engine.push("update", lane, &reads, &writes, move || {
+            let mut p = p.write().map_err(|_| poisoned())?;
+            for (at, g) in &parts {
+                for c in 0..g.chunks() {
+                    let r = g.range(c);
+                    sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
                 }
-                Ok(())
-            });
+            }
+            Ok(())
+        });
     }
 
     fn push_async(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let engine = &rt.engine;
         let k = self.devices;
         for (d, dev) in ws.devices.iter().enumerate() {
             let lane = rt.devices[d].compute;
@@ -367,31 +359,30 @@ impl Setup {
                 let rows = shard(step, batch, k, d);
                 // Each device's steps in order (its replica's var); all after the load.
                 let (reads, writes) = ([&ws.server_var], [&dev.weights.var]);
-                rt.engine
-                    .push("async step", lane, &reads, &writes, move || {
-                        let mut local = local.write().map_err(|_| poisoned())?;
-                        // Pull: whatever the server holds now.
-                        let seen = {
-                            let s = server.lock().map_err(|_| poisoned())?;
-                            local.copy_from_slice(&s);
-                            staleness.lock().map_err(|_| poisoned())?.len()
-                        };
-                        let mut g = g.write_all()?;
-                        let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
-                        // Push: the server applies it at once, whatever happened meanwhile.
-                        // The entry is timed under the server's lock, so a later update
-                        // never carries an earlier time than the one before it.
-                        let entry = {
-                            let mut s = server.lock().map_err(|_| poisoned())?;
-                            sgd(&mut s, &g, lr);
-                            let mut log = staleness.lock().map_err(|_| poisoned())?;
-                            let stale = (log.len() - seen) as u64;
-                            log.push(stale);
-                            let update = log.len() as u64 - 1;
-                            LossEntry::since(start, update, loss * batch as f64, rows.1)
-                        };
-                        record(&log, entry)
-                    });
+                engine.push("async step", lane, &reads, &writes, move || {
+                    let mut local = local.write().map_err(|_| poisoned())?;
+                    // Pull: whatever the server holds now.
+                    let seen = {
+                        let s = server.lock().map_err(|_| poisoned())?;
+                        local.copy_from_slice(&s);
+                        staleness.lock().map_err(|_| poisoned())?.len()
+                    };
+                    let mut g = g.write_all()?;
+                    let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
+                    // Push: the server applies it at once, whatever happened meanwhile.
+                    // The entry is timed under the server's lock, so a later update
+                    // never carries an earlier time than the one before it.
+                    let entry = {
+                        let mut s = server.lock().map_err(|_| poisoned())?;
+                        sgd(&mut s, &g, lr);
+                        let mut log = staleness.lock().map_err(|_| poisoned())?;
+                        let stale = (log.len() - seen) as u64;
+                        log.push(stale);
+                        let update = log.len() as u64 - 1;
+                        LossEntry::since(start, update, loss * batch as f64, rows.1)
+                    };
+                    record(&log, entry)
+                });
             }
         }
     }
