@@ -81,13 +81,10 @@ super::variant::variants! {
 impl Algorithm {
     /// The algorithms a backend runs, in the order they are timed.
     pub fn of(backend: Backend) -> &'static [Algorithm] {
+        use Algorithm::*;
         match backend {
-            Backend::Engine => &[Algorithm::Ring, Algorithm::ParameterServer, Algorithm::Tree],
-            Backend::Mpi => &[
-                Algorithm::Ring,
-                Algorithm::ParameterServer,
-                Algorithm::MpiAllreduce,
-            ],
+            Backend::Engine => &[Ring, ParameterServer, Tree],
+            Backend::Mpi => &[Ring, ParameterServer, MpiAllreduce],
         }
     }
 

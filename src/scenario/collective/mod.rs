@@ -278,10 +278,8 @@ pub fn gather_json(
 
 /// A note where the devices' `threads` outnumber the machine's cores, `consequence` after.
 pub fn note_shared_cores(run: &mut crate::report::RunRecord, threads: &[usize], consequence: &str) {
-    let (sum, cores) = (
-        threads.iter().sum::<usize>(),
-        crate::device::available_cores(),
-    );
+    let sum: usize = threads.iter().sum();
+    let cores = crate::device::available_cores();
     if sum > cores {
         run.notes.push(format!(
             "the devices' {sum} threads share {cores} cores{consequence}"

@@ -130,10 +130,7 @@ impl Timed {
     /// A synchronous data-parallel scheme, which must end where one-device SGD ends: all but
     /// the one-device baselines and asynchronous updates.
     pub fn is_synchronous(self) -> bool {
-        !matches!(
-            self,
-            Timed::OneDevice | Timed::OneDeviceGraph | Timed::Async
-        )
+        !matches!(self, Self::OneDevice | Self::OneDeviceGraph | Self::Async)
     }
 
     /// The variant's name as a figure key prefix (`parameter-server` → `parameter_server`).
