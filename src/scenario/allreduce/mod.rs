@@ -65,7 +65,6 @@ fn increasing(mut sizes: Vec<u64>) -> Vec<u64> {
 }
 
 super::variant::variants! {
-    /// The all-reduce algorithms.
     pub enum Algorithm {
         /// Reduce-scatter + all-gather over k chunks.
         Ring = "ring",

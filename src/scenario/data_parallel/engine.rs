@@ -101,7 +101,6 @@ fn cloned<T: Clone>(m: &Mutex<T>) -> T {
 }
 
 impl Setup {
-    /// Buffers for `scheme` on this setup's devices.
     pub fn workspace(&self, scheme: Timed) -> Workspace {
         let (n, k) = (self.initial.len(), self.devices);
         let used = if scheme == Timed::OneDevice { 1 } else { k };

@@ -480,15 +480,7 @@ pub(super) mod tests {
         // Batch 6 over 4: shard 1 takes rows 2..4 of each batch, which repeat after 2 steps.
         assert_eq!((shard.batch, shard.samples, d.rows()), (2, 4, 4));
         assert_eq!(&d.x[..], &[&data.x[4..8], &data.x[16..20]].concat()[..]);
-        assert_eq!(
-            d.labels,
-            vec![
-                data.labels[2],
-                data.labels[3],
-                data.labels[8],
-                data.labels[9]
-            ]
-        );
+        assert_eq!(d.labels, [2, 3, 8, 9].map(|r| data.labels[r]));
     }
 
     #[test]

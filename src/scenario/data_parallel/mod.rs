@@ -167,13 +167,9 @@ pub struct Setup {
 
 impl Config {
     fn setup(&self, devices: usize) -> Setup {
+        let (inputs, classes) = (self.layers.inputs(), self.layers.classes());
         Setup {
-            data: Arc::new(Dataset::new(
-                self.samples,
-                self.layers.inputs(),
-                self.layers.classes(),
-                SEED,
-            )),
+            data: Arc::new(Dataset::new(self.samples, inputs, classes, SEED)),
             initial: Arc::new(self.layers.initial_parameters(SEED)),
             layers: self.layers.clone(),
             devices,
@@ -245,10 +241,8 @@ impl Scenario for DataParallel {
         // the host as much: the check counts --devices of them.
         let n = cfg.layers.0.windows(2).try_fold(0u64, |sum, w| {
             let (fan_in, fan_out) = (w[0] as u64, w[1] as u64);
-            fan_in
-                .checked_mul(fan_out)?
-                .checked_add(fan_out)?
-                .checked_add(sum)
+            let weights = fan_in.checked_mul(fan_out)?;
+            weights.checked_add(fan_out)?.checked_add(sum)
         });
         let k = cfg.devices as u64;
         let floats = n.and_then(|n| n.checked_mul(8 * k + 9));
