@@ -101,10 +101,10 @@ pub(super) fn run(
     for &bytes in &cfg.sizes {
         let elements = (bytes / 4) as usize;
         let buffers = buffers(elements, k, input);
-        let checked = algorithms
-            .iter()
-            .map(|&a| verify(&buffers, engine, &lanes, a));
-        let checked = checked.collect::<Result<Vec<_>, _>>()?;
+        let mut checked = Vec::new();
+        for &a in algorithms {
+            checked.push(verify(&buffers, engine, &lanes, a)?);
+        }
         let (replicas, lanes) = (&buffers, &lanes);
         let mut variants: Vec<Variant<ScenarioError>> = algorithms
             .iter()

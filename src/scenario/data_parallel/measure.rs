@@ -50,15 +50,9 @@ pub(super) fn run(
         // Async: the engine times no other variant.
         _ => format!("{k} devices × {steps} updates of their shard, stale reads allowed"),
     };
-    let schemes: Vec<(Timed, String)> = [
-        Timed::OneDevice,
-        Timed::ParameterServer,
-        Timed::Ring,
-        Timed::RingOverlapped,
-        Timed::Async,
-    ]
-    .map(|v| (v, label(v)))
-    .into();
+    use Timed::{Async, OneDevice, ParameterServer, Ring, RingOverlapped};
+    let schemes = [OneDevice, ParameterServer, Ring, RingOverlapped, Async];
+    let schemes: Vec<(Timed, String)> = schemes.map(|v| (v, label(v))).into();
     let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.0)).collect();
     let runs = Runs::new(schemes.len());
     let train = |i: usize| {

@@ -320,9 +320,11 @@ mod tests {
         assert!(check_gpu_count(Backend::Engine, 8, Some(8)).is_ok());
         for present in [None, Some(1)] {
             let mpi = check_gpu_count(Backend::Mpi, 1, present).unwrap_err();
-            assert!(mpi
-                .to_string()
-                .contains("--backend mpi is not offered on the GPU"));
+            let said = mpi.to_string();
+            assert!(
+                said.contains("--backend mpi is not offered on the GPU"),
+                "{said}"
+            );
         }
     }
 

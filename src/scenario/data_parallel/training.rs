@@ -118,10 +118,10 @@ pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
             .then(a.seconds.total_cmp(&b.seconds))
     });
     let (mut points, mut end) = (Vec::new(), 0);
-    for update in entries.chunk_by(|a, b| a.update == b.update) {
-        end += update.len();
-        let u = update[0].update;
-        let seconds = update.iter().fold(0f64, |s, e| s.max(e.seconds));
+    for group in entries.chunk_by(|a, b| a.update == b.update) {
+        end += group.len();
+        let u = group[0].update;
+        let seconds = group.iter().fold(0f64, |s, e| s.max(e.seconds));
         // The latest entries that cover a batch (at least this update's own).
         let (mut loss, mut rows) = (0.0, 0usize);
         for e in entries[..end].iter().rev() {
