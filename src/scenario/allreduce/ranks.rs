@@ -177,12 +177,8 @@ pub(super) fn run(
                 }
                 _ => "MPI_Allreduce, the library's own algorithm".to_string(),
             };
-            let batch = if reps > 1 {
-                format!(", timed in batches of {reps}")
-            } else {
-                String::new()
-            };
-            format!("{size} on {k} ranks: {how}{batch}")
+            let batch = (reps > 1).then(|| format!(", timed in batches of {reps}"));
+            format!("{size} on {k} ranks: {how}{}", batch.unwrap_or_default())
         };
         let labels = algorithms.iter().zip(&batches);
         let labels = labels.map(|(&a, &reps)| label(a, reps)).collect();
