@@ -35,20 +35,16 @@ fn poisoned() -> OpError {
     OpError::msg("a training buffer was poisoned by a failed op")
 }
 
-/// The model's weights (its parameters) that engine ops share, ordered by their var. Readers (a gradient and a
-/// broadcast of the same replica) run at once, so the lock is a read-write one.
-#[derive(Clone)]
-struct Weights {
-    var: Var,
-    data: Arc<RwLock<Vec<f32>>>,
-}
-
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
 /// in the workspace's buckets (one but for `ring-overlapped`), each in the all-reduce's chunks,
 /// a var each; `ring-overlapped` keeps its forward pass between the ops of the backward pass
 /// in `pass`.
 struct DeviceBuffers {
-    weights: Weights,
+    /// The model's weights (its parameters) that engine ops share, ordered by `weights_var`.
+    /// Readers (a gradient and a broadcast of the same replica) run at once, so the lock is a
+    /// read-write one.
+    weights: Arc<RwLock<Vec<f32>>>,
+    weights_var: Var,
     buckets: Vec<Replica>,
     pass: Arc<Mutex<Option<Forward>>>,
     pass_var: Var,
@@ -82,7 +78,7 @@ impl Workspace {
         let weights = match self.scheme {
             Timed::Async => cloned(&self.server),
             _ => {
-                let weights = self.devices[0].weights.data.read();
+                let weights = self.devices[0].weights.read();
                 weights.unwrap_or_else(|e| e.into_inner()).clone()
             }
         };
@@ -110,10 +106,8 @@ impl Setup {
         };
         let plan = buckets(&self.layers, cap);
         let device = |_| DeviceBuffers {
-            weights: Weights {
-                var: Var::new(),
-                data: Arc::new(RwLock::new(vec![0.0; n])),
-            },
+            weights: Arc::new(RwLock::new(vec![0.0; n])),
+            weights_var: Var::new(),
             buckets: plan
                 .iter()
                 .map(|b| Replica::zeros(b.range.len(), k))
@@ -142,16 +136,16 @@ impl Setup {
         // Start from the initial parameters, logs empty: ops of their own, after whatever
         // the previous run left in flight.
         for (d, dev) in ws.devices.iter().enumerate() {
-            let (p, init) = (dev.weights.data.clone(), self.initial.clone());
+            let (p, init) = (dev.weights.clone(), self.initial.clone());
             let (log, staleness, server) =
                 (ws.log.clone(), ws.staleness.clone(), ws.server.clone());
             // Device 0's load empties the logs (writing the server's var); the others' loads
             // read that var, so no op of this run logs before the logs are emptied.
             let first = d == 0;
             let (reads, writes): (Vec<&Var>, Vec<&Var>) = if first {
-                (vec![], vec![&dev.weights.var, &ws.server_var])
+                (vec![], vec![&dev.weights_var, &ws.server_var])
             } else {
-                (vec![&ws.server_var], vec![&dev.weights.var])
+                (vec![&ws.server_var], vec![&dev.weights_var])
             };
             rt.engine.push("load", lane(d), &reads, &writes, move || {
                 p.write().map_err(|_| poisoned())?.copy_from_slice(&init);
@@ -180,10 +174,10 @@ impl Setup {
         let engine = &rt.engine;
         let (dev, lane) = (&ws.devices[0], rt.devices[0].compute);
         for step in 0..self.steps {
-            let (p, log) = (dev.weights.data.clone(), ws.log.clone());
+            let (p, log) = (dev.weights.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
             let (batch, lr, g) = (self.batch, self.lr, dev.buckets[0].recv.clone());
-            let writes = [&dev.weights.var];
+            let writes = [&dev.weights_var];
             engine.push("step", lane, &[], &writes, move || {
                 let mut p = p.write().map_err(|_| poisoned())?;
                 let mut g = g.write_all()?;
@@ -206,11 +200,11 @@ impl Setup {
         let lanes: Vec<LaneId> = (0..k).map(lane).collect();
         for step in 0..self.steps {
             for (d, dev) in devs.iter().enumerate() {
-                let (p, g) = (dev.weights.data.clone(), dev.buckets[0].recv.clone());
+                let (p, g) = (dev.weights.clone(), dev.buckets[0].recv.clone());
                 let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
                 let rows = shard(step, batch, k, d);
                 let writes: Vec<&Var> = dev.buckets[0].vars.iter().collect();
-                let reads = [&dev.weights.var];
+                let reads = [&dev.weights_var];
                 engine.push("gradient", lane(d), &reads, &writes, move || {
                     let p = p.read().map_err(|_| poisoned())?;
                     let mut g = g.write_all()?;
@@ -230,8 +224,8 @@ impl Setup {
                 collective::push_reduce(engine, lane(0), &replicas);
                 self.push_update(rt, lane(0), ws, &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
-                    let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());
-                    let (reads, writes) = ([&devs[0].weights.var], [&dev.weights.var]);
+                    let (src, dst) = (devs[0].weights.clone(), dev.weights.clone());
+                    let (reads, writes) = ([&devs[0].weights_var], [&dev.weights_var]);
                     engine.push("broadcast", lane(d), &reads, &writes, move || {
                         let src = src.read().map_err(|_| poisoned())?;
                         dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
@@ -265,10 +259,10 @@ impl Setup {
         };
         for step in 0..self.steps {
             for (d, dev) in ws.devices.iter().enumerate() {
-                let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
+                let (p, pass) = (dev.weights.clone(), dev.pass.clone());
                 let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
                 let rows = shard(step, batch, k, d);
-                let (reads, writes) = ([&dev.weights.var], [&dev.pass_var]);
+                let (reads, writes) = ([&dev.weights_var], [&dev.pass_var]);
                 engine.push("forward", lane(d), &reads, &writes, move || {
                     let p = p.read().map_err(|_| poisoned())?;
                     let f = forward(&layers, &p, &data, rows, batch as f32);
@@ -283,13 +277,13 @@ impl Setup {
             for (b, bucket) in ws.plan.iter().enumerate() {
                 for (d, dev) in ws.devices.iter().enumerate() {
                     for &l in &bucket.layers {
-                        let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
+                        let (p, pass) = (dev.weights.clone(), dev.pass.clone());
                         let (g, layers) = (dev.buckets[b].recv.clone(), self.layers.clone());
                         let at = self.layers.range(l);
                         let at = at.start - bucket.range.start..at.end - bucket.range.start;
                         let mut writes: Vec<&Var> = vec![&dev.pass_var];
                         writes.extend(&dev.buckets[b].vars);
-                        let reads = [&dev.weights.var];
+                        let reads = [&dev.weights_var];
                         engine.push("backward", lane(d), &reads, &writes, move || {
                             let p = p.read().map_err(|_| poisoned())?;
                             let mut pass = pass.lock().map_err(|_| poisoned())?;
@@ -325,13 +319,13 @@ impl Setup {
     /// `ring-overlapped`), each at its offset in the parameters.
     fn push_update(&self, rt: &Runtime, lane: LaneId, ws: &Workspace, dev: &DeviceBuffers) {
         let engine = &rt.engine;
-        let (p, lr) = (dev.weights.data.clone(), self.lr);
+        let (p, lr) = (dev.weights.clone(), self.lr);
         let parts = ws.plan.iter().zip(&dev.buckets);
         let parts: Vec<(usize, Arc<Chunked>)> = parts
             .map(|(b, r)| (b.range.start, r.recv.clone()))
             .collect();
         let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
-        let writes = [&dev.weights.var];
+        let writes = [&dev.weights_var];
         engine.push("update", lane, &reads, &writes, move || {
             let mut p = p.write().map_err(|_| poisoned())?;
             for (at, g) in &parts {
@@ -350,14 +344,14 @@ impl Setup {
         for (d, dev) in ws.devices.iter().enumerate() {
             let lane = rt.devices[d].compute;
             for step in 0..self.steps {
-                let (server, local) = (ws.server.clone(), dev.weights.data.clone());
+                let (server, local) = (ws.server.clone(), dev.weights.clone());
                 let g = dev.buckets[0].recv.clone();
                 let (layers, data) = (self.layers.clone(), self.data.clone());
                 let (log, staleness) = (ws.log.clone(), ws.staleness.clone());
                 let (batch, lr) = (self.batch, self.lr);
                 let rows = shard(step, batch, k, d);
                 // Each device's steps in order (its replica's var); all after the load.
-                let (reads, writes) = ([&ws.server_var], [&dev.weights.var]);
+                let (reads, writes) = ([&ws.server_var], [&dev.weights_var]);
                 engine.push("async step", lane, &reads, &writes, move || {
                     let mut local = local.write().map_err(|_| poisoned())?;
                     // Pull: whatever the server holds now.

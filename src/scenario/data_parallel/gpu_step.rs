@@ -514,18 +514,10 @@ pub(super) mod tests {
                 _ => None,
             })
             .collect();
+        let (forward, dw, delta) = ((false, false), (true, false), (false, true));
         assert_eq!(
             transposes,
-            [
-                (false, false),
-                (false, false),
-                (false, false),
-                (true, false),
-                (false, true),
-                (true, false),
-                (false, true),
-                (true, false),
-            ]
+            [forward, forward, forward, dw, delta, dw, delta, dw]
         );
         // A region past its buffer is caught.
         let mut bad = plan.clone();
