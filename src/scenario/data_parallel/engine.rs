@@ -266,9 +266,9 @@ impl Setup {
                 engine.push("forward", lane(d), &reads, &writes, move || {
                     let p = p.read().map_err(|_| poisoned())?;
                     let f = forward(&layers, &p, &data, rows, batch as f32);
-                    let entry = LossEntry::since(start, step, f.loss * batch as f64, rows.1);
+                    let loss = f.loss * batch as f64;
                     *pass.lock().map_err(|_| poisoned())? = Some(f);
-                    record(&log, entry)
+                    record(&log, LossEntry::since(start, step, loss, rows.1))
                 });
             }
             if ws.reduce_early {
