@@ -212,13 +212,10 @@ impl Tally {
             );
         }
         let crossover = Figure::new(Unit::Bytes, Better::Neither);
+        let why = "the ring was not faster beyond the intervals at the largest size";
         match ring_faster_from(&self.times) {
             Some(bytes) => run.derive_as("crossover_bytes", bytes as f64, crossover),
-            None => run.unmeasured_as(
-                "crossover_bytes",
-                crossover,
-                "the ring was not faster beyond the intervals at the largest size",
-            ),
+            None => run.unmeasured_as("crossover_bytes", crossover, why),
         }
         if k == 1 {
             run.notes.push(format!(

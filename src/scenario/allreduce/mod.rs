@@ -147,10 +147,8 @@ impl Scenario for Allreduce {
             Backend::Mpi => 3,
         };
         let total = cfg.sizes.iter().try_fold(0u64, |t, &s| t.checked_add(s));
-        check_bytes(
-            "allreduce's inputs and results",
-            total.and_then(|t| t.checked_mul(per_device * cfg.devices as u64)),
-        )
+        let total = total.and_then(|t| t.checked_mul(per_device * cfg.devices as u64));
+        check_bytes("allreduce's inputs and results", total)
     }
 
     fn distributed(&self, params: &Params) -> bool {

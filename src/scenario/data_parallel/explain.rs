@@ -104,13 +104,10 @@ pub(super) fn record_run(
         run.derive_as(&key("samples_per_second"), rate, SAMPLES_PER_SECOND);
         run.derive_as(&key("final_loss"), final_loss, FINAL_LOSS);
         let to_target = key("time_to_target_s");
+        let never = "the loss never reached the target";
         match reached {
             Some(t) => run.derive_as(&to_target, t, SECONDS_LOWER),
-            None => run.unmeasured_as(
-                &to_target,
-                SECONDS_LOWER,
-                "the loss never reached the target",
-            ),
+            None => run.unmeasured_as(&to_target, SECONDS_LOWER, never),
         }
         run.derive_series(&key("loss_curve"), json!(c));
         let efficiency = base_rate

@@ -248,10 +248,9 @@ impl Scenario for DataParallel {
         let floats = n.and_then(|n| n.checked_mul(8 * k + 9));
         check_elements("data-parallel's parameters and gradients", floats)?;
         let widest = cfg.layers.0.iter().max().copied().unwrap_or(1) as u64;
-        check_elements(
-            "data-parallel's activations",
-            (cfg.batch as u64).checked_mul(widest.saturating_mul(cfg.layers.0.len() as u64)),
-        )?;
+        let activations = widest.saturating_mul(cfg.layers.0.len() as u64);
+        let activations = (cfg.batch as u64).checked_mul(activations);
+        check_elements("data-parallel's activations", activations)?;
         // Under MPI the ranks are the devices: the run checks the batch against their number.
         if cfg.batch < cfg.devices && cfg.backend != Backend::Mpi {
             return Err(ScenarioError::Input(
