@@ -206,10 +206,8 @@ impl Tally {
     pub fn finish(self, run: &mut RunRecord) {
         let (k, noun) = (self.devices, self.backend.noun());
         for (a, points) in Algorithm::of(self.backend).iter().zip(self.curves) {
-            run.derive_detail_series(
-                &format!("{}_busbw_curve", a.name().replace('-', "_")),
-                serde_json::Value::Array(points),
-            );
+            let key = format!("{}_busbw_curve", a.name().replace('-', "_"));
+            run.derive_detail_series(&key, serde_json::Value::Array(points));
         }
         let crossover = Figure::new(Unit::Bytes, Better::Neither);
         let why = "the ring was not faster beyond the intervals at the largest size";

@@ -105,11 +105,8 @@ pub(super) fn run(
             threads[0]
         ));
     }
-    collective::note_shared_cores(
-        &mut run,
-        &threads,
-        ": the scaling efficiency cannot reach 1",
-    );
+    let consequence = ": the scaling efficiency cannot reach 1";
+    collective::note_shared_cores(&mut run, &threads, consequence);
     let comm = Communication {
         shares: &shares,
         overlaps: &overlaps,
