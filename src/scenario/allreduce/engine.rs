@@ -30,51 +30,46 @@ impl Algorithm {
     }
 }
 
-/// One size's buffers on every device: the inputs, and the results.
-pub(super) struct Buffers {
-    pub replicas: Vec<Replica>,
+/// One size's buffers on every device, `elements` each: element `i` of device `d`'s input
+/// `value(d, i)`, and its result.
+pub(super) fn buffers(
+    elements: usize,
+    devices: usize,
+    value: impl Fn(usize, usize) -> f32,
+) -> Vec<Replica> {
+    let buffer = || Arc::new(Chunked::new(elements, devices));
+    (0..devices)
+        .map(|d| {
+            let send = buffer();
+            if let Ok(mut s) = send.write_all() {
+                s.iter_mut().enumerate().for_each(|(i, v)| *v = value(d, i));
+            }
+            Replica::new(send, buffer())
+        })
+        .collect()
 }
 
-impl Buffers {
-    /// `elements` on each of `devices`, element `i` of device `d`'s input `value(d, i)`.
-    pub fn new(elements: usize, devices: usize, value: impl Fn(usize, usize) -> f32) -> Buffers {
-        let replicas = (0..devices)
-            .map(|d| {
-                let send = Arc::new(Chunked::new(elements, devices));
-                if let Ok(mut s) = send.write_all() {
-                    s.iter_mut().enumerate().for_each(|(i, v)| *v = value(d, i));
-                }
-                Replica::out_of_place(send, Arc::new(Chunked::new(elements, devices)))
-            })
-            .collect();
-        Buffers { replicas }
+/// Run `algorithm` once on results filled with NaN, and check every device's result.
+pub(super) fn verify(
+    replicas: &[Replica],
+    engine: &Engine,
+    lanes: &[LaneId],
+    algorithm: Algorithm,
+) -> Result<Checked, ScenarioError> {
+    engine.wait_all()?;
+    for r in replicas {
+        r.recv.write_all().map_err(busy)?.fill(f32::NAN);
     }
-
-    /// Run `algorithm` once on results filled with NaN, and check every device's result.
-    pub fn verify(
-        &self,
-        engine: &Engine,
-        lanes: &[LaneId],
-        algorithm: Algorithm,
-    ) -> Result<Checked, ScenarioError> {
-        engine.wait_all()?;
-        for r in &self.replicas {
-            r.recv.write_all().map_err(busy)?.fill(f32::NAN);
-        }
-        algorithm.push(engine, lanes, &self.replicas);
-        engine.wait_all()?;
-        let whole = |pick: fn(&Replica) -> &Chunked| {
-            self.replicas
-                .iter()
-                .map(|r| pick(r).write_all())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(busy)
-        };
-        let (sends, recvs) = (whole(|r| &r.send)?, whole(|r| &r.recv)?);
-        let inputs: Vec<&[f32]> = sends.iter().map(|s| &s[..]).collect();
-        let outputs: Vec<&[f32]> = recvs.iter().map(|s| &s[..]).collect();
-        Ok(check(&inputs, &outputs))
-    }
+    algorithm.push(engine, lanes, replicas);
+    engine.wait_all()?;
+    let whole = |pick: fn(&Replica) -> &Chunked| {
+        let all = replicas.iter().map(|r| pick(r).write_all());
+        all.collect::<Result<Vec<_>, _>>().map_err(busy)
+    };
+    let (sends, recvs) = (whole(|r| &r.send)?, whole(|r| &r.recv)?);
+    let inputs: Vec<&[f32]> = sends.iter().map(|s| &s[..]).collect();
+    let outputs: Vec<&[f32]> = recvs.iter().map(|s| &s[..]).collect();
+    Ok(check(&inputs, &outputs))
 }
 
 /// A buffer still borrowed after the engine drained: a bug, reported as the check's failure
@@ -105,12 +100,12 @@ pub(super) fn run(
     let mut tally = Tally::new(Backend::Engine, k, copy);
     for &bytes in &cfg.sizes {
         let elements = (bytes / 4) as usize;
-        let buffers = Buffers::new(elements, k, input);
+        let buffers = buffers(elements, k, input);
         let mut checked = Vec::new();
         for &a in algorithms {
-            checked.push(buffers.verify(engine, &lanes, a)?);
+            checked.push(verify(&buffers, engine, &lanes, a)?);
         }
-        let (replicas, lanes) = (&buffers.replicas, &lanes);
+        let (replicas, lanes) = (&buffers, &lanes);
         let mut variants: Vec<Variant<ScenarioError>> = algorithms
             .iter()
             .map(|&a| {
@@ -126,21 +121,16 @@ pub(super) fn run(
         drop(variants);
         engine.wait_all()?;
         drop(buffers);
-        let size = size_label(bytes);
-        let label = |a: Algorithm| match a {
-            Algorithm::Ring => {
-                format!("{size} on {k} devices: reduce-scatter + all-gather in {k} chunks")
-            }
-            Algorithm::ParameterServer => {
-                format!("{size} on {k} devices: reduce onto cpu:0, broadcast")
-            }
-            Algorithm::Tree => {
-                format!("{size} on {k} devices: binomial tree reduce, then broadcast")
-            }
-            Algorithm::MpiAllreduce => format!("{size}: MPI_Allreduce"),
+        let how = |a: Algorithm| match a {
+            Algorithm::Ring => format!("reduce-scatter + all-gather in {k} chunks"),
+            Algorithm::ParameterServer => "reduce onto cpu:0, broadcast".into(),
+            // The tree: the engine runs no other algorithm (`Algorithm::of`).
+            _ => "binomial tree reduce, then broadcast".into(),
         };
-        let labels = algorithms.iter().map(|&a| label(a)).collect();
-        tally.size(&mut run, bytes, summaries, labels, &checked);
+        let size = size_label(bytes);
+        let labels = algorithms.iter();
+        let labels = labels.map(|&a| format!("{size} on {k} devices: {}", how(a)));
+        tally.size(&mut run, bytes, summaries, labels.collect(), &checked);
     }
     collective::note_shared_cores(&mut run, &threads, "");
     tally.finish(&mut run);

@@ -72,15 +72,6 @@ pub(super) fn ring_traffic_per_busbw_byte(k: usize) -> f64 {
     5.0 * k as f64 / 2.0
 }
 
-/// A run of sizes as a reader reads it: `8B`, or `8B–512KiB`.
-fn span(from: u64, to: u64) -> String {
-    if from == to {
-        size_label(from)
-    } else {
-        format!("{}–{}", size_label(from), size_label(to))
-    }
-}
-
 /// What the run shows: where the ring is faster and where it is not, size by size within the
 /// intervals, and how close the largest size's bus bandwidth comes to the bound the ring's
 /// own memory traffic and the machine's copy bandwidth set.
@@ -103,7 +94,12 @@ pub(super) fn explain(
                 Side::Within => "indistinguishable",
                 Side::Unknown => "not measured",
             };
-            format!("{what} at {}", span(from, to))
+            // A run of sizes as a reader reads it: `8B`, or `8B–512KiB`.
+            let mut span = size_label(from);
+            if to != from {
+                span += &format!("–{}", size_label(to));
+            }
+            format!("{what} at {span}")
         })
         .collect();
     out.sentences.push(format!(

@@ -112,8 +112,7 @@ pub(super) const fn detail(unit: Unit, better: Better) -> Figure {
     }
 }
 
-const ALGBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
-const BUSBW: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
+const BANDWIDTH: Figure = detail(Unit::GbytesPerSecond, Better::Higher);
 const BUSBW_OF_COPY: Figure = detail(Unit::Number, Better::Higher);
 const WRONG: Figure = detail(Unit::Number, Better::Lower);
 /// Why a run has no `busbw_of_copy` figures.
@@ -171,8 +170,8 @@ impl Tally {
             let median = Estimate::of(run, &a.variant(bytes)).median;
             let algbw = algbw_gbytes_per_s(bytes, median);
             let busbw = busbw_gbytes_per_s(algbw, k);
-            run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, ALGBW);
-            run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BUSBW);
+            run.derive_as(&format!("{stem}_algbw_gbytes_per_s"), algbw, BANDWIDTH);
+            run.derive_as(&format!("{stem}_busbw_gbytes_per_s"), busbw, BANDWIDTH);
             let of_copy = format!("{stem}_busbw_of_copy");
             match self.copy {
                 Some(copy) => run.derive_as(&of_copy, busbw / copy, BUSBW_OF_COPY),
@@ -181,28 +180,20 @@ impl Tally {
             run.derive_as(&format!("{stem}_wrong"), c.wrong as f64, WRONG);
             curve.push(serde_json::json!([bytes, busbw]));
         }
+        let detail = algorithms.iter().zip(checked).map(|(a, c)| {
+            format!(
+                "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' magnitude",
+                a.name(),
+                c.wrong,
+                c.checked,
+                c.max_error
+            )
+        });
+        let (noun, size) = (self.backend.noun(), size_label(bytes));
         run.check(
-            &format!(
-                "every {}'s result equals the float64 sum ({})",
-                self.backend.noun(),
-                size_label(bytes)
-            ),
+            &format!("every {noun}'s result equals the float64 sum ({size})"),
             checked.iter().all(Checked::passed),
-            algorithms
-                .iter()
-                .zip(checked)
-                .map(|(a, c)| {
-                    format!(
-                        "{}: {} wrong of {} elements, largest error {:.1e} of the inputs' \
-                         magnitude",
-                        a.name(),
-                        c.wrong,
-                        c.checked,
-                        c.max_error
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
+            detail.collect::<Vec<_>>().join("; "),
         );
         self.times.push(SizeTimes {
             bytes,
@@ -215,19 +206,14 @@ impl Tally {
     pub fn finish(self, run: &mut RunRecord) {
         let (k, noun) = (self.devices, self.backend.noun());
         for (a, points) in Algorithm::of(self.backend).iter().zip(self.curves) {
-            run.derive_detail_series(
-                &format!("{}_busbw_curve", a.name().replace('-', "_")),
-                serde_json::Value::Array(points),
-            );
+            let key = format!("{}_busbw_curve", a.name().replace('-', "_"));
+            run.derive_detail_series(&key, serde_json::Value::Array(points));
         }
         let crossover = Figure::new(Unit::Bytes, Better::Neither);
+        let why = "the ring was not faster beyond the intervals at the largest size";
         match ring_faster_from(&self.times) {
             Some(bytes) => run.derive_as("crossover_bytes", bytes as f64, crossover),
-            None => run.unmeasured_as(
-                "crossover_bytes",
-                crossover,
-                "the ring was not faster beyond the intervals at the largest size",
-            ),
+            None => run.unmeasured_as("crossover_bytes", crossover, why),
         }
         if k == 1 {
             run.notes.push(format!(

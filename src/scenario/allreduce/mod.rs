@@ -37,7 +37,6 @@ use super::{Params, RunContext, Scenario, ScenarioError};
 use crate::harness::SamplerConfig;
 use crate::report::RunRecord;
 
-/// The `allreduce` scenario.
 pub struct Allreduce;
 
 /// The largest size `--sizes` takes; what fits is decided by `validate`.
@@ -66,7 +65,6 @@ fn increasing(mut sizes: Vec<u64>) -> Vec<u64> {
 }
 
 super::variant::variants! {
-    /// The all-reduce algorithms.
     pub enum Algorithm {
         /// Reduce-scatter + all-gather over k chunks.
         Ring = "ring",
@@ -82,13 +80,10 @@ super::variant::variants! {
 impl Algorithm {
     /// The algorithms a backend runs, in the order they are timed.
     pub fn of(backend: Backend) -> &'static [Algorithm] {
+        use Algorithm::*;
         match backend {
-            Backend::Engine => &[Algorithm::Ring, Algorithm::ParameterServer, Algorithm::Tree],
-            Backend::Mpi => &[
-                Algorithm::Ring,
-                Algorithm::ParameterServer,
-                Algorithm::MpiAllreduce,
-            ],
+            Backend::Engine => &[Ring, ParameterServer, Tree],
+            Backend::Mpi => &[Ring, ParameterServer, MpiAllreduce],
         }
     }
 
@@ -114,7 +109,6 @@ fn size_label(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
-/// What `allreduce` declares.
 static SPEC: super::Spec = super::Spec {
     name: "allreduce",
     about: "all-reduce of 8 B to 1 GiB on k devices or MPI ranks, ring vs parameter server vs tree or MPI_Allreduce: time, algbw, busbw (nccl-tests' figures), crossover",
@@ -153,10 +147,8 @@ impl Scenario for Allreduce {
             Backend::Mpi => 3,
         };
         let total = cfg.sizes.iter().try_fold(0u64, |t, &s| t.checked_add(s));
-        check_bytes(
-            "allreduce's inputs and results",
-            total.and_then(|t| t.checked_mul(per_device * cfg.devices as u64)),
-        )
+        let total = total.and_then(|t| t.checked_mul(per_device * cfg.devices as u64));
+        check_bytes("allreduce's inputs and results", total)
     }
 
     fn distributed(&self, params: &Params) -> bool {
@@ -198,18 +190,15 @@ mod tests {
 
     #[test]
     fn sizes_take_suffixes_and_ranges() {
-        let p = parse(&[("sizes", "8,4K,1MiB,2mb")]).expect("sizes");
-        assert_eq!(p.sizes("sizes").unwrap(), [8, 4096, 1 << 20, 2 << 20]);
-        let p = parse(&[]).expect("defaults");
-        let d = p.sizes("sizes").unwrap();
+        let sizes = |given: &[_]| parse(given).unwrap().sizes("sizes").unwrap().to_vec();
+        for (given, want) in [
+            ("8,4K,1MiB,2mb", &[8, 4096, 1 << 20, 2 << 20][..]),
+            ("1K..8K", &[1024, 2048, 4096, 8192]),
+        ] {
+            assert_eq!(sizes(&[("sizes", given)]), want, "{given}");
+        }
+        let d = sizes(&[]);
         assert_eq!((d.len(), d[0], d[27]), (28, 8, 1 << 30));
-        assert_eq!(
-            parse(&[("sizes", "1K..8K")])
-                .unwrap()
-                .sizes("sizes")
-                .unwrap(),
-            [1024, 2048, 4096, 8192]
-        );
         for bad in [
             "0",
             "",
@@ -224,7 +213,7 @@ mod tests {
         }
     }
 
-    use super::engine::Buffers;
+    use super::engine::{buffers, verify};
     use super::measure::input;
     use crate::device::Runtime;
     use crate::engine::LaneId;
@@ -244,14 +233,14 @@ mod tests {
             let lanes: Vec<LaneId> = rt.devices.iter().map(|d| d.compute).collect();
             let value = |d: usize, i: usize| input(d + seed as usize * 7, i) * 100.0;
             let want: Vec<f64> = (0..n).map(|i| (0..k).map(|d| value(d, i) as f64).sum()).collect();
-            let buffers = Buffers::new(n, k, value);
+            let replicas = buffers(n, k, value);
             for &a in Algorithm::of(Backend::Engine) {
                 // Twice: a second run on the same buffers gives the same result.
-                a.push(&rt.engine, &lanes, &buffers.replicas);
-                let c = buffers.verify(&rt.engine, &lanes, a).expect("runs");
+                a.push(&rt.engine, &lanes, &replicas);
+                let c = verify(&replicas, &rt.engine, &lanes, a).expect("runs");
                 proptest::prop_assert!(c.passed(), "{:?} k {} n {}: {:?}", a, k, n, c);
                 proptest::prop_assert_eq!(c.checked, (n * k) as u64);
-                for r in &buffers.replicas {
+                for r in &replicas {
                     let got = r.recv.write_all().expect("idle");
                     for (g, w) in got.iter().zip(&want) {
                         let allowed = measure::tolerance(k, 100.0 * k as f64);
@@ -268,20 +257,11 @@ mod tests {
         let ctx = crate::scenario::gpu_clocks::few_samples();
         let run = Allreduce.execute(&p, &ctx).expect("runs");
         let names: Vec<&str> = run.variants.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "ring 8B",
-                "parameter-server 8B",
-                "tree 8B",
-                "ring 12B",
-                "parameter-server 12B",
-                "tree 12B",
-                "ring 4KiB",
-                "parameter-server 4KiB",
-                "tree 4KiB"
-            ]
-        );
+        // Size by size, in increasing order; each size's algorithms in the order they run.
+        let sizes = ["8B", "12B", "4KiB"].iter();
+        let want =
+            sizes.flat_map(|s| ["ring", "parameter-server", "tree"].map(|a| format!("{a} {s}")));
+        assert_eq!(names, want.collect::<Vec<_>>());
         assert!(run.checks_passed() && run.checks.len() == 3);
         for key in [
             "ring_4KiB_busbw_gbytes_per_s",

@@ -32,7 +32,6 @@ use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 
 /// The least time one timed sample takes: shorter all-reduces are timed in batches.
 const SAMPLE_TARGET: Duration = Duration::from_millis(2);
-/// The largest batch.
 const MAX_BATCH: usize = 10_000;
 /// Per-rank medians this far apart are named in a note.
 const STRAGGLER: f64 = 1.2;
@@ -178,12 +177,8 @@ pub(super) fn run(
                 }
                 _ => "MPI_Allreduce, the library's own algorithm".to_string(),
             };
-            let batch = if reps > 1 {
-                format!(", timed in batches of {reps}")
-            } else {
-                String::new()
-            };
-            format!("{size} on {k} ranks: {how}{batch}")
+            let batch = (reps > 1).then(|| format!(", timed in batches of {reps}"));
+            format!("{size} on {k} ranks: {how}{}", batch.unwrap_or_default())
         };
         let labels = algorithms.iter().zip(&batches);
         let labels = labels.map(|(&a, &reps)| label(a, reps)).collect();
@@ -194,25 +189,23 @@ pub(super) fn run(
                 .iter()
                 .filter_map(|r| r["median_s"][i].as_f64())
                 .collect();
-            let stem = a.key(bytes);
-            let Some(spread) = Spread::of(&per_rank) else {
-                for end in ["min", "avg", "max"] {
-                    let key = format!("{stem}_rank_{end}_s");
-                    run.unmeasured_as(&key, PER_RANK, "no rank's median came back");
+            let (stem, spread) = (a.key(bytes), Spread::of(&per_rank));
+            let ends = spread.as_ref().map(|s| [s.min, s.avg, s.max]);
+            for (i, end) in ["min", "avg", "max"].into_iter().enumerate() {
+                let key = format!("{stem}_rank_{end}_s");
+                match ends {
+                    Some(values) => run.derive_as(&key, values[i], PER_RANK),
+                    None => run.unmeasured_as(&key, PER_RANK, "no rank's median came back"),
                 }
-                continue;
-            };
-            run.derive_as(&format!("{stem}_rank_min_s"), spread.min, PER_RANK);
-            run.derive_as(&format!("{stem}_rank_avg_s"), spread.avg, PER_RANK);
-            run.derive_as(&format!("{stem}_rank_max_s"), spread.max, PER_RANK);
-            if spread.max > STRAGGLER * spread.min {
+            }
+            if let Some(s) = spread.filter(|s| s.max > STRAGGLER * s.min) {
                 stragglers.push(format!(
                     "{}: rank {} {} to rank {} {}",
                     a.variant(bytes),
-                    spread.slowest,
-                    crate::units::human_time(spread.max),
-                    spread.fastest,
-                    crate::units::human_time(spread.min)
+                    s.slowest,
+                    crate::units::human_time(s.max),
+                    s.fastest,
+                    crate::units::human_time(s.min)
                 ));
             }
         }

@@ -49,7 +49,6 @@ impl Chunked {
         ))
     }
 
-    /// Chunk `c` to read.
     pub fn read(&self, c: usize) -> Result<Read<'_>, OpError> {
         let flag = &self.state[c];
         flag.fetch_update(Ordering::Acquire, Ordering::Relaxed, |v| {
@@ -59,12 +58,10 @@ impl Chunked {
         Ok(Read { buf: self, c })
     }
 
-    /// Chunk `c` to write.
     pub fn write(&self, c: usize) -> Result<Write<'_>, OpError> {
         self.write_chunks(c..c + 1)
     }
 
-    /// The whole buffer to write.
     pub fn write_all(&self) -> Result<Write<'_>, OpError> {
         self.write_chunks(0..self.chunks())
     }
@@ -95,7 +92,6 @@ impl Chunked {
     }
 }
 
-/// A chunk borrowed for reading.
 pub struct Read<'a> {
     buf: &'a Chunked,
     c: usize,

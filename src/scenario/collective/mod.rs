@@ -51,25 +51,17 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// A buffer reduced in place, its chunks ordered by `vars`.
-    pub fn in_place(buf: Arc<Chunked>, vars: Vec<Var>) -> Replica {
-        Replica {
-            send: buf.clone(),
-            recv: buf,
-            vars,
-        }
-    }
-
-    /// `n` zeros in `k` chunks, reduced in place, with fresh vars.
-    pub fn zeros(n: usize, k: usize) -> Replica {
-        let vars = (0..k).map(|_| Var::new()).collect();
-        Replica::in_place(Arc::new(Chunked::new(n, k)), vars)
-    }
-
-    /// `send` reduced into a `recv` of the same length and chunks, with fresh vars.
-    pub fn out_of_place(send: Arc<Chunked>, recv: Arc<Chunked>) -> Replica {
+    /// `send` reduced into a `recv` of the same length and chunks (`send` itself: in place),
+    /// with a fresh var per chunk.
+    pub fn new(send: Arc<Chunked>, recv: Arc<Chunked>) -> Replica {
         let vars = (0..recv.chunks()).map(|_| Var::new()).collect();
         Replica { send, recv, vars }
+    }
+
+    /// `n` zeros in `k` chunks, reduced in place.
+    pub fn zeros(n: usize, k: usize) -> Replica {
+        let buf = Arc::new(Chunked::new(n, k));
+        Replica::new(buf.clone(), buf)
     }
 
     fn is_in_place(&self) -> bool {
@@ -286,10 +278,8 @@ pub fn gather_json(
 
 /// A note where the devices' `threads` outnumber the machine's cores, `consequence` after.
 pub fn note_shared_cores(run: &mut crate::report::RunRecord, threads: &[usize], consequence: &str) {
-    let (sum, cores) = (
-        threads.iter().sum::<usize>(),
-        crate::device::available_cores(),
-    );
+    let sum: usize = threads.iter().sum();
+    let cores = crate::device::available_cores();
     if sum > cores {
         run.notes.push(format!(
             "the devices' {sum} threads share {cores} cores{consequence}"
@@ -339,12 +329,11 @@ mod tests {
                         let replicas: Vec<Replica> = (0..k)
                             .map(|d| {
                                 let send = filled(n, k, |i| value(d, i));
-                                if in_place {
-                                    let vars = (0..k).map(|_| Var::new()).collect();
-                                    Replica::in_place(send, vars)
-                                } else {
-                                    Replica::out_of_place(send, Arc::new(Chunked::new(n, k)))
-                                }
+                                let recv = match in_place {
+                                    true => send.clone(),
+                                    false => Arc::new(Chunked::new(n, k)),
+                                };
+                                Replica::new(send, recv)
                             })
                             .collect();
                         match algorithm {

@@ -35,20 +35,16 @@ fn poisoned() -> OpError {
     OpError::msg("a training buffer was poisoned by a failed op")
 }
 
-/// The model's weights (its parameters) that engine ops share, ordered by their var. Readers (a gradient and a
-/// broadcast of the same replica) run at once, so the lock is a read-write one.
-#[derive(Clone)]
-struct Weights {
-    var: Var,
-    data: Arc<RwLock<Vec<f32>>>,
-}
-
 /// One device's buffers: its parameter replica (for `async`, its pulled copy) and its gradient
 /// in the workspace's buckets (one but for `ring-overlapped`), each in the all-reduce's chunks,
 /// a var each; `ring-overlapped` keeps its forward pass between the ops of the backward pass
 /// in `pass`.
 struct DeviceBuffers {
-    weights: Weights,
+    /// The model's weights (its parameters) that engine ops share, ordered by `weights_var`.
+    /// Readers (a gradient and a broadcast of the same replica) run at once, so the lock is a
+    /// read-write one.
+    weights: Arc<RwLock<Vec<f32>>>,
+    weights_var: Var,
     buckets: Vec<Replica>,
     pass: Arc<Mutex<Option<Forward>>>,
     pass_var: Var,
@@ -82,7 +78,7 @@ impl Workspace {
         let weights = match self.scheme {
             Timed::Async => cloned(&self.server),
             _ => {
-                let weights = self.devices[0].weights.data.read();
+                let weights = self.devices[0].weights.read();
                 weights.unwrap_or_else(|e| e.into_inner()).clone()
             }
         };
@@ -101,7 +97,6 @@ fn cloned<T: Clone>(m: &Mutex<T>) -> T {
 }
 
 impl Setup {
-    /// Buffers for `scheme` on this setup's devices.
     pub fn workspace(&self, scheme: Timed) -> Workspace {
         let (n, k) = (self.initial.len(), self.devices);
         let used = if scheme == Timed::OneDevice { 1 } else { k };
@@ -110,31 +105,26 @@ impl Setup {
             _ => f64::INFINITY,
         };
         let plan = buckets(&self.layers, cap);
+        let device = |_| DeviceBuffers {
+            weights: Arc::new(RwLock::new(vec![0.0; n])),
+            weights_var: Var::new(),
+            buckets: plan
+                .iter()
+                .map(|b| Replica::zeros(b.range.len(), k))
+                .collect(),
+            pass: Arc::default(),
+            pass_var: Var::new(),
+        };
+        let server = if scheme == Timed::Async { n } else { 0 };
         Workspace {
             scheme,
-            devices: (0..used)
-                .map(|_| DeviceBuffers {
-                    weights: Weights {
-                        var: Var::new(),
-                        data: Arc::new(RwLock::new(vec![0.0; n])),
-                    },
-                    buckets: plan
-                        .iter()
-                        .map(|b| Replica::zeros(b.range.len(), k))
-                        .collect(),
-                    pass: Arc::new(Mutex::new(None)),
-                    pass_var: Var::new(),
-                })
-                .collect(),
+            devices: (0..used).map(device).collect(),
             plan,
             reduce_early: false,
-            server: Arc::new(Mutex::new(vec![
-                0.0;
-                if scheme == Timed::Async { n } else { 0 }
-            ])),
+            server: Arc::new(Mutex::new(vec![0.0; server])),
             server_var: Var::new(),
-            staleness: Arc::new(Mutex::new(Vec::new())),
-            log: Arc::new(Mutex::new(Vec::new())),
+            staleness: Arc::default(),
+            log: Arc::default(),
         }
     }
 
@@ -146,16 +136,16 @@ impl Setup {
         // Start from the initial parameters, logs empty: ops of their own, after whatever
         // the previous run left in flight.
         for (d, dev) in ws.devices.iter().enumerate() {
-            let (p, init) = (dev.weights.data.clone(), self.initial.clone());
+            let (p, init) = (dev.weights.clone(), self.initial.clone());
             let (log, staleness, server) =
                 (ws.log.clone(), ws.staleness.clone(), ws.server.clone());
             // Device 0's load empties the logs (writing the server's var); the others' loads
             // read that var, so no op of this run logs before the logs are emptied.
             let first = d == 0;
             let (reads, writes): (Vec<&Var>, Vec<&Var>) = if first {
-                (vec![], vec![&dev.weights.var, &ws.server_var])
+                (vec![], vec![&dev.weights_var, &ws.server_var])
             } else {
-                (vec![&ws.server_var], vec![&dev.weights.var])
+                (vec![&ws.server_var], vec![&dev.weights_var])
             };
             rt.engine.push("load", lane(d), &reads, &writes, move || {
                 p.write().map_err(|_| poisoned())?.copy_from_slice(&init);
@@ -181,94 +171,81 @@ impl Setup {
     }
 
     fn push_one_device(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
-        let dev = &ws.devices[0];
+        let engine = &rt.engine;
+        let (dev, lane) = (&ws.devices[0], rt.devices[0].compute);
         for step in 0..self.steps {
-            let (p, log) = (dev.weights.data.clone(), ws.log.clone());
+            let (p, log) = (dev.weights.clone(), ws.log.clone());
             let (layers, data) = (self.layers.clone(), self.data.clone());
             let (batch, lr, g) = (self.batch, self.lr, dev.buckets[0].recv.clone());
-            rt.engine.push(
-                "step",
-                rt.devices[0].compute,
-                &[],
-                &[&dev.weights.var],
-                move || {
-                    let mut p = p.write().map_err(|_| poisoned())?;
-                    let mut g = g.write_all()?;
-                    let rows = (step as usize * batch, batch);
-                    let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
-                    sgd(&mut p, &g, lr);
-                    record(&log, step, loss * batch as f64, batch, start)
-                },
-            );
+            let writes = [&dev.weights_var];
+            engine.push("step", lane, &[], &writes, move || {
+                let mut p = p.write().map_err(|_| poisoned())?;
+                let mut g = g.write_all()?;
+                let rows = (step as usize * batch, batch);
+                let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
+                sgd(&mut p, &g, lr);
+                let entry = LossEntry::since(start, step, loss * batch as f64, batch);
+                record(&log, entry)
+            });
         }
     }
 
+    /// `parameter-server` and `ring`: per step, each device's shard gradient, written in place
+    /// into its chunked buffer, then the all-reduce and the update(s).
     fn push_synchronous(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
-        let k = self.devices;
+        let engine = &rt.engine;
+        let (k, batch) = (self.devices, self.batch);
         let devs = &ws.devices;
         let lane = |d: usize| rt.devices[d].compute;
         let lanes: Vec<LaneId> = (0..k).map(lane).collect();
         for step in 0..self.steps {
-            for d in 0..k {
-                self.push_gradient(rt, step, d, ws, start);
+            for (d, dev) in devs.iter().enumerate() {
+                let (p, g) = (dev.weights.clone(), dev.buckets[0].recv.clone());
+                let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
+                let rows = shard(step, batch, k, d);
+                let writes: Vec<&Var> = dev.buckets[0].vars.iter().collect();
+                let reads = [&dev.weights_var];
+                engine.push("gradient", lane(d), &reads, &writes, move || {
+                    let p = p.read().map_err(|_| poisoned())?;
+                    let mut g = g.write_all()?;
+                    let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
+                    let entry = LossEntry::since(start, step, loss * batch as f64, rows.1);
+                    record(&log, entry)
+                });
             }
             let replicas: Vec<Replica> = devs.iter().map(|d| d.buckets[0].clone()).collect();
             if ws.scheme == Timed::Ring {
-                collective::push_ring(&rt.engine, &lanes, &replicas);
+                collective::push_ring(engine, &lanes, &replicas);
                 for (d, dev) in devs.iter().enumerate() {
                     self.push_update(rt, lane(d), ws, dev);
                 }
             } else {
                 // Reduce every device's gradient onto device 0, update there, broadcast.
-                collective::push_reduce(&rt.engine, lane(0), &replicas);
+                collective::push_reduce(engine, lane(0), &replicas);
                 self.push_update(rt, lane(0), ws, &devs[0]);
                 for (d, dev) in devs.iter().enumerate().skip(1) {
-                    let (src, dst) = (devs[0].weights.data.clone(), dev.weights.data.clone());
-                    rt.engine.push(
-                        "broadcast",
-                        lane(d),
-                        &[&devs[0].weights.var],
-                        &[&dev.weights.var],
-                        move || {
-                            let src = src.read().map_err(|_| poisoned())?;
-                            dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
-                            Ok(())
-                        },
-                    );
+                    let (src, dst) = (devs[0].weights.clone(), dev.weights.clone());
+                    let (reads, writes) = ([&devs[0].weights_var], [&dev.weights_var]);
+                    engine.push("broadcast", lane(d), &reads, &writes, move || {
+                        let src = src.read().map_err(|_| poisoned())?;
+                        dst.write().map_err(|_| poisoned())?.copy_from_slice(&src);
+                        Ok(())
+                    });
                 }
             }
         }
     }
 
-    /// Device `d`'s shard gradient at `step`, written in place into its chunked buffer.
-    fn push_gradient(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
-        let dev = &ws.devices[d];
-        let (k, batch) = (self.devices, self.batch);
-        let (p, g) = (dev.weights.data.clone(), dev.buckets[0].recv.clone());
-        let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
-        let rows = shard(step, batch, k, d);
-        let writes: Vec<&Var> = dev.buckets[0].vars.iter().collect();
-        rt.engine.push(
-            "gradient",
-            rt.devices[d].compute,
-            &[&dev.weights.var],
-            &writes,
-            move || {
-                let p = p.read().map_err(|_| poisoned())?;
-                let mut g = g.write_all()?;
-                let loss = gradient(&layers, &p, &data, rows, batch as f32, &mut g);
-                record(&log, step, loss * batch as f64, rows.1, start)
-            },
-        );
-    }
-
-    /// `ring-overlapped`: per step, each device's forward op, then bucket by bucket (in the
-    /// backward order) every device's backward ops of the bucket's layers followed at once by
-    /// the bucket's ring on the copy lanes (or the compute lanes, `--collective-lane`), then
-    /// each device's update. The engine runs a bucket's ring as soon as its layers' gradients
-    /// are written, while the compute lanes go on with the next bucket's layers.
+    /// `ring-overlapped`: per step, each device's forward op (its pass kept for the backward
+    /// ops), then bucket by bucket (in the backward order) every device's backward ops of the
+    /// bucket's layers, each written into its part of the bucket, followed at once by the
+    /// bucket's ring on the copy lanes (or the compute lanes, `--collective-lane`), then each
+    /// device's update. The engine runs a bucket's ring as soon as its layers' gradients are
+    /// written, while the compute lanes go on with the next bucket's layers.
     fn push_overlapped(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
-        let k = self.devices;
+        let engine = &rt.engine;
+        let (k, batch) = (self.devices, self.batch);
+        let lane = |d: usize| rt.devices[d].compute;
         let lanes: Vec<LaneId> = rt.devices[..k]
             .iter()
             .map(|d| match self.collective_lane {
@@ -278,19 +255,54 @@ impl Setup {
             .collect();
         let ring = |b: usize| {
             let replicas: Vec<Replica> = ws.devices.iter().map(|d| d.buckets[b].clone()).collect();
-            collective::push_ring(&rt.engine, &lanes, &replicas);
+            collective::push_ring(engine, &lanes, &replicas);
         };
         for step in 0..self.steps {
-            for d in 0..k {
-                self.push_forward(rt, step, d, ws, start);
+            for (d, dev) in ws.devices.iter().enumerate() {
+                let (p, pass) = (dev.weights.clone(), dev.pass.clone());
+                let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
+                let rows = shard(step, batch, k, d);
+                let (reads, writes) = ([&dev.weights_var], [&dev.pass_var]);
+                engine.push("forward", lane(d), &reads, &writes, move || {
+                    let p = p.read().map_err(|_| poisoned())?;
+                    let f = forward(&layers, &p, &data, rows, batch as f32);
+                    let loss = f.loss * batch as f64;
+                    *pass.lock().map_err(|_| poisoned())? = Some(f);
+                    record(&log, LossEntry::since(start, step, loss, rows.1))
+                });
             }
             if ws.reduce_early {
                 (0..ws.plan.len()).for_each(ring);
             }
             for (b, bucket) in ws.plan.iter().enumerate() {
-                for d in 0..k {
+                for (d, dev) in ws.devices.iter().enumerate() {
                     for &l in &bucket.layers {
-                        self.push_backward(rt, d, ws, b, l);
+                        let (p, pass) = (dev.weights.clone(), dev.pass.clone());
+                        let (g, layers) = (dev.buckets[b].recv.clone(), self.layers.clone());
+                        let at = self.layers.range(l);
+                        let at = at.start - bucket.range.start..at.end - bucket.range.start;
+                        let mut writes: Vec<&Var> = vec![&dev.pass_var];
+                        writes.extend(&dev.buckets[b].vars);
+                        let reads = [&dev.weights_var];
+                        engine.push("backward", lane(d), &reads, &writes, move || {
+                            let p = p.read().map_err(|_| poisoned())?;
+                            let mut pass = pass.lock().map_err(|_| poisoned())?;
+                            let Some(f) = pass.as_mut().filter(|f| f.next_layer() == Some(l))
+                            else {
+                                return Err(OpError::msg(format!(
+                                    "backward step on layer {l} out of order: the ops' vars do \
+                                     not order them"
+                                )));
+                            };
+                            let mut g = g.write_all()?;
+                            f.backward(&layers, &p, l, &mut g[at.clone()]);
+                            if f.next_layer().is_none() {
+                                // Freed now, as `gradient` frees its pass, so the next step's
+                                // forward reuses the memory rather than fault in fresh pages.
+                                *pass = None;
+                            }
+                            Ok(())
+                        });
                     }
                 }
                 if !ws.reduce_early {
@@ -298,152 +310,80 @@ impl Setup {
                 }
             }
             for (d, dev) in ws.devices.iter().enumerate() {
-                self.push_update(rt, rt.devices[d].compute, ws, dev);
+                self.push_update(rt, lane(d), ws, dev);
             }
         }
-    }
-
-    /// Device `d`'s forward pass over its shard at `step`, kept for its backward ops.
-    fn push_forward(&self, rt: &Runtime, step: u64, d: usize, ws: &Workspace, start: Instant) {
-        let dev = &ws.devices[d];
-        let batch = self.batch;
-        let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
-        let (layers, data, log) = (self.layers.clone(), self.data.clone(), ws.log.clone());
-        let rows = shard(step, batch, self.devices, d);
-        rt.engine.push(
-            "forward",
-            rt.devices[d].compute,
-            &[&dev.weights.var],
-            &[&dev.pass_var],
-            move || {
-                let p = p.read().map_err(|_| poisoned())?;
-                let f = forward(&layers, &p, &data, rows, batch as f32);
-                let loss = f.loss;
-                *pass.lock().map_err(|_| poisoned())? = Some(f);
-                record(&log, step, loss * batch as f64, rows.1, start)
-            },
-        );
-    }
-
-    /// Device `d`'s backward step on layer `l`, written into its part of bucket `b`.
-    fn push_backward(&self, rt: &Runtime, d: usize, ws: &Workspace, b: usize, l: usize) {
-        let dev = &ws.devices[d];
-        let (p, pass) = (dev.weights.data.clone(), dev.pass.clone());
-        let g = dev.buckets[b].recv.clone();
-        let layers = self.layers.clone();
-        let at = self.layers.range(l);
-        let at = at.start - ws.plan[b].range.start..at.end - ws.plan[b].range.start;
-        let mut writes: Vec<&Var> = vec![&dev.pass_var];
-        writes.extend(&dev.buckets[b].vars);
-        rt.engine.push(
-            "backward",
-            rt.devices[d].compute,
-            &[&dev.weights.var],
-            &writes,
-            move || {
-                let p = p.read().map_err(|_| poisoned())?;
-                let mut pass = pass.lock().map_err(|_| poisoned())?;
-                let f = pass
-                    .as_mut()
-                    .filter(|f| f.next_layer() == Some(l))
-                    .ok_or_else(|| {
-                        OpError::msg(format!(
-                            "backward step on layer {l} out of order: the ops' vars do not \
-                             order them"
-                        ))
-                    })?;
-                let mut g = g.write_all()?;
-                f.backward(&layers, &p, l, &mut g[at.clone()]);
-                if f.next_layer().is_none() {
-                    // Freed now, as `gradient` frees its pass, so the next step's forward
-                    // reuses the memory rather than fault in fresh pages.
-                    *pass = None;
-                }
-                Ok(())
-            },
-        );
     }
 
     /// `weights -= lr · reduced gradient` on one replica, bucket by bucket (one but for
     /// `ring-overlapped`), each at its offset in the parameters.
     fn push_update(&self, rt: &Runtime, lane: LaneId, ws: &Workspace, dev: &DeviceBuffers) {
-        let (p, lr) = (dev.weights.data.clone(), self.lr);
+        let engine = &rt.engine;
+        let (p, lr) = (dev.weights.clone(), self.lr);
         let parts = ws.plan.iter().zip(&dev.buckets);
         let parts: Vec<(usize, Arc<Chunked>)> = parts
             .map(|(b, r)| (b.range.start, r.recv.clone()))
             .collect();
         let reads: Vec<&Var> = dev.buckets.iter().flat_map(|r| &r.vars).collect();
-        rt.engine
-            .push("update", lane, &reads, &[&dev.weights.var], move || {
-                let mut p = p.write().map_err(|_| poisoned())?;
-                for (at, g) in &parts {
-                    for c in 0..g.chunks() {
-                        let r = g.range(c);
-                        sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
-                    }
+        let writes = [&dev.weights_var];
+        engine.push("update", lane, &reads, &writes, move || {
+            let mut p = p.write().map_err(|_| poisoned())?;
+            for (at, g) in &parts {
+                for c in 0..g.chunks() {
+                    let r = g.range(c);
+                    sgd(&mut p[at + r.start..at + r.end], &g.read(c)?, lr);
                 }
-                Ok(())
-            });
+            }
+            Ok(())
+        });
     }
 
     fn push_async(&self, rt: &Runtime, ws: &Workspace, start: Instant) {
+        let engine = &rt.engine;
         let k = self.devices;
         for (d, dev) in ws.devices.iter().enumerate() {
+            let lane = rt.devices[d].compute;
             for step in 0..self.steps {
-                let (server, local) = (ws.server.clone(), dev.weights.data.clone());
+                let (server, local) = (ws.server.clone(), dev.weights.clone());
                 let g = dev.buckets[0].recv.clone();
                 let (layers, data) = (self.layers.clone(), self.data.clone());
                 let (log, staleness) = (ws.log.clone(), ws.staleness.clone());
                 let (batch, lr) = (self.batch, self.lr);
                 let rows = shard(step, batch, k, d);
                 // Each device's steps in order (its replica's var); all after the load.
-                rt.engine.push(
-                    "async step",
-                    rt.devices[d].compute,
-                    &[&ws.server_var],
-                    &[&dev.weights.var],
-                    move || {
-                        let mut local = local.write().map_err(|_| poisoned())?;
-                        // Pull: whatever the server holds now.
-                        let seen = {
-                            let s = server.lock().map_err(|_| poisoned())?;
-                            local.copy_from_slice(&s);
-                            staleness.lock().map_err(|_| poisoned())?.len()
-                        };
-                        let mut g = g.write_all()?;
-                        let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
-                        // Push: the server applies it at once, whatever happened meanwhile.
-                        // The entry is timed under the server's lock, so a later update
-                        // never carries an earlier time than the one before it.
-                        let entry = {
-                            let mut s = server.lock().map_err(|_| poisoned())?;
-                            sgd(&mut s, &g, lr);
-                            let mut log = staleness.lock().map_err(|_| poisoned())?;
-                            let stale = (log.len() - seen) as u64;
-                            log.push(stale);
-                            let update = log.len() as u64 - 1;
-                            LossEntry::since(start, update, loss * batch as f64, rows.1)
-                        };
-                        log.lock().map_err(|_| poisoned())?.push(entry);
-                        Ok(())
-                    },
-                );
+                let (reads, writes) = ([&ws.server_var], [&dev.weights_var]);
+                engine.push("async step", lane, &reads, &writes, move || {
+                    let mut local = local.write().map_err(|_| poisoned())?;
+                    // Pull: whatever the server holds now.
+                    let seen = {
+                        let s = server.lock().map_err(|_| poisoned())?;
+                        local.copy_from_slice(&s);
+                        staleness.lock().map_err(|_| poisoned())?.len()
+                    };
+                    let mut g = g.write_all()?;
+                    let loss = gradient(&layers, &local, &data, rows, batch as f32, &mut g);
+                    // Push: the server applies it at once, whatever happened meanwhile.
+                    // The entry is timed under the server's lock, so a later update
+                    // never carries an earlier time than the one before it.
+                    let entry = {
+                        let mut s = server.lock().map_err(|_| poisoned())?;
+                        sgd(&mut s, &g, lr);
+                        let mut log = staleness.lock().map_err(|_| poisoned())?;
+                        let stale = (log.len() - seen) as u64;
+                        log.push(stale);
+                        let update = log.len() as u64 - 1;
+                        LossEntry::since(start, update, loss * batch as f64, rows.1)
+                    };
+                    record(&log, entry)
+                });
             }
         }
     }
 }
 
-/// Append a loss entry: `loss_sum` over `rows` rows, at the time since `start`.
-fn record(
-    log: &Mutex<Vec<LossEntry>>,
-    update: u64,
-    loss_sum: f64,
-    rows: usize,
-    start: Instant,
-) -> Result<(), OpError> {
-    log.lock()
-        .map_err(|_| poisoned())?
-        .push(LossEntry::since(start, update, loss_sum, rows));
+/// Append a loss entry.
+fn record(log: &Mutex<Vec<LossEntry>>, entry: LossEntry) -> Result<(), OpError> {
+    log.lock().map_err(|_| poisoned())?.push(entry);
     Ok(())
 }
 

@@ -57,11 +57,8 @@ pub(super) fn record_run(
     comm: &Communication,
 ) {
     let names = schemes.iter().map(|(v, _)| v.name().to_string()).collect();
-    run.add_variants(
-        names,
-        summaries,
-        schemes.iter().map(|(_, l)| Some(l.clone())),
-    );
+    let labels = schemes.iter().map(|(_, l)| Some(l.clone()));
+    run.add_variants(names, summaries, labels);
     let trained: Vec<(Timed, Trained)> = schemes.iter().map(|s| s.0).zip(trained).collect();
     let k = setup.devices;
     let samples = cfg.steps as f64 * cfg.batch as f64;
@@ -107,13 +104,10 @@ pub(super) fn record_run(
         run.derive_as(&key("samples_per_second"), rate, SAMPLES_PER_SECOND);
         run.derive_as(&key("final_loss"), final_loss, FINAL_LOSS);
         let to_target = key("time_to_target_s");
+        let never = "the loss never reached the target";
         match reached {
             Some(t) => run.derive_as(&to_target, t, SECONDS_LOWER),
-            None => run.unmeasured_as(
-                &to_target,
-                SECONDS_LOWER,
-                "the loss never reached the target",
-            ),
+            None => run.unmeasured_as(&to_target, SECONDS_LOWER, never),
         }
         run.derive_series(&key("loss_curve"), json!(c));
         let efficiency = base_rate
@@ -152,11 +146,10 @@ pub(super) fn record_run(
         let s = &t.staleness;
         let max = s.iter().copied().max().unwrap_or(0);
         run.record(ASYNC_STALENESS_MAX, max as f64);
-        s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
+        let mean = s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+        run.record(ASYNC_STALENESS_MEAN, mean);
+        mean
     });
-    if let Some(m) = staleness_mean {
-        run.record(ASYNC_STALENESS_MEAN, m);
-    }
     let timed: Vec<Timed> = trained.iter().map(|(v, _)| *v).collect();
     conclude(run, &timed, k);
     // The overlapped variant of each backend, and the same all-reduce after the whole pass.

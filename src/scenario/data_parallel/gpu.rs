@@ -192,24 +192,14 @@ pub(super) fn run(
     run.record(PARAMETERS, setup.initial.len() as f64);
     let samples = cfg.steps as f64 * cfg.batch as f64;
     for ((v, p), l) in timed.iter().zip(&finals).zip(&losses) {
-        let kp = v.key();
+        let key = |name: &str| format!("{}_{name}", v.key());
         let rate = run.median(v.name()).map_or(f64::NAN, |s| samples / s);
-        run.derive_as(
-            &format!("{kp}_samples_per_second"),
-            rate,
-            SAMPLES_PER_SECOND,
-        );
-        run.derive_as(
-            &format!("{kp}_final_loss"),
-            mlp::loss(&setup.layers, p, &setup.data, eval),
-            FINAL_LOSS,
-        );
+        run.derive_as(&key("samples_per_second"), rate, SAMPLES_PER_SECOND);
+        let final_loss = mlp::loss(&setup.layers, p, &setup.data, eval);
+        run.derive_as(&key("final_loss"), final_loss, FINAL_LOSS);
         if let Some(last) = l.last() {
-            run.derive_as(
-                &format!("{kp}_last_step_loss"),
-                f64::from(*last),
-                Figure::new(Unit::Number, Better::Neither),
-            );
+            let figure = Figure::new(Unit::Number, Better::Neither);
+            run.derive_as(&key("last_step_loss"), f64::from(*last), figure);
         }
         // `[step, its batch's loss, seconds]` as the CPU curves; no per-step clock runs on
         // the GPU, so the seconds spread the run's median evenly over its steps.
@@ -220,10 +210,8 @@ pub(super) fn run(
             .enumerate()
             .map(|(s, &loss)| [s as f64, f64::from(loss), median * (s + 1) as f64 / n])
             .collect();
-        run.derive_series(
-            &format!("{kp}_loss_curve"),
-            serde_json::json!(super::training::thin(curve, 200)),
-        );
+        let curve = serde_json::json!(super::training::thin(curve, 200));
+        run.derive_series(&key("loss_curve"), curve);
     }
     run.notes.push(format!(
         "on the GPU (seed {SEED}): fp32 products through cuBLAS (TF32 off), one GPU; the \

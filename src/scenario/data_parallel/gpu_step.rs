@@ -37,9 +37,7 @@ pub enum Buf {
     Params,
     /// The gradient, laid out as the parameters.
     Grad,
-    /// The batch's labels.
     BatchLabels,
-    /// Each row's loss.
     RowLoss,
     /// `A_l`: the batch (`l = 0`), a hidden layer's output, the logits (`l = L`).
     Act(usize),
@@ -482,15 +480,7 @@ pub(super) mod tests {
         // Batch 6 over 4: shard 1 takes rows 2..4 of each batch, which repeat after 2 steps.
         assert_eq!((shard.batch, shard.samples, d.rows()), (2, 4, 4));
         assert_eq!(&d.x[..], &[&data.x[4..8], &data.x[16..20]].concat()[..]);
-        assert_eq!(
-            d.labels,
-            vec![
-                data.labels[2],
-                data.labels[3],
-                data.labels[8],
-                data.labels[9]
-            ]
-        );
+        assert_eq!(d.labels, [2, 3, 8, 9].map(|r| data.labels[r]));
     }
 
     #[test]
@@ -524,18 +514,10 @@ pub(super) mod tests {
                 _ => None,
             })
             .collect();
+        let (forward, dw, delta) = ((false, false), (true, false), (false, true));
         assert_eq!(
             transposes,
-            [
-                (false, false),
-                (false, false),
-                (false, false),
-                (true, false),
-                (false, true),
-                (true, false),
-                (false, true),
-                (true, false),
-            ]
+            [forward, forward, forward, dw, delta, dw, delta, dw]
         );
         // A region past its buffer is caught.
         let mut bad = plan.clone();

@@ -279,7 +279,6 @@ impl GpuTrainer {
         unsafe { self.device.read_region(self.whole(Buf::Params)?) }
     }
 
-    /// The device the trainer runs on.
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.device
     }

@@ -84,7 +84,6 @@ impl HostStep {
         step
     }
 
-    /// A buffer's values.
     pub fn get(&self, buf: Buf) -> &[f32] {
         self.plan.index(buf).map_or(&[], |i| &self.bufs[i])
     }
@@ -138,13 +137,8 @@ impl HostStep {
                 let step = counter(self.get(Buf::Step)[0]);
                 let mut xb = vec![0f32; self.get(Buf::Act(0)).len()];
                 let mut yb = vec![0f32; self.get(Buf::BatchLabels).len()];
-                gather_batch(
-                    self.get(Buf::Data),
-                    self.get(Buf::Labels),
-                    step,
-                    (&mut xb, &mut yb),
-                    inputs,
-                );
+                let (x, y) = (self.get(Buf::Data), self.get(Buf::Labels));
+                gather_batch(x, y, step, (&mut xb, &mut yb), inputs);
                 self.with_out(Buf::Act(0), |_, out| out.copy_from_slice(&xb));
                 self.with_out(Buf::BatchLabels, |_, out| out.copy_from_slice(&yb));
             }
@@ -166,13 +160,9 @@ impl HostStep {
             } => {
                 let mut row_loss = vec![0f32; rows];
                 self.with_out(Buf::Delta(0), |s, delta| {
-                    softmax_xent(
-                        s.region(logits),
-                        s.get(Buf::BatchLabels),
-                        (&mut delta[..rows * classes], &mut row_loss),
-                        classes,
-                        scale,
-                    )
+                    let (z, labels) = (s.region(logits), s.get(Buf::BatchLabels));
+                    let out = (&mut delta[..rows * classes], &mut row_loss[..]);
+                    softmax_xent(z, labels, out, classes, scale)
                 });
                 self.with_out(Buf::RowLoss, |_, out| out.copy_from_slice(&row_loss));
             }
@@ -184,10 +174,8 @@ impl HostStep {
                 self.with_out(Buf::Step, |_, slot| slot[0] = counter_slot(step));
             }
             Op::ReluBackward { delta, act } => self.with_out(delta.buf, |s, out| {
-                relu_backward(
-                    &mut out[delta.offset..delta.offset + delta.len],
-                    s.region(act),
-                )
+                let d = &mut out[delta.offset..delta.offset + delta.len];
+                relu_backward(d, s.region(act))
             }),
             Op::ColumnSum { x, out: o, .. } => self.with_out(o.buf, |s, out| {
                 column_sum(s.region(x), &mut out[o.offset..o.offset + o.len])

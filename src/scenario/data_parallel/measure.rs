@@ -50,15 +50,9 @@ pub(super) fn run(
         // Async: the engine times no other variant.
         _ => format!("{k} devices × {steps} updates of their shard, stale reads allowed"),
     };
-    let schemes: Vec<(Timed, String)> = [
-        Timed::OneDevice,
-        Timed::ParameterServer,
-        Timed::Ring,
-        Timed::RingOverlapped,
-        Timed::Async,
-    ]
-    .map(|v| (v, label(v)))
-    .into();
+    use Timed::{Async, OneDevice, ParameterServer, Ring, RingOverlapped};
+    let schemes = [OneDevice, ParameterServer, Ring, RingOverlapped, Async];
+    let schemes: Vec<(Timed, String)> = schemes.map(|v| (v, label(v))).into();
     let workspaces: Vec<Workspace> = schemes.iter().map(|s| setup.workspace(s.0)).collect();
     let runs = Runs::new(schemes.len());
     let train = |i: usize| {
@@ -102,23 +96,17 @@ pub(super) fn run(
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
     if threads.iter().any(|&t| t != threads[0]) {
+        let each: Vec<String> = threads.iter().map(usize::to_string).collect();
         run.notes.push(format!(
             "the devices have unequal threads ({}): one-device runs on cpu:0's {}, so the \
              scaling efficiency compares with the largest device; --cpu-threads N gives \
              each N",
-            threads
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
+            each.join(", "),
             threads[0]
         ));
     }
-    collective::note_shared_cores(
-        &mut run,
-        &threads,
-        ": the scaling efficiency cannot reach 1",
-    );
+    let consequence = ": the scaling efficiency cannot reach 1";
+    collective::note_shared_cores(&mut run, &threads, consequence);
     let comm = Communication {
         shares: &shares,
         overlaps: &overlaps,

@@ -50,7 +50,6 @@ const ALLREDUCE_BYTES: FigureSpec =
 const ASYNC_STALENESS_MAX: FigureSpec = kit::number("async_staleness_max", Better::Neither);
 const ASYNC_STALENESS_MEAN: FigureSpec = kit::number("async_staleness_mean", Better::Neither);
 
-/// The `data-parallel` scenario.
 pub struct DataParallel;
 
 super::params::params! {
@@ -131,10 +130,7 @@ impl Timed {
     /// A synchronous data-parallel scheme, which must end where one-device SGD ends: all but
     /// the one-device baselines and asynchronous updates.
     pub fn is_synchronous(self) -> bool {
-        !matches!(
-            self,
-            Timed::OneDevice | Timed::OneDeviceGraph | Timed::Async
-        )
+        !matches!(self, Self::OneDevice | Self::OneDeviceGraph | Self::Async)
     }
 
     /// The variant's name as a figure key prefix (`parameter-server` → `parameter_server`).
@@ -154,16 +150,6 @@ crate::scenario::params::choice! {
     }
 }
 
-/// Parameters of an MLP of these widths, `None` if the count overflows.
-fn parameter_count(widths: &[usize]) -> Option<u64> {
-    widths.windows(2).try_fold(0u64, |sum, w| {
-        (w[0] as u64)
-            .checked_mul(w[1] as u64)?
-            .checked_add(w[1] as u64)?
-            .checked_add(sum)
-    })
-}
-
 /// What every variant trains with.
 pub struct Setup {
     pub layers: Layers,
@@ -181,13 +167,9 @@ pub struct Setup {
 
 impl Config {
     fn setup(&self, devices: usize) -> Setup {
+        let (inputs, classes) = (self.layers.inputs(), self.layers.classes());
         Setup {
-            data: Arc::new(Dataset::new(
-                self.samples,
-                self.layers.inputs(),
-                self.layers.classes(),
-                SEED,
-            )),
+            data: Arc::new(Dataset::new(self.samples, inputs, classes, SEED)),
             initial: Arc::new(self.layers.initial_parameters(SEED)),
             layers: self.layers.clone(),
             devices,
@@ -224,7 +206,6 @@ fn check_gpu_count(
     }
 }
 
-/// What `data-parallel` declares.
 static SPEC: super::Spec = super::Spec {
     name: "data-parallel",
     about: "MLP training on 1 vs k devices: parameter server and ring all-reduce, async updates; scaling, loss vs time",
@@ -258,15 +239,18 @@ impl Scenario for DataParallel {
         // ring and ring-overlapped 2kn each, async 2kn + n; plus the initial parameters and
         // each variant's trained copy (5n). Under MPI a rank holds about 8n, and every rank on
         // the host as much: the check counts --devices of them.
-        let n = parameter_count(&cfg.layers.0);
+        let n = cfg.layers.0.windows(2).try_fold(0u64, |sum, w| {
+            let (fan_in, fan_out) = (w[0] as u64, w[1] as u64);
+            let weights = fan_in.checked_mul(fan_out)?;
+            weights.checked_add(fan_out)?.checked_add(sum)
+        });
         let k = cfg.devices as u64;
         let floats = n.and_then(|n| n.checked_mul(8 * k + 9));
         check_elements("data-parallel's parameters and gradients", floats)?;
         let widest = cfg.layers.0.iter().max().copied().unwrap_or(1) as u64;
-        check_elements(
-            "data-parallel's activations",
-            (cfg.batch as u64).checked_mul(widest.saturating_mul(cfg.layers.0.len() as u64)),
-        )?;
+        let activations = widest.saturating_mul(cfg.layers.0.len() as u64);
+        let activations = (cfg.batch as u64).checked_mul(activations);
+        check_elements("data-parallel's activations", activations)?;
         // Under MPI the ranks are the devices: the run checks the batch against their number.
         if cfg.batch < cfg.devices && cfg.backend != Backend::Mpi {
             return Err(ScenarioError::Input(
@@ -335,9 +319,11 @@ mod tests {
         assert!(check_gpu_count(Backend::Engine, 8, Some(8)).is_ok());
         for present in [None, Some(1)] {
             let mpi = check_gpu_count(Backend::Mpi, 1, present).unwrap_err();
-            assert!(mpi
-                .to_string()
-                .contains("--backend mpi is not offered on the GPU"));
+            let said = mpi.to_string();
+            assert!(
+                said.contains("--backend mpi is not offered on the GPU"),
+                "{said}"
+            );
         }
     }
 

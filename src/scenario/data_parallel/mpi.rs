@@ -335,17 +335,10 @@ pub(super) fn run(
         ),
     };
     // Async needs a server rank and a worker.
-    let names: Vec<(Timed, String)> = [
-        Timed::OneDevice,
-        Timed::Allreduce,
-        Timed::Ring,
-        Timed::AllreduceOverlapped,
-        Timed::Async,
-    ]
-    .into_iter()
-    .filter(|&v| k > 1 || v != Timed::Async)
-    .map(|v| (v, label(v)))
-    .collect();
+    use Timed::{Allreduce, AllreduceOverlapped, Async, OneDevice, Ring};
+    let names = [OneDevice, Allreduce, Ring, AllreduceOverlapped, Async].into_iter();
+    let names = names.filter(|&v| k > 1 || v != Async);
+    let names: Vec<(Timed, String)> = names.map(|v| (v, label(v))).collect();
     let runs = Runs::new(names.len());
     let train = |i: usize| {
         let (rank, buffers, runs, name) = (&rank, &buffers, &runs, names[i].0);

@@ -117,29 +117,23 @@ pub fn curve(log: &[LossEntry], batch: usize) -> Vec<[f64; 3]> {
             .cmp(&b.update)
             .then(a.seconds.total_cmp(&b.seconds))
     });
-    let mut points = Vec::new();
-    let mut i = 0;
-    while i < entries.len() {
-        let mut j = i;
-        while j < entries.len() && entries[j].update == entries[i].update {
-            j += 1;
-        }
+    let (mut points, mut end) = (Vec::new(), 0);
+    for group in entries.chunk_by(|a, b| a.update == b.update) {
+        end += group.len();
+        let u = group[0].update;
+        let seconds = group.iter().fold(0f64, |s, e| s.max(e.seconds));
         // The latest entries that cover a batch (at least this update's own).
-        let (mut loss, mut rows, mut seconds) = (0.0, 0usize, 0f64);
-        for e in entries[..j].iter().rev() {
-            if rows >= batch && e.update != entries[i].update {
+        let (mut loss, mut rows) = (0.0, 0usize);
+        for e in entries[..end].iter().rev() {
+            if rows >= batch && e.update != u {
                 break;
             }
             loss += e.loss_sum;
             rows += e.rows;
-            if e.update == entries[i].update {
-                seconds = seconds.max(e.seconds);
-            }
         }
-        if rows >= batch || j == entries.len() {
-            points.push([entries[i].update as f64, loss / rows.max(1) as f64, seconds]);
+        if rows >= batch || end == entries.len() {
+            points.push([u as f64, loss / rows.max(1) as f64, seconds]);
         }
-        i = j;
     }
     points
 }
@@ -362,19 +356,9 @@ mod tests {
     }
 
     fn span(name: &str, lane: usize, started_ns: u64, ended_ns: u64) -> TraceRecord {
-        TraceRecord {
-            lane,
-            lane_name: "cpu:0".into(),
-            name: name.into(),
-            seq: 0,
-            reads: vec![],
-            writes: vec![],
-            worker: "w".into(),
-            pushed_ns: 0,
-            started_ns,
-            ended_ns,
-            failed: false,
-        }
+        let mut op = crate::report::timeline::traced_op(lane, started_ns, ended_ns);
+        op.name = name.into();
+        op
     }
 
     #[test]
@@ -390,13 +374,7 @@ mod tests {
             span("reduce-scatter", 1, 140, 190),
         ];
         let o = communication_overlap(&records);
-        assert_eq!(
-            o,
-            Overlap {
-                exposed_ns: 30,
-                covered_ns: 60
-            }
-        );
+        assert_eq!((o.exposed_ns, o.covered_ns), (30, 60));
         assert!((o.share() - 60.0 / 90.0).abs() < 1e-12);
         // Communication after all computation is all exposed; none at all is no overlap.
         let serial = vec![span("backward", 0, 0, 10), span("all-gather", 0, 10, 25)];
