@@ -221,21 +221,16 @@ pub struct Spec {
 
 /// One experiment: its declaration ([`Spec`]) and how it validates and runs.
 pub trait Scenario: Send + Sync {
-    /// The scenario's declaration.
     fn spec(&self) -> &'static Spec;
-    /// The command name (`async`, `cpu-gpu`).
     fn name(&self) -> &'static str {
         self.spec().name
     }
-    /// One line for `parbench list`.
     fn about(&self) -> &'static str {
         self.spec().about
     }
-    /// Declared parameters with defaults.
     fn params(&self) -> &'static [ParamSpec] {
         self.spec().params
     }
-    /// Default sampling for this experiment's run time.
     fn sampling(&self) -> SamplerConfig {
         self.spec().sampling.clone()
     }

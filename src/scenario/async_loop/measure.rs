@@ -17,7 +17,7 @@ use crate::engine::{Engine, LaneId, OpError, Var};
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
 use crate::scenario::gpu_clocks::Clocks;
-use crate::scenario::kit::{chosen_device, ChosenDevice};
+use crate::scenario::kit::chosen_device;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
@@ -34,21 +34,14 @@ pub(super) fn loops(
     // so the probes have the cores to themselves (the CLI has measured them already).
     let limits = crate::machine::limits();
     let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-    let ChosenDevice {
-        request,
-        fallback_note: notes,
-    } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
+    let chosen = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
     // A single-thread CPU device beside it for the ping-pong chain, which alternates
     // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
     // second single-thread CPU device), so its traced repeat shows on the same engine.
-    let is_cpu = matches!(request, DeviceRequest::Cpu { .. });
+    let is_cpu = matches!(chosen.request, DeviceRequest::Cpu { .. });
     let one = DeviceRequest::Cpu { threads: 1 };
-    let requests = if is_cpu {
-        vec![request, one]
-    } else {
-        vec![request, one, one]
-    };
-    let rt = Runtime::new(&ctx.runtime, &requests)?;
+    let requests = [chosen.request, one, one];
+    let rt = Runtime::new(&ctx.runtime, &requests[..3 - usize::from(is_cpu)])?;
     let (engine, device) = (&rt.engine, &rt.devices[0]);
     let ping_pong_lanes = [
         rt.devices[rt.devices.len() - 2].compute,
@@ -146,7 +139,7 @@ pub(super) fn loops(
     drop(variants);
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    run.notes.extend(notes);
+    run.notes.extend(chosen.fallback_note);
     Timed::add_to(&mut run, summaries, |v| v.label(cfg));
 
     last.check(&mut run, cfg, x, &m)?;

@@ -134,32 +134,26 @@ pub(super) fn execute(
     }
     for node in nodes {
         let device = &devices[node.device];
-        let written = match node.kind {
+        match node.kind {
             Kind::Product => {
                 let (scale, shift) = product_affine(n);
-                let y = slots[node.a]
+                slots[node.out] = slots[node.a]
                     .placed_on(device)?
                     .matmul(&slots[node.b])?
                     .axpby(scale, &inputs.ones[node.device], shift)?;
-                slots[node.out] = y;
-                &slots[node.out]
             }
             Kind::Mix => {
-                let y = slots[node.a]
-                    .placed_on(device)?
-                    .axpby(0.5, &slots[node.b], 0.5)?;
-                slots[node.out] = y;
-                &slots[node.out]
+                let y = slots[node.a].placed_on(device)?;
+                slots[node.out] = y.axpby(0.5, &slots[node.b], 0.5)?;
             }
             Kind::Update => {
                 slots[node.out]
                     .placed_on(device)?
-                    .axpby_assign(0.5, &slots[node.a], 0.5)?;
-                &slots[node.out]
+                    .axpby_assign(0.5, &slots[node.a], 0.5)?
             }
-        };
+        }
         if wait_each {
-            written.wait_to_read()?;
+            slots[node.out].wait_to_read()?;
         }
     }
     Ok(slots)
@@ -167,15 +161,11 @@ pub(super) fn execute(
 
 /// True when every slot of `got` holds exactly the values of the same slot of `reference`.
 pub(super) fn same_values(reference: &[Tensor], got: &[Tensor]) -> Result<bool, ScenarioError> {
-    if reference.len() != got.len() {
-        return Ok(false);
-    }
+    let mut same = reference.len() == got.len();
     for (r, g) in reference.iter().zip(got) {
-        if r.to_vec()? != g.to_vec()? {
-            return Ok(false);
-        }
+        same &= r.to_vec()? == g.to_vec()?;
     }
-    Ok(true)
+    Ok(same)
 }
 
 /// A CPU runtime of `devices` devices and `width` seeded inputs of `n`×`n`, for tests.

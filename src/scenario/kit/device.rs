@@ -62,18 +62,14 @@ pub fn check_requested_device(params: &Params, fallback: bool) -> Result<(), Sce
 }
 
 fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> ChosenDevice {
-    if gpu.available {
-        ChosenDevice {
-            request: DeviceRequest::Cuda,
-            fallback_note: None,
-        }
-    } else {
-        ChosenDevice {
-            request: DeviceRequest::Cpu {
+    ChosenDevice {
+        request: match gpu.available {
+            true => DeviceRequest::Cuda,
+            false => DeviceRequest::Cpu {
                 threads: fallback_threads,
             },
-            fallback_note: Some(fallback_note(gpu, fallback_name)),
-        }
+        },
+        fallback_note: (!gpu.available).then(|| fallback_note(gpu, fallback_name)),
     }
 }
 
