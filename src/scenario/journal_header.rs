@@ -7,10 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::SamplingOverrides;
 use crate::harness::SamplerConfig;
 
-/// The journal format this build writes and reads.
 pub const JOURNAL_FORMAT: &str = "parbench-journal/1";
 
-/// A journal's header line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JournalHeader {
     /// Always [`JOURNAL_FORMAT`].

@@ -63,7 +63,6 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
     REGISTRY.get_or_init(|| BUILT_IN.to_vec())
 }
 
-/// Look a scenario up by name.
 pub fn find(name: &str) -> Option<&'static dyn Scenario> {
     registry().iter().copied().find(|s| s.name() == name)
 }

@@ -453,12 +453,6 @@ mod tests {
         (dir, path)
     }
 
-    /// `bytes` appended to the file at `path`, as a write the process did not finish.
-    fn append_raw(path: &Path, bytes: &[u8]) {
-        let mut file = OpenOptions::new().append(true).open(path).unwrap();
-        file.write_all(bytes).unwrap();
-    }
-
     #[test]
     fn axes_take_lists_and_inclusive_ranges() {
         let m = find("matmul").unwrap();
@@ -574,7 +568,9 @@ mod tests {
             let mut j = Journal::open(&path).unwrap();
             j.append(&rec).unwrap();
             j.append(&rec).unwrap();
-            append_raw(&path, &tail);
+            // Appended as a write the process did not finish.
+            let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+            file.write_all(&tail).unwrap();
             assert_eq!(read_journal(&path).unwrap().records.len(), 2 + kept);
             Journal::open(&path).unwrap().append(&rec).unwrap();
             assert_eq!(read_journal(&path).unwrap().records.len(), 3 + kept);

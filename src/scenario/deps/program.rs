@@ -24,7 +24,6 @@ pub(super) fn product_affine(n: usize) -> (f32, f32) {
     (0.25 / n as f32, 0.75)
 }
 
-/// One op of the program.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Node {
     pub(super) out: usize,

@@ -78,7 +78,9 @@ fn explain(peaks: &[u64; 5], inflight: usize, time_ratio: f64) -> String {
          many{}), {}, for {:.2}× the time.",
         human_bytes(unbounded),
         human_bytes(unbounded_half),
-        if piled_up(unbounded, sync_each) {
+        // Inputs piled up ahead of the work only if pushing everything held more than a wait
+        // per minibatch did, by more than a tenth.
+        if unbounded as f64 > 1.1 * sync_each as f64 {
             "the loader ran ahead and inputs piled up"
         } else {
             "no more than with a wait per minibatch, so nothing piled up here"
@@ -100,12 +102,6 @@ fn explain(peaks: &[u64; 5], inflight: usize, time_ratio: f64) -> String {
 
 /// Peaks within this fraction of each other are called the same.
 const SAME_PEAK: f64 = 0.05;
-
-/// Whether pushing everything held more than a wait per minibatch did (by more than a tenth):
-/// only then did inputs pile up ahead of the work.
-fn piled_up(unbounded: u64, sync_each: u64) -> bool {
-    unbounded as f64 > 1.1 * sync_each as f64
-}
 
 /// What the pool's marks say for the unbounded and the bounded loop, each as (reserved, used).
 fn pool_sentence(unbounded: (u64, u64), bounded: (u64, u64)) -> String {

@@ -142,16 +142,10 @@ pub(super) fn epochs(
         let highs = pool_highs.take();
         for (&v, &(reserved, used)) in Timed::ALL.iter().zip(&highs) {
             let name = v.name().replace('-', "_");
-            run.derive_as(
-                &format!("{name}_gpu_reserved_bytes"),
-                reserved as f64,
-                GPU_POOL_BYTES,
-            );
-            run.derive_as(
-                &format!("{name}_gpu_used_bytes"),
-                used as f64,
-                GPU_POOL_BYTES,
-            );
+            for (what, bytes) in [("reserved", reserved), ("used", used)] {
+                let key = format!("{name}_gpu_{what}_bytes");
+                run.derive_as(&key, bytes as f64, GPU_POOL_BYTES);
+            }
         }
         pool = Some((
             highs[Timed::Unbounded as usize],

@@ -24,7 +24,6 @@ pub enum ParamKind {
     Sizes { max: u64, max_items: usize },
 }
 
-/// One parameter of a scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
     /// Name in reports and suites (`cpu_size`); the option is `--cpu-size`.
@@ -52,7 +51,6 @@ impl ParamSpec {
     }
 }
 
-/// A parsed value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamValue {
     Int(u64),
@@ -149,7 +147,6 @@ choice! {
 /// The `--device` parameter every scenario that offers one declares (default `cpu`).
 pub const DEVICE_PARAM: &str = "device";
 
-/// Parse `raw` as a value of `spec`.
 pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError> {
     let invalid = |reason: String| ParamError::Invalid {
         flag: spec.flag(),
@@ -354,13 +351,10 @@ impl Params {
     }
 
     getters! {
-        /// An `Int` parameter.
         int -> u64 = Int(v) => *v, "a whole number";
         /// A `Sizes` parameter, in bytes.
         sizes -> &[u64] = Sizes(v) => v, "a list of sizes";
-        /// A `Shape` parameter.
         shape -> &[usize] = Shape(v) => v, "a shape";
-        /// A `Float` parameter.
         float -> f64 = Float(v) => *v, "a number";
     }
 

@@ -221,18 +221,14 @@ mod tests {
     use super::*;
     use crate::scenario::kit::explained::testing::{around, spread};
 
-    fn tight(median: f64) -> Estimate {
-        around(median, 0.005)
-    }
-
     /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
     fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> CopyOverlap {
         CopyOverlap {
             ops: 10,
-            run: tight(1.0),
-            copy: tight(0.5),
-            seq: tight(seq),
-            overlapped: tight(overlapped),
+            run: around(1.0, 0.005),
+            copy: around(0.5, 0.005),
+            seq: around(seq, 0.005),
+            overlapped: around(overlapped, 0.005),
             bound: 1.0,
             bound_ratio,
         }
