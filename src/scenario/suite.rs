@@ -43,15 +43,6 @@ pub enum SuiteReadError {
     NotUtf8 { path: String, offset: usize },
 }
 
-/// A TOML value of a kind no option takes.
-#[derive(Debug, thiserror::Error)]
-enum OptionValueError {
-    #[error("expected whole numbers in the list, found a {0}")]
-    ListItem(&'static str),
-    #[error("expected a number, a word or a list of numbers, found a {0}")]
-    Value(&'static str),
-}
-
 /// A suite that cannot be run, with where and why (a usage error).
 #[derive(Debug, thiserror::Error)]
 #[error("{file}:{line}: {reason}")]
@@ -125,8 +116,9 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`).
-fn as_option_text(v: &toml::Value) -> Result<String, OptionValueError> {
+/// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`), or why no
+/// option takes it.
+fn as_option_text(v: &toml::Value) -> Result<String, String> {
     match v {
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
@@ -135,11 +127,17 @@ fn as_option_text(v: &toml::Value) -> Result<String, OptionValueError> {
             .iter()
             .map(|i| match i {
                 toml::Value::Integer(n) => Ok(n.to_string()),
-                other => Err(OptionValueError::ListItem(other.type_str())),
+                other => Err(format!(
+                    "expected whole numbers in the list, found a {}",
+                    other.type_str()
+                )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|parts| parts.join(",")),
-        other => Err(OptionValueError::Value(other.type_str())),
+        other => Err(format!(
+            "expected a number, a word or a list of numbers, found a {}",
+            other.type_str()
+        )),
     }
 }
 
@@ -170,14 +168,9 @@ pub fn read(path: &std::path::Path) -> Result<String, SuiteReadError> {
     })
 }
 
-/// An entry's scenario and parameters, with the lines its errors name.
-struct Resolved {
-    scenario: &'static dyn Scenario,
-    /// The entry's own line: its `scenario`, or its `name`.
-    at: usize,
-    params_at: usize,
-    params: Params,
-}
+/// An entry's scenario, the offsets its errors name (the entry's own: its `scenario` or its
+/// `name`; its parameters'), and its parameters.
+type Resolved = (&'static dyn Scenario, usize, usize, Params);
 
 type ErrAt<'a> = dyn Fn(usize, String) -> SuiteError + 'a;
 
@@ -213,12 +206,7 @@ fn scenario_entry(
     }
     let params = Params::parse(name, scenario.params(), &given)
         .map_err(|e| err(params_at, e.to_string()))?;
-    Ok(Resolved {
-        scenario,
-        at,
-        params_at,
-        params,
-    })
+    Ok((scenario, at, params_at, params))
 }
 
 /// A `command = ...` or `commands = {...}` entry: its commands as a scenario of their own.
@@ -249,12 +237,7 @@ fn command_entry(
             .collect(),
     };
     let commands = Commands::new(name.get_ref(), given).map_err(|e| err(at, e.to_string()))?;
-    Ok(Resolved {
-        scenario: planned(commands),
-        at,
-        params_at: at,
-        params: Params::none(),
-    })
+    Ok((planned(commands), at, at, Params::none()))
 }
 
 /// Commands as a plan's scenario: it lives as long as the process, as the registry's do.
@@ -299,22 +282,18 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     for entry in suite.run {
         let entry_at = entry.span().start;
         let entry = entry.into_inner();
-        let Resolved {
-            scenario,
-            at,
-            params_at,
-            params,
-        } = match (&entry.scenario, &entry.command, &entry.commands) {
-            (Some(name), None, None) => scenario_entry(name, &entry, &err)?,
-            (None, Some(_), None) | (None, None, Some(_)) => command_entry(entry_at, &entry, &err)?,
-            _ => {
-                return Err(err(
+        let (scenario, at, params_at, params) =
+            match (&entry.scenario, &entry.command, &entry.commands) {
+                (Some(name), None, None) => scenario_entry(name, &entry, &err)?,
+                (None, Some(_), None) | (None, None, Some(_)) => {
+                    command_entry(entry_at, &entry, &err)?
+                }
+                _ => return Err(err(
                     entry_at,
                     "an entry has one of scenario = \"...\", command = [...] or commands = {...}"
                         .into(),
-                ))
-            }
-        };
+                )),
+            };
         let name = scenario.name();
         scenario
             .validate(&params)
