@@ -454,10 +454,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no parameter 'bogus'"));
-        assert!(parse_axis(m, "size").is_err());
-        assert!(parse_axis(m, "size=5:1:1").is_err());
-        assert!(parse_axis(m, "size=1:5:0").is_err());
-        assert!(parse_axis(m, "device=cpu:cuda:1").is_err());
+        for bad in ["size", "size=5:1:1", "size=1:5:0", "device=cpu:cuda:1"] {
+            assert!(parse_axis(m, bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -2,12 +2,10 @@
 //! pitfall where it misleads most, on a few large matrix products (each sentence chosen by the
 //! lesson's own finding, [`reads_too_little`]); the dependent chain against the independent
 //! async ops and what the book's phases mean on a GPU; the ping-pong hand-offs; async's cost
-//! per op beside the machine's limits (the latency of a cache line between two cores, a closure
-//! handed to another thread through a channel: `async` does not measure them, it reads the
-//! process's limits, [`crate::machine::limits()`], measured once at its start, the figures
-//! `parbench devices --probe` prints and the report's environment records); and the lesson of
-//! §8.2 with the book's figures beside the run's: asynchronous execution beats waiting after
-//! every op, and a clock that does not wait reads far too little on real work.
+//! per op beside the machine's limits, which `async` reads ([`crate::machine::limits()`]) and
+//! does not measure; and the lesson of §8.2 with the book's figures beside the run's:
+//! asynchronous execution beats waiting after every op, and a clock that does not wait reads
+//! far too little on real work.
 
 use super::{
     median_of, per_op, Timed, CHAIN_OVER_ASYNC_RATIO, CHAIN_PER_OP_S, HANDOFF_P50_S, HANDOFF_P99_S,

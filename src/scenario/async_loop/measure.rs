@@ -146,7 +146,20 @@ pub(super) fn loops(
     clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
 
     let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
-    let hops = handoffs(engine, ping_pong_lanes, n.min(MODEL_OPS))?;
+    // Each hop's latency in a traced ping-pong chain: from one op's end on one lane to the
+    // next op's start on the other, in seconds, sorted.
+    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
+        ping_pong(engine, ping_pong_lanes, n.min(MODEL_OPS));
+        engine.wait_all()?;
+        Ok(())
+    })?;
+    let mut records = records.unwrap_or_default();
+    records.retain(|r| r.name == PING_PONG_OP);
+    let mut hops: Vec<f64> = records
+        .windows(2)
+        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
+        .collect();
+    hops.sort_by(f64::total_cmp);
     model::derive(&mut run, engine.mode(), n, &phases);
     explain::derive_handoffs(&mut run, n, &hops);
     explain::derive_chain(&mut run, device.gpu_order(), n);
@@ -180,22 +193,4 @@ fn ping_pong(engine: &Engine, lanes: [LaneId; 2], n: u64) -> Arc<AtomicU64> {
         });
     }
     counter
-}
-
-/// Each hop's latency in a traced ping-pong chain of `ops` ops: from one op's end on one lane
-/// to the next op's start on the other, in seconds, sorted.
-fn handoffs(engine: &Engine, lanes: [LaneId; 2], ops: u64) -> Result<Vec<f64>, ScenarioError> {
-    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
-        ping_pong(engine, lanes, ops);
-        engine.wait_all()?;
-        Ok(())
-    })?;
-    let mut records = records.unwrap_or_default();
-    records.retain(|r| r.name == PING_PONG_OP);
-    let mut hops: Vec<f64> = records
-        .windows(2)
-        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
-        .collect();
-    hops.sort_by(f64::total_cmp);
-    Ok(hops)
 }

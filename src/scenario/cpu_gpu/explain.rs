@@ -123,33 +123,30 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained<Warning> {
     }
     out.sentences.push(one_device_sentence(f, one_device));
     if f.same_cores {
-        out.sentences.push(same_cores_sentence(f, one_device));
+        // One device with all the cores against the two devices that split them, both
+        // workloads pushed together: inter-op parallelism alone.
+        let r = f.parallelism();
+        let lead = format!(
+            "at the same cores, both workloads on the two devices took {} against {} on \
+             {one_device}, one device with all of them ({})",
+            human_time(f.par.median),
+            human_time(f.one.median),
+            r,
+        );
+        out.sentences.push(compared(
+            &lead,
+            r,
+            [
+                "the two devices were {} — their products ran side by side, each on fewer cores",
+                "indistinguishable here — each product already uses every core of its device, so \
+                 splitting the cores into two devices gains nothing on a CPU; a GPU beside the \
+                 CPU is what the book's two devices are",
+                "the two devices were {} — each product ran on fewer cores than the one device \
+                 gives it",
+            ],
+        ));
     }
     out
-}
-
-/// One device with all the cores against the two devices that split them, both workloads
-/// pushed together: inter-op parallelism alone, within the intervals.
-fn same_cores_sentence(f: &DeviceTimes, one_device: &str) -> String {
-    let r = f.parallelism();
-    let lead = format!(
-        "at the same cores, both workloads on the two devices took {} against {} on {one_device}, \
-         one device with all of them ({})",
-        human_time(f.par.median),
-        human_time(f.one.median),
-        r,
-    );
-    compared(
-        &lead,
-        r,
-        [
-            "the two devices were {} — their products ran side by side, each on fewer cores",
-            "indistinguishable here — each product already uses every core of its device, so \
-             splitting the cores into two devices gains nothing on a CPU; a GPU beside the CPU is \
-             what the book's two devices are",
-            "the two devices were {} — each product ran on fewer cores than the one device gives it",
-        ],
-    )
 }
 
 /// What running both workloads on one device showed, against a + b measured on their own

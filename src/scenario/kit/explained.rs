@@ -161,15 +161,13 @@ mod tests {
             hi,
         };
         let words = ["{} here", "indistinguishable here", "{}, beyond"];
-        assert_eq!(compared("a", r(1.2, 1.4), words), "a: 1.30× faster here.");
-        assert_eq!(
-            compared("a", r(0.9, 1.1), words),
-            "a: indistinguishable here."
-        );
-        assert_eq!(
-            compared("a", r(0.4, 0.6), words),
-            "a: 2.00× slower, beyond."
-        );
-        assert_eq!(compared("a", r(f64::NAN, 1.0), words), "a: not measured.");
+        for ((lo, hi), want) in [
+            ((1.2, 1.4), "a: 1.30× faster here."),
+            ((0.9, 1.1), "a: indistinguishable here."),
+            ((0.4, 0.6), "a: 2.00× slower, beyond."),
+            ((f64::NAN, 1.0), "a: not measured."),
+        ] {
+            assert_eq!(compared("a", r(lo, hi), words), want);
+        }
     }
 }

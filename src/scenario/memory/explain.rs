@@ -128,15 +128,12 @@ mod tests {
         assert_eq!(s, "on the GPU, parbench's memory pool held at most 2.0 MiB in live buffers unbounded (3.0 MiB reserved from the driver) and 1.0 MiB bounded (1.0 MiB reserved): the rest of what is reserved is freed memory the pool keeps cached for reuse, which the driver counts as used.");
     }
 
+    /// The arithmetic quoted, and a bounded peak above the unbounded one called more.
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {
         let s = explain(&[64 * MIB, 32 * MIB, 2 * MIB, 8 * MIB, 8 * MIB], 2, 1.05);
         // 64 / 8 = 8× less; half as many at the same peak is flat.
         assert_eq!(s, "pushing every minibatch and waiting once peaked at 64.0 MiB (32.0 MiB for half as many): the loader ran ahead and inputs piled up. A wait per minibatch peaked at 2.0 MiB; a bound of 2 minibatches at 8.0 MiB (8.0 MiB for half as many: flat), 8.0× less than unbounded, for 1.05× the time.");
-    }
-
-    #[test]
-    fn a_bounded_peak_above_the_unbounded_one_is_called_more() {
         let s = explain(&[4 * MIB, 2 * MIB, 2 * MIB, 8 * MIB, 5 * MIB], 2, 0.9);
         assert_eq!(s, "pushing every minibatch and waiting once peaked at 4.0 MiB (2.0 MiB for half as many): the loader ran ahead and inputs piled up. A wait per minibatch peaked at 2.0 MiB; a bound of 2 minibatches at 8.0 MiB (5.0 MiB for half as many), 2.0× more than unbounded, for 0.90× the time.");
     }

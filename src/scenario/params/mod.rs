@@ -451,13 +451,16 @@ mod tests {
         );
     }
 
+    /// A bad value names its flag, an unknown parameter the known ones.
     #[test]
     fn bad_values_name_the_flag() {
-        let e = parse(&[("iterations", "0")]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid value '0' for --iterations: must be from 1 to 100"
-        );
+        for (given, want) in [
+            (("iterations", "0"), "invalid value '0' for --iterations: must be from 1 to 100"),
+            (("device", "tpu"), "invalid value 'tpu' for --device: expected one of: cpu, cuda"),
+            (("iters", "3"), "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"),
+        ] {
+            assert_eq!(parse(&[given]).unwrap_err().to_string(), want);
+        }
         for bad in [
             ("iterations", "-3"),
             ("iterations", "abc"),
@@ -476,19 +479,6 @@ mod tests {
         assert_eq!(
             parse(&[("device", "CUDA")]).unwrap().device(),
             Ok(Some(DeviceChoice::Cuda))
-        );
-        assert_eq!(
-            parse(&[("device", "tpu")]).unwrap_err().to_string(),
-            "invalid value 'tpu' for --device: expected one of: cpu, cuda"
-        );
-    }
-
-    #[test]
-    fn unknown_parameters_list_the_known_ones() {
-        let e = parse(&[("iters", "3")]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"
         );
     }
 
