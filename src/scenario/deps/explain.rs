@@ -279,6 +279,7 @@ mod tests {
         around(median, 0.01)
     }
 
+    /// Each effect credited with its own figures, and no parallelism where ops fill the machine.
     #[test]
     fn the_explanation_credits_each_effect_with_its_own_figures() {
         let e = explain(&schedules(tight(4.5), tight(3.0), tight(2.0)));
@@ -288,6 +289,14 @@ mod tests {
             OPS.to_string(),
             "10 ops (4 copies of the inputs, then 3 products, 2 mixes and 1 in-place updates)"
         );
+        // One device and two split devices within each other's intervals: none credited.
+        let loose = Estimate {
+            median: 2.1,
+            lo: 1.9,
+            hi: 2.3,
+        };
+        let e = explain(&schedules(tight(4.0), tight(2.0), loose));
+        assert_eq!(e.sentences[1], "inter-op parallelism on top: the same 2 cores split into 2 devices took 2.100 s pushed at once, against 2.000 s on one device (0.95×, 95% interval 0.86–1.06×): indistinguishable here — 2 lanes of fewer threads match one lane of all of them: what side-by-side ops gain, the hand-offs and copies between devices cost.");
     }
 
     #[test]
@@ -304,18 +313,6 @@ mod tests {
         let one = explain_gpu(&f, 1, 64, 0).sentences;
         assert_eq!(one.len(), 2);
         assert_eq!(one[1], "parallelism: with --streams 1 every op runs on one stream, so there is none to add (--streams 2 or more spreads the ops over compute streams of the one GPU).");
-    }
-
-    #[test]
-    fn no_parallelism_where_ops_fill_the_machine_is_said_as_such() {
-        // One device and two split devices within each other's intervals: none credited.
-        let loose = Estimate {
-            median: 2.1,
-            lo: 1.9,
-            hi: 2.3,
-        };
-        let e = explain(&schedules(tight(4.0), tight(2.0), loose));
-        assert_eq!(e.sentences[1], "inter-op parallelism on top: the same 2 cores split into 2 devices took 2.100 s pushed at once, against 2.000 s on one device (0.95×, 95% interval 0.86–1.06×): indistinguishable here — 2 lanes of fewer threads match one lane of all of them: what side-by-side ops gain, the hand-offs and copies between devices cost.");
     }
 
     proptest::proptest! {
