@@ -30,17 +30,13 @@ use super::{find, registry, Params, RunContext, SamplingOverrides, Scenario};
 /// `scenarios/default.toml`, built in: what `parbench all` runs, wherever it is started.
 pub const DEFAULT_SUITE: &str = include_str!("../../scenarios/default.toml");
 
-/// A suite file that cannot be read as a suite's text (a usage error).
+/// A suite file that cannot be read as a suite's text (a usage error), and why. An I/O error
+/// is part of the message, not a `source()`, so the CLI's one-line error does not repeat it.
 #[derive(Debug, thiserror::Error)]
-pub enum SuiteReadError {
-    /// The I/O error is part of the message, not a `source()`, so the CLI's one-line error
-    /// does not repeat it.
-    #[error("cannot read {path}: {error}")]
-    Io { path: String, error: std::io::Error },
-    #[error("cannot read {path}: larger than {} KiB, not a suite", MAX_SUITE_BYTES / 1024)]
-    TooLarge { path: String },
-    #[error("cannot read {path}: not UTF-8 text (invalid byte at offset {offset})")]
-    NotUtf8 { path: String, offset: usize },
+#[error("cannot read {path}: {why}")]
+pub struct SuiteReadError {
+    path: String,
+    why: String,
 }
 
 /// A suite that cannot be run, with where and why (a usage error).
@@ -149,22 +145,23 @@ pub const MAX_SUITE_BYTES: u64 = 1 << 20;
 /// the file.
 pub fn read(path: &std::path::Path) -> Result<String, SuiteReadError> {
     use std::io::Read;
-    let shown = || path.display().to_string();
-    let io = |error| SuiteReadError::Io {
-        path: shown(),
-        error,
+    let fail = |why: String| SuiteReadError {
+        path: path.display().to_string(),
+        why,
     };
+    let io = |error: std::io::Error| fail(error.to_string());
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     file.take(MAX_SUITE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > MAX_SUITE_BYTES {
-        return Err(SuiteReadError::TooLarge { path: shown() });
+        let kib = MAX_SUITE_BYTES / 1024;
+        return Err(fail(format!("larger than {kib} KiB, not a suite")));
     }
-    String::from_utf8(bytes).map_err(|e| SuiteReadError::NotUtf8 {
-        path: shown(),
-        offset: e.utf8_error().valid_up_to(),
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        fail(format!("not UTF-8 text (invalid byte at offset {offset})"))
     })
 }
 
