@@ -21,8 +21,6 @@ use crate::scenario::kit::chosen_device;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Time every variant, check what the timed work computed, and run the model's and the
-/// hand-offs' untimed extra runs; then the figures and sentences they all give.
 pub(super) fn loops(
     scenario: &AsyncLoop,
     params: &Params,

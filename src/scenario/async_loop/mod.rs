@@ -39,7 +39,6 @@ use crate::report::{Better, FigureSpec, RunRecord};
 use crate::tensor::Tensor;
 
 variants! {
-    /// What `async` times.
     pub(super) enum Timed {
         /// Wait for y after every op.
         Sync = "sync",

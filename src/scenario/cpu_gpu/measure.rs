@@ -23,8 +23,6 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Time `run(x)` on each device alone, both pushed together and both on one device; record
-/// the figures, the checks and the bare threads' reference, then the explanation and lesson.
 pub(super) fn devices(
     scenario: &CpuGpu,
     params: &Params,

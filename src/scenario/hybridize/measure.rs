@@ -36,8 +36,6 @@ fn forward(weights: &Weights, x: &Array2<f32>) -> Array2<f32> {
     weights.iter().fold(x.clone(), |h, (w, b)| layer(&h, w, b))
 }
 
-/// Time the imperative and the hybridized passes; record the checks, the figures (the GPU's
-/// clock's too), the explanation and the lesson.
 pub(super) fn passes(
     scenario: &Hybridize,
     params: &Params,

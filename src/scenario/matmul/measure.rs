@@ -11,8 +11,6 @@ use crate::scenario::kit::{check_matrices, chosen_device, gflops, matmul_error, 
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Run `--ops` products on the chosen device, record their figures, check one product, and
-/// explain the run and conclude its lesson.
 pub(super) fn products(
     scenario: &Matmul,
     params: &Params,

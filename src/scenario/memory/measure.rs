@@ -26,8 +26,6 @@ const OPS_PER_BATCH: usize = 2;
 /// that the report stays small however many minibatches ran.
 pub(super) const LIVE_POINTS: usize = 240;
 
-/// Time every variant's epochs, sample their live bytes, record the figures and the check,
-/// then the explanation and the lesson.
 pub(super) fn epochs(
     scenario: &Memory,
     params: &Params,
