@@ -31,6 +31,12 @@ fn layer(h: &Array2<f32>, w: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
 /// (W, b) per layer: the captured graph's parameters, fixed at capture, replayed as one op.
 type Weights = Vec<(Array2<f32>, Array2<f32>)>;
 
+/// The imperative pass: each layer's product, bias and ReLU pushed as engine ops of their own.
+fn imperative_pass(x: &Tensor, tensors: &[(Tensor, Tensor)]) -> Result<Tensor, ScenarioError> {
+    let layer = |h: Tensor, (w, b): &(Tensor, Tensor)| Ok(h.matmul(w)?.add_row(b)?.relu());
+    tensors.iter().try_fold(x.clone(), layer)
+}
+
 /// The captured graph's forward pass on host arrays.
 fn forward(weights: &Weights, x: &Array2<f32>) -> Array2<f32> {
     weights.iter().fold(x.clone(), |h, (w, b)| layer(&h, w, b))
@@ -65,20 +71,10 @@ pub(super) fn passes(
         .map(|l| Ok((host([width, width], 10 + l)?, host([1, width], 100 + l)?)))
         .collect::<Result<Vec<_>, ScenarioError>>()?;
     // Imperative: tensors on the device, one engine op per kernel.
-    let x = Tensor::from_host(engine, device, x_host.clone().into_dyn());
-    let tensors: Vec<(Tensor, Tensor)> = weights_host
-        .iter()
-        .map(|(w, b)| {
-            (
-                Tensor::from_host(engine, device, w.clone().into_dyn()),
-                Tensor::from_host(engine, device, b.clone().into_dyn()),
-            )
-        })
-        .collect();
-    let imperative = || -> Result<Tensor, ScenarioError> {
-        let layer = |h: Tensor, (w, b): &(Tensor, Tensor)| Ok(h.matmul(w)?.add_row(b)?.relu());
-        tensors.iter().try_fold(x.clone(), layer)
-    };
+    let on = |a: &Array2<f32>| Tensor::from_host(engine, device, a.clone().into_dyn());
+    let x = on(&x_host);
+    let tensors: Vec<(Tensor, Tensor)> = weights_host.iter().map(|(w, b)| (on(w), on(b))).collect();
+    let imperative = || imperative_pass(&x, &tensors);
     // Hybridized: capture once, replay as a single op (on a GPU, a CUDA graph).
     let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
     let hybrid = || replay.run();
@@ -261,16 +257,10 @@ mod tests {
 
     /// The imperative path over tensors, as the scenario runs it.
     fn imperative(rt: &Runtime, x: &Array2<f32>, weights: &Weights) -> Vec<f32> {
-        let (e, d) = (&rt.engine, &rt.devices[0]);
-        let mut h = Tensor::from_host(e, d, x.clone().into_dyn());
-        for (w, b) in weights {
-            let (w, b) = (
-                Tensor::from_host(e, d, w.clone().into_dyn()),
-                Tensor::from_host(e, d, b.clone().into_dyn()),
-            );
-            h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
-        }
-        h.to_vec().unwrap()
+        let on =
+            |a: &Array2<f32>| Tensor::from_host(&rt.engine, &rt.devices[0], a.clone().into_dyn());
+        let tensors: Vec<_> = weights.iter().map(|(w, b)| (on(w), on(b))).collect();
+        imperative_pass(&on(x), &tensors).unwrap().to_vec().unwrap()
     }
 
     #[test]
