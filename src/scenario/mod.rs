@@ -310,12 +310,17 @@ mod tests {
     }
 
     /// The GPU's state is watched over a run that may use the GPU: `--device cuda`, or the
-    /// scenarios that take the GPU whenever one is usable; not over a CPU-only run.
+    /// scenarios that take the GPU whenever one is usable; not over a CPU-only run. And every
+    /// scenario reads its parameters into its own configuration struct, where a misspelt or
+    /// mistyped lookup is an error: validating the defaults reads every one.
     #[test]
     fn runs_that_may_use_the_gpu_are_the_ones_watched() {
         let always = ["cpu-gpu", "run-copy"];
         for s in registry() {
-            let defaults = Params::parse(s.name(), s.params(), &[]).unwrap();
+            let defaults = Params::parse(s.name(), s.params(), &[]).expect("defaults parse");
+            if let Err(e) = s.validate(&defaults) {
+                panic!("{} refuses its own defaults: {e}", s.name());
+            }
             assert_eq!(
                 s.may_use_gpu(&defaults),
                 always.contains(&s.name()),
@@ -370,18 +375,6 @@ mod tests {
             .execute(&p, &RunContext::default())
             .expect_err("too big to run");
         assert!(err.is_usage(), "{err}");
-    }
-
-    /// Every scenario reads its parameters into its own configuration struct, where a
-    /// misspelt or mistyped lookup is an error: validating the defaults reads every one.
-    #[test]
-    fn every_scenario_configures_and_validates_its_defaults() {
-        for s in registry() {
-            let p = Params::parse(s.name(), s.params(), &[]).expect("defaults parse");
-            if let Err(e) = s.validate(&p) {
-                panic!("{} refuses its own defaults: {e}", s.name());
-            }
-        }
     }
 
     /// Sizes that do not fit are refused before anything is allocated, with a usage error

@@ -1,9 +1,7 @@
 //! What `cpu-gpu`'s figures show, in sentences, from the medians and their intervals. A
 //! comparison is a verdict only where the interval its medians' intervals allow lies wholly on
-//! one side; otherwise the sentence says the two are indistinguishable here.
-//!
-//! The lesson of §8.3.1 and the book's figures beside the run's: work pushed to two devices
-//! together overlaps, so the pair takes about max(a, b), not a + b.
+//! one side; otherwise the sentence says the two are indistinguishable here. The lesson of
+//! §8.3.1 (the pair takes about max(a, b), not a + b) and the book's figures beside the run's.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};

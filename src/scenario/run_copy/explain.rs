@@ -1,7 +1,5 @@
 //! What `run-copy`'s figures show, and the figures outside their physical range, each judged
-//! within the interval its medians' intervals allow.
-//!
-//! The lesson of §8.3.2 and the book's figures for it.
+//! within the interval its medians' intervals allow; the lesson of §8.3.2 and its book figures.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
