@@ -36,22 +36,20 @@ pub(super) fn measure_phases(
 ) -> Result<Phases, ScenarioError> {
     engine.set_tracing(true);
     let _ = engine.take_trace();
-    let mut issued = Vec::with_capacity(ops as usize);
-    let mut returned = Vec::with_capacity(ops as usize);
+    // When each op was issued and when its result returned.
+    let mut issued_returned = Vec::with_capacity(ops as usize);
     for _ in 0..ops {
         let a = engine.now_ns();
         let y = x.add_scalar(1.0);
         y.wait_to_read()?;
-        let c = engine.now_ns();
-        issued.push(a);
-        returned.push(c);
+        issued_returned.push((a, engine.now_ns()));
     }
     engine.set_tracing(false);
     let mut trace = engine.take_trace();
     trace.retain(|r| r.name == ADD_SCALAR_OP);
     trace.sort_by_key(|r| r.started_ns);
     let (mut t1, mut t2, mut t3) = (Vec::new(), Vec::new(), Vec::new());
-    for ((a, c), r) in issued.iter().zip(&returned).zip(&trace) {
+    for ((a, c), r) in issued_returned.iter().zip(&trace) {
         t1.push(r.started_ns.saturating_sub(*a) as f64 * 1e-9);
         t2.push(r.duration_ns() as f64 * 1e-9);
         t3.push(c.saturating_sub(r.ended_ns) as f64 * 1e-9);
