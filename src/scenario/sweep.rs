@@ -440,7 +440,7 @@ mod tests {
     }
 
     #[test]
-    fn axes_take_lists_and_inclusive_ranges() {
+    fn axes_take_lists_and_inclusive_ranges_into_checked_points() {
         let m = find("matmul").unwrap();
         assert_eq!(
             parse_axis(m, "size=500,1000:2000:500").unwrap(),
@@ -457,11 +457,7 @@ mod tests {
         for bad in ["size", "size=5:1:1", "size=1:5:0", "device=cpu:cuda:1"] {
             assert!(parse_axis(m, bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn points_are_the_cartesian_product_and_are_checked() {
-        let m = find("matmul").unwrap();
+        // Points are the cartesian product of the axes, and are checked.
         let axes = vec![
             parse_axis(m, "size=100,200").unwrap(),
             parse_axis(m, "ops=1,2,3").unwrap(),
