@@ -29,7 +29,6 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The lesson's findings and the reader's figure in a few words.
     pub fn new(findings: Vec<Finding>, here: String) -> Verdict {
         Verdict {
             findings,
