@@ -292,10 +292,7 @@ mod tests {
                 .unwrap_err();
             assert!(e.to_string().contains(missing), "{e}");
         }
-    }
-
-    #[test]
-    fn a_failing_command_is_an_error_naming_it() {
+        // A failing command is an error naming it.
         let c = entry("f = [\"false\"]").unwrap();
         let e = c.commands[0].time_once().unwrap_err().to_string();
         assert!(

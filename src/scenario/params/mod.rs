@@ -426,13 +426,10 @@ mod tests {
     }
 
     #[test]
-    fn the_size_product_multiplies_counts_and_shapes_only() {
+    fn defaults_and_overrides() {
+        // The size product multiplies counts and shapes only.
         let p = parse(&[("iterations", "42"), ("shape", "(3, 4)"), ("lr", "0.5")]).unwrap();
         assert_eq!(p.size_product(), 42.0 * 12.0);
-    }
-
-    #[test]
-    fn defaults_and_overrides() {
         let p = parse(&[("iterations", "42"), ("shape", "(3, 4)")]).unwrap();
         assert_eq!(p.int("iterations"), Ok(42));
         assert_eq!(p.count("iterations"), Ok(42));
