@@ -192,9 +192,11 @@ pub(super) fn conclude(run: &mut RunRecord, f: &CopyOverlap, gpu: bool, size: us
         GPU_RUN.printed(),
         COPY.printed(),
         RUN_AND_COPY.printed(),
-        neither_waited
-            .then_some(", less than its run alone: its clocks did not wait")
-            .unwrap_or_default(),
+        if neither_waited {
+            ", less than its run alone: its clocks did not wait"
+        } else {
+            ""
+        },
         if gpu {
             "the GPU"
         } else {

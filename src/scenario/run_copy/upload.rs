@@ -246,7 +246,11 @@ pub(super) fn run(
     let stages = Stages {
         run: est(Staged::Run),
         upload: est(Staged::Upload),
-        copy: with_download.then(|| est(Staged::Copy)).unwrap_or(f64::NAN),
+        copy: if with_download {
+            est(Staged::Copy)
+        } else {
+            f64::NAN
+        },
         pipeline: est(Staged::Pipeline),
     };
     let bytes = (size * size * 4) as f64 * ops as f64;
