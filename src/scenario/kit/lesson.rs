@@ -153,10 +153,7 @@ mod tests {
             lesson.evidence,
             "checks FAILED; a / b = 1.20×, 95% interval 1.10–1.30×: wholly above 1."
         );
-    }
-
-    #[test]
-    fn no_criterion_measured_is_inconclusive_with_the_reason() {
+        // No criterion measured is inconclusive, with the reason.
         let run = concluded(Verdict::one_device("one device: nothing to compare."));
         let lesson = run.lesson.expect("lesson");
         assert_eq!(lesson.held, Held::Inconclusive);
