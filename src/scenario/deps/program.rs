@@ -160,11 +160,15 @@ pub(super) fn execute(
 
 /// True when every slot of `got` holds exactly the values of the same slot of `reference`.
 pub(super) fn same_values(reference: &[Tensor], got: &[Tensor]) -> Result<bool, ScenarioError> {
-    let mut same = reference.len() == got.len();
-    for (r, g) in reference.iter().zip(got) {
-        same &= r.to_vec()? == g.to_vec()?;
+    if reference.len() != got.len() {
+        return Ok(false);
     }
-    Ok(same)
+    for (r, g) in reference.iter().zip(got) {
+        if r.to_vec()? != g.to_vec()? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A CPU runtime of `devices` devices and `width` seeded inputs of `n`×`n`, for tests.
