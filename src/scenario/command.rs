@@ -18,7 +18,7 @@
 //! command, and the machine's state over it as the command line records it for every run.
 
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -33,21 +33,14 @@ pub const SCENARIO: &str = "command";
 /// The parameter that holds the entry's name (a command may not be named so).
 const NAME_PARAM: &str = "name";
 
-/// A command that did not run to a successful exit (a run failure, exit 1).
+/// A command that did not run to a successful exit (a run failure, exit 1): it could not
+/// start, or it failed with its exit status.
 #[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    #[error("command '{name}' ({line}) could not start: {error}")]
-    Spawn {
-        name: String,
-        line: String,
-        error: std::io::Error,
-    },
-    #[error("command '{name}' ({line}) failed: {status}")]
-    Failed {
-        name: String,
-        line: String,
-        status: ExitStatus,
-    },
+#[error("command '{name}' ({line}) {why}")]
+pub struct CommandError {
+    name: String,
+    line: String,
+    why: String,
 }
 
 /// A command entry a suite cannot run as written (a usage error).
@@ -89,12 +82,13 @@ impl Timed {
         let start = Instant::now();
         let status = cmd.status();
         let took = start.elapsed();
+        let why = match status {
+            Ok(status) if status.success() => return Ok(took),
+            Ok(status) => format!("failed: {status}"),
+            Err(error) => format!("could not start: {error}"),
+        };
         let (name, line) = (self.name.clone(), line(&self.argv));
-        match status {
-            Ok(status) if status.success() => Ok(took),
-            Ok(status) => Err(CommandError::Failed { name, line, status }),
-            Err(error) => Err(CommandError::Spawn { name, line, error }),
-        }
+        Err(CommandError { name, line, why })
     }
 }
 
@@ -298,10 +292,7 @@ mod tests {
                 .unwrap_err();
             assert!(e.to_string().contains(missing), "{e}");
         }
-    }
-
-    #[test]
-    fn a_failing_command_is_an_error_naming_it() {
+        // A failing command is an error naming it.
         let c = entry("f = [\"false\"]").unwrap();
         let e = c.commands[0].time_once().unwrap_err().to_string();
         assert!(

@@ -7,10 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::SamplingOverrides;
 use crate::harness::SamplerConfig;
 
-/// The journal format this build writes and reads.
 pub const JOURNAL_FORMAT: &str = "parbench-journal/1";
 
-/// A journal's header line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JournalHeader {
     /// Always [`JOURNAL_FORMAT`].
@@ -201,12 +199,8 @@ pub(crate) mod tests {
             ]
         );
         assert!(old.differences(&old).is_empty());
-    }
-
-    #[test]
-    fn other_axes_are_not_a_difference_of_conditions() {
-        let old = header();
-        let mut now = header();
+        // Other axes are not a difference of conditions; another kind of plan is.
+        now = header();
         now.plan = JournalPlan::Sweep {
             scenario: "matmul".into(),
             axes: vec![("size".into(), vec!["16".into(), "32".into()])],
@@ -233,13 +227,9 @@ pub(crate) mod tests {
             serde_json::from_str::<JournalHeader>(&text).unwrap(),
             header()
         );
-    }
-
-    /// A journal of an earlier build, whose options hold one this build no longer records (as
-    /// builds that recorded how GPU ops were issued did), still reads, under the same
-    /// conditions.
-    #[test]
-    fn an_earlier_header_with_a_removed_option_still_reads() {
+        // A journal of an earlier build, whose options hold one this build no longer records
+        // (as builds that recorded how GPU ops were issued did), still reads, under the same
+        // conditions.
         let mut v = serde_json::to_value(header()).unwrap();
         v["options"]["removed_option"] = "caching-allocator".into();
         let old: JournalHeader = serde_json::from_value(v).unwrap();

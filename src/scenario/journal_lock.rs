@@ -122,12 +122,7 @@ mod tests {
         drop(first);
         assert!(!lock.exists(), "the lock's file goes with the lock");
         drop(JournalLock::acquire(&journal).unwrap());
-    }
-
-    #[test]
-    fn a_lock_file_left_by_a_crash_is_taken_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("j.jsonl");
+        // A lock file left by a crash is taken over.
         // What a killed holder leaves: the file with its name, and no lock (the OS dropped it).
         std::fs::write(lock_path(&journal), "parbench pid 1 on gone, started then").unwrap();
         let lock = JournalLock::acquire(&journal).unwrap();

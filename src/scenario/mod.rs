@@ -221,21 +221,16 @@ pub struct Spec {
 
 /// One experiment: its declaration ([`Spec`]) and how it validates and runs.
 pub trait Scenario: Send + Sync {
-    /// The scenario's declaration.
     fn spec(&self) -> &'static Spec;
-    /// The command name (`async`, `cpu-gpu`).
     fn name(&self) -> &'static str {
         self.spec().name
     }
-    /// One line for `parbench list`.
     fn about(&self) -> &'static str {
         self.spec().about
     }
-    /// Declared parameters with defaults.
     fn params(&self) -> &'static [ParamSpec] {
         self.spec().params
     }
-    /// Default sampling for this experiment's run time.
     fn sampling(&self) -> SamplerConfig {
         self.spec().sampling.clone()
     }
@@ -315,12 +310,17 @@ mod tests {
     }
 
     /// The GPU's state is watched over a run that may use the GPU: `--device cuda`, or the
-    /// scenarios that take the GPU whenever one is usable; not over a CPU-only run.
+    /// scenarios that take the GPU whenever one is usable; not over a CPU-only run. And every
+    /// scenario reads its parameters into its own configuration struct, where a misspelt or
+    /// mistyped lookup is an error: validating the defaults reads every one.
     #[test]
     fn runs_that_may_use_the_gpu_are_the_ones_watched() {
         let always = ["cpu-gpu", "run-copy"];
         for s in registry() {
-            let defaults = Params::parse(s.name(), s.params(), &[]).unwrap();
+            let defaults = Params::parse(s.name(), s.params(), &[]).expect("defaults parse");
+            if let Err(e) = s.validate(&defaults) {
+                panic!("{} refuses its own defaults: {e}", s.name());
+            }
             assert_eq!(
                 s.may_use_gpu(&defaults),
                 always.contains(&s.name()),
@@ -345,26 +345,22 @@ mod tests {
                 .lesson
                 .as_ref()
                 .expect("every built-in scenario tests a lesson");
+            let source = &lesson.source;
+            let named = !source.section.is_empty() && source.seed.ends_with(".txt");
             assert!(
-                !lesson.source.section.is_empty(),
+                named && !lesson.claim.is_empty(),
                 "{}: {lesson:?}",
                 s.name()
             );
-            assert!(
-                lesson.source.seed.ends_with(".txt"),
-                "{}: {lesson:?}",
-                s.name()
-            );
-            assert!(!lesson.claim.is_empty(), "{}", s.name());
             for f in spec.book {
-                assert!(!f.what.is_empty(), "{}: {f:?}", s.name());
-                assert!(!f.source.section.is_empty(), "{}: {f:?}", s.name());
+                let src = &f.source;
+                let named = !src.section.is_empty() && src.seed.len() > 4;
+                let named = named && src.seed.ends_with(".txt");
                 assert!(
-                    f.source.seed.ends_with(".txt") && f.source.seed.len() > 4,
+                    named && !f.what.is_empty() && f.value > 0.0,
                     "{}: {f:?}",
                     s.name()
                 );
-                assert!(f.value > 0.0, "{}: {f:?}", s.name());
             }
         }
     }
@@ -379,18 +375,6 @@ mod tests {
             .execute(&p, &RunContext::default())
             .expect_err("too big to run");
         assert!(err.is_usage(), "{err}");
-    }
-
-    /// Every scenario reads its parameters into its own configuration struct, where a
-    /// misspelt or mistyped lookup is an error: validating the defaults reads every one.
-    #[test]
-    fn every_scenario_configures_and_validates_its_defaults() {
-        for s in registry() {
-            let p = Params::parse(s.name(), s.params(), &[]).expect("defaults parse");
-            if let Err(e) = s.validate(&p) {
-                panic!("{} refuses its own defaults: {e}", s.name());
-            }
-        }
     }
 
     /// Sizes that do not fit are refused before anything is allocated, with a usage error

@@ -30,26 +30,13 @@ use super::{find, registry, Params, RunContext, SamplingOverrides, Scenario};
 /// `scenarios/default.toml`, built in: what `parbench all` runs, wherever it is started.
 pub const DEFAULT_SUITE: &str = include_str!("../../scenarios/default.toml");
 
-/// A suite file that cannot be read as a suite's text (a usage error).
+/// A suite file that cannot be read as a suite's text (a usage error), and why. An I/O error
+/// is part of the message, not a `source()`, so the CLI's one-line error does not repeat it.
 #[derive(Debug, thiserror::Error)]
-pub enum SuiteReadError {
-    /// The I/O error is part of the message, not a `source()`, so the CLI's one-line error
-    /// does not repeat it.
-    #[error("cannot read {path}: {error}")]
-    Io { path: String, error: std::io::Error },
-    #[error("cannot read {path}: larger than {} KiB, not a suite", MAX_SUITE_BYTES / 1024)]
-    TooLarge { path: String },
-    #[error("cannot read {path}: not UTF-8 text (invalid byte at offset {offset})")]
-    NotUtf8 { path: String, offset: usize },
-}
-
-/// A TOML value of a kind no option takes.
-#[derive(Debug, thiserror::Error)]
-enum OptionValueError {
-    #[error("expected whole numbers in the list, found a {0}")]
-    ListItem(&'static str),
-    #[error("expected a number, a word or a list of numbers, found a {0}")]
-    Value(&'static str),
+#[error("cannot read {path}: {why}")]
+pub struct SuiteReadError {
+    path: String,
+    why: String,
 }
 
 /// A suite that cannot be run, with where and why (a usage error).
@@ -125,8 +112,9 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`).
-fn as_option_text(v: &toml::Value) -> Result<String, OptionValueError> {
+/// A TOML value as the text a command-line option would carry (`[1, 2]` → `1,2`), or why no
+/// option takes it.
+fn as_option_text(v: &toml::Value) -> Result<String, String> {
     match v {
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
@@ -135,11 +123,17 @@ fn as_option_text(v: &toml::Value) -> Result<String, OptionValueError> {
             .iter()
             .map(|i| match i {
                 toml::Value::Integer(n) => Ok(n.to_string()),
-                other => Err(OptionValueError::ListItem(other.type_str())),
+                other => Err(format!(
+                    "expected whole numbers in the list, found a {}",
+                    other.type_str()
+                )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|parts| parts.join(",")),
-        other => Err(OptionValueError::Value(other.type_str())),
+        other => Err(format!(
+            "expected a number, a word or a list of numbers, found a {}",
+            other.type_str()
+        )),
     }
 }
 
@@ -151,33 +145,29 @@ pub const MAX_SUITE_BYTES: u64 = 1 << 20;
 /// the file.
 pub fn read(path: &std::path::Path) -> Result<String, SuiteReadError> {
     use std::io::Read;
-    let shown = || path.display().to_string();
-    let io = |error| SuiteReadError::Io {
-        path: shown(),
-        error,
+    let fail = |why: String| SuiteReadError {
+        path: path.display().to_string(),
+        why,
     };
+    let io = |error: std::io::Error| fail(error.to_string());
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     file.take(MAX_SUITE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > MAX_SUITE_BYTES {
-        return Err(SuiteReadError::TooLarge { path: shown() });
+        let kib = MAX_SUITE_BYTES / 1024;
+        return Err(fail(format!("larger than {kib} KiB, not a suite")));
     }
-    String::from_utf8(bytes).map_err(|e| SuiteReadError::NotUtf8 {
-        path: shown(),
-        offset: e.utf8_error().valid_up_to(),
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        fail(format!("not UTF-8 text (invalid byte at offset {offset})"))
     })
 }
 
-/// An entry's scenario and parameters, with the lines its errors name.
-struct Resolved {
-    scenario: &'static dyn Scenario,
-    /// The entry's own line: its `scenario`, or its `name`.
-    at: usize,
-    params_at: usize,
-    params: Params,
-}
+/// An entry's scenario, the offsets its errors name (the entry's own: its `scenario` or its
+/// `name`; its parameters'), and its parameters.
+type Resolved = (&'static dyn Scenario, usize, usize, Params);
 
 type ErrAt<'a> = dyn Fn(usize, String) -> SuiteError + 'a;
 
@@ -213,12 +203,7 @@ fn scenario_entry(
     }
     let params = Params::parse(name, scenario.params(), &given)
         .map_err(|e| err(params_at, e.to_string()))?;
-    Ok(Resolved {
-        scenario,
-        at,
-        params_at,
-        params,
-    })
+    Ok((scenario, at, params_at, params))
 }
 
 /// A `command = ...` or `commands = {...}` entry: its commands as a scenario of their own.
@@ -249,12 +234,7 @@ fn command_entry(
             .collect(),
     };
     let commands = Commands::new(name.get_ref(), given).map_err(|e| err(at, e.to_string()))?;
-    Ok(Resolved {
-        scenario: planned(commands),
-        at,
-        params_at: at,
-        params: Params::none(),
-    })
+    Ok((planned(commands), at, at, Params::none()))
 }
 
 /// Commands as a plan's scenario: it lives as long as the process, as the registry's do.
@@ -299,22 +279,18 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<PlannedRun>, SuiteError> {
     for entry in suite.run {
         let entry_at = entry.span().start;
         let entry = entry.into_inner();
-        let Resolved {
-            scenario,
-            at,
-            params_at,
-            params,
-        } = match (&entry.scenario, &entry.command, &entry.commands) {
-            (Some(name), None, None) => scenario_entry(name, &entry, &err)?,
-            (None, Some(_), None) | (None, None, Some(_)) => command_entry(entry_at, &entry, &err)?,
-            _ => {
-                return Err(err(
+        let (scenario, at, params_at, params) =
+            match (&entry.scenario, &entry.command, &entry.commands) {
+                (Some(name), None, None) => scenario_entry(name, &entry, &err)?,
+                (None, Some(_), None) | (None, None, Some(_)) => {
+                    command_entry(entry_at, &entry, &err)?
+                }
+                _ => return Err(err(
                     entry_at,
                     "an entry has one of scenario = \"...\", command = [...] or commands = {...}"
                         .into(),
-                ))
-            }
-        };
+                )),
+            };
         let name = scenario.name();
         scenario
             .validate(&params)

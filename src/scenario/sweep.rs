@@ -15,8 +15,9 @@ pub use crate::report::SweepInfo;
 /// A `--set` axis that does not parse, or a sweep that cannot be planned (a usage error).
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
-    #[error("--set '{spec}': expected NAME=VALUE[,VALUE...]")]
-    Syntax { spec: String },
+    /// An axis that does not parse: `why` follows the axis in the message.
+    #[error("--set '{spec}': {why}")]
+    Axis { spec: String, why: String },
     #[error("--set '{spec}': scenario '{scenario}' has no parameter '{name}' (it takes: {known})")]
     UnknownParameter {
         spec: String,
@@ -24,16 +25,6 @@ pub enum SweepError {
         name: String,
         known: String,
     },
-    #[error("--set '{spec}': ranges are for whole-number parameters")]
-    RangeOfNonInteger { spec: String },
-    #[error("--set '{spec}': '{item}' is not START:STOP:STEP")]
-    RangeSyntax { spec: String, item: String },
-    #[error("--set '{spec}': '{item}' needs START <= STOP and STEP > 0")]
-    EmptyRange { spec: String, item: String },
-    #[error("--set '{spec}': '{item}' has more than 10000 values")]
-    RangeTooLong { spec: String, item: String },
-    #[error("--set '{spec}': no values")]
-    NoValues { spec: String },
     /// More points than `--max-points` allows (`count` is `None` past `u64::MAX`), refused
     /// before any point is built.
     #[error(
@@ -98,9 +89,13 @@ pub fn parse_axis(
     spec: &str,
 ) -> Result<(String, Vec<String>), SweepError> {
     let spec_text = || spec.to_string();
+    let bad = |why: String| SweepError::Axis {
+        spec: spec_text(),
+        why,
+    };
     let (name, values) = spec
         .split_once('=')
-        .ok_or_else(|| SweepError::Syntax { spec: spec_text() })?;
+        .ok_or_else(|| bad("expected NAME=VALUE[,VALUE...]".into()))?;
     let name = name.trim().replace('-', "_");
     let param = scenario
         .params()
@@ -121,28 +116,19 @@ pub fn parse_axis(
         let parts: Vec<&str> = item.split(':').collect();
         if parts.len() == 3 {
             let ParamKind::Int { .. } = param.kind else {
-                return Err(SweepError::RangeOfNonInteger { spec: spec_text() });
+                return Err(bad("ranges are for whole-number parameters".into()));
             };
             let num = |s: &str| {
                 s.trim()
                     .parse::<u64>()
-                    .map_err(|_| SweepError::RangeSyntax {
-                        spec: spec_text(),
-                        item: item.to_string(),
-                    })
+                    .map_err(|_| bad(format!("'{item}' is not START:STOP:STEP")))
             };
             let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
             if step == 0 || start > stop {
-                return Err(SweepError::EmptyRange {
-                    spec: spec_text(),
-                    item: item.to_string(),
-                });
+                return Err(bad(format!("'{item}' needs START <= STOP and STEP > 0")));
             }
             if (stop - start) / step >= 10_000 {
-                return Err(SweepError::RangeTooLong {
-                    spec: spec_text(),
-                    item: item.to_string(),
-                });
+                return Err(bad(format!("'{item}' has more than 10000 values")));
             }
             out.extend((start..=stop).step_by(step as usize).map(|v| v.to_string()));
         } else {
@@ -150,7 +136,7 @@ pub fn parse_axis(
         }
     }
     if out.is_empty() {
-        return Err(SweepError::NoValues { spec: spec_text() });
+        return Err(bad("no values".into()));
     }
     Ok((name, out))
 }
@@ -453,14 +439,8 @@ mod tests {
         (dir, path)
     }
 
-    /// `bytes` appended to the file at `path`, as a write the process did not finish.
-    fn append_raw(path: &Path, bytes: &[u8]) {
-        let mut file = OpenOptions::new().append(true).open(path).unwrap();
-        file.write_all(bytes).unwrap();
-    }
-
     #[test]
-    fn axes_take_lists_and_inclusive_ranges() {
+    fn axes_take_lists_and_inclusive_ranges_into_checked_points() {
         let m = find("matmul").unwrap();
         assert_eq!(
             parse_axis(m, "size=500,1000:2000:500").unwrap(),
@@ -474,15 +454,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no parameter 'bogus'"));
-        assert!(parse_axis(m, "size").is_err());
-        assert!(parse_axis(m, "size=5:1:1").is_err());
-        assert!(parse_axis(m, "size=1:5:0").is_err());
-        assert!(parse_axis(m, "device=cpu:cuda:1").is_err());
-    }
-
-    #[test]
-    fn points_are_the_cartesian_product_and_are_checked() {
-        let m = find("matmul").unwrap();
+        for bad in ["size", "size=5:1:1", "size=1:5:0", "device=cpu:cuda:1"] {
+            assert!(parse_axis(m, bad).is_err(), "{bad}");
+        }
+        // Points are the cartesian product of the axes, and are checked.
         let axes = vec![
             parse_axis(m, "size=100,200").unwrap(),
             parse_axis(m, "ops=1,2,3").unwrap(),
@@ -574,7 +549,9 @@ mod tests {
             let mut j = Journal::open(&path).unwrap();
             j.append(&rec).unwrap();
             j.append(&rec).unwrap();
-            append_raw(&path, &tail);
+            // Appended as a write the process did not finish.
+            let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+            file.write_all(&tail).unwrap();
             assert_eq!(read_journal(&path).unwrap().records.len(), 2 + kept);
             Journal::open(&path).unwrap().append(&rec).unwrap();
             assert_eq!(read_journal(&path).unwrap().records.len(), 3 + kept);

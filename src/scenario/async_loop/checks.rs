@@ -164,10 +164,7 @@ mod tests {
         let x = Tensor::ones(&rt.engine, &rt.devices[0], &[1, 3]);
         let got = add_chain(&x, 5000).to_vec().unwrap();
         assert_eq!(all_equal(&got, 5001.0), (true, 0.0));
-    }
-
-    #[test]
-    fn the_value_check_fails_on_wrong_values() {
+        // The value check fails on wrong values.
         assert!(all_equal(&[3.0, 3.0], 3.0).0);
         assert!(!all_equal(&[3.0, 2.0], 3.0).0);
         assert!(!all_equal(&[f32::NAN], 3.0).0);

@@ -2,12 +2,10 @@
 //! pitfall where it misleads most, on a few large matrix products (each sentence chosen by the
 //! lesson's own finding, [`reads_too_little`]); the dependent chain against the independent
 //! async ops and what the book's phases mean on a GPU; the ping-pong hand-offs; async's cost
-//! per op beside the machine's limits (the latency of a cache line between two cores, a closure
-//! handed to another thread through a channel: `async` does not measure them, it reads the
-//! process's limits, [`crate::machine::limits()`], measured once at its start, the figures
-//! `parbench devices --probe` prints and the report's environment records); and the lesson of
-//! §8.2 with the book's figures beside the run's: asynchronous execution beats waiting after
-//! every op, and a clock that does not wait reads far too little on real work.
+//! per op beside the machine's limits, which `async` reads ([`crate::machine::limits()`]) and
+//! does not measure; and the lesson of §8.2 with the book's figures beside the run's:
+//! asynchronous execution beats waiting after every op, and a clock that does not wait reads
+//! far too little on real work.
 
 use super::{
     median_of, per_op, Timed, CHAIN_OVER_ASYNC_RATIO, CHAIN_PER_OP_S, HANDOFF_P50_S, HANDOFF_P99_S,
@@ -274,7 +272,7 @@ mod tests {
     use super::*;
     use crate::harness::stats::Summary;
     use crate::machine::{ChannelHandoff, LineLatency, Probe};
-    use crate::report::Held;
+    use crate::report::{Held, Lesson};
     use serde_json::Map;
 
     fn run_with(medians: &[(Timed, f64)]) -> RunRecord {
@@ -287,16 +285,22 @@ mod tests {
         run
     }
 
+    /// A run of 1000 loop ops and 10 products of 1000², concluded: its lesson.
+    fn concluded(sync: f64, async_time: f64, products_pushed: f64) -> (RunRecord, Lesson) {
+        let mut run = run_with(&[
+            (Timed::Sync, sync),
+            (Timed::Async, async_time),
+            (Timed::Products, 0.2),
+            (Timed::ProductsPushOnly, products_pushed),
+        ]);
+        conclude(&mut run, 1000, 10, 1000);
+        let lesson = run.lesson.clone().expect("a lesson");
+        (run, lesson)
+    }
+
     #[test]
     fn a_clear_run_holds_and_an_indistinguishable_one_is_inconclusive() {
-        let mut clear = run_with(&[
-            (Timed::Sync, 1.3e-3),
-            (Timed::Async, 2.3e-4),
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 1e-5),
-        ]);
-        conclude(&mut clear, 1000, 10, 1000);
-        let lesson = clear.lesson.as_ref().expect("a lesson");
+        let (clear, lesson) = concluded(1.3e-3, 2.3e-4, 1e-5);
         assert_eq!(lesson.held, Held::Yes, "{lesson:?}");
         assert_eq!(lesson.book.as_deref(), Some("TF 2 edition, §8.2: 3.5589 s sync vs 1.0457 s async, 3.4× (its Python front end; here 1000 ops from Rust); PyTorch edition, asynchronous computation: 0.0010 s without sync vs 0.0020 s with, 2.0× too little (a GPU; here 10 products of 1000² on this device)"));
         assert_eq!(clear.book.len(), BOOK.len());
@@ -306,30 +310,22 @@ mod tests {
             "1.300 ms vs 230.0 µs (1000 ops), 5.7×; push-only reads 20,000× too little"
         );
 
-        let mut same = run_with(&[
-            (Timed::Sync, 1.0e-3),
-            (Timed::Async, 1.0e-3),
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 1e-5),
-        ]);
-        conclude(&mut same, 1000, 10, 1000);
-        assert_eq!(same.lesson.expect("a lesson").held, Held::Inconclusive);
+        assert_eq!(concluded(1.0e-3, 1.0e-3, 1e-5).1.held, Held::Inconclusive);
         // A naive engine: push-only reads the products' whole time.
-        let mut naive = run_with(&[
-            (Timed::Sync, 1.0e-3),
-            (Timed::Async, 1.0e-3),
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 0.199),
-        ]);
-        conclude(&mut naive, 1000, 10, 1000);
         assert_eq!(
-            naive.lesson.expect("a lesson").here,
+            concluded(1.0e-3, 1.0e-3, 0.199).1.here,
             "1.000 ms vs 1.000 ms (1000 ops), 1.0×; push-only reads 100% of the products' time"
         );
     }
 
-    fn said(medians: &[(Timed, f64)]) -> String {
-        let mut run = run_with(medians);
+    /// The pitfall's sentences for 10 products of 1000² and the loops of y = x + 1.
+    fn said(products: f64, products_pushed: f64, async_time: f64, pushed: f64) -> String {
+        let mut run = run_with(&[
+            (Timed::Products, products),
+            (Timed::ProductsPushOnly, products_pushed),
+            (Timed::Async, async_time),
+            (Timed::PushOnly, pushed),
+        ]);
         derive_pitfall(&mut run, 10, 1000);
         run.explanation.join(" ")
     }
@@ -340,27 +336,9 @@ mod tests {
     /// its op (once "reads 1× too little").
     #[test]
     fn the_pitfall_sentence_is_chosen_by_its_figures() {
-        let defaults = [
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 1e-4),
-            (Timed::Async, 300e-6),
-            (Timed::PushOnly, 250e-6),
-        ];
-        assert_eq!(said(&defaults), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. For y = x + 1 push-only (250.0 µs) reads 83% of async's time (300.0 µs), not far too little, so the same mistake goes unnoticed there.");
-        let big_shape = [
-            (Timed::Products, 0.2),
-            (Timed::ProductsPushOnly, 1e-4),
-            (Timed::Async, 294.8e-3),
-            (Timed::PushOnly, 217.0e-6),
-        ];
-        assert_eq!(said(&big_shape), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. At this --shape computing dominates y = x + 1 too: push-only (217.0 µs) reads 1,359× too little against async (294.8 ms), the same mistake as on the products.");
-        let naive = [
-            (Timed::Products, 100.9e-3),
-            (Timed::ProductsPushOnly, 100.4e-3),
-            (Timed::Async, 875.4e-6),
-            (Timed::PushOnly, 862.8e-6),
-        ];
-        assert_eq!(said(&naive), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.4 ms (products-push-only), computing them took 100.9 ms (products): a clock stopped without waiting read 100% of the true time here, not far too little: each push returned only once its product was done (an engine that runs each op as it is pushed, or a device that blocks). For y = x + 1 push-only (862.8 µs) reads 99% of async's time (875.4 µs), not far too little, so the same mistake goes unnoticed there.");
+        assert_eq!(said(0.2, 1e-4, 300e-6, 250e-6), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. For y = x + 1 push-only (250.0 µs) reads 83% of async's time (300.0 µs), not far too little, so the same mistake goes unnoticed there.");
+        assert_eq!(said(0.2, 1e-4, 294.8e-3, 217.0e-6), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.0 µs (products-push-only), computing them took 200.0 ms (products): a clock stopped without waiting reads 2,000× too little. At this --shape computing dominates y = x + 1 too: push-only (217.0 µs) reads 1,359× too little against async (294.8 ms), the same mistake as on the products.");
+        assert_eq!(said(100.9e-3, 100.4e-3, 875.4e-6, 862.8e-6), "the pitfall on the book's workload: pushing 10 products of 1000×1000 took 100.4 ms (products-push-only), computing them took 100.9 ms (products): a clock stopped without waiting read 100% of the true time here, not far too little: each push returned only once its product was done (an engine that runs each op as it is pushed, or a device that blocks). For y = x + 1 push-only (862.8 µs) reads 99% of async's time (875.4 µs), not far too little, so the same mistake goes unnoticed there.");
     }
 
     /// A run whose async variant took 1 ms for 1000 ops (1 µs per op).

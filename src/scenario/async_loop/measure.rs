@@ -17,12 +17,10 @@ use crate::engine::{Engine, LaneId, OpError, Var};
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
 use crate::scenario::gpu_clocks::Clocks;
-use crate::scenario::kit::{chosen_device, ChosenDevice};
+use crate::scenario::kit::chosen_device;
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Time every variant, check what the timed work computed, and run the model's and the
-/// hand-offs' untimed extra runs; then the figures and sentences they all give.
 pub(super) fn loops(
     scenario: &AsyncLoop,
     params: &Params,
@@ -34,21 +32,14 @@ pub(super) fn loops(
     // so the probes have the cores to themselves (the CLI has measured them already).
     let limits = crate::machine::limits();
     let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-    let ChosenDevice {
-        request,
-        fallback_note: notes,
-    } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
+    let chosen = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
     // A single-thread CPU device beside it for the ping-pong chain, which alternates
     // between two single-worker CPU lanes: this one and the CPU device's (for a GPU run, a
     // second single-thread CPU device), so its traced repeat shows on the same engine.
-    let is_cpu = matches!(request, DeviceRequest::Cpu { .. });
+    let is_cpu = matches!(chosen.request, DeviceRequest::Cpu { .. });
     let one = DeviceRequest::Cpu { threads: 1 };
-    let requests = if is_cpu {
-        vec![request, one]
-    } else {
-        vec![request, one, one]
-    };
-    let rt = Runtime::new(&ctx.runtime, &requests)?;
+    let requests = [chosen.request, one, one];
+    let rt = Runtime::new(&ctx.runtime, &requests[..3 - usize::from(is_cpu)])?;
     let (engine, device) = (&rt.engine, &rt.devices[0]);
     let ping_pong_lanes = [
         rt.devices[rt.devices.len() - 2].compute,
@@ -146,14 +137,27 @@ pub(super) fn loops(
     drop(variants);
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    run.notes.extend(notes);
+    run.notes.extend(chosen.fallback_note);
     Timed::add_to(&mut run, summaries, |v| v.label(cfg));
 
     last.check(&mut run, cfg, x, &m)?;
     clocks.derive(&mut run, usize::from(ctx.traces.is_some()));
 
     let phases = model::measure_phases(engine, x, n.min(MODEL_OPS))?;
-    let hops = handoffs(engine, ping_pong_lanes, n.min(MODEL_OPS))?;
+    // Each hop's latency in a traced ping-pong chain: from one op's end on one lane to the
+    // next op's start on the other, in seconds, sorted.
+    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
+        ping_pong(engine, ping_pong_lanes, n.min(MODEL_OPS));
+        engine.wait_all()?;
+        Ok(())
+    })?;
+    let mut records = records.unwrap_or_default();
+    records.retain(|r| r.name == PING_PONG_OP);
+    let mut hops: Vec<f64> = records
+        .windows(2)
+        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
+        .collect();
+    hops.sort_by(f64::total_cmp);
     model::derive(&mut run, engine.mode(), n, &phases);
     explain::derive_handoffs(&mut run, n, &hops);
     explain::derive_chain(&mut run, device.gpu_order(), n);
@@ -187,22 +191,4 @@ fn ping_pong(engine: &Engine, lanes: [LaneId; 2], n: u64) -> Arc<AtomicU64> {
         });
     }
     counter
-}
-
-/// Each hop's latency in a traced ping-pong chain of `ops` ops: from one op's end on one lane
-/// to the next op's start on the other, in seconds, sorted.
-fn handoffs(engine: &Engine, lanes: [LaneId; 2], ops: u64) -> Result<Vec<f64>, ScenarioError> {
-    let (_, records) = crate::scenario::kit::traced(engine, || -> Result<(), ScenarioError> {
-        ping_pong(engine, lanes, ops);
-        engine.wait_all()?;
-        Ok(())
-    })?;
-    let mut records = records.unwrap_or_default();
-    records.retain(|r| r.name == PING_PONG_OP);
-    let mut hops: Vec<f64> = records
-        .windows(2)
-        .map(|w| w[1].started_ns.saturating_sub(w[0].ended_ns) as f64 * 1e-9)
-        .collect();
-    hops.sort_by(f64::total_cmp);
-    Ok(hops)
 }

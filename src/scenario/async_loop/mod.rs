@@ -20,15 +20,10 @@
 //! at its start: `parbench devices --probe` prints them, with the GPU driver's floor, and every
 //! report's environment records them.
 //!
-//! The book's model splits one iteration into t1 (front end hands the op to the backend),
-//! t2 (backend executes it) and t3 (result returns to the front end) and predicts
-//! sync ≈ N(t1+t2+t3), async ≈ t1 + N·t2 + t3. An instrumented extra run measures the three
-//! from engine timestamps so the predictions can be set against the measured medians.
-//!
 //! The spec and the figures' declarations here; the timed loops, the checks' run and the
-//! untimed extra runs in `measure.rs`; the book's model (`model.rs`); what the timed loops
-//! computed (`checks.rs`); the pitfall on the products, the dependent chain, the hand-offs,
-//! async against the machine's limits and the lesson in `explain.rs`.
+//! untimed extra runs in `measure.rs`; the book's model of t1, t2 and t3 (`model.rs`); what
+//! the timed loops computed (`checks.rs`); the pitfall on the products, the dependent chain,
+//! the hand-offs, async against the machine's limits and the lesson in `explain.rs`.
 
 mod checks;
 mod explain;
@@ -44,7 +39,6 @@ use crate::report::{Better, FigureSpec, RunRecord};
 use crate::tensor::Tensor;
 
 variants! {
-    /// What `async` times.
     pub(super) enum Timed {
         /// Wait for y after every op.
         Sync = "sync",
@@ -103,11 +97,9 @@ fn add_chain(x: &Tensor, n: u64) -> Tensor {
 
 pub struct AsyncLoop;
 
-// The derived figures `async` records, each declared once with its key in the report, its
-// unit and its direction. The engine's internals are detail (`FigureSpec::detail`): the
-// default table leaves them to `--verbose`, the JSON keeps them. The machine's own figures
-// (the cache line between cores, the channel hand-off, the driver's floor) are not here: they
-// are the process's limits, which `devices --probe` prints and the report's environment keeps.
+// The derived figures `async` records. The engine's internals are detail
+// (`FigureSpec::detail`): the default table leaves them to `--verbose`, the JSON keeps them.
+// The machine's own figures are not here: they are the process's limits (see above).
 
 // The book's model and the loops it describes.
 const ASYNC_SPEEDUP: FigureSpec = ratio("async_speedup", Better::Higher);

@@ -1,15 +1,13 @@
 //! What `cpu-gpu`'s figures show, in sentences, from the medians and their intervals. A
 //! comparison is a verdict only where the interval its medians' intervals allow lies wholly on
-//! one side; otherwise the sentence says the two are indistinguishable here.
-//!
-//! The lesson of §8.3.1 and the book's figures beside the run's: work pushed to two devices
-//! together overlaps, so the pair takes about max(a, b), not a + b.
+//! one side; otherwise the sentence says the two are indistinguishable here. The lesson of
+//! §8.3.1 (the pair takes about max(a, b), not a + b) and the book's figures beside the run's.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_CPU_GPU, TF2_CPU_PRODUCTS as CPU};
-use crate::scenario::kit::explained::compared;
+use crate::scenario::kit::explained::{combined, compared};
 use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
@@ -31,11 +29,7 @@ pub(super) struct DeviceTimes {
 impl DeviceTimes {
     /// a + b, one workload after the other on their own devices.
     pub(super) fn sequential(&self) -> Estimate {
-        Estimate {
-            median: self.a.median + self.b.median,
-            lo: self.a.lo + self.b.lo,
-            hi: self.a.hi + self.b.hi,
-        }
+        combined(self.a, self.b, |a, b| a + b)
     }
 
     /// (a + b) / parallel.
@@ -45,12 +39,7 @@ impl DeviceTimes {
 
     /// max(a, b) / parallel: 1.0 is perfect overlap.
     pub(super) fn overlap(&self) -> Ratio {
-        let slower_alone = Estimate {
-            median: self.a.median.max(self.b.median),
-            lo: self.a.lo.max(self.b.lo),
-            hi: self.a.hi.max(self.b.hi),
-        };
-        Ratio::of(slower_alone, self.par)
+        Ratio::of(combined(self.a, self.b, f64::max), self.par)
     }
 
     /// one-device / parallel: what splitting the same cores into two devices gained.
@@ -123,33 +112,30 @@ pub(super) fn explain(f: &DeviceTimes, one_device: &str) -> Explained<Warning> {
     }
     out.sentences.push(one_device_sentence(f, one_device));
     if f.same_cores {
-        out.sentences.push(same_cores_sentence(f, one_device));
+        // One device with all the cores against the two devices that split them, both
+        // workloads pushed together: inter-op parallelism alone.
+        let r = f.parallelism();
+        let lead = format!(
+            "at the same cores, both workloads on the two devices took {} against {} on \
+             {one_device}, one device with all of them ({})",
+            human_time(f.par.median),
+            human_time(f.one.median),
+            r,
+        );
+        out.sentences.push(compared(
+            &lead,
+            r,
+            [
+                "the two devices were {} — their products ran side by side, each on fewer cores",
+                "indistinguishable here — each product already uses every core of its device, so \
+                 splitting the cores into two devices gains nothing on a CPU; a GPU beside the \
+                 CPU is what the book's two devices are",
+                "the two devices were {} — each product ran on fewer cores than the one device \
+                 gives it",
+            ],
+        ));
     }
     out
-}
-
-/// One device with all the cores against the two devices that split them, both workloads
-/// pushed together: inter-op parallelism alone, within the intervals.
-fn same_cores_sentence(f: &DeviceTimes, one_device: &str) -> String {
-    let r = f.parallelism();
-    let lead = format!(
-        "at the same cores, both workloads on the two devices took {} against {} on {one_device}, \
-         one device with all of them ({})",
-        human_time(f.par.median),
-        human_time(f.one.median),
-        r,
-    );
-    compared(
-        &lead,
-        r,
-        [
-            "the two devices were {} — their products ran side by side, each on fewer cores",
-            "indistinguishable here — each product already uses every core of its device, so \
-             splitting the cores into two devices gains nothing on a CPU; a GPU beside the CPU is \
-             what the book's two devices are",
-            "the two devices were {} — each product ran on fewer cores than the one device gives it",
-        ],
-    )
 }
 
 /// What running both workloads on one device showed, against a + b measured on their own
@@ -279,20 +265,17 @@ mod tests {
         assert_eq!(e.sentences.join("\n"), "pushed together, A (2.000 s) and B (1.900 s) took 1.950 s against a + b = 3.900 s one after the other (2.00×, 95% interval 1.88–2.02×): 2.00× faster; overlap efficiency max(a, b)/parallel = 1.03 (1.0 is perfect overlap).\nthe overlap efficiency's 95% interval (0.96–1.04) reaches 1.0: indistinguishable from perfect overlap here.\nboth workloads on cpu:1 alone took 3.900 s against a + b = 3.900 s (1.00×, 95% interval 0.94–1.01×): indistinguishable from a + b here: one device runs its lane's ops one after the other, so it gains nothing over running them apart.");
     }
 
-    #[test]
-    fn a_loose_one_device_median_is_no_verdict() {
-        // 3 / 2.7 = 1.11× at the medians, but one-device's interval reaches past a + b.
-        let mut f = times(2.0, 1.0, 2.5, 2.7);
-        f.one.hi = 3.3;
-        assert_eq!(one_device_sentence(&f, "cpu:1"), "both workloads on cpu:1 alone took 2.700 s against a + b = 3.000 s (1.11×, 95% interval 0.90–1.12×): indistinguishable from a + b here: one device runs its lane's ops one after the other, so it gains nothing over running them apart.");
-    }
-
     /// The issue's run, word for word (golden): one device back to back took 1.116 s against
-    /// 1.046 s and 1.031 s alone — more than either, so no sentence may say it cost less.
+    /// 1.046 s and 1.031 s alone — more than either, so no sentence may say it cost less; and
+    /// a loose one-device median is no verdict.
     #[test]
     fn the_issues_one_device_run_is_worded_by_its_numbers() {
         let e = explain(&times(1.046, 1.031, 1.085, 1.116), "cpu:2 (2 threads)");
         assert_eq!(e.sentences.join("\n"), "pushed together, A (1.046 s) and B (1.031 s) took 1.085 s against a + b = 2.077 s one after the other (1.91×, 95% interval 1.90–1.93×): 1.91× faster; overlap efficiency max(a, b)/parallel = 0.96 (1.0 is perfect overlap).\nboth workloads on cpu:2 (2 threads) alone took 1.116 s against a + b = 2.077 s (1.86×, 95% interval 1.84–1.88×): 1.86× faster than a + b, beyond both intervals: back to back on one device cost less than the two apart added up, so cpu:2 (2 threads) ran at least one of them faster than its own device did alone.");
+        // 3 / 2.7 = 1.11× at the medians, but one-device's interval reaches past a + b.
+        let mut f = times(2.0, 1.0, 2.5, 2.7);
+        f.one.hi = 3.3;
+        assert_eq!(one_device_sentence(&f, "cpu:1"), "both workloads on cpu:1 alone took 2.700 s against a + b = 3.000 s (1.11×, 95% interval 0.90–1.12×): indistinguishable from a + b here: one device runs its lane's ops one after the other, so it gains nothing over running them apart.");
     }
 
     proptest::proptest! {

@@ -12,7 +12,7 @@ use super::{
     OVERLAP_EFFICIENCY, PARALLELISM_SPEEDUP, PARALLEL_SPEEDUP, SEQUENTIAL_S, TRACED_OVERLAP_S,
     TRACED_PARALLEL_S,
 };
-use crate::device::{available_cores, split_cores, Device, DeviceRequest, Runtime};
+use crate::device::{available_cores, split_cores, DeviceRequest, Runtime};
 use crate::engine::TraceRecord;
 use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
@@ -23,8 +23,6 @@ use crate::scenario::kit::{
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Time `run(x)` on each device alone, both pushed together and both on one device; record
-/// the figures, the checks and the bare threads' reference, then the explanation and lesson.
 pub(super) fn devices(
     scenario: &CpuGpu,
     params: &Params,
@@ -169,7 +167,18 @@ pub(super) fn devices(
     // Both from the same (last timed) sample: the overlap can never exceed its time.
     if traced {
         run.record(TRACED_PARALLEL_S, traced_s);
-        run.record(TRACED_OVERLAP_S, both_busy_s(&records, dev_a, dev_b));
+        // Seconds during which both devices' compute lanes were busy.
+        let busy = |lane: usize| {
+            let rs: Vec<_> = records.iter().filter(|r| r.lane == lane).collect();
+            let start = rs.iter().map(|r| r.started_ns).min().unwrap_or(0);
+            let end = rs.iter().map(|r| r.ended_ns).max().unwrap_or(0);
+            (start, end)
+        };
+        let ((sa, ea), (sb, eb)) = (busy(dev_a.compute.index()), busy(dev_b.compute.index()));
+        run.record(
+            TRACED_OVERLAP_S,
+            ea.min(eb).saturating_sub(sa.max(sb)) as f64 * 1e-9,
+        );
     } else {
         for spec in [TRACED_PARALLEL_S, TRACED_OVERLAP_S] {
             run.unmeasured(spec, ALREADY_TRACING);
@@ -191,18 +200,6 @@ pub(super) fn devices(
     explain(&f, &one_device.name).record(&mut run);
     conclude(&mut run, &f, dev_b.is_gpu(), (cpu_size, b_size));
     Ok(run)
-}
-
-/// Seconds during which both devices' compute lanes were busy in a traced run.
-fn both_busy_s(records: &[TraceRecord], dev_a: &Device, dev_b: &Device) -> f64 {
-    let busy = |lane: usize| {
-        let rs: Vec<_> = records.iter().filter(|r| r.lane == lane).collect();
-        let start = rs.iter().map(|r| r.started_ns).min().unwrap_or(0);
-        let end = rs.iter().map(|r| r.ended_ns).max().unwrap_or(0);
-        (start, end)
-    };
-    let ((sa, ea), (sb, eb)) = (busy(dev_a.compute.index()), busy(dev_b.compute.index()));
-    ea.min(eb).saturating_sub(sa.max(sb)) as f64 * 1e-9
 }
 
 /// Rounds of the bare-threads measurement (alone, alone, together each), and the products of

@@ -39,7 +39,6 @@ super::params::params! {
 }
 
 super::variant::variants! {
-    /// What `cpu-gpu` times.
     enum Timed {
         /// `run(x)` on device A (the CPU) alone.
         AAlone = "a-alone",

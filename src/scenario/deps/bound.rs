@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::program::{execute, Inputs, Node};
 use crate::device::Device;
 use crate::engine::trace::OrderViolation;
-use crate::engine::{trace, Engine, TraceRecord};
+use crate::engine::{trace, Engine};
 use crate::harness::synced;
 use crate::scenario::kit::traced;
 use crate::scenario::ScenarioError;
@@ -27,18 +27,6 @@ pub(super) struct SampleBound {
 }
 
 impl SampleBound {
-    fn from_trace(records: &[TraceRecord], wall: Duration, devices: usize) -> SampleBound {
-        let cp = trace::critical_path(records);
-        let (path_s, work_s) = (cp.path_ns as f64 * 1e-9, cp.work_ns as f64 * 1e-9);
-        SampleBound {
-            wall_s: wall.as_secs_f64(),
-            path_s,
-            work_s,
-            bound_s: path_s.max(work_s / devices as f64),
-            order: trace::check_order(records),
-        }
-    }
-
     /// wall / bound: at least 1 for any correct schedule.
     pub(super) fn ratio(&self) -> f64 {
         self.wall_s / self.bound_s
@@ -61,7 +49,17 @@ pub(super) fn parallel_sample(
     let (wall, records) = traced(engine, || {
         synced(engine, || execute(nodes, inputs, devices, n, false))
     })?;
-    let bound = records.map(|r| SampleBound::from_trace(&r, wall, devices.len()));
+    let bound = records.map(|r| {
+        let cp = trace::critical_path(&r);
+        let (path_s, work_s) = (cp.path_ns as f64 * 1e-9, cp.work_ns as f64 * 1e-9);
+        SampleBound {
+            wall_s: wall.as_secs_f64(),
+            path_s,
+            work_s,
+            bound_s: path_s.max(work_s / devices.len() as f64),
+            order: trace::check_order(&r),
+        }
+    });
     Ok((wall, bound))
 }
 

@@ -83,32 +83,35 @@ impl Schedules {
     }
 }
 
-/// Asynchrony's words where it lost: the one device pushed at once was slower than op by op.
-const ASYNC_SLOWER: &str = "{} here, beyond both medians' intervals";
+/// Asynchrony alone, on `on` (one device or one stream): op by op against pushed at once,
+/// worded `faster` or `same`, or where it lost (pushed at once slower than op by op) as such.
+fn asynchrony(f: &Schedules, on: &str, [faster, same]: [&str; 2]) -> String {
+    let r = f.asynchrony();
+    let lead = format!(
+        "asynchrony alone: on {on}, the {} ops pushed at once took {} against {} op by op ({r})",
+        f.ops.total(),
+        human_time(f.one_device.median),
+        human_time(f.op_by_op.median),
+    );
+    compared(
+        &lead,
+        r,
+        [faster, same, "{} here, beyond both medians' intervals"],
+    )
+}
 
 /// What the figures show, each effect credited within its interval: asynchrony alone (one
 /// device, op by op against pushed at once) and inter-op parallelism on top (the same cores
 /// split into devices, both pushed at once), then the traced samples against their own bound.
 pub(super) fn explain(f: &Schedules) -> Explained {
     let mut out = Explained::default();
-    let asynchrony = f.asynchrony();
-    let lead = format!(
-        "asynchrony alone: on one device with all {} cores, the {} ops pushed at once took {} against {} \
-         op by op ({})",
-        f.cores,
-        f.ops.total(),
-        human_time(f.one_device.median),
-        human_time(f.op_by_op.median),
-        asynchrony,
-    );
-    out.sentences.push(compared(
-        &lead,
-        asynchrony,
+    out.sentences.push(asynchrony(
+        f,
+        &format!("one device with all {} cores", f.cores),
         [
             "{} — no op waited for the front end's round trip before the next was pushed",
             "indistinguishable here — each op already uses every core of its device, so letting \
              them queue saves only the round trips, which these ops dwarf",
-            ASYNC_SLOWER,
         ],
     ));
     let parallelism = f.parallelism();
@@ -167,27 +170,17 @@ pub(super) fn explain(f: &Schedules) -> Explained {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(super) fn explain_gpu(f: &Schedules, streams: usize, size: usize, waiting: usize) -> Explained {
     let mut out = Explained::default();
-    let asynchrony = f.asynchrony();
-    let lead = format!(
-        "asynchrony alone: on one stream of the GPU, the {} ops pushed at once took {} against {} \
-         op by op ({})",
-        f.ops.total(),
-        human_time(f.one_device.median),
-        human_time(f.op_by_op.median),
-        asynchrony,
-    );
     let same = format!(
         "indistinguishable here — at {size}² the ops' own GPU time dwarfs the round trip op by \
          op adds"
     );
-    out.sentences.push(compared(
-        &lead,
-        asynchrony,
+    out.sentences.push(asynchrony(
+        f,
+        "one stream of the GPU",
         [
             "{} — the GPU ran the queued ops back to back instead of idling through a host round \
              trip after each",
             &same,
-            ASYNC_SLOWER,
         ],
     ));
     if streams == 1 {
@@ -286,6 +279,7 @@ mod tests {
         around(median, 0.01)
     }
 
+    /// Each effect credited with its own figures, and no parallelism where ops fill the machine.
     #[test]
     fn the_explanation_credits_each_effect_with_its_own_figures() {
         let e = explain(&schedules(tight(4.5), tight(3.0), tight(2.0)));
@@ -295,6 +289,14 @@ mod tests {
             OPS.to_string(),
             "10 ops (4 copies of the inputs, then 3 products, 2 mixes and 1 in-place updates)"
         );
+        // One device and two split devices within each other's intervals: none credited.
+        let loose = Estimate {
+            median: 2.1,
+            lo: 1.9,
+            hi: 2.3,
+        };
+        let e = explain(&schedules(tight(4.0), tight(2.0), loose));
+        assert_eq!(e.sentences[1], "inter-op parallelism on top: the same 2 cores split into 2 devices took 2.100 s pushed at once, against 2.000 s on one device (0.95×, 95% interval 0.86–1.06×): indistinguishable here — 2 lanes of fewer threads match one lane of all of them: what side-by-side ops gain, the hand-offs and copies between devices cost.");
     }
 
     #[test]
@@ -311,18 +313,6 @@ mod tests {
         let one = explain_gpu(&f, 1, 64, 0).sentences;
         assert_eq!(one.len(), 2);
         assert_eq!(one[1], "parallelism: with --streams 1 every op runs on one stream, so there is none to add (--streams 2 or more spreads the ops over compute streams of the one GPU).");
-    }
-
-    #[test]
-    fn no_parallelism_where_ops_fill_the_machine_is_said_as_such() {
-        // One device and two split devices within each other's intervals: none credited.
-        let loose = Estimate {
-            median: 2.1,
-            lo: 1.9,
-            hi: 2.3,
-        };
-        let e = explain(&schedules(tight(4.0), tight(2.0), loose));
-        assert_eq!(e.sentences[1], "inter-op parallelism on top: the same 2 cores split into 2 devices took 2.100 s pushed at once, against 2.000 s on one device (0.95×, 95% interval 0.86–1.06×): indistinguishable here — 2 lanes of fewer threads match one lane of all of them: what side-by-side ops gain, the hand-offs and copies between devices cost.");
     }
 
     proptest::proptest! {

@@ -34,7 +34,6 @@ pub(super) struct Step {
     pub(super) write: usize,
 }
 
-/// The GPU program of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Plan {
     pub(super) steps: Vec<Step>,
@@ -63,30 +62,22 @@ impl Plan {
         for node in nodes {
             let stream = node.device % streams;
             let (a, b) = (slots[node.a], slots[node.b]);
-            let step = match node.kind {
-                Kind::Product | Kind::Mix => {
-                    let write = next;
-                    next += 1;
-                    slots[node.out] = write;
-                    let kind = match node.kind {
-                        Kind::Product => StepKind::Product,
-                        _ => StepKind::Mix,
-                    };
-                    Step {
-                        kind,
-                        stream,
-                        reads: vec![a, b],
-                        write,
-                    }
-                }
-                Kind::Update => Step {
-                    kind: StepKind::Update,
-                    stream,
-                    reads: vec![a],
-                    write: slots[node.out],
-                },
+            let (kind, reads) = match node.kind {
+                Kind::Product => (StepKind::Product, vec![a, b]),
+                Kind::Mix => (StepKind::Mix, vec![a, b]),
+                Kind::Update => (StepKind::Update, vec![a]),
             };
-            steps.push(step);
+            if kind != StepKind::Update {
+                slots[node.out] = next;
+                next += 1;
+            }
+            let write = slots[node.out];
+            steps.push(Step {
+                kind,
+                stream,
+                reads,
+                write,
+            });
         }
         Plan {
             steps,

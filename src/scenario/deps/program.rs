@@ -24,7 +24,6 @@ pub(super) fn product_affine(n: usize) -> (f32, f32) {
     (0.25 / n as f32, 0.75)
 }
 
-/// One op of the program.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Node {
     pub(super) out: usize,
@@ -134,32 +133,26 @@ pub(super) fn execute(
     }
     for node in nodes {
         let device = &devices[node.device];
-        let written = match node.kind {
+        match node.kind {
             Kind::Product => {
                 let (scale, shift) = product_affine(n);
-                let y = slots[node.a]
+                slots[node.out] = slots[node.a]
                     .placed_on(device)?
                     .matmul(&slots[node.b])?
                     .axpby(scale, &inputs.ones[node.device], shift)?;
-                slots[node.out] = y;
-                &slots[node.out]
             }
             Kind::Mix => {
-                let y = slots[node.a]
-                    .placed_on(device)?
-                    .axpby(0.5, &slots[node.b], 0.5)?;
-                slots[node.out] = y;
-                &slots[node.out]
+                let y = slots[node.a].placed_on(device)?;
+                slots[node.out] = y.axpby(0.5, &slots[node.b], 0.5)?;
             }
             Kind::Update => {
                 slots[node.out]
                     .placed_on(device)?
-                    .axpby_assign(0.5, &slots[node.a], 0.5)?;
-                &slots[node.out]
+                    .axpby_assign(0.5, &slots[node.a], 0.5)?
             }
-        };
+        }
         if wait_each {
-            written.wait_to_read()?;
+            slots[node.out].wait_to_read()?;
         }
     }
     Ok(slots)

@@ -17,7 +17,7 @@ use crate::harness::{synced, Variant};
 use crate::report::evidence::Estimate;
 use crate::report::RunRecord;
 use crate::scenario::gpu_clocks::Clocks;
-use crate::scenario::kit::{chosen_device, matmul_tolerance, ChosenDevice};
+use crate::scenario::kit::{chosen_device, matmul_tolerance};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
@@ -28,24 +28,20 @@ fn layer(h: &Array2<f32>, w: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
     z.mapv(|v| v.max(0.0))
 }
 
-/// The captured graph: the parameters, fixed at capture, replayed as one op.
-struct Graph {
-    /// (W, b) per layer.
-    weights: Vec<(Array2<f32>, Array2<f32>)>,
+/// (W, b) per layer: the captured graph's parameters, fixed at capture, replayed as one op.
+type Weights = Vec<(Array2<f32>, Array2<f32>)>;
+
+/// The imperative pass: each layer's product, bias and ReLU pushed as engine ops of their own.
+fn imperative_pass(x: &Tensor, tensors: &[(Tensor, Tensor)]) -> Result<Tensor, ScenarioError> {
+    let layer = |h: Tensor, (w, b): &(Tensor, Tensor)| Ok(h.matmul(w)?.add_row(b)?.relu());
+    tensors.iter().try_fold(x.clone(), layer)
 }
 
-impl Graph {
-    fn forward(&self, x: &Array2<f32>) -> Array2<f32> {
-        let mut h = x.clone();
-        for (w, b) in &self.weights {
-            h = layer(&h, w, b);
-        }
-        h
-    }
+/// The captured graph's forward pass on host arrays.
+fn forward(weights: &Weights, x: &Array2<f32>) -> Array2<f32> {
+    weights.iter().fold(x.clone(), |h, (w, b)| layer(&h, w, b))
 }
 
-/// Time the imperative and the hybridized passes; record the checks, the figures (the GPU's
-/// clock's too), the explanation and the lesson.
 pub(super) fn passes(
     scenario: &Hybridize,
     params: &Params,
@@ -60,11 +56,8 @@ pub(super) fn passes(
         device: choice,
     } = cfg;
     let threads = ctx.cpu_threads.unwrap_or_else(available_cores);
-    let ChosenDevice {
-        request,
-        fallback_note: notes,
-    } = chosen_device(choice, threads, ctx.gpu_fallback)?;
-    let rt = Runtime::new(&ctx.runtime, &[request])?;
+    let chosen = chosen_device(choice, threads, ctx.gpu_fallback)?;
+    let rt = Runtime::new(&ctx.runtime, &[chosen.request])?;
     let (engine, device) = (&rt.engine, &rt.devices[0]);
 
     let host = |shape: [usize; 2], seed: u64| -> Result<Array2<f32>, ScenarioError> {
@@ -78,20 +71,10 @@ pub(super) fn passes(
         .map(|l| Ok((host([width, width], 10 + l)?, host([1, width], 100 + l)?)))
         .collect::<Result<Vec<_>, ScenarioError>>()?;
     // Imperative: tensors on the device, one engine op per kernel.
-    let x = Tensor::from_host(engine, device, x_host.clone().into_dyn());
-    let tensors: Vec<(Tensor, Tensor)> = weights_host
-        .iter()
-        .map(|(w, b)| {
-            (
-                Tensor::from_host(engine, device, w.clone().into_dyn()),
-                Tensor::from_host(engine, device, b.clone().into_dyn()),
-            )
-        })
-        .collect();
-    let imperative = || -> Result<Tensor, ScenarioError> {
-        let layer = |h: Tensor, (w, b): &(Tensor, Tensor)| Ok(h.matmul(w)?.add_row(b)?.relu());
-        tensors.iter().try_fold(x.clone(), layer)
-    };
+    let on = |a: &Array2<f32>| Tensor::from_host(engine, device, a.clone().into_dyn());
+    let x = on(&x_host);
+    let tensors: Vec<(Tensor, Tensor)> = weights_host.iter().map(|(w, b)| (on(w), on(b))).collect();
+    let imperative = || imperative_pass(&x, &tensors);
     // Hybridized: capture once, replay as a single op (on a GPU, a CUDA graph).
     let replay = Replay::capture(&x, &tensors, &weights_host, [batch, width])?;
     let hybrid = || replay.run();
@@ -138,7 +121,7 @@ pub(super) fn passes(
 
     let ops_per_pass = 3 * layers;
     let mut run = RunRecord::new(scenario.name(), params.to_json(), rt.describe_devices());
-    run.notes.extend(notes);
+    run.notes.extend(chosen.fallback_note);
     let graph_op = if device.is_gpu() {
         "replayed CUDA graph (one launch)"
     } else {
@@ -161,10 +144,7 @@ pub(super) fn passes(
     if device.is_gpu() {
         // The GPU's kernels against the host's: close, not identical (cuBLAS rounds in
         // another order than the CPU kernel).
-        let host = Graph {
-            weights: weights_host.clone(),
-        }
-        .forward(&x_host);
+        let host = forward(&weights_host, &x_host);
         let gap = relative_gap(&replayed, host.iter().copied());
         let tolerance = matmul_tolerance(width) * layers as f64;
         run.check(
@@ -224,7 +204,7 @@ fn relative_gap(got: &[f32], want: impl ExactSizeIterator<Item = f32>) -> f64 {
 enum Replay {
     Host {
         x: Tensor,
-        graph: Arc<Graph>,
+        graph: Arc<Weights>,
         shape: [usize; 2],
     },
     #[cfg(feature = "cuda")]
@@ -235,7 +215,7 @@ impl Replay {
     fn capture(
         x: &Tensor,
         tensors: &[(Tensor, Tensor)],
-        weights: &[(Array2<f32>, Array2<f32>)],
+        weights: &Weights,
         shape: [usize; 2],
     ) -> Result<Replay, ScenarioError> {
         #[cfg(feature = "cuda")]
@@ -246,9 +226,7 @@ impl Replay {
         let _ = tensors;
         Ok(Replay::Host {
             x: x.clone(),
-            graph: Arc::new(Graph {
-                weights: weights.to_vec(),
-            }),
+            graph: Arc::new(weights.to_vec()),
             shape,
         })
     }
@@ -263,7 +241,7 @@ impl Replay {
                         .view()
                         .into_dimensionality::<Ix2>()
                         .map(|v| v.to_owned());
-                    input.map(|i| g.forward(&i).into_dyn())
+                    input.map(|i| forward(&g, &i).into_dyn())
                 })
             }
             #[cfg(feature = "cuda")]
@@ -278,21 +256,11 @@ mod tests {
     use crate::device::RuntimeOptions;
 
     /// The imperative path over tensors, as the scenario runs it.
-    fn imperative(
-        rt: &Runtime,
-        x: &Array2<f32>,
-        weights: &[(Array2<f32>, Array2<f32>)],
-    ) -> Vec<f32> {
-        let (e, d) = (&rt.engine, &rt.devices[0]);
-        let mut h = Tensor::from_host(e, d, x.clone().into_dyn());
-        for (w, b) in weights {
-            let (w, b) = (
-                Tensor::from_host(e, d, w.clone().into_dyn()),
-                Tensor::from_host(e, d, b.clone().into_dyn()),
-            );
-            h = h.matmul(&w).unwrap().add_row(&b).unwrap().relu();
-        }
-        h.to_vec().unwrap()
+    fn imperative(rt: &Runtime, x: &Array2<f32>, weights: &Weights) -> Vec<f32> {
+        let on =
+            |a: &Array2<f32>| Tensor::from_host(&rt.engine, &rt.devices[0], a.clone().into_dyn());
+        let tensors: Vec<_> = weights.iter().map(|(w, b)| (on(w), on(b))).collect();
+        imperative_pass(&on(x), &tensors).unwrap().to_vec().unwrap()
     }
 
     #[test]
@@ -317,10 +285,7 @@ mod tests {
         };
         let x = m(3, 6, 1);
         let weights = vec![(m(6, 6, 2), m(1, 6, 3)), (m(6, 6, 4), m(1, 6, 5))];
-        let graph = Graph {
-            weights: weights.clone(),
-        };
-        let replayed: Vec<f32> = graph.forward(&x).iter().copied().collect();
+        let replayed: Vec<f32> = forward(&weights, &x).iter().copied().collect();
         assert_eq!(replayed, imperative(&rt, &x, &weights));
         // A reference with one weight changed differs.
         let mut wrong = weights;

@@ -27,7 +27,6 @@ const OPS_PER_PASS: FigureSpec = number("ops_per_pass", Better::Neither);
 const OVERHEAD_PER_OP_S: FigureSpec = seconds("overhead_per_op_s", Better::Neither);
 
 super::variant::variants! {
-    /// What `hybridize` times.
     enum Timed {
         /// One engine op per kernel.
         Imperative = "imperative",

@@ -10,7 +10,6 @@ use crate::scenario::{DeviceChoice, Params, RunContext, ScenarioError};
 
 /// The device a scenario asked for as its GPU: the GPU itself, or a CPU device in its place.
 pub struct ChosenDevice {
-    /// The device to request for it.
     pub request: DeviceRequest,
     /// Set when no GPU could be used: the note for the table and the JSON.
     pub fallback_note: Option<String>,
@@ -62,18 +61,14 @@ pub fn check_requested_device(params: &Params, fallback: bool) -> Result<(), Sce
 }
 
 fn accelerator_from(gpu: &GpuInfo, fallback_name: &str, fallback_threads: usize) -> ChosenDevice {
-    if gpu.available {
-        ChosenDevice {
-            request: DeviceRequest::Cuda,
-            fallback_note: None,
-        }
-    } else {
-        ChosenDevice {
-            request: DeviceRequest::Cpu {
+    ChosenDevice {
+        request: match gpu.available {
+            true => DeviceRequest::Cuda,
+            false => DeviceRequest::Cpu {
                 threads: fallback_threads,
             },
-            fallback_note: Some(fallback_note(gpu, fallback_name)),
-        }
+        },
+        fallback_note: (!gpu.available).then(|| fallback_note(gpu, fallback_name)),
     }
 }
 
@@ -139,7 +134,8 @@ mod tests {
 
     #[test]
     fn fallback_note_names_reason_and_device() {
-        let a = accelerator_from(&GpuInfo::unavailable("no driver"), "cpu:1", 1);
+        let none = GpuInfo::unavailable("no driver");
+        let a = accelerator_from(&none, "cpu:1", 1);
         assert_eq!(a.request, DeviceRequest::Cpu { threads: 1 });
         assert_eq!(
             a.fallback_note.as_deref(),
@@ -150,11 +146,10 @@ mod tests {
             accelerator_from(&gpu, "cpu:1", 1).request,
             DeviceRequest::Cuda
         );
-    }
-
-    #[test]
-    fn without_a_gpu_a_cuda_run_is_refused_or_falls_back_with_a_note() {
-        let none = GpuInfo::unavailable("no driver");
+        // A usable GPU is taken (only a build with the `cuda` feature has one); without one, a
+        // cuda run is refused or falls back with a note.
+        #[cfg(feature = "cuda")]
+        assert_eq!(placed(&gpu, false).expect("a GPU"), OnGpu::Gpu);
         let refused = placed(&none, false).expect_err("no GPU, no --fallback");
         assert!(refused.is_usage(), "{refused}");
         assert_eq!(refused.to_string(), "--device cuda asks for a GPU, and none can be used (no driver; see 'parbench devices'): add --fallback to run on a CPU device instead");
@@ -166,12 +161,5 @@ mod tests {
         run.notes.push("later".into());
         note_fallback(&mut run, "GPU unavailable: no driver", "the CPU run");
         assert_eq!(run.notes[0], "GPU unavailable: no driver: the CPU run");
-    }
-
-    #[cfg(feature = "cuda")]
-    #[test]
-    fn a_usable_gpu_is_taken() {
-        let gpu = GpuInfo::detected("H100", "550", "12.4", 80 << 30, "9.0");
-        assert_eq!(placed(&gpu, false).expect("a GPU"), OnGpu::Gpu);
     }
 }

@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::fmt::Display;
 
-use crate::report::evidence::{Ratio, Side};
+use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::Finding;
 use crate::report::RunRecord;
 use crate::units::faster_or_slower;
@@ -105,6 +105,16 @@ pub fn compared(lead: &str, r: Ratio, [above, within, below]: [&str; 3]) -> Stri
     )
 }
 
+/// `f` of two estimates, bound by bound (`f` grows with both): a median from their medians,
+/// an interval from their intervals.
+pub fn combined(a: Estimate, b: Estimate, f: impl Fn(f64, f64) -> f64) -> Estimate {
+    Estimate {
+        median: f(a.median, b.median),
+        lo: f(a.lo, b.lo),
+        hi: f(a.hi, b.hi),
+    }
+}
+
 /// The likely cause of a figure outside its range when it compares medians of variants timed
 /// in different rounds.
 pub const BETWEEN_ROUNDS: &str =
@@ -161,15 +171,13 @@ mod tests {
             hi,
         };
         let words = ["{} here", "indistinguishable here", "{}, beyond"];
-        assert_eq!(compared("a", r(1.2, 1.4), words), "a: 1.30× faster here.");
-        assert_eq!(
-            compared("a", r(0.9, 1.1), words),
-            "a: indistinguishable here."
-        );
-        assert_eq!(
-            compared("a", r(0.4, 0.6), words),
-            "a: 2.00× slower, beyond."
-        );
-        assert_eq!(compared("a", r(f64::NAN, 1.0), words), "a: not measured.");
+        for ((lo, hi), want) in [
+            ((1.2, 1.4), "a: 1.30× faster here."),
+            ((0.9, 1.1), "a: indistinguishable here."),
+            ((0.4, 0.6), "a: 2.00× slower, beyond."),
+            ((f64::NAN, 1.0), "a: not measured."),
+        ] {
+            assert_eq!(compared("a", r(lo, hi), words), want);
+        }
     }
 }

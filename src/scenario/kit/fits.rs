@@ -95,10 +95,7 @@ mod tests {
                 .contains(&format!("({most} at most): a run would time the scheduler")),
             "{e}"
         );
-    }
-
-    #[test]
-    fn threads_reserve_their_stacks_and_at_most_8_arenas_a_core() {
+        // Threads reserve their stacks, and at most 8 malloc arenas a core.
         assert_eq!(threads_address_space(1, 2), Some((2 << 20) + (64 << 20)));
         // 128 threads on 2 cores: 128 stacks, 16 arenas.
         assert_eq!(threads_address_space(128, 2), Some((256 << 20) + (1 << 30)));

@@ -29,7 +29,6 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The lesson's findings and the reader's figure in a few words.
     pub fn new(findings: Vec<Finding>, here: String) -> Verdict {
         Verdict {
             findings,
@@ -108,25 +107,32 @@ mod tests {
         claim: "a / b wholly above 1",
     };
 
-    fn verdict(lo: f64, hi: f64, checks: bool) -> Verdict {
+    /// A run concluded with `verdict`.
+    fn concluded(verdict: Verdict) -> RunRecord {
+        let mut run = RunRecord::new("x", Map::new(), vec![]);
+        SPEC.conclude(&mut run, &[], verdict);
+        run
+    }
+
+    /// A run whose checks passed or not, and whose a / b lies in `lo`–`hi`, concluded.
+    fn verdict(lo: f64, hi: f64, checks: bool) -> RunRecord {
         let r = Ratio {
             value: (lo + hi) / 2.0,
             lo,
             hi,
         };
-        Verdict::new(
+        concluded(Verdict::new(
             vec![
                 Finding::checks("checks", checks),
                 Finding::criterion("a / b", r, 1.0, Want::Above),
             ],
             "here".into(),
-        )
+        ))
     }
 
     #[test]
     fn the_verdict_evidence_and_deciding_figure_come_from_the_findings() {
-        let mut run = RunRecord::new("x", Map::new(), vec![]);
-        SPEC.conclude(&mut run, &[], verdict(1.1, 1.3, true));
+        let run = verdict(1.1, 1.3, true);
         let lesson = run.lesson.clone().expect("lesson");
         assert_eq!(lesson.held, Held::Yes);
         assert_eq!(
@@ -136,27 +142,19 @@ mod tests {
         assert_eq!(lesson.decided.map(|d| d.bound), Some(1.0));
         assert_eq!(run.findings.len(), 2);
 
-        let mut run = RunRecord::new("x", Map::new(), vec![]);
-        SPEC.conclude(&mut run, &[], verdict(0.9, 1.3, true));
-        assert_eq!(run.lesson.map(|l| l.held), Some(Held::Inconclusive));
+        let held = verdict(0.9, 1.3, true).lesson.map(|l| l.held);
+        assert_eq!(held, Some(Held::Inconclusive));
 
         // Failed checks decide a no with no figure behind it.
-        let mut run = RunRecord::new("x", Map::new(), vec![]);
-        SPEC.conclude(&mut run, &[], verdict(1.1, 1.3, false));
-        let lesson = run.lesson.expect("lesson");
+        let lesson = verdict(1.1, 1.3, false).lesson.expect("lesson");
         assert_eq!(lesson.held, Held::No);
         assert_eq!(lesson.decided, None);
         assert_eq!(
             lesson.evidence,
             "checks FAILED; a / b = 1.20×, 95% interval 1.10–1.30×: wholly above 1."
         );
-    }
-
-    #[test]
-    fn no_criterion_measured_is_inconclusive_with_the_reason() {
-        let mut run = RunRecord::new("x", Map::new(), vec![]);
-        let v = Verdict::one_device("one device: nothing to compare.");
-        SPEC.conclude(&mut run, &[], v);
+        // No criterion measured is inconclusive, with the reason.
+        let run = concluded(Verdict::one_device("one device: nothing to compare."));
         let lesson = run.lesson.expect("lesson");
         assert_eq!(lesson.held, Held::Inconclusive);
         assert_eq!(lesson.here, "one device only");

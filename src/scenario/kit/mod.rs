@@ -32,17 +32,15 @@ pub use workload::{
     SECONDS_PER_ROUND,
 };
 
-/// A derived figure in seconds, declared with its key in the report and its direction.
 pub const fn seconds(key: &'static str, better: Better) -> FigureSpec {
     FigureSpec::new(key, Unit::Seconds, better)
 }
 
-/// A derived ratio, declared with its key in the report and its direction.
 pub const fn ratio(key: &'static str, better: Better) -> FigureSpec {
     FigureSpec::new(key, Unit::Ratio, better)
 }
 
-/// A derived plain number (an efficiency, a count), declared with its key and its direction.
+/// A plain number: an efficiency, a count.
 pub const fn number(key: &'static str, better: Better) -> FigureSpec {
     FigureSpec::new(key, Unit::Number, better)
 }

@@ -124,17 +124,21 @@ mod tests {
             }
         }
         assert!(matmul_error(&a, &b, &c, (m, k, n), 8) <= matmul_tolerance(k));
-        // A single wrong corner element is found.
-        let mut bad = c.clone();
-        bad[m * n - 1] += 1.0;
-        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
-        let mut bad = c.clone();
-        bad[0] -= 1.0;
-        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8) > matmul_tolerance(k));
-        // NaN anywhere it looks (a buffer nothing was written to) fails too.
-        let mut bad = c;
-        bad[m * n - 1] = f32::NAN;
-        assert!(matmul_error(&a, &b, &bad, (m, k, n), 8).is_infinite());
+        // A single wrong corner element is found; NaN anywhere it looks (a buffer nothing was
+        // written to) is the worst error there is.
+        for (at, value) in [
+            (m * n - 1, c[m * n - 1] + 1.0),
+            (0, c[0] - 1.0),
+            (m * n - 1, f32::NAN),
+        ] {
+            let mut bad = c.clone();
+            bad[at] = value;
+            let err = matmul_error(&a, &b, &bad, (m, k, n), 8);
+            assert!(
+                err > matmul_tolerance(k) && (err.is_infinite() == value.is_nan()),
+                "{at}: {err}"
+            );
+        }
     }
 
     #[test]

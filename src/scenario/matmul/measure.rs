@@ -7,14 +7,10 @@ use crate::device::cpu::{kernel_for, matmul_kernel_choice, MatmulKernel, AVX2_MI
 use crate::device::Runtime;
 use crate::harness::{synced, Variant};
 use crate::report::RunRecord;
-use crate::scenario::kit::{
-    check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance, ChosenDevice,
-};
+use crate::scenario::kit::{check_matrices, chosen_device, gflops, matmul_error, matmul_tolerance};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 
-/// Run `--ops` products on the chosen device, record their figures, check one product, and
-/// explain the run and conclude its lesson.
 pub(super) fn products(
     scenario: &Matmul,
     params: &Params,
@@ -26,11 +22,8 @@ pub(super) fn products(
     let fma = &crate::machine::limits().fma;
     let ((m, k, n), ops) = (cfg.dims(), cfg.ops);
     let threads = cfg.threads(ctx);
-    let ChosenDevice {
-        request,
-        fallback_note: notes,
-    } = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
-    let rt = Runtime::new(&ctx.runtime, &[request])?;
+    let chosen = chosen_device(cfg.device, threads, ctx.gpu_fallback)?;
+    let rt = Runtime::new(&ctx.runtime, &[chosen.request])?;
     let (engine, device) = (&rt.engine, &rt.devices[0]);
     if let Some(free) = device.free_memory() {
         check_matrices(
@@ -58,7 +51,7 @@ pub(super) fn products(
         scenario.resolved_params(params, ctx),
         rt.describe_devices(),
     );
-    run.notes.extend(notes);
+    run.notes.extend(chosen.fallback_note);
     if !device.is_gpu() {
         let choice = matmul_kernel_choice();
         let used = kernel_for(choice.kernel, m, n, k);

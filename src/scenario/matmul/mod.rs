@@ -11,7 +11,6 @@ use crate::report::{Better, FigureSpec, RunRecord, Unit};
 use serde_json::{Map, Value};
 
 super::variant::variants! {
-    /// What `matmul` times.
     enum Timed {
         /// --ops products, pushed, one wait.
         Matmul = "matmul",

@@ -78,7 +78,9 @@ fn explain(peaks: &[u64; 5], inflight: usize, time_ratio: f64) -> String {
          many{}), {}, for {:.2}× the time.",
         human_bytes(unbounded),
         human_bytes(unbounded_half),
-        if piled_up(unbounded, sync_each) {
+        // Inputs piled up ahead of the work only if pushing everything held more than a wait
+        // per minibatch did, by more than a tenth.
+        if unbounded as f64 > 1.1 * sync_each as f64 {
             "the loader ran ahead and inputs piled up"
         } else {
             "no more than with a wait per minibatch, so nothing piled up here"
@@ -100,12 +102,6 @@ fn explain(peaks: &[u64; 5], inflight: usize, time_ratio: f64) -> String {
 
 /// Peaks within this fraction of each other are called the same.
 const SAME_PEAK: f64 = 0.05;
-
-/// Whether pushing everything held more than a wait per minibatch did (by more than a tenth):
-/// only then did inputs pile up ahead of the work.
-fn piled_up(unbounded: u64, sync_each: u64) -> bool {
-    unbounded as f64 > 1.1 * sync_each as f64
-}
 
 /// What the pool's marks say for the unbounded and the bounded loop, each as (reserved, used).
 fn pool_sentence(unbounded: (u64, u64), bounded: (u64, u64)) -> String {
@@ -132,15 +128,12 @@ mod tests {
         assert_eq!(s, "on the GPU, parbench's memory pool held at most 2.0 MiB in live buffers unbounded (3.0 MiB reserved from the driver) and 1.0 MiB bounded (1.0 MiB reserved): the rest of what is reserved is freed memory the pool keeps cached for reuse, which the driver counts as used.");
     }
 
+    /// The arithmetic quoted, and a bounded peak above the unbounded one called more.
     #[test]
     fn the_explanation_quotes_its_own_arithmetic() {
         let s = explain(&[64 * MIB, 32 * MIB, 2 * MIB, 8 * MIB, 8 * MIB], 2, 1.05);
         // 64 / 8 = 8× less; half as many at the same peak is flat.
         assert_eq!(s, "pushing every minibatch and waiting once peaked at 64.0 MiB (32.0 MiB for half as many): the loader ran ahead and inputs piled up. A wait per minibatch peaked at 2.0 MiB; a bound of 2 minibatches at 8.0 MiB (8.0 MiB for half as many: flat), 8.0× less than unbounded, for 1.05× the time.");
-    }
-
-    #[test]
-    fn a_bounded_peak_above_the_unbounded_one_is_called_more() {
         let s = explain(&[4 * MIB, 2 * MIB, 2 * MIB, 8 * MIB, 5 * MIB], 2, 0.9);
         assert_eq!(s, "pushing every minibatch and waiting once peaked at 4.0 MiB (2.0 MiB for half as many): the loader ran ahead and inputs piled up. A wait per minibatch peaked at 2.0 MiB; a bound of 2 minibatches at 8.0 MiB (5.0 MiB for half as many), 2.0× more than unbounded, for 0.90× the time.");
     }

@@ -14,7 +14,7 @@ use crate::device::{available_cores, Runtime, RuntimeOptions};
 use crate::engine::{Engine, Var};
 use crate::harness::Variant;
 use crate::report::RunRecord;
-use crate::scenario::kit::{chosen_device, host_ordered, ChosenDevice};
+use crate::scenario::kit::{chosen_device, host_ordered};
 use crate::scenario::{Params, RunContext, Scenario, ScenarioError};
 use crate::tensor::Tensor;
 use crate::units::human_bytes;
@@ -26,8 +26,6 @@ const OPS_PER_BATCH: usize = 2;
 /// that the report stays small however many minibatches ran.
 pub(super) const LIVE_POINTS: usize = 240;
 
-/// Time every variant's epochs, sample their live bytes, record the figures and the check,
-/// then the explanation and the lesson.
 pub(super) fn epochs(
     scenario: &Memory,
     params: &Params,
@@ -45,19 +43,16 @@ pub(super) fn epochs(
     let threads = ctx
         .cpu_threads
         .unwrap_or_else(|| available_cores().saturating_sub(1).max(1));
-    let ChosenDevice {
-        request,
-        fallback_note: notes,
-    } = chosen_device(device, threads, ctx.gpu_fallback)?;
+    let chosen = chosen_device(device, threads, ctx.gpu_fallback)?;
     let options = host_ordered(&ctx.runtime);
-    let free = Runtime::new(&options, &[request])?;
+    let free = Runtime::new(&options, &[chosen.request])?;
     // On a GPU the upload of each input is an op of its own.
     let ops_per_batch = OPS_PER_BATCH + usize::from(free.devices[0].is_gpu());
     let bounded_options = RuntimeOptions {
         max_inflight: Some(inflight * ops_per_batch),
         ..options
     };
-    let bounded = Runtime::new(&bounded_options, &[request])?;
+    let bounded = Runtime::new(&bounded_options, &[chosen.request])?;
     let weights =
         |rt: &Runtime| Tensor::uniform(&rt.engine, &rt.devices[0], &[p.features, p.features], 7);
     let (w_free, w_bounded) = (weights(&free), weights(&bounded));
@@ -115,7 +110,7 @@ pub(super) fn epochs(
     }
 
     let mut run = RunRecord::new(scenario.name(), params.to_json(), free.describe_devices());
-    run.notes.extend(notes);
+    run.notes.extend(chosen.fallback_note);
     let label = |v: Timed| match v {
         Timed::Unbounded => format!("{batches} minibatches pushed, one wait"),
         Timed::UnboundedHalf => format!("{half} minibatches pushed, one wait"),
@@ -145,16 +140,10 @@ pub(super) fn epochs(
         let highs = pool_highs.take();
         for (&v, &(reserved, used)) in Timed::ALL.iter().zip(&highs) {
             let name = v.name().replace('-', "_");
-            run.derive_as(
-                &format!("{name}_gpu_reserved_bytes"),
-                reserved as f64,
-                GPU_POOL_BYTES,
-            );
-            run.derive_as(
-                &format!("{name}_gpu_used_bytes"),
-                used as f64,
-                GPU_POOL_BYTES,
-            );
+            for (what, bytes) in [("reserved", reserved), ("used", used)] {
+                let key = format!("{name}_gpu_{what}_bytes");
+                run.derive_as(&key, bytes as f64, GPU_POOL_BYTES);
+            }
         }
         pool = Some((
             highs[Timed::Unbounded as usize],

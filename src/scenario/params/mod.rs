@@ -24,7 +24,6 @@ pub enum ParamKind {
     Sizes { max: u64, max_items: usize },
 }
 
-/// One parameter of a scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
     /// Name in reports and suites (`cpu_size`); the option is `--cpu-size`.
@@ -52,7 +51,6 @@ impl ParamSpec {
     }
 }
 
-/// A parsed value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamValue {
     Int(u64),
@@ -149,7 +147,6 @@ choice! {
 /// The `--device` parameter every scenario that offers one declares (default `cpu`).
 pub const DEVICE_PARAM: &str = "device";
 
-/// Parse `raw` as a value of `spec`.
 pub fn parse_value(spec: &ParamSpec, raw: &str) -> Result<ParamValue, ParamError> {
     let invalid = |reason: String| ParamError::Invalid {
         flag: spec.flag(),
@@ -354,13 +351,10 @@ impl Params {
     }
 
     getters! {
-        /// An `Int` parameter.
         int -> u64 = Int(v) => *v, "a whole number";
         /// A `Sizes` parameter, in bytes.
         sizes -> &[u64] = Sizes(v) => v, "a list of sizes";
-        /// A `Shape` parameter.
         shape -> &[usize] = Shape(v) => v, "a shape";
-        /// A `Float` parameter.
         float -> f64 = Float(v) => *v, "a number";
     }
 
@@ -432,13 +426,10 @@ mod tests {
     }
 
     #[test]
-    fn the_size_product_multiplies_counts_and_shapes_only() {
+    fn defaults_and_overrides() {
+        // The size product multiplies counts and shapes only.
         let p = parse(&[("iterations", "42"), ("shape", "(3, 4)"), ("lr", "0.5")]).unwrap();
         assert_eq!(p.size_product(), 42.0 * 12.0);
-    }
-
-    #[test]
-    fn defaults_and_overrides() {
         let p = parse(&[("iterations", "42"), ("shape", "(3, 4)")]).unwrap();
         assert_eq!(p.int("iterations"), Ok(42));
         assert_eq!(p.count("iterations"), Ok(42));
@@ -457,13 +448,16 @@ mod tests {
         );
     }
 
+    /// A bad value names its flag, an unknown parameter the known ones.
     #[test]
     fn bad_values_name_the_flag() {
-        let e = parse(&[("iterations", "0")]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid value '0' for --iterations: must be from 1 to 100"
-        );
+        for (given, want) in [
+            (("iterations", "0"), "invalid value '0' for --iterations: must be from 1 to 100"),
+            (("device", "tpu"), "invalid value 'tpu' for --device: expected one of: cpu, cuda"),
+            (("iters", "3"), "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"),
+        ] {
+            assert_eq!(parse(&[given]).unwrap_err().to_string(), want);
+        }
         for bad in [
             ("iterations", "-3"),
             ("iterations", "abc"),
@@ -482,19 +476,6 @@ mod tests {
         assert_eq!(
             parse(&[("device", "CUDA")]).unwrap().device(),
             Ok(Some(DeviceChoice::Cuda))
-        );
-        assert_eq!(
-            parse(&[("device", "tpu")]).unwrap_err().to_string(),
-            "invalid value 'tpu' for --device: expected one of: cpu, cuda"
-        );
-    }
-
-    #[test]
-    fn unknown_parameters_list_the_known_ones() {
-        let e = parse(&[("iters", "3")]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "unknown parameter 'iters' for scenario 't' (it takes: iterations, shape, lr, device)"
         );
     }
 

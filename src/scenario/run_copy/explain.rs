@@ -1,12 +1,11 @@
 //! What `run-copy`'s figures show, and the figures outside their physical range, each judged
-//! within the interval its medians' intervals allow.
-//!
-//! The lesson of §8.3.2 and the book's figures for it.
+//! within the interval its medians' intervals allow; the lesson of §8.3.2 and its book figures.
 
 use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
+use crate::scenario::kit::explained::combined;
 use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
@@ -30,11 +29,7 @@ impl CopyOverlap {
     /// its interval from run's and copy's.
     pub(super) fn ideal(&self) -> Estimate {
         let at = |r: f64, c: f64| r.max(c) + c / self.ops as f64;
-        Estimate {
-            median: at(self.run.median, self.copy.median),
-            lo: at(self.run.lo, self.copy.lo),
-            hi: at(self.run.hi, self.copy.hi),
-        }
+        combined(self.run, self.copy, at)
     }
 
     /// overlapped / perfect overlap: at least 1 but for noise.
@@ -221,18 +216,14 @@ mod tests {
     use super::*;
     use crate::scenario::kit::explained::testing::{around, spread};
 
-    fn tight(median: f64) -> Estimate {
-        around(median, 0.005)
-    }
-
     /// run 1 s, copy 0.5 s in 10 copies: perfect overlap is 1 s + 50 ms = 1.05 s.
     fn medians(seq: f64, overlapped: f64, bound_ratio: f64) -> CopyOverlap {
         CopyOverlap {
             ops: 10,
-            run: tight(1.0),
-            copy: tight(0.5),
-            seq: tight(seq),
-            overlapped: tight(overlapped),
+            run: around(1.0, 0.005),
+            copy: around(0.5, 0.005),
+            seq: around(seq, 0.005),
+            overlapped: around(overlapped, 0.005),
             bound: 1.0,
             bound_ratio,
         }
@@ -248,17 +239,15 @@ mod tests {
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
     }
 
+    /// Overlapped below perfect overlap is noise and a warning; so are more than two lanes of
+    /// speed-up and a sample below its own bound.
     #[test]
-    fn overlapped_below_perfect_overlap_is_noise_and_a_warning() {
+    fn more_than_two_lanes_of_speed_up_and_a_sample_below_its_bound_are_warnings() {
         let e = explain(&medians(1.5, 1.0, 1.1));
         assert_eq!(e.sentences.join("\n"), "run 1.000 s and copy 500.0 ms measured alone (sum 1.500 s); all products, a wait, then all copies took 1.500 s; overlapped 1.000 s: the copy lane works while the compute lane computes (overlap efficiency (run + copy) / overlapped = 1.50).\nlower bound: no sample can be shorter than the time its own busier lane was busy (1.000 s at the median of the traced samples); each traced sample took 1.10× its own at the median.\noverlapped took 0.95×, 95% interval 0.94–0.96× max(run, copy) + one copy = 1.050 s: the run and copy measured alone (in other rounds) were slower than the same work inside the overlapped variant, which is noise between rounds, not better than perfect overlap.");
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
         // 1.0 / 1.05 = 0.95; efficiency 1.5 / 1.0 = 1.50 above its ceiling 1.5 / 1.05 = 1.43.
         assert_eq!(e.warnings[0].to_string(), "overlapped (1.000 s) is below max(run, copy) + one copy (1.050 s), 0.95× it, so the overlap efficiency 1.50 is above the 1.43 that perfect overlap allows; likely noise between rounds: the variants are timed in different rounds, and few samples leave their medians loose; raise --min-samples for firmer medians.");
-    }
-
-    #[test]
-    fn more_than_two_lanes_of_speed_up_and_a_sample_below_its_bound_are_warnings() {
         // run-then-copy 2.5 s / overlapped 1.1 s = 2.27: more than two lanes can give.
         let e = explain(&medians(2.5, 1.1, 1.1));
         assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);

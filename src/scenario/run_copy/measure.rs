@@ -34,8 +34,6 @@ pub(super) fn accelerator_for(ctx: &RunContext) -> ChosenDevice {
     )
 }
 
-/// Time the products and the copies, apart and together; record the figures and the check,
-/// then the explanation and the lesson.
 pub(super) fn run_and_copy(
     scenario: &RunCopy,
     params: &Params,

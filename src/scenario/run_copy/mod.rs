@@ -26,7 +26,6 @@ const OVERLAPPED_OVER_BOUND_RATIO: FigureSpec = ratio("overlapped_over_bound_rat
 const OVERLAPPED_OVER_IDEAL_RATIO: FigureSpec = ratio("overlapped_over_ideal_ratio", Better::Lower);
 
 super::variant::variants! {
-    /// What `run-copy` times.
     enum Timed {
         /// The products alone.
         Run = "run",

@@ -361,7 +361,18 @@ mod tests {
     }
 
     #[test]
-    fn pipeline_efficiency_is_the_stages_alone_over_the_pipeline() {
+    fn the_explanation_names_the_memory_kind_and_the_efficiency() {
+        let s = Stages {
+            run: 1.0,
+            upload: 0.5,
+            copy: f64::NAN,
+            pipeline: 1.2,
+        };
+        let gpu = explain(&s, Direction::H2d, HostMemory::Pageable, true, 12.0);
+        assert_eq!(gpu.sentences.join("\n"), "uploads from pageable host memory, which the driver stages through page-locked buffers first took 500.0 ms (12.0 GB/s); the products alone took 1.000 s.\nupload and product measured alone sum to 1.500 s; pushed together, the pipeline took 1.200 s: overlap efficiency (stages alone) / pipeline = 1.25 (1 is no overlap; each stage on its own engine can reach the number of stages).");
+        let cpu = explain(&s, Direction::H2d, HostMemory::Pinned, false, 12.0);
+        assert_eq!(cpu.sentences.join("\n"), "uploads from host memory (a CPU device: pinned and pageable are the same ordinary memory) took 500.0 ms (12.0 GB/s); the products alone took 1.000 s.\nupload and product measured alone sum to 1.500 s; pushed together, the pipeline took 1.200 s: overlap efficiency (stages alone) / pipeline = 1.25 (1 is no overlap; each stage on its own engine can reach the number of stages).");
+        // The efficiency is the stages alone over the pipeline.
         let both = Stages {
             run: 1.0,
             upload: 0.5,
@@ -377,19 +388,5 @@ mod tests {
         };
         assert_eq!(h2d.serial(), 1.5);
         assert_eq!(h2d.efficiency(), 1.5);
-    }
-
-    #[test]
-    fn the_explanation_names_the_memory_kind_and_the_efficiency() {
-        let s = Stages {
-            run: 1.0,
-            upload: 0.5,
-            copy: f64::NAN,
-            pipeline: 1.2,
-        };
-        let gpu = explain(&s, Direction::H2d, HostMemory::Pageable, true, 12.0);
-        assert_eq!(gpu.sentences.join("\n"), "uploads from pageable host memory, which the driver stages through page-locked buffers first took 500.0 ms (12.0 GB/s); the products alone took 1.000 s.\nupload and product measured alone sum to 1.500 s; pushed together, the pipeline took 1.200 s: overlap efficiency (stages alone) / pipeline = 1.25 (1 is no overlap; each stage on its own engine can reach the number of stages).");
-        let cpu = explain(&s, Direction::H2d, HostMemory::Pinned, false, 12.0);
-        assert_eq!(cpu.sentences.join("\n"), "uploads from host memory (a CPU device: pinned and pageable are the same ordinary memory) took 500.0 ms (12.0 GB/s); the products alone took 1.000 s.\nupload and product measured alone sum to 1.500 s; pushed together, the pipeline took 1.200 s: overlap efficiency (stages alone) / pipeline = 1.25 (1 is no overlap; each stage on its own engine can reach the number of stages).");
     }
 }
