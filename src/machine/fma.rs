@@ -108,7 +108,6 @@ impl VectorUnit {
     }
 }
 
-/// The peak the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FmaPeak {
     /// The vector unit the chains ran on (the widest the core has).
@@ -121,7 +120,6 @@ pub struct FmaPeak {
     pub cores: usize,
     /// True when each of the all-core threads ran pinned to a CPU of its own.
     pub pinned: bool,
-    /// How it was taken.
     pub method: String,
 }
 

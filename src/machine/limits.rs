@@ -25,7 +25,6 @@ use super::probe::Probe;
 pub struct Limits {
     /// The f32 fused multiply-add peak, one core and all cores.
     pub fma: Probe<FmaPeak>,
-    /// The core clock.
     pub clock: Probe<Clock>,
     /// The memory bandwidth: STREAM copy and triad.
     pub memory: Probe<Bandwidth>,

@@ -106,12 +106,10 @@ pub fn line_rounds(hops: u64, rounds: usize) -> std::io::Result<Option<Vec<f64>>
         .map(Some)
 }
 
-/// The latency the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineLatency {
     /// Seconds one cache line takes from one core to another: the median over the rounds.
     pub one_way_s: f64,
-    /// How it was taken.
     pub method: String,
 }
 
