@@ -64,7 +64,11 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
                 suite::command_line(name, argv).map_err(|e| CliError::Usage(e.to_string()))?;
             run_plan(vec![run], &common, None)
         }
-        Command::Help { topic } => help(topic.as_deref()),
+        // The same text as `--help` of what it names.
+        Command::Help { topic } => match parsed(help_command(topic.as_deref()))? {
+            Some(mut cmd) => stdout(&format!("{}\n", cmd.render_long_help())),
+            None => Ok(()),
+        },
         Command::Report(args) => run_report(args),
         Command::Completions { shell } => completions(shell),
         Command::Ab(args) => run_ab(args),
@@ -219,12 +223,4 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
         0 => Ok(()),
         n => Err(CliError::Regression(n)),
     }
-}
-
-/// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
-fn help(topic: Option<&str>) -> Result<(), CliError> {
-    let Some(mut cmd) = parsed(help_command(topic))? else {
-        return Ok(());
-    };
-    stdout(&format!("{}\n", cmd.render_long_help()))
 }

@@ -38,17 +38,12 @@ pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
     )
 }
 
-/// `parbench sweep`.
 pub(super) fn run_sweep(args: SweepArgs) -> Result<(), CliError> {
     let (name, common) = (args.scenario.as_str(), &args.common);
-    let check::SweepPlan {
-        scenario: sc,
-        axes,
-        points,
-    } = match parsed(check::sweep_plan(name, &args.set, args.max_points))? {
-        Some(plan) => plan,
-        None => return Ok(()),
+    let Some(plan) = parsed(check::sweep_plan(name, &args.set, args.max_points))? else {
+        return Ok(());
     };
+    let (sc, axes, points) = (plan.scenario, plan.axes, plan.points);
     let ctx = common.context();
     let sampling = ctx.sampling.apply(sc.sampling());
     sampling
