@@ -127,73 +127,57 @@ pub fn human_percent(fraction: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Every figure as a reader sees it, by the function that words it.
     #[test]
-    fn small_percentages_keep_a_digit() {
-        assert_eq!(human_percent(0.003), "0.3%");
-        assert_eq!(human_percent(0.0), "0%");
-        assert_eq!(human_percent(0.5), "50%");
-        assert_eq!(human_percent(0.0096), "1%");
-    }
-
-    #[test]
-    fn one_core_and_one_rank_are_singular() {
-        assert_eq!(count(1, "core"), "1 core");
-        assert_eq!(count(2, "core"), "2 cores");
-        assert_eq!(count(0, "rank"), "0 ranks");
-        assert_eq!(count(1, "rank"), "1 rank");
-    }
-
-    #[test]
-    fn three_significant_digits_plain_or_scientific() {
-        assert_eq!(significant(0.22), "0.220");
-        assert_eq!(significant(0.2204), "0.220");
-        assert_eq!(significant(1.0234), "1.02");
-        assert_eq!(significant(12.34), "12.3");
-        assert_eq!(significant(4567.8), "4,568");
-        assert_eq!(significant(2.2e-5), "2.20e-5");
-        assert_eq!(significant(23_546_198.98), "2.35e7");
-        assert_eq!(significant(-0.5), "-0.500");
-        assert_eq!(significant(0.0), "0");
-        assert_eq!(significant(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn integers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(233_981), "233,981");
-        assert_eq!(grouped(23_546_198), "23,546,198");
-    }
-
-    #[test]
-    fn ratios_read_as_faster_or_slower() {
-        assert_eq!(faster_or_slower(1.5), "1.50× faster");
-        assert_eq!(faster_or_slower(0.8), "1.25× slower");
-        assert_eq!(faster_or_slower(f64::NAN), "of unknown speed");
-    }
-
-    #[test]
-    fn times_pick_a_readable_unit() {
-        assert_eq!(human_time(1.5), "1.500 s");
-        assert_eq!(human_time(0.0123), "12.30 ms");
-        assert_eq!(human_time(2.5e-7), "250.0 ns");
-        assert_eq!(human_time(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn byte_counts_pick_a_binary_unit() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
-    }
-
-    #[test]
-    fn rates_clocks_and_fractions_read_in_their_unit() {
-        assert_eq!(human_gflops(187.34), "187.3 GFLOP/s");
-        assert_eq!(human_gbytes_per_s(11.24), "11.2 GB/s");
-        assert_eq!(human_ghz(3.1), "3.10 GHz");
-        assert_eq!(human_percent(0.996), "100%");
-        assert_eq!(human_percent(0.452), "45%");
+    fn figures_read_in_their_units() {
+        for (got, want) in [
+            // Small percentages keep a digit.
+            (human_percent(0.003), "0.3%"),
+            (human_percent(0.0), "0%"),
+            (human_percent(0.5), "50%"),
+            (human_percent(0.0096), "1%"),
+            (human_percent(0.996), "100%"),
+            (human_percent(0.452), "45%"),
+            // One core and one rank are singular.
+            (count(1, "core"), "1 core"),
+            (count(2, "core"), "2 cores"),
+            (count(0, "rank"), "0 ranks"),
+            (count(1, "rank"), "1 rank"),
+            // Three significant digits, plain or scientific.
+            (significant(0.22), "0.220"),
+            (significant(0.2204), "0.220"),
+            (significant(1.0234), "1.02"),
+            (significant(12.34), "12.3"),
+            (significant(4567.8), "4,568"),
+            (significant(2.2e-5), "2.20e-5"),
+            (significant(23_546_198.98), "2.35e7"),
+            (significant(-0.5), "-0.500"),
+            (significant(0.0), "0"),
+            (significant(f64::NAN), "n/a"),
+            // Integers grouped by thousands.
+            (grouped(0), "0"),
+            (grouped(999), "999"),
+            (grouped(1000), "1,000"),
+            (grouped(233_981), "233,981"),
+            (grouped(23_546_198), "23,546,198"),
+            // Ratios read as faster or slower.
+            (faster_or_slower(1.5), "1.50× faster"),
+            (faster_or_slower(0.8), "1.25× slower"),
+            (faster_or_slower(f64::NAN), "of unknown speed"),
+            // Times pick a readable unit, byte counts a binary one.
+            (human_time(1.5), "1.500 s"),
+            (human_time(0.0123), "12.30 ms"),
+            (human_time(2.5e-7), "250.0 ns"),
+            (human_time(f64::NAN), "n/a"),
+            (human_bytes(512), "512 B"),
+            (human_bytes(3 << 20), "3.0 MiB"),
+            // Rates and clocks.
+            (human_gflops(187.34), "187.3 GFLOP/s"),
+            (human_gbytes_per_s(11.24), "11.2 GB/s"),
+            (human_ghz(3.1), "3.10 GHz"),
+        ] {
+            assert_eq!(got, want);
+        }
         for f in [human_gflops, human_gbytes_per_s, human_ghz, human_percent] {
             assert_eq!(f(f64::NAN), "n/a");
         }
