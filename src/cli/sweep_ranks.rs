@@ -37,7 +37,7 @@ impl Order {
         #[cfg(feature = "mpi")]
         crate::distributed::world(timeout)?.broadcast(&mut wire, what);
         #[cfg(not(feature = "mpi"))]
-        let _ = (timeout, what);
+        let _ = (&mut wire, timeout, what);
         for (o, v) in orders.iter_mut().zip(wire) {
             *o = Order::read(v);
         }
