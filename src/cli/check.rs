@@ -123,15 +123,11 @@ pub(super) fn find_scenario(name: &str) -> Result<&'static dyn Scenario, Command
     })
 }
 
-/// One scenario's command line, parsed.
-pub(super) struct ScenarioArgs {
-    pub scenario: &'static dyn Scenario,
-    pub common: CommonArgs,
-    pub params: Params,
-}
-
-/// Parse `parbench <scenario> [options]` (`raw` starts at the scenario's name).
-pub(super) fn scenario_args(raw: Vec<OsString>) -> Result<ScenarioArgs, CommandLineError> {
+/// Parse `parbench <scenario> [options]` (`raw` starts at the scenario's name): the scenario,
+/// the common options and its parameters.
+pub(super) fn scenario_args(
+    raw: Vec<OsString>,
+) -> Result<(&'static dyn Scenario, CommonArgs, Params), CommandLineError> {
     let name = raw
         .first()
         .map(|n| n.to_string_lossy().into_owned())
@@ -149,27 +145,18 @@ pub(super) fn scenario_args(raw: Vec<OsString>) -> Result<ScenarioArgs, CommandL
             .collect();
         Ok((common, given))
     })?;
-    let params = Params::parse(sc.name(), sc.params(), &given)?;
-    Ok(ScenarioArgs {
-        scenario: sc,
-        common,
-        params,
-    })
+    Ok((sc, common, Params::parse(sc.name(), sc.params(), &given)?))
 }
 
-/// A sweep's scenario, axes and points, parsed.
-pub(super) struct SweepPlan {
-    pub scenario: &'static dyn Scenario,
-    pub axes: Vec<(String, Vec<String>)>,
-    pub points: Vec<Params>,
-}
+/// A sweep's axes: each parameter's name and values.
+pub(super) type Axes = Vec<(String, Vec<String>)>;
 
 /// Parse `parbench sweep <scenario> --set ...`: the scenario, each axis, each point.
 pub(super) fn sweep_plan(
     name: &str,
     set: &[String],
     max_points: u64,
-) -> Result<SweepPlan, CommandLineError> {
+) -> Result<(&'static dyn Scenario, Axes, Vec<Params>), CommandLineError> {
     let sc = find_scenario(name)?;
     if set.is_empty() {
         return Err(CommandLineError::Sweep(sweep::no_axes(sc)));
@@ -181,11 +168,7 @@ pub(super) fn sweep_plan(
         .map_err(CommandLineError::Sweep)?;
     super::axes::distinct(&axes)?;
     let points = sweep::points(sc, &axes, max_points).map_err(CommandLineError::Sweep)?;
-    Ok(SweepPlan {
-        scenario: sc,
-        axes,
-        points,
-    })
+    Ok((sc, axes, points))
 }
 
 /// What `parbench help [TOPIC]` shows: the whole CLI's help, a scenario's or a command's.
