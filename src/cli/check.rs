@@ -57,18 +57,15 @@ fn clap_message(error: &clap::Error, help: &str) -> String {
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     let msg = first.trim_start_matches("error: ");
-    format!("{msg}{} (see '{help} --help')", valid_values(error))
-}
-
-/// `; expected one of: a, b` where an option takes one of a list of values (clap prints the
-/// list on a line of its own, which the one-line message would cut), else nothing.
-fn valid_values(error: &clap::Error) -> String {
-    match error.get(clap::error::ContextKind::ValidValue) {
+    // `; expected one of: a, b` where an option takes one of a list of values (clap prints the
+    // list on a line of its own, which the one-line message would cut).
+    let valid = match error.get(clap::error::ContextKind::ValidValue) {
         Some(clap::error::ContextValue::Strings(values)) if !values.is_empty() => {
             format!("; expected one of: {}", values.join(", "))
         }
         _ => String::new(),
-    }
+    };
+    format!("{msg}{valid} (see '{help} --help')")
 }
 
 /// Check that `args` (the program name first, as in `std::env::args_os`) is a command line

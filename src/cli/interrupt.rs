@@ -8,10 +8,9 @@
 
 use std::sync::Mutex;
 
-/// A signal that ends a run.
+/// A signal that ends a run, by its POSIX number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Signal {
-    /// By its POSIX number.
     Interrupt = 2,
     Terminate = 15,
 }
