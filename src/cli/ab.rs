@@ -278,7 +278,6 @@ impl Side {
     }
 }
 
-/// What the two sides of a suite entry are.
 #[derive(Clone, Copy, PartialEq)]
 enum Sides {
     /// The base and the candidate build, each running the entry.
@@ -384,7 +383,6 @@ fn check_executable(side: &str, bin: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Why a side gave no report.
 enum SideError {
     /// It refused the entry as bad input (exit 2): a parameter or scenario it does not know.
     Refused(String),

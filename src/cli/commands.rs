@@ -166,13 +166,6 @@ fn sides(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<[Vec<PathBuf>; 2], 
 /// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
 /// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
 fn compare(args: CompareArgs) -> Result<(), CliError> {
-    let CompareArgs {
-        history,
-        threshold,
-        format,
-        require_all,
-        ..
-    } = args;
     let [base, new] = sides(args.reports, args.new)?;
     let load = |paths: &[PathBuf]| -> Result<Vec<(Report, String)>, CliError> {
         paths
@@ -184,7 +177,7 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
     fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
         s.iter().map(|(r, p)| (r, p.as_str())).collect()
     }
-    let spreads = match (&history, base.first()) {
+    let spreads = match (&args.history, base.first()) {
         (Some(dir), Some((first, _))) => {
             let h = super::history::load(dir)?;
             let identity = Identity::of(&first.environment);
@@ -197,7 +190,7 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
         spread: &spread,
         reports: spreads.1,
     };
-    let c = Comparison::of_sides(&refs(&base), &refs(&new), &learned, threshold)?;
+    let c = Comparison::of_sides(&refs(&base), &refs(&new), &learned, args.threshold)?;
     // A regression with a busy side still fails: a false alarm that says why costs a rerun,
     // while a pass on a busy machine could hide a real regression (both sides' state is
     // printed).
@@ -207,17 +200,17 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
             c.environment_differences.join("; ")
         );
     }
-    if format == ComparisonFormat::Table {
+    if args.format == ComparisonFormat::Table {
         for line in c.coverage.lines() {
             note!("{line}");
         }
     }
-    stdout(&match format {
-        ComparisonFormat::Json => export::compare::render_json(&c, require_all),
+    stdout(&match args.format {
+        ComparisonFormat::Json => export::compare::render_json(&c, args.require_all),
         other => export::compare::render(&c, other),
     })?;
     match c.regressions() {
-        0 if require_all && !c.coverage.is_complete() => {
+        0 if args.require_all && !c.coverage.is_complete() => {
             Err(CliError::Incomplete(c.coverage.uncompared()))
         }
         0 => Ok(()),

@@ -39,7 +39,6 @@ pub struct KernelCounters {
     pub procs_running: Option<u32>,
 }
 
-/// Parse `/proc/stat`.
 pub fn kernel_counters(text: &str) -> Option<KernelCounters> {
     let stats = KernelStats::from_read(Cursor::new(text.as_bytes()), &SYSTEM).ok()?;
     let t = &stats.total;
@@ -157,7 +156,6 @@ pub fn runnable_now() -> Option<(u32, u32)> {
     Some((running.saturating_sub(ours), ours.saturating_sub(1)))
 }
 
-/// This process's threads in state `R`.
 fn own_running_threads() -> Option<u32> {
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     let running = tasks
