@@ -531,9 +531,8 @@ impl Comm {
         let offsets: Vec<Count> = counts
             .iter()
             .scan(0, |at, &c| {
-                let o = *at;
                 *at += c;
-                Some(o)
+                Some(*at - c)
             })
             .collect();
         let mut all = vec![0u8; counts.iter().map(|&c| c as usize).sum()];
