@@ -66,10 +66,8 @@ pub fn task_stat(text: &str) -> Option<(u64, char)> {
 
 /// The mean clock of the CPUs, in MHz, from `scaling_cur_freq` values (kHz); `None` for none.
 pub fn mean_mhz(khz: &[u64]) -> Option<f64> {
-    if khz.is_empty() {
-        return None;
-    }
-    Some(khz.iter().map(|&k| k as f64 / 1000.0).sum::<f64>() / khz.len() as f64)
+    let mean = || khz.iter().map(|&k| k as f64 / 1000.0).sum::<f64>() / khz.len() as f64;
+    (!khz.is_empty()).then(mean)
 }
 
 /// The CPUs a cgroup v2 `cpu.max` allows (`"200000 100000"` is 2); `None` for `max` (no
