@@ -127,73 +127,35 @@ pub fn human_percent(fraction: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Every figure as a reader sees it: each function's inputs, then what it makes of them.
     #[test]
-    fn small_percentages_keep_a_digit() {
-        assert_eq!(human_percent(0.003), "0.3%");
-        assert_eq!(human_percent(0.0), "0%");
-        assert_eq!(human_percent(0.5), "50%");
-        assert_eq!(human_percent(0.0096), "1%");
-    }
-
-    #[test]
-    fn one_core_and_one_rank_are_singular() {
-        assert_eq!(count(1, "core"), "1 core");
-        assert_eq!(count(2, "core"), "2 cores");
-        assert_eq!(count(0, "rank"), "0 ranks");
-        assert_eq!(count(1, "rank"), "1 rank");
-    }
-
-    #[test]
-    fn three_significant_digits_plain_or_scientific() {
-        assert_eq!(significant(0.22), "0.220");
-        assert_eq!(significant(0.2204), "0.220");
-        assert_eq!(significant(1.0234), "1.02");
-        assert_eq!(significant(12.34), "12.3");
-        assert_eq!(significant(4567.8), "4,568");
-        assert_eq!(significant(2.2e-5), "2.20e-5");
+    fn figures_read_in_their_units() {
+        // Small percentages keep a digit.
+        let percents = [0.003, 0.0, 0.5, 0.0096, 0.996, 0.452].map(human_percent);
+        assert_eq!(percents, ["0.3%", "0%", "50%", "1%", "100%", "45%"]);
+        // One core and one rank are singular.
+        let counts = [(1, "core"), (2, "core"), (0, "rank"), (1, "rank")].map(|(n, w)| count(n, w));
+        assert_eq!(counts, ["1 core", "2 cores", "0 ranks", "1 rank"]);
+        // Three significant digits, plain or scientific.
+        let plain = [0.22, 0.2204, 1.0234, 12.34, 4567.8].map(significant);
+        assert_eq!(plain, ["0.220", "0.220", "1.02", "12.3", "4,568"]);
+        let more = [2.2e-5, -0.5, 0.0, f64::NAN].map(significant);
+        assert_eq!(more, ["2.20e-5", "-0.500", "0", "n/a"]);
         assert_eq!(significant(23_546_198.98), "2.35e7");
-        assert_eq!(significant(-0.5), "-0.500");
-        assert_eq!(significant(0.0), "0");
-        assert_eq!(significant(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn integers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(233_981), "233,981");
-        assert_eq!(grouped(23_546_198), "23,546,198");
-    }
-
-    #[test]
-    fn ratios_read_as_faster_or_slower() {
-        assert_eq!(faster_or_slower(1.5), "1.50× faster");
-        assert_eq!(faster_or_slower(0.8), "1.25× slower");
-        assert_eq!(faster_or_slower(f64::NAN), "of unknown speed");
-    }
-
-    #[test]
-    fn times_pick_a_readable_unit() {
-        assert_eq!(human_time(1.5), "1.500 s");
-        assert_eq!(human_time(0.0123), "12.30 ms");
-        assert_eq!(human_time(2.5e-7), "250.0 ns");
-        assert_eq!(human_time(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn byte_counts_pick_a_binary_unit() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
-    }
-
-    #[test]
-    fn rates_clocks_and_fractions_read_in_their_unit() {
+        // Integers grouped by thousands.
+        let thousands = [0, 999, 1000, 233_981, 23_546_198].map(grouped);
+        assert_eq!(thousands, ["0", "999", "1,000", "233,981", "23,546,198"]);
+        // Ratios read as faster or slower.
+        let ratios = [1.5, 0.8, f64::NAN].map(faster_or_slower);
+        assert_eq!(ratios, ["1.50× faster", "1.25× slower", "of unknown speed"]);
+        // Times pick a readable unit, byte counts a binary one.
+        let times = [1.5, 0.0123, 2.5e-7, f64::NAN].map(human_time);
+        assert_eq!(times, ["1.500 s", "12.30 ms", "250.0 ns", "n/a"]);
+        assert_eq!([512, 3 << 20].map(human_bytes), ["512 B", "3.0 MiB"]);
+        // Rates and clocks.
         assert_eq!(human_gflops(187.34), "187.3 GFLOP/s");
         assert_eq!(human_gbytes_per_s(11.24), "11.2 GB/s");
         assert_eq!(human_ghz(3.1), "3.10 GHz");
-        assert_eq!(human_percent(0.996), "100%");
-        assert_eq!(human_percent(0.452), "45%");
         for f in [human_gflops, human_gbytes_per_s, human_ghz, human_percent] {
             assert_eq!(f(f64::NAN), "n/a");
         }

@@ -25,8 +25,8 @@ const DEFAULT_SUITE: &str = "scenarios/ci.toml";
 
 pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     if let Some(path) = &args.from {
-        let earlier = super::ab_result::load(path)?;
-        return finish(&earlier.entries, &args, earlier.settings, &earlier.sides);
+        let (entries, settings, sides) = super::ab_result::load(path)?;
+        return finish(&entries, &args, settings, &sides);
     }
     let (Some(base), Some(candidate)) = (&args.base, &args.candidate) else {
         return Err(CliError::Usage(
@@ -50,10 +50,13 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     }
     let base = super::ab_build::resolve(base, args.allow_dirty)?;
     let candidate = super::ab_build::resolve(candidate, args.allow_dirty)?;
-    for (side, bin) in [("base", &base), ("candidate", &candidate)] {
-        check_executable(side, bin)?;
-    }
-    let dir = tempdir()?;
+    check_executable("base", &base)?;
+    check_executable("candidate", &candidate)?;
+    // A private directory for the entries' suite files, removed when dropped.
+    let dir = std::env::temp_dir().join(format!("parbench-ab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", dir.display())))?;
+    let dir = TempDir(dir);
     let start = Instant::now();
     // The budget's end: no pair starts that would end past it, and a side still running at it
     // is stopped, so the measuring never outlasts it by more than the stopping takes.
@@ -69,7 +72,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
             unmeasured.push(label.clone());
             continue;
         }
-        let entry_file = dir.path.join(format!("entry-{i}.toml"));
+        let entry_file = dir.0.join(format!("entry-{i}.toml"));
         std::fs::write(&entry_file, entry_text)
             .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", entry_file.display())))?;
         // The budget is shared out evenly; what an entry leaves unused goes to the next ones.
@@ -275,7 +278,6 @@ impl Side {
     }
 }
 
-/// What the two sides of a suite entry are.
 #[derive(Clone, Copy, PartialEq)]
 enum Sides {
     /// The base and the candidate build, each running the entry.
@@ -381,7 +383,6 @@ fn check_executable(side: &str, bin: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Why a side gave no report.
 enum SideError {
     /// It refused the entry as bad input (exit 2): a parameter or scenario it does not know.
     Refused(String),
@@ -479,20 +480,10 @@ fn output_by(mut command: Process, end: Instant) -> std::io::Result<Option<Outpu
     })
 }
 
-/// A private directory for the entries' suite files, removed when dropped.
-struct TempDir {
-    path: PathBuf,
-}
+struct TempDir(PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn tempdir() -> Result<TempDir, CliError> {
-    let path = std::env::temp_dir().join(format!("parbench-ab-{}", std::process::id()));
-    std::fs::create_dir_all(&path)
-        .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", path.display())))?;
-    Ok(TempDir { path })
 }

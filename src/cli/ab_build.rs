@@ -131,8 +131,11 @@ pub(super) fn resolve(spec: &Path, allow_dirty: bool) -> Result<PathBuf, CliErro
     .into_iter()
     .flatten()
     .filter_map(|p| {
-        let commit = built_from(&version_of(&p)?)?.to_string();
-        Some((p, commit))
+        // The build's `--version` line, if it runs.
+        let out = Process::new(&p).arg("--version").output().ok()?;
+        let version = String::from_utf8_lossy(&out.stdout);
+        let commit = built_from(version.trim()).filter(|_| out.status.success())?;
+        Some((p, commit.to_string()))
     })
     .collect();
     let cached = bin.exists().then(|| bin.clone());
@@ -255,14 +258,6 @@ fn prune(ab: &Path, in_use: &str) {
     for name in to_prune(dirs, KEEP, &[in_use]) {
         let _ = std::fs::remove_dir_all(ab.join(name));
     }
-}
-
-/// A parbench's `--version` line, if it runs.
-fn version_of(bin: &Path) -> Option<String> {
-    let out = Process::new(bin).arg("--version").output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// `git args...`'s trimmed output, or why it failed (the revision the user named cannot be

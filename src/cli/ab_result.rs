@@ -11,15 +11,9 @@ use crate::report::paired::{BusyPairs, PairedEntry};
 use crate::report::provenance::{AbSides, AB_SCHEMA, COMPARE_SCHEMA};
 use crate::report::{Better, SCHEMA};
 
-/// An earlier `ab` run, read back.
-pub(super) struct AbResult {
-    pub entries: Vec<PairedEntry>,
-    pub settings: Value,
-    pub sides: AbSides,
-}
-
-/// The `ab` result at `path`: `parbench-ab/1`, or an older one without a schema.
-pub(super) fn load(path: &Path) -> Result<AbResult, CliError> {
+/// The `ab` result at `path` (`parbench-ab/1`, or an older one without a schema), read back:
+/// its entries, settings and sides.
+pub(super) fn load(path: &Path) -> Result<(Vec<PairedEntry>, Value, AbSides), CliError> {
     let fail =
         |why: String| CliError::Usage(format!("cannot read the A/B run {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
@@ -52,14 +46,11 @@ pub(super) fn load(path: &Path) -> Result<AbResult, CliError> {
         )));
     }
     let side = |name: &str| serde_json::from_value(doc[name].clone()).ok().flatten();
-    Ok(AbResult {
-        entries,
-        settings: doc["settings"].clone(),
-        sides: AbSides {
-            base: side("base"),
-            candidate: side("candidate"),
-        },
-    })
+    let sides = AbSides {
+        base: side("base"),
+        candidate: side("candidate"),
+    };
+    Ok((entries, doc["settings"].clone(), sides))
 }
 
 /// One entry of the `entries` list.

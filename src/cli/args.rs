@@ -293,7 +293,6 @@ pub fn scenario_command(sc: &dyn Scenario) -> clap::Command {
     CommonArgs::augment_args(cmd).about(sc.about())
 }
 
-/// What `parbench sweep` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
     /// The scenario to sweep.
@@ -323,7 +322,6 @@ pub struct SweepArgs {
     pub(super) common: CommonArgs,
 }
 
-/// What `parbench compare` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// The baseline report and the report to judge; with `--`, the baseline's reports
@@ -349,7 +347,6 @@ pub struct CompareArgs {
     pub(super) require_all: bool,
 }
 
-/// What `parbench report` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// The JSON report; a second one is compared against the first (the baseline).
@@ -363,7 +360,6 @@ pub struct ReportArgs {
     pub(super) threshold: f64,
 }
 
-/// What `parbench ab` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct AbArgs {
     /// The base: a parbench executable, or a git revision (built once into target/ab/).
@@ -407,7 +403,6 @@ pub struct AbArgs {
     pub(super) allow_dirty: bool,
 }
 
-/// What `parbench history` was asked to do.
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
     /// A folder of parbench reports (`*.json`; other files are skipped with a note), or a file:
@@ -430,7 +425,6 @@ pub struct HistoryArgs {
     pub(super) max_items: u64,
 }
 
-/// How `history` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum HistoryFormat {
     Html,

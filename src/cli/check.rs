@@ -25,7 +25,6 @@ pub enum CommandLineError {
     /// The scenario named (to run, sweep or explain) does not exist.
     #[error("unknown scenario '{name}' (known: {known}; see 'parbench list')")]
     UnknownScenario { name: String, known: String },
-    /// A scenario parameter's value does not parse.
     #[error(transparent)]
     Param(#[from] scenario::ParamError),
     /// A sweep's `--set` axis does not parse, or one of its points has a bad value.
@@ -58,18 +57,15 @@ fn clap_message(error: &clap::Error, help: &str) -> String {
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     let msg = first.trim_start_matches("error: ");
-    format!("{msg}{} (see '{help} --help')", valid_values(error))
-}
-
-/// `; expected one of: a, b` where an option takes one of a list of values (clap prints the
-/// list on a line of its own, which the one-line message would cut), else nothing.
-fn valid_values(error: &clap::Error) -> String {
-    match error.get(clap::error::ContextKind::ValidValue) {
+    // `; expected one of: a, b` where an option takes one of a list of values (clap prints the
+    // list on a line of its own, which the one-line message would cut).
+    let valid = match error.get(clap::error::ContextKind::ValidValue) {
         Some(clap::error::ContextValue::Strings(values)) if !values.is_empty() => {
             format!("; expected one of: {}", values.join(", "))
         }
         _ => String::new(),
-    }
+    };
+    format!("{msg}{valid} (see '{help} --help')")
 }
 
 /// Check that `args` (the program name first, as in `std::env::args_os`) is a command line
@@ -124,15 +120,11 @@ pub(super) fn find_scenario(name: &str) -> Result<&'static dyn Scenario, Command
     })
 }
 
-/// One scenario's command line, parsed.
-pub(super) struct ScenarioArgs {
-    pub scenario: &'static dyn Scenario,
-    pub common: CommonArgs,
-    pub params: Params,
-}
-
-/// Parse `parbench <scenario> [options]` (`raw` starts at the scenario's name).
-pub(super) fn scenario_args(raw: Vec<OsString>) -> Result<ScenarioArgs, CommandLineError> {
+/// Parse `parbench <scenario> [options]` (`raw` starts at the scenario's name): the scenario,
+/// the common options and its parameters.
+pub(super) fn scenario_args(
+    raw: Vec<OsString>,
+) -> Result<(&'static dyn Scenario, CommonArgs, Params), CommandLineError> {
     let name = raw
         .first()
         .map(|n| n.to_string_lossy().into_owned())
@@ -150,27 +142,18 @@ pub(super) fn scenario_args(raw: Vec<OsString>) -> Result<ScenarioArgs, CommandL
             .collect();
         Ok((common, given))
     })?;
-    let params = Params::parse(sc.name(), sc.params(), &given)?;
-    Ok(ScenarioArgs {
-        scenario: sc,
-        common,
-        params,
-    })
+    Ok((sc, common, Params::parse(sc.name(), sc.params(), &given)?))
 }
 
-/// A sweep's scenario, axes and points, parsed.
-pub(super) struct SweepPlan {
-    pub scenario: &'static dyn Scenario,
-    pub axes: Vec<(String, Vec<String>)>,
-    pub points: Vec<Params>,
-}
+/// A sweep's axes: each parameter's name and values.
+pub(super) type Axes = Vec<(String, Vec<String>)>;
 
 /// Parse `parbench sweep <scenario> --set ...`: the scenario, each axis, each point.
 pub(super) fn sweep_plan(
     name: &str,
     set: &[String],
     max_points: u64,
-) -> Result<SweepPlan, CommandLineError> {
+) -> Result<(&'static dyn Scenario, Axes, Vec<Params>), CommandLineError> {
     let sc = find_scenario(name)?;
     if set.is_empty() {
         return Err(CommandLineError::Sweep(sweep::no_axes(sc)));
@@ -182,11 +165,7 @@ pub(super) fn sweep_plan(
         .map_err(CommandLineError::Sweep)?;
     super::axes::distinct(&axes)?;
     let points = sweep::points(sc, &axes, max_points).map_err(CommandLineError::Sweep)?;
-    Ok(SweepPlan {
-        scenario: sc,
-        axes,
-        points,
-    })
+    Ok((sc, axes, points))
 }
 
 /// What `parbench help [TOPIC]` shows: the whole CLI's help, a scenario's or a command's.

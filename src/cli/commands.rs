@@ -64,7 +64,11 @@ pub(super) fn run(args: Vec<OsString>) -> Result<(), CliError> {
                 suite::command_line(name, argv).map_err(|e| CliError::Usage(e.to_string()))?;
             run_plan(vec![run], &common, None)
         }
-        Command::Help { topic } => help(topic.as_deref()),
+        // The same text as `--help` of what it names.
+        Command::Help { topic } => match parsed(help_command(topic.as_deref()))? {
+            Some(mut cmd) => stdout(&format!("{}\n", cmd.render_long_help())),
+            None => Ok(()),
+        },
         Command::Report(args) => run_report(args),
         Command::Completions { shell } => completions(shell),
         Command::Ab(args) => run_ab(args),
@@ -162,13 +166,6 @@ fn sides(reports: Vec<PathBuf>, new: Vec<PathBuf>) -> Result<[Vec<PathBuf>; 2], 
 /// `parbench compare BASE... [-- NEW...]`: the table, then a time slower beyond its noise is
 /// exit 1; entries on one side only are listed, and fail it too with `--require-all`.
 fn compare(args: CompareArgs) -> Result<(), CliError> {
-    let CompareArgs {
-        history,
-        threshold,
-        format,
-        require_all,
-        ..
-    } = args;
     let [base, new] = sides(args.reports, args.new)?;
     let load = |paths: &[PathBuf]| -> Result<Vec<(Report, String)>, CliError> {
         paths
@@ -180,7 +177,7 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
     fn refs(s: &[(Report, String)]) -> Vec<(&Report, &str)> {
         s.iter().map(|(r, p)| (r, p.as_str())).collect()
     }
-    let spreads = match (&history, base.first()) {
+    let spreads = match (&args.history, base.first()) {
         (Some(dir), Some((first, _))) => {
             let h = super::history::load(dir)?;
             let identity = Identity::of(&first.environment);
@@ -193,7 +190,7 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
         spread: &spread,
         reports: spreads.1,
     };
-    let c = Comparison::of_sides(&refs(&base), &refs(&new), &learned, threshold)?;
+    let c = Comparison::of_sides(&refs(&base), &refs(&new), &learned, args.threshold)?;
     // A regression with a busy side still fails: a false alarm that says why costs a rerun,
     // while a pass on a busy machine could hide a real regression (both sides' state is
     // printed).
@@ -203,28 +200,20 @@ fn compare(args: CompareArgs) -> Result<(), CliError> {
             c.environment_differences.join("; ")
         );
     }
-    if format == ComparisonFormat::Table {
+    if args.format == ComparisonFormat::Table {
         for line in c.coverage.lines() {
             note!("{line}");
         }
     }
-    stdout(&match format {
-        ComparisonFormat::Json => export::compare::render_json(&c, require_all),
+    stdout(&match args.format {
+        ComparisonFormat::Json => export::compare::render_json(&c, args.require_all),
         other => export::compare::render(&c, other),
     })?;
     match c.regressions() {
-        0 if require_all && !c.coverage.is_complete() => {
+        0 if args.require_all && !c.coverage.is_complete() => {
             Err(CliError::Incomplete(c.coverage.uncompared()))
         }
         0 => Ok(()),
         n => Err(CliError::Regression(n)),
     }
-}
-
-/// `parbench help [COMMAND|SCENARIO]`: the same text as `--help` of what it names.
-fn help(topic: Option<&str>) -> Result<(), CliError> {
-    let Some(mut cmd) = parsed(help_command(topic))? else {
-        return Ok(());
-    };
-    stdout(&format!("{}\n", cmd.render_long_help()))
 }

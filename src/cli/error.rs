@@ -31,7 +31,6 @@ pub enum CliError {
     /// unreadable suite or journal, an output path that cannot be written), in the CLI's words.
     #[error("{0}")]
     Usage(String),
-    /// The command line does not parse.
     #[error(transparent)]
     CommandLine(#[from] CommandLineError),
     /// No command was given: clap has printed the help already.
@@ -43,10 +42,8 @@ pub enum CliError {
     /// A report cannot be rendered in the format asked for (an SVG of nothing).
     #[error(transparent)]
     Export(#[from] ExportError),
-    /// An output file cannot be written.
     #[error(transparent)]
     Write(#[from] AtomicWriteError),
-    /// A suite file does not parse.
     #[error(transparent)]
     Suite(#[from] SuiteError),
     /// A suite file cannot be read, or is not a suite's text.
@@ -55,7 +52,6 @@ pub enum CliError {
     /// A sweep's journal cannot be read, opened or appended to.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// An MPI job cannot start.
     #[error(transparent)]
     Distributed(#[from] DistributedError),
     /// A scenario refused its parameters or device, or failed while running.
@@ -80,7 +76,6 @@ pub enum CliError {
     /// not an error.
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),
-    /// A JSON document could not be written.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// A sweep stopped after this many new points ([`SWEEP_STOP_AFTER`]).

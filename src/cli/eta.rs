@@ -161,9 +161,7 @@ mod tests {
         assert!(remaining(2.0, 0.0, &[3.0], &s)
             .unwrap()
             .starts_with("about 6 s for 1 more point"));
-        assert_eq!(coarse(245.0), "4 min 5 s");
-        assert_eq!(coarse(120.0), "2 min");
-        assert_eq!(coarse(7200.0), "2 h");
-        assert_eq!(coarse(12_000.0), "3 h 20 min");
+        let worded = [245.0, 120.0, 7200.0, 12_000.0].map(coarse);
+        assert_eq!(worded, ["4 min 5 s", "2 min", "2 h", "3 h 20 min"]);
     }
 }

@@ -8,20 +8,17 @@
 
 use std::sync::Mutex;
 
-/// A signal that ends a run.
+/// A signal that ends a run, by its POSIX number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Signal {
-    Interrupt,
-    Terminate,
+    Interrupt = 2,
+    Terminate = 15,
 }
 
 impl Signal {
     /// The shell's exit code for a process ended by this signal: 128 + its number.
     pub(super) fn exit_code(self) -> i32 {
-        match self {
-            Signal::Interrupt => 130,
-            Signal::Terminate => 143,
-        }
+        128 + self as i32
     }
 
     /// `SIGINT`, `SIGTERM`.

@@ -56,10 +56,8 @@ impl Opened {
     pub(super) fn retire(self, outcome: Result<(), CliError>, quiet: bool) -> Result<(), CliError> {
         drop(self.journal);
         if let Ok(()) | Err(CliError::CheckFailed) = &outcome {
-            if let Some(done) = finish(&self.path, self.keep)? {
-                if !quiet {
-                    note!("journal kept as {}", done.display());
-                }
+            if let (Some(done), false) = (finish(&self.path, self.keep)?, quiet) {
+                note!("journal kept as {}", done.display());
             }
         }
         drop(self.lock);
@@ -94,10 +92,7 @@ fn open(path: &Path, start: Start, header: &JournalHeader) -> Result<Opened, Cli
     let shown = || path.display().to_string();
     // A device (`--journal /dev/null`) is written, never resumed: it may exist.
     let device = writes_in_place(path);
-    let lock = match device {
-        true => None,
-        false => Some(JournalLock::acquire(path)?),
-    };
+    let lock = (!device).then(|| JournalLock::acquire(path)).transpose()?;
     let (journal, done) = match start {
         Start::Resume => {
             let read = read_journal(path)?;

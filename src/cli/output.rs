@@ -108,15 +108,11 @@ pub(super) fn check_output_path(path: &Path) -> Result<(), CliError> {
             .map_err(|e| fail(&format!("cannot create its directory: {e}")))?;
     }
     let probe = dir.join(format!(".parbench-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(fail(&e.to_string())),
-    }
+        .map_err(|e| fail(&e.to_string()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }

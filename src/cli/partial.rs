@@ -54,8 +54,7 @@ impl Shared {
     fn leave(&self, signal: Signal) {
         let p = self.0.lock().unwrap_or_else(|e| e.into_inner());
         eprintln!("\n{}", p.hint);
-        let Some(out) = &p.output else { return };
-        let Some(report) = p.interrupted_report(signal) else {
+        let (Some(out), Some(report)) = (&p.output, p.interrupted_report(signal)) else {
             return;
         };
         match super::output::write_output(out, &report.to_json()) {

@@ -20,8 +20,7 @@ pub(super) fn progress_bar(multi: Option<indicatif::MultiProgress>) -> scenario:
     let state: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
     Arc::new(move |name: &str, p| {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh = !matches!(&*s, Some((n, _)) if n == name);
-        if fresh {
+        if !matches!(&*s, Some((n, _)) if n == name) {
             if let Some((_, old)) = s.take() {
                 old.finish_and_clear();
             }

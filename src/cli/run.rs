@@ -23,31 +23,23 @@ use crate::scenario::{
 };
 
 pub(super) fn run_scenario_command(raw: Vec<OsString>) -> Result<(), CliError> {
-    let Some(parsed) = parsed(check::scenario_args(raw))? else {
+    let Some((scenario, common, params)) = parsed(check::scenario_args(raw))? else {
         return Ok(());
     };
-    run_plan(
-        vec![suite::PlannedRun {
-            scenario: parsed.scenario,
-            params: parsed.params,
-            sampling: SamplingOverrides::default(),
-            at: None,
-        }],
-        &parsed.common,
-        None,
-    )
+    let run = suite::PlannedRun {
+        scenario,
+        params,
+        sampling: SamplingOverrides::default(),
+        at: None,
+    };
+    run_plan(vec![run], &common, None)
 }
 
-/// `parbench sweep`.
 pub(super) fn run_sweep(args: SweepArgs) -> Result<(), CliError> {
     let (name, common) = (args.scenario.as_str(), &args.common);
-    let check::SweepPlan {
-        scenario: sc,
-        axes,
-        points,
-    } = match parsed(check::sweep_plan(name, &args.set, args.max_points))? {
-        Some(plan) => plan,
-        None => return Ok(()),
+    let Some((sc, axes, points)) = parsed(check::sweep_plan(name, &args.set, args.max_points))?
+    else {
+        return Ok(());
     };
     let ctx = common.context();
     let sampling = ctx.sampling.apply(sc.sampling());

@@ -30,10 +30,14 @@ impl Order {
         }
     }
 
-    /// Broadcast `orders` from rank 0 into every rank's copy.
+    /// Broadcast `orders` from rank 0 into every rank's copy, each wait bounded by `timeout`
+    /// (nothing to share in a build without MPI, where every process is rank 0).
     fn share(orders: &mut [Order], timeout: Duration, what: &str) -> Result<(), CliError> {
         let mut wire: Vec<f64> = orders.iter().map(|o| o.wire()).collect();
-        crate::distributed::share_from_rank0(&mut wire, timeout, what)?;
+        #[cfg(feature = "mpi")]
+        crate::distributed::world(timeout)?.broadcast(&mut wire, what);
+        #[cfg(not(feature = "mpi"))]
+        let _ = (&mut wire, timeout, what);
         for (o, v) in orders.iter_mut().zip(wire) {
             *o = Order::read(v);
         }

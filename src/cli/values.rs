@@ -24,10 +24,7 @@ pub enum ValueError {
 /// `--threshold`: a percentage (`5%`) or a fraction (`0.05`), strictly between 0 and 1.
 pub(super) fn parse_threshold(s: &str) -> Result<f64, ValueError> {
     let t = s.trim();
-    let (number, scale) = match t.strip_suffix('%') {
-        Some(n) => (n, 0.01),
-        None => (t, 1.0),
-    };
+    let (number, scale) = t.strip_suffix('%').map_or((t, 1.0), |n| (n, 0.01));
     let v = number
         .trim()
         .parse::<f64>()

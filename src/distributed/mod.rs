@@ -17,7 +17,6 @@ pub use self::mpi::{init, is_secondary_rank, world, Comm};
 /// Why processes could not be set up to compute together.
 #[derive(Debug, thiserror::Error)]
 pub enum DistributedError {
-    /// This build has no MPI support.
     #[error("this parbench was built without MPI: {0}")]
     NotBuilt(&'static str),
     /// MPI could not be started (or was already finalized).
@@ -57,20 +56,6 @@ pub fn init() -> Result<Place, DistributedError> {
 #[cfg(not(feature = "mpi"))]
 pub fn is_secondary_rank() -> bool {
     false
-}
-
-/// Rank 0's `values` on every rank of this MPI job, each wait bounded by `timeout` (nothing
-/// to share in a build without MPI, where every process is rank 0).
-pub fn share_from_rank0(
-    values: &mut [f64],
-    timeout: std::time::Duration,
-    what: &str,
-) -> Result<(), DistributedError> {
-    #[cfg(feature = "mpi")]
-    world(timeout)?.broadcast(values, what);
-    #[cfg(not(feature = "mpi"))]
-    let _ = (values, timeout, what);
-    Ok(())
 }
 
 /// Finalize MPI if this process initialized it (a no-op otherwise, and without the feature).

@@ -37,13 +37,6 @@ const TAG_BARRIER: i32 = 30_000;
 /// The tag of [`Comm::parameter_server_sum_into`]'s messages.
 const TAG_SERVER: i32 = 30_001;
 
-/// Variables a launcher sets (OpenMPI's own, PMIx's, MPICH's Hydra).
-fn launched() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"]
-        .iter()
-        .any(|k| std::env::var_os(k).is_some())
-}
-
 /// Start MPI (once; later calls return the same place).
 pub fn init() -> Result<Place, DistributedError> {
     let mut slot = UNIVERSE.lock().unwrap_or_else(|e| e.into_inner());
@@ -55,7 +48,10 @@ pub fn init() -> Result<Place, DistributedError> {
             "MPI was already finalized in this process".into(),
         ));
     }
-    let launched = launched();
+    // Variables a launcher sets (OpenMPI's own, PMIx's, MPICH's Hydra).
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some());
     if !launched && std::env::var_os("OMPI_MCA_ess_singleton_isolated").is_none() {
         // A process started without mpirun is a one-rank job. OpenMPI would start a PMIx
         // server for it, which needs a network listener that a sandbox may not have.
@@ -535,9 +531,8 @@ impl Comm {
         let offsets: Vec<Count> = counts
             .iter()
             .scan(0, |at, &c| {
-                let o = *at;
                 *at += c;
-                Some(o)
+                Some(*at - c)
             })
             .collect();
         let mut all = vec![0u8; counts.iter().map(|&c| c as usize).sum()];

@@ -66,12 +66,10 @@ pub fn channel_round(n: u64) -> std::io::Result<Duration> {
     })
 }
 
-/// The hand-off the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChannelHandoff {
     /// Seconds per closure: the median over the rounds.
     pub per_op_s: f64,
-    /// How it was taken.
     pub method: String,
 }
 

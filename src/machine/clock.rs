@@ -8,16 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use super::probe::Probe;
 
-/// The clock the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Clock {
     /// Core clock in GHz (10^9 cycles per second) while one thread runs integer code.
     pub ghz: f64,
-    /// How it was taken.
     pub method: String,
 }
 
-/// Multiplies per iteration of the chain's loop.
+/// Multiplies per iteration of the chain's loop (the `.rept` count below).
 #[cfg(target_arch = "x86_64")]
 const MULTIPLIES: u64 = 10;
 /// Cycles of one dependent `imul r64, r64`.
@@ -34,16 +32,9 @@ fn imul_chain(iterations: u64) -> f64 {
     unsafe {
         std::arch::asm!(
             "2:",
+            ".rept 10",
             "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
-            "imul {x}, {x}",
+            ".endr",
             "dec {n}",
             "jnz 2b",
             x = inout(reg) 3u64 => _,

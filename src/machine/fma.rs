@@ -72,14 +72,9 @@ impl VectorUnit {
         self.facts().0
     }
 
-    /// f32 lanes of one register.
-    pub fn lanes(self) -> u64 {
-        self.facts().1
-    }
-
-    /// FLOPs of one trip of the probe's loop: one FMA (2 FLOPs) per lane per chain.
+    /// FLOPs of one trip of the probe's loop: one FMA (2 FLOPs) per f32 lane per chain.
     fn flops_per_iteration(self) -> u64 {
-        2 * self.lanes() * self.facts().3
+        2 * self.facts().1 * self.facts().3
     }
 
     /// Runs `iterations` trips of the chains on this unit; returns seconds. A unit this core
@@ -108,7 +103,6 @@ impl VectorUnit {
     }
 }
 
-/// The peak the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FmaPeak {
     /// The vector unit the chains ran on (the widest the core has).
@@ -121,7 +115,6 @@ pub struct FmaPeak {
     pub cores: usize,
     /// True when each of the all-core threads ran pinned to a CPU of its own.
     pub pinned: bool,
-    /// How it was taken.
     pub method: String,
 }
 

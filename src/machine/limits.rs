@@ -25,7 +25,6 @@ use super::probe::Probe;
 pub struct Limits {
     /// The f32 fused multiply-add peak, one core and all cores.
     pub fma: Probe<FmaPeak>,
-    /// The core clock.
     pub clock: Probe<Clock>,
     /// The memory bandwidth: STREAM copy and triad.
     pub memory: Probe<Bandwidth>,
@@ -105,20 +104,16 @@ impl Limits {
     pub fn measure(budget: &Budget) -> Limits {
         let t = Instant::now();
         let cores = super::affinity::available_cores();
-        // The clock first, while the core runs integer code only (on some cores a long run of
-        // wide vector code lowers the clock for a while).
-        let clock = clock::measure(budget.clock_loop_s, budget.repeats);
-        let fma = fma::measure(budget.fma_loop_s, budget.repeats, cores);
         let elements = usize::try_from(budget.array_bytes / 4).unwrap_or(usize::MAX);
-        let memory = memory::measure(elements, budget.memory_passes, cores);
-        let line = line::measure(budget.line_rounds);
-        let channel = channel::measure(budget.channel_closures, budget.channel_rounds);
+        // The probes run in the fields' order here: the clock first, while the core runs
+        // integer code only (on some cores a long run of wide vector code lowers the clock for
+        // a while), and the wall time of them all last.
         Limits {
-            fma,
-            clock,
-            memory,
-            line,
-            channel,
+            clock: clock::measure(budget.clock_loop_s, budget.repeats),
+            fma: fma::measure(budget.fma_loop_s, budget.repeats, cores),
+            memory: memory::measure(elements, budget.memory_passes, cores),
+            line: line::measure(budget.line_rounds),
+            channel: channel::measure(budget.channel_closures, budget.channel_rounds),
             probe_s: t.elapsed().as_secs_f64(),
         }
     }

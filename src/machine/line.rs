@@ -1,7 +1,8 @@
 //! The latency of moving one cache line between two cores: two pinned threads pass a counter
-//! back and forth. An engine op moves several lines between the pushing thread and a worker, so
-//! per-op figures follow this latency; the machine's limits record it, and the `async` scenario
-//! reads it from there beside its own.
+//! back and forth. An engine op moves several lines between the pushing thread and a worker (the
+//! op, its output, reference and memory counts), so per-op figures follow this latency, on a VM
+//! whose host changes it from minute to minute too; the machine's limits record it, and the
+//! `async` scenario reads it from there beside its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -24,11 +25,9 @@ struct Line(AtomicU64);
 /// One round: two threads pass a counter back and forth `hops` times (each waits for the
 /// other's increment, then increments), each pinned to one of the first two CPUs this process
 /// may use where the OS allows it (Linux). Returns seconds per one-way hop: the latency of
-/// moving one cache line between the two CPUs. An engine op moves several lines between the
-/// pushing thread and a worker (the op, its output, reference and memory counts), so on a VM
-/// whose host changes this latency from minute to minute, per-op figures follow it. Unpinned,
-/// two new threads often share a CPU for a while and the figure reads a scheduler's hand-over
-/// instead. The caller's own thread is left as it was. Fails only if the OS refuses a thread.
+/// moving one cache line between the two CPUs. Unpinned, two new threads often share a CPU for
+/// a while and the figure reads a scheduler's hand-over instead. The caller's own thread is
+/// left as it was. Fails only if the OS refuses a thread.
 pub fn line_round(hops: u64) -> std::io::Result<f64> {
     // The counter ends at an even value (the other thread's turns are the odd ones), at
     // least 4, so that at least two hops are timed after the first answer.
@@ -106,12 +105,10 @@ pub fn line_rounds(hops: u64, rounds: usize) -> std::io::Result<Option<Vec<f64>>
         .map(Some)
 }
 
-/// The latency the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineLatency {
     /// Seconds one cache line takes from one core to another: the median over the rounds.
     pub one_way_s: f64,
-    /// How it was taken.
     pub method: String,
 }
 

@@ -28,7 +28,6 @@ pub const TRIAD_BYTES_PER_ELEMENT: u64 = 12;
 /// The triad's scalar (STREAM's).
 const SCALAR: f32 = 3.0;
 
-/// One kernel's bandwidth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamRate {
     /// GB/s (10^9 bytes per second) of one thread over the whole arrays.
@@ -37,7 +36,6 @@ pub struct StreamRate {
     pub all_threads_gbytes_per_s: f64,
 }
 
-/// The bandwidth the probe read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bandwidth {
     /// `c = a`.
@@ -53,7 +51,6 @@ pub struct Bandwidth {
     pub llc_bytes: Option<u64>,
     /// True when each of the all-thread threads ran pinned to a CPU of its own.
     pub pinned: bool,
-    /// How it was taken.
     pub method: String,
 }
 
@@ -66,7 +63,6 @@ impl Bandwidth {
     }
 }
 
-/// Which of STREAM's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kernel {
     Copy,
@@ -117,11 +113,7 @@ fn measure_over(
     // Zeroed allocations of this size are fresh pages the OS maps on first write: the team
     // writes them, so each thread's share faults in on its own CPU (and NUMA node) and no
     // timed pass pays for a fault or reads the shared zero page.
-    let (mut a, mut b, mut c) = (
-        vec![0f32; elements],
-        vec![0f32; elements],
-        vec![0f32; elements],
-    );
+    let [mut a, mut b, mut c] = [(); 3].map(|()| vec![0f32; elements]);
     let chunk = elements.div_ceil(threads).max(1);
     let mut pinned = {
         let split = shares(&mut a, &mut b, &mut c, chunk);

@@ -132,7 +132,7 @@ impl Recording {
     pub fn finish(self, probe: Probe<'_>, used_gpu: bool) -> RunState {
         let wall_s = self.start.elapsed().as_secs_f64();
         let after = snapshot::Snapshot::take();
-        let seen = self.sampler.finish();
+        let (runnable_others, own_runnable) = self.sampler.finish();
         let gpu = match self.gpu {
             Some(Ok(watch)) => Some(watch.finish()).filter(|_| used_gpu),
             _ => None,
@@ -145,8 +145,8 @@ impl Recording {
             cpu_ticks: shares.map(|s| s.ticks),
             own_cpu_fraction: shares.map(|s| s.own),
             steal_fraction: shares.map(|s| s.steal),
-            runnable_others: seen.others,
-            own_runnable: seen.ours,
+            runnable_others,
+            own_runnable,
             cpu_mhz_before: self.before.mean_mhz,
             cpu_mhz_after: after.mean_mhz,
             cgroup_cpus: snapshot::cgroup_cpus(),

@@ -65,12 +65,8 @@ pub fn run_team(threads: usize, work: impl Fn(usize) + Sync) -> std::io::Result<
     })?;
     let first = spans.iter().map(|s| s.0).min();
     let last = spans.iter().map(|s| s.1).max();
-    let wall_s = match (first, last) {
-        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
-        _ => 0.0,
-    };
     Ok(TeamRun {
-        wall_s,
+        wall_s: first.zip(last).map_or(0.0, |(a, b)| (b - a).as_secs_f64()),
         pinned: spans.iter().all(|s| s.2),
     })
 }

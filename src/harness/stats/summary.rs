@@ -171,14 +171,13 @@ mod tests {
     #[test]
     fn quantile_interpolates_linearly() {
         let xs = [1.0, 2.0, 3.0, 4.0, 5.0];
-        assert_eq!(quantile(&xs, 0.0), 1.0);
-        assert_eq!(quantile(&xs, 1.0), 5.0);
-        assert_eq!(quantile(&xs, 0.25), 2.0);
-        assert_eq!(quantile(&xs, 0.1), 1.4); // h = 0.4
+        // q = 0.1 is h = 0.4.
+        let qs = [0.0, 1.0, 0.25, 0.1].map(|q| quantile(&xs, q));
+        assert_eq!(qs, [1.0, 5.0, 2.0, 1.4]);
         let ys = [10.0, 20.0];
-        assert_eq!(quantile(&ys, 0.75), 17.5);
-        assert_eq!(quantile(&ys, -1.0), 10.0); // clamped
-        assert_eq!(quantile(&ys, 2.0), 20.0);
+        // q outside [0, 1] is clamped.
+        let qs = [0.75, -1.0, 2.0].map(|q| quantile(&ys, q));
+        assert_eq!(qs, [17.5, 10.0, 20.0]);
         assert!(quantile(&[], 0.5).is_nan());
         assert!(quantile(&ys, f64::NAN).is_nan());
     }

@@ -7,7 +7,6 @@ use std::fmt;
 use crate::machine::state::gpu::{not_ours, ClockLimit, GpuProcess, GpuRunState};
 use crate::units::human_bytes;
 
-/// One reason the GPU was not fit to measure on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GpuReason {
     /// Other compute processes were on the GPU before or after the run. `own_among_them`: the

@@ -52,7 +52,6 @@ impl fmt::Display for GpuSelector {
     }
 }
 
-/// Why the GPU's state could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuStateError {
     /// NVML could not start: no driver, no `libnvidia-ml.so`, or no permission.
@@ -139,7 +138,6 @@ impl fmt::Display for ClockLimit {
     }
 }
 
-/// A compute process on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuProcess {
     /// The pid as NVML gives it: the driver's, which is the host's pid namespace, so inside a
@@ -284,7 +282,6 @@ fn distinct<'a>(limits: impl Iterator<Item = &'a ClockLimit>) -> Vec<ClockLimit>
     all
 }
 
-/// The GPU's state over one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuRunState {
     /// Which GPU was read: its NVML UUID where known.

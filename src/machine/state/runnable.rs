@@ -36,14 +36,6 @@ impl Runnable {
     }
 }
 
-/// What the sampler saw: runnable tasks that were not ours, and our own threads that were
-/// runnable (the sampling thread aside).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Seen {
-    pub others: Option<Runnable>,
-    pub ours: Option<Runnable>,
-}
-
 /// The sampling thread; [`finish`](Sampler::finish) stops it and returns what it saw. Dropped
 /// unfinished (the run failed), it stops the thread too.
 pub struct Sampler {
@@ -58,14 +50,12 @@ impl Sampler {
         }
     }
 
-    /// Stop the thread and summarize its samples.
-    pub fn finish(mut self) -> Seen {
+    /// Stop the thread and summarize what it saw: runnable tasks that were not ours, and our
+    /// own threads that were runnable (the sampling thread aside).
+    pub fn finish(mut self) -> (Option<Runnable>, Option<Runnable>) {
         let counts = self.thread.finish();
         let (others, ours): (Vec<u32>, Vec<u32>) = counts.into_iter().unzip();
-        Seen {
-            others: Runnable::of(&others),
-            ours: Runnable::of(&ours),
-        }
+        (Runnable::of(&others), Runnable::of(&ours))
     }
 }
 
@@ -86,7 +76,7 @@ mod tests {
         let start = Instant::now();
         let sampler = Sampler::start();
         std::thread::sleep(Duration::from_millis(450));
-        let seen = sampler.finish().others;
+        let seen = sampler.finish().0;
         // Stopped by its message, not at the end of a sleep.
         assert!(
             start.elapsed() < Duration::from_millis(450) + INTERVAL,

@@ -23,28 +23,22 @@ const SYSTEM: ExplicitSystemInfo = ExplicitSystemInfo {
     is_little_endian: cfg!(target_endian = "little"),
 };
 
-/// The machine's CPU time since boot, in ticks, summed over its CPUs.
+/// What `/proc/stat` says, as this module uses it. The CPU times are the machine's since boot,
+/// in ticks, summed over its CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CpuTicks {
+pub struct KernelCounters {
     /// Time running anything: user, nice, system, irq and softirq (guest time is inside user).
     pub busy: u64,
     /// Time a hypervisor gave this machine's CPUs to someone else.
     pub steal: u64,
     /// All of it, idle and iowait included: the CPU time the machine had.
     pub total: u64,
-}
-
-/// What `/proc/stat` says, as this module uses it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelCounters {
-    pub ticks: CpuTicks,
     /// The CPUs listed (`cpuN` lines): the online CPUs.
     pub cpus: usize,
     /// Tasks runnable right now, machine-wide (the reader's own thread among them).
     pub procs_running: Option<u32>,
 }
 
-/// Parse `/proc/stat`.
 pub fn kernel_counters(text: &str) -> Option<KernelCounters> {
     let stats = KernelStats::from_read(Cursor::new(text.as_bytes()), &SYSTEM).ok()?;
     let t = &stats.total;
@@ -53,7 +47,9 @@ pub fn kernel_counters(text: &str) -> Option<KernelCounters> {
     let steal = extra(t.steal);
     let total = busy + t.idle + extra(t.iowait) + steal;
     Some(KernelCounters {
-        ticks: CpuTicks { busy, steal, total },
+        busy,
+        steal,
+        total,
         cpus: stats.cpu_time.len(),
         procs_running: stats.procs_running,
     })
@@ -70,10 +66,8 @@ pub fn task_stat(text: &str) -> Option<(u64, char)> {
 
 /// The mean clock of the CPUs, in MHz, from `scaling_cur_freq` values (kHz); `None` for none.
 pub fn mean_mhz(khz: &[u64]) -> Option<f64> {
-    if khz.is_empty() {
-        return None;
-    }
-    Some(khz.iter().map(|&k| k as f64 / 1000.0).sum::<f64>() / khz.len() as f64)
+    let mean = || khz.iter().map(|&k| k as f64 / 1000.0).sum::<f64>() / khz.len() as f64;
+    (!khz.is_empty()).then(mean)
 }
 
 /// The CPUs a cgroup v2 `cpu.max` allows (`"200000 100000"` is 2); `None` for `max` (no
@@ -134,7 +128,7 @@ impl Shares {
     /// process's share can exceed the busy share by a tick or two: the other share is then
     /// zero, not negative.
     pub fn between(before: &Snapshot, after: &Snapshot) -> Option<Shares> {
-        let (b, a) = (before.kernel?.ticks, after.kernel?.ticks);
+        let (b, a) = (before.kernel?, after.kernel?);
         let ticks = a.total.checked_sub(b.total).filter(|&t| t > 0)?;
         let total = ticks as f64;
         let busy = a.busy.saturating_sub(b.busy) as f64;
@@ -160,7 +154,6 @@ pub fn runnable_now() -> Option<(u32, u32)> {
     Some((running.saturating_sub(ours), ours.saturating_sub(1)))
 }
 
-/// This process's threads in state `R`.
 fn own_running_threads() -> Option<u32> {
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     let running = tasks
@@ -245,14 +238,7 @@ mod tests {
     #[test]
     fn proc_stat_reads_as_busy_steal_and_total_ticks() {
         let k = kernel_counters(&proc_stat(300, 100, 500, 20, 3)).expect("parses");
-        assert_eq!(
-            k.ticks,
-            CpuTicks {
-                busy: 400,
-                steal: 20,
-                total: 920
-            }
-        );
+        assert_eq!((k.busy, k.steal, k.total), (400, 20, 920));
         assert_eq!((k.cpus, k.procs_running), (2, Some(3)));
         assert_eq!(kernel_counters("not /proc/stat"), None);
     }
