@@ -48,10 +48,18 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
     if let Some(out) = &args.output {
         check_output_path(out)?;
     }
-    let base = super::ab_build::resolve(base, args.allow_dirty)?;
+    // A suite of command entries alone never runs the base: it is not resolved, nor built.
+    let base = if entries.iter().any(|(_, _, s)| *s == Sides::Builds) {
+        Some(super::ab_build::resolve(base, args.allow_dirty)?)
+    } else {
+        None
+    };
     let candidate = super::ab_build::resolve(candidate, args.allow_dirty)?;
-    check_executable("base", &base)?;
+    if let Some(base) = &base {
+        check_executable("base", base)?;
+    }
     check_executable("candidate", &candidate)?;
+    let bins = [base.as_deref(), Some(candidate.as_path())];
     // A private directory for the entries' suite files, removed when dropped.
     let dir = std::env::temp_dir().join(format!("parbench-ab-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
@@ -112,7 +120,9 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
                 Sides::Commands => &[Side::Candidate],
             };
             for &side in order {
-                let bin = [&base, &candidate][side as usize];
+                let Some(bin) = bins[side as usize] else {
+                    continue; // the base, left unresolved where no entry runs it
+                };
                 let report = match run_side(side, bin, &entry_file, samples, label, end) {
                     Ok(report) => report,
                     Err(SideError::OutOfBudget) => {
@@ -189,7 +199,7 @@ pub(super) fn run_ab(args: AbArgs) -> Result<(), CliError> {
         );
     }
     let settings = serde_json::json!({
-        "base": base.display().to_string(),
+        "base": base.as_ref().map(|b| b.display().to_string()),
         "candidate": candidate.display().to_string(),
         "suite": name,
         "samples_per_process": args.samples,

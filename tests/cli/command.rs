@@ -157,8 +157,9 @@ fn a_missing_program_and_malformed_entries_are_usage_errors() {
 }
 
 /// `ab` pairs a command entry's `base` and `new` commands, timed by one process of the
-/// candidate a pair: a slower `new` is a regression (exit 1). One command, which both builds
-/// would run alike, or commands of other names are refused before anything runs.
+/// candidate a pair: a slower `new` is a regression (exit 1), and the base build, which no
+/// entry runs, is neither resolved nor built. One command, which both builds would run alike,
+/// or commands of other names are refused before anything runs.
 #[test]
 fn ab_pairs_a_command_entrys_base_and_new() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,8 +186,9 @@ fn ab_pairs_a_command_entrys_base_and_new() {
         "[[run]]\nname = \"nap\"\n\
          commands = { base = [\"true\"], new = [\"sleep\", \"0.02\"] }\n",
     );
+    // The base is not resolved where no entry runs it: any name passes.
     let out = parbench()
-        .args(["ab", me, me, pair.to_str().unwrap()])
+        .args(["ab", "no-such-revision", me, pair.to_str().unwrap()])
         .args(["--samples", "3", "--min-pairs", "8", "--max-pairs", "8"])
         .args(["--format", "json"])
         .output()
@@ -205,5 +207,6 @@ fn ab_pairs_a_command_entrys_base_and_new() {
     assert_eq!(entry["verdict"], "slower", "{entry}");
     assert_eq!(entry["pairs"].as_array().unwrap().len(), 8);
     assert_eq!(doc["base"], Value::Null, "no entry ran the base build");
+    assert_eq!(doc["settings"]["base"], Value::Null, "nor was it resolved");
     crate::cli::result_schemas::assert_valid("ab of a command entry", "parbench-ab-1", &doc);
 }
