@@ -33,6 +33,16 @@ impl Estimate {
             hi: value,
         }
     }
+
+    /// `f` of two estimates, bound by bound (`f` grows with both): a median from their
+    /// medians, an interval from their intervals.
+    pub fn combined(a: Estimate, b: Estimate, f: impl Fn(f64, f64) -> f64) -> Estimate {
+        Estimate {
+            median: f(a.median, b.median),
+            lo: f(a.lo, b.lo),
+            hi: f(a.hi, b.hi),
+        }
+    }
 }
 
 /// A figure with its 95% interval: a ratio `a / b` with the interval the two estimates'

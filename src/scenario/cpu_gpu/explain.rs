@@ -7,7 +7,7 @@ use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_CPU_GPU, TF2_CPU_PRODUCTS as CPU};
-use crate::scenario::kit::explained::{combined, compared};
+use crate::scenario::kit::explained::compared;
 use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
@@ -29,7 +29,7 @@ pub(super) struct DeviceTimes {
 impl DeviceTimes {
     /// a + b, one workload after the other on their own devices.
     pub(super) fn sequential(&self) -> Estimate {
-        combined(self.a, self.b, |a, b| a + b)
+        Estimate::combined(self.a, self.b, |a, b| a + b)
     }
 
     /// (a + b) / parallel.
@@ -39,7 +39,7 @@ impl DeviceTimes {
 
     /// max(a, b) / parallel: 1.0 is perfect overlap.
     pub(super) fn overlap(&self) -> Ratio {
-        Ratio::of(combined(self.a, self.b, f64::max), self.par)
+        Ratio::of(Estimate::combined(self.a, self.b, f64::max), self.par)
     }
 
     /// one-device / parallel: what splitting the same cores into two devices gained.

@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::fmt::Display;
 
-use crate::report::evidence::{Estimate, Ratio, Side};
+use crate::report::evidence::{Ratio, Side};
 use crate::report::finding::Finding;
 use crate::report::RunRecord;
 use crate::units::faster_or_slower;
@@ -103,16 +103,6 @@ pub fn compared(lead: &str, r: Ratio, [above, within, below]: [&str; 3]) -> Stri
         "{lead}: {}.",
         words.replace("{}", &faster_or_slower(r.value))
     )
-}
-
-/// `f` of two estimates, bound by bound (`f` grows with both): a median from their medians,
-/// an interval from their intervals.
-pub fn combined(a: Estimate, b: Estimate, f: impl Fn(f64, f64) -> f64) -> Estimate {
-    Estimate {
-        median: f(a.median, b.median),
-        lo: f(a.lo, b.lo),
-        hi: f(a.hi, b.hi),
-    }
 }
 
 /// The likely cause of a figure outside its range when it compares medians of variants timed

@@ -5,7 +5,6 @@ use crate::report::evidence::{Estimate, Ratio, Side};
 use crate::report::finding::{Finding, Want};
 use crate::report::{BookFigure, RunRecord};
 use crate::scenario::book::{A_GPU, TF2_RUN_COPY};
-use crate::scenario::kit::explained::combined;
 use crate::scenario::kit::{warnings, Explained, LessonSpec, Verdict, BETWEEN_ROUNDS};
 use crate::units::human_time;
 
@@ -29,7 +28,7 @@ impl CopyOverlap {
     /// its interval from run's and copy's.
     pub(super) fn ideal(&self) -> Estimate {
         let at = |r: f64, c: f64| r.max(c) + c / self.ops as f64;
-        combined(self.run, self.copy, at)
+        Estimate::combined(self.run, self.copy, at)
     }
 
     /// overlapped / perfect overlap: at least 1 but for noise.
