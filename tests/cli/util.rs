@@ -13,8 +13,6 @@ pub fn parbench() -> Command {
     c
 }
 
-/// `parbench` with every GPU hidden (`CUDA_VISIBLE_DEVICES` empty), so a test of the path
-/// without a GPU runs the same on a machine that has one.
 /// `parbench compare ARGS BASE NEW`, run to completion.
 pub fn compare(
     args: &[&str],
@@ -30,6 +28,8 @@ pub fn compare(
         .unwrap()
 }
 
+/// `parbench` with every GPU hidden (`CUDA_VISIBLE_DEVICES` empty), so a test of the path
+/// without a GPU runs the same on a machine that has one.
 pub fn parbench_without_gpu() -> Command {
     let mut c = parbench();
     c.env("CUDA_VISIBLE_DEVICES", "");
